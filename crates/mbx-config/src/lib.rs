@@ -1,0 +1,256 @@
+//! Workload configuration shared by the mbxstress commands.
+//!
+//! The pipeline is configuration -> plan -> engine -> measurements -> result -> reports; this crate
+//! holds the first stage's types. For now that is the mailbox [`Profile`]: the handful of numbers a
+//! storage test needs (what Jetstress calls the "mailbox profile"), produced by `mbxstress size
+//! --profile-out` and accepted by `mbxstress run --profile`.
+//!
+//! Files written by users are strict: an unknown key is an error, so a typo cannot silently change
+//! an experiment.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Errors reading or writing configuration files. Each carries the path it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read or written.
+    #[error("cannot {op} {path}: {source}")]
+    Io {
+        /// What we were doing ("read", "write", "rename").
+        op: &'static str,
+        /// The file concerned.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for the expected structure (includes unknown keys).
+    #[error("{path} is not a valid {what}: {message}")]
+    Parse {
+        /// The file concerned.
+        path: PathBuf,
+        /// What the file was expected to be ("mailbox profile").
+        what: &'static str,
+        /// The parser's message, which names the line and key.
+        message: String,
+    },
+    /// The file parsed but a value is out of range.
+    #[error("{path}: invalid `{key}`: {reason}")]
+    Invalid {
+        /// The file concerned.
+        path: PathBuf,
+        /// The offending key.
+        key: &'static str,
+        /// Why it is invalid and what would be valid.
+        reason: String,
+    },
+    /// Refused to overwrite a file that we did not write.
+    #[error("refusing to overwrite {path}: it exists and is not an mbxstress profile; remove it or choose another path")]
+    WouldOverwrite {
+        /// The existing file.
+        path: PathBuf,
+    },
+}
+
+/// The mailbox profile of one server's storage test (the Jetstress "mailbox profile" category):
+/// what `mbxstress run` simulates. Key names are part of the result contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Mailboxes simulated on this server (all hosted database copies active, as ESRP tests).
+    pub mailboxes: u64,
+    /// Transactional IOPS per mailbox, headroom included (the figure typed into Jetstress).
+    pub iops_per_mailbox: f64,
+    /// Mailbox quota in MB (MiB); database size = mailboxes x quota.
+    pub mailbox_quota_mb: u64,
+    /// Databases on this server.
+    pub databases: u32,
+    /// Copies of each database (1 = no log replication reads).
+    pub copies_per_database: u32,
+}
+
+impl Profile {
+    /// Checks ranges; `path` is only used to name the file in errors.
+    pub fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |key: &'static str, reason: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key,
+            reason,
+        };
+        if self.mailboxes == 0 {
+            return Err(invalid("mailboxes", "must be at least 1".into()));
+        }
+        if !(self.iops_per_mailbox.is_finite() && self.iops_per_mailbox > 0.0) {
+            return Err(invalid(
+                "iops_per_mailbox",
+                format!("must be a positive number, got {}", self.iops_per_mailbox),
+            ));
+        }
+        if self.mailbox_quota_mb == 0 {
+            return Err(invalid("mailbox_quota_mb", "must be at least 1".into()));
+        }
+        if !(1..=100).contains(&self.databases) {
+            return Err(invalid(
+                "databases",
+                format!("must be 1..=100, got {}", self.databases),
+            ));
+        }
+        if !(1..=16).contains(&self.copies_per_database) {
+            return Err(invalid(
+                "copies_per_database",
+                format!("must be 1..=16, got {}", self.copies_per_database),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads and validates a profile file (strict: unknown keys are errors).
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = fs_err::read_to_string(path).map_err(|source| ConfigError::Io {
+            op: "read",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let profile = Self::from_toml(&text, path)?;
+        profile.validate(path)?;
+        Ok(profile)
+    }
+
+    fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            what: "mailbox profile",
+            message: e.to_string(),
+        })
+    }
+
+    /// Renders the profile as TOML, preceded by `# ` comment lines (provenance for the reader).
+    pub fn to_toml(&self, comments: &[String]) -> String {
+        let mut out = String::new();
+        out.push_str(PROFILE_HEADER);
+        out.push('\n');
+        for c in comments {
+            out.push_str("# ");
+            out.push_str(c);
+            out.push('\n');
+        }
+        // Serializing a struct of plain numbers cannot fail; fall back to an explicit rendering
+        // rather than unwrap so the library never panics.
+        let body = toml::to_string(self).unwrap_or_else(|_| {
+            format!(
+                "mailboxes = {}\niops_per_mailbox = {}\nmailbox_quota_mb = {}\ndatabases = {}\ncopies_per_database = {}\n",
+                self.mailboxes,
+                self.iops_per_mailbox,
+                self.mailbox_quota_mb,
+                self.databases,
+                self.copies_per_database
+            )
+        });
+        out.push_str(&body);
+        out
+    }
+
+    /// Writes the profile atomically (temporary file + rename). An existing file is replaced only
+    /// if it is itself an mbxstress profile; anything else is refused.
+    pub fn save(&self, path: &Path, comments: &[String]) -> Result<(), ConfigError> {
+        if path.exists() {
+            let ours = fs_err::read_to_string(path)
+                .map(|t| t.starts_with(PROFILE_HEADER) && Self::from_toml(&t, path).is_ok())
+                .unwrap_or(false);
+            if !ours {
+                return Err(ConfigError::WouldOverwrite {
+                    path: path.to_path_buf(),
+                });
+            }
+        }
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        fs_err::write(&tmp, self.to_toml(comments)).map_err(|source| ConfigError::Io {
+            op: "write",
+            path: tmp.clone(),
+            source,
+        })?;
+        fs_err::rename(&tmp, path).map_err(|source| ConfigError::Io {
+            op: "rename into place",
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// First line of every profile file we write; used to recognise our own files before replacing one.
+pub const PROFILE_HEADER: &str = "# mbxstress mailbox profile (mbxstress.profile/1)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Profile {
+        Profile {
+            mailboxes: 5000,
+            iops_per_mailbox: 0.12,
+            mailbox_quota_mb: 2048,
+            databases: 6,
+            copies_per_database: 2,
+        }
+    }
+
+    fn tempdir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mbx-config-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        dir
+    }
+
+    #[test]
+    fn round_trip_through_file() {
+        let dir = tempdir("rt");
+        let path = dir.join("p.toml");
+        sample().save(&path, &["from a test".into()]).expect("save");
+        let back = Profile::load(&path).expect("load");
+        assert_eq!(back, sample());
+        // Saving again over our own file is allowed.
+        sample().save(&path, &[]).expect("overwrite own profile");
+    }
+
+    #[test]
+    fn unknown_key_is_an_error_naming_it() {
+        let dir = tempdir("unknown");
+        let path = dir.join("p.toml");
+        let mut text = sample().to_toml(&[]);
+        text.push_str("mailbox_qouta_mb = 1\n");
+        std::fs::write(&path, text).expect("write");
+        let err = Profile::load(&path).expect_err("typo must be refused");
+        let msg = err.to_string();
+        assert!(msg.contains("mailbox_qouta_mb"), "{msg}");
+        assert!(msg.contains("p.toml"), "{msg}");
+    }
+
+    #[test]
+    fn refuses_to_overwrite_foreign_file() {
+        let dir = tempdir("foreign");
+        let path = dir.join("notes.txt");
+        std::fs::write(&path, "precious").expect("write");
+        let err = sample().save(&path, &[]).expect_err("must refuse");
+        assert!(matches!(err, ConfigError::WouldOverwrite { .. }), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "precious");
+    }
+
+    #[test]
+    fn out_of_range_values_are_rejected() {
+        let p = Path::new("x.toml");
+        let mut bad = sample();
+        bad.databases = 101;
+        assert!(bad.validate(p).is_err());
+        let mut bad = sample();
+        bad.iops_per_mailbox = f64::NAN;
+        assert!(bad.validate(p).is_err());
+        let mut bad = sample();
+        bad.mailboxes = 0;
+        assert!(bad.validate(p).is_err());
+        assert!(sample().validate(p).is_ok());
+    }
+}

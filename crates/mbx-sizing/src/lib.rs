@@ -1,0 +1,616 @@
+//! Mailbox server sizing: a pure calculator (no I/O, no clock).
+//!
+//! [`size`] turns a [`SizingInput`] into a [`SizingReport`]: CPU, memory, capacity and IOPS per
+//! server and in total, the warnings of the published limits, and a ready-to-run test
+//! [`Profile`]. Each group of figures names the [`Method`] that produced it, because the seed papers
+//! mix methods (Tintri sized CPU and memory with the Exchange 2010 / VMware guide and storage with
+//! the 2013 calculator). The formulas are in [`formulas`], one function each, with their sources;
+//! `docs/sizing.md` explains them for users.
+//!
+//! Deployment model. `mailboxes` is the whole deployment; each mailbox has `copies` database
+//! copies spread evenly over `servers`. A server therefore *hosts* `mailboxes x copies / servers`
+//! mailbox copies. In the worst failure mode the calculator considers, `copies - 1` servers have
+//! failed and the survivors carry every active mailbox: `mailboxes / (servers - copies + 1)` each.
+//! The storage test (Jetstress practice, ESRP) runs every hosted database active on one server, so
+//! the test profile and the target IOPS use the hosted count, which is never smaller.
+
+pub mod examples;
+pub mod formulas;
+mod input;
+mod method;
+
+use serde::Serialize;
+
+pub use input::{
+    CpuInput, DatabaseLayout, InputError, SizingInput, DEFAULT_HEADROOM_PCT,
+    DEFAULT_MESSAGE_SIZE_KB, DEFAULT_PEAK_CPU_PCT, DEFAULT_QUOTA_MB, MAX_COPIES,
+    MAX_DATABASES_PER_SERVER, MAX_QUOTA_MB,
+};
+pub use mbx_config::Profile;
+pub use method::Method;
+
+use formulas::*;
+
+/// Which method produced each group of figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Sources {
+    /// IOPS per mailbox and targets.
+    pub iops: Method,
+    /// Megacycles, cores, utilization.
+    pub cpu: Method,
+    /// Database cache and RAM.
+    pub memory: Method,
+    /// Mailbox size, databases, logs, volumes.
+    pub capacity: Method,
+}
+
+/// A limit of the published guidance that the sized deployment crosses, or an assumption the
+/// calculator had to make. `code` is stable (scripts match on it); `message` says what to do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Warning {
+    /// Stable identifier, kebab-case.
+    pub code: &'static str,
+    /// Human explanation with the figure, the limit and a suggestion.
+    pub message: String,
+}
+
+/// Everything `mbxstress size` reports. Field names are part of the result contract
+/// (../shared/spec/result-contract.md); units are in the names. "per server" figures are for one
+/// mailbox server in the worst failure mode unless the name says otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SizingReport {
+    /// Id of the method asked for (e.g. "exchange2013-calculator").
+    pub method: Method,
+    /// Human label of `method`.
+    pub method_label: &'static str,
+    /// The method behind each group of figures.
+    pub sources: Sources,
+    /// The question, every default filled in.
+    pub input: SizingInput,
+
+    /// Mailboxes in the deployment.
+    pub mailboxes_total: u64,
+    /// Mailbox servers.
+    pub servers: u32,
+    /// Copies of each database.
+    pub copies_per_database: u32,
+    /// Mailbox copies hosted on each server (all active in the storage test).
+    pub mailboxes_per_server: f64,
+    /// Active mailboxes per server with every server up.
+    pub active_mailboxes_per_server_normal: f64,
+    /// Active mailboxes per server when `copies - 1` servers have failed.
+    pub active_mailboxes_per_server_worst: f64,
+    /// Servers left in the worst failure mode.
+    pub surviving_servers_worst: u32,
+
+    /// IOPS per mailbox before headroom (from the method's table or the user's override).
+    pub iops_per_mailbox: f64,
+    /// `iops_per_mailbox` rounded to 3 places, as the published tables print it.
+    pub iops_per_mailbox_published: f64,
+    /// True when the user overrode the table with `--iops-per-mailbox`.
+    pub iops_per_mailbox_overridden: bool,
+    /// IOPS per mailbox with headroom, rounded to 2 places as ESRP reports and Jetstress inputs do.
+    pub iops_per_mailbox_esrp: f64,
+    /// Headroom applied, in percent.
+    pub headroom_pct: f64,
+    /// Target transactional IOPS of one server's storage test: mailboxes per server x
+    /// `iops_per_mailbox_esrp`.
+    pub target_iops_per_server: f64,
+    /// The same target without the 2-place rounding.
+    pub target_iops_per_server_unrounded: f64,
+    /// Transactional IOPS of the whole deployment (every copy) at `iops_per_mailbox_esrp`.
+    pub target_iops_total: f64,
+    /// Estimated log writes/s per server: DB writes (40% of IOPS at a 3:2 read:write ratio) x
+    /// 0.5 with DAG copies or 0.4 standalone.
+    pub log_writes_per_s_per_server_estimate: f64,
+    /// Estimated background database maintenance reads per server, MB/s (about 1 per database copy).
+    pub bdm_mb_per_s_per_server_estimate: f64,
+
+    /// Megacycles per active mailbox (including the Client Access share when multi-role).
+    pub megacycles_per_active_mailbox: f64,
+    /// Megacycles per passive mailbox copy.
+    pub megacycles_per_passive_mailbox: f64,
+    /// Megacycles the deployment needs (all active + passive copies; x 1.1 when virtualized in the
+    /// calculator methods).
+    pub megacycles_required: f64,
+    /// Megacycles one server needs in the worst failure mode.
+    pub megacycles_required_per_server: f64,
+    /// Speed of one core of the given processor in the method's megacycles.
+    pub megacycles_per_core: f64,
+    /// How `megacycles_per_core` was obtained.
+    pub megacycles_per_core_basis: String,
+    /// Cores the deployment needs to stay at or below `peak_cpu_pct`.
+    pub cores_required: f64,
+    /// Cores one server needs in the worst failure mode to stay at or below `peak_cpu_pct`.
+    pub cores_required_per_server: f64,
+    /// Cores in each server, if given.
+    pub cores_per_server: Option<u32>,
+    /// Peak CPU utilization of one server in the worst failure mode, percent (needs
+    /// `cores_per_server`).
+    pub cpu_peak_utilization_pct: Option<f64>,
+    /// The utilization target, percent.
+    pub peak_cpu_target_pct: f64,
+    /// Separate Client Access servers needed (2013 calculator, not multi-role).
+    pub client_access_servers: Option<u32>,
+
+    /// Database cache per active mailbox, MB.
+    pub db_cache_mb_per_mailbox: f64,
+    /// Database cache per server, GB (calculator: ROUNDUP of MB / 1024; 2010 guide: MB / 1000).
+    pub db_cache_gb: f64,
+    /// Database cache of all servers, GB.
+    pub db_cache_gb_total: f64,
+    /// RAM per active mailbox, MB (4 x cache; the calculator methods).
+    pub ram_per_active_mailbox_mb: Option<f64>,
+    /// RAM for the active mailboxes alone in decimal GB (active x RAM per mailbox / 1000), the
+    /// figure D1's Table 3 prints (calculator methods).
+    pub ram_for_active_mailboxes_gb: Option<f64>,
+    /// RAM each server needs, GB (calculator: rounded to a real configuration).
+    pub ram_gb_per_server: f64,
+    /// RAM of all servers, GB.
+    pub ram_gb_total: f64,
+
+    /// Mailbox size on disk (quota + dumpster + white space), MB.
+    pub mailbox_size_on_disk_mb: f64,
+    /// Database copies on each server.
+    pub databases_per_server: u32,
+    /// Distinct databases in the deployment.
+    pub databases_total: u32,
+    /// Mailboxes in each database.
+    pub mailboxes_per_database: f64,
+    /// Size of one database, GB (GiB: MB / 1024).
+    pub database_size_gb: f64,
+    /// Transaction log files (1 MB) per mailbox per day.
+    pub logs_per_mailbox_per_day: f64,
+    /// Log space per database, GB.
+    pub log_space_per_database_gb: f64,
+    /// Volume for one database (content index, spare index, free space), GB.
+    pub database_volume_gb: f64,
+    /// Volume for one database's logs (free space), GB.
+    pub log_volume_gb: f64,
+    /// Database volumes of one server, TiB.
+    pub database_space_per_server_tib: f64,
+    /// Log volumes of one server, TiB.
+    pub log_space_per_server_tib: f64,
+    /// Database volumes of the deployment (every copy), TiB.
+    pub database_space_total_tib: f64,
+    /// Log volumes of the deployment (every copy), TiB.
+    pub log_space_total_tib: f64,
+    /// Size of each database a storage test creates on one server: mailboxes per server x quota /
+    /// databases per server, GiB.
+    pub jetstress_database_size_gib: f64,
+
+    /// Limits crossed and assumptions made.
+    pub warnings: Vec<Warning>,
+    /// The storage-test profile of one server, for `mbxstress run --profile`.
+    pub profile: Profile,
+}
+
+/// Sizes a deployment. Fails only on invalid input (the error names the field).
+pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
+    input.validate()?;
+    let method = input.method;
+    let m = input.messages_per_day;
+    let kb = input.message_size_kb;
+    let quota = input.quota_mb as f64;
+    let servers = input.servers;
+    let copies = input.copies;
+    let mut warnings = Vec::new();
+    let mut warn = |code: &'static str, message: String| warnings.push(Warning { code, message });
+
+    let sources = Sources {
+        iops: method,
+        cpu: method,
+        memory: method,
+        // The 2010 / VMware guide has no capacity model of its own; T took storage from the 2013
+        // calculator, and so do we.
+        capacity: if method.is_calculator() {
+            method
+        } else {
+            Method::Exchange2013
+        },
+    };
+
+    // ---- Mailboxes and failure modes -------------------------------------------------------
+    let mailboxes = input.mailboxes as f64;
+    let surviving = servers - (copies - 1);
+    let mailboxes_per_server = mailboxes * copies as f64 / servers as f64;
+    let active_normal = mailboxes / servers as f64;
+    let active_worst = mailboxes / surviving as f64;
+    let passive_worst = mailboxes_per_server - active_worst;
+    if input.mailboxes < servers as u64 {
+        warn(
+            "fewer-mailboxes-than-servers",
+            format!(
+                "{} mailboxes over {servers} servers leaves some servers without mailboxes",
+                input.mailboxes
+            ),
+        );
+    }
+    if !(50.0..=500.0).contains(&m) {
+        warn(
+            "profile-outside-published-table",
+            format!(
+                "{m} messages per day is outside the published tables (50-500); figures are extrapolated from the formulas"
+            ),
+        );
+    }
+
+    // ---- Capacity: mailbox size, databases, logs, volumes -------------------------------------
+    let mailbox_size_mb =
+        mailbox_size_on_disk_mb(quota, m, kb, input.deleted_item_retention_days as f64);
+    let recommended_db_gb = if copies >= 2 { 2048.0 } else { 200.0 };
+    let (databases_per_server, databases_total) = match input.layout {
+        DatabaseLayout::PerServer(d) => {
+            let copies_hosted = d as u64 * servers as u64;
+            let total = copies_hosted.div_ceil(copies as u64);
+            if copies_hosted % copies as u64 != 0 {
+                warn(
+                    "uneven-database-copies",
+                    format!(
+                        "{d} database copies on each of {servers} servers cannot hold {copies} copies of every database evenly; assuming {total} databases"
+                    ),
+                );
+            }
+            (d, total)
+        }
+        DatabaseLayout::MailboxesPerDatabase(n) => {
+            let total = input.mailboxes.div_ceil(n);
+            let per_server = (total * copies as u64).div_ceil(servers as u64);
+            (clamp_u32(per_server), total)
+        }
+        DatabaseLayout::Auto => {
+            let total_gb = mailboxes * mailbox_size_mb / 1024.0;
+            let min_total = (total_gb / recommended_db_gb).ceil().max(1.0) as u64;
+            // Every server should host at least one copy.
+            let per_server = (min_total * copies as u64).div_ceil(servers as u64).max(1);
+            let total = (per_server * servers as u64).div_ceil(copies as u64);
+            (clamp_u32(per_server), total)
+        }
+    };
+    let databases_total = clamp_u32(databases_total.max(1));
+    if databases_per_server > MAX_DATABASES_PER_SERVER {
+        warn(
+            "databases-per-server-unsupported",
+            format!(
+                "{databases_per_server} databases per server is above the supported maximum of {MAX_DATABASES_PER_SERVER}; add servers or raise mailboxes per database"
+            ),
+        );
+    } else if databases_per_server > 50 && method == Method::Exchange2013 {
+        warn(
+            "databases-per-server-2013-rtm",
+            format!(
+                "{databases_per_server} databases per server needs Exchange 2013 CU2 or later (RTM and CU1 support 50)"
+            ),
+        );
+    }
+    if databases_per_server > 5 {
+        warn(
+            "databases-per-server-standard-edition",
+            format!(
+                "{databases_per_server} databases per server needs Enterprise edition (Standard supports 5)"
+            ),
+        );
+    }
+    if input.mailboxes % databases_total as u64 != 0 {
+        warn(
+            "uneven-mailboxes-per-database",
+            format!(
+                "{} mailboxes do not divide evenly into {databases_total} databases; each holds {:.2} on average",
+                input.mailboxes,
+                mailboxes / databases_total as f64
+            ),
+        );
+    }
+    let mailboxes_per_database = mailboxes / databases_total as f64;
+    let database_size_gb =
+        mailboxes_per_database * mailbox_size_mb / 1024.0 * (1.0 + input.data_overhead_pct / 100.0);
+    if database_size_gb > 16.0 * 1024.0 {
+        warn(
+            "database-size-unsupported",
+            format!(
+                "databases of {database_size_gb:.0} GB exceed the supported maximum of 16 TB; use more databases"
+            ),
+        );
+    } else if database_size_gb > recommended_db_gb {
+        warn(
+            "database-size-above-recommended",
+            format!(
+                "databases of {database_size_gb:.0} GB exceed the recommended {recommended_db_gb:.0} GB for {copies} cop{}; reseeds and restores will be slow",
+                if copies == 1 { "y" } else { "ies" }
+            ),
+        );
+    }
+    let logs_per_day = logs_per_mailbox_per_day(m, kb);
+    let log_space_per_database_gb =
+        (mailboxes_per_database * logs_per_day * input.log_retention_days as f64
+            + mailboxes_per_database * 0.01 * mailbox_size_mb)
+            / 1024.0;
+    // Content index (20% of the database) plus room for one more index during a master merge,
+    // with 5% of the volume kept free. The 2010 guide's +20% / 20%-free rule is not used: T took
+    // its storage from the 2013 calculator, and `sources.capacity` says so.
+    let database_volume_gb = database_size_gb * 1.4 / 0.95;
+    let log_volume_gb = log_space_per_database_gb / 0.95;
+    let gib_per_tib = 1024.0;
+    let database_space_per_server_tib =
+        database_volume_gb * databases_per_server as f64 / gib_per_tib;
+    let log_space_per_server_tib = log_volume_gb * databases_per_server as f64 / gib_per_tib;
+    let database_copies_total = databases_total as f64 * copies as f64;
+    let database_space_total_tib = database_volume_gb * database_copies_total / gib_per_tib;
+    let log_space_total_tib = log_volume_gb * database_copies_total / gib_per_tib;
+    let jetstress_database_size_gib =
+        mailboxes_per_server * quota / databases_per_server as f64 / 1024.0;
+
+    // ---- IOPS ------------------------------------------------------------------------------
+    let table_iops = formulas::iops_per_mailbox(method, m, copies);
+    let iops = input.iops_per_mailbox.unwrap_or(table_iops);
+    let headroom = 1.0 + input.headroom_pct / 100.0;
+    let iops_esrp = round_half_up(iops * headroom, 2);
+    if iops_esrp == 0.0 {
+        warn(
+            "iops-rounds-to-zero",
+            format!(
+                "{iops:.4} IOPS per mailbox with headroom rounds to 0.00; the profile uses the unrounded value"
+            ),
+        );
+    }
+    let profile_iops = if iops_esrp > 0.0 {
+        iops_esrp
+    } else {
+        iops * headroom
+    };
+    let target_iops_per_server = mailboxes_per_server * profile_iops;
+    let target_iops_per_server_unrounded = mailboxes_per_server * iops * headroom;
+    let target_iops_total = mailboxes * copies as f64 * profile_iops;
+    let log_factor = if copies > 1 { 0.5 } else { 0.4 };
+    let log_writes_per_s_per_server_estimate = target_iops_per_server * 0.4 * log_factor;
+    let bdm_mb_per_s_per_server_estimate = databases_per_server as f64;
+
+    // ---- CPU -------------------------------------------------------------------------------
+    let multi_role = input.multi_role && method == Method::Exchange2013;
+    if input.multi_role && method != Method::Exchange2013 {
+        warn(
+            "multi-role-not-applicable",
+            format!(
+                "--multi-role has no effect with {}: {}",
+                method.label(),
+                if method.is_calculator() {
+                    "its megacycles already include client access"
+                } else {
+                    "the guide sizes the mailbox role alone"
+                }
+            ),
+        );
+    }
+    if method == Method::Exchange2019 {
+        warn(
+            "megacycles-from-2016",
+            "Microsoft publishes no separate Exchange 2019 megacycle figures; the 2016 figures are used".into(),
+        );
+    }
+    let mc_active = megacycles_active(method, m, multi_role);
+    let mc_passive = megacycles_passive(method, m);
+    let virt = if input.virtualized && method.is_calculator() {
+        1.10
+    } else {
+        1.0
+    };
+    if input.virtualized && !method.is_calculator() {
+        warn(
+            "virtualization-factor-not-applied",
+            "the Exchange 2010 / VMware guide's per-core adjustment has no separate hypervisor factor; --virtualized adds nothing with this method".into(),
+        );
+    }
+    let megacycles_required =
+        (mailboxes * mc_active + mailboxes * (copies as f64 - 1.0) * mc_passive) * virt;
+    let megacycles_required_per_server =
+        (active_worst * mc_active + passive_worst * mc_passive) * virt;
+    let cpu = &input.cpu;
+    let (megacycles_per_core, megacycles_per_core_basis) = match (
+        cpu.specint_rate,
+        cpu.specint_cores,
+    ) {
+        (Some(rate), Some(cores)) => {
+            let per_core = rate / cores as f64;
+            let mhz = cpu.cpu_mhz.unwrap_or(0.0);
+            let v = formulas::megacycles_per_core(method, per_core, mhz);
+            let basis = if method.is_calculator() {
+                format!("SPECint_rate2006 {rate} / {cores} cores = {per_core:.2} per core x 2000 / 33.75")
+            } else {
+                format!("SPECint_rate2006 {rate} / {cores} cores = {per_core:.2} per core x {mhz} MHz / 18.75")
+            };
+            (v, basis)
+        }
+        _ => {
+            let (v, basis) = if method.is_calculator() {
+                (
+                    2000.0,
+                    "assumed baseline core (SPECint_rate2006 33.75 per core = 2,000 megacycles)"
+                        .to_string(),
+                )
+            } else if let Some(mhz) = cpu.cpu_mhz {
+                (
+                    mhz,
+                    format!(
+                        "assumed baseline core: {mhz} MHz at the guide's 18.75 SPECint per core"
+                    ),
+                )
+            } else {
+                (
+                    3333.0,
+                    "assumed baseline core of 3,333 MHz (Microsoft's Exchange 2010 baseline)"
+                        .to_string(),
+                )
+            };
+            warn(
+                    "cpu-baseline-assumed",
+                    format!("no --specint-rate/--specint-cores given: {basis}; give them for your processor"),
+                );
+            (v, basis)
+        }
+    };
+    let peak = cpu.peak_cpu_pct / 100.0;
+    let cores_required = megacycles_required / (megacycles_per_core * peak);
+    let cores_required_per_server = megacycles_required_per_server / (megacycles_per_core * peak);
+    let cpu_peak_utilization_pct = cpu
+        .cores_per_server
+        .map(|cores| megacycles_required_per_server / (cores as f64 * megacycles_per_core) * 100.0);
+    match cpu_peak_utilization_pct {
+        Some(u) if u > cpu.peak_cpu_pct => warn(
+            "cpu-utilization-above-target",
+            format!(
+                "peak CPU utilization {u:.1}% is above the {}% target; {:.1} cores per server would meet it",
+                cpu.peak_cpu_pct, cores_required_per_server
+            ),
+        ),
+        Some(u) if u > 80.0 => warn(
+            "cpu-utilization-above-80",
+            format!("peak CPU utilization {u:.1}% is above 80%, which the calculator flags"),
+        ),
+        Some(_) => {}
+        None => warn(
+            "cpu-utilization-unknown",
+            "give --cores-per-server to compute peak CPU utilization".into(),
+        ),
+    }
+    if let Some(ceiling) = core_ceiling(method) {
+        let cores = cpu
+            .cores_per_server
+            .map(f64::from)
+            .unwrap_or(cores_required_per_server);
+        if cores > ceiling as f64 {
+            warn(
+                "cores-above-recommended",
+                format!(
+                    "{cores:.1} cores per server is above the {ceiling} recommended by the {}; add servers",
+                    method.label()
+                ),
+            );
+        }
+    }
+    let client_access_servers = (method == Method::Exchange2013 && !input.multi_role).then(|| {
+        let mc = mailboxes * megacycles_client_access(m) * virt;
+        let per_server = cpu.client_access_cores as f64 * megacycles_per_core * peak;
+        (round_up(mc / per_server) as u32).max(1)
+    });
+
+    // ---- Memory ----------------------------------------------------------------------------
+    let cache_mb = db_cache_mb_per_mailbox(m);
+    let (db_cache_gb, db_cache_gb_total, ram_per_active, ram_active_gb, ram_gb_per_server) =
+        if method.is_calculator() {
+            let cache_gb = round_up(active_worst * cache_mb / 1024.0);
+            let ram_per = ram_per_active_mailbox_mb(m);
+            let mut needed = 4.0 * cache_gb;
+            if multi_role {
+                // Client Access on the same server: 2 GB plus 2 GB per core it needs.
+                let ca_cores = round_up(
+                    active_worst * megacycles_client_access(m) * virt / megacycles_per_core,
+                );
+                needed += 2.0 + 2.0 * ca_cores;
+            }
+            let ram = round_ram_gb(needed.max(min_ram_gb_by_database_count(databases_per_server)));
+            (
+                cache_gb,
+                cache_gb * servers as f64,
+                Some(ram_per),
+                Some(active_worst * ram_per / 1000.0),
+                ram,
+            )
+        } else {
+            // The guide works in decimal GB: 16,000 x 9 MB = 144 GB.
+            let cache_gb = active_worst * cache_mb / 1000.0;
+            (
+                cache_gb,
+                mailboxes * cache_mb / 1000.0,
+                None,
+                None,
+                ram_gb_for_cache_2010(cache_gb),
+            )
+        };
+    let ram_gb_total = if method.is_calculator() {
+        ram_gb_per_server * servers as f64
+    } else {
+        ram_gb_for_cache_2010(db_cache_gb_total)
+    };
+    if let Some(ceiling) = ram_ceiling_gb(method) {
+        if ram_gb_per_server > ceiling {
+            warn(
+                "ram-above-recommended",
+                format!(
+                    "{ram_gb_per_server:.0} GB of RAM per server is above the {ceiling:.0} GB recommended by the {}; add servers",
+                    method.label()
+                ),
+            );
+        }
+    }
+
+    let profile = Profile {
+        mailboxes: mailboxes_per_server.ceil() as u64,
+        iops_per_mailbox: profile_iops,
+        mailbox_quota_mb: input.quota_mb,
+        databases: databases_per_server,
+        copies_per_database: copies,
+    };
+
+    Ok(SizingReport {
+        method,
+        method_label: method.label(),
+        sources,
+        input: input.clone(),
+        mailboxes_total: input.mailboxes,
+        servers,
+        copies_per_database: copies,
+        mailboxes_per_server,
+        active_mailboxes_per_server_normal: active_normal,
+        active_mailboxes_per_server_worst: active_worst,
+        surviving_servers_worst: surviving,
+        iops_per_mailbox: iops,
+        iops_per_mailbox_published: round_half_up(iops, 3),
+        iops_per_mailbox_overridden: input.iops_per_mailbox.is_some(),
+        iops_per_mailbox_esrp: iops_esrp,
+        headroom_pct: input.headroom_pct,
+        target_iops_per_server,
+        target_iops_per_server_unrounded,
+        target_iops_total,
+        log_writes_per_s_per_server_estimate,
+        bdm_mb_per_s_per_server_estimate,
+        megacycles_per_active_mailbox: mc_active,
+        megacycles_per_passive_mailbox: mc_passive,
+        megacycles_required,
+        megacycles_required_per_server,
+        megacycles_per_core,
+        megacycles_per_core_basis,
+        cores_required,
+        cores_required_per_server,
+        cores_per_server: cpu.cores_per_server,
+        cpu_peak_utilization_pct,
+        peak_cpu_target_pct: cpu.peak_cpu_pct,
+        client_access_servers,
+        db_cache_mb_per_mailbox: cache_mb,
+        db_cache_gb,
+        db_cache_gb_total,
+        ram_per_active_mailbox_mb: ram_per_active,
+        ram_for_active_mailboxes_gb: ram_active_gb,
+        ram_gb_per_server,
+        ram_gb_total,
+        mailbox_size_on_disk_mb: mailbox_size_mb,
+        databases_per_server,
+        databases_total,
+        mailboxes_per_database,
+        database_size_gb,
+        logs_per_mailbox_per_day: logs_per_day,
+        log_space_per_database_gb,
+        database_volume_gb,
+        log_volume_gb,
+        database_space_per_server_tib,
+        log_space_per_server_tib,
+        database_space_total_tib,
+        log_space_total_tib,
+        jetstress_database_size_gib,
+        warnings,
+        profile,
+    })
+}
+
+fn clamp_u32(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}

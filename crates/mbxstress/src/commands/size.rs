@@ -1,0 +1,341 @@
+//! `mbxstress size`: flags and/or an input file -> `mbx_sizing::size` -> report, JSON, profile.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use mbx_sizing::{examples, DatabaseLayout, Method, SizingInput, SizingReport};
+
+use crate::cli::{SizeArgs, SizeInputs};
+use crate::exit::usage;
+use crate::render;
+
+/// Where the values not given as flags came from.
+enum Base {
+    /// Nothing: every required value must be a flag.
+    None,
+    /// `--input FILE`.
+    File(PathBuf),
+    /// A built-in example, named explicitly or chosen because nothing was given.
+    Example {
+        name: &'static str,
+        source: &'static str,
+        implicit: bool,
+    },
+}
+
+pub fn run(args: SizeArgs) -> anyhow::Result<ExitCode> {
+    let (base, base_inputs) = load_base(&args)?;
+    if let Base::Example {
+        name,
+        source,
+        implicit: true,
+    } = &base
+    {
+        eprintln!(
+            "note: no deployment given (--mailboxes, --input or --example); sizing the built-in example '{name}': {source}"
+        );
+    }
+    let merged = merge(&args, base_inputs);
+    let input = to_sizing_input(&merged, &args, &base)?;
+    let report = mbx_sizing::size(&input).map_err(|e| {
+        usage(format!(
+            "invalid {}: {}",
+            describe_field(e.field, &args, &base),
+            e.reason
+        ))
+    })?;
+
+    if let Some(path) = &args.profile_out {
+        report
+            .profile
+            .save(path, &profile_comments(&report, &base))
+            .with_context(|| {
+                format!(
+                    "writing the test profile (--profile-out {})",
+                    path.display()
+                )
+            })?;
+    }
+
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report).context("writing JSON to stdout")?;
+        writeln_out(&mut out, "")?;
+    } else {
+        let text = render::size_report(&report, &describe_base(&base));
+        writeln_out(&mut out, &text)?;
+        if let Some(path) = &args.profile_out {
+            writeln_out(
+                &mut out,
+                &format!(
+                    "Test profile written to {} (use it with `mbxstress run --profile {}`).",
+                    path.display(),
+                    path.display()
+                ),
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn writeln_out(out: &mut impl std::io::Write, text: &str) -> anyhow::Result<()> {
+    writeln!(out, "{text}").context("writing to stdout")
+}
+
+fn load_base(args: &SizeArgs) -> anyhow::Result<(Base, SizeInputs)> {
+    if let Some(path) = &args.input {
+        let text = fs_err::read_to_string(path).map_err(|e| {
+            usage(format!(
+                "cannot read --input {}: {}",
+                path.display(),
+                io_reason(&e)
+            ))
+        })?;
+        let inputs: SizeInputs = toml::from_str(&text).map_err(|e| {
+            usage(format!(
+                "--input {} is not a valid sizing input file: {e}\nKeys are the flags' names in snake_case (see `mbxstress size --help`).",
+                path.display()
+            ))
+        })?;
+        if inputs.databases_per_server.is_some() && inputs.mailboxes_per_database.is_some() {
+            return Err(usage(format!(
+                "{}: give either `databases_per_server` or `mailboxes_per_database`, not both",
+                path.display()
+            )));
+        }
+        return Ok((Base::File(path.clone()), inputs));
+    }
+    let explicit = args.example.as_deref();
+    let deployment_given = args.inputs.mailboxes.is_some()
+        || args.inputs.messages_per_day.is_some()
+        || args.inputs.servers.is_some();
+    let name = match explicit {
+        Some(name) => name,
+        None if !deployment_given => "tintri",
+        None => return Ok((Base::None, SizeInputs::default())),
+    };
+    let example =
+        examples::by_name(name).ok_or_else(|| usage(format!("unknown --example {name}")))?;
+    Ok((
+        Base::Example {
+            name: example.name,
+            source: example.source,
+            implicit: explicit.is_none(),
+        },
+        from_sizing_input(&example.input),
+    ))
+}
+
+/// The message of an I/O error without the path (which we name ourselves).
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Flags override the base; a layout flag replaces the base's layout entirely.
+fn merge(args: &SizeArgs, mut base: SizeInputs) -> SizeInputs {
+    let cli = &args.inputs;
+    if cli.databases_per_server.is_some() || cli.mailboxes_per_database.is_some() {
+        base.databases_per_server = None;
+        base.mailboxes_per_database = None;
+    }
+    SizeInputs {
+        method: cli.method.clone().or(base.method),
+        mailboxes: cli.mailboxes.or(base.mailboxes),
+        messages_per_day: cli.messages_per_day.or(base.messages_per_day),
+        message_size_kb: cli.message_size_kb.or(base.message_size_kb),
+        quota_mb: cli.quota_mb.or(base.quota_mb),
+        copies: cli.copies.or(base.copies),
+        servers: cli.servers.or(base.servers),
+        databases_per_server: cli.databases_per_server.or(base.databases_per_server),
+        mailboxes_per_database: cli.mailboxes_per_database.or(base.mailboxes_per_database),
+        headroom_pct: cli.headroom_pct.or(base.headroom_pct),
+        iops_per_mailbox: cli.iops_per_mailbox.or(base.iops_per_mailbox),
+        specint_rate: cli.specint_rate.or(base.specint_rate),
+        specint_cores: cli.specint_cores.or(base.specint_cores),
+        cores_per_server: cli.cores_per_server.or(base.cores_per_server),
+        cpu_mhz: cli.cpu_mhz.or(base.cpu_mhz),
+        peak_cpu_pct: cli.peak_cpu_pct.or(base.peak_cpu_pct),
+        client_access_cores: cli.client_access_cores.or(base.client_access_cores),
+        log_retention_days: cli.log_retention_days.or(base.log_retention_days),
+        deleted_item_retention_days: cli
+            .deleted_item_retention_days
+            .or(base.deleted_item_retention_days),
+        data_overhead_pct: cli.data_overhead_pct.or(base.data_overhead_pct),
+        virtualized: Some(args.virtualized || base.virtualized.unwrap_or(false)),
+        multi_role: Some(args.multi_role || base.multi_role.unwrap_or(false)),
+    }
+}
+
+fn to_sizing_input(m: &SizeInputs, args: &SizeArgs, base: &Base) -> anyhow::Result<SizingInput> {
+    let method = match &m.method {
+        None => Method::default(),
+        Some(name) => Method::parse(name).ok_or_else(|| {
+            let names: Vec<_> = Method::ALL.iter().map(|m| m.cli_name()).collect();
+            usage(format!(
+                "invalid {}: unknown method '{name}'; expected one of {}",
+                describe_field("method", args, base),
+                names.join(", ")
+            ))
+        })?,
+    };
+    let required = |field: &'static str, present: bool| -> anyhow::Result<()> {
+        if present {
+            Ok(())
+        } else {
+            let flag = format!("--{}", field.replace('_', "-"));
+            Err(usage(match base {
+                Base::File(path) => format!(
+                    "{flag} is required: give it as a flag or as `{field}` in {}",
+                    path.display()
+                ),
+                _ => format!(
+                    "{flag} is required (or start from a file with --input FILE or a built-in --example NAME)"
+                ),
+            }))
+        }
+    };
+    required("mailboxes", m.mailboxes.is_some())?;
+    required("messages_per_day", m.messages_per_day.is_some())?;
+    required("servers", m.servers.is_some())?;
+    let mut input = SizingInput::new(
+        method,
+        m.mailboxes.unwrap_or_default(),
+        m.messages_per_day.unwrap_or_default(),
+        m.servers.unwrap_or_default(),
+    );
+    if let Some(v) = m.message_size_kb {
+        input.message_size_kb = v;
+    }
+    if let Some(v) = m.quota_mb {
+        input.quota_mb = v;
+    }
+    if let Some(v) = m.copies {
+        input.copies = v;
+    }
+    input.layout = match (m.databases_per_server, m.mailboxes_per_database) {
+        (Some(d), _) => DatabaseLayout::PerServer(d),
+        (None, Some(n)) => DatabaseLayout::MailboxesPerDatabase(n),
+        (None, None) => DatabaseLayout::Auto,
+    };
+    if let Some(v) = m.headroom_pct {
+        input.headroom_pct = v;
+    }
+    input.iops_per_mailbox = m.iops_per_mailbox;
+    input.cpu.specint_rate = m.specint_rate;
+    input.cpu.specint_cores = m.specint_cores;
+    input.cpu.cores_per_server = m.cores_per_server;
+    input.cpu.cpu_mhz = m.cpu_mhz;
+    if let Some(v) = m.peak_cpu_pct {
+        input.cpu.peak_cpu_pct = v;
+    }
+    if let Some(v) = m.client_access_cores {
+        input.cpu.client_access_cores = v;
+    }
+    if let Some(v) = m.log_retention_days {
+        input.log_retention_days = v;
+    }
+    if let Some(v) = m.deleted_item_retention_days {
+        input.deleted_item_retention_days = v;
+    }
+    if let Some(v) = m.data_overhead_pct {
+        input.data_overhead_pct = v;
+    }
+    input.virtualized = m.virtualized.unwrap_or(false);
+    input.multi_role = m.multi_role.unwrap_or(false);
+    Ok(input)
+}
+
+fn from_sizing_input(i: &SizingInput) -> SizeInputs {
+    let (dbs, mpd) = match i.layout {
+        DatabaseLayout::Auto => (None, None),
+        DatabaseLayout::PerServer(d) => (Some(d), None),
+        DatabaseLayout::MailboxesPerDatabase(n) => (None, Some(n)),
+    };
+    SizeInputs {
+        method: Some(i.method.cli_name().to_string()),
+        mailboxes: Some(i.mailboxes),
+        messages_per_day: Some(i.messages_per_day),
+        message_size_kb: Some(i.message_size_kb),
+        quota_mb: Some(i.quota_mb),
+        copies: Some(i.copies),
+        servers: Some(i.servers),
+        databases_per_server: dbs,
+        mailboxes_per_database: mpd,
+        headroom_pct: Some(i.headroom_pct),
+        iops_per_mailbox: i.iops_per_mailbox,
+        specint_rate: i.cpu.specint_rate,
+        specint_cores: i.cpu.specint_cores,
+        cores_per_server: i.cpu.cores_per_server,
+        cpu_mhz: i.cpu.cpu_mhz,
+        peak_cpu_pct: Some(i.cpu.peak_cpu_pct),
+        client_access_cores: Some(i.cpu.client_access_cores),
+        log_retention_days: Some(i.log_retention_days),
+        deleted_item_retention_days: Some(i.deleted_item_retention_days),
+        data_overhead_pct: Some(i.data_overhead_pct),
+        virtualized: Some(i.virtualized),
+        multi_role: Some(i.multi_role),
+    }
+}
+
+/// Names a field the way the user gave it: the flag if it was a flag (or a default), the key and
+/// file if it came from `--input`, the flag and example otherwise.
+fn describe_field(field: &str, args: &SizeArgs, base: &Base) -> String {
+    let flag = format!("--{}", field.replace('_', "-"));
+    let given_as_flag = match field {
+        "virtualized" => args.virtualized,
+        "multi_role" => args.multi_role,
+        _ => serde_json::to_value(&args.inputs)
+            .ok()
+            .and_then(|v| v.get(field).map(|x| !x.is_null()))
+            .unwrap_or(false),
+    };
+    if given_as_flag {
+        return flag;
+    }
+    match base {
+        Base::File(path) => format!("`{field}` in {}", path.display()),
+        Base::Example { name, .. } => format!("{flag} (set by example '{name}')"),
+        Base::None => flag,
+    }
+}
+
+fn describe_base(base: &Base) -> String {
+    match base {
+        Base::None => "command-line flags".into(),
+        Base::File(path) => format!("input file {} (flags override it)", path.display()),
+        Base::Example { name, source, .. } => format!("built-in example '{name}': {source}"),
+    }
+}
+
+fn profile_comments(report: &SizingReport, base: &Base) -> Vec<String> {
+    let mut c = vec![
+        format!(
+            "written by mbxstress {} `size` with the {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            report.method_label,
+            report.method.id()
+        ),
+        format!("from {}", describe_base(base)),
+        format!(
+            "one server of {}: {} mailboxes, {} messages/day, target {:.1} IOPS ({:.4} IOPS/mailbox + {}% headroom, ESRP-rounded)",
+            report.servers,
+            report.mailboxes_total,
+            report.input.messages_per_day,
+            report.target_iops_per_server,
+            report.iops_per_mailbox,
+            report.headroom_pct
+        ),
+    ];
+    let p = &report.profile;
+    c.push(format!(
+        "the storage test creates {} database(s) totalling {:.1} GiB",
+        p.databases,
+        p.mailboxes as f64 * p.mailbox_quota_mb as f64 / 1024.0
+    ));
+    c
+}

@@ -1,0 +1,28 @@
+//! `mbxstress`: the command-line definition plus glue. Behaviour lives in the library crates;
+//! each subcommand's glue is one file under `commands/`.
+//!
+//! Exit codes: 0 success, 1 a test verdict failed, 2 usage or configuration error, 3 runtime error.
+
+mod cli;
+mod commands;
+mod exit;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    // clap prints its own usage errors and exits with 2; --help and --version exit with 0.
+    let cli = cli::Cli::parse();
+    match commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            if exit::is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {err:#}");
+            exit::code_for(&err)
+        }
+    }
+}

@@ -1,0 +1,443 @@
+//! Human-readable rendering of reports for the terminal. Pure functions: data in, text out.
+
+use mbx_sizing::{Method, SizingReport};
+
+/// Formats `x` with `decimals` places and thousands separators (16000 -> "16,000").
+pub fn num(x: f64, decimals: usize) -> String {
+    let s = format!("{:.*}", decimals, x.abs());
+    let (int, frac) = match s.split_once('.') {
+        Some((i, f)) => (i.to_string(), Some(f.to_string())),
+        None => (s, None),
+    };
+    let mut grouped = String::new();
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    let sign = if x < 0.0 && x.abs() >= 0.5 * 10f64.powi(-(decimals as i32)) {
+        "-"
+    } else {
+        ""
+    };
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+/// Like [`num`], but drops the decimals of a whole number (4000.0 -> "4,000", 833.33 stays).
+pub fn num_auto(x: f64, decimals: usize) -> String {
+    if (x - x.round()).abs() < 1e-9 {
+        num(x, 0)
+    } else {
+        num(x, decimals)
+    }
+}
+
+/// Short tag for the method column.
+fn tag(m: Method) -> &'static str {
+    match m {
+        Method::Exchange2013 => "2013 calculator",
+        Method::Exchange2016 => "2016 calculator",
+        Method::Exchange2019 => "2019 calculator",
+        Method::Exchange2010Vmware => "2010/VMware guide",
+    }
+}
+
+/// A table of labelled rows with per-server, total and method columns, grouped under headings.
+struct Table {
+    rows: Vec<Row>,
+}
+
+enum Row {
+    Heading(String),
+    Figure {
+        label: String,
+        per_server: String,
+        total: String,
+        method: String,
+    },
+}
+
+impl Table {
+    fn new() -> Self {
+        Table { rows: Vec::new() }
+    }
+    fn heading(&mut self, h: &str) {
+        self.rows.push(Row::Heading(h.to_string()));
+    }
+    fn row(&mut self, label: impl Into<String>, per_server: String, total: String, method: &str) {
+        self.rows.push(Row::Figure {
+            label: label.into(),
+            per_server,
+            total,
+            method: method.to_string(),
+        });
+    }
+    fn render(&self) -> String {
+        let (mut wl, mut ws, mut wt) = (0, "per server".len(), "total".len());
+        for r in &self.rows {
+            if let Row::Figure {
+                label,
+                per_server,
+                total,
+                ..
+            } = r
+            {
+                wl = wl.max(label.chars().count());
+                ws = ws.max(per_server.chars().count());
+                wt = wt.max(total.chars().count());
+            }
+        }
+        let mut out = format!(
+            "  {:wl$}  {:>ws$}  {:>wt$}  method\n",
+            "", "per server", "total"
+        );
+        for r in &self.rows {
+            match r {
+                Row::Heading(h) => out.push_str(&format!("{h}\n")),
+                Row::Figure {
+                    label,
+                    per_server,
+                    total,
+                    method,
+                } => out.push_str(&format!(
+                    "  {label:wl$}  {per_server:>ws$}  {total:>wt$}  {method}\n"
+                )),
+            }
+        }
+        out
+    }
+}
+
+const NONE: &str = "-";
+
+/// The report of `mbxstress size`.
+pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
+    let i = &r.input;
+    let mut out = String::new();
+    out.push_str(&format!(
+        "Sizing {} mailboxes: {} messages/day of {} KB, {} MB quota, {} cop{}, {} server{}\n",
+        num(r.mailboxes_total as f64, 0),
+        num(i.messages_per_day, 0),
+        num(i.message_size_kb, 0),
+        num(i.quota_mb as f64, 0),
+        r.copies_per_database,
+        if r.copies_per_database == 1 {
+            "y"
+        } else {
+            "ies"
+        },
+        r.servers,
+        if r.servers == 1 { "" } else { "s" },
+    ));
+    out.push_str(&format!("Inputs: {inputs_from}\n"));
+    out.push_str(&format!("Method: {} ({})", r.method_label, r.method.id()));
+    if r.sources.capacity != r.method {
+        out.push_str(&format!(
+            "; storage figures from the {}",
+            r.sources.capacity.label()
+        ));
+    }
+    out.push_str(&format!(
+        "\nPer server = one of {} servers in the worst failure mode ({} of {} failed).\n\n",
+        r.servers,
+        r.servers - r.surviving_servers_worst,
+        r.servers
+    ));
+
+    let (iops_m, cpu_m, mem_m, cap_m) = (
+        tag(r.sources.iops),
+        tag(r.sources.cpu),
+        tag(r.sources.memory),
+        tag(r.sources.capacity),
+    );
+    let mut t = Table::new();
+
+    t.heading("Mailboxes");
+    t.row(
+        "Mailbox copies hosted (all active in the test)",
+        num_auto(r.mailboxes_per_server, 1),
+        num(r.mailboxes_total as f64 * r.copies_per_database as f64, 0),
+        "input",
+    );
+    t.row(
+        "Active mailboxes, all servers up",
+        num_auto(r.active_mailboxes_per_server_normal, 1),
+        num(r.mailboxes_total as f64, 0),
+        "input",
+    );
+    t.row(
+        "Active mailboxes, worst failure mode",
+        num_auto(r.active_mailboxes_per_server_worst, 1),
+        NONE.into(),
+        "input",
+    );
+
+    t.heading("IOPS");
+    let iops_label = if r.iops_per_mailbox_overridden {
+        "IOPS per mailbox (--iops-per-mailbox)"
+    } else {
+        "IOPS per mailbox (profile table)"
+    };
+    t.row(
+        iops_label,
+        num(r.iops_per_mailbox, 4),
+        NONE.into(),
+        if r.iops_per_mailbox_overridden {
+            "input"
+        } else {
+            iops_m
+        },
+    );
+    t.row(
+        format!(
+            "IOPS per mailbox + {}% headroom (ESRP, 2 places)",
+            num(r.headroom_pct, 0)
+        ),
+        num(r.iops_per_mailbox_esrp, 2),
+        NONE.into(),
+        iops_m,
+    );
+    t.row(
+        "Target transactional IOPS",
+        num(r.target_iops_per_server, 1),
+        num(r.target_iops_total, 1),
+        iops_m,
+    );
+    t.row(
+        "Log writes/s (estimate)",
+        num(r.log_writes_per_s_per_server_estimate, 1),
+        NONE.into(),
+        iops_m,
+    );
+    t.row(
+        "Background maintenance reads, MB/s (estimate)",
+        num(r.bdm_mb_per_s_per_server_estimate, 1),
+        NONE.into(),
+        iops_m,
+    );
+
+    t.heading("CPU");
+    t.row(
+        "Megacycles per active mailbox",
+        num(r.megacycles_per_active_mailbox, 3),
+        NONE.into(),
+        cpu_m,
+    );
+    t.row(
+        "Megacycles per passive copy",
+        num(r.megacycles_per_passive_mailbox, 3),
+        NONE.into(),
+        cpu_m,
+    );
+    t.row(
+        format!(
+            "Megacycles required{}",
+            if i.virtualized && r.method.is_calculator() {
+                " (+10% virtualized)"
+            } else {
+                ""
+            }
+        ),
+        num(r.megacycles_required_per_server, 0),
+        num(r.megacycles_required, 0),
+        cpu_m,
+    );
+    t.row(
+        "Megacycles per core",
+        num(r.megacycles_per_core, 0),
+        NONE.into(),
+        cpu_m,
+    );
+    t.row(
+        format!("Cores required at {}% peak", num(r.peak_cpu_target_pct, 0)),
+        format!(
+            "{} ({})",
+            num(r.cores_required_per_server, 2),
+            num(r.cores_required_per_server.ceil(), 0)
+        ),
+        format!(
+            "{} ({})",
+            num(r.cores_required, 2),
+            num(r.cores_required.ceil(), 0)
+        ),
+        cpu_m,
+    );
+    if let (Some(u), Some(c)) = (r.cpu_peak_utilization_pct, r.cores_per_server) {
+        t.row(
+            format!("Peak CPU utilization with {c} cores per server"),
+            format!("{}%", num(u, 1)),
+            NONE.into(),
+            cpu_m,
+        );
+    }
+    if let Some(n) = r.client_access_servers {
+        t.row(
+            format!(
+                "Client Access servers ({} cores each)",
+                i.cpu.client_access_cores
+            ),
+            NONE.into(),
+            n.to_string(),
+            cpu_m,
+        );
+    }
+
+    t.heading("Memory");
+    t.row(
+        "Database cache per mailbox, MB",
+        num(r.db_cache_mb_per_mailbox, 1),
+        NONE.into(),
+        mem_m,
+    );
+    if let Some(mb) = r.ram_per_active_mailbox_mb {
+        t.row("RAM per active mailbox, MB", num(mb, 1), NONE.into(), mem_m);
+    }
+    t.row(
+        if r.method.is_calculator() {
+            "Database cache, GB (GiB, rounded up)"
+        } else {
+            "Database cache, GB (decimal)"
+        },
+        num(r.db_cache_gb, 1),
+        num(r.db_cache_gb_total, 1),
+        mem_m,
+    );
+    t.row(
+        if r.method.is_calculator() {
+            "RAM, GB (rounded to a configuration)"
+        } else {
+            "RAM, GB (cache / 92 x 128)"
+        },
+        num(r.ram_gb_per_server, 1),
+        num(r.ram_gb_total, 1),
+        mem_m,
+    );
+
+    t.heading("Storage");
+    t.row(
+        "Mailbox size on disk, MB",
+        num(r.mailbox_size_on_disk_mb, 0),
+        NONE.into(),
+        cap_m,
+    );
+    t.row(
+        "Databases (copies on each server / distinct)",
+        r.databases_per_server.to_string(),
+        r.databases_total.to_string(),
+        cap_m,
+    );
+    t.row(
+        "Mailboxes per database",
+        num_auto(r.mailboxes_per_database, 2),
+        NONE.into(),
+        cap_m,
+    );
+    t.row(
+        "Database size, GB",
+        num(r.database_size_gb, 1),
+        NONE.into(),
+        cap_m,
+    );
+    t.row(
+        "Log files per mailbox per day (1 MB each)",
+        num(r.logs_per_mailbox_per_day, 1),
+        NONE.into(),
+        cap_m,
+    );
+    t.row(
+        format!("Log space per database, GB ({} days)", i.log_retention_days),
+        num(r.log_space_per_database_gb, 1),
+        NONE.into(),
+        cap_m,
+    );
+    t.row(
+        "Database volumes, TiB (index, 5% free)",
+        num(r.database_space_per_server_tib, 2),
+        num(r.database_space_total_tib, 2),
+        cap_m,
+    );
+    t.row(
+        "Log volumes, TiB (5% free)",
+        num(r.log_space_per_server_tib, 2),
+        num(r.log_space_total_tib, 2),
+        cap_m,
+    );
+    t.row(
+        "Storage-test database size, GiB (each)",
+        num(r.jetstress_database_size_gib, 1),
+        NONE.into(),
+        "Jetstress rule",
+    );
+    out.push_str(&t.render());
+
+    let p = &r.profile;
+    out.push_str(&format!(
+        "\nTest profile for one server (mbxstress run --profile): {} mailboxes x {} IOPS = {} IOPS target, {} MB quota, {} database{}, {} cop{}\n",
+        num(p.mailboxes as f64, 0),
+        p.iops_per_mailbox,
+        num(p.mailboxes as f64 * p.iops_per_mailbox, 1),
+        num(p.mailbox_quota_mb as f64, 0),
+        p.databases,
+        if p.databases == 1 { "" } else { "s" },
+        p.copies_per_database,
+        if p.copies_per_database == 1 { "y" } else { "ies" },
+    ));
+    if !r.warnings.is_empty() {
+        out.push_str("\nWarnings:\n");
+        for w in &r.warnings {
+            out.push_str(&format!("  [{}] {}\n", w.code, w.message));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formatting() {
+        assert_eq!(num(16000.0, 0), "16,000");
+        assert_eq!(num(137142.857, 0), "137,143");
+        assert_eq!(num(0.1005, 4), "0.1005");
+        assert_eq!(num(999.0, 0), "999");
+        assert_eq!(num(1234567.891, 2), "1,234,567.89");
+        assert_eq!(num(-1500.0, 0), "-1,500");
+        assert_eq!(num(-0.0001, 2), "0.00");
+        assert_eq!(num_auto(4000.0, 1), "4,000");
+        assert_eq!(num_auto(833.333, 2), "833.33");
+    }
+
+    #[test]
+    fn every_figure_row_names_a_method() {
+        let r = mbx_sizing::size(&mbx_sizing::examples::tintri().input).expect("valid");
+        let text = size_report(&r, "test");
+        let table: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("per server"))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .filter(|l| l.starts_with("  "))
+            .collect();
+        assert!(table.len() > 20, "{text}");
+        for line in table {
+            assert!(
+                [
+                    "2010/VMware guide",
+                    "2013 calculator",
+                    "input",
+                    "Jetstress rule"
+                ]
+                .iter()
+                .any(|m| line.trim_end().ends_with(m)),
+                "row without a method: {line}"
+            );
+        }
+        assert!(text.contains("48,000"), "{text}");
+        assert!(text.contains("9,333"), "{text}");
+    }
+}

@@ -1,0 +1,64 @@
+//! Helpers: run the binary, capture its output, make scratch directories.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The result of one invocation.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Parses stdout as JSON, failing the test with the output if it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+/// Runs `mbxstress` with `args` in `dir` (or the current directory).
+pub fn mbx_in(dir: Option<&PathBuf>, args: &[&str]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mbxstress"));
+    cmd.args(args);
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("spawn mbxstress");
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// Runs `mbxstress` with `args`.
+pub fn mbx(args: &[&str]) -> Run {
+    mbx_in(None, args)
+}
+
+/// A fresh scratch directory under the target directory, unique per test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// Asserts a float within a tolerance, with a readable message.
+pub fn close(v: &serde_json::Value, expected: f64, tol: f64) {
+    let actual = v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    assert!(
+        (actual - expected).abs() <= tol,
+        "expected {expected} +/- {tol}, got {actual}"
+    );
+}

@@ -1,0 +1,327 @@
+//! `mbxstress size`: the issue's acceptance commands, input files, profiles and bad input.
+
+use crate::common::{close, mbx, mbx_in, scratch};
+
+const TINTRI: &[&str] = &[
+    "size",
+    "--mailboxes",
+    "16000",
+    "--messages-per-day",
+    "150",
+    "--quota-mb",
+    "2048",
+    "--servers",
+    "4",
+    "--databases-per-server",
+    "4",
+    "--specint-rate",
+    "1120",
+    "--specint-cores",
+    "16",
+    "--cores-per-server",
+    "4",
+    "--cpu-mhz",
+    "2500",
+    "--peak-cpu-pct",
+    "35",
+];
+
+fn tintri_with(extra: &[&str]) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = TINTRI.to_vec();
+    for e in extra {
+        v.push(Box::leak(e.to_string().into_boxed_str()));
+    }
+    v
+}
+
+/// Acceptance: the Tintri CPU and memory chain with the 2010 / VMware method.
+#[test]
+fn tintri_acceptance_json() {
+    let run = mbx(&tintri_with(&["--method", "exchange2010-vmware", "--json"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    assert_eq!(v["method"], "exchange2010-vmware-guide");
+    close(&v["megacycles_required"], 48_000.0, 1e-9);
+    close(&v["megacycles_per_core"], 9_333.0, 0.5);
+    close(&v["cores_required"], 14.7, 0.05);
+    close(&v["cpu_peak_utilization_pct"], 32.0, 0.5);
+    close(&v["ram_gb_total"], 200.0, 0.5);
+    close(&v["ram_gb_per_server"], 50.0, 0.1);
+    close(&v["mailbox_size_on_disk_mb"], 2299.0, 1e-9);
+    assert_eq!(v["sources"]["capacity"], "exchange2013-calculator");
+}
+
+/// Acceptance: the same deployment with the 2013 calculator.
+#[test]
+fn tintri_with_2013_calculator() {
+    let run = mbx(&tintri_with(&["--method", "exchange2013", "--json"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    assert_eq!(v["method"], "exchange2013-calculator");
+    close(&v["iops_per_mailbox"], 0.1005, 1e-12);
+    close(&v["mailbox_size_on_disk_mb"], 2299.0, 1e-9);
+    close(&v["headroom_pct"], 20.0, 1e-12);
+    close(&v["iops_per_mailbox_esrp"], 0.12, 1e-12);
+    close(&v["target_iops_per_server"], 480.0, 1e-9);
+    assert_eq!(v["profile"]["mailboxes"], 4000);
+    assert_eq!(v["profile"]["databases"], 4);
+}
+
+/// Acceptance: each figure of the human report says which method it came from.
+#[test]
+fn human_report_labels_methods() {
+    let run = mbx(&tintri_with(&["--method", "exchange2010-vmware"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = &run.stdout;
+    for needle in ["48,000", "9,333", "14.69 (15)", "32.1%", "200.3", "2,299"] {
+        assert!(out.contains(needle), "missing {needle} in:\n{out}");
+    }
+    for line in out.lines().filter(|l| l.contains("Megacycles")) {
+        assert!(line.ends_with("2010/VMware guide"), "{line}");
+    }
+    for line in out.lines().filter(|l| l.contains("Mailbox size on disk")) {
+        assert!(line.ends_with("2013 calculator"), "{line}");
+    }
+}
+
+/// The README's first command: `size` with no arguments sizes the built-in example.
+#[test]
+fn bare_size_uses_builtin_example() {
+    let run = mbx(&["size"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("built-in example 'tintri'"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("16,000 mailboxes"), "{}", run.stdout);
+    // Other flags still apply to the implicit example.
+    let v = mbx(&["size", "--method", "exchange2013", "--json"]).json();
+    close(&v["iops_per_mailbox"], 0.1005, 1e-12);
+}
+
+#[test]
+fn examples_reproduce_esrp_targets() {
+    let v = mbx(&["size", "--example", "dell-esrp", "--json"]).json();
+    close(&v["target_iops_per_server"], 600.0, 1e-9);
+    close(&v["iops_per_mailbox_esrp"], 0.12, 1e-12);
+    let v = mbx(&["size", "--example", "pure", "--json"]).json();
+    close(&v["target_iops_per_server"], 2500.0, 1e-9);
+    let v = mbx(&[
+        "size",
+        "--example",
+        "pure",
+        "--mailboxes",
+        "80000",
+        "--json",
+    ])
+    .json();
+    close(&v["target_iops_per_server"], 2000.0, 1e-9);
+}
+
+#[test]
+fn version_and_help() {
+    let run = mbx(&["--version"]);
+    assert_eq!(run.code, 0);
+    assert!(run.stdout.starts_with("mbxstress "), "{}", run.stdout);
+    let run = mbx(&["size", "--help"]);
+    assert_eq!(run.code, 0);
+    assert!(run.stdout.contains("Examples:"), "{}", run.stdout);
+    assert!(run.stdout.contains("--profile-out"), "{}", run.stdout);
+    let run = mbx(&["--help"]);
+    assert!(run.stdout.contains("Exit codes"), "{}", run.stdout);
+}
+
+/// Bad input gets exit 2 and a message naming the flag.
+#[test]
+fn bad_flags_exit_2_naming_the_flag() {
+    let base = ["size", "--messages-per-day", "150", "--servers", "2"];
+    let cases: &[(&[&str], &str)] = &[
+        (&["--mailboxes", "0"], "--mailboxes"),
+        (&["--mailboxes", "-5"], "--mailboxes"),
+        (&["--mailboxes", "lots"], "--mailboxes"),
+        (
+            &["--mailboxes", "100", "--quota-mb", "204800"],
+            "--quota-mb",
+        ),
+        (
+            &["--mailboxes", "100", "--databases-per-server", "101"],
+            "--databases-per-server",
+        ),
+        (&["--mailboxes", "100", "--copies", "3"], "--copies"),
+        (
+            &["--mailboxes", "100", "--headroom-pct", "nan"],
+            "--headroom-pct",
+        ),
+        (
+            &["--mailboxes", "100", "--peak-cpu-pct", "150"],
+            "--peak-cpu-pct",
+        ),
+        (
+            &["--mailboxes", "100", "--specint-rate", "1120"],
+            "--specint-cores",
+        ),
+        (
+            &[
+                "--mailboxes",
+                "100",
+                "--databases-per-server",
+                "2",
+                "--mailboxes-per-database",
+                "50",
+            ],
+            "--mailboxes-per-database",
+        ),
+        (
+            &["--mailboxes", "100", "--method", "exchange2007"],
+            "--method",
+        ),
+    ];
+    for (extra, flag) in cases {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        let run = mbx(&args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(flag),
+            "{args:?} should name {flag}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stdout.is_empty(),
+            "{args:?} printed a report: {}",
+            run.stdout
+        );
+    }
+    // A missing required flag is named too.
+    let run = mbx(&["size", "--mailboxes", "100", "--servers", "2"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("--messages-per-day"), "{}", run.stderr);
+}
+
+#[test]
+fn input_file_same_as_flags() {
+    let dir = scratch("input-file");
+    std::fs::write(
+        dir.join("tintri.toml"),
+        "method = \"exchange2010-vmware\"\nmailboxes = 16000\nmessages_per_day = 150\nquota_mb = 2048\n\
+         servers = 4\ndatabases_per_server = 4\nspecint_rate = 1120\nspecint_cores = 16\n\
+         cores_per_server = 4\ncpu_mhz = 2500\npeak_cpu_pct = 35\nvirtualized = false\n",
+    )
+    .expect("write");
+    let from_file = mbx_in(Some(&dir), &["size", "--input", "tintri.toml", "--json"]);
+    assert_eq!(from_file.code, 0, "{}", from_file.stderr);
+    let from_flags = mbx(&tintri_with(&["--method", "exchange2010-vmware", "--json"]));
+    let (mut a, mut b) = (from_file.json(), from_flags.json());
+    // Identical reports, figure for figure.
+    a.as_object_mut().expect("object").remove("input");
+    b.as_object_mut().expect("object").remove("input");
+    assert_eq!(a, b);
+    // Flags override the file.
+    let v = mbx_in(
+        Some(&dir),
+        &[
+            "size",
+            "--input",
+            "tintri.toml",
+            "--method",
+            "exchange2013",
+            "--json",
+        ],
+    )
+    .json();
+    assert_eq!(v["method"], "exchange2013-calculator");
+}
+
+#[test]
+fn input_file_errors_name_file_and_key() {
+    let dir = scratch("input-errors");
+    std::fs::write(
+        dir.join("typo.toml"),
+        "mailboxes = 100\nmesages_per_day = 150\nservers = 1\n",
+    )
+    .expect("write");
+    let run = mbx_in(Some(&dir), &["size", "--input", "typo.toml"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("typo.toml") && run.stderr.contains("mesages_per_day"),
+        "{}",
+        run.stderr
+    );
+
+    std::fs::write(
+        dir.join("big.toml"),
+        "mailboxes = 100\nmessages_per_day = 150\nservers = 1\nquota_mb = 999999\n",
+    )
+    .expect("write");
+    let run = mbx_in(Some(&dir), &["size", "--input", "big.toml"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("`quota_mb` in big.toml"),
+        "{}",
+        run.stderr
+    );
+
+    let run = mbx_in(Some(&dir), &["size", "--input", "missing.toml"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("missing.toml"), "{}", run.stderr);
+
+    std::fs::write(dir.join("short.toml"), "mailboxes = 100\nservers = 1\n").expect("write");
+    let run = mbx_in(Some(&dir), &["size", "--input", "short.toml"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("messages_per_day") && run.stderr.contains("short.toml"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn profile_out_round_trips_and_protects_foreign_files() {
+    let dir = scratch("profile-out");
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "size",
+            "--example",
+            "dell-esrp",
+            "--profile-out",
+            "esrp.toml",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("esrp.toml"), "{}", run.stdout);
+    let profile = mbx_config::Profile::load(&dir.join("esrp.toml")).expect("a valid profile");
+    assert_eq!(profile.mailboxes, 5000);
+    assert_eq!(profile.iops_per_mailbox, 0.12);
+    assert_eq!(profile.databases, 6);
+    assert_eq!(profile.copies_per_database, 2);
+    assert_eq!(profile.mailbox_quota_mb, 2048);
+
+    std::fs::write(dir.join("notes.txt"), "keep me").expect("write");
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "size",
+            "--example",
+            "dell-esrp",
+            "--profile-out",
+            "notes.txt",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("notes.txt"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).expect("read"),
+        "keep me"
+    );
+}
+
+#[test]
+fn json_output_is_clean_when_piped() {
+    // stdout carries only JSON; notes go to stderr.
+    let run = mbx(&["size", "--json"]);
+    assert_eq!(run.code, 0);
+    let v = run.json();
+    assert!(v["warnings"].is_array());
+}

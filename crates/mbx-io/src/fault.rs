@@ -1,0 +1,253 @@
+//! A queue that injects faults into another: errors (EIO), short transfers, torn writes, extra
+//! latency and corruption. Rules are deterministic (the Nth matching request), so tests repeat.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
+use crate::IoError;
+
+/// What to do to a matching request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FaultKind {
+    /// Fail with this errno (e.g. `libc::EIO` = 5) without touching the device.
+    Error(i32),
+    /// Transfer only the first half and report the short count (an honest short write/read).
+    Short,
+    /// Write only the first half but report success for the whole length (a torn write).
+    Torn,
+    /// Complete normally, `Duration` later.
+    Latency(Duration),
+    /// Flip one bit: in the data written, or in the data read back.
+    FlipBit {
+        /// Byte within the transfer.
+        byte: usize,
+        /// Bit within the byte (0..8).
+        bit: u8,
+    },
+}
+
+/// Which requests a rule affects: requests that match `op` and `file` are counted; the first
+/// `skip` pass untouched, the next `count` get the fault.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultRule {
+    /// Only this operation (None = any).
+    pub op: Option<IoOp>,
+    /// Only this file index (None = any).
+    pub file: Option<usize>,
+    /// Matching requests to let through first.
+    pub skip: u64,
+    /// Matching requests to affect after that (`u64::MAX` = all).
+    pub count: u64,
+    /// The fault.
+    pub kind: FaultKind,
+    seen: u64,
+}
+
+impl FaultRule {
+    /// A rule affecting every matching request.
+    pub fn new(op: Option<IoOp>, kind: FaultKind) -> Self {
+        FaultRule {
+            op,
+            file: None,
+            skip: 0,
+            count: u64::MAX,
+            kind,
+            seen: 0,
+        }
+    }
+
+    /// Let `n` matching requests through first.
+    pub fn after(mut self, n: u64) -> Self {
+        self.skip = n;
+        self
+    }
+
+    /// Affect only `n` requests.
+    pub fn times(mut self, n: u64) -> Self {
+        self.count = n;
+        self
+    }
+
+    /// Only requests to file index `f`.
+    pub fn on_file(mut self, f: usize) -> Self {
+        self.file = Some(f);
+        self
+    }
+
+    fn applies(&mut self, req: &IoRequest) -> bool {
+        if self.op.is_some_and(|op| op != req.op) || self.file.is_some_and(|f| f != req.file) {
+            return false;
+        }
+        self.seen += 1;
+        self.seen > self.skip && self.seen - self.skip <= self.count
+    }
+}
+
+struct Held {
+    c: IoCompletion,
+    due: Instant,
+}
+
+/// Wraps a queue and applies [`FaultRule`]s to what passes through.
+pub struct FaultQueue {
+    inner: Box<dyn IoQueue>,
+    rules: Vec<FaultRule>,
+    /// Completions produced here (errors) or delayed (latency), with when to release them.
+    held: VecDeque<Held>,
+    /// Per in-flight tag: the fault to finish at completion (flip after read, report full length).
+    pending: Vec<(u64, FaultKind, usize)>,
+    injected: u64,
+}
+
+impl FaultQueue {
+    /// Wraps `inner`.
+    pub fn new(inner: Box<dyn IoQueue>, rules: Vec<FaultRule>) -> Self {
+        FaultQueue {
+            inner,
+            rules,
+            held: VecDeque::new(),
+            pending: Vec::new(),
+            injected: 0,
+        }
+    }
+
+    /// Faults injected so far.
+    pub fn injected(&self) -> u64 {
+        self.injected
+    }
+
+    fn finish(&mut self, mut c: IoCompletion, out: &mut Vec<IoCompletion>) {
+        let Some(pos) = self.pending.iter().position(|(t, _, _)| *t == c.req.tag) else {
+            out.push(c);
+            return;
+        };
+        let (_, kind, full_len) = self.pending.swap_remove(pos);
+        match kind {
+            FaultKind::Torn => {
+                c.req.len = full_len;
+                if c.result.is_ok() {
+                    c.result = Ok(full_len);
+                }
+            }
+            FaultKind::Short => c.req.len = full_len,
+            FaultKind::FlipBit { byte, bit } if c.req.op == IoOp::Read => {
+                if let Some(b) = c.req.buf.as_mut_slice().get_mut(byte) {
+                    *b ^= 1 << (bit % 8);
+                }
+            }
+            FaultKind::Latency(d) => {
+                c.latency += d;
+                let due = Instant::now() + d;
+                self.held.push_back(Held { c, due });
+                return;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+
+    fn release_due(&mut self, out: &mut Vec<IoCompletion>) -> usize {
+        let now = Instant::now();
+        let mut n = 0;
+        let mut i = 0;
+        while i < self.held.len() {
+            if self.held[i].due <= now {
+                if let Some(h) = self.held.remove(i) {
+                    out.push(h.c);
+                    n += 1;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        n
+    }
+}
+
+impl IoQueue for FaultQueue {
+    fn submit(&mut self, mut req: IoRequest) -> Result<(), IoError> {
+        let kind = self
+            .rules
+            .iter_mut()
+            .find_map(|r| r.applies(&req).then_some(r.kind));
+        let Some(kind) = kind else {
+            return self.inner.submit(req);
+        };
+        self.injected += 1;
+        let full_len = req.len;
+        match kind {
+            FaultKind::Error(errno) => {
+                self.held.push_back(Held {
+                    c: IoCompletion {
+                        req,
+                        result: Err(std::io::Error::from_raw_os_error(errno)),
+                        latency: Duration::ZERO,
+                    },
+                    due: Instant::now(),
+                });
+                return Ok(());
+            }
+            FaultKind::Short | FaultKind::Torn => {
+                // Half the transfer, kept sector-aligned when it is large enough for O_DIRECT.
+                let half = full_len / 2;
+                let aligned = half - half % crate::ALIGN;
+                req.len = if aligned > 0 { aligned } else { half };
+            }
+            FaultKind::FlipBit { byte, bit } if req.op == IoOp::Write => {
+                if let Some(b) = req.buf.as_mut_slice().get_mut(byte) {
+                    *b ^= 1 << (bit % 8);
+                }
+            }
+            _ => {}
+        }
+        self.pending.push((req.tag, kind, full_len));
+        self.inner.submit(req)
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let target = min.min(self.in_flight());
+        let mut got = self.release_due(out);
+        loop {
+            if got >= target {
+                // Also collect whatever the device has ready, without waiting.
+                let mut batch = Vec::new();
+                if self.inner.in_flight() > 0 {
+                    self.inner.reap(0, &mut batch)?;
+                }
+                for c in batch {
+                    self.finish(c, out);
+                }
+                return Ok(());
+            }
+            if self.inner.in_flight() > 0 {
+                let mut batch = Vec::new();
+                self.inner.reap(1, &mut batch)?;
+                let before = out.len();
+                for c in batch {
+                    self.finish(c, out);
+                }
+                got += out.len() - before;
+            } else if let Some(first) = self.held.iter().map(|h| h.due).min() {
+                std::thread::sleep(first.saturating_duration_since(Instant::now()));
+            }
+            got += self.release_due(out);
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.inner.in_flight() + self.held.len()
+    }
+
+    fn depth(&self) -> usize {
+        self.inner.depth()
+    }
+
+    fn files(&self) -> &FileTable {
+        self.inner.files()
+    }
+
+    fn engine_name(&self) -> &'static str {
+        self.inner.engine_name()
+    }
+}

@@ -1,0 +1,97 @@
+//! The I/O engine of mbxstress.
+//!
+//! Every test type issues its I/O through one path: an [`IoQueue`] that accepts [`IoRequest`]s
+//! (read, write or sync at an offset of a file in a [`FileTable`]) and returns [`IoCompletion`]s
+//! with measured latency. Backends:
+//!
+//! - [`EngineKind::IoUring`] (Linux, default): one thread, up to `depth` requests in flight, one
+//!   system call per batch.
+//! - [`EngineKind::Sync`] (portable): `depth` threads doing positional reads and writes.
+//! - [`FaultQueue`]: wraps either and injects errors, short or torn transfers, latency, bit flips.
+//!
+//! Files are opened with O_DIRECT by default ([`OpenMode`]); buffers are 4 KiB aligned
+//! ([`AlignedBuf`]). Latency goes into per-thread [`LatencyHistogram`]s that are merged, never
+//! averaged. OS-specific calls live in [`platform`].
+
+mod buf;
+mod fault;
+mod file;
+mod hist;
+pub mod platform;
+mod queue;
+mod threads;
+#[cfg(target_os = "linux")]
+mod uring;
+
+use std::path::{Path, PathBuf};
+
+pub use buf::{AlignedBuf, ALIGN};
+pub use fault::{FaultKind, FaultQueue, FaultRule};
+pub use file::{IoFile, OpenMode};
+pub use hist::{LatencyHistogram, Percentiles};
+pub use queue::{open_queue, EngineKind, FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
+
+/// An I/O failure, naming the operation, the file and (when known) the offset.
+#[derive(Debug, thiserror::Error)]
+pub enum IoError {
+    /// The operating system refused or failed an operation.
+    #[error("cannot {op} {}{}: {source}", path.display(), offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
+    Os {
+        /// What we were doing.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Byte offset, for reads and writes.
+        offset: Option<u64>,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A read or write transferred fewer bytes than asked.
+    #[error("short {op} on {} at offset {offset}: {got} of {expected} bytes", path.display())]
+    Short {
+        /// "read" or "write".
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Byte offset.
+        offset: u64,
+        /// Bytes asked for.
+        expected: usize,
+        /// Bytes transferred.
+        got: usize,
+    },
+    /// The backend cannot do what was asked (io_uring unavailable, queue misuse).
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl IoError {
+    /// An OS error without an offset.
+    pub fn new(op: &'static str, path: impl AsRef<Path>, source: std::io::Error) -> Self {
+        IoError::Os {
+            op,
+            path: path.as_ref().to_path_buf(),
+            offset: None,
+            source,
+        }
+    }
+
+    /// An OS error at an offset.
+    pub fn at(
+        op: &'static str,
+        path: impl AsRef<Path>,
+        offset: u64,
+        source: std::io::Error,
+    ) -> Self {
+        IoError::Os {
+            op,
+            path: path.as_ref().to_path_buf(),
+            offset: Some(offset),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

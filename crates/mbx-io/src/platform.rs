@@ -1,0 +1,165 @@
+//! The operating-system specific pieces, behind portable functions. Linux (and other Unix) now;
+//! a Windows build needs these functions and a queue backend, nothing else.
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+/// Bytes available to unprivileged users on the filesystem holding `path`.
+pub fn free_space(path: &Path) -> io::Result<u64> {
+    let s = rustix::fs::statvfs(path).map_err(io::Error::from)?;
+    Ok(s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// An identifier of the filesystem (device) holding `path`, to add up space needs per filesystem.
+pub fn filesystem_id(path: &Path) -> io::Result<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Ok(std::fs::metadata(path)?.dev())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Ok(0)
+    }
+}
+
+/// True if `path` is a block device.
+pub fn is_block_device(path: &Path) -> io::Result<bool> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        Ok(std::fs::metadata(path)?.file_type().is_block_device())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Ok(false)
+    }
+}
+
+/// Size of a file or block device.
+pub fn file_size(f: &File) -> io::Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let meta = f.metadata()?;
+    if meta.is_file() {
+        return Ok(meta.len());
+    }
+    // Block devices report 0 in metadata; seeking to the end gives their size.
+    let mut f = f;
+    let end = f.seek(SeekFrom::End(0))?;
+    Ok(end)
+}
+
+/// Positional read of exactly `buf.len()` bytes.
+pub fn read_exact_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        f.read_exact_at(buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        let mut done = 0;
+        while done < buf.len() {
+            let n = f.seek_read(&mut buf[done..], offset + done as u64)?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+/// Positional read; returns the bytes read (may be short).
+pub fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        f.read_at(buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        f.seek_read(buf, offset)
+    }
+}
+
+/// Positional write; returns the bytes written (may be short).
+pub fn write_at(f: &File, buf: &[u8], offset: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        f.write_at(buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        f.seek_write(buf, offset)
+    }
+}
+
+/// Positional write of all of `buf`.
+pub fn write_all_at(f: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = write_at(f, &buf[done..], offset + done as u64)?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+/// CPU time used by this process so far: (user, system) seconds.
+pub fn cpu_times() -> (f64, f64) {
+    #[cfg(unix)]
+    {
+        // SAFETY: getrusage writes a plain-old-data struct we own; RUSAGE_SELF is always valid.
+        #[allow(unsafe_code)]
+        let usage = unsafe {
+            let mut u: libc::rusage = std::mem::zeroed();
+            if libc::getrusage(libc::RUSAGE_SELF, &mut u) != 0 {
+                return (0.0, 0.0);
+            }
+            u
+        };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        (secs(usage.ru_utime), secs(usage.ru_stime))
+    }
+    #[cfg(not(unix))]
+    {
+        (0.0, 0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_space_and_cpu() {
+        let dir = std::env::temp_dir();
+        assert!(free_space(&dir).expect("statvfs") > 0);
+        assert!(!is_block_device(&dir).expect("stat"));
+        let mut x = 0u64;
+        for i in 0..5_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let (u, s) = cpu_times();
+        assert!(u + s > 0.0);
+    }
+}

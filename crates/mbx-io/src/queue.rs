@@ -1,0 +1,193 @@
+//! The one I/O path every test type uses: submit requests to a queue, reap completions.
+//!
+//! A queue owns its in-flight requests (and their buffers) until they complete, so a buffer can
+//! never be reused while the kernel still writes into it. Each completion carries its measured
+//! latency: from `submit` to the moment the completion was reaped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::{AlignedBuf, IoError, IoFile};
+
+/// The files a queue may address, by index.
+pub type FileTable = Arc<Vec<IoFile>>;
+
+/// Kind of operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IoOp {
+    /// Read `len` bytes at `offset` into the buffer.
+    Read,
+    /// Write the buffer's first `len` bytes at `offset`.
+    Write,
+    /// Make the file's written data durable (fdatasync).
+    Sync,
+}
+
+/// One request.
+#[derive(Debug)]
+pub struct IoRequest {
+    /// What to do.
+    pub op: IoOp,
+    /// Index into the queue's [`FileTable`].
+    pub file: usize,
+    /// Byte offset (aligned for O_DIRECT).
+    pub offset: u64,
+    /// Bytes to transfer (at most `buf.len()`).
+    pub len: usize,
+    /// The data (written) or the destination (read). Returned in the completion.
+    pub buf: AlignedBuf,
+    /// Caller's identifier, returned in the completion.
+    pub tag: u64,
+}
+
+/// A finished request.
+#[derive(Debug)]
+pub struct IoCompletion {
+    /// The request, with its buffer.
+    pub req: IoRequest,
+    /// Bytes transferred, or the error.
+    pub result: Result<usize, std::io::Error>,
+    /// Time from submission to completion.
+    pub latency: Duration,
+}
+
+impl IoCompletion {
+    /// Turns the result into an error naming the file and offset, treating a short transfer as an
+    /// error too (a read past the end, or a device that accepted only part of a write).
+    pub fn check(&self, files: &FileTable) -> Result<usize, IoError> {
+        let path = files
+            .get(self.req.file)
+            .map(|f| f.path().to_path_buf())
+            .unwrap_or_default();
+        let op = match self.req.op {
+            IoOp::Read => "read",
+            IoOp::Write => "write",
+            IoOp::Sync => "sync",
+        };
+        match &self.result {
+            Err(e) => Err(IoError::at(
+                op,
+                &path,
+                self.req.offset,
+                std::io::Error::new(e.kind(), e.to_string()),
+            )),
+            Ok(n) if self.req.op != IoOp::Sync && *n != self.req.len => Err(IoError::Short {
+                op,
+                path,
+                offset: self.req.offset,
+                expected: self.req.len,
+                got: *n,
+            }),
+            Ok(n) => Ok(*n),
+        }
+    }
+}
+
+/// A queue of asynchronous I/O against a set of files.
+pub trait IoQueue: Send {
+    /// Queues a request. At most [`IoQueue::depth`] requests may be in flight.
+    fn submit(&mut self, req: IoRequest) -> Result<(), IoError>;
+    /// Sends queued requests to the device and waits until at least `min` (capped at the number
+    /// in flight) have completed; appends every completion available to `out`.
+    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError>;
+    /// Requests submitted and not yet reaped.
+    fn in_flight(&self) -> usize;
+    /// Most requests that may be in flight.
+    fn depth(&self) -> usize;
+    /// The files this queue addresses.
+    fn files(&self) -> &FileTable;
+    /// Engine name for results ("io_uring", "sync").
+    fn engine_name(&self) -> &'static str;
+}
+
+/// Which backend to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    /// Linux io_uring: one thread keeps `depth` requests in flight (default on Linux).
+    #[cfg_attr(target_os = "linux", default)]
+    IoUring,
+    /// Portable: `depth` threads doing positional reads and writes.
+    #[cfg_attr(not(target_os = "linux"), default)]
+    Sync,
+}
+
+impl EngineKind {
+    /// Parses "io_uring" / "sync".
+    pub fn parse(s: &str) -> Option<EngineKind> {
+        match s {
+            "io_uring" | "io-uring" | "iouring" => Some(EngineKind::IoUring),
+            "sync" | "psync" | "threads" => Some(EngineKind::Sync),
+            _ => None,
+        }
+    }
+
+    /// The name used in flags and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::IoUring => "io_uring",
+            EngineKind::Sync => "sync",
+        }
+    }
+}
+
+/// Opens a queue of `depth` over `files` with the chosen backend.
+pub fn open_queue(
+    kind: EngineKind,
+    files: FileTable,
+    depth: usize,
+) -> Result<Box<dyn IoQueue>, IoError> {
+    let depth = depth.max(1);
+    match kind {
+        #[cfg(target_os = "linux")]
+        EngineKind::IoUring => Ok(Box::new(crate::uring::UringQueue::new(files, depth)?)),
+        #[cfg(not(target_os = "linux"))]
+        EngineKind::IoUring => Err(IoError::Unsupported(
+            "io_uring is only available on Linux; use --engine sync".into(),
+        )),
+        EngineKind::Sync => Ok(Box::new(crate::threads::ThreadQueue::new(files, depth))),
+    }
+}
+
+/// Performs one request synchronously on the calling thread (the thread-pool backend's worker and
+/// the fault injector's helper).
+pub(crate) fn perform(files: &FileTable, req: &mut IoRequest) -> Result<usize, std::io::Error> {
+    let f = files
+        .get(req.file)
+        .ok_or_else(|| std::io::Error::other(format!("no file with index {}", req.file)))?;
+    let len = req.len.min(req.buf.len());
+    match req.op {
+        IoOp::Read => {
+            // Loop over short reads as the kernel may split large transfers; stop at end of file.
+            let mut done = 0;
+            while done < len {
+                let n = crate::platform::read_at(
+                    f.file(),
+                    &mut req.buf.as_mut_slice()[done..len],
+                    req.offset + done as u64,
+                )?;
+                if n == 0 {
+                    break;
+                }
+                done += n;
+            }
+            Ok(done)
+        }
+        IoOp::Write => {
+            let mut done = 0;
+            while done < len {
+                let n = crate::platform::write_at(
+                    f.file(),
+                    &req.buf.as_slice()[done..len],
+                    req.offset + done as u64,
+                )?;
+                if n == 0 {
+                    break;
+                }
+                done += n;
+            }
+            Ok(done)
+        }
+        IoOp::Sync => f.file().sync_data().map(|_| 0),
+    }
+}

@@ -1,0 +1,192 @@
+//! Tests of the queues against real files (O_DIRECT where the filesystem supports it).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mbx-io-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir.join("data")
+}
+
+/// Opens a 1 MiB file; O_DIRECT unless the filesystem (e.g. tmpfs) refuses it.
+fn table(name: &str) -> FileTable {
+    let path = scratch(name);
+    std::fs::write(&path, vec![0u8; 1 << 20]).expect("create");
+    let mode = OpenMode::read_write_direct();
+    let f = IoFile::open(&path, mode).or_else(|_| {
+        IoFile::open(
+            &path,
+            OpenMode {
+                direct: false,
+                ..mode
+            },
+        )
+    });
+    Arc::new(vec![f.expect("open")])
+}
+
+fn pattern(len: usize, seed: u8) -> AlignedBuf {
+    let mut b = AlignedBuf::zeroed(len);
+    for (i, x) in b.as_mut_slice().iter_mut().enumerate() {
+        *x = (i as u8).wrapping_mul(7).wrapping_add(seed);
+    }
+    b
+}
+
+fn req(op: IoOp, offset: u64, buf: AlignedBuf, tag: u64) -> IoRequest {
+    IoRequest {
+        op,
+        file: 0,
+        offset,
+        len: buf.len(),
+        buf,
+        tag,
+    }
+}
+
+fn round_trip(kind: EngineKind) {
+    let files = table(&format!("rt-{}", kind.name()));
+    let mut q = open_queue(kind, Arc::clone(&files), 8).expect("queue");
+    // 8 writes of 32 KiB in flight at once, then read them back.
+    for i in 0..8u64 {
+        q.submit(req(IoOp::Write, i * 32768, pattern(32768, i as u8), i))
+            .expect("submit");
+    }
+    let mut out = Vec::new();
+    q.reap(8, &mut out).expect("reap");
+    assert_eq!(out.len(), 8);
+    for c in &out {
+        assert_eq!(c.check(&files).expect("write ok"), 32768);
+        assert!(c.latency > Duration::ZERO);
+    }
+    assert_eq!(q.in_flight(), 0);
+    out.clear();
+    for i in 0..8u64 {
+        q.submit(req(IoOp::Read, i * 32768, AlignedBuf::zeroed(32768), i))
+            .expect("submit");
+    }
+    q.reap(8, &mut out).expect("reap");
+    for c in &out {
+        c.check(&files).expect("read ok");
+        assert_eq!(
+            c.req.buf.as_slice(),
+            pattern(32768, c.req.tag as u8).as_slice()
+        );
+    }
+    // A read past the end is a short read, reported as an error naming the file.
+    q.submit(req(IoOp::Read, 1 << 20, AlignedBuf::zeroed(4096), 99))
+        .expect("submit");
+    out.clear();
+    q.reap(1, &mut out).expect("reap");
+    let err = out[0].check(&files).expect_err("short read");
+    assert!(err.to_string().contains("data"), "{err}");
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn io_uring_round_trip() {
+    round_trip(EngineKind::IoUring);
+}
+
+#[test]
+fn thread_pool_round_trip() {
+    round_trip(EngineKind::Sync);
+}
+
+fn faulty(name: &str, rules: Vec<FaultRule>) -> (FileTable, FaultQueue) {
+    let files = table(name);
+    let inner = open_queue(EngineKind::Sync, Arc::clone(&files), 4).expect("queue");
+    (files, FaultQueue::new(inner, rules))
+}
+
+fn one(q: &mut FaultQueue, r: IoRequest) -> IoCompletion {
+    q.submit(r).expect("submit");
+    let mut out = Vec::new();
+    q.reap(1, &mut out).expect("reap");
+    assert_eq!(out.len(), 1);
+    out.pop().expect("one completion")
+}
+
+#[test]
+fn injected_eio_names_file_and_offset() {
+    let (files, mut q) = faulty(
+        "eio",
+        vec![FaultRule::new(Some(IoOp::Write), FaultKind::Error(5))
+            .after(1)
+            .times(1)],
+    );
+    let ok = one(&mut q, req(IoOp::Write, 0, pattern(4096, 1), 1));
+    ok.check(&files).expect("first write passes");
+    let bad = one(&mut q, req(IoOp::Write, 4096, pattern(4096, 1), 2));
+    let err = bad.check(&files).expect_err("second write fails");
+    let msg = err.to_string();
+    assert!(msg.contains("offset 4096") && msg.contains("data"), "{msg}");
+    let third = one(&mut q, req(IoOp::Write, 8192, pattern(4096, 1), 3));
+    third.check(&files).expect("third write passes");
+    assert_eq!(q.injected(), 1);
+}
+
+#[test]
+fn short_write_is_an_error_and_torn_write_is_silent() {
+    let (files, mut q) = faulty(
+        "short",
+        vec![FaultRule::new(Some(IoOp::Write), FaultKind::Short).times(1)],
+    );
+    let c = one(&mut q, req(IoOp::Write, 0, pattern(32768, 3), 1));
+    assert!(matches!(
+        c.check(&files),
+        Err(IoError::Short { got: 16384, .. })
+    ));
+
+    let (files, mut q) = faulty(
+        "torn",
+        vec![FaultRule::new(Some(IoOp::Write), FaultKind::Torn).times(1)],
+    );
+    let c = one(&mut q, req(IoOp::Write, 0, pattern(32768, 3), 1));
+    assert_eq!(c.check(&files).expect("torn write looks fine"), 32768);
+    let r = one(&mut q, req(IoOp::Read, 0, AlignedBuf::zeroed(32768), 2));
+    let data = r.req.buf.as_slice();
+    let expected = pattern(32768, 3);
+    assert_eq!(&data[..16384], &expected.as_slice()[..16384]);
+    assert_ne!(&data[16384..], &expected.as_slice()[16384..]);
+}
+
+#[test]
+fn latency_and_bit_flips() {
+    let (files, mut q) = faulty(
+        "latency",
+        vec![
+            FaultRule::new(
+                Some(IoOp::Read),
+                FaultKind::Latency(Duration::from_millis(30)),
+            )
+            .times(1),
+            FaultRule::new(Some(IoOp::Read), FaultKind::FlipBit { byte: 10, bit: 3 }),
+        ],
+    );
+    one(&mut q, req(IoOp::Write, 0, pattern(4096, 9), 1))
+        .check(&files)
+        .expect("write");
+    let slow = one(&mut q, req(IoOp::Read, 0, AlignedBuf::zeroed(4096), 2));
+    assert!(
+        slow.latency >= Duration::from_millis(30),
+        "{:?}",
+        slow.latency
+    );
+    assert_eq!(slow.req.buf.as_slice(), pattern(4096, 9).as_slice());
+    let flipped = one(&mut q, req(IoOp::Read, 0, AlignedBuf::zeroed(4096), 3));
+    let diff: u32 = flipped
+        .req
+        .buf
+        .as_slice()
+        .iter()
+        .zip(pattern(4096, 9).as_slice())
+        .map(|(a, b)| (a ^ b).count_ones())
+        .sum();
+    assert_eq!(diff, 1);
+}

@@ -1,0 +1,130 @@
+//! The portable backend: `depth` worker threads doing positional reads and writes.
+
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crate::queue::{perform, FileTable, IoCompletion, IoQueue, IoRequest};
+use crate::IoError;
+
+type Job = (IoRequest, Instant);
+
+/// Thread-pool queue.
+pub struct ThreadQueue {
+    files: FileTable,
+    jobs: Option<Sender<Job>>,
+    done: Receiver<IoCompletion>,
+    workers: Vec<JoinHandle<()>>,
+    in_flight: usize,
+    depth: usize,
+}
+
+impl ThreadQueue {
+    /// Starts `depth` workers.
+    pub fn new(files: FileTable, depth: usize) -> Self {
+        let (jobs_tx, jobs_rx) = channel::<Job>();
+        let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+        let (done_tx, done_rx) = channel();
+        let workers = (0..depth)
+            .map(|_| {
+                let rx = Arc::clone(&jobs_rx);
+                let tx = done_tx.clone();
+                let files = Arc::clone(&files);
+                std::thread::spawn(move || worker(&files, &rx, &tx))
+            })
+            .collect();
+        ThreadQueue {
+            files,
+            jobs: Some(jobs_tx),
+            done: done_rx,
+            workers,
+            in_flight: 0,
+            depth,
+        }
+    }
+}
+
+fn worker(files: &FileTable, jobs: &Mutex<Receiver<Job>>, done: &Sender<IoCompletion>) {
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok((mut req, start)) = job else {
+            return;
+        };
+        let result = perform(files, &mut req);
+        let c = IoCompletion {
+            latency: start.elapsed(),
+            req,
+            result,
+        };
+        if done.send(c).is_err() {
+            return;
+        }
+    }
+}
+
+impl IoQueue for ThreadQueue {
+    fn submit(&mut self, req: IoRequest) -> Result<(), IoError> {
+        if self.in_flight >= self.depth {
+            return Err(IoError::Unsupported(format!(
+                "queue full: {} requests in flight (depth {})",
+                self.in_flight, self.depth
+            )));
+        }
+        let tx = self
+            .jobs
+            .as_ref()
+            .ok_or_else(|| IoError::Unsupported("queue closed".into()))?;
+        tx.send((req, Instant::now()))
+            .map_err(|_| IoError::Unsupported("I/O worker threads have stopped".into()))?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let target = min.min(self.in_flight);
+        let mut got = 0;
+        while got < target {
+            let c = self
+                .done
+                .recv()
+                .map_err(|_| IoError::Unsupported("I/O worker threads have stopped".into()))?;
+            out.push(c);
+            got += 1;
+            self.in_flight -= 1;
+        }
+        while let Ok(c) = self.done.try_recv() {
+            out.push(c);
+            self.in_flight -= 1;
+        }
+        Ok(())
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn depth(&self) -> usize {
+        self.depth
+    }
+
+    fn files(&self) -> &FileTable {
+        &self.files
+    }
+
+    fn engine_name(&self) -> &'static str {
+        "sync"
+    }
+}
+
+impl Drop for ThreadQueue {
+    fn drop(&mut self) {
+        self.jobs = None; // workers see the channel close after finishing their current job
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! The io_uring backend (Linux): one thread keeps up to `depth` requests in flight with one
+//! system call per batch.
+
+#![allow(unsafe_code)] // pushing SQEs is unsafe: the kernel keeps the buffer address (see below)
+
+use std::os::unix::io::AsRawFd;
+use std::time::Instant;
+
+use io_uring::{opcode, types, IoUring};
+
+use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
+use crate::IoError;
+
+struct Slot {
+    req: IoRequest,
+    start: Instant,
+}
+
+/// io_uring queue. In-flight requests live in `slots`, indexed by the SQE's user_data.
+pub struct UringQueue {
+    ring: IoUring,
+    files: FileTable,
+    slots: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    in_flight: usize,
+    unsubmitted: usize,
+    depth: usize,
+}
+
+impl UringQueue {
+    /// Sets up a ring with room for `depth` requests.
+    pub fn new(files: FileTable, depth: usize) -> Result<Self, IoError> {
+        let entries = depth.next_power_of_two().max(8) as u32;
+        let ring = IoUring::new(entries).map_err(|e| {
+            IoError::Unsupported(format!(
+                "cannot set up io_uring ({e}); the kernel may have it disabled: use --engine sync"
+            ))
+        })?;
+        Ok(UringQueue {
+            ring,
+            files,
+            slots: (0..depth).map(|_| None).collect(),
+            free: (0..depth).rev().collect(),
+            in_flight: 0,
+            unsubmitted: 0,
+            depth,
+        })
+    }
+
+    fn drain(&mut self, out: &mut Vec<IoCompletion>) -> usize {
+        let now = Instant::now();
+        let mut n = 0;
+        // Split borrows: the completion queue borrows the ring while we update the slots.
+        let UringQueue {
+            ring,
+            slots,
+            free,
+            in_flight,
+            ..
+        } = self;
+        for cqe in ring.completion() {
+            let idx = cqe.user_data() as usize;
+            let res = cqe.result();
+            let Some(slot) = slots.get_mut(idx).and_then(Option::take) else {
+                continue;
+            };
+            free.push(idx);
+            *in_flight -= 1;
+            let result = if res < 0 {
+                Err(std::io::Error::from_raw_os_error(-res))
+            } else {
+                Ok(res as usize)
+            };
+            out.push(IoCompletion {
+                latency: now.saturating_duration_since(slot.start),
+                req: slot.req,
+                result,
+            });
+            n += 1;
+        }
+        n
+    }
+
+    fn enter(&mut self, want: usize) -> Result<(), IoError> {
+        loop {
+            match self.ring.submit_and_wait(want) {
+                Ok(_) => {
+                    self.unsubmitted = 0;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    // Completion queue full: the caller drains and retries.
+                    return Ok(());
+                }
+                Err(e) => return Err(IoError::new("submit to io_uring for", "queue", e)),
+            }
+        }
+    }
+}
+
+impl IoQueue for UringQueue {
+    fn submit(&mut self, mut req: IoRequest) -> Result<(), IoError> {
+        let Some(idx) = self.free.pop() else {
+            return Err(IoError::Unsupported(format!(
+                "queue full: {} requests in flight (depth {})",
+                self.in_flight, self.depth
+            )));
+        };
+        let Some(file) = self.files.get(req.file) else {
+            self.free.push(idx);
+            return Err(IoError::Unsupported(format!(
+                "no file with index {}",
+                req.file
+            )));
+        };
+        let fd = types::Fd(file.file().as_raw_fd());
+        let len = req.len.min(req.buf.len()) as u32;
+        let entry = match req.op {
+            IoOp::Read => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
+                .offset(req.offset)
+                .build(),
+            IoOp::Write => opcode::Write::new(fd, req.buf.as_ptr(), len)
+                .offset(req.offset)
+                .build(),
+            IoOp::Sync => opcode::Fsync::new(fd)
+                .flags(types::FsyncFlags::DATASYNC)
+                .build(),
+        }
+        .user_data(idx as u64);
+        // The buffer's heap allocation is owned by the slot until the completion is reaped, and
+        // moving the request into the slot does not move that allocation.
+        self.slots[idx] = Some(Slot {
+            req,
+            start: Instant::now(),
+        });
+        // SAFETY: the entry points at a buffer and fd that stay valid until its completion is
+        // reaped (the slot owns the buffer, the file table owns the fd and outlives the ring).
+        let pushed = unsafe { self.ring.submission().push(&entry).is_ok() };
+        if !pushed {
+            self.enter(0)?;
+            // SAFETY: as above.
+            let again = unsafe { self.ring.submission().push(&entry).is_ok() };
+            if !again {
+                self.slots[idx] = None;
+                self.free.push(idx);
+                return Err(IoError::Unsupported(
+                    "io_uring submission queue full".into(),
+                ));
+            }
+        }
+        self.in_flight += 1;
+        self.unsubmitted += 1;
+        Ok(())
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let target = min.min(self.in_flight);
+        let mut got = self.drain(out);
+        if self.unsubmitted > 0 || got < target {
+            loop {
+                let want = target.saturating_sub(got);
+                self.enter(want)?;
+                got += self.drain(out);
+                if got >= target {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn depth(&self) -> usize {
+        self.depth
+    }
+
+    fn files(&self) -> &FileTable {
+        &self.files
+    }
+
+    fn engine_name(&self) -> &'static str {
+        "io_uring"
+    }
+}
+
+impl Drop for UringQueue {
+    fn drop(&mut self) {
+        // Never free buffers the kernel may still write into: wait for everything in flight.
+        let mut sink = Vec::new();
+        while self.in_flight > 0 {
+            if self.reap(self.in_flight, &mut sink).is_err() {
+                // The ring is broken; leak the buffers rather than risk a use-after-free.
+                for slot in self.slots.iter_mut() {
+                    if let Some(s) = slot.take() {
+                        std::mem::forget(s);
+                    }
+                }
+                break;
+            }
+            sink.clear();
+        }
+    }
+}

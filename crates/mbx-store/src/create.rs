@@ -1,0 +1,824 @@
+//! Creating, attaching and resuming a database set.
+//!
+//! 1. [`plan_paths`] maps `--db-path` / `--log-path` to one file and one log directory per
+//!    database.
+//! 2. [`prepare`] inspects every path first and writes nothing until all pass. A file or
+//!    device that is not ours is refused without `force`, and a block device without
+//!    `allow_device`. An existing database with other parameters is refused, and free space is
+//!    checked per filesystem.
+//! 3. All databases are then written in parallel, one thread and one I/O queue each, with large
+//!    sequential writes. Every page is unique, built by [`crate::page::build_data_page`].
+//! 4. The header records progress: state `Creating` and a durable watermark, updated after an
+//!    fdatasync every [`SYNC_EVERY_BYTES`]. An interrupted creation (Ctrl-C, crash, I/O error)
+//!    therefore resumes from the watermark. A database becomes `Clean`, and attachable, only when
+//!    every page is durable.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use mbx_io::{
+    open_queue, platform, AlignedBuf, EngineKind, IoFile, IoOp, IoQueue, IoRequest, OpenMode,
+};
+
+use crate::checkpoint::{Checkpoint, CHECKPOINT_FILE, SLOT};
+use crate::header::{DbHeader, DbState, FORMAT_VERSION, HEADER_PAGES};
+use crate::log::{decode_log_header, encode_log_header, log_file_name, LOG_FILE_SIZE, LOG_SECTOR};
+use crate::page::{build_data_page, PageHeader, KIND_DATA, MAX_COMPRESSIBILITY_PCT, PAGE_SIZE};
+use crate::StoreError;
+
+/// Write size during creation: 32 pages.
+pub const CHUNK_BYTES: usize = 1 << 20;
+/// Durable-progress interval: fdatasync and header update every this many bytes.
+pub const SYNC_EVERY_BYTES: u64 = 256 << 20;
+
+/// Where one database lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatabaseSpec {
+    /// Index in the set (0-based).
+    pub index: u32,
+    /// The database file (or block device).
+    pub path: PathBuf,
+    /// Its log directory.
+    pub log_dir: PathBuf,
+}
+
+/// Maps the user's paths to databases. `db_paths`: one path per database, or one directory for
+/// all; a block device must be given once per database. `log_paths`: likewise (directories).
+pub fn plan_paths(
+    db_paths: &[PathBuf],
+    log_paths: &[PathBuf],
+    databases: u32,
+) -> Result<Vec<DatabaseSpec>, StoreError> {
+    let n = databases as usize;
+    if n == 0 {
+        return Err(StoreError::Invalid(
+            "at least one database is needed".into(),
+        ));
+    }
+    let pick = |paths: &[PathBuf], flag: &str| -> Result<Vec<(PathBuf, bool)>, StoreError> {
+        match paths.len() {
+            1 if n > 1 => Ok((0..n).map(|_| (paths[0].clone(), true)).collect()),
+            len if len == n => Ok(paths.iter().map(|p| (p.clone(), false)).collect()),
+            0 => Err(StoreError::Invalid(format!("{flag} is required"))),
+            len => Err(StoreError::Invalid(format!(
+                "{len} {flag} values for {n} databases: give one per database, or a single directory for all"
+            ))),
+        }
+    };
+    let dbs = pick(db_paths, "--db-path")?;
+    let logs = pick(log_paths, "--log-path")?;
+    let mut specs = Vec::with_capacity(n);
+    for (i, ((db, shared_db), (log, shared_log))) in dbs.into_iter().zip(logs).enumerate() {
+        let is_device = platform::is_block_device(&db).unwrap_or(false);
+        if is_device && shared_db {
+            return Err(StoreError::Invalid(format!(
+                "{} is a block device: it can hold one database; give one --db-path per database",
+                db.display()
+            )));
+        }
+        let path = if is_device || db.extension().is_some_and(|e| e == "edb") {
+            db
+        } else {
+            db.join(database_file_name(i as u32))
+        };
+        let log_dir = if shared_log {
+            log.join(format!("db{:03}", i + 1))
+        } else {
+            log
+        };
+        specs.push(DatabaseSpec {
+            index: i as u32,
+            path,
+            log_dir,
+        });
+    }
+    Ok(specs)
+}
+
+/// File name of database `index` inside a directory.
+pub fn database_file_name(index: u32) -> String {
+    format!("mbxstress{:03}.edb", index + 1)
+}
+
+/// What to create.
+#[derive(Debug, Clone)]
+pub struct CreateParams {
+    /// Data pages per database (the file has two more, for the headers).
+    pub data_pages: u64,
+    /// Mailboxes of the profile (recorded, and checked on attach).
+    pub mailboxes: u64,
+    /// Mailbox quota, MB (recorded, and checked on attach).
+    pub quota_mb: u64,
+    /// Databases in the set.
+    pub databases: u32,
+    /// Payload compressibility in percent (0 = incompressible).
+    pub compressibility_pct: u8,
+    /// I/O backend.
+    pub engine: EngineKind,
+    /// O_DIRECT (default true).
+    pub direct: bool,
+    /// Overwrite files and databases that are not ours or do not match.
+    pub force: bool,
+    /// Accept block devices.
+    pub allow_device: bool,
+    /// Writes in flight per database.
+    pub queue_depth: usize,
+    /// Tool version recorded in headers.
+    pub tool_version: String,
+}
+
+impl CreateParams {
+    /// Data pages per database for a profile: mailboxes x quota (MiB) split evenly, at least one.
+    pub fn data_pages_for(mailboxes: u64, quota_mb: u64, databases: u32) -> u64 {
+        let bytes = mailboxes as u128 * quota_mb as u128 * (1 << 20) / databases.max(1) as u128;
+        (bytes.div_ceil(PAGE_SIZE as u128) as u64).max(1)
+    }
+
+    /// Bytes of each database file.
+    pub fn file_bytes(&self) -> u64 {
+        (self.data_pages + HEADER_PAGES) * PAGE_SIZE as u64
+    }
+}
+
+/// Progress of the creation, for the CLI to render. The library never prints.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CreateEvent {
+    /// The plan: what happens to each database.
+    Planned {
+        /// Database index.
+        index: u32,
+        /// File.
+        path: PathBuf,
+        /// "create", "resume" or "attach".
+        action: &'static str,
+        /// Bytes to write.
+        bytes_to_write: u64,
+    },
+    /// Bytes written so far for one database.
+    Progress {
+        /// Database index.
+        index: u32,
+        /// Bytes written since the start of this run.
+        bytes_done: u64,
+    },
+    /// One database is complete and durable.
+    Finished {
+        /// Database index.
+        index: u32,
+    },
+}
+
+/// A database ready for use.
+#[derive(Debug, Clone)]
+pub struct PreparedDatabase {
+    /// Where it lives.
+    pub spec: DatabaseSpec,
+    /// Its header.
+    pub header: DbHeader,
+    /// True if it existed and was attached without writing.
+    pub attached: bool,
+}
+
+#[derive(Debug)]
+enum Action {
+    Create,
+    Resume(DbHeader),
+    Attach(DbHeader),
+}
+
+impl Action {
+    fn name(&self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Resume(_) => "resume",
+            Action::Attach(_) => "attach",
+        }
+    }
+}
+
+/// Hook to wrap each database's I/O queue (tests inject faults with it).
+pub type QueueWrapper = dyn Fn(u32, Box<dyn IoQueue>) -> Box<dyn IoQueue> + Sync;
+
+/// Creates, resumes or attaches every database of the set. See the module documentation.
+pub fn prepare(
+    specs: &[DatabaseSpec],
+    params: &CreateParams,
+    on_event: &(dyn Fn(CreateEvent) + Sync),
+    cancel: &AtomicBool,
+    wrap: Option<&QueueWrapper>,
+) -> Result<Vec<PreparedDatabase>, StoreError> {
+    if params.compressibility_pct > MAX_COMPRESSIBILITY_PCT {
+        return Err(StoreError::Invalid(format!(
+            "--compressibility-pct must be 0..={MAX_COMPRESSIBILITY_PCT}, got {}",
+            params.compressibility_pct
+        )));
+    }
+    // Inspect everything before writing anything.
+    let mut actions = Vec::with_capacity(specs.len());
+    for spec in specs {
+        actions.push(inspect(spec, params)?);
+        check_logs(spec, params)?;
+    }
+    check_space(specs, &actions, params)?;
+    for (spec, action) in specs.iter().zip(&actions) {
+        on_event(CreateEvent::Planned {
+            index: spec.index,
+            path: spec.path.clone(),
+            action: action.name(),
+            bytes_to_write: bytes_to_write(action, params),
+        });
+    }
+
+    let results: Vec<Result<PreparedDatabase, StoreError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = specs
+            .iter()
+            .zip(actions)
+            .map(|(spec, action)| {
+                s.spawn(move || create_one(spec, action, params, on_event, cancel, wrap))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(StoreError::Invalid(
+                        "a database creation thread panicked".into(),
+                    ))
+                })
+            })
+            .collect()
+    });
+    // Report an interruption as such even if other databases finished; otherwise the first error.
+    let mut prepared = Vec::with_capacity(results.len());
+    let mut first_err = None;
+    let (mut done, mut total) = (0u64, 0u64);
+    let mut interrupted = false;
+    for r in results {
+        match r {
+            Ok(p) => {
+                done += params.file_bytes();
+                total += params.file_bytes();
+                prepared.push(p);
+            }
+            Err(StoreError::Interrupted {
+                done_bytes,
+                total_bytes,
+            }) => {
+                interrupted = true;
+                done += done_bytes;
+                total += total_bytes;
+            }
+            Err(e) => {
+                if first_err.is_none() {
+                    first_err = Some(e);
+                }
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    if interrupted {
+        return Err(StoreError::Interrupted {
+            done_bytes: done,
+            total_bytes: total,
+        });
+    }
+    Ok(prepared)
+}
+
+fn bytes_to_write(action: &Action, params: &CreateParams) -> u64 {
+    match action {
+        Action::Create => params.file_bytes(),
+        Action::Resume(h) => {
+            (params.data_pages - h.created_pages.min(params.data_pages)) * PAGE_SIZE as u64
+        }
+        Action::Attach(_) => 0,
+    }
+}
+
+/// Reads the first two pages of an existing file, buffered (works on any filesystem).
+fn read_header(path: &Path) -> Result<Option<DbHeader>, StoreError> {
+    let f = IoFile::open(
+        path,
+        OpenMode {
+            direct: false,
+            ..OpenMode::read_direct()
+        },
+    )?;
+    let len = f.len()?;
+    if len < 2 * PAGE_SIZE as u64 {
+        return Ok(None);
+    }
+    let mut two = vec![0u8; 2 * PAGE_SIZE];
+    f.read_exact_at(&mut two, 0)?;
+    Ok(DbHeader::from_first_pages(&two))
+}
+
+fn inspect(spec: &DatabaseSpec, params: &CreateParams) -> Result<Action, StoreError> {
+    let path = &spec.path;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Action::Create),
+        Err(e) => return Err(mbx_io::IoError::new("inspect", path, e).into()),
+    };
+    if meta.is_dir() {
+        return Err(StoreError::Invalid(format!(
+            "{} is a directory; a database file was expected there",
+            path.display()
+        )));
+    }
+    let device = platform::is_block_device(path).unwrap_or(false);
+    if device && !params.allow_device {
+        return Err(StoreError::Device { path: path.clone() });
+    }
+    let header = read_header(path)?;
+    let Some(h) = header else {
+        if params.force || (device && params.allow_device) {
+            return Ok(Action::Create);
+        }
+        return Err(StoreError::NotOurs {
+            path: path.clone(),
+            what: "an mbxstress database",
+        });
+    };
+    let mismatch =
+        |field: &'static str, existing: String, requested: String| StoreError::ParamsMismatch {
+            path: path.clone(),
+            field,
+            existing,
+            requested,
+        };
+    let checks = [
+        (
+            "data pages",
+            h.data_pages().to_string(),
+            params.data_pages.to_string(),
+        ),
+        (
+            "compressibility_pct",
+            h.compressibility_pct.to_string(),
+            params.compressibility_pct.to_string(),
+        ),
+        (
+            "format version",
+            h.format_version.to_string(),
+            FORMAT_VERSION.to_string(),
+        ),
+        (
+            "database index",
+            (h.database_index + 1).to_string(),
+            (spec.index + 1).to_string(),
+        ),
+    ];
+    for (field, existing, requested) in checks {
+        if existing != requested {
+            if params.force {
+                return Ok(Action::Create);
+            }
+            return Err(mismatch(field, existing, requested));
+        }
+    }
+    if !device && meta.len() != h.file_bytes() && h.state != DbState::Creating {
+        return Err(StoreError::Damaged {
+            path: path.clone(),
+            reason: format!(
+                "the header says {} bytes but the file has {}",
+                h.file_bytes(),
+                meta.len()
+            ),
+        });
+    }
+    Ok(match h.state {
+        DbState::Creating => Action::Resume(h),
+        DbState::Clean | DbState::Dirty => Action::Attach(h),
+    })
+}
+
+/// Existing log files and checkpoints must be ours (or `force`).
+fn check_logs(spec: &DatabaseSpec, params: &CreateParams) -> Result<(), StoreError> {
+    if params.force {
+        return Ok(());
+    }
+    let log = spec.log_dir.join(log_file_name(1));
+    if log.exists() {
+        let mut head = vec![0u8; LOG_SECTOR];
+        let ok = std::fs::File::open(&log)
+            .and_then(|f| platform::read_exact_at(&f, &mut head, 0))
+            .map(|_| decode_log_header(&head).is_some())
+            .unwrap_or(false);
+        if !ok {
+            return Err(StoreError::NotOurs {
+                path: log,
+                what: "an mbxstress log file",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The nearest existing ancestor (for free-space and filesystem queries before creating dirs).
+fn existing_ancestor(p: &Path) -> PathBuf {
+    let mut cur = p.to_path_buf();
+    loop {
+        if cur.exists() {
+            return cur;
+        }
+        match cur.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => cur = parent.to_path_buf(),
+            _ => return PathBuf::from("."),
+        }
+    }
+}
+
+fn check_space(
+    specs: &[DatabaseSpec],
+    actions: &[Action],
+    params: &CreateParams,
+) -> Result<(), StoreError> {
+    let log_bytes = (LOG_FILE_SIZE + 2 * SLOT) as u64;
+    // (filesystem id, a path on it, bytes needed)
+    let mut needs: Vec<(u64, PathBuf, u64)> = Vec::new();
+    let mut add = |path: &Path, bytes: u64| -> Result<(), StoreError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let anchor = existing_ancestor(path);
+        let fs = platform::filesystem_id(&anchor)
+            .map_err(|e| mbx_io::IoError::new("inspect", &anchor, e))?;
+        match needs.iter_mut().find(|(id, _, _)| *id == fs) {
+            Some(entry) => entry.2 += bytes,
+            None => needs.push((fs, anchor, bytes)),
+        }
+        Ok(())
+    };
+    for (spec, action) in specs.iter().zip(actions) {
+        let device = platform::is_block_device(&spec.path).unwrap_or(false);
+        if device {
+            let f = IoFile::open(&spec.path, OpenMode::read_direct())?;
+            let size = f.len()?;
+            if size < params.file_bytes() {
+                return Err(StoreError::InsufficientSpace {
+                    path: spec.path.clone(),
+                    needed: params.file_bytes(),
+                    available: size,
+                });
+            }
+        } else {
+            // A resumed file already holds its written part; a recreated one is replaced.
+            let existing = std::fs::metadata(&spec.path).map(|m| m.len()).unwrap_or(0);
+            let bytes = match action {
+                Action::Create => params.file_bytes().saturating_sub(existing),
+                other => bytes_to_write(other, params),
+            };
+            add(&spec.path, bytes)?;
+        }
+        if !spec.log_dir.join(log_file_name(1)).exists() {
+            add(&spec.log_dir, log_bytes)?;
+        }
+    }
+    for (_, anchor, needed) in needs {
+        let available = platform::free_space(&anchor)
+            .map_err(|e| mbx_io::IoError::new("query free space of", &anchor, e))?;
+        if needed > available {
+            return Err(StoreError::InsufficientSpace {
+                path: anchor,
+                needed,
+                available,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn new_database_id(spec: &DatabaseSpec) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let seed = format!(
+        "{nanos}/{}/{}/{}",
+        std::process::id(),
+        spec.index,
+        spec.path.display()
+    );
+    xxhash_rust::xxh3::xxh3_64(seed.as_bytes()) | 1
+}
+
+/// Writes both header copies (each followed by a sync), bumping the generation.
+fn write_headers(file: &IoFile, h: &mut DbHeader) -> Result<(), StoreError> {
+    let mut buf = AlignedBuf::zeroed(PAGE_SIZE);
+    for copy in 0..HEADER_PAGES {
+        h.generation += 1;
+        h.encode(buf.as_mut_slice(), copy);
+        file.write_all_at(buf.as_slice(), copy * PAGE_SIZE as u64)?;
+        file.sync_data()?;
+    }
+    Ok(())
+}
+
+fn open_db_file(path: &Path, params: &CreateParams) -> Result<IoFile, StoreError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| mbx_io::IoError::new("create directory", dir, e))?;
+    }
+    let mode = OpenMode {
+        direct: params.direct,
+        write_through: false,
+        write: true,
+        create: true,
+    };
+    Ok(IoFile::open(path, mode)?)
+}
+
+fn create_one(
+    spec: &DatabaseSpec,
+    action: Action,
+    params: &CreateParams,
+    on_event: &(dyn Fn(CreateEvent) + Sync),
+    cancel: &AtomicBool,
+    wrap: Option<&QueueWrapper>,
+) -> Result<PreparedDatabase, StoreError> {
+    let (mut header, start_page) = match action {
+        Action::Attach(h) => {
+            create_logs(spec, h.database_id, params)?;
+            on_event(CreateEvent::Finished { index: spec.index });
+            return Ok(PreparedDatabase {
+                spec: spec.clone(),
+                header: h,
+                attached: true,
+            });
+        }
+        Action::Resume(h) => {
+            let start = h.created_pages.min(params.data_pages);
+            (h, start)
+        }
+        Action::Create => (
+            DbHeader {
+                database_id: new_database_id(spec),
+                generation: 0,
+                format_version: FORMAT_VERSION,
+                page_size: PAGE_SIZE as u32,
+                page_count: params.data_pages + HEADER_PAGES,
+                state: DbState::Creating,
+                database_index: spec.index,
+                created_pages: 0,
+                mailboxes: params.mailboxes,
+                quota_mb: params.quota_mb,
+                databases: params.databases,
+                compressibility_pct: params.compressibility_pct,
+                created_unix_s: now_unix(),
+                tool_version: params.tool_version.clone(),
+            },
+            0,
+        ),
+    };
+    let file = open_db_file(&spec.path, params)?;
+    write_headers(&file, &mut header)?;
+    let is_file = !platform::is_block_device(&spec.path).unwrap_or(false);
+    if is_file && file.len()? != params.file_bytes() {
+        file.set_len(params.file_bytes())?;
+    }
+    let files = Arc::new(vec![file]);
+    let mut queue = open_queue(params.engine, Arc::clone(&files), params.queue_depth.max(1))?;
+    if let Some(w) = wrap {
+        queue = w(spec.index, queue);
+    }
+    let total_bytes = params.data_pages * PAGE_SIZE as u64;
+    let result = write_pages(
+        spec,
+        &mut *queue,
+        &files,
+        &mut header,
+        start_page,
+        params,
+        on_event,
+        cancel,
+    );
+    drop(queue);
+    let file = &files[0];
+    match result {
+        Ok(()) => {}
+        Err(StoreError::Interrupted { .. }) => {
+            return Err(StoreError::Interrupted {
+                done_bytes: header.created_pages * PAGE_SIZE as u64,
+                total_bytes,
+            })
+        }
+        Err(e) => return Err(e),
+    }
+    file.sync_data()?;
+    header.created_pages = params.data_pages;
+    header.state = DbState::Clean;
+    write_headers(file, &mut header)?;
+    file.sync_all()?;
+    create_logs(spec, header.database_id, params)?;
+    on_event(CreateEvent::Finished { index: spec.index });
+    Ok(PreparedDatabase {
+        spec: spec.clone(),
+        header,
+        attached: false,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_pages(
+    spec: &DatabaseSpec,
+    queue: &mut dyn IoQueue,
+    files: &mbx_io::FileTable,
+    header: &mut DbHeader,
+    start_page: u64,
+    params: &CreateParams,
+    on_event: &(dyn Fn(CreateEvent) + Sync),
+    cancel: &AtomicBool,
+) -> Result<(), StoreError> {
+    let pages_per_chunk = (CHUNK_BYTES / PAGE_SIZE) as u64;
+    let sync_every_pages = SYNC_EVERY_BYTES / PAGE_SIZE as u64;
+    let mut next = start_page;
+    let mut since_sync = 0u64;
+    let mut done_bytes = 0u64;
+    let mut pool: Vec<AlignedBuf> = Vec::new();
+    let mut completions = Vec::new();
+    let mut failure: Option<StoreError> = None;
+
+    loop {
+        let stop = cancel.load(Ordering::Relaxed) || failure.is_some();
+        // Submit until the queue is full, the next sync point is reached, or everything is out.
+        while !stop
+            && queue.in_flight() < queue.depth()
+            && next < params.data_pages
+            && since_sync < sync_every_pages
+        {
+            let n = pages_per_chunk
+                .min(params.data_pages - next)
+                .min(sync_every_pages - since_sync);
+            let len = n as usize * PAGE_SIZE;
+            let mut buf = pool
+                .pop()
+                .filter(|b| b.len() >= len)
+                .unwrap_or_else(|| AlignedBuf::zeroed(CHUNK_BYTES));
+            for (i, page) in buf.as_mut_slice()[..len]
+                .chunks_exact_mut(PAGE_SIZE)
+                .enumerate()
+            {
+                build_data_page(
+                    page,
+                    &PageHeader {
+                        page_number: HEADER_PAGES + next + i as u64,
+                        database_id: header.database_id,
+                        generation: 0,
+                        kind: KIND_DATA,
+                        compressibility_pct: params.compressibility_pct,
+                    },
+                );
+            }
+            queue.submit(IoRequest {
+                op: IoOp::Write,
+                file: 0,
+                offset: (HEADER_PAGES + next) * PAGE_SIZE as u64,
+                len,
+                buf,
+                tag: next,
+            })?;
+            next += n;
+            since_sync += n;
+        }
+        if queue.in_flight() == 0 {
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            // Everything submitted is complete: a durable point.
+            if next > header.created_pages {
+                files[0].sync_data()?;
+                header.created_pages = next;
+                write_headers(&files[0], header)?;
+            }
+            since_sync = 0;
+            if cancel.load(Ordering::Relaxed) && next < params.data_pages {
+                return Err(StoreError::Interrupted {
+                    done_bytes: next * PAGE_SIZE as u64,
+                    total_bytes: params.data_pages * PAGE_SIZE as u64,
+                });
+            }
+            if next >= params.data_pages {
+                return Ok(());
+            }
+            continue;
+        }
+        completions.clear();
+        queue.reap(1, &mut completions)?;
+        for c in completions.drain(..) {
+            match c.check(files) {
+                Ok(n) => {
+                    done_bytes += n as u64;
+                }
+                Err(e) => {
+                    // Stop submitting; the header keeps the last durable watermark, so the
+                    // database stays `Creating` and is never mistaken for a complete one.
+                    if failure.is_none() {
+                        failure = Some(e.into());
+                    }
+                }
+            }
+            pool.push(c.req.buf);
+        }
+        on_event(CreateEvent::Progress {
+            index: spec.index,
+            bytes_done: done_bytes,
+        });
+    }
+}
+
+/// Creates the log directory with log generation 1 and a checkpoint, unless they exist.
+fn create_logs(
+    spec: &DatabaseSpec,
+    database_id: u64,
+    params: &CreateParams,
+) -> Result<(), StoreError> {
+    let dir = &spec.log_dir;
+    std::fs::create_dir_all(dir).map_err(|e| mbx_io::IoError::new("create directory", dir, e))?;
+    let log = dir.join(log_file_name(1));
+    let mode = OpenMode {
+        direct: false,
+        write_through: false,
+        write: true,
+        create: true,
+    };
+    let rewrite_log = match std::fs::read(&log) {
+        Ok(bytes) => decode_log_header(&bytes).map(|(_, id)| id) != Some(database_id),
+        Err(_) => true,
+    };
+    if rewrite_log || params.force {
+        let f = IoFile::open(&log, mode)?;
+        let mut image = vec![0u8; LOG_FILE_SIZE];
+        encode_log_header(&mut image, 1, database_id, now_unix());
+        f.write_all_at(&image, 0)?;
+        f.set_len(LOG_FILE_SIZE as u64)?;
+        f.sync_all()?;
+    }
+    let chk = dir.join(CHECKPOINT_FILE);
+    let existing = std::fs::read(&chk)
+        .ok()
+        .and_then(|b| Checkpoint::from_file(&b));
+    if existing.map(|c| c.database_id) != Some(database_id) {
+        let f = IoFile::open(&chk, mode)?;
+        let c = Checkpoint {
+            sequence: 0,
+            database_id,
+            log_generation: 1,
+            lsn: LOG_FILE_SIZE as u64 + LOG_SECTOR as u64,
+        };
+        let mut image = vec![0u8; 2 * SLOT];
+        let off = c.slot_offset() as usize;
+        c.encode(&mut image[off..off + SLOT]);
+        f.write_all_at(&image, 0)?;
+        f.sync_all()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_one_directory_for_all() {
+        let specs = plan_paths(&["/d".into()], &["/l".into()], 3).expect("plan");
+        assert_eq!(specs.len(), 3);
+        assert_eq!(specs[0].path, PathBuf::from("/d/mbxstress001.edb"));
+        assert_eq!(specs[2].path, PathBuf::from("/d/mbxstress003.edb"));
+        assert_eq!(specs[1].log_dir, PathBuf::from("/l/db002"));
+    }
+
+    #[test]
+    fn plan_one_path_per_database() {
+        let specs = plan_paths(
+            &["/a".into(), "/b".into()],
+            &["/la".into(), "/lb".into()],
+            2,
+        )
+        .expect("plan");
+        assert_eq!(specs[1].path, PathBuf::from("/b/mbxstress002.edb"));
+        assert_eq!(specs[1].log_dir, PathBuf::from("/lb"));
+        let err = plan_paths(&["/a".into(), "/b".into()], &["/l".into()], 3).expect_err("mismatch");
+        assert!(err.to_string().contains("--db-path"), "{err}");
+    }
+
+    #[test]
+    fn sizes_follow_jetstress_rule() {
+        // 4 mailboxes x 16 MiB / 2 databases = 32 MiB = 1024 pages each.
+        assert_eq!(CreateParams::data_pages_for(4, 16, 2), 1024);
+        // D2: 5,000 x 2,048 MiB / 6 = 1.628 TiB per database.
+        let pages = CreateParams::data_pages_for(5000, 2048, 6);
+        let tib = pages as f64 * PAGE_SIZE as f64 / (1u64 << 40) as f64;
+        assert!((tib - 1.628).abs() < 0.001, "{tib}");
+    }
+}

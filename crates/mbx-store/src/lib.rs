@@ -1,0 +1,112 @@
+//! The simulated mailbox store.
+//!
+//! A database set is N database files of 32 KiB [`page`]s, each with a transaction log directory
+//! of 1 MiB [`log`] files and a [`checkpoint`] file. Every page carries its page number, database
+//! id, write generation and a checksum, and every read is verified ([`page::check_data_page`]).
+//! The byte-level format is documented in docs/store-format.md and in each module.
+//!
+//! - [`create::prepare`]: create the set, or attach an existing one, or resume an interrupted
+//!   creation; safe with users' files (never overwrite what is not ours without `force`, refuse
+//!   block devices without `allow_device`, check free space first).
+//! - [`verify::verify_database`]: read a database sequentially and classify every page.
+
+pub mod checkpoint;
+pub mod create;
+pub mod header;
+pub mod log;
+pub mod page;
+pub mod verify;
+
+use std::path::PathBuf;
+
+pub use create::{plan_paths, prepare, CreateEvent, CreateParams, DatabaseSpec, PreparedDatabase};
+pub use header::{DbHeader, DbState};
+pub use verify::{verify_database, VerifyOptions, VerifyReport};
+
+/// Errors of the store. Each names the path concerned; [`StoreError::is_user_error`] tells the CLI
+/// whether the user can fix it by changing flags (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// An I/O operation failed.
+    #[error(transparent)]
+    Io(#[from] mbx_io::IoError),
+    /// The path holds something that is not an mbxstress database.
+    #[error("refusing to overwrite {}: it exists and is not {what}; pass --force to overwrite it, or choose another path", path.display())]
+    NotOurs {
+        /// The existing file.
+        path: PathBuf,
+        /// What we expected ("an mbxstress database", "an mbxstress log file").
+        what: &'static str,
+    },
+    /// The path is a block device and devices were not allowed.
+    #[error("{} is a block device; pass --allow-device to use it (everything on it will be overwritten)", path.display())]
+    Device {
+        /// The device.
+        path: PathBuf,
+    },
+    /// An existing database was created with other parameters.
+    #[error("{} was created with {field} = {existing}, but this run needs {requested}; use matching parameters to attach it, or --force to recreate it", path.display())]
+    ParamsMismatch {
+        /// The database.
+        path: PathBuf,
+        /// The differing parameter.
+        field: &'static str,
+        /// Its value in the file.
+        existing: String,
+        /// The value asked for.
+        requested: String,
+    },
+    /// Not enough free space for what must be written.
+    #[error("not enough free space on the filesystem of {}: need {} MiB, {} MiB available; free space, choose another --db-path, or use fewer/smaller databases", path.display(), needed / (1 << 20), available / (1 << 20))]
+    InsufficientSpace {
+        /// A path on the filesystem.
+        path: PathBuf,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes available.
+        available: u64,
+    },
+    /// Creation was stopped (Ctrl-C); what was written is durable and resumes next time.
+    #[error("creation interrupted after {} of {} MiB; run the same command again to resume", done_bytes / (1 << 20), total_bytes / (1 << 20))]
+    Interrupted {
+        /// Bytes durable.
+        done_bytes: u64,
+        /// Bytes in total.
+        total_bytes: u64,
+    },
+    /// A database's creation is incomplete, so it cannot be verified or used yet.
+    #[error("{} is incomplete ({created} of {total} data pages created); run prepare again to finish it", path.display())]
+    Incomplete {
+        /// The database.
+        path: PathBuf,
+        /// Data pages created.
+        created: u64,
+        /// Data pages in total.
+        total: u64,
+    },
+    /// The database file does not match its own header.
+    #[error("{} is damaged: {reason}", path.display())]
+    Damaged {
+        /// The database.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The request itself is invalid (path counts, sizes).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl StoreError {
+    /// True when the user can fix it with different flags or paths (CLI exit code 2).
+    pub fn is_user_error(&self) -> bool {
+        matches!(
+            self,
+            StoreError::NotOurs { .. }
+                | StoreError::Device { .. }
+                | StoreError::ParamsMismatch { .. }
+                | StoreError::InsufficientSpace { .. }
+                | StoreError::Invalid(_)
+        )
+    }
+}

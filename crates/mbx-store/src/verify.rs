@@ -1,0 +1,252 @@
+//! The verification primitive: read a database sequentially and classify every page.
+//!
+//! Counters (what the checksum test type reports, see docs/store-format.md):
+//! - `seen_pages`: every page of the file, header pages included (file size / 32 KiB).
+//! - `bad_pages`: pages whose content cannot be trusted: checksum failures beyond one bit (torn,
+//!   overwritten, garbage), all-zero pages, pages of another database, damaged header copies.
+//! - `correctable_pages`: checksum failures explained by exactly one flipped bit (what ESE's ECC
+//!   corrects); not counted as bad.
+//! - `wrong_page_number_pages`: valid pages of this database stored at the wrong position
+//!   (misdirected writes); not counted as bad, reported separately as Jetstress does.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use mbx_io::{open_queue, AlignedBuf, EngineKind, IoFile, IoOp, IoRequest, OpenMode};
+use serde::Serialize;
+
+use crate::header::{DbHeader, DbState, HEADER_PAGES};
+use crate::page::{check_data_page, PageCheck, PAGE_SIZE};
+use crate::StoreError;
+
+/// How to read.
+#[derive(Debug, Clone, Copy)]
+pub struct VerifyOptions {
+    /// Backend.
+    pub engine: EngineKind,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// Bytes per read (a multiple of 32 KiB; Jetstress's checksum pass reads 64 KiB).
+    pub read_bytes: usize,
+    /// Reads in flight.
+    pub queue_depth: usize,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            engine: EngineKind::default(),
+            direct: true,
+            read_bytes: 1 << 20,
+            queue_depth: 4,
+        }
+    }
+}
+
+/// One problem page, for the report (the first few are kept).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PageProblem {
+    /// Page number (position).
+    pub page: u64,
+    /// "bad", "unwritten", "correctable", "wrong_page_number", "wrong_database", "bad_header".
+    pub kind: &'static str,
+    /// The page number or database id the page carried, when relevant.
+    pub found: Option<u64>,
+}
+
+/// Result of verifying one database (the `checksum` entries of the result contract).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerifyReport {
+    /// The file.
+    pub database_path: PathBuf,
+    /// Pages read.
+    pub seen_pages: u64,
+    /// Untrustworthy pages (see the module documentation).
+    pub bad_pages: u64,
+    /// Single-bit errors.
+    pub correctable_pages: u64,
+    /// Valid pages at the wrong position.
+    pub wrong_page_number_pages: u64,
+    /// Pages of another database (included in `bad_pages`).
+    pub wrong_database_pages: u64,
+    /// All-zero pages (included in `bad_pages`).
+    pub unwritten_pages: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Seconds taken.
+    pub elapsed_s: f64,
+    /// The first problems found (at most 20).
+    pub problems: Vec<PageProblem>,
+}
+
+impl VerifyReport {
+    /// True if no page is bad, correctable or misplaced.
+    pub fn is_clean(&self) -> bool {
+        self.bad_pages == 0 && self.correctable_pages == 0 && self.wrong_page_number_pages == 0
+    }
+
+    fn note(&mut self, page: u64, kind: &'static str, found: Option<u64>) {
+        if self.problems.len() < 20 {
+            self.problems.push(PageProblem { page, kind, found });
+        }
+    }
+
+    fn count(&mut self, page: u64, check: PageCheck) {
+        match check {
+            PageCheck::Good { .. } => {}
+            PageCheck::Unwritten => {
+                self.bad_pages += 1;
+                self.unwritten_pages += 1;
+                self.note(page, "unwritten", None);
+            }
+            PageCheck::Bad => {
+                self.bad_pages += 1;
+                self.note(page, "bad", None);
+            }
+            PageCheck::Correctable => {
+                self.correctable_pages += 1;
+                self.note(page, "correctable", None);
+            }
+            PageCheck::WrongPageNumber { found } => {
+                self.wrong_page_number_pages += 1;
+                self.note(page, "wrong_page_number", Some(found));
+            }
+            PageCheck::WrongDatabase { found } => {
+                self.bad_pages += 1;
+                self.wrong_database_pages += 1;
+                self.note(page, "wrong_database", Some(found));
+            }
+        }
+    }
+}
+
+/// Reads the header of a database file; `NotOurs` if it is not one.
+pub fn read_database_header(path: &Path) -> Result<DbHeader, StoreError> {
+    let f = IoFile::open(
+        path,
+        OpenMode {
+            direct: false,
+            ..OpenMode::read_direct()
+        },
+    )?;
+    let mut two = vec![0u8; 2 * PAGE_SIZE];
+    let short = f.len()? < two.len() as u64;
+    if short || f.read_exact_at(&mut two, 0).is_err() {
+        return Err(StoreError::NotOurs {
+            path: path.to_path_buf(),
+            what: "an mbxstress database",
+        });
+    }
+    DbHeader::from_first_pages(&two).ok_or_else(|| StoreError::NotOurs {
+        path: path.to_path_buf(),
+        what: "an mbxstress database",
+    })
+}
+
+/// Verifies every page of the database at `path`. `on_progress` gets the bytes read so far.
+pub fn verify_database(
+    path: &Path,
+    opts: &VerifyOptions,
+    cancel: &AtomicBool,
+    on_progress: &dyn Fn(u64),
+) -> Result<VerifyReport, StoreError> {
+    let started = Instant::now();
+    let header = read_database_header(path)?;
+    if header.state == DbState::Creating {
+        return Err(StoreError::Incomplete {
+            path: path.to_path_buf(),
+            created: header.created_pages,
+            total: header.data_pages(),
+        });
+    }
+    let read_bytes = (opts.read_bytes / PAGE_SIZE).max(1) * PAGE_SIZE;
+    let file = IoFile::open(
+        path,
+        OpenMode {
+            direct: opts.direct,
+            ..OpenMode::read_direct()
+        },
+    )?;
+    let file_len = file.len()?;
+    if file_len < header.file_bytes() {
+        return Err(StoreError::Damaged {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the file has {file_len} bytes but its header says {}",
+                header.file_bytes()
+            ),
+        });
+    }
+    let files = Arc::new(vec![file]);
+    let mut queue = open_queue(opts.engine, Arc::clone(&files), opts.queue_depth.max(1))?;
+    let mut report = VerifyReport {
+        database_path: path.to_path_buf(),
+        seen_pages: 0,
+        bad_pages: 0,
+        correctable_pages: 0,
+        wrong_page_number_pages: 0,
+        wrong_database_pages: 0,
+        unwritten_pages: 0,
+        bytes: 0,
+        elapsed_s: 0.0,
+        problems: Vec::new(),
+    };
+    let total_pages = header.page_count;
+    let mut next = 0u64;
+    let mut scratch = vec![0u8; PAGE_SIZE];
+    let mut pool: Vec<AlignedBuf> = Vec::new();
+    let mut done = Vec::new();
+    while next < total_pages || queue.in_flight() > 0 {
+        while !cancel.load(Ordering::Relaxed)
+            && next < total_pages
+            && queue.in_flight() < queue.depth()
+        {
+            let pages = ((read_bytes / PAGE_SIZE) as u64).min(total_pages - next);
+            let len = pages as usize * PAGE_SIZE;
+            let buf = pool.pop().unwrap_or_else(|| AlignedBuf::zeroed(read_bytes));
+            queue.submit(IoRequest {
+                op: IoOp::Read,
+                file: 0,
+                offset: next * PAGE_SIZE as u64,
+                len,
+                buf,
+                tag: next,
+            })?;
+            next += pages;
+        }
+        if queue.in_flight() == 0 {
+            break; // cancelled
+        }
+        done.clear();
+        queue.reap(1, &mut done)?;
+        for c in done.drain(..) {
+            c.check(&files)?;
+            let first = c.req.tag;
+            for (i, page) in c.req.buf.as_slice()[..c.req.len]
+                .chunks_exact(PAGE_SIZE)
+                .enumerate()
+            {
+                let n = first + i as u64;
+                report.seen_pages += 1;
+                if n < HEADER_PAGES {
+                    if DbHeader::decode(page).map(|h| h.database_id) != Some(header.database_id) {
+                        report.bad_pages += 1;
+                        report.note(n, "bad_header", None);
+                    }
+                    continue;
+                }
+                report.count(
+                    n,
+                    check_data_page(page, n, header.database_id, &mut scratch),
+                );
+            }
+            report.bytes += c.req.len as u64;
+            pool.push(c.req.buf);
+        }
+        on_progress(report.bytes);
+    }
+    report.elapsed_s = started.elapsed().as_secs_f64();
+    Ok(report)
+}

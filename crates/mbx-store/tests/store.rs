@@ -1,0 +1,437 @@
+//! Integration tests of creation, attach, resume, safety and verification on real files
+//! (databases of a few MiB, under the target directory: ext4 here, so O_DIRECT is exercised).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use mbx_io::{EngineKind, FaultKind, FaultQueue, FaultRule, IoOp};
+use mbx_store::create::QueueWrapper;
+use mbx_store::page::PAGE_SIZE;
+use mbx_store::verify::read_database_header;
+use mbx_store::{
+    plan_paths, prepare, verify_database, CreateEvent, CreateParams, DatabaseSpec, DbState,
+    StoreError, VerifyOptions,
+};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("store-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// `databases` databases of `mib` MiB each in `dir`.
+fn setup(dir: &Path, databases: u32, mib: u64) -> (Vec<DatabaseSpec>, CreateParams) {
+    let specs = plan_paths(&[dir.join("db")], &[dir.join("logs")], databases).expect("plan");
+    let params = CreateParams {
+        data_pages: mib * (1 << 20) / PAGE_SIZE as u64,
+        mailboxes: databases as u64,
+        quota_mb: mib,
+        databases,
+        compressibility_pct: 0,
+        engine: EngineKind::default(),
+        direct: true,
+        force: false,
+        allow_device: false,
+        queue_depth: 4,
+        tool_version: "test".into(),
+    };
+    (specs, params)
+}
+
+fn run(
+    specs: &[DatabaseSpec],
+    params: &CreateParams,
+    wrap: Option<&QueueWrapper>,
+) -> (
+    Result<Vec<mbx_store::PreparedDatabase>, StoreError>,
+    Vec<CreateEvent>,
+) {
+    let events = Mutex::new(Vec::new());
+    let cancel = AtomicBool::new(false);
+    let r = prepare(
+        specs,
+        params,
+        &|e| events.lock().expect("lock").push(e),
+        &cancel,
+        wrap,
+    );
+    (r, events.into_inner().expect("lock"))
+}
+
+fn verify(path: &Path) -> mbx_store::VerifyReport {
+    verify_database(
+        path,
+        &VerifyOptions::default(),
+        &AtomicBool::new(false),
+        &|_| {},
+    )
+    .expect("verify")
+}
+
+fn actions(events: &[CreateEvent]) -> Vec<&'static str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            CreateEvent::Planned { action, .. } => Some(*action),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn create_verify_then_attach() {
+    let dir = scratch("create-attach");
+    let (specs, params) = setup(&dir, 2, 3);
+    let (r, events) = run(&specs, &params, None);
+    let prepared = r.expect("created");
+    assert_eq!(actions(&events), ["create", "create"]);
+    for p in &prepared {
+        assert!(!p.attached);
+        assert_eq!(p.header.state, DbState::Clean);
+        let len = std::fs::metadata(&p.spec.path).expect("stat").len();
+        assert_eq!(len, params.file_bytes());
+        let v = verify(&p.spec.path);
+        assert!(v.is_clean(), "{v:?}");
+        assert_eq!(v.seen_pages, len / PAGE_SIZE as u64);
+        assert!(p.spec.log_dir.join("E0000000001.log").exists());
+        assert!(p.spec.log_dir.join("checkpoint.chk").exists());
+    }
+    assert_ne!(
+        prepared[0].header.database_id,
+        prepared[1].header.database_id
+    );
+    let modified = std::fs::metadata(&prepared[0].spec.path)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    // Second run: attach, no writes.
+    let (r, events) = run(&specs, &params, None);
+    let again = r.expect("attached");
+    assert_eq!(actions(&events), ["attach", "attach"]);
+    assert!(again.iter().all(|p| p.attached));
+    assert_eq!(again[0].header.database_id, prepared[0].header.database_id);
+    let after = std::fs::metadata(&prepared[0].spec.path)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    assert_eq!(modified, after, "attach must not write");
+}
+
+#[test]
+fn two_databases_share_no_4k_block() {
+    let dir = scratch("dedup");
+    let (specs, params) = setup(&dir, 2, 2);
+    run(&specs, &params, None).0.expect("created");
+    let mut seen = HashSet::new();
+    let mut blocks = 0;
+    for s in &specs {
+        let data = std::fs::read(&s.path).expect("read");
+        for block in data.chunks_exact(4096) {
+            blocks += 1;
+            assert!(
+                seen.insert(xxhash_rust_free_hash(block)),
+                "duplicate 4 KiB block in {}",
+                s.path.display()
+            );
+        }
+    }
+    assert_eq!(blocks, 2 * params.file_bytes() / 4096);
+}
+
+/// A 128-bit hash from two 64-bit FNV-style passes (no extra dependency; collisions across a few
+/// thousand blocks are negligible, and a real duplicate always collides).
+fn xxhash_rust_free_hash(b: &[u8]) -> (u64, u64) {
+    let mut h1 = 0xcbf2_9ce4_8422_2325u64;
+    let mut h2 = 0x8422_2325_cbf2_9ce4u64;
+    for &x in b {
+        h1 = (h1 ^ x as u64).wrapping_mul(0x100_0000_01b3);
+        h2 = (h2 ^ x as u64).wrapping_mul(0x100_0000_01b3).rotate_left(5);
+    }
+    (h1, h2)
+}
+
+#[test]
+fn compressibility_is_what_was_asked() {
+    let dir = scratch("compress");
+    let (specs, mut params) = setup(&dir, 1, 1);
+    params.compressibility_pct = 50;
+    run(&specs, &params, None).0.expect("created");
+    let data = std::fs::read(&specs[0].path).expect("read");
+    let pages = &data[2 * PAGE_SIZE..];
+    let compressed = lz4_flex::block::compress(pages);
+    let saved = 1.0 - compressed.len() as f64 / pages.len() as f64;
+    assert!(
+        (0.40..=0.60).contains(&saved),
+        "lz4 saved {:.1}%",
+        saved * 100.0
+    );
+    // The default is incompressible.
+    let dir = scratch("compress0");
+    let (specs, params) = setup(&dir, 1, 1);
+    run(&specs, &params, None).0.expect("created");
+    let data = std::fs::read(&specs[0].path).expect("read");
+    let compressed = lz4_flex::block::compress(&data[2 * PAGE_SIZE..]);
+    assert!(compressed.len() as f64 > 0.99 * (data.len() - 2 * PAGE_SIZE) as f64);
+}
+
+fn write_at(path: &Path, offset: u64, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open");
+    f.write_all_at(bytes, offset).expect("write");
+}
+
+fn read_page(path: &Path, n: u64) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path).expect("open");
+    let mut p = vec![0u8; PAGE_SIZE];
+    f.read_exact_at(&mut p, n * PAGE_SIZE as u64).expect("read");
+    p
+}
+
+#[test]
+fn every_kind_of_corruption_is_counted() {
+    let dir = scratch("corrupt");
+    let (specs, params) = setup(&dir, 2, 1);
+    run(&specs, &params, None).0.expect("created");
+    let (a, b) = (&specs[0].path, &specs[1].path);
+    let page = |n: u64| n * PAGE_SIZE as u64;
+    // Page 5: one flipped bit (correctable).
+    let mut p = read_page(a, 5);
+    p[1000] ^= 0x20;
+    write_at(a, page(5), &p);
+    // Page 6: two flipped bits (bad).
+    let mut p = read_page(a, 6);
+    p[1000] ^= 0x20;
+    p[9000] ^= 0x01;
+    write_at(a, page(6), &p);
+    // Page 7: torn (second half zeros; bad).
+    write_at(a, page(7) + 16384, &[0u8; 16384]);
+    // Page 8 holds a copy of page 9 (wrong page number).
+    write_at(a, page(8), &read_page(a, 9));
+    // Page 10 holds page 10 of the other database (wrong database; bad).
+    write_at(a, page(10), &read_page(b, 10));
+    // Page 11 zeroed (unwritten; bad).
+    write_at(a, page(11), &[0u8; PAGE_SIZE]);
+    let v = verify(a);
+    assert_eq!(v.correctable_pages, 1, "{v:?}");
+    assert_eq!(v.wrong_page_number_pages, 1, "{v:?}");
+    assert_eq!(v.wrong_database_pages, 1, "{v:?}");
+    assert_eq!(v.unwritten_pages, 1, "{v:?}");
+    assert_eq!(v.bad_pages, 4, "{v:?}"); // 6, 7, 10, 11
+    let kinds: Vec<(u64, &str)> = v.problems.iter().map(|p| (p.page, p.kind)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (5, "correctable"),
+            (6, "bad"),
+            (7, "bad"),
+            (8, "wrong_page_number"),
+            (10, "wrong_database"),
+            (11, "unwritten")
+        ]
+    );
+    assert!(verify(b).is_clean());
+    // A damaged header copy is survivable (shadow) but counted.
+    write_at(b, 100, &[0xFFu8; 64]);
+    let v = verify(b);
+    assert_eq!((v.bad_pages, v.problems[0].kind), (1, "bad_header"));
+}
+
+fn faults(
+    rule: FaultRule,
+) -> impl Fn(u32, Box<dyn mbx_io::IoQueue>) -> Box<dyn mbx_io::IoQueue> + Sync {
+    move |_, q| Box::new(FaultQueue::new(q, vec![rule.clone()]))
+}
+
+#[test]
+fn injected_eio_leaves_an_incomplete_database_that_resumes() {
+    let dir = scratch("eio");
+    let (specs, params) = setup(&dir, 1, 4);
+    let wrap = faults(
+        FaultRule::new(Some(IoOp::Write), FaultKind::Error(5))
+            .after(2)
+            .times(1),
+    );
+    let (r, _) = run(&specs, &params, Some(&wrap));
+    let err = r.expect_err("EIO must fail the creation");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("mbxstress001.edb") && msg.contains("Input/output error"),
+        "{msg}"
+    );
+    assert!(!err.is_user_error());
+    // Never a valid database: the header still says Creating, and verification refuses it.
+    let h = read_database_header(&specs[0].path).expect("header");
+    assert_eq!(h.state, DbState::Creating);
+    let v = verify_database(
+        &specs[0].path,
+        &VerifyOptions::default(),
+        &AtomicBool::new(false),
+        &|_| {},
+    );
+    assert!(matches!(v, Err(StoreError::Incomplete { .. })), "{v:?}");
+    // Without the fault, the same call resumes and completes.
+    let (r, events) = run(&specs, &params, None);
+    r.expect("resumed");
+    assert_eq!(actions(&events), ["resume"]);
+    assert!(verify(&specs[0].path).is_clean());
+}
+
+#[test]
+fn short_write_fails_and_torn_write_is_caught_by_verification() {
+    let dir = scratch("short");
+    let (specs, params) = setup(&dir, 1, 2);
+    let wrap = faults(
+        FaultRule::new(Some(IoOp::Write), FaultKind::Short)
+            .after(1)
+            .times(1),
+    );
+    let err = run(&specs, &params, Some(&wrap))
+        .0
+        .expect_err("short write must fail");
+    assert!(err.to_string().contains("short write"), "{err}");
+    assert_eq!(
+        read_database_header(&specs[0].path).expect("header").state,
+        DbState::Creating
+    );
+
+    // A device that silently drops half a write: creation cannot know, verification must.
+    let dir = scratch("torn");
+    let (specs, params) = setup(&dir, 1, 2);
+    let wrap = faults(
+        FaultRule::new(Some(IoOp::Write), FaultKind::Torn)
+            .after(1)
+            .times(1),
+    );
+    run(&specs, &params, Some(&wrap))
+        .0
+        .expect("the device lied");
+    let v = verify(&specs[0].path);
+    // The torn 1 MiB write kept its first 512 KiB: 16 pages lost.
+    assert_eq!(v.bad_pages, 16, "{v:?}");
+    assert!(!v.is_clean());
+}
+
+#[test]
+fn interrupted_creation_resumes_where_it_stopped() {
+    let dir = scratch("interrupt");
+    let (specs, params) = setup(&dir, 1, 16);
+    let cancel = AtomicBool::new(false);
+    let r = prepare(
+        &specs,
+        &params,
+        &|e| {
+            if matches!(e, CreateEvent::Progress { .. }) {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        },
+        &cancel,
+        None,
+    );
+    let Err(StoreError::Interrupted {
+        done_bytes,
+        total_bytes,
+    }) = r
+    else {
+        panic!("expected an interruption, got {r:?}");
+    };
+    assert!(
+        done_bytes > 0 && done_bytes < total_bytes,
+        "{done_bytes}/{total_bytes}"
+    );
+    let h = read_database_header(&specs[0].path).expect("header");
+    assert_eq!(h.state, DbState::Creating);
+    assert_eq!(h.created_pages * PAGE_SIZE as u64, done_bytes);
+    let (r, events) = run(&specs, &params, None);
+    r.expect("resumed");
+    assert_eq!(actions(&events), ["resume"]);
+    let written: u64 = events
+        .iter()
+        .filter_map(|e| match e {
+            CreateEvent::Planned { bytes_to_write, .. } => Some(*bytes_to_write),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(
+        written,
+        total_bytes - done_bytes,
+        "only the rest is written"
+    );
+    assert!(verify(&specs[0].path).is_clean());
+}
+
+#[test]
+fn foreign_files_are_refused_unless_forced() {
+    let dir = scratch("foreign");
+    let (specs, mut params) = setup(&dir, 1, 1);
+    std::fs::create_dir_all(specs[0].path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&specs[0].path, b"someone's data").expect("write");
+    let err = run(&specs, &params, None).0.expect_err("must refuse");
+    assert!(matches!(err, StoreError::NotOurs { .. }), "{err}");
+    assert!(err.is_user_error());
+    assert!(err.to_string().contains("--force"), "{err}");
+    assert_eq!(
+        std::fs::read(&specs[0].path).expect("read"),
+        b"someone's data"
+    );
+    params.force = true;
+    run(&specs, &params, None).0.expect("forced");
+    assert!(verify(&specs[0].path).is_clean());
+}
+
+#[test]
+fn insufficient_space_is_refused_before_writing() {
+    let dir = scratch("space");
+    let (specs, mut params) = setup(&dir, 2, 1);
+    params.data_pages = 1 << 40; // 32 PiB per database
+    let err = run(&specs, &params, None).0.expect_err("must refuse");
+    assert!(matches!(err, StoreError::InsufficientSpace { .. }), "{err}");
+    assert!(err.is_user_error());
+    assert!(!specs[0].path.exists() && !specs[1].path.exists());
+}
+
+#[test]
+fn mismatched_parameters_are_refused_on_attach() {
+    let dir = scratch("mismatch");
+    let (specs, mut params) = setup(&dir, 1, 1);
+    run(&specs, &params, None).0.expect("created");
+    params.data_pages *= 2;
+    let err = run(&specs, &params, None).0.expect_err("must refuse");
+    assert!(
+        matches!(
+            err,
+            StoreError::ParamsMismatch {
+                field: "data pages",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    params.data_pages /= 2;
+    params.compressibility_pct = 30;
+    let err = run(&specs, &params, None).0.expect_err("must refuse");
+    assert!(err.to_string().contains("compressibility"), "{err}");
+}
+
+#[test]
+fn sync_engine_and_buffered_io_work_too() {
+    let dir = scratch("sync-engine");
+    let (specs, mut params) = setup(&dir, 2, 1);
+    params.engine = EngineKind::Sync;
+    params.direct = false;
+    run(&specs, &params, None).0.expect("created");
+    let opts = VerifyOptions {
+        engine: EngineKind::Sync,
+        direct: false,
+        read_bytes: 65536,
+        queue_depth: 2,
+    };
+    let v =
+        verify_database(&specs[1].path, &opts, &AtomicBool::new(false), &|_| {}).expect("verify");
+    assert!(v.is_clean());
+    assert_eq!(v.seen_pages, params.data_pages + 2);
+}

@@ -13,6 +13,7 @@
 //! ([`AlignedBuf`]). Latency goes into per-thread [`LatencyHistogram`]s that are merged, never
 //! averaged. OS-specific calls live in [`platform`].
 
+pub mod bench;
 mod buf;
 mod fault;
 mod file;

@@ -55,31 +55,38 @@ impl IoCompletion {
     /// Turns the result into an error naming the file and offset, treating a short transfer as an
     /// error too (a read past the end, or a device that accepted only part of a write).
     pub fn check(&self, files: &FileTable) -> Result<usize, IoError> {
-        let path = files
-            .get(self.req.file)
-            .map(|f| f.path().to_path_buf())
-            .unwrap_or_default();
-        let op = match self.req.op {
-            IoOp::Read => "read",
-            IoOp::Write => "write",
-            IoOp::Sync => "sync",
-        };
         match &self.result {
-            Err(e) => Err(IoError::at(
-                op,
-                &path,
-                self.req.offset,
-                std::io::Error::new(e.kind(), e.to_string()),
-            )),
-            Ok(n) if self.req.op != IoOp::Sync && *n != self.req.len => Err(IoError::Short {
-                op,
-                path,
+            Ok(n) if self.req.op == IoOp::Sync || *n == self.req.len => Ok(*n),
+            // Errors only from here on: building the path is off the hot path.
+            Ok(n) => Err(IoError::Short {
+                op: self.op_name(),
+                path: self.path(files),
                 offset: self.req.offset,
                 expected: self.req.len,
                 got: *n,
             }),
-            Ok(n) => Ok(*n),
+            Err(e) => Err(IoError::at(
+                self.op_name(),
+                self.path(files),
+                self.req.offset,
+                std::io::Error::new(e.kind(), e.to_string()),
+            )),
         }
+    }
+
+    fn op_name(&self) -> &'static str {
+        match self.req.op {
+            IoOp::Read => "read",
+            IoOp::Write => "write",
+            IoOp::Sync => "sync",
+        }
+    }
+
+    fn path(&self, files: &FileTable) -> std::path::PathBuf {
+        files
+            .get(self.req.file)
+            .map(|f| f.path().to_path_buf())
+            .unwrap_or_default()
     }
 }
 

@@ -31,11 +31,25 @@ impl UringQueue {
     /// Sets up a ring with room for `depth` requests.
     pub fn new(files: FileTable, depth: usize) -> Result<Self, IoError> {
         let entries = depth.next_power_of_two().max(8) as u32;
-        let ring = IoUring::new(entries).map_err(|e| {
-            IoError::Unsupported(format!(
+        // A single issuer with deferred task running (kernel 6.1) processes completions only when
+        // this thread waits for them, which is exactly how the queue is used; cooperative task
+        // running (5.19) is the next best. Older kernels refuse the flags: fall back.
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .build(entries)
+            .or_else(|_| {
+                IoUring::builder()
+                    .setup_coop_taskrun()
+                    .setup_single_issuer()
+                    .build(entries)
+            })
+            .or_else(|_| IoUring::new(entries))
+            .map_err(|e| {
+                IoError::Unsupported(format!(
                 "cannot set up io_uring ({e}); the kernel may have it disabled: use --engine sync"
             ))
-        })?;
+            })?;
         Ok(UringQueue {
             ring,
             files,

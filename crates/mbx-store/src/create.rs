@@ -30,7 +30,7 @@ use crate::StoreError;
 /// Write size during creation: 32 pages.
 pub const CHUNK_BYTES: usize = 1 << 20;
 /// Durable-progress interval: fdatasync and header update every this many bytes.
-pub const SYNC_EVERY_BYTES: u64 = 256 << 20;
+pub const SYNC_EVERY_BYTES: u64 = 1 << 30;
 
 /// Where one database lives.
 #[derive(Debug, Clone, PartialEq, Eq)]

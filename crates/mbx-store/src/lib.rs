@@ -38,6 +38,12 @@ pub enum StoreError {
         /// What we expected ("an mbxstress database", "an mbxstress log file").
         what: &'static str,
     },
+    /// A file that should be a database has no valid mbxstress header.
+    #[error("{} is not an mbxstress database (no valid header); create databases with `mbxstress prepare`", path.display())]
+    NotADatabase {
+        /// The file.
+        path: PathBuf,
+    },
     /// The path is a block device and devices were not allowed.
     #[error("{} is a block device; pass --allow-device to use it (everything on it will be overwritten)", path.display())]
     Device {
@@ -103,6 +109,7 @@ impl StoreError {
         matches!(
             self,
             StoreError::NotOurs { .. }
+                | StoreError::NotADatabase { .. }
                 | StoreError::Device { .. }
                 | StoreError::ParamsMismatch { .. }
                 | StoreError::InsufficientSpace { .. }

@@ -140,9 +140,9 @@ pub fn build_data_page(p: &mut [u8], h: &PageHeader) {
         let rand_end = (block_start + random)
             .max(start + 16)
             .min(block_start + BLOCK);
-        for chunk in p[start..rand_end].chunks_mut(8) {
-            let v = rng.next().to_le_bytes();
-            chunk.copy_from_slice(&v[..chunk.len()]);
+        // `start`, `rand_end` and block boundaries are multiples of 8: exact 8-byte stores.
+        for chunk in p[start..rand_end].chunks_exact_mut(8) {
+            chunk.copy_from_slice(&rng.next().to_le_bytes());
         }
         p[rand_end..block_start + BLOCK].fill(0);
     }

@@ -122,7 +122,7 @@ impl VerifyReport {
     }
 }
 
-/// Reads the header of a database file; `NotOurs` if it is not one.
+/// Reads the header of a database file; `NotADatabase` if it is not one.
 pub fn read_database_header(path: &Path) -> Result<DbHeader, StoreError> {
     let f = IoFile::open(
         path,
@@ -134,14 +134,12 @@ pub fn read_database_header(path: &Path) -> Result<DbHeader, StoreError> {
     let mut two = vec![0u8; 2 * PAGE_SIZE];
     let short = f.len()? < two.len() as u64;
     if short || f.read_exact_at(&mut two, 0).is_err() {
-        return Err(StoreError::NotOurs {
+        return Err(StoreError::NotADatabase {
             path: path.to_path_buf(),
-            what: "an mbxstress database",
         });
     }
-    DbHeader::from_first_pages(&two).ok_or_else(|| StoreError::NotOurs {
+    DbHeader::from_first_pages(&two).ok_or_else(|| StoreError::NotADatabase {
         path: path.to_path_buf(),
-        what: "an mbxstress database",
     })
 }
 

@@ -11,11 +11,14 @@ const ABOUT: &str =
 const EXAMPLES: &str = "\
 Examples:
   mbxstress size                                   size the built-in example (Tintri, 16,000 users)
+  mbxstress prepare --mailboxes 20 --quota-mb 100 --databases 2
+  mbxstress verify
+  mbxstress iobench --file bench.dat --size 1G --rw randread --bs 32k --iodepth 32 --runtime 10s
   mbxstress size --mailboxes 5000 --messages-per-day 150 --servers 2 --copies 2 \\
                  --databases-per-server 6 --profile-out esrp.toml
   mbxstress size --input deployment.toml --json
 
-Exit codes: 0 success, 1 a test verdict failed, 2 usage or configuration error, 3 runtime error.";
+Exit codes: 0 success, 1 a test verdict failed, 2 usage or configuration error, 3 runtime error,\n130 interrupted by Ctrl-C (work done so far is kept).";
 
 /// mbxstress: mailbox server sizing and storage validation.
 #[derive(Debug, Parser)]
@@ -32,6 +35,172 @@ pub enum Command {
     /// Size mailbox servers: CPU, memory, storage and IOPS, with a test profile for `run`.
     #[command(after_help = SIZE_HELP)]
     Size(SizeArgs),
+    /// Create the test databases and logs (or attach existing ones, or resume an interrupted
+    /// creation).
+    #[command(after_help = PREPARE_HELP)]
+    Prepare(PrepareArgs),
+    /// Read databases sequentially and verify every page (checksum, page number, database id).
+    #[command(after_help = VERIFY_HELP)]
+    Verify(VerifyArgs),
+    /// Raw I/O benchmark with fio-like flags: a device baseline, and the yardstick against fio.
+    #[command(after_help = IOBENCH_HELP)]
+    Iobench(IobenchArgs),
+}
+
+const PREPARE_HELP: &str = "\
+Database size = mailboxes x quota, split evenly over the databases (the Jetstress rule). Every
+32 KiB page is unique (not dedupable); --compressibility-pct makes pages compress by about that much.
+
+Safety: an existing file that is not an mbxstress database is never overwritten without --force;
+block devices need --allow-device; free space is checked before anything is written. Databases
+that exist with the same parameters are attached; an interrupted creation resumes (Ctrl-C stops
+cleanly and keeps what is written).
+
+Examples:
+  mbxstress prepare --mailboxes 20 --quota-mb 100 --databases 2
+  mbxstress prepare --profile esrp-server.toml --db-path /mnt/db1 --db-path /mnt/db2 \\
+      --log-path /mnt/log1 --log-path /mnt/log2
+  mbxstress prepare --databases 4 --database-size-mb 1024 --compressibility-pct 50";
+
+const VERIFY_HELP: &str = "\
+Counts per database: seen pages (file size / 32 KiB), bad pages (torn, overwritten, zeroed, or
+from another database), correctable pages (exactly one flipped bit, which ESE's ECC would fix)
+and wrong page-number pages (valid pages at the wrong place). Exit code 1 if any page is not good.
+
+Examples:
+  mbxstress verify
+  mbxstress verify --db-path /mnt/db1/mbxstress001.edb --read-size 64k --json";
+
+const IOBENCH_HELP: &str = "\
+Flags follow fio's names and meanings (sizes in powers of 1024: 32k = 32768). A missing --file is
+created and filled with random data; an existing file is written only with --force.
+
+Examples:
+  mbxstress iobench --file /mnt/db/bench.dat --size 4G --rw randread --bs 32k --iodepth 32 --runtime 30s
+  mbxstress iobench --file bench.dat --size 1G --rw write --bs 1M --iodepth 4 --json";
+
+/// Where the databases and logs live (shared by `prepare` and `verify`).
+#[derive(Debug, Clone, Args)]
+pub struct StorePaths {
+    /// Database location: a directory for all databases, or one path per database (repeat the
+    /// flag); a path ending in .edb names the file itself [default: ./mbxstress-data/databases].
+    #[arg(long = "db-path", value_name = "PATH")]
+    pub db_path: Vec<PathBuf>,
+    /// Log location: a directory for all databases' logs, or one per database (repeat the flag)
+    /// [default: ./mbxstress-data/logs].
+    #[arg(long = "log-path", value_name = "PATH")]
+    pub log_path: Vec<PathBuf>,
+}
+
+/// I/O backend flags.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// I/O engine: io_uring (Linux default) or sync (portable thread pool).
+    #[arg(long, value_name = "ENGINE", value_parser = ["io_uring", "sync"])]
+    pub engine: Option<String>,
+    /// Use the page cache instead of O_DIRECT (results then measure memory, not storage).
+    #[arg(long)]
+    pub buffered: bool,
+}
+
+/// `mbxstress prepare`.
+#[derive(Debug, Args)]
+pub struct PrepareArgs {
+    /// Take mailboxes, quota and databases from a profile file (`size --profile-out`).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["mailboxes", "database_size_mb"])]
+    pub profile: Option<PathBuf>,
+    /// Mailboxes (database size = mailboxes x quota, split over the databases).
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true, requires = "quota_mb")]
+    pub mailboxes: Option<u64>,
+    /// Mailbox quota in MB.
+    #[arg(long, value_name = "MB", value_parser = parse_count, allow_negative_numbers = true)]
+    pub quota_mb: Option<u64>,
+    /// Number of databases.
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub databases: Option<u32>,
+    /// Size of each database in MB (instead of mailboxes x quota).
+    #[arg(long, value_name = "MB", value_parser = parse_count, allow_negative_numbers = true, conflicts_with = "mailboxes")]
+    pub database_size_mb: Option<u64>,
+    /// Database and log locations.
+    #[command(flatten)]
+    pub paths: StorePaths,
+    /// Make pages compress by about this many percent (0-99) [default: 0, incompressible].
+    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(0..=99))]
+    pub compressibility_pct: Option<u8>,
+    /// I/O backend.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Writes in flight per database.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub queue_depth: u32,
+    /// Overwrite files that are not mbxstress databases, or databases with other parameters.
+    #[arg(long)]
+    pub force: bool,
+    /// Allow block devices as database paths (their contents are overwritten).
+    #[arg(long)]
+    pub allow_device: bool,
+    /// Print a JSON summary instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `mbxstress verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Database files, or directories holding them (repeat the flag)
+    /// [default: ./mbxstress-data/databases].
+    #[arg(long = "db-path", value_name = "PATH")]
+    pub db_path: Vec<PathBuf>,
+    /// Bytes per read (multiple of 32k; Jetstress's checksum pass uses 64k) [default: 1M].
+    #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size)]
+    pub read_size: Option<u64>,
+    /// I/O backend.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Print JSON (the result contract's `checksum` entries).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `mbxstress iobench`.
+#[derive(Debug, Args)]
+pub struct IobenchArgs {
+    /// File (or, with --force, block device) to benchmark.
+    #[arg(long, value_name = "PATH")]
+    pub file: PathBuf,
+    /// Bytes of the file to use [default: 1G].
+    #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size, default_value = "1G")]
+    pub size: u64,
+    /// Pattern: read, write, randread, randwrite, randrw.
+    #[arg(long, value_name = "MODE", value_parser = ["read", "write", "randread", "randwrite", "randrw"], default_value = "randread")]
+    pub rw: String,
+    /// Percent reads with --rw randrw.
+    #[arg(long, value_name = "PCT", default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub rwmixread: u8,
+    /// Block size (multiple of 4k).
+    #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size, default_value = "32k")]
+    pub bs: u64,
+    /// Requests in flight per job.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub iodepth: u32,
+    /// Parallel jobs (each with its own queue).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub numjobs: u32,
+    /// How long to measure (e.g. 30s, 5m).
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration, default_value = "30s")]
+    pub runtime: std::time::Duration,
+    /// I/O engine: io_uring (Linux default) or sync (portable thread pool).
+    #[arg(long, value_name = "ENGINE", value_parser = ["io_uring", "sync"])]
+    pub engine: Option<String>,
+    /// 1 = O_DIRECT (default), 0 = through the page cache.
+    #[arg(long, value_name = "0|1", default_value = "1", value_parser = ["0", "1"])]
+    pub direct: String,
+    /// Write to an existing file or device, or extend a short one.
+    #[arg(long)]
+    pub force: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 const SIZE_HELP: &str = "\

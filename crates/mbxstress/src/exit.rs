@@ -18,12 +18,28 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
 
-/// Exit code for an error: usage errors and invalid configuration give 2, anything else 3.
+/// Exit code for an error: usage errors and invalid configuration give 2, an interruption 130,
+/// anything else 3.
 pub fn code_for(err: &anyhow::Error) -> ExitCode {
+    let interrupted = err.chain().any(|e| {
+        matches!(
+            e.downcast_ref::<mbx_store::StoreError>(),
+            Some(mbx_store::StoreError::Interrupted { .. })
+        )
+    });
+    if interrupted {
+        return ExitCode::from(crate::interrupt::INTERRUPTED);
+    }
     let is_usage = err.chain().any(|e| {
         e.is::<UsageError>()
             || e.is::<mbx_sizing::InputError>()
             || e.is::<mbx_config::ConfigError>()
+            || e.downcast_ref::<mbx_store::StoreError>()
+                .is_some_and(|s| s.is_user_error())
+            || matches!(
+                e.downcast_ref::<mbx_io::bench::BenchError>(),
+                Some(mbx_io::bench::BenchError::Invalid(_))
+            )
     });
     ExitCode::from(if is_usage { USAGE } else { RUNTIME })
 }

@@ -1,12 +1,16 @@
 //! `mbxstress`: the command-line definition plus glue. Behaviour lives in the library crates;
 //! each subcommand's glue is one file under `commands/`.
 //!
-//! Exit codes: 0 success, 1 a test verdict failed, 2 usage or configuration error, 3 runtime error.
+//! Exit codes: 0 success, 1 a test verdict failed, 2 usage or configuration error, 3 runtime error,
+//! 130 interrupted by Ctrl-C (work done so far is kept).
 
 mod cli;
 mod commands;
 mod exit;
+mod interrupt;
+mod progress;
 mod render;
+mod units;
 
 use std::process::ExitCode;
 

@@ -1,6 +1,10 @@
 //! One file per subcommand: glue from parsed flags to the library crates and the renderers.
 
+mod engine;
+mod iobench;
+mod prepare;
 mod size;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -10,5 +14,8 @@ use crate::cli::{Cli, Command};
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Size(args) => size::run(args),
+        Command::Prepare(args) => prepare::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::Iobench(args) => iobench::run(args),
     }
 }

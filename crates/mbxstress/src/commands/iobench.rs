@@ -1,0 +1,76 @@
+//! `mbxstress iobench`: raw fio-like I/O jobs through the same queues as the store.
+
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+
+use anyhow::Context;
+use mbx_io::bench::{prepare_file, run as run_bench, BenchSpec, RwMode, StreamResult};
+
+use super::engine::engine_kind;
+use crate::cli::IobenchArgs;
+use crate::exit::usage;
+use crate::render::num;
+
+pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
+    let rw = RwMode::parse(&args.rw).ok_or_else(|| usage(format!("invalid --rw {}", args.rw)))?;
+    let bs = usize::try_from(args.bs).map_err(|_| usage("--bs is too large"))?;
+    let spec = BenchSpec {
+        file: args.file.clone(),
+        size: args.size,
+        rw,
+        rwmixread: args.rwmixread,
+        bs,
+        iodepth: args.iodepth as usize,
+        numjobs: args.numjobs as usize,
+        runtime: args.runtime,
+        engine: engine_kind(args.engine.as_deref()),
+        direct: args.direct == "1",
+    };
+    if !args.json {
+        eprintln!(
+            "iobench: {} --rw {} --bs {} --iodepth {} --numjobs {} --runtime {:.0}s ({}, {})",
+            spec.file.display(),
+            args.rw,
+            spec.bs,
+            spec.iodepth,
+            spec.numjobs,
+            spec.runtime.as_secs_f64(),
+            spec.engine.name(),
+            if spec.direct { "O_DIRECT" } else { "buffered" }
+        );
+    }
+    prepare_file(&spec, args.force)?;
+    let cancel = crate::interrupt::install();
+    let result = run_bench(&spec, &cancel)?;
+    if args.json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &result).context("writing JSON to stdout")?;
+        use std::io::Write;
+        writeln!(out).context("writing to stdout")?;
+    } else {
+        let line = |name: &str, s: &StreamResult| {
+            if s.ios > 0 {
+                println!(
+                    "  {name:<5} IOPS {:>10}  {:>9} MiB/s  latency ms: avg {:.3} p50 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}",
+                    num(s.iops, 0),
+                    num(s.mib_per_s, 1),
+                    s.latency_ms.avg,
+                    s.latency_ms.p50,
+                    s.latency_ms.p99,
+                    s.latency_ms.p999,
+                    s.latency_ms.max
+                );
+            }
+        };
+        line("read", &result.read);
+        line("write", &result.write);
+        println!(
+            "  CPU: user {:.2} s, system {:.2} s ({:.2} us per I/O) over {:.1} s",
+            result.cpu_user_s, result.cpu_system_s, result.cpu_us_per_io, result.elapsed_s
+        );
+    }
+    if cancel.load(Ordering::Relaxed) {
+        return Ok(ExitCode::from(crate::interrupt::INTERRUPTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}

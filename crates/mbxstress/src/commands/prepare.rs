@@ -1,0 +1,211 @@
+//! `mbxstress prepare`: create, resume or attach the database set.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::Context;
+use mbx_store::{plan_paths, prepare, CreateEvent, CreateParams};
+use serde::Serialize;
+
+use super::engine::{engine_and_direct, or_default, DEFAULT_DB_DIR, DEFAULT_LOG_DIR};
+use crate::cli::PrepareArgs;
+use crate::exit::usage;
+use crate::render::num;
+
+#[derive(Serialize)]
+struct DbSummary {
+    index: u32,
+    path: String,
+    log_dir: String,
+    action: &'static str,
+    database_id: String,
+    size_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    databases: Vec<DbSummary>,
+    bytes_written: u64,
+    elapsed_s: f64,
+    mib_per_s: f64,
+    engine: &'static str,
+    direct: bool,
+    compressibility_pct: u8,
+}
+
+/// (mailboxes, quota_mb, databases, data pages) from the flags or the profile.
+fn sizing(args: &PrepareArgs) -> anyhow::Result<(u64, u64, u32, u64)> {
+    if let Some(path) = &args.profile {
+        let p = mbx_config::Profile::load(path)
+            .with_context(|| format!("reading --profile {}", path.display()))?;
+        let dbs = args.databases.unwrap_or(p.databases);
+        return Ok((
+            p.mailboxes,
+            p.mailbox_quota_mb,
+            dbs,
+            CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, dbs),
+        ));
+    }
+    let databases = args.databases.ok_or_else(|| {
+        usage(
+            "--databases is required (or give --profile FILE from `mbxstress size --profile-out`)",
+        )
+    })?;
+    if databases == 0 || databases > 100 {
+        return Err(usage(format!(
+            "invalid --databases: must be 1..=100, got {databases}"
+        )));
+    }
+    if let Some(mb) = args.database_size_mb {
+        if mb == 0 {
+            return Err(usage("invalid --database-size-mb: must be at least 1"));
+        }
+        let pages = CreateParams::data_pages_for(1, mb, 1);
+        return Ok((0, 0, databases, pages));
+    }
+    let mailboxes = args.mailboxes.ok_or_else(|| {
+        usage("give --mailboxes and --quota-mb, or --database-size-mb, or --profile FILE")
+    })?;
+    let quota = args
+        .quota_mb
+        .ok_or_else(|| usage("--quota-mb is required with --mailboxes"))?;
+    if mailboxes == 0 {
+        return Err(usage("invalid --mailboxes: must be at least 1"));
+    }
+    if quota == 0 || quota > mbx_sizing::MAX_QUOTA_MB {
+        return Err(usage(format!(
+            "invalid --quota-mb: must be 1..={}, got {quota}",
+            mbx_sizing::MAX_QUOTA_MB
+        )));
+    }
+    Ok((
+        mailboxes,
+        quota,
+        databases,
+        CreateParams::data_pages_for(mailboxes, quota, databases),
+    ))
+}
+
+pub fn run(args: PrepareArgs) -> anyhow::Result<ExitCode> {
+    let (mailboxes, quota_mb, databases, data_pages) = sizing(&args)?;
+    let (engine, direct) = engine_and_direct(&args.engine);
+    let db_paths = or_default(&args.paths.db_path, DEFAULT_DB_DIR);
+    let log_paths = or_default(&args.paths.log_path, DEFAULT_LOG_DIR);
+    let specs = plan_paths(&db_paths, &log_paths, databases)?;
+    let params = CreateParams {
+        data_pages,
+        mailboxes,
+        quota_mb,
+        databases,
+        compressibility_pct: args.compressibility_pct.unwrap_or(0),
+        engine,
+        direct,
+        force: args.force,
+        allow_device: args.allow_device,
+        queue_depth: args.queue_depth as usize,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let cancel = crate::interrupt::install();
+    let quiet = args.json;
+    if !quiet {
+        eprintln!(
+            "Preparing {databases} database(s) of {} MiB each ({}, {}, compressibility {}%)",
+            num(params.file_bytes() as f64 / (1 << 20) as f64, 1),
+            engine.name(),
+            if direct { "O_DIRECT" } else { "buffered" },
+            params.compressibility_pct
+        );
+    }
+    let per_db = Mutex::new(vec![0u64; specs.len()]);
+    let actions = Mutex::new(vec![""; specs.len()]);
+    let total_to_write = AtomicU64::new(0);
+    let bar = Mutex::new(None::<indicatif::ProgressBar>);
+    let started = Instant::now();
+    let on_event = |e: CreateEvent| match e {
+        CreateEvent::Planned {
+            index,
+            path,
+            action,
+            bytes_to_write,
+        } => {
+            if let Ok(mut a) = actions.lock() {
+                a[index as usize] = action;
+            }
+            total_to_write.fetch_add(bytes_to_write, Ordering::Relaxed);
+            if !quiet {
+                eprintln!("  {action:<6} {}", path.display());
+            }
+        }
+        CreateEvent::Progress { index, bytes_done } => {
+            let sum: u64 = match per_db.lock() {
+                Ok(mut v) => {
+                    v[index as usize] = bytes_done;
+                    v.iter().sum()
+                }
+                Err(_) => return,
+            };
+            if let Ok(mut b) = bar.lock() {
+                let b = b.get_or_insert_with(|| {
+                    crate::progress::bytes_bar(
+                        total_to_write.load(Ordering::Relaxed),
+                        "writing",
+                        quiet,
+                    )
+                });
+                b.set_position(sum);
+            }
+        }
+        CreateEvent::Finished { .. } => {}
+    };
+    let result = prepare(&specs, &params, &on_event, &cancel, None);
+    if let Ok(Some(b)) = bar.lock().map(|mut b| b.take()) {
+        b.finish_and_clear();
+    }
+    let prepared = result?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let written = total_to_write.load(Ordering::Relaxed);
+    let actions = actions.into_inner().unwrap_or_default();
+    let summary = Summary {
+        databases: prepared
+            .iter()
+            .map(|p| DbSummary {
+                index: p.spec.index + 1,
+                path: p.spec.path.display().to_string(),
+                log_dir: p.spec.log_dir.display().to_string(),
+                action: actions.get(p.spec.index as usize).copied().unwrap_or(""),
+                database_id: format!("{:016x}", p.header.database_id),
+                size_bytes: p.header.file_bytes(),
+            })
+            .collect(),
+        bytes_written: written,
+        elapsed_s: elapsed,
+        mib_per_s: if elapsed > 0.0 {
+            written as f64 / elapsed / (1 << 20) as f64
+        } else {
+            0.0
+        },
+        engine: engine.name(),
+        direct,
+        compressibility_pct: params.compressibility_pct,
+    };
+    if args.json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &summary).context("writing JSON to stdout")?;
+        use std::io::Write;
+        writeln!(out).context("writing to stdout")?;
+    } else {
+        println!(
+            "Ready: {} database(s), {} MiB written in {:.1} s ({} MiB/s).",
+            summary.databases.len(),
+            num(written as f64 / (1 << 20) as f64, 0),
+            elapsed,
+            num(summary.mib_per_s, 0)
+        );
+        for d in &summary.databases {
+            println!("  {} ({}; logs in {})", d.path, d.action, d.log_dir);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

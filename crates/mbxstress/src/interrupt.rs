@@ -1,0 +1,23 @@
+//! Ctrl-C handling: the first press asks the running work to stop cleanly (what is done is kept);
+//! a second press exits at once.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Exit code after an interruption (128 + SIGINT, as shells report it).
+pub const INTERRUPTED: u8 = 130;
+
+/// Installs the handler and returns the flag it sets.
+pub fn install() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = Arc::clone(&flag);
+    // Fails only if a handler is already installed; then Ctrl-C keeps its default behaviour.
+    let _ = ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::SeqCst) {
+            eprintln!("\ninterrupted again: exiting now");
+            std::process::exit(INTERRUPTED as i32);
+        }
+        eprintln!("\nstopping cleanly (work so far is kept); press Ctrl-C again to exit at once");
+    });
+    flag
+}

@@ -1,0 +1,320 @@
+//! `prepare`, `verify` and `iobench` end to end: small databases (MiBs), short runs.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{mbx_in, scratch};
+
+fn prepare_small(dir: &std::path::PathBuf, extra: &[&str]) -> crate::common::Run {
+    let mut args = vec![
+        "prepare",
+        "--mailboxes",
+        "4",
+        "--quota-mb",
+        "2",
+        "--databases",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    mbx_in(Some(dir), &args)
+}
+
+#[test]
+fn prepare_then_attach_then_verify() {
+    let dir = scratch("prepare-attach");
+    let run = prepare_small(&dir, &["--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    assert_eq!(v["databases"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["databases"][0]["action"], "create");
+    // 4 mailboxes x 2 MiB / 2 databases = 4 MiB of data pages + 2 header pages each.
+    assert_eq!(v["databases"][0]["size_bytes"], 4 * 1048576 + 2 * 32768);
+    assert!(dir
+        .join("mbxstress-data/databases/mbxstress001.edb")
+        .exists());
+    assert!(dir
+        .join("mbxstress-data/logs/db002/E0000000001.log")
+        .exists());
+
+    let run = prepare_small(&dir, &["--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["databases"][1]["action"], "attach");
+    assert_eq!(run.json()["bytes_written"], 0);
+
+    let run = mbx_in(Some(&dir), &["verify", "--json", "--read-size", "64k"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    assert_eq!(v["checksum"][0]["seen_pages"], 130);
+    assert_eq!(v["checksum"][0]["bad_pages"], 0);
+    assert_eq!(v["checksum"][1]["correctable_pages"], 0);
+}
+
+#[test]
+fn verify_reports_damage_with_exit_1() {
+    use std::os::unix::fs::FileExt;
+    let dir = scratch("verify-damage");
+    assert_eq!(prepare_small(&dir, &[]).code, 0);
+    let db = dir.join("mbxstress-data/databases/mbxstress002.edb");
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&db)
+        .expect("open");
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, 10 * 32768 + 5000).expect("read");
+    f.write_all_at(&[b[0] ^ 0x40], 10 * 32768 + 5000)
+        .expect("flip a bit");
+    f.write_all_at(&[0xAA; 32], 20 * 32768 + 100)
+        .expect("smash a page");
+    let run = mbx_in(Some(&dir), &["verify"]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("page 10: correctable"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("page 20: bad"), "{}", run.stdout);
+    assert!(run.stderr.contains("FAILED"), "{}", run.stderr);
+}
+
+#[test]
+fn unsafe_or_impossible_requests_exit_2() {
+    let dir = scratch("prepare-refusals");
+    std::fs::create_dir_all(dir.join("mbxstress-data/databases")).expect("mkdir");
+    let foreign = dir.join("mbxstress-data/databases/mbxstress001.edb");
+    std::fs::write(&foreign, "precious").expect("write");
+    let run = prepare_small(&dir, &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("mbxstress001.edb") && run.stderr.contains("--force"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&foreign).expect("read"), "precious");
+
+    let run = mbx_in(
+        Some(&dir),
+        &["verify", "--db-path", foreign.to_str().expect("utf8")],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("not an mbxstress database"),
+        "{}",
+        run.stderr
+    );
+
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "prepare",
+            "--mailboxes",
+            "100000",
+            "--quota-mb",
+            "102400",
+            "--databases",
+            "2",
+            "--db-path",
+            "huge",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("not enough free space"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.join("huge/mbxstress001.edb").exists());
+
+    for (args, needle) in [
+        (
+            vec!["prepare", "--databases", "0", "--database-size-mb", "1"],
+            "--databases",
+        ),
+        (
+            vec![
+                "prepare",
+                "--mailboxes",
+                "0",
+                "--quota-mb",
+                "1",
+                "--databases",
+                "1",
+            ],
+            "--mailboxes",
+        ),
+        (
+            vec!["prepare", "--mailboxes", "5", "--quota-mb", "1"],
+            "--databases",
+        ),
+        (
+            vec![
+                "prepare",
+                "--databases",
+                "2",
+                "--database-size-mb",
+                "1",
+                "--db-path",
+                "a",
+                "--db-path",
+                "b",
+                "--db-path",
+                "c",
+            ],
+            "--db-path",
+        ),
+        (vec!["verify", "--db-path", "nowhere"], "nowhere"),
+        (vec!["verify", "--read-size", "1000"], "--read-size"),
+    ] {
+        let run = mbx_in(Some(&dir), &args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(needle),
+            "{args:?} should name {needle}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn iobench_reports_iops_latency_and_cpu() {
+    let dir = scratch("iobench");
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "iobench",
+            "--file",
+            "b.dat",
+            "--size",
+            "8M",
+            "--rw",
+            "randrw",
+            "--rwmixread",
+            "70",
+            "--bs",
+            "32k",
+            "--iodepth",
+            "8",
+            "--runtime",
+            "1s",
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    assert!(v["read"]["iops"].as_f64().expect("iops") > 0.0, "{v}");
+    assert!(v["write"]["ios"].as_u64().expect("ios") > 0, "{v}");
+    assert!(v["read"]["latency_ms"]["p99"].as_f64().expect("p99") > 0.0);
+    assert!(v["cpu_user_s"].is_number() && v["cpu_system_s"].is_number());
+    assert_eq!(v["spec"]["direct"], true);
+    assert_eq!(
+        std::fs::metadata(dir.join("b.dat")).expect("stat").len(),
+        8 << 20
+    );
+    // Writing into an existing file needs --force; reading it does not.
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "iobench",
+            "--file",
+            "b.dat",
+            "--size",
+            "8M",
+            "--rw",
+            "write",
+            "--runtime",
+            "1s",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--force"), "{}", run.stderr);
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "iobench",
+            "--file",
+            "b.dat",
+            "--size",
+            "8M",
+            "--rw",
+            "read",
+            "--runtime",
+            "1s",
+            "--engine",
+            "sync",
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["engine"], "sync");
+    let run = mbx_in(
+        Some(&dir),
+        &["iobench", "--file", "c.dat", "--bs", "1000", "--size", "1M"],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+/// Ctrl-C stops creation cleanly (exit 130, progress kept) and the next run resumes.
+#[test]
+fn ctrl_c_keeps_progress_and_the_next_run_resumes() {
+    let dir = scratch("ctrl-c");
+    let child = Command::new(env!("CARGO_BIN_EXE_mbxstress"))
+        .args([
+            "prepare",
+            "--databases",
+            "1",
+            "--database-size-mb",
+            "512",
+            "--buffered",
+            "--json",
+        ])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Wait until data is being written, then interrupt.
+    let db = dir.join("mbxstress-data/databases/mbxstress001.edb");
+    let start = Instant::now();
+    while std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0) == 0
+        && start.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted") && stderr.contains("resume"),
+        "{stderr}"
+    );
+    // Resume with a smaller target is a parameter mismatch; the same parameters resume.
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "prepare",
+            "--databases",
+            "1",
+            "--database-size-mb",
+            "512",
+            "--buffered",
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    assert_eq!(v["databases"][0]["action"], "resume");
+    let written = v["bytes_written"].as_u64().expect("bytes");
+    assert!(
+        written < 512 << 20,
+        "resumed, not restarted: wrote {written}"
+    );
+    let run = mbx_in(Some(&dir), &["verify", "--json", "--buffered"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    std::fs::remove_dir_all(&dir).ok();
+}

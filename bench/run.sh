@@ -21,6 +21,8 @@ size_gib=${SIZE_GIB:-4}
 
 command -v fio >/dev/null || { apt-get update -qq && apt-get install -y -qq fio >/dev/null; }
 command -v python3 >/dev/null || { echo "python3 is needed to parse results" >&2; exit 2; }
+# Record what is being measured before building (edits made during the run must not show).
+git_state="$(cd "$root" && git rev-parse --short HEAD)$(cd "$root" && git diff --quiet HEAD || echo '+uncommitted changes')"
 (cd "$root" && cargo build --release -q)
 mbx=$root/target/release/mbxstress
 mkdir -p "$dir"
@@ -82,7 +84,7 @@ rm -f "$rr_file"
 
 {
   echo "date: $stamp"
-  echo "mbxstress: $($mbx --version) (git $(cd "$root" && git rev-parse --short HEAD)$(cd "$root" && git diff --quiet || echo '+dirty'))"
+  echo "mbxstress: $($mbx --version) (built from git $git_state)"
   echo "fio: $(fio --version)"
   echo "rustc: $(rustc --version)"
   echo "kernel: $(uname -r)"

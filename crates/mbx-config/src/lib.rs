@@ -8,7 +8,11 @@
 //! Files written by users are strict: an unknown key is an error, so a typo cannot silently change
 //! an experiment.
 
+mod run;
+
 use std::path::{Path, PathBuf};
+
+pub use run::{CacheConfig, OpMix, RunConfig, Thresholds};
 
 use serde::{Deserialize, Serialize};
 

@@ -327,7 +327,7 @@ fn run_job(
             create: false,
         },
     )?;
-    let files = Arc::new(vec![file]);
+    let files = crate::Files::new(vec![file]);
     let mut q = open_queue(spec.engine, Arc::clone(&files), spec.iodepth.max(1))?;
     let mut t = JobTotals::new();
     t.engine = q.engine_name();

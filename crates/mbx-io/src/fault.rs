@@ -235,6 +235,41 @@ impl IoQueue for FaultQueue {
         }
     }
 
+    fn reap_timeout(
+        &mut self,
+        min: usize,
+        timeout: Duration,
+        out: &mut Vec<IoCompletion>,
+    ) -> Result<(), IoError> {
+        let target = min.min(self.in_flight());
+        let deadline = Instant::now() + timeout;
+        let mut got = self.release_due(out);
+        while got < target {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            // Wake for whichever comes first: the deadline or the next held completion.
+            let mut wait = deadline - now;
+            if let Some(due) = self.held.iter().map(|h| h.due).min() {
+                wait = wait.min(due.saturating_duration_since(now));
+            }
+            let mut batch = Vec::new();
+            if self.inner.in_flight() > 0 {
+                self.inner.reap_timeout(1, wait, &mut batch)?;
+            } else {
+                std::thread::sleep(wait);
+            }
+            let before = out.len();
+            for c in batch {
+                self.finish(c, out);
+            }
+            got += out.len() - before;
+            got += self.release_due(out);
+        }
+        Ok(())
+    }
+
     fn in_flight(&self) -> usize {
         self.inner.in_flight() + self.held.len()
     }

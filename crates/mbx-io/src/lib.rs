@@ -30,7 +30,7 @@ pub use buf::{AlignedBuf, ALIGN};
 pub use fault::{FaultKind, FaultQueue, FaultRule};
 pub use file::{IoFile, OpenMode};
 pub use hist::{LatencyHistogram, Percentiles};
-pub use queue::{open_queue, EngineKind, FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
+pub use queue::{open_queue, EngineKind, FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest};
 
 /// An I/O failure, naming the operation, the file and (when known) the offset.
 #[derive(Debug, thiserror::Error)]

@@ -4,13 +4,77 @@
 //! never be reused while the kernel still writes into it. Each completion carries its measured
 //! latency: from `submit` to the moment the completion was reaped.
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::{AlignedBuf, IoError, IoFile};
 
-/// The files a queue may address, by index.
-pub type FileTable = Arc<Vec<IoFile>>;
+/// The files a queue may address, by index. Files can be added while the queue runs (a new log
+/// file) and removed once nothing is in flight for them; indexes of removed files are reused.
+#[derive(Debug, Default)]
+pub struct Files {
+    slots: RwLock<Vec<Option<Arc<IoFile>>>>,
+}
+
+/// Shared handle to a [`Files`] table.
+pub type FileTable = Arc<Files>;
+
+impl Files {
+    /// A table holding `files` at indexes 0..n.
+    pub fn new(files: Vec<IoFile>) -> FileTable {
+        Arc::new(Files {
+            slots: RwLock::new(files.into_iter().map(|f| Some(Arc::new(f))).collect()),
+        })
+    }
+
+    /// The file at `index`, if present.
+    pub fn get(&self, index: usize) -> Option<Arc<IoFile>> {
+        self.slots
+            .read()
+            .ok()
+            .and_then(|s| s.get(index).cloned().flatten())
+    }
+
+    /// The file at `index`, or an error saying it is missing.
+    pub fn file(&self, index: usize) -> Result<Arc<IoFile>, IoError> {
+        self.get(index)
+            .ok_or_else(|| IoError::Unsupported(format!("no file with index {index}")))
+    }
+
+    /// Adds a file; returns its index.
+    pub fn add(&self, file: IoFile) -> usize {
+        let Ok(mut slots) = self.slots.write() else {
+            return usize::MAX;
+        };
+        let f = Some(Arc::new(file));
+        match slots.iter().position(Option::is_none) {
+            Some(i) => {
+                slots[i] = f;
+                i
+            }
+            None => {
+                slots.push(f);
+                slots.len() - 1
+            }
+        }
+    }
+
+    /// Removes a file (it closes when the last in-flight request using it completes).
+    pub fn remove(&self, index: usize) -> Option<Arc<IoFile>> {
+        self.slots
+            .write()
+            .ok()
+            .and_then(|mut s| s.get_mut(index).and_then(Option::take))
+    }
+
+    /// The path of the file at `index` (empty if absent), for messages.
+    pub fn path(&self, index: usize) -> PathBuf {
+        self.get(index)
+            .map(|f| f.path().to_path_buf())
+            .unwrap_or_default()
+    }
+}
 
 /// Kind of operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -82,11 +146,8 @@ impl IoCompletion {
         }
     }
 
-    fn path(&self, files: &FileTable) -> std::path::PathBuf {
-        files
-            .get(self.req.file)
-            .map(|f| f.path().to_path_buf())
-            .unwrap_or_default()
+    fn path(&self, files: &FileTable) -> PathBuf {
+        files.path(self.req.file)
     }
 }
 
@@ -97,6 +158,14 @@ pub trait IoQueue: Send {
     /// Sends queued requests to the device and waits until at least `min` (capped at the number
     /// in flight) have completed; appends every completion available to `out`.
     fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError>;
+    /// Like [`IoQueue::reap`], but returns after `timeout` even if fewer than `min` completed
+    /// (for event loops that also have timers).
+    fn reap_timeout(
+        &mut self,
+        min: usize,
+        timeout: Duration,
+        out: &mut Vec<IoCompletion>,
+    ) -> Result<(), IoError>;
     /// Requests submitted and not yet reaped.
     fn in_flight(&self) -> usize;
     /// Most requests that may be in flight.
@@ -162,6 +231,7 @@ pub(crate) fn perform(files: &FileTable, req: &mut IoRequest) -> Result<usize, s
     let f = files
         .get(req.file)
         .ok_or_else(|| std::io::Error::other(format!("no file with index {}", req.file)))?;
+    let f = &*f;
     let len = req.len.min(req.buf.len());
     match req.op {
         IoOp::Read => {

@@ -3,7 +3,7 @@
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::queue::{perform, FileTable, IoCompletion, IoQueue, IoRequest};
 use crate::IoError;
@@ -95,6 +95,38 @@ impl IoQueue for ThreadQueue {
             out.push(c);
             got += 1;
             self.in_flight -= 1;
+        }
+        while let Ok(c) = self.done.try_recv() {
+            out.push(c);
+            self.in_flight -= 1;
+        }
+        Ok(())
+    }
+
+    fn reap_timeout(
+        &mut self,
+        min: usize,
+        timeout: Duration,
+        out: &mut Vec<IoCompletion>,
+    ) -> Result<(), IoError> {
+        let target = min.min(self.in_flight);
+        let deadline = Instant::now() + timeout;
+        let mut got = 0;
+        while got < target {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.done.recv_timeout(left) {
+                Ok(c) => {
+                    out.push(c);
+                    got += 1;
+                    self.in_flight -= 1;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
+                Err(_) => {
+                    return Err(IoError::Unsupported(
+                        "I/O worker threads have stopped".into(),
+                    ))
+                }
+            }
         }
         while let Ok(c) = self.done.try_recv() {
             out.push(c);

@@ -4,16 +4,19 @@
 #![allow(unsafe_code)] // pushing SQEs is unsafe: the kernel keeps the buffer address (see below)
 
 use std::os::unix::io::AsRawFd;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring};
 
 use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
-use crate::IoError;
+use crate::{IoError, IoFile};
 
 struct Slot {
     req: IoRequest,
     start: Instant,
+    /// Keeps the file (and so its descriptor) open until the kernel is done with the request.
+    _file: Arc<IoFile>,
 }
 
 /// io_uring queue. In-flight requests live in `slots`, indexed by the SQE's user_data.
@@ -95,6 +98,29 @@ impl UringQueue {
         n
     }
 
+    /// Enters the kernel to collect completions without blocking. Needed with DEFER_TASKRUN:
+    /// completions are only posted while the issuer is inside io_uring_enter asking for events,
+    /// so draining the completion queue alone would never see them (and a poll loop would spin).
+    fn poll(&mut self) -> Result<(), IoError> {
+        let ts = types::Timespec::new();
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {
+                self.unsubmitted = 0;
+                Ok(())
+            }
+            Err(e)
+                if e.raw_os_error() == Some(libc::ETIME)
+                    || e.raw_os_error() == Some(libc::EBUSY)
+                    || e.kind() == std::io::ErrorKind::Interrupted =>
+            {
+                self.unsubmitted = 0;
+                Ok(())
+            }
+            Err(e) => Err(IoError::new("submit to io_uring for", "queue", e)),
+        }
+    }
+
     fn enter(&mut self, want: usize) -> Result<(), IoError> {
         loop {
             match self.ring.submit_and_wait(want) {
@@ -129,6 +155,7 @@ impl IoQueue for UringQueue {
             )));
         };
         let fd = types::Fd(file.file().as_raw_fd());
+        let file_guard = Arc::clone(&file);
         let len = req.len.min(req.buf.len()) as u32;
         let entry = match req.op {
             IoOp::Read => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
@@ -147,6 +174,7 @@ impl IoQueue for UringQueue {
         self.slots[idx] = Some(Slot {
             req,
             start: Instant::now(),
+            _file: file_guard,
         });
         // SAFETY: the entry points at a buffer and fd that stay valid until its completion is
         // reaped (the slot owns the buffer, the file table owns the fd and outlives the ring).
@@ -170,6 +198,11 @@ impl IoQueue for UringQueue {
 
     fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
         let target = min.min(self.in_flight);
+        if target == 0 && self.in_flight > 0 {
+            self.poll()?;
+            self.drain(out);
+            return Ok(());
+        }
         let mut got = self.drain(out);
         if self.unsubmitted > 0 || got < target {
             loop {
@@ -180,6 +213,44 @@ impl IoQueue for UringQueue {
                     break;
                 }
             }
+        }
+        Ok(())
+    }
+
+    fn reap_timeout(
+        &mut self,
+        min: usize,
+        timeout: Duration,
+        out: &mut Vec<IoCompletion>,
+    ) -> Result<(), IoError> {
+        let target = min.min(self.in_flight);
+        let deadline = Instant::now() + timeout;
+        let mut got = self.drain(out);
+        if (self.unsubmitted > 0 || self.in_flight > 0) && (got >= target || timeout.is_zero()) {
+            self.poll()?;
+            got += self.drain(out);
+        }
+        while got < target {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let ts = types::Timespec::new()
+                .sec(left.as_secs())
+                .nsec(left.subsec_nanos());
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match self.ring.submitter().submit_with_args(target - got, &args) {
+                Ok(_) => self.unsubmitted = 0,
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
+                    self.unsubmitted = 0;
+                    self.drain(out);
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(e) => return Err(IoError::new("submit to io_uring for", "queue", e)),
+            }
+            got += self.drain(out);
         }
         Ok(())
     }

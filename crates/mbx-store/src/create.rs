@@ -587,7 +587,7 @@ fn create_one(
     if is_file && file.len()? != params.file_bytes() {
         file.set_len(params.file_bytes())?;
     }
-    let files = Arc::new(vec![file]);
+    let files = mbx_io::Files::new(vec![file]);
     let mut queue = open_queue(params.engine, Arc::clone(&files), params.queue_depth.max(1))?;
     if let Some(w) = wrap {
         queue = w(spec.index, queue);
@@ -604,7 +604,7 @@ fn create_one(
         cancel,
     );
     drop(queue);
-    let file = &files[0];
+    let file = &*files.file(0)?;
     match result {
         Ok(()) => {}
         Err(StoreError::Interrupted { .. }) => {
@@ -697,9 +697,10 @@ fn write_pages(
             }
             // Everything submitted is complete: a durable point.
             if next > header.created_pages {
-                files[0].sync_data()?;
+                let f = files.file(0)?;
+                f.sync_data()?;
                 header.created_pages = next;
-                write_headers(&files[0], header)?;
+                write_headers(&f, header)?;
             }
             since_sync = 0;
             if cancel.load(Ordering::Relaxed) && next < params.data_pages {
@@ -735,6 +736,24 @@ fn write_pages(
             bytes_done: done_bytes,
         });
     }
+}
+
+/// Sets a database's state (`Dirty` while a run writes to it, `Clean` after a clean shutdown),
+/// writing both header copies. Returns the updated header.
+pub fn set_database_state(path: &Path, state: DbState) -> Result<DbHeader, StoreError> {
+    let mut h = crate::verify::read_database_header(path)?;
+    let f = IoFile::open(
+        path,
+        OpenMode {
+            direct: false,
+            write_through: false,
+            write: true,
+            create: false,
+        },
+    )?;
+    h.state = state;
+    write_headers(&f, &mut h)?;
+    Ok(h)
 }
 
 /// Creates the log directory with log generation 1 and a checkpoint, unless they exist.

@@ -177,7 +177,7 @@ pub fn verify_database(
             ),
         });
     }
-    let files = Arc::new(vec![file]);
+    let files = mbx_io::Files::new(vec![file]);
     let mut queue = open_queue(opts.engine, Arc::clone(&files), opts.queue_depth.max(1))?;
     let mut report = VerifyReport {
         database_path: path.to_path_buf(),

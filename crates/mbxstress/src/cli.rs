@@ -10,6 +10,7 @@ const ABOUT: &str =
 
 const EXAMPLES: &str = "\
 Examples:
+  mbxstress run                                    quick demonstration of the Performance test
   mbxstress size                                   size the built-in example (Tintri, 16,000 users)
   mbxstress prepare --mailboxes 20 --quota-mb 100 --databases 2
   mbxstress verify
@@ -32,6 +33,10 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the Performance test: simulate the mailbox database engine's I/O and judge it by
+    /// Jetstress's thresholds (with no arguments: a quick demonstration, about 2 minutes).
+    #[command(after_help = RUN_HELP)]
+    Run(RunArgs),
     /// Size mailbox servers: CPU, memory, storage and IOPS, with a test profile for `run`.
     #[command(after_help = SIZE_HELP)]
     Size(SizeArgs),
@@ -45,6 +50,91 @@ pub enum Command {
     /// Raw I/O benchmark with fio-like flags: a device baseline, and the yardstick against fio.
     #[command(after_help = IOBENCH_HELP)]
     Iobench(IobenchArgs),
+}
+
+const RUN_HELP: &str = "\
+Phases: prepare (create or attach the databases) -> attain the cache prerequisite (90% full) ->
+settle (one dirty-page age at the target rate) -> measure for --duration -> shut down.
+
+Sessions are paced so that transactional IOPS track the target (mailboxes x IOPS per mailbox).
+The verdict uses Jetstress's Performance thresholds: DB read latency avg <= 20 ms and max <= 100 ms,
+log write latency avg <= 10 ms and max <= 100 ms, page fault stalls <= 1/s, achieved IOPS >= 95% of
+target, plus no data integrity errors. Exit code 1 if it fails, 130 if interrupted (a partial
+result is written).
+
+Settings are taken from, in increasing priority: built-in defaults (the quick demonstration),
+--config FILE (TOML; keys as in result.json's \"config\"; unknown keys are errors), --profile FILE
+(from `mbxstress size --profile-out`), then flags.
+
+Outputs in --out (default ./mbxstress-results/<time>/): result.json, samples.jsonl (one line per
+sample, written as the test runs), test.log.
+
+Examples:
+  mbxstress run
+  mbxstress run --profile esrp-server.toml --duration 2h --db-path /mnt/db --log-path /mnt/log
+  mbxstress run --mailboxes 5000 --iops-per-mailbox 0.12 --quota-mb 2048 --databases 6 --copies 2 \\
+      --threads 26 --duration 30m --progress jsonl";
+
+/// `mbxstress run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Start from a TOML configuration file (strict).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Take mailboxes, IOPS per mailbox, quota, databases and copies from a sizing profile.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Mailboxes on this server.
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub mailboxes: Option<u64>,
+    /// Target transactional IOPS per mailbox (headroom included).
+    #[arg(long, value_name = "IOPS", value_parser = parse_number, allow_negative_numbers = true)]
+    pub iops_per_mailbox: Option<f64>,
+    /// Mailbox quota, MB.
+    #[arg(long, value_name = "MB", value_parser = parse_count, allow_negative_numbers = true)]
+    pub quota_mb: Option<u64>,
+    /// Databases.
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub databases: Option<u32>,
+    /// Copies per database (1-3; more than 1 adds log replication reads).
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub copies: Option<u32>,
+    /// Sessions ("threads"), global across databases [default: 4 per database].
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub threads: Option<u32>,
+    /// Measured duration (e.g. 90s, 30m, 2h) [default: 60s for the demonstration].
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Sample interval [default: 15s].
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub sample_interval: Option<std::time::Duration>,
+    /// Background database maintenance.
+    #[arg(long, value_name = "on|off", value_parser = ["on", "off"])]
+    pub bdm: Option<String>,
+    /// Database and log locations.
+    #[command(flatten)]
+    pub paths: StorePaths,
+    /// Results folder [default: ./mbxstress-results/<time>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// I/O backend.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Compressibility of newly created database pages, percent.
+    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(0..=99))]
+    pub compressibility_pct: Option<u8>,
+    /// Seed of the workload's random choices.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Progress display: human (default), jsonl (events as JSON lines on stdout), quiet.
+    #[arg(long, value_name = "MODE", value_parser = ["human", "jsonl", "quiet"], default_value = "human")]
+    pub progress: String,
+    /// Overwrite files that are not mbxstress databases, or databases with other parameters.
+    #[arg(long)]
+    pub force: bool,
+    /// Allow block devices as database paths.
+    #[arg(long)]
+    pub allow_device: bool,
 }
 
 const PREPARE_HELP: &str = "\

@@ -3,6 +3,7 @@
 mod engine;
 mod iobench;
 mod prepare;
+mod run;
 mod size;
 mod verify;
 
@@ -13,6 +14,7 @@ use crate::cli::{Cli, Command};
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Run(args) => run::run(args),
         Command::Size(args) => size::run(args),
         Command::Prepare(args) => prepare::run(args),
         Command::Verify(args) => verify::run(args),

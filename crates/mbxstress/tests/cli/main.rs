@@ -1,5 +1,6 @@
 //! End-to-end tests of the `mbxstress` binary, one module per area.
 
 mod common;
+mod run;
 mod size;
 mod store;

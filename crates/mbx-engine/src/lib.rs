@@ -1,0 +1,522 @@
+//! mbxstress test types. For now the Performance test: a simulation of the mailbox database
+//! engine's I/O with Jetstress semantics (see docs/method.md).
+//!
+//! [`run_performance`] takes a resolved [`RunConfig`] and prepared databases, drives the workload
+//! through one I/O queue ([`driver`]), reports progress, log lines and samples to an
+//! [`Observer`] as they happen, and returns the [`result::RunResult`] with its verdict. The engine
+//! never prints; persistence and display belong to the observer.
+
+pub mod cache;
+mod driver;
+pub mod host;
+pub mod model;
+pub mod result;
+pub mod stats;
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use mbx_config::RunConfig;
+use mbx_io::{open_queue, EngineKind, FileTable, IoQueue};
+use mbx_store::{DbState, PreparedDatabase, StoreError};
+
+pub use driver::{InstanceSpec, RunTimes};
+use result::*;
+use stats::{Counter, Stream};
+
+/// Errors of a run.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// I/O failed (the message names the file and offset).
+    #[error(transparent)]
+    Io(#[from] mbx_io::IoError),
+    /// The store refused or failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The configuration cannot run.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Phases of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Filling the cache (unthrottled) to the 90% prerequisite.
+    Attain,
+    /// Paced at the target for one dirty-page age, so flushing reaches steady state.
+    Settle,
+    /// The measured phase.
+    Measure,
+    /// Finishing transactions, flushing cache and logs.
+    Shutdown,
+}
+
+impl Phase {
+    /// Human name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Attain => "attaining cache prerequisite",
+            Phase::Settle => "settling",
+            Phase::Measure => "measuring",
+            Phase::Shutdown => "shutting down",
+        }
+    }
+}
+
+/// A once-per-second progress report.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Progress {
+    /// Current phase.
+    pub phase: Phase,
+    /// Seconds into the phase.
+    pub phase_elapsed_s: f64,
+    /// Length of the phase, when known.
+    pub phase_total_s: Option<f64>,
+    /// Transactional IOPS over the last second.
+    pub iops: f64,
+    /// Target IOPS.
+    pub target_iops: f64,
+    /// Average DB read latency since the last sample, ms.
+    pub db_read_avg_ms: f64,
+    /// Average log write latency since the last sample, ms.
+    pub log_write_avg_ms: f64,
+    /// Fill of the emptiest cache.
+    pub cache_fill: f64,
+}
+
+/// What the engine reports while it runs.
+#[derive(Debug)]
+pub enum RunEvent<'a> {
+    /// A phase began.
+    Phase(Phase),
+    /// A test-log line (Jetstress style).
+    Log(&'a str),
+    /// Progress, once per second.
+    Progress(Progress),
+    /// One sample (a `samples.jsonl` line).
+    Sample(&'a serde_json::Value),
+}
+
+/// Receives events as they happen.
+pub trait Observer {
+    /// Called for every event.
+    fn on_event(&mut self, e: RunEvent<'_>);
+}
+
+/// Wraps the run's I/O queue (tests inject faults, e.g. latency, with it).
+pub type QueueWrapper = dyn Fn(Box<dyn IoQueue>) -> Box<dyn IoQueue>;
+
+/// The current time as RFC 3339 (UTC, seconds).
+pub fn rfc3339_now() -> String {
+    rfc3339(std::time::SystemTime::now())
+}
+
+/// RFC 3339 (UTC) of a system time.
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = secs / 86400;
+    let rem = secs % 86400;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+fn wall(at: Instant, ref_instant: Instant, ref_wall: std::time::SystemTime) -> String {
+    let t = if at >= ref_instant {
+        ref_wall + (at - ref_instant)
+    } else {
+        ref_wall - (ref_instant - at)
+    };
+    rfc3339(t)
+}
+
+/// Runs the Performance test on prepared databases.
+pub fn run_performance(
+    cfg: &RunConfig,
+    databases: &[PreparedDatabase],
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+    wrap: Option<&QueueWrapper>,
+) -> Result<RunResult, EngineError> {
+    cfg.validate()
+        .map_err(|(k, m)| EngineError::Invalid(format!("invalid {k}: {m}")))?;
+    let ref_instant = Instant::now();
+    let ref_wall = std::time::SystemTime::now();
+    let engine = if cfg.engine.is_empty() {
+        EngineKind::default()
+    } else {
+        EngineKind::parse(&cfg.engine).unwrap_or_default()
+    };
+    let pid = std::process::id();
+    let specs: Vec<InstanceSpec> = databases
+        .iter()
+        .map(|d| InstanceSpec {
+            name: format!("Instance{pid}.{}", d.spec.index + 1),
+            db_path: d.spec.path.clone(),
+            log_dir: d.spec.log_dir.clone(),
+            database_id: d.header.database_id,
+            data_pages: d.header.data_pages(),
+        })
+        .collect();
+    let initial_bytes: u64 = databases.iter().map(|d| d.header.file_bytes()).sum();
+    for d in databases {
+        mbx_store::create::set_database_state(&d.spec.path, DbState::Dirty)?;
+    }
+    let factory = |files: FileTable, depth: usize| -> Result<Box<dyn IoQueue>, EngineError> {
+        let q = open_queue(engine, files, depth)?;
+        Ok(match wrap {
+            Some(w) => w(q),
+            None => q,
+        })
+    };
+    let mut driver = driver::Driver::new(cfg, specs, &factory)?;
+    let engine_name = driver.engine_name();
+    let line = format!(
+        "Database cache settings per database: maximum {:.1} MB; flush thresholds: start {} pages, stop {} pages.",
+        driver.instances[0].cache.max_frames as f64 * 32768.0 / 1e6,
+        driver.instances[0].cache.start_threshold,
+        driver.instances[0].cache.stop_threshold
+    );
+    observer.on_event(RunEvent::Log(&line));
+    let t = &cfg.thresholds;
+    let line = format!(
+        "Database read latency thresholds: (average: {} msec/read, maximum: {} msec/read).",
+        t.db_read_avg_ms, t.db_read_max_ms
+    );
+    observer.on_event(RunEvent::Log(&line));
+    let line = format!(
+        "Log write latency thresholds: (average: {} msec/write, maximum: {} msec/write).",
+        t.log_write_avg_ms, t.log_write_max_ms
+    );
+    observer.on_event(RunEvent::Log(&line));
+    let m = &cfg.op_mix;
+    let line = format!(
+        "Operation mix: Sessions {}, Inserts {}%, Deletes {}%, Replaces {}%, Reads {}%, Lazy Commits {}%.",
+        cfg.sessions(),
+        m.insert_pct,
+        m.delete_pct,
+        m.replace_pct,
+        m.read_pct,
+        m.lazy_commit_pct
+    );
+    observer.on_event(RunEvent::Log(&line));
+    let times = driver.run(observer, cancel)?;
+    for d in databases {
+        mbx_store::create::set_database_state(&d.spec.path, DbState::Clean)?;
+    }
+    let result = build_result(
+        cfg,
+        &driver,
+        databases,
+        &times,
+        ref_instant,
+        ref_wall,
+        engine_name,
+        initial_bytes,
+    );
+    for inst in &result.instances {
+        for (what, v) in [
+            (
+                "I/O Database Reads Average Latency",
+                inst.transactional.db_read_avg_latency_ms,
+            ),
+            (
+                "I/O Log Writes Average Latency",
+                inst.transactional.log_write_avg_latency_ms,
+            ),
+            (
+                "I/O Log Reads Average Latency",
+                inst.total.log_read_avg_latency_ms,
+            ),
+        ] {
+            let line = format!("{} has {:.1} for {what}.", inst.name, v);
+            observer.on_event(RunEvent::Log(&line));
+        }
+    }
+    let line = format!(
+        "Test has {:.1} Maximum Database Page Fault Stalls/sec.",
+        result.host.page_fault_stalls_per_s.max
+    );
+    observer.on_event(RunEvent::Log(&line));
+    Ok(result)
+}
+
+fn io12(
+    rd: &Counter,
+    wr: &Counter,
+    lr: &Counter,
+    lw: &Counter,
+    secs: f64,
+    read_latency: f64,
+) -> Io12 {
+    Io12 {
+        db_read_avg_latency_ms: read_latency,
+        db_write_avg_latency_ms: wr.avg_ms(),
+        db_reads_per_s: rd.rate(secs),
+        db_writes_per_s: wr.rate(secs),
+        db_read_avg_bytes: rd.avg_bytes(),
+        db_write_avg_bytes: wr.avg_bytes(),
+        log_read_avg_latency_ms: lr.avg_ms(),
+        log_write_avg_latency_ms: lw.avg_ms(),
+        log_reads_per_s: lr.rate(secs),
+        log_writes_per_s: lw.rate(secs),
+        log_read_avg_bytes: lr.avg_bytes(),
+        log_write_avg_bytes: lw.avg_bytes(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_result(
+    cfg: &RunConfig,
+    driver: &driver::Driver<'_>,
+    databases: &[PreparedDatabase],
+    times: &RunTimes,
+    ref_instant: Instant,
+    ref_wall: std::time::SystemTime,
+    engine_name: &str,
+    initial_bytes: u64,
+) -> RunResult {
+    let secs = times
+        .measure_end
+        .saturating_duration_since(times.measure_start)
+        .as_secs_f64()
+        .max(1e-3);
+    let mut instances = Vec::new();
+    let mut integrity = Integrity::default();
+    let mut worst_read_avg = 0f64;
+    let mut worst_read_max = 0f64;
+    let mut worst_log_avg = 0f64;
+    let mut worst_log_max = 0f64;
+    for (inst, db) in driver.instances.iter().zip(databases) {
+        let st = &inst.stats;
+        let m = |s: Stream| st.measured[s as usize];
+        let zero = Counter::default();
+        let (rd, wr, lw, lr, bdm) = (
+            m(Stream::DbRead),
+            m(Stream::DbWrite),
+            m(Stream::LogWrite),
+            m(Stream::LogRead),
+            m(Stream::Bdm),
+        );
+        let transactional = io12(&rd, &wr, &zero, &lw, secs, rd.avg_ms());
+        let total = io12(&rd.plus(&bdm), &wr, &lr, &lw, secs, rd.avg_ms());
+        worst_read_avg = worst_read_avg.max(rd.avg_ms());
+        worst_log_avg = worst_log_avg.max(lw.avg_ms());
+        for &(r, l) in &st.sample_avgs {
+            worst_read_max = worst_read_max.max(r);
+            worst_log_max = worst_log_max.max(l);
+        }
+        integrity.add(&inst.integrity);
+        instances.push(InstanceResult {
+            name: inst.spec.name.clone(),
+            database_path: db.spec.path.display().to_string(),
+            log_path: db.spec.log_dir.display().to_string(),
+            transactional,
+            total,
+            bdm: RateBytes {
+                reads_per_s: bdm.rate(secs),
+                read_avg_bytes: bdm.avg_bytes(),
+            },
+            log_replication: RateBytes {
+                reads_per_s: lr.rate(secs),
+                read_avg_bytes: lr.avg_bytes(),
+            },
+            latency_ms: LatencyPercentiles {
+                db_read: st.hist[Stream::DbRead as usize].percentiles(),
+                db_write: st.hist[Stream::DbWrite as usize].percentiles(),
+                log_write: st.hist[Stream::LogWrite as usize].percentiles(),
+            },
+            integrity: inst.integrity,
+            transactions_per_s: st.txns_measured as f64 / secs,
+            cache_fill: inst.cache.fill(),
+        });
+    }
+    let achieved: f64 = instances
+        .iter()
+        .map(|i| i.transactional.db_reads_per_s + i.transactional.db_writes_per_s)
+        .sum();
+    let col = |k: usize| -> Vec<f64> {
+        driver
+            .host_samples
+            .iter()
+            .map(|s| [s.0, s.1, s.2][k])
+            .collect()
+    };
+    let host = Host {
+        cpu_pct: Amm::of(&col(0)),
+        available_mb: Amm::of(&col(1)),
+        page_fault_stalls_per_s: Amm::of(&col(2)),
+        process_peak_rss_mb: mbx_io::platform::peak_resident_memory_bytes()
+            .map(|b| b as f64 / (1 << 20) as f64)
+            .unwrap_or(0.0),
+    };
+    let t = &cfg.thresholds;
+    let target = cfg.target_iops();
+    let check = |name: &str, value: f64, limit: f64, pass: bool| Check {
+        name: name.to_string(),
+        value,
+        limit,
+        pass,
+    };
+    let mut checks = vec![
+        check(
+            "db_read_latency_avg_ms",
+            worst_read_avg,
+            t.db_read_avg_ms,
+            worst_read_avg <= t.db_read_avg_ms,
+        ),
+        check(
+            "db_read_latency_max_ms",
+            worst_read_max,
+            t.db_read_max_ms,
+            worst_read_max <= t.db_read_max_ms,
+        ),
+        check(
+            "log_write_latency_avg_ms",
+            worst_log_avg,
+            t.log_write_avg_ms,
+            worst_log_avg <= t.log_write_avg_ms,
+        ),
+        check(
+            "log_write_latency_max_ms",
+            worst_log_max,
+            t.log_write_max_ms,
+            worst_log_max <= t.log_write_max_ms,
+        ),
+        check(
+            "page_fault_stalls_per_s_avg",
+            host.page_fault_stalls_per_s.avg,
+            t.page_fault_stalls_per_s,
+            host.page_fault_stalls_per_s.avg <= t.page_fault_stalls_per_s,
+        ),
+        check(
+            "achieved_transactional_iops",
+            achieved,
+            target * (1.0 - t.iops_margin),
+            achieved >= target * (1.0 - t.iops_margin),
+        ),
+        {
+            let errors = (integrity.bad_pages
+                + integrity.correctable_pages
+                + integrity.wrong_page_number_pages
+                + integrity.stale_pages) as f64;
+            check("data_integrity_errors", errors, 0.0, errors == 0.0)
+        },
+    ];
+    if times.interrupted {
+        checks.push(check("completed_duration_s", secs, cfg.duration_s, false));
+    }
+    let pass = checks.iter().all(|c| c.pass);
+    let final_bytes: u64 = databases
+        .iter()
+        .map(|d| {
+            std::fs::metadata(&d.spec.path)
+                .map(|m| m.len())
+                .unwrap_or(0)
+        })
+        .sum();
+    RunResult {
+        schema: "mbxstress.result/1",
+        test: TestInfo {
+            test_type: "performance".into(),
+            start: wall(times.started, ref_instant, ref_wall),
+            end: wall(times.ended, ref_instant, ref_wall),
+            collection_start: wall(times.measure_start, ref_instant, ref_wall),
+            collection_end: wall(times.measure_end, ref_instant, ref_wall),
+            duration_s: secs,
+            machine: hostname(),
+            os: format!("{} {}", std::env::consts::OS, kernel_release()),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            engine: engine_name.into(),
+            direct: cfg.direct,
+            interrupted: times.interrupted,
+        },
+        config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+        profile: ProfileBlock {
+            mailboxes: cfg.mailboxes,
+            iops_per_mailbox: cfg.iops_per_mailbox,
+            mailbox_quota_mb: cfg.mailbox_quota_mb,
+            databases: cfg.databases,
+            copies_per_database: cfg.copies_per_database,
+            threads: cfg.sessions(),
+        },
+        target_iops: target,
+        achieved_iops: achieved,
+        database_size_bytes: serde_json::json!({ "initial": initial_bytes, "final": final_bytes }),
+        verdict: Verdict { pass, checks },
+        instances,
+        host,
+        integrity,
+        samples_file: "samples.jsonl",
+        log_file: "test.log",
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Seconds as "1h02m03s" for messages.
+pub fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m{:02}s", s / 3600, (s % 3600) / 60, s % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}s", s)
+    }
+}
+
+/// Writes `value` as pretty JSON to `path` atomically (temporary file + rename).
+pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        let t = std::time::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert_eq!(rfc3339(t), "2026-11-18T11:06:40Z"); // `date -u -d @1795000000`
+        assert_eq!(rfc3339(std::time::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let leap = std::time::UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
+}

@@ -1,0 +1,229 @@
+//! The workload model: how a transaction turns into page accesses and log bytes.
+//!
+//! Derivation of the constants (docs/method.md has the long form). With uniform page access and
+//! a cache of 1/8 of the database, about 88% of page accesses miss. Per operation:
+//! - read (35%): 3 pages read; in 5% of reads the first two are adjacent and fetched as one 64 KiB
+//!   I/O (Jetstress reads average 32.8-33.4 KB, "mostly 32 KiB, a few larger").
+//! - insert (40%): 1 page read and modified; in 12% of inserts a new adjacent page is also
+//!   written (no read), so flushes coalesce into 64 KiB writes (averages 34.9-36.7 KB).
+//! - delete (20%): 1 page read and modified.
+//! - replace (5%): 2 pages read, the first modified.
+//!
+//! That is 1.75 page reads and 0.65 modified pages per operation: about 1.54 read I/Os to 0.65
+//! write I/Os, a 70% read share (Jetstress reports: 67.9-70.7%). A transaction batches
+//! [`OPS_PER_TXN`] operations and commits once (lazily for 70% of transactions), so durable log
+//! flushes come at about 0.3 per 1.3 page writes, which with group commit gives the 0.18-0.32 log
+//! writes per database write the reports show.
+
+use mbx_config::OpMix;
+
+/// Operations batched in one transaction.
+pub const OPS_PER_TXN: usize = 2;
+/// Probability that a read operation's first two pages are adjacent (one 64 KiB read).
+pub const ADJACENT_READ_P: f64 = 0.05;
+/// Probability that an insert also writes a new adjacent page.
+pub const INSERT_NEW_PAGE_P: f64 = 0.12;
+/// Log bytes per operation kind.
+pub const LOG_BYTES_INSERT: u32 = 3072;
+/// Extra log bytes when an insert allocates a new page.
+pub const LOG_BYTES_NEW_PAGE: u32 = 1024;
+/// Log bytes of a delete.
+pub const LOG_BYTES_DELETE: u32 = 1536;
+/// Log bytes of a replace.
+pub const LOG_BYTES_REPLACE: u32 = 2560;
+/// Log bytes of a read (none: reads change nothing).
+pub const LOG_BYTES_READ: u32 = 0;
+
+/// An operation kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Insert a message.
+    Insert,
+    /// Delete one.
+    Delete,
+    /// Replace (update) one.
+    Replace,
+    /// Read one.
+    Read,
+}
+
+/// One page access of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// Page number.
+    pub page: u64,
+    /// The page is modified.
+    pub modify: bool,
+    /// A newly allocated page: modified without being read first.
+    pub new_page: bool,
+    /// Read together with the next access (adjacent page) in one I/O if both miss.
+    pub join_next: bool,
+}
+
+/// Small, fast, deterministic generator for workload choices (xorshift64*).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded generator (any seed; 0 is remapped).
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in 0..n (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n.max(1) as u128) >> 64) as u64
+    }
+    /// True with probability p.
+    pub fn chance(&mut self, p: f64) -> bool {
+        ((self.next_u64() >> 11) as f64 / ((1u64 << 53) as f64)) < p
+    }
+}
+
+/// Picks an operation by the mix.
+pub fn pick_op(mix: &OpMix, rng: &mut Rng) -> Op {
+    let r = rng.below(100) as u32;
+    if r < mix.insert_pct {
+        Op::Insert
+    } else if r < mix.insert_pct + mix.delete_pct {
+        Op::Delete
+    } else if r < mix.insert_pct + mix.delete_pct + mix.replace_pct {
+        Op::Replace
+    } else {
+        Op::Read
+    }
+}
+
+/// Where a mailbox's pages live in its database: `first` page and `count` pages.
+#[derive(Debug, Clone, Copy)]
+pub struct Region {
+    /// First page of the mailbox's region.
+    pub first: u64,
+    /// Pages in it (at least 1).
+    pub count: u64,
+}
+
+/// The region of mailbox `local` (0-based within its database) when a database of `data_pages`
+/// pages (starting at `first_data_page`) holds `mailboxes` mailboxes: equal contiguous slices.
+pub fn region(first_data_page: u64, data_pages: u64, mailboxes: u64, local: u64) -> Region {
+    let per = (data_pages / mailboxes.max(1)).max(1);
+    let start = (local * per) % data_pages.max(1);
+    Region {
+        first: first_data_page + start,
+        count: per.min(data_pages - start).max(1),
+    }
+}
+
+/// Appends the page accesses of one operation on a mailbox region; returns its log bytes.
+pub fn accesses(op: Op, r: Region, last_page: u64, rng: &mut Rng, out: &mut Vec<Access>) -> u32 {
+    let pick = |rng: &mut Rng| r.first + rng.below(r.count);
+    let read = |page| Access {
+        page,
+        modify: false,
+        new_page: false,
+        join_next: false,
+    };
+    match op {
+        Op::Read => {
+            let a = pick(rng);
+            if rng.chance(ADJACENT_READ_P) && a < last_page {
+                out.push(Access {
+                    join_next: true,
+                    ..read(a)
+                });
+                out.push(read(a + 1));
+            } else {
+                out.push(read(a));
+                out.push(read(pick(rng)));
+            }
+            out.push(read(pick(rng)));
+            LOG_BYTES_READ
+        }
+        Op::Insert => {
+            let a = pick(rng);
+            out.push(Access {
+                modify: true,
+                ..read(a)
+            });
+            if rng.chance(INSERT_NEW_PAGE_P) && a < last_page {
+                out.push(Access {
+                    page: a + 1,
+                    modify: true,
+                    new_page: true,
+                    join_next: false,
+                });
+                LOG_BYTES_INSERT + LOG_BYTES_NEW_PAGE
+            } else {
+                LOG_BYTES_INSERT
+            }
+        }
+        Op::Delete => {
+            out.push(Access {
+                modify: true,
+                ..read(pick(rng))
+            });
+            LOG_BYTES_DELETE
+        }
+        Op::Replace => {
+            out.push(Access {
+                modify: true,
+                ..read(pick(rng))
+            });
+            out.push(read(pick(rng)));
+            LOG_BYTES_REPLACE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mix_and_page_counts_match_the_derivation() {
+        let mix = OpMix::default();
+        let mut rng = Rng::new(7);
+        let n = 200_000;
+        let (mut reads, mut modified, mut log) = (0u64, 0u64, 0u64);
+        let mut counts = [0u64; 4];
+        let mut v = Vec::new();
+        let r = Region {
+            first: 2,
+            count: 1000,
+        };
+        for _ in 0..n {
+            let op = pick_op(&mix, &mut rng);
+            counts[op as usize] += 1;
+            v.clear();
+            log += accesses(op, r, 10_000, &mut rng, &mut v) as u64;
+            reads += v.iter().filter(|a| !a.new_page).count() as u64;
+            modified += v.iter().filter(|a| a.modify && !a.new_page).count() as u64;
+        }
+        let share = |c: u64| c as f64 / n as f64;
+        assert!((share(counts[Op::Insert as usize]) - 0.40).abs() < 0.01);
+        assert!((share(counts[Op::Read as usize]) - 0.35).abs() < 0.01);
+        assert!((reads as f64 / n as f64 - 1.75).abs() < 0.02, "{reads}");
+        assert!(
+            (modified as f64 / n as f64 - 0.65).abs() < 0.01,
+            "{modified}"
+        );
+        assert!((log as f64 / n as f64 - 1700.0).abs() < 60.0, "{log}");
+    }
+
+    #[test]
+    fn regions_partition_the_database() {
+        let r0 = region(2, 1000, 10, 0);
+        let r9 = region(2, 1000, 10, 9);
+        assert_eq!((r0.first, r0.count), (2, 100));
+        assert_eq!((r9.first, r9.count), (902, 100));
+        // More mailboxes than pages: regions of one page, wrapping.
+        let r = region(2, 5, 10, 7);
+        assert_eq!((r.first, r.count), (4, 1));
+    }
+}

@@ -1,0 +1,259 @@
+//! The result model: `result.json` as in ../shared/spec/result-contract.md.
+
+use mbx_io::Percentiles;
+use serde::Serialize;
+
+/// The 12 Jetstress columns of an instance (transactional or total I/O).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Io12 {
+    /// I/O Database Reads Average Latency, ms.
+    pub db_read_avg_latency_ms: f64,
+    /// I/O Database Writes Average Latency, ms.
+    pub db_write_avg_latency_ms: f64,
+    /// I/O Database Reads/sec.
+    pub db_reads_per_s: f64,
+    /// I/O Database Writes/sec.
+    pub db_writes_per_s: f64,
+    /// I/O Database Reads Average Bytes.
+    pub db_read_avg_bytes: f64,
+    /// I/O Database Writes Average Bytes.
+    pub db_write_avg_bytes: f64,
+    /// I/O Log Reads Average Latency, ms.
+    pub log_read_avg_latency_ms: f64,
+    /// I/O Log Writes Average Latency, ms.
+    pub log_write_avg_latency_ms: f64,
+    /// I/O Log Reads/sec.
+    pub log_reads_per_s: f64,
+    /// I/O Log Writes/sec.
+    pub log_writes_per_s: f64,
+    /// I/O Log Reads Average Bytes.
+    pub log_read_avg_bytes: f64,
+    /// I/O Log Writes Average Bytes.
+    pub log_write_avg_bytes: f64,
+}
+
+/// A stream's rate and size.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct RateBytes {
+    /// Reads per second.
+    pub reads_per_s: f64,
+    /// Average bytes per read.
+    pub read_avg_bytes: f64,
+}
+
+/// Latency percentiles per stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct LatencyPercentiles {
+    /// Transactional database reads.
+    pub db_read: Percentiles,
+    /// Database writes (flushes).
+    pub db_write: Percentiles,
+    /// Log writes.
+    pub log_write: Percentiles,
+}
+
+/// Data integrity findings of every verified read during the run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Integrity {
+    /// Pages verified (transactional and BDM reads).
+    pub pages_verified: u64,
+    /// Checksum failures beyond one bit, zero pages, pages of another database.
+    pub bad_pages: u64,
+    /// Single-bit errors.
+    pub correctable_pages: u64,
+    /// Valid pages at the wrong position.
+    pub wrong_page_number_pages: u64,
+    /// Valid pages with an older generation than last written (lost writes).
+    pub stale_pages: u64,
+}
+
+impl Integrity {
+    /// True when nothing was found.
+    pub fn clean(&self) -> bool {
+        self.bad_pages + self.correctable_pages + self.wrong_page_number_pages + self.stale_pages
+            == 0
+    }
+    /// Adds another instance's counts.
+    pub fn add(&mut self, o: &Integrity) {
+        self.pages_verified += o.pages_verified;
+        self.bad_pages += o.bad_pages;
+        self.correctable_pages += o.correctable_pages;
+        self.wrong_page_number_pages += o.wrong_page_number_pages;
+        self.stale_pages += o.stale_pages;
+    }
+}
+
+/// One database instance's results.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InstanceResult {
+    /// Jetstress-style name ("Instance<pid>.<n>").
+    pub name: String,
+    /// Database file.
+    pub database_path: String,
+    /// Log directory.
+    pub log_path: String,
+    /// Transactional I/O (Jetstress "Transactional I/O Performance").
+    pub transactional: Io12,
+    /// All I/O (transactional + BDM + replication; DB read latency is the transactional one).
+    pub total: Io12,
+    /// Background database maintenance.
+    pub bdm: RateBytes,
+    /// Log replication reads (copies > 1).
+    pub log_replication: RateBytes,
+    /// True per-I/O latency percentiles over the measured phase.
+    pub latency_ms: LatencyPercentiles,
+    /// Integrity of what this instance read.
+    pub integrity: Integrity,
+    /// Transactions per second.
+    pub transactions_per_s: f64,
+    /// Database cache in use at the end, fraction of its maximum.
+    pub cache_fill: f64,
+}
+
+/// Average, minimum, maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Amm {
+    /// Average.
+    pub avg: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl Amm {
+    /// Summary of a series (zeros if empty).
+    pub fn of(values: &[f64]) -> Amm {
+        if values.is_empty() {
+            return Amm::default();
+        }
+        Amm {
+            avg: values.iter().sum::<f64>() / values.len() as f64,
+            min: values.iter().cloned().fold(f64::INFINITY, f64::min),
+            max: values.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
+/// Host counters over the measured phase.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Host {
+    /// CPU busy, percent of all cores.
+    pub cpu_pct: Amm,
+    /// Available memory, MB.
+    pub available_mb: Amm,
+    /// Database page fault stalls per second (all instances).
+    pub page_fault_stalls_per_s: Amm,
+    /// Peak resident memory of the mbxstress process, MB (the simulated cache holds metadata
+    /// only, so this stays far below the configured cache size).
+    pub process_peak_rss_mb: f64,
+}
+
+/// One verdict check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    /// What is checked.
+    pub name: String,
+    /// Measured value.
+    pub value: f64,
+    /// Limit.
+    pub limit: f64,
+    /// Passed.
+    pub pass: bool,
+}
+
+/// Pass or fail, with every check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// All checks passed (and the test was not interrupted).
+    pub pass: bool,
+    /// The checks.
+    pub checks: Vec<Check>,
+}
+
+/// Test identification and timing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestInfo {
+    /// "performance".
+    #[serde(rename = "type")]
+    pub test_type: String,
+    /// Start, RFC 3339.
+    pub start: String,
+    /// End.
+    pub end: String,
+    /// Start of the measured phase.
+    pub collection_start: String,
+    /// End of the measured phase.
+    pub collection_end: String,
+    /// Measured seconds.
+    pub duration_s: f64,
+    /// Host name.
+    pub machine: String,
+    /// Operating system.
+    pub os: String,
+    /// mbxstress version.
+    pub tool_version: String,
+    /// I/O engine used.
+    pub engine: String,
+    /// O_DIRECT (false: buffered, results measure memory).
+    pub direct: bool,
+    /// Stopped early by the user.
+    pub interrupted: bool,
+}
+
+/// The profile block of the contract.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfileBlock {
+    /// Mailboxes.
+    pub mailboxes: u64,
+    /// IOPS per mailbox.
+    pub iops_per_mailbox: f64,
+    /// Quota, MB.
+    pub mailbox_quota_mb: u64,
+    /// Databases.
+    pub databases: u32,
+    /// Copies.
+    pub copies_per_database: u32,
+    /// Sessions.
+    pub threads: u32,
+}
+
+/// Database sizes in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DbSizes {
+    /// At the start.
+    pub initial: u64,
+    /// At the end.
+    pub final_: u64,
+}
+
+/// `result.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResult {
+    /// "mbxstress.result/1".
+    pub schema: &'static str,
+    /// Identification and timing.
+    pub test: TestInfo,
+    /// The resolved configuration.
+    pub config: serde_json::Value,
+    /// The profile.
+    pub profile: ProfileBlock,
+    /// Target transactional IOPS.
+    pub target_iops: f64,
+    /// Achieved transactional IOPS: sum over instances of DB reads/s + writes/s.
+    pub achieved_iops: f64,
+    /// Database sizes (sum over databases).
+    pub database_size_bytes: serde_json::Value,
+    /// Pass/fail.
+    pub verdict: Verdict,
+    /// Per instance.
+    pub instances: Vec<InstanceResult>,
+    /// Host counters.
+    pub host: Host,
+    /// Integrity over all instances.
+    pub integrity: Integrity,
+    /// Samples file (in the same folder).
+    pub samples_file: &'static str,
+    /// Log file (in the same folder).
+    pub log_file: &'static str,
+}

@@ -1,0 +1,410 @@
+//! `mbxstress run`: resolve the configuration, prepare the databases, run the Performance test,
+//! persist samples, log and result as they are produced, print the verdict.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use anyhow::Context;
+use mbx_config::RunConfig;
+use mbx_engine::result::RunResult;
+use mbx_engine::{run_performance, Observer, Progress, RunEvent};
+use mbx_store::{plan_paths, prepare, CreateEvent, CreateParams};
+
+use crate::cli::RunArgs;
+use crate::exit::usage;
+use crate::render::num;
+
+/// Defaults < --config < --profile < flags; then validated.
+fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
+    let mut cfg = match &args.config {
+        Some(path) => {
+            RunConfig::load(path).with_context(|| format!("reading --config {}", path.display()))?
+        }
+        None => RunConfig::default(),
+    };
+    if let Some(path) = &args.profile {
+        let p = mbx_config::Profile::load(path)
+            .with_context(|| format!("reading --profile {}", path.display()))?;
+        cfg.apply_profile(&p);
+    }
+    macro_rules! set {
+        ($flag:expr, $field:expr) => {
+            if let Some(v) = $flag {
+                $field = v;
+            }
+        };
+    }
+    set!(args.mailboxes, cfg.mailboxes);
+    set!(args.iops_per_mailbox, cfg.iops_per_mailbox);
+    set!(args.quota_mb, cfg.mailbox_quota_mb);
+    set!(args.databases, cfg.databases);
+    set!(args.copies, cfg.copies_per_database);
+    set!(args.threads, cfg.threads);
+    set!(args.duration.map(|d| d.as_secs_f64()), cfg.duration_s);
+    set!(
+        args.sample_interval.map(|d| d.as_secs_f64()),
+        cfg.sample_interval_s
+    );
+    set!(args.bdm.as_deref().map(|b| b == "on"), cfg.bdm);
+    set!(args.compressibility_pct, cfg.compressibility_pct);
+    set!(args.seed, cfg.seed);
+    set!(args.engine.engine.clone(), cfg.engine);
+    if args.engine.buffered {
+        cfg.direct = false;
+    }
+    if !args.paths.db_path.is_empty() {
+        cfg.db_paths = args.paths.db_path.clone();
+    }
+    if !args.paths.log_path.is_empty() {
+        cfg.log_paths = args.paths.log_path.clone();
+    }
+    if cfg.engine.is_empty() {
+        cfg.engine = mbx_io::EngineKind::default().name().to_string();
+    }
+    cfg.validate().map_err(|(key, reason)| {
+        let flag = match key {
+            "mailbox_quota_mb" => "--quota-mb".to_string(),
+            "copies_per_database" => "--copies".to_string(),
+            "duration_s" => "--duration".to_string(),
+            "sample_interval_s" => "--sample-interval".to_string(),
+            k => format!("--{}", k.replace('_', "-")),
+        };
+        let from_file = args
+            .config
+            .as_ref()
+            .map(|p| format!(" (or `{key}` in {})", p.display()))
+            .unwrap_or_default();
+        usage(format!("invalid {flag}{from_file}: {reason}"))
+    })?;
+    Ok(cfg)
+}
+
+fn results_dir(args: &RunArgs) -> anyhow::Result<PathBuf> {
+    let dir = match &args.out {
+        Some(d) => d.clone(),
+        None => {
+            let stamp = mbx_engine::rfc3339_now().replace(':', "");
+            PathBuf::from("mbxstress-results").join(stamp)
+        }
+    };
+    if dir.join("result.json").exists() {
+        return Err(usage(format!(
+            "--out {} already holds a result.json; choose another folder",
+            dir.display()
+        )));
+    }
+    fs_err::create_dir_all(&dir).context("creating the results folder")?;
+    Ok(dir)
+}
+
+/// Persists and renders engine events: test.log and samples.jsonl are written (and flushed) as
+/// events arrive, so a crash loses at most the current interval.
+struct RunObserver {
+    log: BufWriter<File>,
+    samples: BufWriter<File>,
+    mode: String,
+    tty: bool,
+    last_line_len: usize,
+    last_plain: f64,
+    errors: Vec<String>,
+}
+
+impl RunObserver {
+    fn new(dir: &Path, mode: &str) -> anyhow::Result<Self> {
+        let open = |name: &str| -> anyhow::Result<BufWriter<File>> {
+            let path = dir.join(name);
+            let f = fs_err::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?
+                .into_parts()
+                .0;
+            Ok(BufWriter::new(f))
+        };
+        Ok(RunObserver {
+            log: open("test.log")?,
+            samples: open("samples.jsonl")?,
+            mode: mode.to_string(),
+            tty: std::io::stderr().is_terminal(),
+            last_line_len: 0,
+            last_plain: -1.0,
+            errors: Vec::new(),
+        })
+    }
+
+    fn log_line(&mut self, text: &str) {
+        let line = format!("{} -- {text}\n", mbx_engine::rfc3339_now());
+        if let Err(e) = self
+            .log
+            .write_all(line.as_bytes())
+            .and_then(|_| self.log.flush())
+        {
+            self.errors.push(format!("writing test.log: {e}"));
+        }
+        if self.mode == "jsonl" {
+            println!("{}", serde_json::json!({ "event": "log", "text": text }));
+        }
+    }
+
+    fn clear_status(&mut self) {
+        if self.tty && self.last_line_len > 0 {
+            eprint!("\r{:width$}\r", "", width = self.last_line_len);
+            self.last_line_len = 0;
+        }
+    }
+
+    fn progress(&mut self, p: &Progress) {
+        match self.mode.as_str() {
+            "jsonl" => println!(
+                "{}",
+                serde_json::json!({ "event": "progress", "progress": p })
+            ),
+            "human" => {
+                let timing = match p.phase_total_s {
+                    Some(total) => format!(
+                        "{} / {} (ETA {})",
+                        fmt_secs(p.phase_elapsed_s),
+                        fmt_secs(total),
+                        fmt_secs((total - p.phase_elapsed_s).max(0.0))
+                    ),
+                    None => fmt_secs(p.phase_elapsed_s),
+                };
+                let line = format!(
+                    "[{}] {timing} | IOPS {} (target {}) | DB read {:.2} ms | log write {:.2} ms | cache {:.0}%",
+                    p.phase.name(),
+                    num(p.iops, 0),
+                    num(p.target_iops, 0),
+                    p.db_read_avg_ms,
+                    p.log_write_avg_ms,
+                    p.cache_fill * 100.0
+                );
+                if self.tty {
+                    let pad = self.last_line_len.saturating_sub(line.len());
+                    eprint!("\r{line}{:pad$}", "");
+                    self.last_line_len = line.len();
+                } else if p.phase_elapsed_s - self.last_plain >= 15.0
+                    || p.phase_elapsed_s < self.last_plain
+                {
+                    eprintln!("{line}");
+                    self.last_plain = p.phase_elapsed_s;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn fmt_secs(s: f64) -> String {
+    mbx_engine::human_duration(std::time::Duration::from_secs_f64(s.max(0.0)))
+}
+
+impl Observer for RunObserver {
+    fn on_event(&mut self, e: RunEvent<'_>) {
+        match e {
+            RunEvent::Log(text) => self.log_line(text),
+            RunEvent::Phase(p) => {
+                self.clear_status();
+                self.last_plain = -1.0;
+                if self.mode == "human" {
+                    eprintln!("{}", capitalize(p.name()));
+                } else if self.mode == "jsonl" {
+                    println!("{}", serde_json::json!({ "event": "phase", "phase": p }));
+                }
+            }
+            RunEvent::Progress(p) => self.progress(&p),
+            RunEvent::Sample(v) => {
+                let line = format!("{v}\n");
+                if let Err(e) = self
+                    .samples
+                    .write_all(line.as_bytes())
+                    .and_then(|_| self.samples.flush())
+                {
+                    self.errors.push(format!("writing samples.jsonl: {e}"));
+                }
+                if self.mode == "jsonl" {
+                    println!("{}", serde_json::json!({ "event": "sample", "sample": v }));
+                }
+            }
+        }
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let cfg = resolve(&args)?;
+    let human = args.progress == "human";
+    let dir = results_dir(&args)?;
+    let mut observer = RunObserver::new(&dir, &args.progress)?;
+    let cancel = crate::interrupt::install();
+    if human {
+        eprintln!(
+            "Performance test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {} sessions, {} measured",
+            num(cfg.mailboxes as f64, 0),
+            cfg.iops_per_mailbox,
+            num(cfg.target_iops(), 1),
+            cfg.databases,
+            num(cfg.mailboxes as f64 * cfg.mailbox_quota_mb as f64 / cfg.databases as f64, 0),
+            cfg.copies_per_database,
+            if cfg.copies_per_database == 1 { "y" } else { "ies" },
+            cfg.sessions(),
+            fmt_secs(cfg.duration_s)
+        );
+        eprintln!("Results: {}", dir.display());
+    }
+    observer.log_line("Preparing for testing ...");
+
+    // Prepare (create, resume or attach) the databases.
+    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, cfg.databases)?;
+    let params = CreateParams {
+        data_pages: CreateParams::data_pages_for(
+            cfg.mailboxes,
+            cfg.mailbox_quota_mb,
+            cfg.databases,
+        ),
+        mailboxes: cfg.mailboxes,
+        quota_mb: cfg.mailbox_quota_mb,
+        databases: cfg.databases,
+        compressibility_pct: cfg.compressibility_pct,
+        engine: mbx_io::EngineKind::parse(&cfg.engine).unwrap_or_default(),
+        direct: cfg.direct,
+        force: args.force,
+        allow_device: args.allow_device,
+        queue_depth: 4,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let per_db = Mutex::new(vec![0u64; specs.len()]);
+    let total = AtomicU64::new(0);
+    let bar = Mutex::new(None::<indicatif::ProgressBar>);
+    let actions = Mutex::new(Vec::new());
+    let on_event = |e: CreateEvent| match e {
+        CreateEvent::Planned {
+            path,
+            action,
+            bytes_to_write,
+            ..
+        } => {
+            total.fetch_add(bytes_to_write, Ordering::Relaxed);
+            if let Ok(mut a) = actions.lock() {
+                a.push(format!("{action} {}", path.display()));
+            }
+        }
+        CreateEvent::Progress { index, bytes_done } => {
+            let sum: u64 = match per_db.lock() {
+                Ok(mut v) => {
+                    v[index as usize] = bytes_done;
+                    v.iter().sum()
+                }
+                Err(_) => return,
+            };
+            if let Ok(mut b) = bar.lock() {
+                b.get_or_insert_with(|| {
+                    crate::progress::bytes_bar(
+                        total.load(Ordering::Relaxed),
+                        "creating databases",
+                        !human,
+                    )
+                })
+                .set_position(sum);
+            }
+        }
+        CreateEvent::Finished { .. } => {}
+    };
+    let prepared = prepare(&specs, &params, &on_event, &cancel, None);
+    if let Ok(Some(b)) = bar.lock().map(|mut b| b.take()) {
+        b.finish_and_clear();
+    }
+    for a in actions.into_inner().unwrap_or_default() {
+        observer.log_line(&capitalize(&a));
+    }
+    let prepared = prepared?;
+    observer.log_line("Preparations for testing are complete.");
+
+    let result = run_performance(&cfg, &prepared, &mut observer, &cancel, None)?;
+    observer.clear_status();
+    observer.log_line(&format!(
+        "Test {}: achieved {:.1} of {:.1} target IOPS.",
+        if result.verdict.pass {
+            "passed"
+        } else {
+            "failed"
+        },
+        result.achieved_iops,
+        result.target_iops
+    ));
+    let result_path = dir.join("result.json");
+    mbx_engine::write_json_atomic(&result_path, &result)
+        .with_context(|| format!("writing {}", result_path.display()))?;
+    for e in &observer.errors {
+        eprintln!("warning: {e}");
+    }
+    match args.progress.as_str() {
+        "jsonl" => println!(
+            "{}",
+            serde_json::json!({ "event": "result", "path": result_path, "pass": result.verdict.pass })
+        ),
+        _ => print_summary(&result, &result_path),
+    }
+    Ok(if result.test.interrupted {
+        ExitCode::from(crate::interrupt::INTERRUPTED)
+    } else if result.verdict.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_summary(r: &RunResult, path: &Path) {
+    println!();
+    println!(
+        "{} | achieved {} IOPS of {} target | measured {}{}",
+        if r.verdict.pass { "PASS" } else { "FAIL" },
+        num(r.achieved_iops, 1),
+        num(r.target_iops, 1),
+        fmt_secs(r.test.duration_s),
+        if r.test.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    println!("  {:<32} {:>12} {:>12}  result", "check", "value", "limit");
+    for c in &r.verdict.checks {
+        println!(
+            "  {:<32} {:>12.3} {:>12.3}  {}",
+            c.name,
+            c.value,
+            c.limit,
+            if c.pass { "pass" } else { "FAIL" }
+        );
+    }
+    println!(
+        "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "instance", "reads/s", "writes/s", "read ms", "read p99", "log w/s", "log ms", "bdm r/s"
+    );
+    for i in &r.instances {
+        let t = &i.transactional;
+        println!(
+            "  {:<22} {:>9.1} {:>9.1} {:>9.2} {:>9.2} {:>9.1} {:>9.2} {:>9.1}",
+            i.name,
+            t.db_reads_per_s,
+            t.db_writes_per_s,
+            t.db_read_avg_latency_ms,
+            i.latency_ms.db_read.p99,
+            t.log_writes_per_s,
+            t.log_write_avg_latency_ms,
+            i.bdm.reads_per_s
+        );
+    }
+    println!("Result: {}", path.display());
+}

@@ -1,0 +1,262 @@
+//! `mbxstress run` end to end: small databases, seconds-long runs (a config file shortens the
+//! dirty-page age so the settle phase takes one second).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{mbx_in, scratch};
+
+const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.25\n";
+
+fn small_run(dir: &std::path::PathBuf, out: &str, extra: &[&str]) -> crate::common::Run {
+    std::fs::write(dir.join("fast.toml"), FAST).expect("write config");
+    let mut args = vec![
+        "run",
+        "--config",
+        "fast.toml",
+        "--mailboxes",
+        "200",
+        "--iops-per-mailbox",
+        "1",
+        "--quota-mb",
+        "8",
+        "--databases",
+        "2",
+        "--duration",
+        "3s",
+        "--sample-interval",
+        "1s",
+        "--out",
+        out,
+        "--progress",
+        "quiet",
+    ];
+    args.extend_from_slice(extra);
+    mbx_in(Some(dir), &args)
+}
+
+#[test]
+fn passing_run_writes_result_samples_and_log_then_attaches() {
+    let dir = scratch("run-pass");
+    let run = small_run(&dir, "r1", &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("PASS"), "{}", run.stdout);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r1/result.json")).expect("result"))
+            .expect("json");
+    assert_eq!(r["schema"], "mbxstress.result/1");
+    assert_eq!(r["test"]["type"], "performance");
+    assert_eq!(r["profile"]["mailboxes"], 200);
+    assert_eq!(r["target_iops"], 200.0);
+    assert_eq!(r["config"]["cache"]["max_dirty_age_s"], 1.0);
+    assert_eq!(r["verdict"]["pass"], true);
+    let inst = r["instances"].as_array().expect("instances");
+    assert_eq!(inst.len(), 2);
+    for key in [
+        "db_read_avg_latency_ms",
+        "db_write_avg_latency_ms",
+        "db_reads_per_s",
+        "db_writes_per_s",
+        "db_read_avg_bytes",
+        "db_write_avg_bytes",
+        "log_read_avg_latency_ms",
+        "log_write_avg_latency_ms",
+        "log_reads_per_s",
+        "log_writes_per_s",
+        "log_read_avg_bytes",
+        "log_write_avg_bytes",
+    ] {
+        assert!(
+            inst[0]["transactional"][key].is_number(),
+            "transactional.{key}"
+        );
+        assert!(inst[1]["total"][key].is_number(), "total.{key}");
+    }
+    for key in ["avg", "p50", "p90", "p99", "p999", "max"] {
+        assert!(
+            inst[0]["latency_ms"]["db_read"][key].is_number(),
+            "latency {key}"
+        );
+    }
+    let sum: f64 = inst
+        .iter()
+        .map(|i| {
+            i["transactional"]["db_reads_per_s"].as_f64().unwrap_or(0.0)
+                + i["transactional"]["db_writes_per_s"]
+                    .as_f64()
+                    .unwrap_or(0.0)
+        })
+        .sum();
+    assert!((r["achieved_iops"].as_f64().expect("achieved") - sum).abs() < 1e-6);
+    let samples = std::fs::read_to_string(dir.join("r1/samples.jsonl")).expect("samples");
+    assert!(samples.lines().count() >= 2, "{samples}");
+    for line in samples.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("sample line is JSON");
+        assert_eq!(v["instances"].as_array().map(Vec::len), Some(2));
+    }
+    let log = std::fs::read_to_string(dir.join("r1/test.log")).expect("log");
+    assert!(
+        log.contains("Operation mix: Sessions 8, Inserts 40%"),
+        "{log}"
+    );
+    assert!(
+        log.contains("Create mbxstress-data/databases/mbxstress001.edb"),
+        "{log}"
+    );
+
+    // The second run attaches the same databases.
+    let run = small_run(&dir, "r2", &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let log = std::fs::read_to_string(dir.join("r2/test.log")).expect("log");
+    assert!(
+        log.contains("Attach mbxstress-data/databases/mbxstress002.edb"),
+        "{log}"
+    );
+    // And --out refuses to overwrite a result.
+    let run = small_run(&dir, "r2", &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("r2"), "{}", run.stderr);
+}
+
+#[test]
+fn failed_threshold_exits_1_with_the_failing_check() {
+    let dir = scratch("run-fail");
+    std::fs::write(
+        dir.join("strict.toml"),
+        "[cache]\nmax_dirty_age_s = 1\n[thresholds]\ndb_read_avg_ms = 0.000001\n",
+    )
+    .expect("write");
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "run",
+            "--config",
+            "strict.toml",
+            "--mailboxes",
+            "100",
+            "--iops-per-mailbox",
+            "1",
+            "--quota-mb",
+            "8",
+            "--databases",
+            "1",
+            "--duration",
+            "2s",
+            "--sample-interval",
+            "1s",
+            "--out",
+            "r",
+            "--progress",
+            "quiet",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("FAIL"), "{}", run.stdout);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("db_read_latency_avg_ms"))
+        .expect("check line");
+    assert!(line.ends_with("FAIL"), "{line}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r/result.json")).expect("result"))
+            .expect("json");
+    assert_eq!(r["verdict"]["pass"], false);
+}
+
+#[test]
+fn invalid_inputs_exit_2_naming_the_problem() {
+    let dir = scratch("run-invalid");
+    std::fs::write(dir.join("typo.toml"), "mailboxs = 5\n").expect("write");
+    for (args, needle) in [
+        (vec!["run", "--mailboxes", "0"], "--mailboxes"),
+        (vec!["run", "--copies", "4"], "--copies"),
+        (
+            vec!["run", "--iops-per-mailbox", "nan"],
+            "--iops-per-mailbox",
+        ),
+        (vec!["run", "--duration", "soon"], "--duration"),
+        (vec!["run", "--config", "typo.toml"], "mailboxs"),
+        (vec!["run", "--config", "missing.toml"], "missing.toml"),
+        (vec!["run", "--profile", "missing.toml"], "missing.toml"),
+    ] {
+        let run = mbx_in(Some(&dir), &args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(needle),
+            "{args:?} should name {needle}: {}",
+            run.stderr
+        );
+    }
+    // Nothing was created by the refused runs.
+    assert!(!dir.join("mbxstress-data").exists());
+}
+
+/// Ctrl-C during the measured phase: clean stop, exit 130, partial result marked interrupted.
+#[test]
+fn ctrl_c_writes_a_partial_result() {
+    let dir = scratch("run-ctrl-c");
+    std::fs::write(dir.join("fast.toml"), FAST).expect("write config");
+    let child = Command::new(env!("CARGO_BIN_EXE_mbxstress"))
+        .args([
+            "run",
+            "--config",
+            "fast.toml",
+            "--mailboxes",
+            "100",
+            "--iops-per-mailbox",
+            "1",
+            "--quota-mb",
+            "8",
+            "--databases",
+            "1",
+            "--duration",
+            "60s",
+            "--sample-interval",
+            "1s",
+            "--out",
+            "r",
+            "--progress",
+            "quiet",
+        ])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let samples = dir.join("r/samples.jsonl");
+    let start = Instant::now();
+    while std::fs::read_to_string(&samples)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+        < 2
+        && start.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("r/result.json")).expect("partial result"),
+    )
+    .expect("json");
+    assert_eq!(r["test"]["interrupted"], true);
+    assert_eq!(r["verdict"]["pass"], false);
+    assert!(r["test"]["duration_s"].as_f64().expect("duration") < 60.0);
+    assert!(
+        std::fs::read_to_string(&samples)
+            .expect("samples")
+            .lines()
+            .count()
+            >= 2
+    );
+    // The databases were shut down cleanly and verify.
+    let run = mbx_in(Some(&dir), &["verify", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}

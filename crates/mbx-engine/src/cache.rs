@@ -54,16 +54,23 @@ pub struct Cache {
 
 impl Cache {
     /// A cache of `max_frames` pages with flush thresholds in percent of it.
+    /// The thresholds never go below 16 and 32 frames, so that a small cache (scaled-down test
+    /// databases) starts flushing before one transaction's pages no longer fit.
     pub fn new(max_frames: usize, start_pct: f64, stop_pct: f64) -> Self {
-        let t = |pct: f64| ((max_frames as f64 * pct / 100.0).ceil() as usize).max(1);
+        let t = |pct: f64, floor: usize| {
+            ((max_frames as f64 * pct / 100.0).ceil() as usize)
+                .max(floor)
+                .min(max_frames / 4)
+                .max(1)
+        };
         Cache {
             frames: HashMap::with_capacity(max_frames),
             lru: BTreeMap::new(),
             dirty: BTreeMap::new(),
             stamp: 0,
             max_frames,
-            start_threshold: t(start_pct),
-            stop_threshold: t(stop_pct).max(t(start_pct) + 1),
+            start_threshold: t(start_pct, 16),
+            stop_threshold: t(stop_pct, 32).max(t(start_pct, 16) + 1),
             flushing: 0,
         }
     }

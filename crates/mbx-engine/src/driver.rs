@@ -543,11 +543,15 @@ impl<'a> Driver<'a> {
             }
         }
         if needed > self.instances[i].cache.available() {
+            // One stall per transaction that has to wait (retries of the same one do not count).
+            let first_stall = self.sessions[s].state != SState::Stalled;
             self.sessions[s].accesses = acc;
             self.sessions[s].state = SState::Stalled;
             let inst = &mut self.instances[i];
             inst.stalled.push_back(s);
-            inst.stats.stalls_interval += 1;
+            if first_stall {
+                inst.stats.stalls_interval += 1;
+            }
             inst.pressure = true;
             return Ok(());
         }

@@ -1,12 +1,10 @@
 //! `mbxstress prepare`: create, resume or attach the database set.
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::Context;
-use mbx_store::{plan_paths, prepare, CreateEvent, CreateParams};
+use mbx_store::{plan_paths, prepare, CreateParams};
 use serde::Serialize;
 
 use super::engine::{engine_and_direct, or_default, DEFAULT_DB_DIR, DEFAULT_LOG_DIR};
@@ -118,55 +116,22 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<ExitCode> {
             params.compressibility_pct
         );
     }
-    let per_db = Mutex::new(vec![0u64; specs.len()]);
-    let actions = Mutex::new(vec![""; specs.len()]);
-    let total_to_write = AtomicU64::new(0);
-    let bar = Mutex::new(None::<indicatif::ProgressBar>);
     let started = Instant::now();
-    let on_event = |e: CreateEvent| match e {
-        CreateEvent::Planned {
-            index,
-            path,
-            action,
-            bytes_to_write,
-        } => {
-            if let Ok(mut a) = actions.lock() {
-                a[index as usize] = action;
-            }
-            total_to_write.fetch_add(bytes_to_write, Ordering::Relaxed);
-            if !quiet {
-                eprintln!("  {action:<6} {}", path.display());
-            }
-        }
-        CreateEvent::Progress { index, bytes_done } => {
-            let sum: u64 = match per_db.lock() {
-                Ok(mut v) => {
-                    v[index as usize] = bytes_done;
-                    v.iter().sum()
-                }
-                Err(_) => return,
-            };
-            if let Ok(mut b) = bar.lock() {
-                let b = b.get_or_insert_with(|| {
-                    crate::progress::bytes_bar(
-                        total_to_write.load(Ordering::Relaxed),
-                        "writing",
-                        quiet,
-                    )
-                });
-                b.set_position(sum);
-            }
-        }
-        CreateEvent::Finished { .. } => {}
-    };
-    let result = prepare(&specs, &params, &on_event, &cancel, None);
-    if let Ok(Some(b)) = bar.lock().map(|mut b| b.take()) {
-        b.finish_and_clear();
-    }
+    let progress = crate::progress::CreateProgress::new(specs.len(), quiet, true);
+    let result = prepare(&specs, &params, &|e| progress.on_event(e), &cancel, None);
+    progress.finish();
     let prepared = result?;
     let elapsed = started.elapsed().as_secs_f64();
-    let written = total_to_write.load(Ordering::Relaxed);
-    let actions = actions.into_inner().unwrap_or_default();
+    let written = progress.planned_bytes();
+    let actions: Vec<&'static str> = {
+        let mut a = vec![""; specs.len()];
+        for (index, action, _) in progress.actions() {
+            if let Some(slot) = a.get_mut(index as usize) {
+                *slot = action;
+            }
+        }
+        a
+    };
     let summary = Summary {
         databases: prepared
             .iter()

@@ -5,14 +5,12 @@ use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use anyhow::Context;
 use mbx_config::RunConfig;
 use mbx_engine::result::RunResult;
 use mbx_engine::{run_performance, Observer, Progress, RunEvent};
-use mbx_store::{plan_paths, prepare, CreateEvent, CreateParams};
+use mbx_store::{plan_paths, prepare, CreateParams};
 
 use crate::cli::RunArgs;
 use crate::exit::usage;
@@ -283,49 +281,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         queue_depth: 4,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
     };
-    let per_db = Mutex::new(vec![0u64; specs.len()]);
-    let total = AtomicU64::new(0);
-    let bar = Mutex::new(None::<indicatif::ProgressBar>);
-    let actions = Mutex::new(Vec::new());
-    let on_event = |e: CreateEvent| match e {
-        CreateEvent::Planned {
-            path,
-            action,
-            bytes_to_write,
-            ..
-        } => {
-            total.fetch_add(bytes_to_write, Ordering::Relaxed);
-            if let Ok(mut a) = actions.lock() {
-                a.push(format!("{action} {}", path.display()));
-            }
-        }
-        CreateEvent::Progress { index, bytes_done } => {
-            let sum: u64 = match per_db.lock() {
-                Ok(mut v) => {
-                    v[index as usize] = bytes_done;
-                    v.iter().sum()
-                }
-                Err(_) => return,
-            };
-            if let Ok(mut b) = bar.lock() {
-                b.get_or_insert_with(|| {
-                    crate::progress::bytes_bar(
-                        total.load(Ordering::Relaxed),
-                        "creating databases",
-                        !human,
-                    )
-                })
-                .set_position(sum);
-            }
-        }
-        CreateEvent::Finished { .. } => {}
-    };
-    let prepared = prepare(&specs, &params, &on_event, &cancel, None);
-    if let Ok(Some(b)) = bar.lock().map(|mut b| b.take()) {
-        b.finish_and_clear();
-    }
-    for a in actions.into_inner().unwrap_or_default() {
-        observer.log_line(&capitalize(&a));
+    let progress = crate::progress::CreateProgress::new(specs.len(), !human, false);
+    let prepared = prepare(&specs, &params, &|e| progress.on_event(e), &cancel, None);
+    progress.finish();
+    for (_, action, path) in progress.actions() {
+        observer.log_line(&format!("{} {}", capitalize(action), path.display()));
     }
     let prepared = prepared?;
     observer.log_line("Preparations for testing are complete.");

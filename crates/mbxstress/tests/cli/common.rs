@@ -62,3 +62,22 @@ pub fn close(v: &serde_json::Value, expected: f64, tol: f64) {
         "expected {expected} +/- {tol}, got {actual}"
     );
 }
+
+/// Waits until `ready()` holds (at most `limit`), then sends SIGINT to `child` as Ctrl-C would,
+/// and returns its output.
+pub fn interrupt_when(
+    child: std::process::Child,
+    limit: std::time::Duration,
+    ready: impl Fn() -> bool,
+) -> std::process::Output {
+    let start = std::time::Instant::now();
+    while !ready() && start.elapsed() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    child.wait_with_output().expect("wait")
+}

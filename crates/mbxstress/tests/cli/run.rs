@@ -2,7 +2,7 @@
 //! dirty-page age so the settle phase takes one second).
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{mbx_in, scratch};
 
@@ -225,21 +225,12 @@ fn ctrl_c_writes_a_partial_result() {
         .spawn()
         .expect("spawn");
     let samples = dir.join("r/samples.jsonl");
-    let start = Instant::now();
-    while std::fs::read_to_string(&samples)
-        .map(|s| s.lines().count())
-        .unwrap_or(0)
-        < 2
-        && start.elapsed() < Duration::from_secs(60)
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
-    let out = child.wait_with_output().expect("wait");
+    let out = crate::common::interrupt_when(child, Duration::from_secs(60), || {
+        std::fs::read_to_string(&samples)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+            >= 2
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     let r: serde_json::Value = serde_json::from_str(

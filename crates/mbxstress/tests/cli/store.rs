@@ -1,7 +1,7 @@
 //! `prepare`, `verify` and `iobench` end to end: small databases (MiBs), short runs.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{mbx_in, scratch};
 
@@ -272,21 +272,15 @@ fn ctrl_c_keeps_progress_and_the_next_run_resumes() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    // Wait until data is being written, then interrupt.
+    // Once data is being written (plus a moment), interrupt.
     let db = dir.join("mbxstress-data/databases/mbxstress001.edb");
-    let start = Instant::now();
-    while std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0) == 0
-        && start.elapsed() < Duration::from_secs(20)
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
-    let out = child.wait_with_output().expect("wait");
+    let out = crate::common::interrupt_when(child, Duration::from_secs(20), || {
+        let started = std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0) > 0;
+        if started {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        started
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(

@@ -1,10 +1,10 @@
 //! The result model: `result.json` as in ../shared/spec/result-contract.md.
 
 use mbx_io::Percentiles;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The 12 Jetstress columns of an instance (transactional or total I/O).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct Io12 {
     /// I/O Database Reads Average Latency, ms.
     pub db_read_avg_latency_ms: f64,

@@ -50,6 +50,55 @@ pub enum Command {
     /// Raw I/O benchmark with fio-like flags: a device baseline, and the yardstick against fio.
     #[command(after_help = IOBENCH_HELP)]
     Iobench(IobenchArgs),
+    /// Read a Jetstress report (its tables as text: tab-separated or pipe tables) into our model.
+    #[command(after_help = IMPORT_HELP)]
+    Import(ImportArgs),
+    /// The ESRP summary across servers from mbxstress results and Jetstress reports, mixed.
+    #[command(after_help = ESRP_HELP)]
+    Esrp(EsrpArgs),
+}
+
+const IMPORT_HELP: &str = "\
+Recognizes the Transactional, Total, Background Database Maintenance and Log Replication I/O
+tables, Database Backup Statistics and Soft-Recovery Statistics, and the achieved and target IOPS.
+Numbers are kept as the report prints them; typed summaries (achieved IOPS, Avg/Sum rows) that
+disagree with the per-instance rows beyond rounding are listed as discrepancies.
+
+Examples:
+  mbxstress import Performance_2014_5_6.txt
+  mbxstress import report.txt --json";
+
+const ESRP_HELP: &str = "\
+Per server (from the Transactional I/O table): database transfers/s = sum of reads/s + writes/s,
+reads/s and writes/s summed, read and write latency averaged over instances, log writes/s summed,
+log write latency averaged. Aggregate: sums of the server sums, means of the server means.
+Backup: MB/s per database (Avg row) and per server (Sum row). Soft recovery: average elapsed /
+average logs replayed.
+
+Examples:
+  mbxstress esrp server1/result.json server2/result.json
+  mbxstress esrp perf.txt backup.txt softrecovery.txt --json";
+
+/// `mbxstress import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The report file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print the imported model as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `mbxstress esrp`.
+#[derive(Debug, Args)]
+pub struct EsrpArgs {
+    /// result.json files and/or Jetstress reports as text.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print JSON (servers, aggregate, backup, soft_recovery, discrepancies).
+    #[arg(long)]
+    pub json: bool,
 }
 
 const RUN_HELP: &str = "\

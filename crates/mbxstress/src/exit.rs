@@ -40,6 +40,7 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
                 e.downcast_ref::<mbx_io::bench::BenchError>(),
                 Some(mbx_io::bench::BenchError::Invalid(_))
             )
+            || e.is::<mbx_report::ImportError>()
     });
     ExitCode::from(if is_usage { USAGE } else { RUNTIME })
 }

@@ -1,6 +1,8 @@
 //! One file per subcommand: glue from parsed flags to the library crates and the renderers.
 
 mod engine;
+mod esrp;
+mod import;
 mod iobench;
 mod prepare;
 mod run;
@@ -19,5 +21,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prepare(args) => prepare::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Iobench(args) => iobench::run(args),
+        Command::Import(args) => import::run(args),
+        Command::Esrp(args) => esrp::run(args),
     }
 }

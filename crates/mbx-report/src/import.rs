@@ -1,0 +1,506 @@
+//! Import of Jetstress reports given as text: the report's tables copied out of its HTML page or a
+//! PDF, as tab-separated rows (as in the Dell ESRP paper) or markdown pipe tables with bold keys
+//! (as in the Tintri paper). The source's own numbers are kept; where a typed summary row
+//! disagrees with the per-instance rows beyond rounding, a discrepancy is recorded.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// The 12 Jetstress columns, as imported.
+pub use mbx_engine::result::Io12;
+
+/// Errors of the import, naming the file, the table and the row.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A table or value is malformed.
+    #[error("{}: table \"{table}\", row {row}: {reason}", path.display())]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// The table's title.
+        table: String,
+        /// The row (1-based line number in the file, or the instance name).
+        row: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Nothing recognizable.
+    #[error("{}: no Jetstress report tables found (expected e.g. \"Transactional I/O Performance\", \"Database Backup Statistics\" or \"Soft-Recovery Statistics\")", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// A per-instance pair of figures (BDM or log replication).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RateRow {
+    /// Instance.
+    pub instance: String,
+    /// Reads per second.
+    pub reads_per_s: f64,
+    /// Average bytes.
+    pub read_avg_bytes: f64,
+}
+
+/// One database of a backup report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BackupRow {
+    /// Instance.
+    pub instance: String,
+    /// Database size, MB.
+    pub database_size_mb: f64,
+    /// Elapsed time as printed (hh:mm:ss).
+    pub elapsed: String,
+    /// Elapsed seconds.
+    pub elapsed_s: f64,
+    /// MB per second.
+    pub mb_per_s: f64,
+}
+
+/// One database of a soft recovery report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SoftRecoveryRow {
+    /// Instance.
+    pub instance: String,
+    /// Log files replayed.
+    pub log_files_replayed: f64,
+    /// Elapsed seconds.
+    pub elapsed_s: f64,
+}
+
+/// An instance's row of a 12-column table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InstanceIo {
+    /// Instance.
+    pub instance: String,
+    /// Its 12 columns.
+    pub io: Io12,
+}
+
+/// Everything recognized in a report.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct ImportedReport {
+    /// The file.
+    pub source: String,
+    /// "performance", "stress", "backup", "soft-recovery" or "unknown".
+    pub kind: String,
+    /// Machine name, if given.
+    pub machine: Option<String>,
+    /// Overall result ("Pass"/"Fail"), if given.
+    pub overall_result: Option<String>,
+    /// Achieved transactional IOPS as typed in the report.
+    pub achieved_iops_typed: Option<f64>,
+    /// Target transactional IOPS.
+    pub target_iops: Option<f64>,
+    /// Transactional I/O Performance.
+    pub transactional: Vec<InstanceIo>,
+    /// Total I/O Performance.
+    pub total: Vec<InstanceIo>,
+    /// Background Database Maintenance I/O Performance.
+    pub bdm: Vec<RateRow>,
+    /// Log Replication I/O Performance.
+    pub log_replication: Vec<RateRow>,
+    /// Database Backup Statistics.
+    pub backup: Vec<BackupRow>,
+    /// The backup table's typed Avg row (MB/s).
+    pub backup_avg_typed: Option<f64>,
+    /// The backup table's typed Sum row (MB/s).
+    pub backup_sum_typed: Option<f64>,
+    /// Soft-Recovery Statistics.
+    pub soft_recovery: Vec<SoftRecoveryRow>,
+    /// The soft recovery table's typed Avg row: (logs, seconds).
+    pub soft_recovery_avg_typed: Option<(f64, f64)>,
+    /// Typed summaries that disagree with the per-instance data beyond rounding.
+    pub discrepancies: Vec<String>,
+}
+
+const IO12_COLUMNS: [&str; 12] = [
+    "I/O Database Reads Average Latency (msec)",
+    "I/O Database Writes Average Latency (msec)",
+    "I/O Database Reads/sec",
+    "I/O Database Writes/sec",
+    "I/O Database Reads Average Bytes",
+    "I/O Database Writes Average Bytes",
+    "I/O Log Reads Average Latency (msec)",
+    "I/O Log Writes Average Latency (msec)",
+    "I/O Log Reads/sec",
+    "I/O Log Writes/sec",
+    "I/O Log Reads Average Bytes",
+    "I/O Log Writes Average Bytes",
+];
+
+/// Removes markdown and HTML emphasis and surrounding space.
+fn clean(s: &str) -> String {
+    s.replace("**", "")
+        .replace("<b>", "")
+        .replace("</b>", "")
+        .replace('\u{a0}', " ")
+        .trim()
+        .trim_start_matches('#')
+        .trim()
+        .to_string()
+}
+
+/// Splits a table row: tab-separated, or a markdown pipe row. `None` if the line is not a row.
+fn cells(line: &str) -> Option<Vec<String>> {
+    let t = line.trim();
+    if t.starts_with('|') {
+        let inner = t.trim_matches('|');
+        if inner
+            .chars()
+            .all(|c| c == '-' || c == '|' || c == ':' || c == ' ')
+        {
+            return None; // separator row
+        }
+        return Some(inner.split('|').map(clean).collect());
+    }
+    if t.contains('\t') {
+        return Some(t.split('\t').map(clean).collect());
+    }
+    None
+}
+
+/// A markdown table's separator row (`|---|:--|`).
+fn is_separator(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with('|') && t.chars().all(|c| matches!(c, '-' | '|' | ':' | ' '))
+}
+
+/// Parses a table cell: the whole cell must be a number ("1056.711", ".394", "1,234.5").
+fn cell_number(s: &str) -> Option<f64> {
+    let v = s.trim().replace(',', "");
+    if v.is_empty() {
+        return None;
+    }
+    v.parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+/// Parses a number at the start of a value as Jetstress prints it ("96.19(Average)", "720").
+fn number(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == ','))
+        .unwrap_or(s.len());
+    let v = s[..end].replace(',', "");
+    if v.is_empty() {
+        return None;
+    }
+    v.parse().ok()
+}
+
+fn hms(s: &str) -> Option<f64> {
+    let parts: Vec<&str> = s.trim().split(':').collect();
+    if parts.len() != 3 {
+        return None;
+    }
+    let n: Vec<f64> = parts.iter().filter_map(|p| p.parse().ok()).collect();
+    (n.len() == 3).then(|| n[0] * 3600.0 + n[1] * 60.0 + n[2])
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Table {
+    Transactional,
+    Total,
+    Bdm,
+    Replication,
+    Backup,
+    SoftRecovery,
+}
+
+impl Table {
+    fn title(self) -> &'static str {
+        match self {
+            Table::Transactional => "Transactional I/O Performance",
+            Table::Total => "Total I/O Performance",
+            Table::Bdm => "Background Database Maintenance I/O Performance",
+            Table::Replication => "Log Replication I/O Performance",
+            Table::Backup => "Database Backup Statistics",
+            Table::SoftRecovery => "Soft-Recovery Statistics",
+        }
+    }
+    fn detect(line: &str) -> Option<Table> {
+        let l = clean(line);
+        [
+            Table::Transactional,
+            Table::Total,
+            Table::Bdm,
+            Table::Replication,
+            Table::Backup,
+            Table::SoftRecovery,
+        ]
+        .into_iter()
+        .find(|t| l.starts_with(t.title()) && l.len() < t.title().len() + 12)
+    }
+}
+
+/// Imports a report file.
+pub fn import_file(path: &Path) -> Result<ImportedReport, ImportError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    import_text(&text, path)
+}
+
+/// Imports report text; `path` names the source in errors.
+pub fn import_text(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
+    let mut r = ImportedReport {
+        source: path.display().to_string(),
+        kind: "unknown".into(),
+        ..Default::default()
+    };
+    let err = |table: &str, row: String, reason: String| ImportError::Malformed {
+        path: path.to_path_buf(),
+        table: table.to_string(),
+        row,
+        reason,
+    };
+    let mut current: Option<Table> = None;
+    let mut header: Option<Vec<String>> = None;
+    for (n, raw) in text.lines().enumerate() {
+        let line_no = n + 1;
+        let plain = clean(raw);
+        if plain.contains("Stress Test Result Report") {
+            r.kind = "stress".into();
+        } else if plain.contains("Performance Test Result Report") {
+            r.kind = "performance".into();
+        } else if plain.contains("backup Test Result Report")
+            || plain.contains("Backup Test Result Report")
+        {
+            r.kind = "backup".into();
+        } else if plain.contains("SoftRecovery Test Result Report") {
+            r.kind = "soft-recovery".into();
+        }
+        for (key, slot) in [
+            (
+                "Achieved Transactional I/O per Second",
+                &mut r.achieved_iops_typed,
+            ),
+            ("Target Transactional I/O per Second", &mut r.target_iops),
+        ] {
+            if let Some(rest) = plain.strip_prefix(key) {
+                *slot = Some(number(rest).ok_or_else(|| {
+                    err(
+                        "Database Sizing and Throughput",
+                        format!("line {line_no}"),
+                        format!("'{}' is not a number", rest.trim()),
+                    )
+                })?);
+            }
+        }
+        if let Some(rest) = plain.strip_prefix("Machine Name") {
+            r.machine = Some(rest.trim().to_string());
+        }
+        if let Some(rest) = plain.strip_prefix("Overall Test Result") {
+            r.overall_result = Some(rest.trim().to_string());
+        }
+        if let Some(t) = Table::detect(raw) {
+            current = Some(t);
+            header = None;
+            continue;
+        }
+        let Some(table) = current else { continue };
+        if is_separator(raw) {
+            continue;
+        }
+        let Some(row) = cells(raw) else {
+            // A non-row line after the rows ends the table; blank lines and text before the
+            // header are allowed.
+            if header.is_some() && !plain.is_empty() {
+                current = None;
+            }
+            continue;
+        };
+        if header.is_none() {
+            header = Some(row);
+            if table == Table::Transactional || table == Table::Total {
+                let h = header.as_ref().map(|h| h.len()).unwrap_or(0);
+                if h != 13 {
+                    return Err(err(
+                        table.title(),
+                        format!("line {line_no}"),
+                        format!("expected 13 columns (instance + 12 Jetstress columns), found {h}"),
+                    ));
+                }
+                for (i, want) in IO12_COLUMNS.iter().enumerate() {
+                    let got = header.as_ref().map(|h| h[i + 1].as_str()).unwrap_or("");
+                    if !got.starts_with(want.trim_end_matches(')')) && got != *want {
+                        return Err(err(
+                            table.title(),
+                            format!("line {line_no}"),
+                            format!("column {} is \"{got}\", expected \"{want}\"", i + 2),
+                        ));
+                    }
+                }
+            }
+            continue;
+        }
+        let name = row[0].clone();
+        let rowname = format!("line {line_no} ({name})");
+        let num = |i: usize| -> Result<f64, ImportError> {
+            let cell = row.get(i).map(String::as_str).unwrap_or("");
+            cell_number(cell).ok_or_else(|| {
+                err(
+                    table.title(),
+                    rowname.clone(),
+                    format!("column {} ('{cell}') is not a number", i + 1),
+                )
+            })
+        };
+        match table {
+            Table::Transactional | Table::Total => {
+                if row.len() != 13 {
+                    return Err(err(
+                        table.title(),
+                        rowname,
+                        format!("expected 13 cells, found {}", row.len()),
+                    ));
+                }
+                let v: Vec<f64> = (1..13).map(&num).collect::<Result<_, _>>()?;
+                let io = Io12 {
+                    db_read_avg_latency_ms: v[0],
+                    db_write_avg_latency_ms: v[1],
+                    db_reads_per_s: v[2],
+                    db_writes_per_s: v[3],
+                    db_read_avg_bytes: v[4],
+                    db_write_avg_bytes: v[5],
+                    log_read_avg_latency_ms: v[6],
+                    log_write_avg_latency_ms: v[7],
+                    log_reads_per_s: v[8],
+                    log_writes_per_s: v[9],
+                    log_read_avg_bytes: v[10],
+                    log_write_avg_bytes: v[11],
+                };
+                let dest = if table == Table::Transactional {
+                    &mut r.transactional
+                } else {
+                    &mut r.total
+                };
+                dest.push(InstanceIo { instance: name, io });
+            }
+            Table::Bdm | Table::Replication => {
+                let rr = RateRow {
+                    instance: name,
+                    reads_per_s: num(1)?,
+                    read_avg_bytes: num(2)?,
+                };
+                if table == Table::Bdm {
+                    r.bdm.push(rr)
+                } else {
+                    r.log_replication.push(rr)
+                }
+            }
+            Table::Backup => {
+                let last = row
+                    .iter()
+                    .rev()
+                    .find(|c| !c.is_empty())
+                    .cloned()
+                    .unwrap_or_default();
+                match name.as_str() {
+                    "Avg" => r.backup_avg_typed = cell_number(&last),
+                    "Sum" => r.backup_sum_typed = cell_number(&last),
+                    _ => {
+                        let elapsed = row.get(2).cloned().unwrap_or_default();
+                        let elapsed_s = hms(&elapsed).ok_or_else(|| {
+                            err(
+                                table.title(),
+                                rowname.clone(),
+                                format!("elapsed time '{elapsed}' is not hh:mm:ss"),
+                            )
+                        })?;
+                        r.backup.push(BackupRow {
+                            instance: name,
+                            database_size_mb: num(1)?,
+                            elapsed,
+                            elapsed_s,
+                            mb_per_s: num(3)?,
+                        });
+                    }
+                }
+            }
+            Table::SoftRecovery => match name.as_str() {
+                "Avg" => r.soft_recovery_avg_typed = Some((num(1)?, num(2)?)),
+                "Sum" => {}
+                _ => r.soft_recovery.push(SoftRecoveryRow {
+                    instance: name,
+                    log_files_replayed: num(1)?,
+                    elapsed_s: num(2)?,
+                }),
+            },
+        }
+    }
+    if r.transactional.is_empty()
+        && r.backup.is_empty()
+        && r.soft_recovery.is_empty()
+        && r.total.is_empty()
+    {
+        return Err(ImportError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    check_summaries(&mut r);
+    Ok(r)
+}
+
+/// Records typed summaries that disagree with per-instance data by more than rounding.
+fn check_summaries(r: &mut ImportedReport) {
+    // Tolerance: each of n values printed with 3 (or 2) decimals may be off by half a unit.
+    if let Some(typed) = r.achieved_iops_typed {
+        if !r.transactional.is_empty() {
+            let sum: f64 = r
+                .transactional
+                .iter()
+                .map(|i| i.io.db_reads_per_s + i.io.db_writes_per_s)
+                .sum();
+            let tol = 2.0 * r.transactional.len() as f64 * 0.0005 + 0.0005;
+            if (sum - typed).abs() > tol {
+                r.discrepancies.push(format!("achieved IOPS typed as {typed} but the instances' reads/s + writes/s sum to {sum:.3}"));
+            }
+        }
+    }
+    let n = r.backup.len() as f64;
+    if n > 0.0 {
+        let sum: f64 = r.backup.iter().map(|b| b.mb_per_s).sum();
+        let tol = n * 0.005 + 0.005;
+        if let Some(typed) = r.backup_sum_typed {
+            if (sum - typed).abs() > tol {
+                r.discrepancies.push(format!(
+                    "backup Sum typed as {typed} MB/s but the databases sum to {sum:.2}"
+                ));
+            }
+        }
+        if let Some(typed) = r.backup_avg_typed {
+            if (sum / n - typed).abs() > 0.01 {
+                r.discrepancies.push(format!(
+                    "backup Avg typed as {typed} MB/s but the databases average {:.2}",
+                    sum / n
+                ));
+            }
+        }
+    }
+    let m = r.soft_recovery.len() as f64;
+    if let (Some((logs, secs)), true) = (r.soft_recovery_avg_typed, m > 0.0) {
+        let avg_logs = r
+            .soft_recovery
+            .iter()
+            .map(|s| s.log_files_replayed)
+            .sum::<f64>()
+            / m;
+        let avg_secs = r.soft_recovery.iter().map(|s| s.elapsed_s).sum::<f64>() / m;
+        if (avg_logs - logs).abs() > 0.5 || (avg_secs - secs).abs() > 0.001 * secs.max(1.0) {
+            r.discrepancies.push(format!("soft recovery Avg typed as {logs} logs / {secs} s but the databases average {avg_logs:.2} / {avg_secs:.3}"));
+        }
+    }
+}

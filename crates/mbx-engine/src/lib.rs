@@ -435,7 +435,7 @@ fn build_result(
         })
         .sum();
     RunResult {
-        schema: "mbxstress.result/1",
+        schema: "mbxstress.result/1".into(),
         test: TestInfo {
             test_type: "performance".into(),
             start: wall(times.started, ref_instant, ref_wall),
@@ -466,8 +466,8 @@ fn build_result(
         instances,
         host,
         integrity,
-        samples_file: "samples.jsonl",
-        log_file: "test.log",
+        samples_file: "samples.jsonl".into(),
+        log_file: "test.log".into(),
     }
 }
 

@@ -33,7 +33,7 @@ pub struct Io12 {
 }
 
 /// A stream's rate and size.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct RateBytes {
     /// Reads per second.
     pub reads_per_s: f64,
@@ -42,7 +42,7 @@ pub struct RateBytes {
 }
 
 /// Latency percentiles per stream.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct LatencyPercentiles {
     /// Transactional database reads.
     pub db_read: Percentiles,
@@ -53,7 +53,7 @@ pub struct LatencyPercentiles {
 }
 
 /// Data integrity findings of every verified read during the run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct Integrity {
     /// Pages verified (transactional and BDM reads).
     pub pages_verified: u64,
@@ -84,7 +84,7 @@ impl Integrity {
 }
 
 /// One database instance's results.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InstanceResult {
     /// Jetstress-style name ("Instance<pid>.<n>").
     pub name: String,
@@ -111,7 +111,7 @@ pub struct InstanceResult {
 }
 
 /// Average, minimum, maximum.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct Amm {
     /// Average.
     pub avg: f64,
@@ -136,7 +136,7 @@ impl Amm {
 }
 
 /// Host counters over the measured phase.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct Host {
     /// CPU busy, percent of all cores.
     pub cpu_pct: Amm,
@@ -150,7 +150,7 @@ pub struct Host {
 }
 
 /// One verdict check.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// What is checked.
     pub name: String,
@@ -163,7 +163,7 @@ pub struct Check {
 }
 
 /// Pass or fail, with every check.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// All checks passed (and the test was not interrupted).
     pub pass: bool,
@@ -172,7 +172,7 @@ pub struct Verdict {
 }
 
 /// Test identification and timing.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestInfo {
     /// "performance".
     #[serde(rename = "type")]
@@ -202,7 +202,7 @@ pub struct TestInfo {
 }
 
 /// The profile block of the contract.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfileBlock {
     /// Mailboxes.
     pub mailboxes: u64,
@@ -219,19 +219,20 @@ pub struct ProfileBlock {
 }
 
 /// Database sizes in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DbSizes {
     /// At the start.
     pub initial: u64,
     /// At the end.
+    #[serde(rename = "final")]
     pub final_: u64,
 }
 
 /// `result.json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     /// "mbxstress.result/1".
-    pub schema: &'static str,
+    pub schema: String,
     /// Identification and timing.
     pub test: TestInfo,
     /// The resolved configuration.
@@ -253,7 +254,7 @@ pub struct RunResult {
     /// Integrity over all instances.
     pub integrity: Integrity,
     /// Samples file (in the same folder).
-    pub samples_file: &'static str,
+    pub samples_file: String,
     /// Log file (in the same folder).
-    pub log_file: &'static str,
+    pub log_file: String,
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Highest latency recorded exactly: one hour. Longer values are clamped (and counted).
 const MAX_NS: u64 = 3_600_000_000_000;
@@ -16,7 +16,7 @@ pub struct LatencyHistogram {
 }
 
 /// Percentile summary in milliseconds (the result contract's `PCT`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct Percentiles {
     /// Mean.
     pub avg: f64,

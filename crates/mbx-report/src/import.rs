@@ -165,8 +165,16 @@ fn cells(line: &str) -> Option<Vec<String>> {
         }
         return Some(inner.split('|').map(clean).collect());
     }
-    if t.contains('\t') {
-        return Some(t.split('\t').map(clean).collect());
+    if line.contains('\t') {
+        let mut v: Vec<String> = line
+            .trim_end_matches(['\t', ' ', '\r'])
+            .split('\t')
+            .map(clean)
+            .collect();
+        while v.len() > 1 && v.last().is_some_and(String::is_empty) {
+            v.pop();
+        }
+        return Some(v);
     }
     None
 }
@@ -253,8 +261,101 @@ pub fn import_file(path: &Path) -> Result<ImportedReport, ImportError> {
     import_text(&text, path)
 }
 
-/// Imports report text; `path` names the source in errors.
+/// True if the text is an HTML document (or fragment with tables).
+fn looks_like_html(text: &str) -> bool {
+    let head: String = text
+        .chars()
+        .take(4096)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    head.contains("<html") || head.contains("<!doctype html") || head.contains("<table")
+}
+
+fn decode_entities(s: &str) -> String {
+    s.replace("&nbsp;", " ")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#x27;", "'")
+        .replace("&amp;", "&")
+}
+
+/// Turns an HTML report into the text form the importer reads: a table row per line with cells
+/// separated by tabs, headings and other blocks on lines of their own, scripts and styles dropped.
+fn html_to_text(html: &str, path: &Path) -> Result<String, ImportError> {
+    let lower = html.to_ascii_lowercase();
+    if lower.contains("<html") && !lower.contains("</html>") {
+        return Err(ImportError::Malformed {
+            path: path.to_path_buf(),
+            table: "HTML document".into(),
+            row: "end of file".into(),
+            reason: "the HTML is truncated (no closing </html>); save the complete report".into(),
+        });
+    }
+    let mut out = String::with_capacity(html.len() / 2);
+    let mut text = String::new();
+    let mut rest = html;
+    let mut skip_until: Option<&str> = None;
+    let flush = |text: &mut String, out: &mut String| {
+        let t = decode_entities(&text.split_whitespace().collect::<Vec<_>>().join(" "));
+        out.push_str(&t);
+        text.clear();
+    };
+    while let Some(lt) = rest.find('<') {
+        if skip_until.is_none() {
+            text.push_str(&rest[..lt]);
+        }
+        let Some(gt) = rest[lt..].find('>') else {
+            break;
+        };
+        let tag = rest[lt + 1..lt + gt].trim().to_ascii_lowercase();
+        rest = &rest[lt + gt + 1..];
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let closing = tag.starts_with('/');
+        if let Some(end) = skip_until {
+            if closing && name == end {
+                skip_until = None;
+            }
+            continue;
+        }
+        match (name.as_str(), closing) {
+            ("script", false) => skip_until = Some("script"),
+            ("style", false) => skip_until = Some("style"),
+            ("td" | "th", true) => {
+                flush(&mut text, &mut out);
+                out.push('\t');
+            }
+            (
+                "tr" | "br" | "p" | "div" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "table"
+                | "li" | "pre" | "title",
+                _,
+            ) => {
+                flush(&mut text, &mut out);
+                out.push('\n');
+            }
+            _ => {}
+        }
+    }
+    text.push_str(rest);
+    flush(&mut text, &mut out);
+    Ok(out)
+}
+
+/// Imports report text (or an HTML report); `path` names the source in errors.
 pub fn import_text(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
+    if looks_like_html(text) {
+        let converted = html_to_text(text, path)?;
+        return import_plain(&converted, path);
+    }
+    import_plain(text, path)
+}
+
+fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
     let mut r = ImportedReport {
         source: path.display().to_string(),
         kind: "unknown".into(),
@@ -271,15 +372,16 @@ pub fn import_text(text: &str, path: &Path) -> Result<ImportedReport, ImportErro
     for (n, raw) in text.lines().enumerate() {
         let line_no = n + 1;
         let plain = clean(raw);
-        if plain.contains("Stress Test Result Report") {
+        let lower = plain.to_ascii_lowercase();
+        if lower.contains("stress test result report") {
             r.kind = "stress".into();
-        } else if plain.contains("Performance Test Result Report") {
+        } else if lower.contains("performance test result report") {
             r.kind = "performance".into();
-        } else if plain.contains("backup Test Result Report")
-            || plain.contains("Backup Test Result Report")
-        {
+        } else if lower.contains("backup test result report") {
             r.kind = "backup".into();
-        } else if plain.contains("SoftRecovery Test Result Report") {
+        } else if lower.contains("softrecovery test result report")
+            || lower.contains("soft recovery test result report")
+        {
             r.kind = "soft-recovery".into();
         }
         for (key, slot) in [

@@ -1,8 +1,17 @@
-//! Reports from results: import of Jetstress reports given as text ([`import`]) and the ESRP
-//! summary across servers ([`esrp`]). HTML and CSV rendering and `compare` are still to come.
+//! Reports from results:
+//! - [`report::write_report`]: the HTML report ([`html`], charts from [`svg`]) and CSV files of a
+//!   run, from its result.json, samples.jsonl and test.log;
+//! - [`import`]: Jetstress reports given as text, into the same model;
+//! - [`esrp`]: the ESRP summary across servers;
+//! - [`compare`]: key figures of two results side by side.
 
+pub mod compare;
 pub mod esrp;
+pub mod html;
 pub mod import;
+pub mod report;
+pub mod svg;
 
 pub use esrp::{load, summarize, EsrpSummary};
 pub use import::{import_file, ImportError, ImportedReport};
+pub use report::{write_report, ReportError};

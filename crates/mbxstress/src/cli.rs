@@ -50,6 +50,16 @@ pub enum Command {
     /// Raw I/O benchmark with fio-like flags: a device baseline, and the yardstick against fio.
     #[command(after_help = IOBENCH_HELP)]
     Iobench(IobenchArgs),
+    /// Write the HTML report and CSV files of a run (also done at the end of every run).
+    #[command(
+        after_help = "Examples:\n  mbxstress report mbxstress-results/2026-11-22T010013Z\n  mbxstress report run1/result.json --out /tmp/report"
+    )]
+    Report(ReportArgs),
+    /// Key figures of two results side by side (mbxstress results or Jetstress reports).
+    #[command(
+        after_help = "Examples:\n  mbxstress compare before/result.json after/result.json\n  mbxstress compare jetstress-report.txt mbxstress-results/x/result.json --json"
+    )]
+    Compare(CompareArgs),
     /// Read a Jetstress report (its tables as text: tab-separated or pipe tables) into our model.
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
@@ -78,6 +88,31 @@ average logs replayed.
 Examples:
   mbxstress esrp server1/result.json server2/result.json
   mbxstress esrp perf.txt backup.txt softrecovery.txt --json";
+
+/// `mbxstress report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A result folder, or its result.json.
+    #[arg(value_name = "RESULT_DIR|result.json")]
+    pub input: PathBuf,
+    /// Where to write report.html, instances.csv and samples.csv [default: the result folder].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `mbxstress compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The first result (result.json or a Jetstress report as text).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The second result.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// `mbxstress import`.
 #[derive(Debug, Args)]

@@ -1,10 +1,12 @@
 //! One file per subcommand: glue from parsed flags to the library crates and the renderers.
 
+mod compare;
 mod engine;
 mod esrp;
 mod import;
 mod iobench;
 mod prepare;
+mod report;
 mod run;
 mod size;
 mod verify;
@@ -22,6 +24,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Verify(args) => verify::run(args),
         Command::Iobench(args) => iobench::run(args),
         Command::Import(args) => import::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Esrp(args) => esrp::run(args),
     }
 }

@@ -308,12 +308,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for e in &observer.errors {
         eprintln!("warning: {e}");
     }
+    // The report is a convenience on top of result.json: a failure to write it is a warning.
+    let report = match mbx_report::write_report(&dir, None) {
+        Ok(files) => files.into_iter().next(),
+        Err(e) => {
+            eprintln!("warning: could not write the HTML report: {e}");
+            None
+        }
+    };
     match args.progress.as_str() {
         "jsonl" => println!(
             "{}",
             serde_json::json!({ "event": "result", "path": result_path, "pass": result.verdict.pass })
         ),
-        _ => print_summary(&result, &result_path),
+        _ => print_summary(&result, &result_path, report.as_deref()),
     }
     Ok(if result.test.interrupted {
         ExitCode::from(crate::interrupt::INTERRUPTED)
@@ -324,7 +332,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_summary(r: &RunResult, path: &Path) {
+fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) {
     println!();
     println!(
         "{} | achieved {} IOPS of {} target | measured {}{}",
@@ -367,4 +375,7 @@ fn print_summary(r: &RunResult, path: &Path) {
         );
     }
     println!("Result: {}", path.display());
+    if let Some(p) = report {
+        println!("Report: {}", p.display());
+    }
 }

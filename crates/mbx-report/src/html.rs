@@ -1,0 +1,306 @@
+//! The HTML report of a run: one self-contained file (inline CSS and SVG, no scripts, no network)
+//! with Jetstress's sections in Jetstress's order and column names, plus the verdict, latency
+//! percentiles, time-series charts and the resolved configuration. Rendered with maud (escaped).
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use mbx_engine::result::{Io12, RunResult};
+
+use crate::svg::{LineChart, Series};
+
+/// Jetstress's section titles, in report order (tests check them).
+pub const SECTIONS: [&str; 10] = [
+    "Test Summary",
+    "Database Sizing and Throughput",
+    "System Parameters",
+    "Database Configuration",
+    "Transactional I/O Performance",
+    "Background Database Maintenance I/O Performance",
+    "Log Replication I/O Performance",
+    "Total I/O Performance",
+    "Host System Performance",
+    "Test Log",
+];
+
+/// Jetstress's 12 column names.
+pub const IO12_COLUMNS: [&str; 12] = [
+    "I/O Database Reads Average Latency (msec)",
+    "I/O Database Writes Average Latency (msec)",
+    "I/O Database Reads/sec",
+    "I/O Database Writes/sec",
+    "I/O Database Reads Average Bytes",
+    "I/O Database Writes Average Bytes",
+    "I/O Log Reads Average Latency (msec)",
+    "I/O Log Writes Average Latency (msec)",
+    "I/O Log Reads/sec",
+    "I/O Log Writes/sec",
+    "I/O Log Reads Average Bytes",
+    "I/O Log Writes Average Bytes",
+];
+
+const CSS: &str = "
+body { font-family: 'Segoe UI', Arial, sans-serif; font-size: 12px; color: #222; margin: 24px; max-width: 1200px; }
+h1 { font-size: 20px; margin-bottom: 4px; }
+h2 { font-size: 15px; border-bottom: 2px solid #0072B2; padding-bottom: 2px; margin-top: 28px; }
+table { border-collapse: collapse; margin: 6px 0; }
+th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: right; vertical-align: top; }
+th { background: #eef3f8; font-weight: 600; }
+td:first-child, th:first-child { text-align: left; }
+table.kv td:first-child { font-weight: 600; background: #f6f8fa; }
+table.kv td { text-align: left; }
+.pass { color: #006b3c; font-weight: bold; }
+.fail { color: #b00020; font-weight: bold; }
+pre { background: #f6f8fa; border: 1px solid #ddd; padding: 8px; overflow-x: auto; font-size: 11px; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; }
+.note { color: #555; }
+@media print {
+  body { margin: 0; max-width: none; font-size: 10px; }
+  h2 { page-break-after: avoid; }
+  table, .chart { page-break-inside: avoid; }
+  pre { white-space: pre-wrap; }
+}
+";
+
+fn f3(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+fn io_row(name: &str, io: &Io12) -> Markup {
+    let v = [
+        io.db_read_avg_latency_ms,
+        io.db_write_avg_latency_ms,
+        io.db_reads_per_s,
+        io.db_writes_per_s,
+        io.db_read_avg_bytes,
+        io.db_write_avg_bytes,
+        io.log_read_avg_latency_ms,
+        io.log_write_avg_latency_ms,
+        io.log_reads_per_s,
+        io.log_writes_per_s,
+        io.log_read_avg_bytes,
+        io.log_write_avg_bytes,
+    ];
+    html! { tr { td { (name) } @for x in v { td { (f3(x)) } } } }
+}
+
+fn io_table(rows: &[(String, Io12)]) -> Markup {
+    html! {
+        table {
+            tr { th { "MSExchange Database ==> Instances" } @for c in IO12_COLUMNS { th { (c) } } }
+            @for (name, io) in rows { (io_row(name, io)) }
+        }
+    }
+}
+
+fn kv(rows: &[(&str, String)]) -> Markup {
+    html! { table.kv { @for (k, v) in rows { tr { td { (k) } td { (v) } } } } }
+}
+
+/// Time series per instance from the samples: x = seconds since the start of measurement.
+fn series(
+    samples: &[serde_json::Value],
+    names: &[String],
+    f: impl Fn(&serde_json::Value) -> f64,
+) -> Vec<Series> {
+    let mut t = 0.0;
+    let mut out: Vec<Series> = names
+        .iter()
+        .map(|n| Series {
+            name: n.clone(),
+            points: Vec::new(),
+        })
+        .collect();
+    for s in samples {
+        t += s["interval_s"].as_f64().unwrap_or(0.0);
+        if let Some(insts) = s["instances"].as_array() {
+            for i in insts {
+                let name = i["name"].as_str().unwrap_or("");
+                if let Some(ser) = out.iter_mut().find(|x| x.name == name) {
+                    ser.points.push((t, f(i)));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn charts(samples: &[serde_json::Value], names: &[String]) -> Markup {
+    let num = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(0.0);
+    let mut list = vec![
+        LineChart {
+            title: "Transactional IOPS (DB reads + writes per second)".into(),
+            x_label: "seconds of measurement".into(),
+            y_label: "IOPS".into(),
+            series: series(samples, names, |i| {
+                num(i, "db_reads_per_s") + num(i, "db_writes_per_s")
+            }),
+        },
+        LineChart {
+            title: "Throughput (database and log, MB/s)".into(),
+            x_label: "seconds of measurement".into(),
+            y_label: "MB/s".into(),
+            series: series(samples, names, |i| {
+                (num(i, "db_reads_per_s") * num(i, "db_read_avg_bytes")
+                    + num(i, "db_writes_per_s") * num(i, "db_write_avg_bytes")
+                    + num(i, "log_writes_per_s") * num(i, "log_write_avg_bytes"))
+                    / 1e6
+            }),
+        },
+    ];
+    for (title, key) in [
+        (
+            "Database read latency (ms, sample average)",
+            "db_read_avg_latency_ms",
+        ),
+        (
+            "Database write latency (ms, sample average)",
+            "db_write_avg_latency_ms",
+        ),
+        (
+            "Log write latency (ms, sample average)",
+            "log_write_avg_latency_ms",
+        ),
+    ] {
+        list.push(LineChart {
+            title: title.into(),
+            x_label: "seconds of measurement".into(),
+            y_label: "ms".into(),
+            series: series(samples, names, |i| num(i, key)),
+        });
+    }
+    html! { div.charts { @for c in &list { (c.render()) } } }
+}
+
+/// Renders the report. `samples` are the lines of samples.jsonl, `log` those of test.log.
+pub fn render(r: &RunResult, samples: &[serde_json::Value], log: &[String]) -> String {
+    let cfg = &r.config;
+    let names: Vec<String> = r.instances.iter().map(|i| i.name.clone()).collect();
+    let pct = |p: f64| format!("{}%", p);
+    let cval = |path: &[&str]| -> String {
+        let mut v = cfg;
+        for k in path {
+            v = &v[*k];
+        }
+        match v {
+            serde_json::Value::Null => "-".into(),
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    };
+    let verdict_class = if r.verdict.pass { "pass" } else { "fail" };
+    let markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="generator" content="mbxstress";
+                title { "mbxstress " (r.test.test_type) " test report: " (r.test.machine) }
+                style { (PreEscaped(CSS)) }
+            }
+            body {
+                h1 { "mbxstress " (r.test.test_type) " test result report" }
+                p.note { "Sections and column names follow Microsoft Exchange Jetstress 2013 so that results compare; how each figure is measured: docs/method.md." }
+
+                h2 { (SECTIONS[0]) }
+                (kv(&[
+                    ("Overall Test Result", if r.verdict.pass { "Pass".into() } else { "Fail".into() }),
+                    ("Machine Name", r.test.machine.clone()),
+                    ("Test Description", format!("{} test, {} mailboxes x {} IOPS, {} database(s), {} cop{}", r.test.test_type, r.profile.mailboxes, r.profile.iops_per_mailbox, r.profile.databases, r.profile.copies_per_database, if r.profile.copies_per_database == 1 { "y" } else { "ies" })),
+                    ("Test Start Time", r.test.start.clone()),
+                    ("Test End Time", r.test.end.clone()),
+                    ("Collection Start Time", r.test.collection_start.clone()),
+                    ("Collection End Time", r.test.collection_end.clone()),
+                    ("mbxstress Version", r.test.tool_version.clone()),
+                    ("I/O Engine", format!("{} ({})", r.test.engine, if r.test.direct { "O_DIRECT" } else { "buffered: results measure memory" })),
+                    ("Operating System", r.test.os.clone()),
+                    ("Performance Log", r.samples_file.clone()),
+                ]))
+                @if r.test.interrupted { p.fail { "The test was interrupted before the end of its duration: a partial result." } }
+                h2 { "Verdict" }
+                table {
+                    tr { th { "Check" } th { "Value" } th { "Limit" } th { "Result" } }
+                    @for c in &r.verdict.checks {
+                        tr { td { (c.name) } td { (f3(c.value)) } td { (f3(c.limit)) } td class=(if c.pass { "pass" } else { "fail" }) { (if c.pass { "Pass" } else { "Fail" }) } }
+                    }
+                }
+                p { "Overall: " span class=(verdict_class) { (if r.verdict.pass { "Pass" } else { "Fail" }) } }
+
+                h2 { (SECTIONS[1]) }
+                (kv(&[
+                    ("Achieved Transactional I/O per Second", f3(r.achieved_iops)),
+                    ("Target Transactional I/O per Second", format!("{}", r.target_iops)),
+                    ("Initial Database Size (bytes)", r.database_size_bytes["initial"].to_string()),
+                    ("Final Database Size (bytes)", r.database_size_bytes["final"].to_string()),
+                    ("Database Files (Count)", r.instances.len().to_string()),
+                ]))
+
+                h2 { (SECTIONS[2]) }
+                (kv(&[
+                    ("Thread Count", r.profile.threads.to_string()),
+                    ("Minimum Database Cache (per database)", format!("{} MB", cval(&["cache", "min_mb_per_db"]))),
+                    ("Maximum Database Cache (per database, before scaling to 1/8 of the database)", format!("{} MB", cval(&["cache", "max_mb_per_db"]))),
+                    ("Insert Operations", pct(cfg["op_mix"]["insert_pct"].as_f64().unwrap_or(0.0))),
+                    ("Delete Operations", pct(cfg["op_mix"]["delete_pct"].as_f64().unwrap_or(0.0))),
+                    ("Replace Operations", pct(cfg["op_mix"]["replace_pct"].as_f64().unwrap_or(0.0))),
+                    ("Read Operations", pct(cfg["op_mix"]["read_pct"].as_f64().unwrap_or(0.0))),
+                    ("Lazy Commits", pct(cfg["op_mix"]["lazy_commit_pct"].as_f64().unwrap_or(0.0))),
+                    ("Run Background Database Maintenance", if cfg["bdm"].as_bool().unwrap_or(false) { "True".into() } else { "False".into() }),
+                    ("Number of Copies per Database", r.profile.copies_per_database.to_string()),
+                ]))
+
+                h2 { (SECTIONS[3]) }
+                table {
+                    tr { th { "Instance" } th { "Log path" } th { "Database" } }
+                    @for i in &r.instances { tr { td { (i.name) } td { (i.log_path) } td { (i.database_path) } } }
+                }
+
+                h2 { (SECTIONS[4]) }
+                (io_table(&r.instances.iter().map(|i| (i.name.clone(), i.transactional)).collect::<Vec<_>>()))
+
+                h2 { (SECTIONS[5]) }
+                table {
+                    tr { th { "MSExchange Database ==> Instances" } th { "Database Maintenance IO Reads/sec" } th { "Database Maintenance IO Reads Average Bytes" } }
+                    @for i in &r.instances { tr { td { (i.name) } td { (f3(i.bdm.reads_per_s)) } td { (f3(i.bdm.read_avg_bytes)) } } }
+                }
+
+                h2 { (SECTIONS[6]) }
+                table {
+                    tr { th { "MSExchange Database ==> Instances" } th { "I/O Log Reads/sec" } th { "I/O Log Reads Average Bytes" } }
+                    @for i in &r.instances { tr { td { (i.name) } td { (f3(i.log_replication.reads_per_s)) } td { (f3(i.log_replication.read_avg_bytes)) } } }
+                }
+
+                h2 { (SECTIONS[7]) }
+                (io_table(&r.instances.iter().map(|i| (i.name.clone(), i.total)).collect::<Vec<_>>()))
+
+                h2 { "Latency Percentiles (true per-I/O, ms)" }
+                table {
+                    tr { th { "Instance" } th { "Stream" } th { "avg" } th { "p50" } th { "p90" } th { "p99" } th { "p99.9" } th { "max" } }
+                    @for i in &r.instances {
+                        @for (stream, p) in [("DB reads", i.latency_ms.db_read), ("DB writes", i.latency_ms.db_write), ("Log writes", i.latency_ms.log_write)] {
+                            tr { td { (i.name) } td { (stream) } td { (f3(p.avg)) } td { (f3(p.p50)) } td { (f3(p.p90)) } td { (f3(p.p99)) } td { (f3(p.p999)) } td { (f3(p.max)) } }
+                        }
+                    }
+                }
+
+                h2 { "Time Series" }
+                @if samples.is_empty() { p.note { "No samples were recorded (the measured phase was shorter than one sample interval)." } }
+                @else { (charts(samples, &names)) }
+
+                h2 { (SECTIONS[8]) }
+                table {
+                    tr { th { "Counter" } th { "Average" } th { "Minimum" } th { "Maximum" } }
+                    tr { td { "% Processor Time" } td { (f3(r.host.cpu_pct.avg)) } td { (f3(r.host.cpu_pct.min)) } td { (f3(r.host.cpu_pct.max)) } }
+                    tr { td { "Available MBytes" } td { (f3(r.host.available_mb.avg)) } td { (f3(r.host.available_mb.min)) } td { (f3(r.host.available_mb.max)) } }
+                    tr { td { "Database Page Fault Stalls/sec" } td { (f3(r.host.page_fault_stalls_per_s.avg)) } td { (f3(r.host.page_fault_stalls_per_s.min)) } td { (f3(r.host.page_fault_stalls_per_s.max)) } }
+                }
+                p.note { "mbxstress process peak resident memory: " (format!("{:.1}", r.host.process_peak_rss_mb)) " MB. Data integrity: " (r.integrity.pages_verified) " pages verified, " (r.integrity.bad_pages) " bad, " (r.integrity.correctable_pages) " correctable, " (r.integrity.wrong_page_number_pages) " misplaced, " (r.integrity.stale_pages) " stale." }
+
+                h2 { (SECTIONS[9]) }
+                pre { @for l in log { (l) "\n" } }
+
+                h2 { "Resolved Configuration" }
+                pre { (serde_json::to_string_pretty(&r.config).unwrap_or_default()) }
+            }
+        }
+    };
+    markup.into_string()
+}

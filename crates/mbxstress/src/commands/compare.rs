@@ -1,0 +1,44 @@
+//! `mbxstress compare`: key figures of two results side by side.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::cli::CompareArgs;
+
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let a = mbx_report::load(&args.a)?;
+    let b = mbx_report::load(&args.b)?;
+    let rows = mbx_report::compare::compare(&a, &b);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &serde_json::json!({ "a": a.source, "b": b.source, "rows": rows }),
+        )
+        .context("writing JSON to stdout")?;
+        writeln!(out).context("writing to stdout")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cell = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
+    let mut text = format!("A: {}\nB: {}\n", a.source, b.source);
+    text.push_str(&format!(
+        "{:<46} {:>14} {:>14} {:>14} {:>9}\n",
+        "figure", "A", "B", "B - A", "change"
+    ));
+    for r in rows {
+        text.push_str(&format!(
+            "{:<46} {:>14} {:>14} {:>14} {:>9}\n",
+            r.figure,
+            cell(r.a),
+            cell(r.b),
+            cell(r.diff),
+            r.diff_pct
+                .map(|p| format!("{p:+.1}%"))
+                .unwrap_or_else(|| "-".into())
+        ));
+    }
+    write!(out, "{text}").context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -459,11 +459,12 @@ fn check_space(
             let f = IoFile::open(&spec.path, OpenMode::read_direct())?;
             let size = f.len()?;
             if size < params.file_bytes() {
-                return Err(StoreError::InsufficientSpace {
-                    path: spec.path.clone(),
-                    needed: params.file_bytes(),
-                    available: size,
-                });
+                return Err(StoreError::Invalid(format!(
+                    "device {} holds {} MiB but the database needs {} MiB; use a larger device or smaller databases",
+                    spec.path.display(),
+                    size >> 20,
+                    params.file_bytes().div_ceil(1 << 20)
+                )));
             }
         } else {
             // A resumed file already holds its written part; a recreated one is replaced.

@@ -32,6 +32,26 @@ pub struct Io12 {
     pub log_write_avg_bytes: f64,
 }
 
+impl Io12 {
+    /// The 12 values in Jetstress's column order.
+    pub fn values(&self) -> [f64; 12] {
+        [
+            self.db_read_avg_latency_ms,
+            self.db_write_avg_latency_ms,
+            self.db_reads_per_s,
+            self.db_writes_per_s,
+            self.db_read_avg_bytes,
+            self.db_write_avg_bytes,
+            self.log_read_avg_latency_ms,
+            self.log_write_avg_latency_ms,
+            self.log_reads_per_s,
+            self.log_writes_per_s,
+            self.log_read_avg_bytes,
+            self.log_write_avg_bytes,
+        ]
+    }
+}
+
 /// A stream's rate and size.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct RateBytes {

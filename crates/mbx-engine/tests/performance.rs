@@ -49,6 +49,11 @@ fn setup(name: &str, mib_per_db: u64) -> (RunConfig, Vec<PreparedDatabase>) {
         // (bench/fidelity measures that over minutes).
         thresholds: mbx_config::Thresholds {
             iops_margin: 0.25,
+            // Other tests load the same disk; latency limits are tested by the fault test below.
+            db_read_avg_ms: 10_000.0,
+            db_read_max_ms: 10_000.0,
+            log_write_avg_ms: 10_000.0,
+            log_write_max_ms: 10_000.0,
             ..Default::default()
         },
         ..Default::default()
@@ -148,7 +153,9 @@ fn passing_run_has_the_model_shape_and_consistent_totals() {
 
 #[test]
 fn injected_read_latency_fails_the_verdict() {
-    let (cfg, dbs) = setup("latency", 16);
+    let (mut cfg, dbs) = setup("latency", 16);
+    // Jetstress's Strict thresholds: the injected 150 ms must fail the 20 ms read average.
+    cfg.thresholds = mbx_config::Thresholds::default();
     let wrap = |q: Box<dyn mbx_io::IoQueue>| -> Box<dyn mbx_io::IoQueue> {
         Box::new(FaultQueue::new(
             q,

@@ -65,21 +65,7 @@ fn f3(v: f64) -> String {
 }
 
 fn io_row(name: &str, io: &Io12) -> Markup {
-    let v = [
-        io.db_read_avg_latency_ms,
-        io.db_write_avg_latency_ms,
-        io.db_reads_per_s,
-        io.db_writes_per_s,
-        io.db_read_avg_bytes,
-        io.db_write_avg_bytes,
-        io.log_read_avg_latency_ms,
-        io.log_write_avg_latency_ms,
-        io.log_reads_per_s,
-        io.log_writes_per_s,
-        io.log_read_avg_bytes,
-        io.log_write_avg_bytes,
-    ];
-    html! { tr { td { (name) } @for x in v { td { (f3(x)) } } } }
+    html! { tr { td { (name) } @for x in io.values() { td { (f3(x)) } } } }
 }
 
 fn io_table(rows: &[(String, Io12)]) -> Markup {

@@ -125,20 +125,7 @@ pub struct ImportedReport {
     pub discrepancies: Vec<String>,
 }
 
-const IO12_COLUMNS: [&str; 12] = [
-    "I/O Database Reads Average Latency (msec)",
-    "I/O Database Writes Average Latency (msec)",
-    "I/O Database Reads/sec",
-    "I/O Database Writes/sec",
-    "I/O Database Reads Average Bytes",
-    "I/O Database Writes Average Bytes",
-    "I/O Log Reads Average Latency (msec)",
-    "I/O Log Writes Average Latency (msec)",
-    "I/O Log Reads/sec",
-    "I/O Log Writes/sec",
-    "I/O Log Reads Average Bytes",
-    "I/O Log Writes Average Bytes",
-];
+use crate::html::IO12_COLUMNS;
 
 /// Removes markdown and HTML emphasis and surrounding space.
 fn clean(s: &str) -> String {

@@ -162,20 +162,9 @@ pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Re
     for i in &result.instances {
         for (table, io) in [("transactional", i.transactional), ("total", i.total)] {
             let mut r = vec![i.name.clone(), table.to_string()];
+            r.extend(io.values().map(|v| format!("{v:.3}")));
             r.extend(
                 [
-                    io.db_read_avg_latency_ms,
-                    io.db_write_avg_latency_ms,
-                    io.db_reads_per_s,
-                    io.db_writes_per_s,
-                    io.db_read_avg_bytes,
-                    io.db_write_avg_bytes,
-                    io.log_read_avg_latency_ms,
-                    io.log_write_avg_latency_ms,
-                    io.log_reads_per_s,
-                    io.log_writes_per_s,
-                    io.log_read_avg_bytes,
-                    io.log_write_avg_bytes,
                     i.bdm.reads_per_s,
                     i.bdm.read_avg_bytes,
                     i.log_replication.reads_per_s,

@@ -298,22 +298,13 @@ fn bytes_to_write(action: &Action, params: &CreateParams) -> u64 {
     }
 }
 
-/// Reads the first two pages of an existing file, buffered (works on any filesystem).
+/// The header of an existing file, or `None` if it is not an mbxstress database.
 fn read_header(path: &Path) -> Result<Option<DbHeader>, StoreError> {
-    let f = IoFile::open(
-        path,
-        OpenMode {
-            direct: false,
-            ..OpenMode::read_direct()
-        },
-    )?;
-    let len = f.len()?;
-    if len < 2 * PAGE_SIZE as u64 {
-        return Ok(None);
+    match crate::verify::read_database_header(path) {
+        Ok(h) => Ok(Some(h)),
+        Err(StoreError::NotADatabase { .. }) => Ok(None),
+        Err(e) => Err(e),
     }
-    let mut two = vec![0u8; 2 * PAGE_SIZE];
-    f.read_exact_at(&mut two, 0)?;
-    Ok(DbHeader::from_first_pages(&two))
 }
 
 fn inspect(spec: &DatabaseSpec, params: &CreateParams) -> Result<Action, StoreError> {

@@ -110,35 +110,7 @@ fn chromium() -> Option<&'static str> {
 #[test]
 fn run_report_opens_in_headless_chromium() {
     let dir = scratch("report-html");
-    std::fs::write(
-        dir.join("fast.toml"),
-        "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.25\n",
-    )
-    .expect("write");
-    let run = crate::common::mbx_in(
-        Some(&dir),
-        &[
-            "run",
-            "--config",
-            "fast.toml",
-            "--mailboxes",
-            "200",
-            "--iops-per-mailbox",
-            "1",
-            "--quota-mb",
-            "8",
-            "--databases",
-            "2",
-            "--duration",
-            "3s",
-            "--sample-interval",
-            "1s",
-            "--out",
-            "r",
-            "--progress",
-            "quiet",
-        ],
-    );
+    let run = crate::run::small_run(&dir, "r", &[]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stdout.contains("Report: r/report.html"),

@@ -275,11 +275,7 @@ fn ctrl_c_keeps_progress_and_the_next_run_resumes() {
     // Once data is being written (plus a moment), interrupt.
     let db = dir.join("mbxstress-data/databases/mbxstress001.edb");
     let out = crate::common::interrupt_when(child, Duration::from_secs(20), || {
-        let started = std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0) > 0;
-        if started {
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        started
+        std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0) > 0
     });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
@@ -305,7 +301,7 @@ fn ctrl_c_keeps_progress_and_the_next_run_resumes() {
     assert_eq!(v["databases"][0]["action"], "resume");
     let written = v["bytes_written"].as_u64().expect("bytes");
     assert!(
-        written < 512 << 20,
+        written < 2048 << 20,
         "resumed, not restarted: wrote {written}"
     );
     let run = mbx_in(Some(&dir), &["verify", "--json", "--buffered"]);

@@ -18,6 +18,8 @@ Examples:
   mbxstress size --mailboxes 5000 --messages-per-day 150 --servers 2 --copies 2 \\
                  --databases-per-server 6 --profile-out esrp.toml
   mbxstress size --input deployment.toml --json
+  mbxstress report mbxstress-results/<time>       HTML report and CSVs of a run
+  mbxstress esrp server1/result.json server2/result.json
 
 Exit codes: 0 success, 1 a test verdict failed, 2 usage or configuration error, 3 runtime error,\n130 interrupted by Ctrl-C (work done so far is kept).";
 
@@ -60,7 +62,7 @@ pub enum Command {
         after_help = "Examples:\n  mbxstress compare before/result.json after/result.json\n  mbxstress compare jetstress-report.txt mbxstress-results/x/result.json --json"
     )]
     Compare(CompareArgs),
-    /// Read a Jetstress report (its tables as text: tab-separated or pipe tables) into our model.
+    /// Read a Jetstress report (HTML, or its tables as text) into our model.
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
     /// The ESRP summary across servers from mbxstress results and Jetstress reports, mixed.
@@ -69,14 +71,15 @@ pub enum Command {
 }
 
 const IMPORT_HELP: &str = "\
-Recognizes the Transactional, Total, Background Database Maintenance and Log Replication I/O
+Reads a Jetstress HTML report, or its tables as text copied out of the page or a PDF
+(tab-separated rows or markdown pipe tables). Recognizes the Transactional, Total, Background Database Maintenance and Log Replication I/O
 tables, Database Backup Statistics and Soft-Recovery Statistics, and the achieved and target IOPS.
 Numbers are kept as the report prints them; typed summaries (achieved IOPS, Avg/Sum rows) that
 disagree with the per-instance rows beyond rounding are listed as discrepancies.
 
 Examples:
-  mbxstress import Performance_2014_5_6.txt
-  mbxstress import report.txt --json";
+  mbxstress import Performance_2014_5_6.html
+  mbxstress import report-tables.txt --json";
 
 const ESRP_HELP: &str = "\
 Per server (from the Transactional I/O table): database transfers/s = sum of reads/s + writes/s,

@@ -186,6 +186,8 @@ pub(crate) struct Driver<'a> {
     max_dirty_age: Duration,
     /// Per measured sample: (CPU %, available MB, page fault stalls/s).
     pub host_samples: Vec<(f64, f64, f64)>,
+    /// Page-sized buffer for rebuilding a page during verification (reused on every read).
+    scratch: Vec<u8>,
 }
 
 fn now_unix() -> u64 {
@@ -290,6 +292,7 @@ impl<'a> Driver<'a> {
             direct: cfg.direct,
             max_dirty_age: Duration::from_secs_f64(cfg.cache.max_dirty_age_s),
             host_samples: Vec::new(),
+            scratch: vec![0u8; PAGE_SIZE],
         };
         for i in 0..d.instances.len() {
             d.open_next_log(i)?;
@@ -714,7 +717,7 @@ impl<'a> Driver<'a> {
         bdm_seq: Option<u64>,
     ) {
         let inst = &mut self.instances[i];
-        let mut scratch = vec![0u8; PAGE_SIZE];
+        let scratch = &mut self.scratch;
         for (k, page) in data
             .chunks_exact(PAGE_SIZE)
             .take(pages as usize)
@@ -732,7 +735,7 @@ impl<'a> Driver<'a> {
                 }
             }
             inst.integrity.pages_verified += 1;
-            match check_data_page(page, n, inst.spec.database_id, &mut scratch) {
+            match check_data_page(page, n, inst.spec.database_id, scratch) {
                 PageCheck::Good { generation } => {
                     if known.is_some_and(|d| {
                         d.write_done_seq >= d.write_submit_seq && generation < d.gen

@@ -125,6 +125,8 @@ enum SState {
 struct Session {
     state: SState,
     next_start: Instant,
+    /// Intended start of the current (or last) transaction; a rate change reschedules from it.
+    last_start: Instant,
     inst: usize,
     accesses: Vec<Access>,
     pending: u32,
@@ -215,7 +217,12 @@ impl<'a> Driver<'a> {
         }
         let files = Files::new(db_files);
         let sessions_n = cfg.sessions() as usize;
-        let depth = sessions_n * 3 + specs.len() * (MAX_FLUSH_WRITES + 4);
+        // The most I/O that can be in flight: every session's transaction reads (each operation
+        // reads at most model::MAX_READS_PER_OP pages) plus, per database, the flusher's writes,
+        // one log write, one BDM read and one replication read. A smaller queue overflows when
+        // the storage is slow, which is exactly when the test must keep going.
+        let depth = sessions_n * OPS_PER_TXN * model::MAX_READS_PER_OP
+            + specs.len() * (MAX_FLUSH_WRITES + 3);
         let queue = queue_factory(files.clone(), depth)?;
         let now = Instant::now();
         let dbs = specs.len() as u64;
@@ -263,6 +270,7 @@ impl<'a> Driver<'a> {
             .map(|_| Session {
                 state: SState::Idle,
                 next_start: now,
+                last_start: now,
                 inst: 0,
                 accesses: Vec::new(),
                 pending: 0,
@@ -669,6 +677,7 @@ impl<'a> Driver<'a> {
         let n = self.sessions.len() as f64;
         let sess = &mut self.sessions[s];
         sess.state = SState::Idle;
+        sess.last_start = sess.next_start;
         if self.rate.is_finite() && self.rate > 0.0 {
             let interval = Duration::from_secs_f64(n / self.rate);
             let next = sess.next_start + interval;
@@ -757,7 +766,10 @@ impl<'a> Driver<'a> {
     fn flush(&mut self, i: usize, now: Instant, drain: bool) -> Result<(), EngineError> {
         loop {
             let inst = &mut self.instances[i];
-            if inst.flush_writes >= MAX_FLUSH_WRITES || inst.cache.dirty_count() == 0 {
+            if inst.flush_writes >= MAX_FLUSH_WRITES
+                || inst.cache.dirty_count() == 0
+                || self.queue.in_flight() >= self.queue.depth()
+            {
                 return Ok(());
             }
             let avail = inst.cache.available();
@@ -1243,6 +1255,17 @@ impl<'a> Driver<'a> {
                             .clamp(-0.3 * self.base_rate, 0.5 * self.base_rate);
                     }
                     self.rate = (self.base_rate + extra).max(0.1);
+                    // Idle sessions follow the new rate now, not after the interval they were
+                    // given under the old one (which may be far longer).
+                    let interval = Duration::from_secs_f64(self.sessions.len() as f64 / self.rate);
+                    for sess in &mut self.sessions {
+                        if sess.state == SState::Idle {
+                            let next = (sess.last_start + interval).max(now);
+                            if next < sess.next_start {
+                                sess.next_start = next;
+                            }
+                        }
+                    }
                 }
                 tick_ios = ios;
                 tick_txns = txns;

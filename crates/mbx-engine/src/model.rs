@@ -19,6 +19,8 @@ use mbx_config::OpMix;
 
 /// Operations batched in one transaction.
 pub const OPS_PER_TXN: usize = 2;
+/// Most pages one operation reads (a read operation: 3); bounds the I/O queue depth.
+pub const MAX_READS_PER_OP: usize = 3;
 /// Probability that a read operation's first two pages are adjacent (one 64 KiB read).
 pub const ADJACENT_READ_P: f64 = 0.05;
 /// Probability that an insert also writes a new adjacent page.
@@ -214,6 +216,24 @@ mod tests {
             "{modified}"
         );
         assert!((log as f64 / n as f64 - 1700.0).abs() < 60.0, "{log}");
+    }
+
+    #[test]
+    fn no_operation_reads_more_than_the_bound() {
+        let mut rng = Rng::new(3);
+        let r = Region {
+            first: 2,
+            count: 50,
+        };
+        let mut v = Vec::new();
+        for op in [Op::Insert, Op::Delete, Op::Replace, Op::Read] {
+            for _ in 0..2000 {
+                v.clear();
+                accesses(op, r, 100, &mut rng, &mut v);
+                let reads = v.iter().filter(|a| !a.new_page).count();
+                assert!(reads <= MAX_READS_PER_OP, "{op:?} read {reads} pages");
+            }
+        }
     }
 
     #[test]

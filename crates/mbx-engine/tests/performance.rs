@@ -213,3 +213,39 @@ fn replication_reads_follow_the_log_with_copies() {
         }
     }
 }
+
+/// Very slow storage (300 ms per I/O) with many sessions must not overflow the I/O queue: the run
+/// completes and reports the failing latency instead of aborting ("queue full" was a real bug).
+#[test]
+fn very_slow_storage_completes_the_run() {
+    let (mut cfg, dbs) = setup("slow", 64);
+    cfg.thresholds = mbx_config::Thresholds::default();
+    cfg.threads = 32;
+    // Few mailboxes (large page regions, few repeated pages) and read-only transactions: each
+    // reads up to 6 pages, so 32 sessions can have up to 192 reads in flight.
+    cfg.mailboxes = 20;
+    cfg.op_mix = mbx_config::OpMix {
+        insert_pct: 0,
+        delete_pct: 0,
+        replace_pct: 0,
+        read_pct: 100,
+        lazy_commit_pct: 70,
+    };
+    cfg.databases = 1;
+    let dbs = &dbs[..1];
+    cfg.duration_s = 3.0;
+    let wrap = |q: Box<dyn mbx_io::IoQueue>| -> Box<dyn mbx_io::IoQueue> {
+        Box::new(FaultQueue::new(
+            q,
+            vec![FaultRule::new(
+                None,
+                FaultKind::Latency(Duration::from_millis(300)),
+            )],
+        ))
+    };
+    let mut obs = Collect::default();
+    let r = run_performance(&cfg, dbs, &mut obs, &AtomicBool::new(false), Some(&wrap))
+        .expect("a slow device must not abort the run");
+    assert!(!r.verdict.pass);
+    assert!(r.instances[0].transactional.db_read_avg_latency_ms >= 300.0);
+}

@@ -167,6 +167,15 @@ impl FaultQueue {
 
 impl IoQueue for FaultQueue {
     fn submit(&mut self, mut req: IoRequest) -> Result<(), IoError> {
+        // Held (delayed) completions are still in flight for the caller: enforce the depth as
+        // the wrapped device would, or a latency fault would hide queue overflows.
+        if self.in_flight() >= self.depth() {
+            return Err(IoError::Unsupported(format!(
+                "queue full: {} requests in flight (depth {})",
+                self.in_flight(),
+                self.depth()
+            )));
+        }
         let kind = self
             .rules
             .iter_mut()

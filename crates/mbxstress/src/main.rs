@@ -4,6 +4,14 @@
 //! Exit codes: 0 success, 1 a test verdict failed, 2 usage or configuration error, 3 runtime error,
 //! 130 interrupted by Ctrl-C (work done so far is kept).
 
+/// `println!` that returns the write error instead of panicking (a closed pipe is not a crash).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)
+    }};
+}
+
 mod cli;
 mod commands;
 mod exit;

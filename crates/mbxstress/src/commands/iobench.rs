@@ -48,9 +48,9 @@ pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
         use std::io::Write;
         writeln!(out).context("writing to stdout")?;
     } else {
-        let line = |name: &str, s: &StreamResult| {
+        let line = |name: &str, s: &StreamResult| -> std::io::Result<()> {
             if s.ios > 0 {
-                println!(
+                outln!(
                     "  {name:<5} IOPS {:>10}  {:>9} MiB/s  latency ms: avg {:.3} p50 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}",
                     num(s.iops, 0),
                     num(s.mib_per_s, 1),
@@ -59,15 +59,19 @@ pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
                     s.latency_ms.p99,
                     s.latency_ms.p999,
                     s.latency_ms.max
-                );
+                )?;
             }
+            Ok(())
         };
-        line("read", &result.read);
-        line("write", &result.write);
-        println!(
+        line("read", &result.read).context("writing to stdout")?;
+        line("write", &result.write).context("writing to stdout")?;
+        outln!(
             "  CPU: user {:.2} s, system {:.2} s ({:.2} us per I/O) over {:.1} s",
-            result.cpu_user_s, result.cpu_system_s, result.cpu_us_per_io, result.elapsed_s
-        );
+            result.cpu_user_s,
+            result.cpu_system_s,
+            result.cpu_us_per_io,
+            result.elapsed_s
+        )?;
     }
     if cancel.load(Ordering::Relaxed) {
         return Ok(ExitCode::from(crate::interrupt::INTERRUPTED));

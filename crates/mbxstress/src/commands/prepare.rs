@@ -161,15 +161,15 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<ExitCode> {
         use std::io::Write;
         writeln!(out).context("writing to stdout")?;
     } else {
-        println!(
+        outln!(
             "Ready: {} database(s), {} MiB written in {:.1} s ({} MiB/s).",
             summary.databases.len(),
             num(written as f64 / (1 << 20) as f64, 0),
             elapsed,
             num(summary.mib_per_s, 0)
-        );
+        )?;
         for d in &summary.databases {
-            println!("  {} ({}; logs in {})", d.path, d.action, d.log_dir);
+            outln!("  {} ({}; logs in {})", d.path, d.action, d.log_dir)?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -7,7 +7,7 @@ use crate::cli::ReportArgs;
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let files = mbx_report::write_report(&args.input, args.out.as_deref())?;
     for f in files {
-        println!("{}", f.display());
+        outln!("{}", f.display())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -144,7 +144,7 @@ impl RunObserver {
             self.errors.push(format!("writing test.log: {e}"));
         }
         if self.mode == "jsonl" {
-            println!("{}", serde_json::json!({ "event": "log", "text": text }));
+            let _ = outln!("{}", serde_json::json!({ "event": "log", "text": text }));
         }
     }
 
@@ -157,10 +157,12 @@ impl RunObserver {
 
     fn progress(&mut self, p: &Progress) {
         match self.mode.as_str() {
-            "jsonl" => println!(
-                "{}",
-                serde_json::json!({ "event": "progress", "progress": p })
-            ),
+            "jsonl" => {
+                let _ = outln!(
+                    "{}",
+                    serde_json::json!({ "event": "progress", "progress": p })
+                );
+            }
             "human" => {
                 let timing = match p.phase_total_s {
                     Some(total) => format!(
@@ -210,7 +212,7 @@ impl Observer for RunObserver {
                 if self.mode == "human" {
                     eprintln!("{}", capitalize(p.name()));
                 } else if self.mode == "jsonl" {
-                    println!("{}", serde_json::json!({ "event": "phase", "phase": p }));
+                    let _ = outln!("{}", serde_json::json!({ "event": "phase", "phase": p }));
                 }
             }
             RunEvent::Progress(p) => self.progress(&p),
@@ -224,7 +226,7 @@ impl Observer for RunObserver {
                     self.errors.push(format!("writing samples.jsonl: {e}"));
                 }
                 if self.mode == "jsonl" {
-                    println!("{}", serde_json::json!({ "event": "sample", "sample": v }));
+                    let _ = outln!("{}", serde_json::json!({ "event": "sample", "sample": v }));
                 }
             }
         }
@@ -317,11 +319,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     match args.progress.as_str() {
-        "jsonl" => println!(
+        "jsonl" => outln!(
             "{}",
             serde_json::json!({ "event": "result", "path": result_path, "pass": result.verdict.pass })
-        ),
-        _ => print_summary(&result, &result_path, report.as_deref()),
+        )?,
+        _ => print_summary(&result, &result_path, report.as_deref())
+            .context("writing the summary to stdout")?,
     }
     Ok(if result.test.interrupted {
         ExitCode::from(crate::interrupt::INTERRUPTED)
@@ -332,9 +335,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) {
-    println!();
-    println!(
+fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::Result<()> {
+    outln!()?;
+    outln!(
         "{} | achieved {} IOPS of {} target | measured {}{}",
         if r.verdict.pass { "PASS" } else { "FAIL" },
         num(r.achieved_iops, 1),
@@ -345,24 +348,31 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) {
         } else {
             ""
         }
-    );
-    println!("  {:<32} {:>12} {:>12}  result", "check", "value", "limit");
+    )?;
+    outln!("  {:<32} {:>12} {:>12}  result", "check", "value", "limit")?;
     for c in &r.verdict.checks {
-        println!(
+        outln!(
             "  {:<32} {:>12.3} {:>12.3}  {}",
             c.name,
             c.value,
             c.limit,
             if c.pass { "pass" } else { "FAIL" }
-        );
+        )?;
     }
-    println!(
+    outln!(
         "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "instance", "reads/s", "writes/s", "read ms", "read p99", "log w/s", "log ms", "bdm r/s"
-    );
+        "instance",
+        "reads/s",
+        "writes/s",
+        "read ms",
+        "read p99",
+        "log w/s",
+        "log ms",
+        "bdm r/s"
+    )?;
     for i in &r.instances {
         let t = &i.transactional;
-        println!(
+        outln!(
             "  {:<22} {:>9.1} {:>9.1} {:>9.2} {:>9.2} {:>9.1} {:>9.2} {:>9.1}",
             i.name,
             t.db_reads_per_s,
@@ -372,10 +382,11 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) {
             t.log_writes_per_s,
             t.log_write_avg_latency_ms,
             i.bdm.reads_per_s
-        );
+        )?;
     }
-    println!("Result: {}", path.display());
+    outln!("Result: {}", path.display())?;
     if let Some(p) = report {
-        println!("Report: {}", p.display());
+        outln!("Report: {}", p.display())?;
     }
+    Ok(())
 }

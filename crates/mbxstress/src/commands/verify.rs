@@ -93,12 +93,18 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         use std::io::Write;
         writeln!(out).context("writing to stdout")?;
     } else {
-        println!(
+        outln!(
             "{:<50} {:>10} {:>6} {:>12} {:>12} {:>9} {:>8}",
-            "database", "seen", "bad", "correctable", "wrong page#", "MiB/s", "seconds"
-        );
+            "database",
+            "seen",
+            "bad",
+            "correctable",
+            "wrong page#",
+            "MiB/s",
+            "seconds"
+        )?;
         for r in &reports {
-            println!(
+            outln!(
                 "{:<50} {:>10} {:>6} {:>12} {:>12} {:>9} {:>8.1}",
                 r.database_path.display(),
                 num(r.seen_pages as f64, 0),
@@ -107,16 +113,16 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 r.wrong_page_number_pages,
                 num(r.bytes as f64 / (1 << 20) as f64 / r.elapsed_s.max(1e-9), 0),
                 r.elapsed_s
-            );
+            )?;
             for p in &r.problems {
-                println!(
+                outln!(
                     "    page {}: {}{}",
                     p.page,
                     p.kind,
                     p.found
                         .map(|f| format!(" (carries {f})"))
                         .unwrap_or_default()
-                );
+                )?;
             }
         }
     }

@@ -81,3 +81,14 @@ pub fn interrupt_when(
     assert!(status.success());
     child.wait_with_output().expect("wait")
 }
+
+/// Starts `mbxstress` with `args` in `dir`, output captured (for tests that signal it).
+pub fn spawn_in(dir: &PathBuf, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_mbxstress"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mbxstress")
+}

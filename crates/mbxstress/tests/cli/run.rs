@@ -1,7 +1,6 @@
 //! `mbxstress run` end to end: small databases, seconds-long runs (a config file shortens the
 //! dirty-page age so the settle phase takes one second).
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::{mbx_in, scratch};
@@ -200,8 +199,9 @@ fn invalid_inputs_exit_2_naming_the_problem() {
 fn ctrl_c_writes_a_partial_result() {
     let dir = scratch("run-ctrl-c");
     std::fs::write(dir.join("fast.toml"), FAST).expect("write config");
-    let child = Command::new(env!("CARGO_BIN_EXE_mbxstress"))
-        .args([
+    let child = crate::common::spawn_in(
+        &dir,
+        &[
             "run",
             "--config",
             "fast.toml",
@@ -221,12 +221,8 @@ fn ctrl_c_writes_a_partial_result() {
             "r",
             "--progress",
             "quiet",
-        ])
-        .current_dir(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+        ],
+    );
     let samples = dir.join("r/samples.jsonl");
     let out = crate::common::interrupt_when(child, Duration::from_secs(60), || {
         std::fs::read_to_string(&samples)
@@ -253,4 +249,47 @@ fn ctrl_c_writes_a_partial_result() {
     // The databases were shut down cleanly and verify.
     let run = mbx_in(Some(&dir), &["verify", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// `mbxstress run | head`: a closed stdout is not a crash (it used to panic in println!).
+#[test]
+fn closed_stdout_is_not_a_crash() {
+    let dir = scratch("run-broken-pipe");
+    std::fs::write(dir.join("fast.toml"), FAST).expect("write config");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mbxstress"))
+        .args([
+            "run",
+            "--config",
+            "fast.toml",
+            "--mailboxes",
+            "100",
+            "--iops-per-mailbox",
+            "1",
+            "--quota-mb",
+            "8",
+            "--databases",
+            "1",
+            "--duration",
+            "2s",
+            "--sample-interval",
+            "1s",
+            "--out",
+            "r",
+            "--progress",
+            "quiet",
+        ])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take()); // the reader goes away before anything is printed
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        dir.join("r/result.json").exists(),
+        "the result is written regardless"
+    );
 }

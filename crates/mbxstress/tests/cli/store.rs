@@ -1,6 +1,6 @@
 //! `prepare`, `verify` and `iobench` end to end: small databases (MiBs), short runs.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::common::{mbx_in, scratch};
@@ -257,25 +257,27 @@ fn iobench_reports_iops_latency_and_cpu() {
 #[test]
 fn ctrl_c_keeps_progress_and_the_next_run_resumes() {
     let dir = scratch("ctrl-c");
-    let child = Command::new(env!("CARGO_BIN_EXE_mbxstress"))
-        .args([
+    let child = crate::common::spawn_in(
+        &dir,
+        &[
             "prepare",
             "--databases",
             "1",
             "--database-size-mb",
-            "512",
+            "2048",
             "--buffered",
             "--json",
-        ])
-        .current_dir(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    // Once data is being written (plus a moment), interrupt.
+        ],
+    );
+    // Interrupt once 64 MiB are really on disk (the file is created sparse at full length, so its
+    // length says nothing; allocated blocks do). 2 GiB leave ample time to interrupt.
     let db = dir.join("mbxstress-data/databases/mbxstress001.edb");
-    let out = crate::common::interrupt_when(child, Duration::from_secs(20), || {
-        std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0) > 0
+    let out = crate::common::interrupt_when(child, Duration::from_secs(30), || {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&db)
+            .map(|m| m.blocks() * 512)
+            .unwrap_or(0)
+            > 64 << 20
     });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
@@ -291,7 +293,7 @@ fn ctrl_c_keeps_progress_and_the_next_run_resumes() {
             "--databases",
             "1",
             "--database-size-mb",
-            "512",
+            "2048",
             "--buffered",
             "--json",
         ],

@@ -249,3 +249,40 @@ fn very_slow_storage_completes_the_run() {
     assert!(!r.verdict.pass);
     assert!(r.instances[0].transactional.db_read_avg_latency_ms >= 300.0);
 }
+
+/// Issue 8.5: with fewer mailboxes than databases, or a database smaller than the minimum cache,
+/// the attain phase used to wait forever (one database never got a transaction; a 32-page cache
+/// of 64 frames can never be 90% full). Every database must now get I/O and the prerequisite met.
+#[test]
+fn fewer_mailboxes_than_databases_and_tiny_databases_complete() {
+    let (mut cfg, dbs) = setup("tiny", 1);
+    cfg.mailboxes = 1;
+    cfg.iops_per_mailbox = 40.0;
+    cfg.duration_s = 2.0;
+    let mut obs = Collect::default();
+    let started = std::time::Instant::now();
+    let r = run_performance(&cfg, &dbs, &mut obs, &AtomicBool::new(false), None).expect("run");
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        obs.logs.iter().any(|l| l.starts_with("Cache prerequisite met")),
+        "{:#?}",
+        obs.logs
+    );
+    assert!(
+        !obs.logs.iter().any(|l| l.contains("prerequisite was not met")),
+        "{:#?}",
+        obs.logs
+    );
+    for inst in &r.instances {
+        assert!(
+            inst.transactional.db_reads_per_s + inst.transactional.db_writes_per_s > 0.0,
+            "{} had no I/O",
+            inst.name
+        );
+        assert!(inst.cache_fill >= 0.9, "{} cache {}", inst.name, inst.cache_fill);
+    }
+}

@@ -114,6 +114,8 @@ pub(crate) struct Instance {
     stalled: VecDeque<usize>,
     pub stats: InstanceStats,
     pub integrity: Integrity,
+    /// When and on which page the first integrity error was found.
+    pub first_integrity_error: Option<(std::time::SystemTime, u64)>,
     mailboxes: u64,
 }
 
@@ -243,7 +245,12 @@ impl<'a> Driver<'a> {
                 .max_mb_per_db
                 .saturating_mul(1 << 20)
                 .min(db_bytes / 8)
-                .max(cfg.cache.min_mb_per_db.saturating_mul(1 << 20).min(db_bytes / 8))
+                .max(
+                    cfg.cache
+                        .min_mb_per_db
+                        .saturating_mul(1 << 20)
+                        .min(db_bytes / 8),
+                )
                 .max(64 * PAGE)
                 .min(db_bytes);
             let frames = usize::try_from(max_bytes / PAGE)
@@ -275,6 +282,7 @@ impl<'a> Driver<'a> {
                 stalled: VecDeque::new(),
                 stats: InstanceStats::default(),
                 integrity: Integrity::default(),
+                first_integrity_error: None,
                 mailboxes: mailboxes.max(1),
                 spec,
             });
@@ -760,19 +768,31 @@ impl<'a> Driver<'a> {
                 }
             }
             inst.integrity.pages_verified += 1;
-            match check_data_page(page, n, inst.spec.database_id, scratch) {
+            let found = match check_data_page(page, n, inst.spec.database_id, scratch) {
                 PageCheck::Good { generation } => {
-                    if known.is_some_and(|d| {
+                    let stale = known.is_some_and(|d| {
                         d.write_done_seq >= d.write_submit_seq && generation < d.gen
-                    }) {
+                    });
+                    if stale {
                         inst.integrity.stale_pages += 1;
                     }
+                    stale
                 }
-                PageCheck::Correctable => inst.integrity.correctable_pages += 1,
-                PageCheck::WrongPageNumber { .. } => inst.integrity.wrong_page_number_pages += 1,
+                PageCheck::Correctable => {
+                    inst.integrity.correctable_pages += 1;
+                    true
+                }
+                PageCheck::WrongPageNumber { .. } => {
+                    inst.integrity.wrong_page_number_pages += 1;
+                    true
+                }
                 PageCheck::Bad | PageCheck::Unwritten | PageCheck::WrongDatabase { .. } => {
-                    inst.integrity.bad_pages += 1
+                    inst.integrity.bad_pages += 1;
+                    true
                 }
+            };
+            if found && inst.first_integrity_error.is_none() {
+                inst.first_integrity_error = Some((std::time::SystemTime::now(), n));
             }
         }
     }
@@ -1067,18 +1087,46 @@ impl<'a> Driver<'a> {
 
     // ---- the loop ------------------------------------------------------------------------
 
-    /// Runs every phase; calls `observer` for progress, log lines and samples.
+    /// Runs every phase; calls `observer` for progress, log lines and samples. Returns when the
+    /// test ended, and the error that stopped it early, if any: what was measured until then is
+    /// kept in the instances' counters so a result can still be written.
     pub fn run(
         &mut self,
         observer: &mut dyn Observer,
         cancel: &AtomicBool,
+    ) -> (RunTimes, Result<(), EngineError>) {
+        let mut marks = Marks {
+            started: Instant::now(),
+            measure_start: None,
+            measure_end: None,
+        };
+        match self.run_loop(observer, cancel, &mut marks) {
+            Ok(times) => (times, Ok(())),
+            Err(e) => {
+                let end = Instant::now();
+                let times = RunTimes {
+                    started: marks.started,
+                    measure_start: marks.measure_start.unwrap_or(end),
+                    measure_end: marks.measure_end.unwrap_or(end),
+                    ended: end,
+                    interrupted: cancel.load(Ordering::Relaxed),
+                    measured: marks.measure_start.is_some(),
+                };
+                (times, Err(e))
+            }
+        }
+    }
+
+    fn run_loop(
+        &mut self,
+        observer: &mut dyn Observer,
+        cancel: &AtomicBool,
+        marks: &mut Marks,
     ) -> Result<RunTimes, EngineError> {
-        let started = Instant::now();
+        let started = marks.started;
         let sample_every = Duration::from_secs_f64(self.cfg.sample_interval_s);
         let duration = Duration::from_secs_f64(self.cfg.duration_s);
         let mut phase_start = started;
-        let mut measure_start = None;
-        let mut measure_end = None;
         let mut next_sample = started + sample_every;
         let mut last_sample = started;
         let mut next_tick = started + Duration::from_secs(1);
@@ -1109,7 +1157,14 @@ impl<'a> Driver<'a> {
                     }
                     let timed_out = now.duration_since(phase_start) > ATTAIN_LIMIT;
                     let stalled = now.duration_since(attain_best.1) > ATTAIN_STALL;
-                    if fill >= 0.9 || timed_out || stalled || interrupted {
+                    if interrupted {
+                        self.phase = Phase::Shutdown;
+                        stopping = true;
+                        observer.on_event(RunEvent::Phase(Phase::Shutdown));
+                        observer.on_event(RunEvent::Log(
+                            "Interrupted before the measured phase: nothing was measured; shutting down databases ...",
+                        ));
+                    } else if fill >= 0.9 || timed_out || stalled {
                         if (timed_out || stalled) && fill < 0.9 {
                             let line = format!(
                                 "The cache prerequisite was not met: the emptiest database cache is {:.0}% full and {}; continuing with the test.",
@@ -1155,10 +1210,17 @@ impl<'a> Driver<'a> {
                     }
                 }
                 Phase::Settle => {
-                    if now.duration_since(phase_start) >= self.max_dirty_age || interrupted {
+                    if interrupted {
+                        self.phase = Phase::Shutdown;
+                        stopping = true;
+                        observer.on_event(RunEvent::Phase(Phase::Shutdown));
+                        observer.on_event(RunEvent::Log(
+                            "Interrupted before the measured phase: nothing was measured; shutting down databases ...",
+                        ));
+                    } else if now.duration_since(phase_start) >= self.max_dirty_age {
                         self.phase = Phase::Measure;
                         phase_start = now;
-                        measure_start = Some(now);
+                        marks.measure_start = Some(now);
                         // Start the sample series clean.
                         for inst in &mut self.instances {
                             inst.stats.interval = Default::default();
@@ -1173,7 +1235,7 @@ impl<'a> Driver<'a> {
                 }
                 Phase::Measure => {
                     if now.duration_since(phase_start) >= duration || interrupted {
-                        measure_end = Some(now);
+                        marks.measure_end = Some(now);
                         if now > last_sample + Duration::from_millis(500) {
                             self.sample(observer, now, now.duration_since(last_sample));
                         }
@@ -1237,10 +1299,11 @@ impl<'a> Driver<'a> {
                     let end = Instant::now();
                     return Ok(RunTimes {
                         started,
-                        measure_start: measure_start.unwrap_or(end),
-                        measure_end: measure_end.unwrap_or(end),
+                        measure_start: marks.measure_start.unwrap_or(end),
+                        measure_end: marks.measure_end.unwrap_or(end),
                         ended: end,
                         interrupted: cancel.load(Ordering::Relaxed),
+                        measured: marks.measure_start.is_some(),
                     });
                 }
             }
@@ -1270,7 +1333,7 @@ impl<'a> Driver<'a> {
                     // phase so far within the next second (bounded), so the measured total tracks
                     // the target rather than just the latest second.
                     let mut extra = 0.0;
-                    if let Some(ms) = measure_start {
+                    if let Some(ms) = marks.measure_start {
                         let elapsed = now.duration_since(ms).as_secs_f64();
                         let done: u64 = self
                             .instances
@@ -1471,4 +1534,13 @@ pub struct RunTimes {
     pub ended: Instant,
     /// Stopped by the user.
     pub interrupted: bool,
+    /// The measured phase began (otherwise no rate in the result means anything).
+    pub measured: bool,
+}
+
+/// Phase boundaries as the loop reaches them (kept outside it so an error can report them).
+struct Marks {
+    started: Instant,
+    measure_start: Option<Instant>,
+    measure_end: Option<Instant>,
 }

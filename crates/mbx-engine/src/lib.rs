@@ -219,11 +219,15 @@ pub fn run_performance(
         m.lazy_commit_pct
     );
     observer.on_event(RunEvent::Log(&line));
-    let times = driver.run(observer, cancel)?;
-    for d in databases {
-        mbx_store::create::set_database_state(&d.spec.path, DbState::Clean)?;
+    let (times, outcome) = driver.run(observer, cancel);
+    // A run stopped by an error leaves its databases marked dirty (pages were not all flushed):
+    // that is the truth, and the next run attaches them all the same.
+    if outcome.is_ok() {
+        for d in databases {
+            mbx_store::create::set_database_state(&d.spec.path, DbState::Clean)?;
+        }
     }
-    let result = build_result(
+    let mut result = build_result(
         cfg,
         &driver,
         databases,
@@ -257,7 +261,153 @@ pub fn run_performance(
         result.host.page_fault_stalls_per_s.max
     );
     observer.on_event(RunEvent::Log(&line));
+    result.notes.extend(driver.notes.iter().cloned());
+    if let Err(e) = outcome {
+        let entry = error_entry(&e, &result.instances);
+        result.stopped = Stopped {
+            reason: if entry.class == "io_error" || entry.class == "no_space" {
+                StopReason::IoError
+            } else {
+                StopReason::Error
+            },
+            message: entry.message.clone(),
+        };
+        result.errors.push(entry);
+        result.verdict.pass = false;
+    }
     Ok(result)
+}
+
+/// The stop reason of a test that ran to its end or was interrupted.
+fn stop_of(times: &RunTimes, pass: bool) -> Stopped {
+    if times.interrupted {
+        Stopped {
+            reason: StopReason::Interrupted,
+            message: if times.measured {
+                "interrupted during the measured phase; the figures cover the time measured".into()
+            } else {
+                "interrupted before the measured phase; nothing was measured".into()
+            },
+        }
+    } else if pass {
+        Stopped {
+            reason: StopReason::Completed,
+            message: "the test ran its full duration and every check passed".into(),
+        }
+    } else {
+        Stopped {
+            reason: StopReason::VerdictFailed,
+            message: "the test ran its full duration; at least one check failed".into(),
+        }
+    }
+}
+
+/// True if an I/O error is the file system running out of space.
+pub fn is_no_space(e: &std::io::Error) -> bool {
+    // ENOSPC on Unix; ERROR_HANDLE_DISK_FULL and ERROR_DISK_FULL on Windows.
+    let codes: &[i32] = if cfg!(windows) { &[39, 112] } else { &[28] };
+    e.raw_os_error().is_some_and(|c| codes.contains(&c))
+}
+
+/// Describes an error that stopped a test as a result entry (class, path, offset, instance).
+pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry {
+    let (class, path, offset) = match e {
+        EngineError::Io(io) | EngineError::Store(StoreError::Io(io)) => match io {
+            mbx_io::IoError::Os {
+                path,
+                offset,
+                source,
+                ..
+            } => (
+                if is_no_space(source) {
+                    "no_space"
+                } else {
+                    "io_error"
+                },
+                Some(path.clone()),
+                *offset,
+            ),
+            mbx_io::IoError::Short { path, offset, .. } => {
+                ("io_error", Some(path.clone()), Some(*offset))
+            }
+            mbx_io::IoError::Unsupported(_) => ("io_error", None, None),
+        },
+        _ => ("error", None, None),
+    };
+    let path_s = path.as_ref().map(|p| p.display().to_string());
+    let instance = path.as_ref().and_then(|p| {
+        instances
+            .iter()
+            .find(|i| Path::new(&i.database_path) == p.as_path() || p.starts_with(&i.log_path))
+            .map(|i| i.name.clone())
+    });
+    ErrorEntry {
+        class: class.into(),
+        instance,
+        path: path_s,
+        offset,
+        page: offset.map(|o| o / mbx_store::page::PAGE_SIZE as u64),
+        count: 1,
+        first_at: rfc3339_now(),
+        message: e.to_string(),
+    }
+}
+
+/// The result of a run that stopped before the engine measured anything (preparation failed or
+/// was interrupted): the configuration, zero figures and why it stopped.
+pub fn unmeasured_result(
+    cfg: &RunConfig,
+    started: std::time::SystemTime,
+    stopped: Stopped,
+) -> RunResult {
+    let now = std::time::SystemTime::now();
+    let check = |name: &str, limit: f64| Check {
+        name: name.to_string(),
+        value: 0.0,
+        limit,
+        pass: false,
+    };
+    RunResult {
+        schema: "mbxstress.result/1".into(),
+        test: TestInfo {
+            test_type: "performance".into(),
+            start: rfc3339(started),
+            end: rfc3339(now),
+            collection_start: rfc3339(now),
+            collection_end: rfc3339(now),
+            duration_s: 0.0,
+            machine: hostname(),
+            os: format!("{} {}", std::env::consts::OS, kernel_release()),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            engine: cfg.engine.clone(),
+            direct: cfg.direct,
+            interrupted: stopped.reason == StopReason::Interrupted,
+        },
+        config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+        profile: ProfileBlock {
+            mailboxes: cfg.mailboxes,
+            iops_per_mailbox: cfg.iops_per_mailbox,
+            mailbox_quota_mb: cfg.mailbox_quota_mb,
+            databases: cfg.databases,
+            copies_per_database: cfg.copies_per_database,
+            threads: cfg.sessions(),
+        },
+        target_iops: cfg.target_iops(),
+        achieved_iops: 0.0,
+        database_size_bytes: serde_json::json!({ "initial": 0, "final": 0 }),
+        verdict: Verdict {
+            pass: false,
+            checks: vec![check("completed_duration_s", cfg.duration_s)],
+        },
+        instances: Vec::new(),
+        host: Host::default(),
+        integrity: Integrity::default(),
+        samples_file: "samples.jsonl".into(),
+        log_file: "test.log".into(),
+        stopped,
+        errors: Vec::new(),
+        notes: Vec::new(),
+    }
 }
 
 fn io12(
@@ -295,11 +445,16 @@ fn build_result(
     engine_name: &str,
     initial_bytes: u64,
 ) -> RunResult {
-    let secs = times
-        .measure_end
-        .saturating_duration_since(times.measure_start)
-        .as_secs_f64()
-        .max(1e-3);
+    // No measured phase, no rates: an interruption during attain must not report "1000 IOPS
+    // over 0.001 s".
+    let secs = if times.measured {
+        times
+            .measure_end
+            .saturating_duration_since(times.measure_start)
+            .as_secs_f64()
+    } else {
+        0.0
+    };
     let mut instances = Vec::new();
     let mut integrity = Integrity::default();
     let mut worst_read_avg = 0f64;
@@ -346,7 +501,11 @@ fn build_result(
                 log_write: st.hist[Stream::LogWrite as usize].percentiles(),
             },
             integrity: inst.integrity,
-            transactions_per_s: st.txns_measured as f64 / secs,
+            transactions_per_s: if secs > 0.0 {
+                st.txns_measured as f64 / secs
+            } else {
+                0.0
+            },
             cache_fill: inst.cache.fill(),
         });
     }
@@ -422,10 +581,11 @@ fn build_result(
             check("data_integrity_errors", errors, 0.0, errors == 0.0)
         },
     ];
-    if times.interrupted {
+    if times.interrupted || secs + 0.5 < cfg.duration_s {
         checks.push(check("completed_duration_s", secs, cfg.duration_s, false));
     }
     let pass = checks.iter().all(|c| c.pass);
+    let stopped = stop_of(times, pass);
     let final_bytes: u64 = databases
         .iter()
         .map(|d| {
@@ -468,7 +628,58 @@ fn build_result(
         integrity,
         samples_file: "samples.jsonl".into(),
         log_file: "test.log".into(),
+        stopped,
+        errors: integrity_errors(driver),
+        notes: Vec::new(),
     }
+}
+
+/// One `errors[]` entry per instance and integrity class found.
+fn integrity_errors(driver: &driver::Driver<'_>) -> Vec<ErrorEntry> {
+    let mut out = Vec::new();
+    for inst in &driver.instances {
+        let (name, path, g) = (
+            &inst.spec.name,
+            inst.spec.db_path.display().to_string(),
+            &inst.integrity,
+        );
+        let (first_at, first_page) = match inst.first_integrity_error {
+            Some((t, page)) => (rfc3339(t), Some(page)),
+            None => (String::new(), None),
+        };
+        for (class, count, what) in [
+            ("bad_page", g.bad_pages, "pages failed verification"),
+            (
+                "correctable_page",
+                g.correctable_pages,
+                "pages had a single flipped bit",
+            ),
+            (
+                "wrong_page_number",
+                g.wrong_page_number_pages,
+                "pages were found at the wrong place",
+            ),
+            (
+                "stale_page",
+                g.stale_pages,
+                "pages were older than last written (lost writes)",
+            ),
+        ] {
+            if count > 0 {
+                out.push(ErrorEntry {
+                    class: class.into(),
+                    instance: Some(name.clone()),
+                    path: Some(path.clone()),
+                    offset: None,
+                    page: first_page,
+                    count,
+                    first_at: first_at.clone(),
+                    message: format!("{count} {what} in {path}"),
+                });
+            }
+        }
+    }
+    out
 }
 
 fn hostname() -> String {

@@ -277,4 +277,82 @@ pub struct RunResult {
     pub samples_file: String,
     /// Log file (in the same folder).
     pub log_file: String,
+    /// How the test ended, so no consumer mistakes a partial result for a complete one.
+    #[serde(default)]
+    pub stopped: Stopped,
+    /// I/O, verification and store errors met during the test.
+    #[serde(default)]
+    pub errors: Vec<ErrorEntry>,
+    /// Things about the run the user must know (a prerequisite not met, a repaired header).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Why a test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Ran its full duration and every check passed.
+    #[default]
+    Completed,
+    /// Ran its full duration; a check failed.
+    VerdictFailed,
+    /// Stopped by Ctrl-C, SIGTERM or SIGHUP.
+    Interrupted,
+    /// An I/O error stopped it (disk full, device error).
+    IoError,
+    /// Anything else stopped it (a store or configuration problem met while running).
+    Error,
+}
+
+impl StopReason {
+    /// The name used in result.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::VerdictFailed => "verdict_failed",
+            StopReason::Interrupted => "interrupted",
+            StopReason::IoError => "io_error",
+            StopReason::Error => "error",
+        }
+    }
+
+    /// True if the test ran its whole course (whatever the verdict).
+    pub fn ran_to_completion(self) -> bool {
+        matches!(self, StopReason::Completed | StopReason::VerdictFailed)
+    }
+}
+
+/// `stopped` in result.json: the reason and a human message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Stopped {
+    /// Why the test ended.
+    pub reason: StopReason,
+    /// What happened, in words (the error message for errors).
+    pub message: String,
+}
+
+/// One error class met during a test (`errors[]` in result.json).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ErrorEntry {
+    /// "io_error", "no_space", "integrity", "header_copy_repaired", ...
+    pub class: String,
+    /// Instance name, when the error belongs to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    /// The file or device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Byte offset, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Page number, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u64>,
+    /// How many times it happened.
+    pub count: u64,
+    /// When it first happened, RFC 3339.
+    pub first_at: String,
+    /// The message.
+    pub message: String,
 }

@@ -39,6 +39,83 @@ pub fn is_block_device(path: &Path) -> io::Result<bool> {
     }
 }
 
+/// Bytes actually allocated on disk for a file (a sparse file holds fewer than its length).
+pub fn allocated_bytes(path: &Path) -> io::Result<u64> {
+    let meta = std::fs::metadata(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Ok(meta.blocks().saturating_mul(512))
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(meta.len())
+    }
+}
+
+/// Takes an advisory lock on an open file or directory without waiting: exclusive, or shared
+/// (several readers). Returns false if another open file holds a conflicting lock. The lock lives
+/// as long as `f` is open, and the OS drops it when the process dies (even on kill -9).
+pub fn try_lock(f: &File, exclusive: bool) -> io::Result<bool> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{flock, FlockOperation};
+        let op = if exclusive {
+            FlockOperation::NonBlockingLockExclusive
+        } else {
+            FlockOperation::NonBlockingLockShared
+        };
+        match flock(f, op) {
+            Ok(()) => Ok(true),
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(false),
+            Err(e) => Err(io::Error::from(e)),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (f, exclusive);
+        Ok(true)
+    }
+}
+
+/// The process holding a `flock` on `path`, where the OS tells (Linux: /proc/locks).
+pub fn lock_holder(path: &Path) -> Option<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        let dev = meta.dev();
+        let id = format!(
+            "{:02x}:{:02x}:{}",
+            rustix::fs::major(dev),
+            rustix::fs::minor(dev),
+            meta.ino()
+        );
+        let text = std::fs::read_to_string("/proc/locks").ok()?;
+        parse_lock_holder(&text, &id, std::process::id())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// The PID of a FLOCK in `/proc/locks` text on the file `id` ("maj:min:inode", as the kernel
+/// prints it), other than `own_pid`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn parse_lock_holder(text: &str, id: &str, own_pid: u32) -> Option<u32> {
+    text.lines().find_map(|line| {
+        // "1: FLOCK  ADVISORY  WRITE 12345 fd:00:1234567 0 EOF" (blocked waiters have "->").
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) != Some(&"FLOCK") || f.get(5) != Some(&id) {
+            return None;
+        }
+        let pid: u32 = f.get(4)?.parse().ok()?;
+        (pid != own_pid).then_some(pid)
+    })
+}
+
 /// Size of a file or block device.
 pub fn file_size(f: &File) -> io::Result<u64> {
     use std::io::{Seek, SeekFrom};
@@ -200,6 +277,33 @@ pub fn peak_resident_memory_bytes() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lock_holder_is_parsed_from_proc_locks() {
+        let text = "1: POSIX  ADVISORY  WRITE 999 fd:00:42 0 EOF\n\
+                    2: FLOCK  ADVISORY  WRITE 4242 fd:00:1234567 0 EOF\n\
+                    3: FLOCK  ADVISORY  WRITE 77 fd:00:42 0 EOF\n";
+        assert_eq!(parse_lock_holder(text, "fd:00:1234567", 1), Some(4242));
+        assert_eq!(parse_lock_holder(text, "fd:00:42", 1), Some(77));
+        assert_eq!(parse_lock_holder(text, "fd:00:42", 77), None);
+        assert_eq!(parse_lock_holder(text, "fd:00:5", 1), None);
+    }
+
+    #[test]
+    fn locks_exclude_each_other_and_name_the_holder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"x").expect("write");
+        let a = File::open(&path).expect("open a");
+        let b = File::open(&path).expect("open b");
+        assert!(try_lock(&a, true).expect("lock a"));
+        assert!(!try_lock(&b, true).expect("lock b"));
+        assert!(!try_lock(&b, false).expect("shared b"));
+        drop(a);
+        assert!(try_lock(&b, false).expect("shared b after a closed"));
+        let c = File::open(&path).expect("open c");
+        assert!(try_lock(&c, false).expect("second shared"));
+    }
 
     #[test]
     fn free_space_and_cpu() {

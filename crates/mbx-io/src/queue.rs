@@ -122,13 +122,22 @@ impl IoCompletion {
         match &self.result {
             Ok(n) if self.req.op == IoOp::Sync || *n == self.req.len => Ok(*n),
             // Errors only from here on: building the path is off the hot path.
-            Ok(n) => Err(IoError::Short {
-                op: self.op_name(),
-                path: self.path(files),
-                offset: self.req.offset,
-                expected: self.req.len,
-                got: *n,
-            }),
+            Ok(n) => {
+                // A short write is how a full file system often first shows (tmpfs, NFS): write
+                // the rest once, synchronously, so the user reads "No space left on device"
+                // rather than a byte count.
+                if let Some(e) = self.probe_short_write(files, *n) {
+                    let offset = self.req.offset.saturating_add(*n as u64);
+                    return Err(IoError::at("write", self.path(files), offset, e));
+                }
+                Err(IoError::Short {
+                    op: self.op_name(),
+                    path: self.path(files),
+                    offset: self.req.offset,
+                    expected: self.req.len,
+                    got: *n,
+                })
+            }
             Err(e) => Err(IoError::at(
                 self.op_name(),
                 self.path(files),
@@ -136,6 +145,22 @@ impl IoCompletion {
                 std::io::Error::new(e.kind(), e.to_string()),
             )),
         }
+    }
+
+    /// After a short write of `done` bytes: the OS error that writing the remainder gives, if
+    /// any. Skipped where the remainder cannot be written directly (unaligned with O_DIRECT).
+    fn probe_short_write(&self, files: &FileTable, done: usize) -> Option<std::io::Error> {
+        if self.req.op != IoOp::Write || done >= self.req.len {
+            return None;
+        }
+        let file = files.get(self.req.file)?;
+        let rest = self.req.buf.as_slice().get(done..self.req.len)?;
+        let offset = self.req.offset.checked_add(done as u64)?;
+        let aligned = offset % crate::ALIGN as u64 == 0 && rest.len() % crate::ALIGN == 0;
+        if file.mode().direct && !aligned {
+            return None;
+        }
+        crate::platform::write_at(file.file(), rest, offset).err()
     }
 
     fn op_name(&self) -> &'static str {

@@ -93,7 +93,88 @@ pub fn plan_paths(
             log_dir,
         });
     }
+    check_distinct(&specs)?;
     Ok(specs)
+}
+
+/// `p` made absolute with symlinks and `..` resolved, also for paths that do not exist yet: the
+/// longest existing prefix is canonicalized and the rest appended lexically.
+pub fn resolve_path(p: &Path) -> PathBuf {
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    };
+    // Walk the components: each prefix that exists is canonical (no symlinks, no `..`), so a
+    // `..` after it is its parent; past the existing part, `..` is lexical.
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            std::path::Component::Normal(name) => {
+                let next = out.join(name);
+                out = next.canonicalize().unwrap_or(next);
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Every database file and every log directory must be distinct (after resolving symlinks and
+/// `..`), and a log location must be a directory:
+/// otherwise two databases would share one file, or two log streams one folder. Checked before
+/// anything is written.
+fn check_distinct(specs: &[DatabaseSpec]) -> Result<(), StoreError> {
+    let dbs: Vec<PathBuf> = specs.iter().map(|s| resolve_path(&s.path)).collect();
+    let logs: Vec<PathBuf> = specs.iter().map(|s| resolve_path(&s.log_dir)).collect();
+    for (i, spec) in specs.iter().enumerate() {
+        for j in 0..i {
+            if dbs[i] == dbs[j] {
+                return Err(StoreError::Invalid(format!(
+                    "--db-path: databases {} and {} would both be {}; give each database its own file",
+                    j + 1,
+                    i + 1,
+                    spec.path.display()
+                )));
+            }
+            if logs[i] == logs[j] {
+                return Err(StoreError::Invalid(format!(
+                    "--log-path: databases {} and {} would both write their logs to {}; give each database its own log folder, or one parent folder for all",
+                    j + 1,
+                    i + 1,
+                    spec.log_dir.display()
+                )));
+            }
+        }
+        // The log location, or the nearest part of it that exists, must be a directory.
+        let anchor = existing_ancestor(&spec.log_dir);
+        if !anchor.is_dir() {
+            return Err(StoreError::Invalid(format!(
+                "--log-path {}: {} is not a directory; logs need a folder",
+                spec.log_dir.display(),
+                anchor.display()
+            )));
+        }
+        let db_anchor = existing_ancestor(spec.path.parent().unwrap_or(Path::new(".")));
+        if spec.path.exists() && spec.path.is_dir() {
+            return Err(StoreError::Invalid(format!(
+                "--db-path {} is a directory; a database file was expected there",
+                spec.path.display()
+            )));
+        }
+        if !spec.path.exists() && !db_anchor.is_dir() {
+            return Err(StoreError::Invalid(format!(
+                "--db-path {}: {} is not a directory",
+                spec.path.display(),
+                db_anchor.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// File name of database `index` inside a directory.
@@ -128,16 +209,31 @@ pub struct CreateParams {
     pub tool_version: String,
 }
 
+/// Largest database mbxstress creates: 64 TiB (ESE's own limit is 16 TB; Exchange recommends
+/// at most 2 TB). Keeps every size computation far from overflow.
+pub const MAX_DATABASE_BYTES: u64 = 64 << 40;
+
 impl CreateParams {
-    /// Data pages per database for a profile: mailboxes x quota (MiB) split evenly, at least one.
-    pub fn data_pages_for(mailboxes: u64, quota_mb: u64, databases: u32) -> u64 {
-        let bytes = mailboxes as u128 * quota_mb as u128 * (1 << 20) / databases.max(1) as u128;
-        (bytes.div_ceil(PAGE_SIZE as u128) as u64).max(1)
+    /// Data pages per database for a profile: mailboxes x quota (MiB) split evenly, at least
+    /// one; `None` if a database would exceed [`MAX_DATABASE_BYTES`] (or the numbers overflow).
+    pub fn data_pages_for(mailboxes: u64, quota_mb: u64, databases: u32) -> Option<u64> {
+        let bytes = u128::from(mailboxes)
+            .checked_mul(u128::from(quota_mb))?
+            .checked_mul(1 << 20)?
+            / u128::from(databases.max(1));
+        if bytes > u128::from(MAX_DATABASE_BYTES) {
+            return None;
+        }
+        u64::try_from(bytes.div_ceil(PAGE_SIZE as u128))
+            .ok()
+            .map(|p| p.max(1))
     }
 
     /// Bytes of each database file.
     pub fn file_bytes(&self) -> u64 {
-        (self.data_pages + HEADER_PAGES) * PAGE_SIZE as u64
+        self.data_pages
+            .saturating_add(HEADER_PAGES)
+            .saturating_mul(PAGE_SIZE as u64)
     }
 }
 
@@ -212,6 +308,13 @@ pub fn prepare(
         return Err(StoreError::Invalid(format!(
             "--compressibility-pct must be 0..={MAX_COMPRESSIBILITY_PCT}, got {}",
             params.compressibility_pct
+        )));
+    }
+    if params.data_pages == 0 || params.file_bytes() > MAX_DATABASE_BYTES {
+        return Err(StoreError::Invalid(format!(
+            "a database of {} data pages is outside 1 page ..= {} TiB",
+            params.data_pages,
+            MAX_DATABASE_BYTES >> 40
         )));
     }
     // Inspect everything before writing anything.
@@ -323,6 +426,10 @@ fn inspect(spec: &DatabaseSpec, params: &CreateParams) -> Result<Action, StoreEr
     let device = platform::is_block_device(path).unwrap_or(false);
     if device && !params.allow_device {
         return Err(StoreError::Device { path: path.clone() });
+    }
+    if !device && meta.is_file() && meta.len() == 0 {
+        // An empty file holds nothing to lose (the lock creates one for a new database).
+        return Ok(Action::Create);
     }
     let header = read_header(path)?;
     let Some(h) = header else {
@@ -439,7 +546,7 @@ fn check_space(
         let fs = platform::filesystem_id(&anchor)
             .map_err(|e| mbx_io::IoError::new("inspect", &anchor, e))?;
         match needs.iter_mut().find(|(id, _, _)| *id == fs) {
-            Some(entry) => entry.2 += bytes,
+            Some(entry) => entry.2 = entry.2.saturating_add(bytes),
             None => needs.push((fs, anchor, bytes)),
         }
         Ok(())
@@ -458,11 +565,13 @@ fn check_space(
                 )));
             }
         } else {
-            // A resumed file already holds its written part; a recreated one is replaced.
-            let existing = std::fs::metadata(&spec.path).map(|m| m.len()).unwrap_or(0);
+            // What the file already occupies on disk is reused: a resumed creation (after
+            // kill -9 or a full disk) needs only the rest, however far its durable watermark
+            // lags, and a recreated file is overwritten in place.
+            let allocated = platform::allocated_bytes(&spec.path).unwrap_or(0);
             let bytes = match action {
-                Action::Create => params.file_bytes().saturating_sub(existing),
-                other => bytes_to_write(other, params),
+                Action::Attach(_) => 0,
+                _ => params.file_bytes().saturating_sub(allocated),
             };
             add(&spec.path, bytes)?;
         }
@@ -824,12 +933,50 @@ mod tests {
     }
 
     #[test]
+    fn same_file_or_log_folder_twice_is_refused_after_resolving() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("real")).expect("mkdir");
+        std::os::unix::fs::symlink(d.join("real"), d.join("link")).expect("symlink");
+        let a = d.join("real/x.edb");
+        let b = d.join("link/../link/x.edb");
+        let err = plan_paths(&[a.clone(), b], &[d.join("l1"), d.join("l2")], 2)
+            .expect_err("same database twice");
+        assert!(err.to_string().contains("--db-path"), "{err}");
+        let err = plan_paths(
+            &[a.clone(), d.join("y.edb")],
+            &[d.join("l"), d.join("real/../l")],
+            2,
+        )
+        .expect_err("same log folder twice");
+        assert!(err.to_string().contains("--log-path"), "{err}");
+        // A log location that is a file is refused before anything is written.
+        std::fs::write(d.join("file"), b"x").expect("write");
+        let err = plan_paths(std::slice::from_ref(&a), &[d.join("file/sub")], 1).expect_err("file");
+        assert!(err.to_string().contains("not a directory"), "{err}");
+        // Distinct paths pass.
+        plan_paths(&[a, d.join("y.edb")], &[d.join("l1"), d.join("l2")], 2).expect("ok");
+        assert_eq!(
+            resolve_path(&d.join("nope/../real/./z")),
+            d.canonicalize().expect("canon").join("real/z")
+        );
+    }
+
+    #[test]
     fn sizes_follow_jetstress_rule() {
         // 4 mailboxes x 16 MiB / 2 databases = 32 MiB = 1024 pages each.
-        assert_eq!(CreateParams::data_pages_for(4, 16, 2), 1024);
+        assert_eq!(CreateParams::data_pages_for(4, 16, 2), Some(1024));
         // D2: 5,000 x 2,048 MiB / 6 = 1.628 TiB per database.
-        let pages = CreateParams::data_pages_for(5000, 2048, 6);
+        let pages = CreateParams::data_pages_for(5000, 2048, 6).expect("fits");
         let tib = pages as f64 * PAGE_SIZE as f64 / (1u64 << 40) as f64;
         assert!((tib - 1.628).abs() < 0.001, "{tib}");
+        // Issue 8.1: sizes that used to wrap around to "0.1 MiB" are refused.
+        assert_eq!(CreateParams::data_pages_for(1, 17_592_186_044_416, 1), None);
+        assert_eq!(CreateParams::data_pages_for(8_796_093_022_208, 2, 1), None);
+        assert_eq!(CreateParams::data_pages_for(u64::MAX, u64::MAX, 1), None);
+        assert_eq!(
+            CreateParams::data_pages_for(1, MAX_DATABASE_BYTES >> 20, 1),
+            Some(MAX_DATABASE_BYTES / PAGE_SIZE as u64)
+        );
     }
 }

@@ -13,6 +13,7 @@
 pub mod checkpoint;
 pub mod create;
 pub mod header;
+pub mod lock;
 pub mod log;
 pub mod page;
 pub mod verify;
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 
 pub use create::{plan_paths, prepare, CreateEvent, CreateParams, DatabaseSpec, PreparedDatabase};
 pub use header::{DbHeader, DbState};
+pub use lock::{LockMode, StoreLock};
 pub use verify::{verify_database, VerifyOptions, VerifyReport};
 
 /// Errors of the store. Each names the path concerned; [`StoreError::is_user_error`] tells the CLI
@@ -98,6 +100,14 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+    /// Another command is using the database or log directory.
+    #[error("{} is in use by another mbxstress command{}; wait for it to finish or stop it (one command per database at a time)", path.display(), holder.map(|p| format!(" (PID {p})")).unwrap_or_default())]
+    Locked {
+        /// The database file or log directory.
+        path: PathBuf,
+        /// The process holding the lock, where the OS tells.
+        holder: Option<u32>,
+    },
     /// The request itself is invalid (path counts, sizes).
     #[error("{0}")]
     Invalid(String),
@@ -113,6 +123,7 @@ impl StoreError {
                 | StoreError::Device { .. }
                 | StoreError::ParamsMismatch { .. }
                 | StoreError::InsufficientSpace { .. }
+                | StoreError::Locked { .. }
                 | StoreError::Invalid(_)
         )
     }

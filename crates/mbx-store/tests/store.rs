@@ -387,7 +387,7 @@ fn foreign_files_are_refused_unless_forced() {
 fn insufficient_space_is_refused_before_writing() {
     let dir = scratch("space");
     let (specs, mut params) = setup(&dir, 2, 1);
-    params.data_pages = 1 << 40; // 32 PiB per database
+    params.data_pages = 1 << 30; // 32 TiB per database
     let err = run(&specs, &params, None).0.expect_err("must refuse");
     assert!(matches!(err, StoreError::InsufficientSpace { .. }), "{err}");
     assert!(err.is_user_error());

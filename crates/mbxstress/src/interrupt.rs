@@ -14,10 +14,10 @@ pub fn install() -> Arc<AtomicBool> {
     // Fails only if a handler is already installed; then Ctrl-C keeps its default behaviour.
     let _ = ctrlc::set_handler(move || {
         if f.swap(true, Ordering::SeqCst) {
-            eprintln!("\ninterrupted again: exiting now");
+            errln!("\ninterrupted again: exiting now");
             std::process::exit(INTERRUPTED as i32);
         }
-        eprintln!("\nstopping cleanly (work so far is kept); press Ctrl-C again to exit at once");
+        errln!("\nstopping cleanly (work so far is kept); press Ctrl-C again to exit at once");
     });
     flag
 }

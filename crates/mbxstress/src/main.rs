@@ -12,6 +12,25 @@ macro_rules! outln {
     }};
 }
 
+/// `errln!` that never panics: after SIGHUP (an SSH session gone) writing to the terminal
+/// fails, and that must not stop the run from saving its result.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `errp!` that never panics (see `errln!`).
+macro_rules! errp {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut e = std::io::stderr();
+        let _ = write!(e, $($arg)*);
+        let _ = e.flush();
+    }};
+}
+
 mod cli;
 mod commands;
 mod exit;
@@ -33,7 +52,7 @@ fn main() -> ExitCode {
             if exit::is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {err:#}");
+            errln!("error: {err:#}");
             exit::code_for(&err)
         }
     }

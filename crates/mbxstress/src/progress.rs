@@ -59,7 +59,7 @@ impl CreateProgress {
             } => {
                 self.planned.fetch_add(bytes_to_write, Ordering::Relaxed);
                 if self.echo_plan && !self.quiet {
-                    eprintln!("  {action:<6} {}", path.display());
+                    errln!("  {action:<6} {}", path.display());
                 }
                 if let Ok(mut a) = self.actions.lock() {
                     a.push((index, action, path));

@@ -27,7 +27,7 @@ pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
         direct: args.direct == "1",
     };
     if !args.json {
-        eprintln!(
+        errln!(
             "iobench: {} --rw {} --bs {} --iodepth {} --numjobs {} --runtime {:.0}s ({}, {})",
             spec.file.display(),
             args.rw,

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use mbx_store::{plan_paths, prepare, CreateParams};
+use mbx_store::{plan_paths, prepare, CreateParams, LockMode, StoreLock};
 use serde::Serialize;
 
 use super::engine::{engine_and_direct, or_default, DEFAULT_DB_DIR, DEFAULT_LOG_DIR};
@@ -39,12 +39,13 @@ fn sizing(args: &PrepareArgs) -> anyhow::Result<(u64, u64, u32, u64)> {
         let p = mbx_config::Profile::load(path)
             .with_context(|| format!("reading --profile {}", path.display()))?;
         let dbs = args.databases.unwrap_or(p.databases);
-        return Ok((
+        let pages = pages_or_error(
             p.mailboxes,
             p.mailbox_quota_mb,
             dbs,
-            CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, dbs),
-        ));
+            &format!("--profile {}", path.display()),
+        )?;
+        return Ok((p.mailboxes, p.mailbox_quota_mb, dbs, pages));
     }
     let databases = args.databases.ok_or_else(|| {
         usage(
@@ -60,7 +61,7 @@ fn sizing(args: &PrepareArgs) -> anyhow::Result<(u64, u64, u32, u64)> {
         if mb == 0 {
             return Err(usage("invalid --database-size-mb: must be at least 1"));
         }
-        let pages = CreateParams::data_pages_for(1, mb, 1);
+        let pages = pages_or_error(1, mb, 1, "--database-size-mb")?;
         return Ok((0, 0, databases, pages));
     }
     let mailboxes = args.mailboxes.ok_or_else(|| {
@@ -78,12 +79,23 @@ fn sizing(args: &PrepareArgs) -> anyhow::Result<(u64, u64, u32, u64)> {
             mbx_sizing::MAX_QUOTA_MB
         )));
     }
-    Ok((
-        mailboxes,
-        quota,
-        databases,
-        CreateParams::data_pages_for(mailboxes, quota, databases),
-    ))
+    let pages = pages_or_error(mailboxes, quota, databases, "--mailboxes x --quota-mb")?;
+    Ok((mailboxes, quota, databases, pages))
+}
+
+/// Data pages per database, or a usage error naming what made the database too large.
+fn pages_or_error(
+    mailboxes: u64,
+    quota_mb: u64,
+    databases: u32,
+    what: &str,
+) -> anyhow::Result<u64> {
+    CreateParams::data_pages_for(mailboxes, quota_mb, databases).ok_or_else(|| {
+        usage(format!(
+            "invalid {what}: each database would be larger than {} TiB (the most mbxstress creates); use fewer mailboxes, a smaller quota or more databases",
+            mbx_store::create::MAX_DATABASE_BYTES >> 40
+        ))
+    })
 }
 
 pub fn run(args: PrepareArgs) -> anyhow::Result<ExitCode> {
@@ -106,9 +118,10 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<ExitCode> {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
     };
     let cancel = crate::interrupt::install();
+    let _lock = StoreLock::acquire(&specs, LockMode::Exclusive)?;
     let quiet = args.json;
     if !quiet {
-        eprintln!(
+        errln!(
             "Preparing {databases} database(s) of {} MiB each ({}, {}, compressibility {}%)",
             num(params.file_bytes() as f64 / (1 << 20) as f64, 1),
             engine.name(),

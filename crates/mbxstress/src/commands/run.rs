@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use mbx_config::RunConfig;
-use mbx_engine::result::RunResult;
+use mbx_engine::result::{RunResult, StopReason, Stopped};
 use mbx_engine::{run_performance, Observer, Progress, RunEvent};
-use mbx_store::{plan_paths, prepare, CreateParams};
+use mbx_store::{plan_paths, prepare, CreateParams, LockMode, StoreLock};
 
 use crate::cli::RunArgs;
 use crate::exit::usage;
@@ -81,6 +81,17 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
     Ok(cfg)
 }
 
+/// Files a run writes into its results folder.
+const RESULT_FILES: [&str; 6] = [
+    "result.json",
+    "test.log",
+    "samples.jsonl",
+    "report.html",
+    "instances.csv",
+    "samples.csv",
+];
+
+/// The results folder, checked (nothing of ours or anyone's in the way) but not created.
 fn results_dir(args: &RunArgs) -> anyhow::Result<PathBuf> {
     let dir = match &args.out {
         Some(d) => d.clone(),
@@ -89,13 +100,19 @@ fn results_dir(args: &RunArgs) -> anyhow::Result<PathBuf> {
             PathBuf::from("mbxstress-results").join(stamp)
         }
     };
-    if dir.join("result.json").exists() {
+    if dir.exists() && !dir.is_dir() {
         return Err(usage(format!(
-            "--out {} already holds a result.json; choose another folder",
+            "--out {} is not a folder; choose a new or empty folder for the results",
             dir.display()
         )));
     }
-    fs_err::create_dir_all(&dir).context("creating the results folder")?;
+    // Never append to, or replace, a file already there (ours from an earlier run, or not).
+    if let Some(name) = RESULT_FILES.iter().find(|n| dir.join(n).exists()) {
+        return Err(usage(format!(
+            "--out {} already holds {name}; choose a new or empty folder for the results",
+            dir.display()
+        )));
+    }
     Ok(dir)
 }
 
@@ -116,8 +133,8 @@ impl RunObserver {
         let open = |name: &str| -> anyhow::Result<BufWriter<File>> {
             let path = dir.join(name);
             let f = fs_err::OpenOptions::new()
-                .create(true)
-                .append(true)
+                .create_new(true)
+                .write(true)
                 .open(&path)?
                 .into_parts()
                 .0;
@@ -150,7 +167,7 @@ impl RunObserver {
 
     fn clear_status(&mut self) {
         if self.tty && self.last_line_len > 0 {
-            eprint!("\r{:width$}\r", "", width = self.last_line_len);
+            errp!("\r{:width$}\r", "", width = self.last_line_len);
             self.last_line_len = 0;
         }
     }
@@ -184,12 +201,12 @@ impl RunObserver {
                 );
                 if self.tty {
                     let pad = self.last_line_len.saturating_sub(line.len());
-                    eprint!("\r{line}{:pad$}", "");
+                    errp!("\r{line}{:pad$}", "");
                     self.last_line_len = line.len();
                 } else if p.phase_elapsed_s - self.last_plain >= 15.0
                     || p.phase_elapsed_s < self.last_plain
                 {
-                    eprintln!("{line}");
+                    errln!("{line}");
                     self.last_plain = p.phase_elapsed_s;
                 }
             }
@@ -210,7 +227,7 @@ impl Observer for RunObserver {
                 self.clear_status();
                 self.last_plain = -1.0;
                 if self.mode == "human" {
-                    eprintln!("{}", capitalize(p.name()));
+                    errln!("{}", capitalize(p.name()));
                 } else if self.mode == "jsonl" {
                     let _ = outln!("{}", serde_json::json!({ "event": "phase", "phase": p }));
                 }
@@ -244,34 +261,164 @@ fn capitalize(s: &str) -> String {
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cfg = resolve(&args)?;
     let human = args.progress == "human";
+    let data_pages =
+        CreateParams::data_pages_for(cfg.mailboxes, cfg.mailbox_quota_mb, cfg.databases)
+            .ok_or_else(|| {
+                usage(format!(
+                    "invalid --mailboxes x --quota-mb / --databases: each database would be larger than {} TiB (the most mbxstress creates); use fewer mailboxes, a smaller quota or more databases",
+                    mbx_store::create::MAX_DATABASE_BYTES >> 40
+                ))
+            })?;
+    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, cfg.databases)?;
+    // One command per database at a time: a second run on these databases stops here, before
+    // it creates a results folder or touches anything.
     let dir = results_dir(&args)?;
+    let lock = StoreLock::acquire(&specs, LockMode::Exclusive)?;
+    fs_err::create_dir_all(&dir).context("creating the results folder")?;
     let mut observer = RunObserver::new(&dir, &args.progress)?;
     let cancel = crate::interrupt::install();
+    let started = std::time::SystemTime::now();
     if human {
-        eprintln!(
+        errln!(
             "Performance test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {} sessions, {} measured",
             num(cfg.mailboxes as f64, 0),
             cfg.iops_per_mailbox,
             num(cfg.target_iops(), 1),
             cfg.databases,
-            num(cfg.mailboxes as f64 * cfg.mailbox_quota_mb as f64 / cfg.databases as f64, 0),
+            num(data_pages as f64 / 32.0, 0),
             cfg.copies_per_database,
             if cfg.copies_per_database == 1 { "y" } else { "ies" },
             cfg.sessions(),
             fmt_secs(cfg.duration_s)
         );
-        eprintln!("Results: {}", dir.display());
+        errln!("Results: {}", dir.display());
     }
-    observer.log_line("Preparing for testing ...");
+    let outcome = execute(&args, &cfg, &specs, data_pages, &mut observer, &cancel);
+    observer.clear_status();
+    // Whatever happened, a result.json says what was measured and why the test ended.
+    let (result, error) = match outcome {
+        Ok(result) => (result, None),
+        Err(e) => {
+            let interrupted = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<mbx_store::StoreError>(),
+                    Some(mbx_store::StoreError::Interrupted { .. })
+                )
+            });
+            let io = e.chain().any(|c| {
+                c.is::<mbx_io::IoError>()
+                    || matches!(
+                        c.downcast_ref::<mbx_store::StoreError>(),
+                        Some(mbx_store::StoreError::Io(_))
+                    )
+            });
+            let reason = if interrupted {
+                StopReason::Interrupted
+            } else if io {
+                StopReason::IoError
+            } else {
+                StopReason::Error
+            };
+            let stopped = Stopped {
+                reason,
+                message: format!("{e:#}"),
+            };
+            let mut r = mbx_engine::unmeasured_result(&cfg, started, stopped);
+            if io {
+                r.errors.push(mbx_engine::result::ErrorEntry {
+                    class: if e.chain().any(|c| {
+                        c.downcast_ref::<std::io::Error>()
+                            .is_some_and(mbx_engine::is_no_space)
+                    }) {
+                        "no_space".into()
+                    } else {
+                        "io_error".into()
+                    },
+                    count: 1,
+                    first_at: mbx_engine::rfc3339_now(),
+                    message: format!("{e:#}"),
+                    ..Default::default()
+                });
+            }
+            (r, Some(e))
+        }
+    };
+    observer.log_line(&format!(
+        "Test {}: {}; achieved {:.1} of {:.1} target IOPS.",
+        result.stopped.reason.name().replace('_', " "),
+        result.stopped.message,
+        result.achieved_iops,
+        result.target_iops
+    ));
+    let result_path = dir.join("result.json");
+    let written = mbx_engine::write_json_atomic(&result_path, &result)
+        .with_context(|| format!("writing {}", result_path.display()));
+    for e in &observer.errors {
+        errln!("warning: {e}");
+    }
+    drop(lock);
+    if let Err(write_err) = written {
+        // Nothing else to keep the figures in: say so loudly, with the original error if any.
+        return Err(match error {
+            Some(e) => e.context(format!("{write_err:#}")),
+            None => write_err,
+        });
+    }
+    // The report is a convenience on top of result.json: a failure to write it is a warning.
+    let report = if result.instances.is_empty() {
+        None
+    } else {
+        match mbx_report::write_report(&dir, None) {
+            Ok(files) => files.into_iter().next(),
+            Err(e) => {
+                errln!("warning: could not write the HTML report: {e}");
+                None
+            }
+        }
+    };
+    match args.progress.as_str() {
+        "jsonl" => outln!(
+            "{}",
+            serde_json::json!({
+                "event": "result",
+                "path": result_path,
+                "pass": result.verdict.pass,
+                "stopped": result.stopped,
+            })
+        )?,
+        _ if result.instances.is_empty() => {
+            errln!("Result (nothing measured): {}", result_path.display())
+        }
+        _ => print_summary(&result, &result_path, report.as_deref())
+            .context("writing the summary to stdout")?,
+    }
+    if let Some(e) = error {
+        return Err(e);
+    }
+    Ok(match result.stopped.reason {
+        StopReason::Interrupted => ExitCode::from(crate::interrupt::INTERRUPTED),
+        StopReason::Completed => ExitCode::SUCCESS,
+        StopReason::VerdictFailed => ExitCode::from(1),
+        StopReason::IoError | StopReason::Error => {
+            errln!("error: the test stopped: {}", result.stopped.message);
+            ExitCode::from(crate::exit::RUNTIME)
+        }
+    })
+}
 
-    // Prepare (create, resume or attach) the databases.
-    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, cfg.databases)?;
+/// Prepare the databases, then run the test. Errors here still end in a result.json.
+fn execute(
+    args: &RunArgs,
+    cfg: &RunConfig,
+    specs: &[mbx_store::DatabaseSpec],
+    data_pages: u64,
+    observer: &mut RunObserver,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<RunResult> {
+    let human = args.progress == "human";
+    observer.log_line("Preparing for testing ...");
     let params = CreateParams {
-        data_pages: CreateParams::data_pages_for(
-            cfg.mailboxes,
-            cfg.mailbox_quota_mb,
-            cfg.databases,
-        ),
+        data_pages,
         mailboxes: cfg.mailboxes,
         quota_mb: cfg.mailbox_quota_mb,
         databases: cfg.databases,
@@ -284,55 +431,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
     };
     let progress = crate::progress::CreateProgress::new(specs.len(), !human, false);
-    let prepared = prepare(&specs, &params, &|e| progress.on_event(e), &cancel, None);
+    let prepared = prepare(specs, &params, &|e| progress.on_event(e), cancel, None);
     progress.finish();
     for (_, action, path) in progress.actions() {
         observer.log_line(&format!("{} {}", capitalize(action), path.display()));
     }
     let prepared = prepared?;
     observer.log_line("Preparations for testing are complete.");
-
-    let result = run_performance(&cfg, &prepared, &mut observer, &cancel, None)?;
-    observer.clear_status();
-    observer.log_line(&format!(
-        "Test {}: achieved {:.1} of {:.1} target IOPS.",
-        if result.verdict.pass {
-            "passed"
-        } else {
-            "failed"
-        },
-        result.achieved_iops,
-        result.target_iops
-    ));
-    let result_path = dir.join("result.json");
-    mbx_engine::write_json_atomic(&result_path, &result)
-        .with_context(|| format!("writing {}", result_path.display()))?;
-    for e in &observer.errors {
-        eprintln!("warning: {e}");
-    }
-    // The report is a convenience on top of result.json: a failure to write it is a warning.
-    let report = match mbx_report::write_report(&dir, None) {
-        Ok(files) => files.into_iter().next(),
-        Err(e) => {
-            eprintln!("warning: could not write the HTML report: {e}");
-            None
-        }
-    };
-    match args.progress.as_str() {
-        "jsonl" => outln!(
-            "{}",
-            serde_json::json!({ "event": "result", "path": result_path, "pass": result.verdict.pass })
-        )?,
-        _ => print_summary(&result, &result_path, report.as_deref())
-            .context("writing the summary to stdout")?,
-    }
-    Ok(if result.test.interrupted {
-        ExitCode::from(crate::interrupt::INTERRUPTED)
-    } else if result.verdict.pass {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(run_performance(cfg, &prepared, observer, cancel, None)?)
 }
 
 fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::Result<()> {

@@ -32,7 +32,7 @@ pub fn run(args: SizeArgs) -> anyhow::Result<ExitCode> {
         implicit: true,
     } = &base
     {
-        eprintln!(
+        errln!(
             "note: no deployment given (--mailboxes, --input or --example); sizing the built-in example '{name}': {source}"
         );
     }

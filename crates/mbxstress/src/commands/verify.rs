@@ -127,7 +127,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if interrupted {
-        eprintln!(
+        errln!(
             "interrupted: {} of {} databases verified",
             reports.len(),
             files.len()
@@ -136,7 +136,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     }
     let clean = reports.iter().all(|r| r.is_clean());
     if !clean && !args.json {
-        eprintln!("verification FAILED: some pages are not good (see above)");
+        errln!("verification FAILED: some pages are not good (see above)");
     }
     Ok(if clean {
         ExitCode::SUCCESS

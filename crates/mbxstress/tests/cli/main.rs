@@ -3,5 +3,6 @@
 mod common;
 mod report;
 mod run;
+mod safety;
 mod size;
 mod store;

@@ -108,7 +108,7 @@ fn unsafe_or_impossible_requests_exit_2() {
         &[
             "prepare",
             "--mailboxes",
-            "100000",
+            "1000",
             "--quota-mb",
             "102400",
             "--databases",

@@ -1,0 +1,374 @@
+//! Issue 8: nothing filled, overwritten, hung or lost. Sizes that overflow, duplicate paths, two
+//! commands on one database set, signals, a full disk during measurement, resume after a crash.
+//! Databases are MiBs; every folder is a `TempDir` removed at the end.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use crate::common::mbx_in;
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("mbx-safety-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("tempdir")
+}
+
+fn in_dir(dir: &Path, args: &[&str]) -> crate::common::Run {
+    mbx_in(Some(&dir.to_path_buf()), args)
+}
+
+/// Every file under `dir` (relative), sorted.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p.clone());
+            }
+            out.push(p.strip_prefix(dir).expect("prefix").to_path_buf());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A short run's settings: a one-second settle and thresholds that test the mechanism, not the
+/// disk (other tests load it too).
+const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.5\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n";
+
+/// Args of a run on 2 databases of 4 MiB for `duration`.
+fn run_args<'a>(duration: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "run",
+        "--config",
+        "fast.toml",
+        "--mailboxes",
+        "4",
+        "--quota-mb",
+        "2",
+        "--databases",
+        "2",
+        "--iops-per-mailbox",
+        "10",
+        "--duration",
+        duration,
+        "--sample-interval",
+        "1s",
+        "--out",
+        out,
+    ];
+    v.extend_from_slice(extra);
+    if !extra.contains(&"--progress") {
+        v.extend_from_slice(&["--progress", "quiet"]);
+    }
+    v
+}
+
+fn spawn(dir: &Path, args: &[&str]) -> Child {
+    crate::common::spawn_in(&dir.to_path_buf(), args)
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+}
+
+fn wait_for(limit: Duration, what: &str, ready: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn read_json(p: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).expect("json")
+}
+
+fn log_has(path: &Path, text: &str) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| t.contains(text))
+}
+
+/// 8.1: sizes that used to wrap around ("0.1 MiB each"), pass the space check and fill the disk
+/// are usage errors naming the flag, and nothing is written.
+#[test]
+fn overflowing_sizes_are_refused_before_writing() {
+    let dir = tmp();
+    for args in [
+        &[
+            "prepare",
+            "--databases",
+            "1",
+            "--database-size-mb",
+            "17592186044416",
+        ][..],
+        &[
+            "prepare",
+            "--databases",
+            "1",
+            "--database-size-mb",
+            "17592186044415",
+        ],
+        &[
+            "prepare",
+            "--databases",
+            "1",
+            "--mailboxes",
+            "8796093022208",
+            "--quota-mb",
+            "2",
+        ],
+        &[
+            "run",
+            "--databases",
+            "1",
+            "--mailboxes",
+            "8796093022208",
+            "--quota-mb",
+            "2",
+        ],
+    ] {
+        let run = in_dir(dir.path(), args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("--database-size-mb") || run.stderr.contains("--mailboxes"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert_eq!(files_under(dir.path()), Vec::<PathBuf>::new(), "{args:?}");
+    }
+}
+
+/// 8.4 and 8.11: two databases in one file or two log streams in one folder (also through a
+/// symlink or `..`), and a log path that is a file, are refused before anything is written.
+#[test]
+fn duplicate_paths_and_a_file_as_log_folder_are_refused_first() {
+    let dir = tmp();
+    let d = dir.path();
+    std::fs::create_dir(d.join("db")).expect("mkdir");
+    std::os::unix::fs::symlink("db", d.join("alias")).expect("symlink");
+    std::fs::write(d.join("not-a-folder"), b"user data").expect("write");
+    let cases: [&[&str]; 3] = [
+        &[
+            "--db-path",
+            "db/x.edb",
+            "--db-path",
+            "alias/../db/x.edb",
+            "--log-path",
+            "l1",
+            "--log-path",
+            "l2",
+        ],
+        &[
+            "--db-path",
+            "db/a.edb",
+            "--db-path",
+            "db/b.edb",
+            "--log-path",
+            "L",
+            "--log-path",
+            "./L",
+        ],
+        &["--db-path", "db", "--log-path", "not-a-folder"],
+    ];
+    let before = files_under(d);
+    for (k, paths) in cases.iter().enumerate() {
+        let mut args = vec!["prepare", "--databases", "2", "--database-size-mb", "1"];
+        args.extend_from_slice(paths);
+        let run = in_dir(d, &args);
+        assert_eq!(run.code, 2, "case {k}: {}", run.stderr);
+        let flag = ["--db-path", "--log-path", "not a directory"][k];
+        assert!(run.stderr.contains(flag), "case {k}: {}", run.stderr);
+        assert_eq!(files_under(d), before, "case {k} wrote something");
+    }
+    assert_eq!(
+        std::fs::read(d.join("not-a-folder")).expect("read"),
+        b"user data"
+    );
+}
+
+/// 8.11: a results folder holding a test.log we did not write is refused, the file untouched.
+#[test]
+fn results_are_never_appended_to_existing_files() {
+    let dir = tmp();
+    let d = dir.path();
+    std::fs::create_dir(d.join("out")).expect("mkdir");
+    std::fs::write(d.join("out/test.log"), b"someone else's log\n").expect("write");
+    std::fs::write(d.join("fast.toml"), FAST).expect("config");
+    let run = in_dir(d, &run_args("2s", "out", &[]));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("test.log"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read(d.join("out/test.log")).expect("read"),
+        b"someone else's log\n"
+    );
+    assert!(!d.join("mbxstress-data").exists(), "nothing prepared");
+}
+
+/// 8.3, 8.10 and 8.8: a second run on databases in use exits at once naming the path and the
+/// holder's PID; SIGTERM makes the first stop like Ctrl-C, with a result.json marked interrupted,
+/// no integrity errors, and test.log ending with the reason. The next run attaches.
+#[test]
+fn second_run_is_locked_out_and_sigterm_keeps_the_result() {
+    let dir = tmp();
+    let d = dir.path();
+    std::fs::write(d.join("fast.toml"), FAST).expect("config");
+    let first = spawn(d, &run_args("60s", "r1", &[]));
+    let log = d.join("r1/test.log");
+    wait_for(Duration::from_secs(60), "the first run to measure", || {
+        log_has(&log, "Performance logging started")
+    });
+    let started = Instant::now();
+    let second = in_dir(d, &run_args("2s", "r2", &[]));
+    assert!(started.elapsed() < Duration::from_secs(10), "not at once");
+    assert_eq!(second.code, 2, "{}", second.stderr);
+    assert!(second.stderr.contains("in use"), "{}", second.stderr);
+    assert!(
+        second.stderr.contains(&format!("PID {}", first.id())),
+        "{}",
+        second.stderr
+    );
+    assert!(
+        !d.join("r2").exists(),
+        "the refused run made no results folder"
+    );
+    // A second prepare is refused the same way.
+    let prep = in_dir(
+        d,
+        &[
+            "prepare",
+            "--mailboxes",
+            "4",
+            "--quota-mb",
+            "2",
+            "--databases",
+            "2",
+        ],
+    );
+    assert_eq!(prep.code, 2, "{}", prep.stderr);
+    assert!(prep.stderr.contains("in use"), "{}", prep.stderr);
+
+    signal(&first, "-TERM");
+    let out = first.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_json(&d.join("r1/result.json"));
+    assert_eq!(r["test"]["interrupted"], true);
+    assert_eq!(r["stopped"]["reason"], "interrupted");
+    assert_eq!(r["verdict"]["pass"], false);
+    let integrity = &r["integrity"];
+    for k in [
+        "bad_pages",
+        "correctable_pages",
+        "wrong_page_number_pages",
+        "stale_pages",
+    ] {
+        assert_eq!(integrity[k], 0, "{k}: {integrity}");
+    }
+    assert!(r["integrity"]["pages_verified"].as_u64().unwrap_or(0) > 0);
+    let text = std::fs::read_to_string(&log).expect("log");
+    let last = text.lines().last().expect("a line");
+    assert!(last.contains("Test interrupted"), "{last}");
+
+    // The databases were shut down cleanly and attach.
+    let again = in_dir(d, &run_args("2s", "r3", &[]));
+    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+    assert!(log_has(&d.join("r3/test.log"), "Attach "));
+}
+
+/// 8.11: Ctrl-C during the attain phase reports nothing measured, not "1000 IOPS over 0.001 s".
+#[test]
+fn interruption_before_measuring_reports_nothing_measured() {
+    let dir = tmp();
+    let d = dir.path();
+    // A settle as long as the test: interrupting in it is interrupting before measuring.
+    std::fs::write(
+        d.join("fast.toml"),
+        FAST.replace("max_dirty_age_s = 1", "max_dirty_age_s = 120"),
+    )
+    .expect("config");
+    let child = spawn(d, &run_args("60s", "r", &["--progress", "jsonl"]));
+    let log = d.join("r/test.log");
+    wait_for(Duration::from_secs(60), "the settle phase", || {
+        log_has(&log, "Cache prerequisite met")
+    });
+    signal(&child, "-INT");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    let r = read_json(&d.join("r/result.json"));
+    assert_eq!(r["stopped"]["reason"], "interrupted");
+    assert_eq!(r["achieved_iops"], 0.0);
+    assert_eq!(r["test"]["duration_s"], 0.0);
+    // Every figure is a number (a 0/0 rate used to be written as null and broke the report).
+    let text = std::fs::read_to_string(d.join("r/result.json")).expect("result");
+    assert!(!text.contains("null"), "{text}");
+    assert!(d.join("r/report.html").exists(), "the report was written");
+    // The event stream ends with the result and its reason.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().expect("events")).expect("json");
+    assert_eq!(last["event"], "result");
+    assert_eq!(last["stopped"]["reason"], "interrupted");
+}
+
+/// 8.8: interrupted while preparing, a run still writes a result.json saying so.
+#[test]
+fn interruption_during_prepare_still_writes_a_result() {
+    let dir = tmp();
+    let d = dir.path();
+    std::fs::write(d.join("fast.toml"), FAST).expect("config");
+    // 2 x 512 MiB: long enough to be interrupted mid-creation.
+    let child = spawn(
+        d,
+        &[
+            "run",
+            "--config",
+            "fast.toml",
+            "--mailboxes",
+            "2",
+            "--quota-mb",
+            "512",
+            "--databases",
+            "2",
+            "--out",
+            "r",
+            "--progress",
+            "quiet",
+            "--buffered",
+        ],
+    );
+    let db = d.join("mbxstress-data/databases/mbxstress001.edb");
+    wait_for(Duration::from_secs(60), "creation to start", || {
+        mbx_io::platform::allocated_bytes(&db).unwrap_or(0) > 8 << 20
+    });
+    signal(&child, "-HUP");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_json(&d.join("r/result.json"));
+    assert_eq!(r["stopped"]["reason"], "interrupted");
+    assert_eq!(r["instances"].as_array().map(Vec::len), Some(0));
+    let text = std::fs::read_to_string(d.join("r/test.log")).expect("log");
+    assert!(
+        text.lines()
+            .last()
+            .is_some_and(|l| l.contains("Test interrupted")),
+        "{text}"
+    );
+}

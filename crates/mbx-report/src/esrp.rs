@@ -9,7 +9,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::import::{import_text, ImportError, ImportedReport, InstanceIo};
+use crate::import::{import_text, ImportError, ImportedReport, InstanceIo, REPORT_WHAT};
+use crate::input::{read_bounded, REPORT_LIMIT};
 
 /// Figures of one server (or of the aggregate).
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
@@ -95,12 +96,10 @@ pub fn server_figures(machine: &str, source: &str, inst: &[InstanceIo]) -> Serve
     }
 }
 
-/// An input file: an mbxstress result.json or a Jetstress report as text.
+/// An input file: an mbxstress result.json or a Jetstress report as text (a regular file of at
+/// most [`REPORT_LIMIT`] bytes of UTF-8).
 pub fn load(path: &Path) -> Result<ImportedReport, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
     if text.trim_start().starts_with('{') {
         return from_result_json(&text, path);
     }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::flags::{report_flags, Flag};
 use crate::input::{read_bounded, InputError, REPORT_LIMIT};
 
 /// What `import`, `esrp` and `compare` expect a file to be (for error messages).
@@ -132,6 +133,8 @@ pub struct ImportedReport {
     pub soft_recovery_avg_typed: Option<(f64, f64)>,
     /// Typed summaries that disagree with the per-instance data beyond rounding.
     pub discrepancies: Vec<String>,
+    /// Why this is not a complete, passing measurement (empty if it is).
+    pub flags: Vec<Flag>,
 }
 
 use crate::html::IO12_COLUMNS;
@@ -546,6 +549,7 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
         });
     }
     check_summaries(&mut r);
+    r.flags = report_flags(r.overall_result.as_deref());
     Ok(r)
 }
 

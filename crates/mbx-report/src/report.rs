@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use mbx_engine::result::RunResult;
 
+use crate::flags::{result_flags, Flag};
 use crate::input::{
     for_each_line, read_bounded, read_head, InputError, LOG_LIMIT, REPORT_LIMIT, SAMPLES_LIMIT,
 };
@@ -74,6 +75,8 @@ pub struct RunFolder {
     pub log: Vec<String>,
     /// The folder.
     pub dir: PathBuf,
+    /// Why the result is not a complete, passing measurement (empty if it is).
+    pub flags: Vec<Flag>,
 }
 
 /// Reads a result folder: result.json, and samples.jsonl and test.log if present. Each file must
@@ -85,7 +88,10 @@ pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
         path: result_path.clone(),
         reason: format!("not an mbxstress result ({e})"),
     };
+    // Parsed from the text (errors then give line and column), and once more as JSON for the
+    // flags, which also read keys that this version's RunResult may not have.
     let result: RunResult = serde_json::from_str(&text).map_err(invalid)?;
+    let flags = result_flags(&serde_json::from_str(&text).map_err(invalid)?);
     drop(text);
 
     let mut samples = Vec::new();
@@ -124,6 +130,7 @@ pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
         samples,
         log,
         dir,
+        flags,
     })
 }
 
@@ -162,11 +169,21 @@ fn csv_bytes(rows: Vec<Vec<String>>, path: &Path) -> Result<Vec<u8>, ReportError
 /// Writes report.html, instances.csv and samples.csv for the run at `input` (a result folder or
 /// its result.json) into `out` (default: the result folder). Returns the files written.
 pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, ReportError> {
+    write_report_with_flags(input, out).map(|(files, _)| files)
+}
+
+/// [`write_report`], also returning the result's flags (shown as a banner in report.html) so the
+/// caller can warn about them too.
+pub fn write_report_with_flags(
+    input: &Path,
+    out: Option<&Path>,
+) -> Result<(Vec<PathBuf>, Vec<Flag>), ReportError> {
     let RunFolder {
         result,
         samples,
         log,
         dir,
+        flags,
     } = load_run(input)?;
     let out = out.map(Path::to_path_buf).unwrap_or(dir);
     std::fs::create_dir_all(&out).map_err(|source| ReportError::Write {
@@ -192,7 +209,7 @@ pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Re
     }
     write(
         &html_path,
-        crate::html::render(&result, &samples, &log).as_bytes(),
+        crate::html::render(&result, &samples, &log, &flags).as_bytes(),
     )?;
 
     let inst_path = out.join("instances.csv");
@@ -275,5 +292,5 @@ pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Re
         }
     }
     write(&samples_path, &csv_bytes(rows, &samples_path)?)?;
-    Ok(vec![html_path, inst_path, samples_path])
+    Ok((vec![html_path, inst_path, samples_path], flags))
 }

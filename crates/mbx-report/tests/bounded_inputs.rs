@@ -1,4 +1,5 @@
-//! Input files are read bounded and only if regular (issue 8, item 7).
+//! Input files are read bounded and only if regular (issue 8, item 7), and results that are not
+//! complete, passing measurements are flagged wherever they are used (issue 8, item 11).
 //!
 //! `fixtures/mbxstress-result.json` is a real result: a copy of
 //! bench/fidelity/2026-11-22T013237Z/copies2/result.json (complete, passing, 300 s measured).
@@ -7,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use mbx_report::esrp::load;
+use mbx_report::esrp::{load, summarize};
 use mbx_report::import::{import_file, ImportError};
 use mbx_report::input::{
     for_each_line, read_bounded, read_bounded_bytes, InputError, REPORT_LIMIT, SAMPLES_LIMIT,
 };
-use mbx_report::report::{write_report, ReportError};
+use mbx_report::report::{write_report, write_report_with_flags, ReportError};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -24,6 +25,20 @@ fn fixture(name: &str) -> PathBuf {
 fn result_json() -> serde_json::Value {
     let text = std::fs::read_to_string(fixture("mbxstress-result.json")).expect("fixture");
     serde_json::from_str(&text).expect("fixture JSON")
+}
+
+/// The result of an interruption during attain, as issue 8 saw it: "achieved 1000 IOPS" over
+/// 0.001 s, interrupted, verdict failed.
+fn interrupted_json() -> serde_json::Value {
+    let mut v = result_json();
+    v["test"]["interrupted"] = true.into();
+    v["test"]["duration_s"] = 0.001.into();
+    v["achieved_iops"] = 1000.0.into();
+    v["verdict"]["pass"] = false.into();
+    v["verdict"]["checks"] = serde_json::json!([
+        { "name": "completed_duration_s", "value": 0.001, "limit": 300.0, "pass": false }
+    ]);
+    v
 }
 
 fn write_json(path: &Path, v: &serde_json::Value) {
@@ -251,4 +266,117 @@ fn report_inputs_are_bounded() {
 
     // Without samples and log (optional) the report is written.
     write_report(&run, None).expect("report");
+}
+
+/// esrp sums an interrupted, 0.001 s result only with warnings: the input, its server row and
+/// the aggregate carry the flags; a complete, passing result carries none.
+#[test]
+fn esrp_flags_an_interrupted_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("interrupted.json");
+    write_json(&bad, &interrupted_json());
+    let r = load(&bad).expect("load");
+    let codes: Vec<_> = r.flags.iter().map(|f| f.code).collect();
+    assert_eq!(codes, ["interrupted", "verdict_failed", "too_short"]);
+
+    let good = load(&fixture("mbxstress-result.json")).expect("load");
+    assert!(good.flags.is_empty(), "{:?}", good.flags);
+    let jetstress = load(&fixture("dell-ps6210e-esrp-performance.txt")).expect("load");
+    assert!(jetstress.flags.is_empty(), "{:?}", jetstress.flags);
+
+    let s = summarize(&[good, r, jetstress]);
+    assert_eq!(s.servers.len(), 3);
+    assert!(s.servers[0].flags.is_empty());
+    assert_eq!(
+        s.servers[1].flags,
+        ["interrupted", "verdict_failed", "too_short"]
+    );
+    assert!(s.servers[2].flags.is_empty());
+    let agg = s.aggregate.as_ref().expect("aggregate");
+    assert_eq!(agg.flags, ["interrupted", "verdict_failed", "too_short"]);
+    assert_eq!(s.warnings.len(), 3);
+    assert!(s
+        .warnings
+        .iter()
+        .all(|w| w.source.ends_with("interrupted.json")));
+    assert!(
+        s.warnings[2].message.contains("0.001 s"),
+        "{}",
+        s.warnings[2].message
+    );
+    let json = serde_json::to_value(&s).expect("json");
+    assert_eq!(json["warnings"][0]["code"], "interrupted");
+    assert_eq!(json["servers"][1]["flags"][0], "interrupted");
+    // The contract's keys are unchanged.
+    assert!(json["servers"][1]["db_transfers_per_s"].is_number());
+}
+
+/// A stop reason in either shape (`test.stop_reason`, or `stopped.reason`/`message`) is flagged.
+#[test]
+fn stop_reason_is_flagged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("result.json");
+    let mut v = result_json();
+    v["test"]["stop_reason"] = "io_error: no space left on device".into();
+    write_json(&p, &v);
+    let r = load(&p).expect("load");
+    assert_eq!(r.flags.len(), 1, "{:?}", r.flags);
+    assert_eq!(r.flags[0].code, "stopped");
+    assert!(
+        r.flags[0].message.contains("no space left"),
+        "{:?}",
+        r.flags
+    );
+    let mut v = result_json();
+    v["stopped"] = serde_json::json!({ "reason": "completed", "message": "" });
+    write_json(&p, &v);
+    assert!(load(&p).expect("load").flags.is_empty());
+}
+
+/// report.html of an interrupted result opens with a visible banner saying why, before the
+/// Test Summary; a complete, passing result has none.
+#[test]
+fn report_has_a_banner_for_an_interrupted_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_json(&dir.path().join("result.json"), &interrupted_json());
+    let (files, flags) = write_report_with_flags(dir.path(), None).expect("report");
+    assert_eq!(flags.len(), 3);
+    let html = std::fs::read_to_string(&files[0]).expect("html");
+    let banner = html.find("class=\"banner\"").expect("banner");
+    let summary = html.find("Test Summary</h2>").expect("summary");
+    assert!(banner < summary);
+    for needle in [
+        "interrupted before the end",
+        "0.001 s",
+        "completed_duration_s",
+    ] {
+        assert!(html[banner..summary].contains(needle), "{needle}");
+    }
+
+    let good = tempfile::tempdir().expect("tempdir");
+    write_json(&good.path().join("result.json"), &result_json());
+    let (files, flags) = write_report_with_flags(good.path(), None).expect("report");
+    assert!(flags.is_empty());
+    let html = std::fs::read_to_string(&files[0]).expect("html");
+    assert!(!html.contains("class=\"banner\""));
+}
+
+/// A Jetstress report whose Overall Test Result is Fail is flagged.
+#[test]
+fn failed_jetstress_report_is_flagged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("failed.txt");
+    let text = std::fs::read_to_string(fixture("dell-ps6210e-esrp-performance.txt"))
+        .expect("fixture")
+        .replacen(
+            "Overall Test Result **Pass**",
+            "Overall Test Result **Fail**",
+            1,
+        );
+    std::fs::write(&p, text).expect("write");
+    let r = import_file(&p).expect("import");
+    assert_eq!(r.flags.len(), 1);
+    assert_eq!(r.flags[0].code, "verdict_failed");
+    let s = summarize(&[r]);
+    assert_eq!(s.warnings.len(), 1);
 }

@@ -1,5 +1,6 @@
 //! `import`, `esrp`, `compare` and `report` on inputs that are not what they should be (issue 8,
-//! item 7: bounded reads of regular files only).
+//! item 7: bounded reads of regular files only), and on results that are not complete, passing
+//! measurements (item 11: flagged wherever they are used).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -149,4 +150,107 @@ fn invalid_utf8_is_a_usage_error() {
         "{}",
         run.stderr
     );
+}
+
+/// A result interrupted during attain: "achieved 1000 IOPS" over 0.001 s, verdict Fail. Built
+/// from the fixture (a real, complete result).
+fn interrupted_result(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(fixture("mbxstress-result.json")).expect("fixture");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("fixture JSON");
+    v["test"]["interrupted"] = true.into();
+    v["test"]["duration_s"] = 0.001.into();
+    v["achieved_iops"] = 1000.0.into();
+    v["verdict"]["pass"] = false.into();
+    v["verdict"]["checks"] = serde_json::json!([
+        { "name": "completed_duration_s", "value": 0.001, "limit": 300.0, "pass": false }
+    ]);
+    let path = dir.join("result.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&v).expect("json")).expect("write");
+    path
+}
+
+/// `esrp` still sums an interrupted result but says so: a warning line naming the file and why
+/// (human), `warnings` and per-server and aggregate `flags` (JSON, existing keys unchanged).
+#[test]
+fn esrp_warns_about_an_interrupted_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = interrupted_result(dir.path());
+    let good = fixture("dell-ps6210e-esrp-performance.txt");
+    let run = mbx(&["esrp", s(&good), s(&bad)]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let line = format!("warning: {}: the test was interrupted", bad.display());
+    assert!(run.stdout.contains(&line), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("0.001 s were measured"),
+        "{}",
+        run.stdout
+    );
+    // Flagged rows, and the aggregate that sums one, are marked in the table.
+    for row in ["\nvm *  ", "\naggregate *  ", "\nEQLESRP5   "] {
+        assert!(run.stdout.contains(row), "{row:?}: {}", run.stdout);
+    }
+    assert!(
+        run.stdout
+            .contains("the aggregate includes 1 of 2 server results"),
+        "{}",
+        run.stdout
+    );
+
+    let run = mbx(&["esrp", s(&good), s(&bad), "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    let codes = |x: &serde_json::Value| -> Vec<String> {
+        x.as_array()
+            .expect("array")
+            .iter()
+            .map(|c| c.as_str().expect("code").to_string())
+            .collect()
+    };
+    assert!(codes(&v["servers"][0]["flags"]).is_empty());
+    assert_eq!(
+        codes(&v["servers"][1]["flags"]),
+        ["interrupted", "verdict_failed", "too_short"]
+    );
+    assert_eq!(
+        codes(&v["aggregate"]["flags"]),
+        ["interrupted", "verdict_failed", "too_short"]
+    );
+    assert_eq!(v["warnings"][0]["code"], "interrupted");
+    assert_eq!(v["warnings"][0]["source"], s(&bad));
+    assert!(v["aggregate"]["db_transfers_per_s"].is_number());
+    assert!(run.stderr.contains("warning:"), "{}", run.stderr);
+}
+
+/// `compare` and `report` flag it too: a warning line, `warnings` in compare's JSON, a banner at
+/// the top of report.html.
+#[test]
+fn compare_and_report_flag_an_interrupted_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = interrupted_result(dir.path());
+    let good = fixture("mbxstress-result.json");
+    let run = mbx(&["compare", s(&good), s(&bad)]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!(
+            "warning: B ({}): the test was interrupted",
+            bad.display()
+        )),
+        "{}",
+        run.stdout
+    );
+    let run = mbx(&["compare", s(&good), s(&bad), "--json"]);
+    let v = run.json();
+    let w = v["warnings"].as_array().expect("warnings");
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(w.iter().all(|x| x["which"] == "b"));
+    assert!(v["rows"].is_array() && v["a"].is_string());
+
+    let run = mbx(&["report", s(dir.path())]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let line = format!("warning: {}: the test was interrupted", bad.display());
+    assert!(run.stderr.contains(&line), "{}", run.stderr);
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("html");
+    let banner = html.find("class=\"banner\"").expect("banner");
+    assert!(banner < html.find("Test Summary").expect("summary"));
+    assert!(html.contains("interrupted before the end of its duration"));
 }

@@ -4,12 +4,19 @@
 //! writes/s is a sum and log write latency a mean. The aggregate sums the server sums and
 //! averages the server means. Backup: MB/s per database = the Avg row, per server = the Sum row.
 //! Soft recovery: seconds per log = average elapsed / average logs replayed.
+//!
+//! An input that is not a complete, passing measurement (interrupted, stopped, failed, or too
+//! short to mean anything) is still summed, as the user asked, but never silently: it gets a
+//! [`Warning`], its server row lists the flags, and the aggregate carries every flag of the
+//! servers it sums.
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::import::{import_text, ImportError, ImportedReport, InstanceIo};
+use crate::flags::result_flags;
+use crate::import::{import_text, ImportError, ImportedReport, InstanceIo, REPORT_WHAT};
+use crate::input::{read_bounded, REPORT_LIMIT};
 
 /// Figures of one server (or of the aggregate).
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
@@ -32,6 +39,20 @@ pub struct ServerFigures {
     pub log_write_avg_latency_ms: f64,
     /// The file it came from.
     pub source: String,
+    /// Codes of the input's flags (see [`crate::flags::Flag`]); for the aggregate, every code of
+    /// the servers it sums. Empty for a complete, passing measurement.
+    pub flags: Vec<&'static str>,
+}
+
+/// An input that is not a complete, passing measurement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Warning {
+    /// The file.
+    pub source: String,
+    /// The flag's code ("interrupted", "stopped", "verdict_failed", "too_short").
+    pub code: &'static str,
+    /// What it means.
+    pub message: String,
 }
 
 /// Backup figures of one server.
@@ -67,6 +88,8 @@ pub struct EsrpSummary {
     pub soft_recovery: Vec<SoftRecoveryFigures>,
     /// Typed summaries in the inputs that disagree with their own per-instance data.
     pub discrepancies: Vec<String>,
+    /// Inputs that are not complete, passing measurements, and why.
+    pub warnings: Vec<Warning>,
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> f64 {
@@ -92,15 +115,14 @@ pub fn server_figures(machine: &str, source: &str, inst: &[InstanceIo]) -> Serve
         log_writes_per_s: inst.iter().map(|i| i.io.log_writes_per_s).sum(),
         log_write_avg_latency_ms: mean(inst.iter().map(|i| i.io.log_write_avg_latency_ms)),
         source: source.to_string(),
+        flags: Vec::new(),
     }
 }
 
-/// An input file: an mbxstress result.json or a Jetstress report as text.
+/// An input file: an mbxstress result.json or a Jetstress report as text (a regular file of at
+/// most [`REPORT_LIMIT`] bytes of UTF-8).
 pub fn load(path: &Path) -> Result<ImportedReport, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
     if text.trim_start().starts_with('{') {
         return from_result_json(&text, path);
     }
@@ -131,6 +153,7 @@ fn from_result_json(text: &str, path: &Path) -> Result<ImportedReport, ImportErr
         machine: v["test"]["machine"].as_str().map(str::to_string),
         achieved_iops_typed: v["achieved_iops"].as_f64(),
         target_iops: v["target_iops"].as_f64(),
+        flags: result_flags(&v),
         ..Default::default()
     };
     for (k, i) in instances.iter().enumerate() {
@@ -153,9 +176,15 @@ pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
         // carry a Transactional I/O table of their own (the I/O during that test), and stress
         // tests are summarized separately in ESRP.
         if !r.transactional.is_empty() && matches!(r.kind.as_str(), "performance" | "unknown") {
-            s.servers
-                .push(server_figures(&machine, &r.source, &r.transactional));
+            let mut f = server_figures(&machine, &r.source, &r.transactional);
+            f.flags = r.flags.iter().map(|f| f.code).collect();
+            s.servers.push(f);
         }
+        s.warnings.extend(r.flags.iter().map(|f| Warning {
+            source: r.source.clone(),
+            code: f.code,
+            message: f.message.clone(),
+        }));
         if !r.backup.is_empty() {
             let n = r.backup.len() as f64;
             let sum: f64 = r.backup.iter().map(|b| b.mb_per_s).sum();
@@ -195,6 +224,15 @@ pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
             log_writes_per_s: sv.iter().map(|x| x.log_writes_per_s).sum(),
             log_write_avg_latency_ms: mean(sv.iter().map(|x| x.log_write_avg_latency_ms)),
             source: format!("{} servers", sv.len()),
+            flags: sv.iter().flat_map(|x| x.flags.iter().copied()).fold(
+                Vec::new(),
+                |mut all, code| {
+                    if !all.contains(&code) {
+                        all.push(code);
+                    }
+                    all
+                },
+            ),
         });
     }
     s

@@ -5,6 +5,7 @@
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use mbx_engine::result::{Io12, RunResult};
 
+use crate::flags::Flag;
 use crate::svg::{LineChart, Series};
 
 /// Jetstress's section titles, in report order (tests check them).
@@ -52,6 +53,8 @@ table.kv td { text-align: left; }
 pre { background: #f6f8fa; border: 1px solid #ddd; padding: 8px; overflow-x: auto; font-size: 11px; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; }
 .note { color: #555; }
+.banner { border: 2px solid #b00020; background: #fdecea; color: #7a0016; padding: 8px 12px; margin: 12px 0; font-size: 13px; }
+.banner ul { margin: 4px 0 0 0; }
 @media print {
   body { margin: 0; max-width: none; font-size: 10px; }
   h2 { page-break-after: avoid; }
@@ -156,8 +159,14 @@ fn charts(samples: &[serde_json::Value], names: &[String]) -> Markup {
     html! { div.charts { @for c in &list { (c.render()) } } }
 }
 
-/// Renders the report. `samples` are the lines of samples.jsonl, `log` those of test.log.
-pub fn render(r: &RunResult, samples: &[serde_json::Value], log: &[String]) -> String {
+/// Renders the report. `samples` are the lines of samples.jsonl, `log` those of test.log, `flags`
+/// why the result is not a complete, passing measurement (a banner at the top; empty: none).
+pub fn render(
+    r: &RunResult,
+    samples: &[serde_json::Value],
+    log: &[String],
+    flags: &[Flag],
+) -> String {
     let cfg = &r.config;
     let names: Vec<String> = r.instances.iter().map(|i| i.name.clone()).collect();
     let pct = |p: f64| format!("{}%", p);
@@ -184,6 +193,12 @@ pub fn render(r: &RunResult, samples: &[serde_json::Value], log: &[String]) -> S
             }
             body {
                 h1 { "mbxstress " (r.test.test_type) " test result report" }
+                @if !flags.is_empty() {
+                    div.banner role="alert" id="flags" {
+                        strong { "Not a complete, passing measurement: do not use these figures as the storage's capability." }
+                        ul { @for f in flags { li data-code=(f.code) { (f.message) } } }
+                    }
+                }
                 p.note { "Sections and column names follow Microsoft Exchange Jetstress 2013 so that results compare; how each figure is measured: docs/method.md." }
 
                 h2 { (SECTIONS[0]) }

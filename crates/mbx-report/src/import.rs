@@ -7,6 +7,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::flags::{report_flags, Flag};
+use crate::input::{read_bounded, InputError, REPORT_LIMIT};
+
+/// What `import`, `esrp` and `compare` expect a file to be (for error messages).
+pub const REPORT_WHAT: &str =
+    "a Jetstress report (HTML or its tables as text) or an mbxstress result.json";
+
 /// The 12 Jetstress columns, as imported.
 pub use mbx_engine::result::Io12;
 
@@ -34,6 +41,9 @@ pub enum ImportError {
         /// What is wrong.
         reason: String,
     },
+    /// The file is not a readable regular file of a sensible size, or not UTF-8 text.
+    #[error(transparent)]
+    Input(#[from] InputError),
     /// Nothing recognizable.
     #[error("{}: no Jetstress report tables found (expected e.g. \"Transactional I/O Performance\", \"Database Backup Statistics\" or \"Soft-Recovery Statistics\")", path.display())]
     Empty {
@@ -123,6 +133,8 @@ pub struct ImportedReport {
     pub soft_recovery_avg_typed: Option<(f64, f64)>,
     /// Typed summaries that disagree with the per-instance data beyond rounding.
     pub discrepancies: Vec<String>,
+    /// Why this is not a complete, passing measurement (empty if it is).
+    pub flags: Vec<Flag>,
 }
 
 use crate::html::IO12_COLUMNS;
@@ -239,12 +251,9 @@ impl Table {
     }
 }
 
-/// Imports a report file.
+/// Imports a report file: a regular file of at most [`REPORT_LIMIT`] bytes of UTF-8 text.
 pub fn import_file(path: &Path) -> Result<ImportedReport, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
     import_text(&text, path)
 }
 
@@ -540,6 +549,7 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
         });
     }
     check_summaries(&mut r);
+    r.flags = report_flags(r.overall_result.as_deref());
     Ok(r)
 }
 

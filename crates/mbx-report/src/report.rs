@@ -4,6 +4,11 @@ use std::path::{Path, PathBuf};
 
 use mbx_engine::result::RunResult;
 
+use crate::flags::{result_flags, Flag};
+use crate::input::{
+    for_each_line, read_bounded, read_head, InputError, LOG_LIMIT, REPORT_LIMIT, SAMPLES_LIMIT,
+};
+
 /// Errors writing a report; each names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -16,6 +21,9 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
+    /// A file is not a readable regular file of a sensible size, or not UTF-8 text.
+    #[error(transparent)]
+    Input(#[from] InputError),
     /// A file is not what it should be.
     #[error("{}: {reason}", path.display())]
     Invalid {
@@ -42,13 +50,6 @@ impl ReportError {
     }
 }
 
-fn read(path: &Path) -> Result<String, ReportError> {
-    std::fs::read_to_string(path).map_err(|source| ReportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
 /// The result folder and result.json for an input that is either.
 pub fn locate(input: &Path) -> (PathBuf, PathBuf) {
     if input.is_dir() {
@@ -63,36 +64,82 @@ pub fn locate(input: &Path) -> (PathBuf, PathBuf) {
     }
 }
 
-/// Reads a result folder (result.json, and samples.jsonl and test.log if present).
-pub fn load_run(
-    input: &Path,
-) -> Result<(RunResult, Vec<serde_json::Value>, Vec<String>, PathBuf), ReportError> {
+/// A result folder as read from disk.
+#[derive(Debug)]
+pub struct RunFolder {
+    /// result.json.
+    pub result: RunResult,
+    /// The lines of samples.jsonl (empty if there is none).
+    pub samples: Vec<serde_json::Value>,
+    /// The lines of test.log (empty if there is none).
+    pub log: Vec<String>,
+    /// The folder.
+    pub dir: PathBuf,
+    /// Why the result is not a complete, passing measurement (empty if it is).
+    pub flags: Vec<Flag>,
+}
+
+/// Reads a result folder: result.json, and samples.jsonl and test.log if present. Each file must
+/// be a regular file within its limit ([`REPORT_LIMIT`], [`SAMPLES_LIMIT`], [`LOG_LIMIT`]).
+pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
     let (dir, result_path) = locate(input);
-    let text = read(&result_path)?;
-    let result: RunResult = serde_json::from_str(&text).map_err(|e| ReportError::Invalid {
+    let text = read_bounded(&result_path, REPORT_LIMIT, "an mbxstress result.json")?;
+    let invalid = |e: serde_json::Error| ReportError::Invalid {
         path: result_path.clone(),
         reason: format!("not an mbxstress result ({e})"),
-    })?;
+    };
+    // Parsed from the text (errors then give line and column), and once more as JSON for the
+    // flags, which also read keys that this version's RunResult may not have.
+    let result: RunResult = serde_json::from_str(&text).map_err(invalid)?;
+    let flags = result_flags(&serde_json::from_str(&text).map_err(invalid)?);
+    drop(text);
+
     let mut samples = Vec::new();
     let samples_path = dir.join(&result.samples_file);
-    if let Ok(text) = std::fs::read_to_string(&samples_path) {
-        for (n, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            samples.push(
-                serde_json::from_str(line).map_err(|e| ReportError::Invalid {
-                    path: samples_path.clone(),
-                    reason: format!("line {}: {e}", n + 1),
-                })?,
-            );
-        }
+    let read = for_each_line(
+        &samples_path,
+        SAMPLES_LIMIT,
+        "the samples of a run (samples.jsonl)",
+        |n, line| {
+            if !line.trim().is_empty() {
+                samples.push(
+                    serde_json::from_str(line).map_err(|e| ReportError::Invalid {
+                        path: samples_path.clone(),
+                        reason: format!("line {n}: {e}"),
+                    })?,
+                );
+            }
+            Ok(())
+        },
+    );
+    skip_if_absent(read)?;
+
+    let mut log = Vec::new();
+    let read = for_each_line(
+        &dir.join(&result.log_file),
+        LOG_LIMIT,
+        "the log of a run (test.log)",
+        |_, line| {
+            log.push(line.to_string());
+            Ok::<_, ReportError>(())
+        },
+    );
+    skip_if_absent(read)?;
+    Ok(RunFolder {
+        result,
+        samples,
+        log,
+        dir,
+        flags,
+    })
+}
+
+/// An optional file that does not exist is not an error.
+fn skip_if_absent(read: Result<(), ReportError>) -> Result<(), ReportError> {
+    match read {
+        Err(ReportError::Input(e)) if e.is_not_found() => Ok(()),
+        other => other,
     }
-    let log = std::fs::read_to_string(dir.join(&result.log_file))
-        .map(|t| t.lines().map(str::to_string).collect())
-        .unwrap_or_default();
-    Ok((result, samples, log, dir))
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
@@ -122,26 +169,47 @@ fn csv_bytes(rows: Vec<Vec<String>>, path: &Path) -> Result<Vec<u8>, ReportError
 /// Writes report.html, instances.csv and samples.csv for the run at `input` (a result folder or
 /// its result.json) into `out` (default: the result folder). Returns the files written.
 pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, ReportError> {
-    let (result, samples, log, dir) = load_run(input)?;
+    write_report_with_flags(input, out).map(|(files, _)| files)
+}
+
+/// [`write_report`], also returning the result's flags (shown as a banner in report.html) so the
+/// caller can warn about them too.
+pub fn write_report_with_flags(
+    input: &Path,
+    out: Option<&Path>,
+) -> Result<(Vec<PathBuf>, Vec<Flag>), ReportError> {
+    let RunFolder {
+        result,
+        samples,
+        log,
+        dir,
+        flags,
+    } = load_run(input)?;
     let out = out.map(Path::to_path_buf).unwrap_or(dir);
     std::fs::create_dir_all(&out).map_err(|source| ReportError::Write {
         path: out.clone(),
         source,
     })?;
     let html_path = out.join("report.html");
-    if let Ok(existing) = std::fs::read_to_string(&html_path) {
-        if !existing.contains("<meta name=\"generator\" content=\"mbxstress\">") {
+    // Ours has the generator tag in its first few hundred bytes; anything else that exists there
+    // (another file, a directory, a FIFO) is not overwritten.
+    match read_head(&html_path, 4096, "an mbxstress report.html") {
+        Err(e) if e.is_not_found() => {}
+        Ok(head)
+            if String::from_utf8_lossy(&head)
+                .contains("<meta name=\"generator\" content=\"mbxstress\">") => {}
+        _ => {
             return Err(ReportError::Invalid {
                 path: html_path,
                 reason:
                     "exists and was not written by mbxstress; remove it or choose another --out"
                         .into(),
-            });
+            })
         }
     }
     write(
         &html_path,
-        crate::html::render(&result, &samples, &log).as_bytes(),
+        crate::html::render(&result, &samples, &log, &flags).as_bytes(),
     )?;
 
     let inst_path = out.join("instances.csv");
@@ -224,5 +292,5 @@ pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Re
         }
     }
     write(&samples_path, &csv_bytes(rows, &samples_path)?)?;
-    Ok(vec![html_path, inst_path, samples_path])
+    Ok((vec![html_path, inst_path, samples_path], flags))
 }

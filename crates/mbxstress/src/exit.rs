@@ -41,6 +41,7 @@ pub fn code_for(err: &anyhow::Error) -> ExitCode {
                 Some(mbx_io::bench::BenchError::Invalid(_))
             )
             || e.is::<mbx_report::ImportError>()
+            || e.is::<mbx_report::InputError>()
             || e.downcast_ref::<mbx_report::ReportError>()
                 .is_some_and(|r| r.is_user_error())
     });

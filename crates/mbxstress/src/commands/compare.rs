@@ -11,11 +11,35 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = mbx_report::load(&args.a)?;
     let b = mbx_report::load(&args.b)?;
     let rows = mbx_report::compare::compare(&a, &b);
+    // Inputs that are not complete, passing measurements: flagged in both output forms.
+    let warnings: Vec<serde_json::Value> = [("a", &a), ("b", &b)]
+        .into_iter()
+        .flat_map(|(which, r)| {
+            r.flags.iter().map(move |f| {
+                serde_json::json!({
+                    "which": which, "source": r.source, "code": f.code, "message": f.message
+                })
+            })
+        })
+        .collect();
+    let warning_lines: Vec<String> = [("A", &a), ("B", &b)]
+        .into_iter()
+        .flat_map(|(which, r)| {
+            r.flags
+                .iter()
+                .map(move |f| format!("warning: {which} ({}): {}", r.source, f.message))
+        })
+        .collect();
     let mut out = std::io::stdout().lock();
     if args.json {
+        for w in &warning_lines {
+            eprintln!("{w}");
+        }
         serde_json::to_writer_pretty(
             &mut out,
-            &serde_json::json!({ "a": a.source, "b": b.source, "rows": rows }),
+            &serde_json::json!({
+                "a": a.source, "b": b.source, "rows": rows, "warnings": warnings
+            }),
         )
         .context("writing JSON to stdout")?;
         writeln!(out).context("writing to stdout")?;
@@ -23,6 +47,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     let cell = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
     let mut text = format!("A: {}\nB: {}\n", a.source, b.source);
+    for w in &warning_lines {
+        text.push_str(&format!("{w}\n"));
+    }
     text.push_str(&format!(
         "{:<46} {:>14} {:>14} {:>14} {:>9}\n",
         "figure", "A", "B", "B - A", "change"

@@ -14,8 +14,17 @@ pub fn run(args: EsrpArgs) -> anyhow::Result<ExitCode> {
         .map(|f| mbx_report::load(f))
         .collect::<Result<Vec<_>, _>>()?;
     let s = mbx_report::summarize(&inputs);
+    let warnings: Vec<String> = s
+        .warnings
+        .iter()
+        .map(|w| format!("warning: {}: {}", w.source, w.message))
+        .collect();
     let mut out = std::io::stdout().lock();
     if args.json {
+        // The JSON carries them in `warnings` and per server in `flags`; people watching see them.
+        for w in &warnings {
+            eprintln!("{w}");
+        }
         serde_json::to_writer_pretty(&mut out, &s).context("writing JSON to stdout")?;
         writeln!(out).context("writing to stdout")?;
         return Ok(ExitCode::SUCCESS);
@@ -34,9 +43,11 @@ pub fn run(args: EsrpArgs) -> anyhow::Result<ExitCode> {
             "log w ms"
         ));
         for f in s.servers.iter().chain(s.aggregate.iter()) {
+            // A flagged row (or an aggregate that sums one) is marked; the warnings say why.
+            let mark = if f.flags.is_empty() { "" } else { " *" };
             text.push_str(&format!(
                 "{:<24} {:>12.2} {:>10.2} {:>10.2} {:>12.2} {:>12.2} {:>10.2} {:>12.4}\n",
-                f.machine,
+                format!("{}{mark}", f.machine),
                 f.db_transfers_per_s,
                 f.db_reads_per_s,
                 f.db_writes_per_s,
@@ -61,6 +72,16 @@ pub fn run(args: EsrpArgs) -> anyhow::Result<ExitCode> {
     }
     for d in &s.discrepancies {
         text.push_str(&format!("discrepancy: {d}\n"));
+    }
+    for w in &warnings {
+        text.push_str(&format!("{w}\n"));
+    }
+    let flagged = s.servers.iter().filter(|f| !f.flags.is_empty()).count();
+    if flagged > 0 && s.aggregate.is_some() {
+        text.push_str(&format!(
+            "warning: the aggregate includes {flagged} of {} server results that are not complete, passing measurements (marked *)\n",
+            s.servers.len()
+        ));
     }
     write!(out, "{text}").context("writing to stdout")?;
     Ok(ExitCode::SUCCESS)

@@ -48,6 +48,9 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     for d in &r.discrepancies {
         text.push_str(&format!("  discrepancy: {d}\n"));
     }
+    for f in &r.flags {
+        text.push_str(&format!("  warning: {}\n", f.message));
+    }
     write!(out, "{text}").context("writing to stdout")?;
     Ok(ExitCode::SUCCESS)
 }

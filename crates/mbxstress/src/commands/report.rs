@@ -5,7 +5,12 @@ use std::process::ExitCode;
 use crate::cli::ReportArgs;
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let files = mbx_report::write_report(&args.input, args.out.as_deref())?;
+    let (files, flags) =
+        mbx_report::report::write_report_with_flags(&args.input, args.out.as_deref())?;
+    let (_, result_json) = mbx_report::report::locate(&args.input);
+    for f in &flags {
+        eprintln!("warning: {}: {}", result_json.display(), f.message);
+    }
     for f in files {
         outln!("{}", f.display())?;
     }

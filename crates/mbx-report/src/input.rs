@@ -1,0 +1,345 @@
+//! Bounded reading of input files. Every file that `import`, `esrp`, `compare` and `report` read
+//! goes through here, so none of them can be made to read without end (`/dev/zero`), block
+//! forever (a FIFO with no writer) or allocate a file's whole size before checking it.
+//!
+//! The rules:
+//! - Only regular files are read. A directory, character or block device, FIFO or socket is
+//!   refused before it is opened, and again after opening (the open itself is non-blocking, so a
+//!   path swapped for a FIFO in between cannot hang us).
+//! - A file whose size is over the limit is refused before anything is read. Reading goes through
+//!   `take(limit + 1)`, so a file that grows while it is read is bounded too.
+//! - Text must be UTF-8 (a leading UTF-8 byte-order mark is dropped). Anything else is an error
+//!   naming the byte offset, never a panic.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+const MIB: u64 = 1024 * 1024;
+
+/// Limit for a Jetstress report (HTML or text) and for an mbxstress `result.json`.
+///
+/// A Jetstress HTML report is tens of kilobytes to a few MB (its largest table has one row per
+/// database, at most 100). An mbxstress result.json is about 2.5 KB per instance plus the
+/// configuration: under 0.5 MB for 100 databases. 64 MiB is over ten times the largest real input.
+pub const REPORT_LIMIT: u64 = 64 * MIB;
+
+/// Limit for `samples.jsonl`.
+///
+/// One line per sample interval, about 600 bytes per instance plus 200 bytes of host counters
+/// (measured on a real run). The largest configuration run validates is 100 databases; a 24-hour
+/// run at the default 15 s interval writes 24 x 3600 / 15 = 5,760 lines of about 60 KB, about
+/// 346 MB. 512 MiB covers that with 50% to spare. A longer run with that many instances, or one
+/// with a shorter sample interval, needs a longer `sample_interval_s` to stay reportable.
+pub const SAMPLES_LIMIT: u64 = 512 * MIB;
+
+/// Limit for `test.log`.
+///
+/// The log has a few lines per database and phase plus one line per finding: kilobytes for a
+/// normal run. 64 MiB is about 600,000 lines of 100 bytes, far more than any run writes, and all
+/// of it is copied into report.html.
+pub const LOG_LIMIT: u64 = 64 * MIB;
+
+/// Why an input file could not be read; each variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// The file could not be opened or read (the OS error is the source, printed after this).
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What it should have been.
+        what: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not a regular file.
+    #[error("{} is {kind}, not a regular file: expected {what}", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is ("a directory", "a character device", ...).
+        kind: &'static str,
+        /// What it should have been.
+        what: &'static str,
+    },
+    /// Larger than the limit for this kind of file.
+    #[error("{} is {}{size} bytes ({}), over the {} limit for {what}; is it the right file?", path.display(), at_least(.grew), mib(.size), mib(.limit))]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// What it should have been.
+        what: &'static str,
+        /// Its size (from its metadata, or the bytes seen when it grew while being read).
+        size: u64,
+        /// The limit.
+        limit: u64,
+        /// True if the file grew past the limit while being read (`size` is a lower bound).
+        grew: bool,
+    },
+    /// Not UTF-8 text.
+    #[error("{} is not UTF-8 text (invalid byte at offset {offset}): expected {what}{hint}", path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// What it should have been.
+        what: &'static str,
+        /// Byte offset of the first invalid byte.
+        offset: u64,
+        /// A hint for a recognizable encoding (UTF-16), or empty.
+        hint: &'static str,
+    },
+}
+
+impl InputError {
+    /// True if the file does not exist (optional inputs are then skipped).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, InputError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// A size in MiB for messages.
+fn mib(bytes: &u64) -> String {
+    // Display only: the rounding of a u64 to f64 does not matter here.
+    format!("{:.1} MiB", *bytes as f64 / MIB as f64)
+}
+
+fn at_least(grew: &bool) -> &'static str {
+    if *grew {
+        "at least "
+    } else {
+        ""
+    }
+}
+
+/// What a non-regular file is, for messages.
+fn kind_of(ft: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_char_device() {
+            return "a character device";
+        }
+        if ft.is_block_device() {
+            return "a block device";
+        }
+        if ft.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if ft.is_socket() {
+            return "a socket";
+        }
+    }
+    if ft.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens a regular file for reading and returns it with its size; refuses anything else and a
+/// file over `limit`, before reading a byte.
+fn open_regular(path: &Path, limit: u64, what: &'static str) -> Result<(File, u64), InputError> {
+    let read_err = |source| InputError::Read {
+        path: path.to_path_buf(),
+        what,
+        source,
+    };
+    let check = |meta: &std::fs::Metadata| -> Result<u64, InputError> {
+        if !meta.is_file() {
+            return Err(InputError::NotAFile {
+                path: path.to_path_buf(),
+                kind: kind_of(&meta.file_type()),
+                what,
+            });
+        }
+        if meta.len() > limit {
+            return Err(InputError::TooLarge {
+                path: path.to_path_buf(),
+                what,
+                size: meta.len(),
+                limit,
+                grew: false,
+            });
+        }
+        Ok(meta.len())
+    };
+    // Checked before opening: opening a FIFO blocks until a writer comes, and opening some
+    // devices has side effects.
+    check(&std::fs::metadata(path).map_err(read_err)?)?;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Non-blocking open: if the path was replaced by a FIFO since the check, the open returns
+        // at once and the check below refuses it. Reads from a regular file ignore the flag.
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = opts.open(path).map_err(read_err)?;
+    let size = check(&file.metadata().map_err(read_err)?)?;
+    Ok((file, size))
+}
+
+/// Reads at most `limit` bytes of a regular file: the whole file, or an error if it is larger
+/// (also when it grows past the limit while being read).
+pub fn read_bounded_bytes(
+    path: &Path,
+    limit: u64,
+    what: &'static str,
+) -> Result<Vec<u8>, InputError> {
+    let (file, size) = open_regular(path, limit, what)?;
+    // The size is at most `limit` (checked), so the capacity hint cannot be excessive; a size
+    // that does not fit usize only loses the hint.
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| InputError::Read {
+            path: path.to_path_buf(),
+            what,
+            source,
+        })?;
+    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if read > limit {
+        return Err(InputError::TooLarge {
+            path: path.to_path_buf(),
+            what,
+            size: read,
+            limit,
+            grew: true,
+        });
+    }
+    Ok(bytes)
+}
+
+/// The error for `bytes` (starting at byte `offset` of the file) that are not UTF-8.
+fn not_utf8(
+    bytes: &[u8],
+    err: std::str::Utf8Error,
+    offset: u64,
+    path: &Path,
+    what: &'static str,
+) -> InputError {
+    let utf16 =
+        offset == 0 && (bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]));
+    InputError::NotUtf8 {
+        path: path.to_path_buf(),
+        what,
+        offset: offset.saturating_add(u64::try_from(err.valid_up_to()).unwrap_or(u64::MAX)),
+        hint: if utf16 {
+            "; it looks like UTF-16: convert it, e.g. iconv -f UTF-16 -t UTF-8"
+        } else {
+            ""
+        },
+    }
+}
+
+const BOM: &str = "\u{feff}";
+
+/// Reads a regular file of at most `limit` bytes as UTF-8 text. `what` says what the file should
+/// be ("a Jetstress report ...") and appears in every error, with the path.
+pub fn read_bounded(path: &Path, limit: u64, what: &'static str) -> Result<String, InputError> {
+    let bytes = read_bounded_bytes(path, limit, what)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| not_utf8(e.as_bytes(), e.utf8_error(), 0, path, what))?;
+    Ok(match text.strip_prefix(BOM) {
+        Some(rest) => rest.to_string(),
+        None => text,
+    })
+}
+
+/// Calls `f(line_number, line)` for each line (1-based, without the line ending) of a regular
+/// file of at most `limit` bytes, without holding the whole file in memory.
+pub fn for_each_line<E: From<InputError>>(
+    path: &Path,
+    limit: u64,
+    what: &'static str,
+    mut f: impl FnMut(usize, &str) -> Result<(), E>,
+) -> Result<(), E> {
+    let (file, _) = open_regular(path, limit, what)?;
+    let mut reader = BufReader::new(file.take(limit.saturating_add(1)));
+    let mut buf = Vec::new();
+    let mut offset = 0u64;
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| InputError::Read {
+                path: path.to_path_buf(),
+                what,
+                source,
+            })?;
+        if n == 0 {
+            return Ok(());
+        }
+        let start = offset;
+        offset = offset.saturating_add(u64::try_from(n).unwrap_or(u64::MAX));
+        if offset > limit {
+            return Err(InputError::TooLarge {
+                path: path.to_path_buf(),
+                what,
+                size: offset,
+                limit,
+                grew: true,
+            }
+            .into());
+        }
+        line_no = line_no.saturating_add(1);
+        let mut line =
+            std::str::from_utf8(&buf).map_err(|e| not_utf8(&buf, e, start, path, what))?;
+        if line_no == 1 {
+            line = line.strip_prefix(BOM).unwrap_or(line);
+        }
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        f(line_no, line)?;
+    }
+}
+
+/// Reads the first `n` bytes (or fewer) of a regular file of any size: enough to recognize it.
+pub fn read_head(path: &Path, n: u64, what: &'static str) -> Result<Vec<u8>, InputError> {
+    let (file, _) = open_regular(path, u64::MAX, what)?;
+    let mut bytes = Vec::new();
+    file.take(n)
+        .read_to_end(&mut bytes)
+        .map_err(|source| InputError::Read {
+            path: path.to_path_buf(),
+            what,
+            source,
+        })?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_size_and_limit() {
+        let e = InputError::TooLarge {
+            path: "r.html".into(),
+            what: "a report",
+            size: 70 * MIB,
+            limit: 64 * MIB,
+            grew: false,
+        };
+        assert_eq!(
+            e.to_string(),
+            "r.html is 73400320 bytes (70.0 MiB), over the 64.0 MiB limit for a report; is it the right file?"
+        );
+    }
+
+    #[test]
+    fn utf16_gets_a_hint() {
+        let check = |bytes: &[u8], offset: u64| {
+            let err = std::str::from_utf8(bytes).expect_err("not UTF-8");
+            not_utf8(bytes, err, offset, Path::new("x"), "a report").to_string()
+        };
+        let e = check(&[0xff, 0xfe, b'a', 0], 0);
+        assert!(e.contains("UTF-16") && e.contains("offset 0"), "{e}");
+        let e = check(&[b'a', 0xc3], 10);
+        assert!(e.contains("offset 11") && !e.contains("UTF-16"), "{e}");
+    }
+}

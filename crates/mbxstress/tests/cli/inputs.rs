@@ -1,0 +1,256 @@
+//! `import`, `esrp`, `compare` and `report` on inputs that are not what they should be (issue 8,
+//! item 7: bounded reads of regular files only), and on results that are not complete, passing
+//! measurements (item 11: flagged wherever they are used).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{mbx, Run};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../mbx-report/tests/fixtures")
+        .join(name)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// Runs `mbxstress` with at most 4 GiB of address space and a 20 s deadline, so that a
+/// regression to an unbounded read fails the test quickly (allocation failure or timeout)
+/// instead of exhausting the machine or hanging.
+fn mbx_bounded(args: &[&str]) -> (Run, Duration) {
+    let start = Instant::now();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 4194304 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_mbxstress"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mbxstress");
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mbxstress {args:?} did not finish within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().expect("wait");
+    (
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        },
+        start.elapsed(),
+    )
+}
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo")
+        .success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+/// `import /dev/zero` (which grew to 24 GB before) exits 2 at once, naming /dev/zero and what
+/// was expected; `esrp`, `compare` and `report` share the check.
+#[test]
+fn dev_zero_is_refused_at_once() {
+    let (run, took) = mbx_bounded(&["import", "/dev/zero"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("/dev/zero is a character device, not a regular file")
+            && run.stderr.contains("expected a Jetstress report"),
+        "{}",
+        run.stderr
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    for args in [
+        &["esrp", "/dev/zero"][..],
+        &["compare", "/dev/zero", "/dev/zero"],
+        &["report", "/dev/zero"],
+    ] {
+        let (run, _) = mbx_bounded(args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("/dev/zero"), "{args:?}: {}", run.stderr);
+    }
+}
+
+/// A FIFO (which blocked forever) and a directory are refused with exit 2.
+#[test]
+fn fifo_and_directory_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("jetstress.html");
+    mkfifo(&fifo);
+    let (run, _) = mbx_bounded(&["esrp", s(&fifo)]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("jetstress.html is a FIFO (named pipe), not a regular file"),
+        "{}",
+        run.stderr
+    );
+    let (run, _) = mbx_bounded(&["import", s(dir.path())]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("is a directory, not a regular file"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A file over the 64 MiB limit (sparse: no disk used) is refused from its size, naming the
+/// file, its size and the limit; a 64 GiB one as fast, so nothing was read.
+#[test]
+fn over_limit_file_is_refused_without_reading_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let big = dir.path().join("huge-report.txt");
+    let f = std::fs::File::create(&big).expect("create");
+    f.set_len((64 << 20) + 1).expect("set_len");
+    let (run, _) = mbx_bounded(&[
+        "compare",
+        s(&big),
+        s(&fixture("tintri-t880-performance.txt")),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("huge-report.txt is 67108865 bytes")
+            && run.stderr.contains("over the 64.0 MiB limit"),
+        "{}",
+        run.stderr
+    );
+    f.set_len(64 << 30).expect("set_len 64 GiB");
+    let (run, took) = mbx_bounded(&["import", s(&big)]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("68719476736 bytes"), "{}", run.stderr);
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}
+
+/// Invalid UTF-8 gives exit 2 and a message, not a panic.
+#[test]
+fn invalid_utf8_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("latin1.txt");
+    std::fs::write(&bad, b"Machine Name\tM\xfcnchen\n").expect("write");
+    let run = mbx(&["import", s(&bad)]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("latin1.txt is not UTF-8 text (invalid byte at offset 14)"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A result interrupted during attain: "achieved 1000 IOPS" over 0.001 s, verdict Fail. Built
+/// from the fixture (a real, complete result).
+fn interrupted_result(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(fixture("mbxstress-result.json")).expect("fixture");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("fixture JSON");
+    v["test"]["interrupted"] = true.into();
+    v["test"]["duration_s"] = 0.001.into();
+    v["achieved_iops"] = 1000.0.into();
+    v["verdict"]["pass"] = false.into();
+    v["verdict"]["checks"] = serde_json::json!([
+        { "name": "completed_duration_s", "value": 0.001, "limit": 300.0, "pass": false }
+    ]);
+    let path = dir.join("result.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&v).expect("json")).expect("write");
+    path
+}
+
+/// `esrp` still sums an interrupted result but says so: a warning line naming the file and why
+/// (human), `warnings` and per-server and aggregate `flags` (JSON, existing keys unchanged).
+#[test]
+fn esrp_warns_about_an_interrupted_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = interrupted_result(dir.path());
+    let good = fixture("dell-ps6210e-esrp-performance.txt");
+    let run = mbx(&["esrp", s(&good), s(&bad)]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let line = format!("warning: {}: the test was interrupted", bad.display());
+    assert!(run.stdout.contains(&line), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("0.001 s were measured"),
+        "{}",
+        run.stdout
+    );
+    // Flagged rows, and the aggregate that sums one, are marked in the table.
+    for row in ["\nvm *  ", "\naggregate *  ", "\nEQLESRP5   "] {
+        assert!(run.stdout.contains(row), "{row:?}: {}", run.stdout);
+    }
+    assert!(
+        run.stdout
+            .contains("the aggregate includes 1 of 2 server results"),
+        "{}",
+        run.stdout
+    );
+
+    let run = mbx(&["esrp", s(&good), s(&bad), "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    let codes = |x: &serde_json::Value| -> Vec<String> {
+        x.as_array()
+            .expect("array")
+            .iter()
+            .map(|c| c.as_str().expect("code").to_string())
+            .collect()
+    };
+    assert!(codes(&v["servers"][0]["flags"]).is_empty());
+    assert_eq!(
+        codes(&v["servers"][1]["flags"]),
+        ["interrupted", "verdict_failed", "too_short"]
+    );
+    assert_eq!(
+        codes(&v["aggregate"]["flags"]),
+        ["interrupted", "verdict_failed", "too_short"]
+    );
+    assert_eq!(v["warnings"][0]["code"], "interrupted");
+    assert_eq!(v["warnings"][0]["source"], s(&bad));
+    assert!(v["aggregate"]["db_transfers_per_s"].is_number());
+    assert!(run.stderr.contains("warning:"), "{}", run.stderr);
+}
+
+/// `compare` and `report` flag it too: a warning line, `warnings` in compare's JSON, a banner at
+/// the top of report.html.
+#[test]
+fn compare_and_report_flag_an_interrupted_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = interrupted_result(dir.path());
+    let good = fixture("mbxstress-result.json");
+    let run = mbx(&["compare", s(&good), s(&bad)]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!(
+            "warning: B ({}): the test was interrupted",
+            bad.display()
+        )),
+        "{}",
+        run.stdout
+    );
+    let run = mbx(&["compare", s(&good), s(&bad), "--json"]);
+    let v = run.json();
+    let w = v["warnings"].as_array().expect("warnings");
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(w.iter().all(|x| x["which"] == "b"));
+    assert!(v["rows"].is_array() && v["a"].is_string());
+
+    let run = mbx(&["report", s(dir.path())]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let line = format!("warning: {}: the test was interrupted", bad.display());
+    assert!(run.stderr.contains(&line), "{}", run.stderr);
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("html");
+    let banner = html.find("class=\"banner\"").expect("banner");
+    assert!(banner < html.find("Test Summary").expect("summary"));
+    assert!(html.contains("interrupted before the end of its duration"));
+}

@@ -178,6 +178,29 @@ pub fn run_performance(
         })
         .collect();
     let initial_bytes: u64 = databases.iter().map(|d| d.header.file_bytes()).sum();
+    // A damaged header copy is rewritten from the intact one when the run marks the database
+    // dirty: that repair is an integrity finding, never silent.
+    let mut header_errors = Vec::new();
+    for (k, d) in databases.iter().enumerate() {
+        for copy in mbx_store::verify::damaged_header_copies(&d.spec.path)? {
+            let line = format!(
+                "Database header copy {} of {} was damaged; it was rewritten from the intact copy.",
+                copy + 1,
+                d.spec.path.display()
+            );
+            observer.on_event(RunEvent::Log(&line));
+            header_errors.push(ErrorEntry {
+                class: "header_copy_damaged".into(),
+                instance: specs.get(k).map(|s| s.name.clone()),
+                path: Some(d.spec.path.display().to_string()),
+                offset: Some(copy * mbx_store::page::PAGE_SIZE as u64),
+                page: Some(copy),
+                count: 1,
+                first_at: rfc3339_now(),
+                message: line,
+            });
+        }
+    }
     for d in databases {
         mbx_store::create::set_database_state(&d.spec.path, DbState::Dirty)?;
     }
@@ -262,6 +285,22 @@ pub fn run_performance(
     );
     observer.on_event(RunEvent::Log(&line));
     result.notes.extend(driver.notes.iter().cloned());
+    if !header_errors.is_empty() {
+        result.errors.splice(0..0, header_errors);
+        if let Some(c) = result
+            .verdict
+            .checks
+            .iter_mut()
+            .find(|c| c.name == "data_integrity_errors")
+        {
+            c.value += 1.0;
+            c.pass = false;
+        }
+        result.verdict.pass = false;
+        if result.stopped.reason == StopReason::Completed {
+            result.stopped = stop_of(&times, false);
+        }
+    }
     if let Err(e) = outcome {
         let entry = error_entry(&e, &result.instances);
         result.stopped = Stopped {

@@ -79,12 +79,17 @@ pub struct VerifyReport {
     pub elapsed_s: f64,
     /// The first problems found (at most 20).
     pub problems: Vec<PageProblem>,
+    /// Bytes in the file beyond the database's last page (something appended to it).
+    pub trailing_bytes: u64,
 }
 
 impl VerifyReport {
     /// True if no page is bad, correctable or misplaced.
     pub fn is_clean(&self) -> bool {
-        self.bad_pages == 0 && self.correctable_pages == 0 && self.wrong_page_number_pages == 0
+        self.bad_pages == 0
+            && self.correctable_pages == 0
+            && self.wrong_page_number_pages == 0
+            && self.trailing_bytes == 0
     }
 
     fn note(&mut self, page: u64, kind: &'static str, found: Option<u64>) {
@@ -120,6 +125,34 @@ impl VerifyReport {
             }
         }
     }
+}
+
+/// Which of the two header copies (0, 1) of a database cannot be decoded or belong to another
+/// database than the newest valid copy. Empty when both are intact.
+pub fn damaged_header_copies(path: &Path) -> Result<Vec<u64>, StoreError> {
+    let f = IoFile::open(
+        path,
+        OpenMode {
+            direct: false,
+            ..OpenMode::read_direct()
+        },
+    )?;
+    let mut two = vec![0u8; 2 * PAGE_SIZE];
+    f.read_exact_at(&mut two, 0)?;
+    let Some(newest) = DbHeader::from_first_pages(&two) else {
+        return Err(StoreError::NotADatabase {
+            path: path.to_path_buf(),
+        });
+    };
+    Ok((0..HEADER_PAGES)
+        .filter(|&copy| {
+            let start = copy as usize * PAGE_SIZE;
+            two.get(start..start + PAGE_SIZE)
+                .and_then(DbHeader::decode)
+                .map(|h| h.database_id)
+                != Some(newest.database_id)
+        })
+        .collect())
 }
 
 /// Reads the header of a database file; `NotADatabase` if it is not one.
@@ -190,6 +223,12 @@ pub fn verify_database(
         bytes: 0,
         elapsed_s: 0.0,
         problems: Vec::new(),
+        // A device may be larger than the database; a file must end where the database ends.
+        trailing_bytes: if mbx_io::platform::is_block_device(path).unwrap_or(false) {
+            0
+        } else {
+            file_len.saturating_sub(header.file_bytes())
+        },
     };
     let total_pages = header.page_count;
     let mut next = 0u64;

@@ -328,7 +328,8 @@ pub struct VerifyArgs {
     /// [default: ./mbxstress-data/databases].
     #[arg(long = "db-path", value_name = "PATH")]
     pub db_path: Vec<PathBuf>,
-    /// Bytes per read (multiple of 32k; Jetstress's checksum pass uses 64k) [default: 1M].
+    /// Bytes per read (multiple of 32k, at most 64M; Jetstress's checksum pass uses 64k)
+    /// [default: 1M].
     #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size)]
     pub read_size: Option<u64>,
     /// I/O backend.

@@ -5,7 +5,10 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
-use mbx_store::{verify_database, VerifyOptions};
+use mbx_store::{verify_database, LockMode, StoreLock, VerifyOptions};
+
+/// Largest --read-size.
+const MAX_READ_SIZE: u64 = 64 << 20;
 
 use super::engine::{engine_and_direct, or_default, DEFAULT_DB_DIR};
 use crate::cli::VerifyArgs;
@@ -51,11 +54,14 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let files = database_files(&or_default(&args.db_path, DEFAULT_DB_DIR))?;
     let (engine, direct) = engine_and_direct(&args.engine);
     let read_bytes = args.read_size.unwrap_or(1 << 20);
-    if read_bytes == 0 || read_bytes % 32768 != 0 {
+    // Buffers are read_size x queue depth (4): 64 MiB keeps them at 256 MiB.
+    if read_bytes == 0 || read_bytes % 32768 != 0 || read_bytes > MAX_READ_SIZE {
         return Err(usage(format!(
-            "invalid --read-size: must be a multiple of 32k, got {read_bytes} bytes"
+            "invalid --read-size: must be a multiple of 32k from 32k to 64M, got {read_bytes} bytes"
         )));
     }
+    // Readers share the databases with each other, never with a command that writes them.
+    let _lock = StoreLock::acquire_files(&files, LockMode::Shared)?;
     let opts = VerifyOptions {
         engine,
         direct,
@@ -114,6 +120,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 num(r.bytes as f64 / (1 << 20) as f64 / r.elapsed_s.max(1e-9), 0),
                 r.elapsed_s
             )?;
+            if r.trailing_bytes > 0 {
+                outln!(
+                    "    {} bytes follow the database's last page (appended by something else)",
+                    num(r.trailing_bytes as f64, 0)
+                )?;
+            }
             for p in &r.problems {
                 outln!(
                     "    page {}: {}{}",

@@ -372,3 +372,78 @@ fn interruption_during_prepare_still_writes_a_result() {
         "{text}"
     );
 }
+
+/// 8.11: bytes appended to a database file are a verification failure, not "clean".
+#[test]
+fn verify_fails_on_bytes_appended_to_a_database() {
+    let dir = tmp();
+    let d = dir.path();
+    let prep = in_dir(
+        d,
+        &["prepare", "--databases", "1", "--database-size-mb", "1"],
+    );
+    assert_eq!(prep.code, 0, "{}", prep.stderr);
+    let run = in_dir(d, &["verify", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["checksum"][0]["trailing_bytes"], 0);
+    let db = d.join("mbxstress-data/databases/mbxstress001.edb");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&db)
+        .expect("open");
+    std::io::Write::write_all(&mut f, &vec![7u8; 1 << 20]).expect("append");
+    drop(f);
+    let run = in_dir(d, &["verify", "--json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.json()["checksum"][0]["trailing_bytes"], 1 << 20);
+    let run = in_dir(d, &["verify"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.contains("1,048,576 bytes follow"), "{}", run.stdout);
+    // An absurd read size is a usage error, not an allocation abort.
+    let run = in_dir(d, &["verify", "--read-size", "1T"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--read-size"), "{}", run.stderr);
+}
+
+/// 8.11: a run that finds a damaged header copy reports it as an integrity finding (and fails),
+/// rather than rewriting it silently; the repaired database then passes.
+#[test]
+fn a_damaged_header_copy_is_reported_by_run() {
+    let dir = tmp();
+    let d = dir.path();
+    std::fs::write(d.join("fast.toml"), FAST).expect("config");
+    let prep = in_dir(
+        d,
+        &[
+            "prepare",
+            "--mailboxes",
+            "4",
+            "--quota-mb",
+            "2",
+            "--databases",
+            "2",
+        ],
+    );
+    assert_eq!(prep.code, 0, "{}", prep.stderr);
+    let db = d.join("mbxstress-data/databases/mbxstress002.edb");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&db)
+        .expect("open");
+    std::os::unix::fs::FileExt::write_all_at(&f, &[0xA5u8; 512], 32768 + 100).expect("damage");
+    drop(f);
+    let run = in_dir(d, &run_args("2s", "r1", &[]));
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let r = read_json(&d.join("r1/result.json"));
+    let errors = r["errors"].as_array().expect("errors");
+    let e = errors
+        .iter()
+        .find(|e| e["class"] == "header_copy_damaged")
+        .unwrap_or_else(|| panic!("{errors:?}"));
+    assert_eq!(e["page"], 1);
+    assert!(e["path"].as_str().is_some_and(|p| p.ends_with("mbxstress002.edb")));
+    assert_eq!(r["stopped"]["reason"], "verdict_failed");
+    assert!(log_has(&d.join("r1/test.log"), "header copy 2"));
+    let again = in_dir(d, &run_args("2s", "r2", &[]));
+    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+}

@@ -380,12 +380,20 @@ pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry 
             .find(|i| Path::new(&i.database_path) == p.as_path() || p.starts_with(&i.log_path))
             .map(|i| i.name.clone())
     });
+    // A page number only means something in a database file (not in a log file).
+    let in_database = path.as_ref().is_some_and(|p| {
+        instances
+            .iter()
+            .any(|i| Path::new(&i.database_path) == p.as_path())
+    });
     ErrorEntry {
         class: class.into(),
         instance,
         path: path_s,
         offset,
-        page: offset.map(|o| o / mbx_store::page::PAGE_SIZE as u64),
+        page: offset
+            .filter(|_| in_database)
+            .map(|o| o / mbx_store::page::PAGE_SIZE as u64),
         count: 1,
         first_at: rfc3339_now(),
         message: e.to_string(),

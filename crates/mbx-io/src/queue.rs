@@ -142,7 +142,11 @@ impl IoCompletion {
                 self.op_name(),
                 self.path(files),
                 self.req.offset,
-                std::io::Error::new(e.kind(), e.to_string()),
+                // Keep the OS error code (ENOSPC must stay recognisable), else the text.
+                match e.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(e.kind(), e.to_string()),
+                },
             )),
         }
     }

@@ -530,11 +530,47 @@ fn existing_ancestor(p: &Path) -> PathBuf {
     }
 }
 
+/// Bytes that [`prepare`] would still write, per filesystem: (a path on it, bytes). What partial
+/// files already occupy is not counted again.
+pub fn space_needed(
+    specs: &[DatabaseSpec],
+    params: &CreateParams,
+) -> Result<Vec<(PathBuf, u64)>, StoreError> {
+    let actions = specs
+        .iter()
+        .map(|s| inspect(s, params))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(space_needs(specs, &actions, params)?
+        .into_iter()
+        .map(|(_, anchor, bytes)| (anchor, bytes))
+        .collect())
+}
+
 fn check_space(
     specs: &[DatabaseSpec],
     actions: &[Action],
     params: &CreateParams,
 ) -> Result<(), StoreError> {
+    for (_, anchor, needed) in space_needs(specs, actions, params)? {
+        let available = platform::free_space(&anchor)
+            .map_err(|e| mbx_io::IoError::new("query free space of", &anchor, e))?;
+        if needed > available {
+            return Err(StoreError::InsufficientSpace {
+                path: anchor,
+                needed,
+                available,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// (filesystem id, a path on it, bytes to write there).
+fn space_needs(
+    specs: &[DatabaseSpec],
+    actions: &[Action],
+    params: &CreateParams,
+) -> Result<Vec<(u64, PathBuf, u64)>, StoreError> {
     let log_bytes = (LOG_FILE_SIZE + 2 * SLOT) as u64;
     // (filesystem id, a path on it, bytes needed)
     let mut needs: Vec<(u64, PathBuf, u64)> = Vec::new();
@@ -579,18 +615,7 @@ fn check_space(
             add(&spec.log_dir, log_bytes)?;
         }
     }
-    for (_, anchor, needed) in needs {
-        let available = platform::free_space(&anchor)
-            .map_err(|e| mbx_io::IoError::new("query free space of", &anchor, e))?;
-        if needed > available {
-            return Err(StoreError::InsufficientSpace {
-                path: anchor,
-                needed,
-                available,
-            });
-        }
-    }
-    Ok(())
+    Ok(needs)
 }
 
 fn now_unix() -> u64 {

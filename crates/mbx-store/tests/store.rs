@@ -435,3 +435,38 @@ fn sync_engine_and_buffered_io_work_too() {
     assert!(v.is_clean());
     assert_eq!(v.seen_pages, params.data_pages + 2);
 }
+
+/// Issue 8.9: after a creation stopped by an error (or kill -9) before its first durable
+/// watermark, the rerun's space check asks only for what is still missing, not the whole size.
+#[test]
+fn resume_needs_only_the_missing_space() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (specs, params) = setup(dir.path(), 1, 16);
+    // EIO on the 13th 1 MiB write: 12 MiB written, the header's watermark still 0.
+    let wrap = faults(
+        FaultRule::new(Some(IoOp::Write), FaultKind::Error(5))
+            .after(12)
+            .times(1),
+    );
+    run(&specs, &params, Some(&wrap))
+        .0
+        .expect_err("EIO stops the creation");
+    let h = read_database_header(&specs[0].path).expect("header");
+    assert_eq!((h.state, h.created_pages), (DbState::Creating, 0));
+    let needed: u64 = mbx_store::create::space_needed(&specs, &params)
+        .expect("space")
+        .iter()
+        .map(|(_, b)| b)
+        .sum();
+    let log_and_checkpoint =
+        (mbx_store::log::LOG_FILE_SIZE + 2 * mbx_store::checkpoint::SLOT) as u64;
+    assert!(
+        needed <= (5 << 20) + log_and_checkpoint,
+        "asks for {} MiB again",
+        needed >> 20
+    );
+    let (r, events) = run(&specs, &params, None);
+    r.expect("resumed");
+    assert_eq!(actions(&events), ["resume"]);
+    assert!(verify(&specs[0].path).is_clean());
+}

@@ -398,7 +398,11 @@ fn verify_fails_on_bytes_appended_to_a_database() {
     assert_eq!(run.json()["checksum"][0]["trailing_bytes"], 1 << 20);
     let run = in_dir(d, &["verify"]);
     assert_eq!(run.code, 1);
-    assert!(run.stdout.contains("1,048,576 bytes follow"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("1,048,576 bytes follow"),
+        "{}",
+        run.stdout
+    );
     // An absurd read size is a usage error, not an allocation abort.
     let run = in_dir(d, &["verify", "--read-size", "1T"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
@@ -441,9 +445,138 @@ fn a_damaged_header_copy_is_reported_by_run() {
         .find(|e| e["class"] == "header_copy_damaged")
         .unwrap_or_else(|| panic!("{errors:?}"));
     assert_eq!(e["page"], 1);
-    assert!(e["path"].as_str().is_some_and(|p| p.ends_with("mbxstress002.edb")));
+    assert!(e["path"]
+        .as_str()
+        .is_some_and(|p| p.ends_with("mbxstress002.edb")));
     assert_eq!(r["stopped"]["reason"], "verdict_failed");
     assert!(log_has(&d.join("r1/test.log"), "header copy 2"));
     let again = in_dir(d, &run_args("2s", "r2", &[]));
     assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+}
+
+/// A small ext4 filesystem on a loop device, mounted; unmounted and detached when dropped.
+struct SmallFs {
+    dev: String,
+    mnt: PathBuf,
+}
+
+impl SmallFs {
+    /// `mib` MiB in `dir`, or `None` without root and loop devices (then the test must not be
+    /// required: .ci/run sets MBX_REQUIRE_DEVICE_TESTS where they exist).
+    fn new(dir: &Path, mib: u64) -> Option<SmallFs> {
+        let img = dir.join("fs.img");
+        let f = std::fs::File::create(&img).expect("image");
+        f.set_len(mib << 20).expect("size");
+        drop(f);
+        let ok = |c: &mut Command| c.output().ok().filter(|o| o.status.success());
+        let made = ok(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&img));
+        let dev = made.and_then(|_| ok(Command::new("losetup").args(["-f", "--show"]).arg(&img)));
+        let Some(dev) = dev.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()) else {
+            assert!(
+                std::env::var("MBX_REQUIRE_DEVICE_TESTS").is_err(),
+                "MBX_REQUIRE_DEVICE_TESTS is set but mkfs.ext4/losetup failed (needs root)"
+            );
+            eprintln!("NOTE: small-filesystem test not run: needs root and loop devices");
+            return None;
+        };
+        let mnt = dir.join("mnt");
+        std::fs::create_dir(&mnt).expect("mountpoint");
+        let fs = SmallFs { dev, mnt };
+        let mounted = ok(Command::new("mount").arg(&fs.dev).arg(&fs.mnt));
+        assert!(mounted.is_some(), "mount {} failed", fs.dev);
+        Some(fs)
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+/// 8.8 (acceptance): the disk fills during measurement. The run stops with a result.json that
+/// says why (no space, naming the file), test.log ends with the reason, the exit code is 3, and
+/// once space is freed the next run attaches the databases.
+#[test]
+fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
+    let dir = tmp();
+    let d = dir.path();
+    let Some(fs) = SmallFs::new(d, 96) else {
+        return;
+    };
+    std::fs::write(d.join("fast.toml"), FAST).expect("config");
+    let db = fs.mnt.join("db");
+    let logs = fs.mnt.join("logs");
+    let (db_s, logs_s) = (db.display().to_string(), logs.display().to_string());
+    // 400 IOPS makes a new 1 MiB log file every few seconds.
+    let args = |duration: &'static str, out: &'static str| {
+        let mut a: Vec<String> =
+            run_args(duration, out, &["--db-path", &db_s, "--log-path", &logs_s])
+                .into_iter()
+                .map(String::from)
+                .collect();
+        for (k, v) in [
+            ("--mailboxes", "4"),
+            ("--quota-mb", "4"),
+            ("--iops-per-mailbox", "100"),
+        ] {
+            if let Some(i) = a.iter().position(|x| x == k) {
+                a[i + 1] = v.into();
+            }
+        }
+        a
+    };
+    let a = args("120s", "r1");
+    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+    let child = spawn(d, &refs);
+    let log = d.join("r1/test.log");
+    wait_for(Duration::from_secs(60), "measurement", || {
+        log_has(&log, "Performance logging started")
+    });
+    // Fill the filesystem, and keep it full (circular logging frees log files) until the run
+    // stops.
+    let filler = fs.mnt.join("filler");
+    let mut f = std::fs::File::create(&filler).expect("filler");
+    let chunk = vec![0x5Au8; 1 << 20];
+    let started = Instant::now();
+    let mut child = child;
+    let status = loop {
+        while std::io::Write::write_all(&mut f, &chunk).is_ok() {}
+        let _ = f.sync_all();
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "the run did not stop on a full disk"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(f);
+    std::fs::remove_file(&filler).expect("free the space");
+    assert_eq!(status.code(), Some(3));
+    let r = read_json(&d.join("r1/result.json"));
+    assert_eq!(r["stopped"]["reason"], "io_error", "{}", r["stopped"]);
+    let msg = r["stopped"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("No space left on device"), "{msg}");
+    assert!(msg.contains(&logs_s) || msg.contains(&db_s), "{msg}");
+    assert_eq!(r["errors"][0]["class"], "no_space", "{}", r["errors"]);
+    // An offset in a log file is not a database page.
+    if msg.contains(&logs_s) {
+        assert!(r["errors"][0]["page"].is_null(), "{}", r["errors"]);
+    }
+    assert_eq!(r["verdict"]["pass"], false);
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(
+        text.lines()
+            .last()
+            .is_some_and(|l| l.contains("Test io error") && l.contains("No space left")),
+        "{text}"
+    );
+    let a = args("2s", "r2");
+    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+    let again = in_dir(d, &refs);
+    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+    assert!(log_has(&d.join("r2/test.log"), "Attach "));
 }

@@ -376,6 +376,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    if args.progress == "jsonl" {
+        for e in &result.errors {
+            outln!("{}", serde_json::json!({ "event": "error", "error": e }))?;
+        }
+    }
     match args.progress.as_str() {
         "jsonl" => outln!(
             "{}",

@@ -528,6 +528,10 @@ fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
         a
     };
     let a = args("120s", "r1");
+    let mut a = a;
+    if let Some(i) = a.iter().position(|x| x == "quiet") {
+        a[i] = "jsonl".into();
+    }
     let refs: Vec<&str> = a.iter().map(String::as_str).collect();
     let child = spawn(d, &refs);
     let log = d.join("r1/test.log");
@@ -541,6 +545,13 @@ fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
     let chunk = vec![0x5Au8; 1 << 20];
     let started = Instant::now();
     let mut child = child;
+    // Drain the event stream while waiting, so a full pipe can never block the run.
+    let stdout = child.stdout.take().expect("stdout");
+    let events = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut { stdout }, &mut text).expect("events");
+        text
+    });
     let status = loop {
         while std::io::Write::write_all(&mut f, &chunk).is_ok() {}
         let _ = f.sync_all();
@@ -556,6 +567,20 @@ fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
     drop(f);
     std::fs::remove_file(&filler).expect("free the space");
     assert_eq!(status.code(), Some(3));
+    let events = events.join().expect("events thread");
+    let lines: Vec<serde_json::Value> = events
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|e| e["event"] == "error" && e["error"]["class"] == "no_space"),
+        "no error event"
+    );
+    let last = lines.last().expect("events");
+    assert_eq!(last["event"], "result");
+    assert_eq!(last["stopped"]["reason"], "io_error");
     let r = read_json(&d.join("r1/result.json"));
     assert_eq!(r["stopped"]["reason"], "io_error", "{}", r["stopped"]);
     let msg = r["stopped"]["message"].as_str().unwrap_or("");

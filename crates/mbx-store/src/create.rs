@@ -609,7 +609,8 @@ fn space_needs(
                 Action::Attach(_) => 0,
                 _ => params.file_bytes().saturating_sub(allocated),
             };
-            add(&spec.path, bytes)?;
+            // Name the folder (the file may exist empty, made by the lock).
+            add(spec.path.parent().unwrap_or(&spec.path), bytes)?;
         }
         if !spec.log_dir.join(log_file_name(1)).exists() {
             add(&spec.log_dir, log_bytes)?;

@@ -58,20 +58,34 @@ pub enum ConfigError {
     },
 }
 
+/// Most mailboxes on one server's test (and in a `size` deployment).
+pub const MAX_MAILBOXES: u64 = 10_000_000;
+/// Largest transactional IOPS per mailbox (the published tables stop near 0.6).
+pub const MAX_IOPS_PER_MAILBOX: f64 = 100.0;
+/// Largest mailbox quota, MB (100 GB: Exchange's largest supported mailbox).
+pub const MAX_QUOTA_MB: u64 = 102_400;
+/// Most databases on one server (Exchange 2013 CU2+, 2016, 2019).
+pub const MAX_DATABASES: u32 = 100;
+/// Most copies of a database in a profile (a DAG's limit; `run` simulates 1..=3).
+pub const MAX_PROFILE_COPIES: u32 = 16;
+
 /// The mailbox profile of one server's storage test (the Jetstress "mailbox profile" category):
-/// what `mbxstress run` simulates. Key names are part of the result contract.
+/// what `mbxstress run` simulates. Key names are part of the result contract. The ranges below
+/// are checked by [`Profile::validate`]; `size` only writes profiles within them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
-    /// Mailboxes simulated on this server (all hosted database copies active, as ESRP tests).
+    /// Mailboxes simulated on this server (all hosted database copies active, as ESRP tests):
+    /// 1..=10,000,000.
     pub mailboxes: u64,
-    /// Transactional IOPS per mailbox, headroom included (the figure typed into Jetstress).
+    /// Transactional IOPS per mailbox, headroom included (the figure typed into Jetstress):
+    /// above 0, at most 100.
     pub iops_per_mailbox: f64,
-    /// Mailbox quota in MB (MiB); database size = mailboxes x quota.
+    /// Mailbox quota in MB (MiB); database size = mailboxes x quota: 1..=102,400.
     pub mailbox_quota_mb: u64,
-    /// Databases on this server.
+    /// Databases on this server: 1..=100.
     pub databases: u32,
-    /// Copies of each database (1 = no log replication reads).
+    /// Copies of each database (1 = no log replication reads): 1..=16.
     pub copies_per_database: u32,
 }
 
@@ -83,28 +97,43 @@ impl Profile {
             key,
             reason,
         };
-        if self.mailboxes == 0 {
-            return Err(invalid("mailboxes", "must be at least 1".into()));
+        if !(1..=MAX_MAILBOXES).contains(&self.mailboxes) {
+            return Err(invalid(
+                "mailboxes",
+                format!("must be 1..={MAX_MAILBOXES}, got {}", self.mailboxes),
+            ));
         }
-        if !(self.iops_per_mailbox.is_finite() && self.iops_per_mailbox > 0.0) {
+        if !(self.iops_per_mailbox.is_finite()
+            && self.iops_per_mailbox > 0.0
+            && self.iops_per_mailbox <= MAX_IOPS_PER_MAILBOX)
+        {
             return Err(invalid(
                 "iops_per_mailbox",
-                format!("must be a positive number, got {}", self.iops_per_mailbox),
+                format!(
+                    "must be above 0 and at most {MAX_IOPS_PER_MAILBOX}, got {}",
+                    show_number(self.iops_per_mailbox)
+                ),
             ));
         }
-        if self.mailbox_quota_mb == 0 {
-            return Err(invalid("mailbox_quota_mb", "must be at least 1".into()));
+        if !(1..=MAX_QUOTA_MB).contains(&self.mailbox_quota_mb) {
+            return Err(invalid(
+                "mailbox_quota_mb",
+                format!("must be 1..={MAX_QUOTA_MB}, got {}", self.mailbox_quota_mb),
+            ));
         }
-        if !(1..=100).contains(&self.databases) {
+        if !(1..=MAX_DATABASES).contains(&self.databases) {
             return Err(invalid(
                 "databases",
-                format!("must be 1..=100, got {}", self.databases),
+                format!("must be 1..={MAX_DATABASES}, got {}", self.databases),
             ));
         }
-        if !(1..=16).contains(&self.copies_per_database) {
+        if !(1..=MAX_PROFILE_COPIES).contains(&self.copies_per_database) {
             return Err(invalid(
                 "copies_per_database",
-                format!("must be 1..=16, got {}", self.copies_per_database),
+                format!(
+                    "must be 1..={MAX_PROFILE_COPIES}, got {}",
+                    self.copies_per_database
+                ),
             ));
         }
         Ok(())
@@ -185,6 +214,16 @@ impl Profile {
     }
 }
 
+/// A number as messages show it: plain when moderate (`0.2`, `7200`), scientific when huge or
+/// tiny (`1e300`, not 301 digits), and `NaN`/`inf` as such.
+pub fn show_number(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e12).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 /// First line of every profile file we write; used to recognise our own files before replacing one.
 pub const PROFILE_HEADER: &str = "# mbxstress mailbox profile (mbxstress.profile/1)";
 
@@ -241,6 +280,16 @@ mod tests {
         let err = sample().save(&path, &[]).expect_err("must refuse");
         assert!(matches!(err, ConfigError::WouldOverwrite { .. }), "{err}");
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "precious");
+    }
+
+    #[test]
+    fn numbers_in_messages_stay_short() {
+        assert_eq!(show_number(0.2), "0.2");
+        assert_eq!(show_number(7200.0), "7200");
+        assert_eq!(show_number(1e300), "1e300");
+        assert_eq!(show_number(-1e-300), "-1e-300");
+        assert_eq!(show_number(0.0), "0");
+        assert_eq!(show_number(f64::NAN), "NaN");
     }
 
     #[test]

@@ -171,28 +171,29 @@ pub struct RunArgs {
     /// Take mailboxes, IOPS per mailbox, quota, databases and copies from a sizing profile.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// Mailboxes on this server.
+    /// Mailboxes on this server (1..=10,000,000).
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub mailboxes: Option<u64>,
-    /// Target transactional IOPS per mailbox (headroom included).
+    /// Target transactional IOPS per mailbox, headroom included (above 0, at most 100; the
+    /// target, mailboxes x this, must be 1..=1,000,000 IOPS).
     #[arg(long, value_name = "IOPS", value_parser = parse_number, allow_negative_numbers = true)]
     pub iops_per_mailbox: Option<f64>,
-    /// Mailbox quota, MB.
+    /// Mailbox quota, MB (1..=102,400).
     #[arg(long, value_name = "MB", value_parser = parse_count, allow_negative_numbers = true)]
     pub quota_mb: Option<u64>,
-    /// Databases.
+    /// Databases (1..=100).
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub databases: Option<u32>,
     /// Copies per database (1-3; more than 1 adds log replication reads).
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub copies: Option<u32>,
-    /// Sessions ("threads"), global across databases [default: 4 per database].
+    /// Sessions ("threads"), global across databases (1..=1024) [default: 4 per database].
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub threads: Option<u32>,
-    /// Measured duration (e.g. 90s, 30m, 2h) [default: 60s for the demonstration].
+    /// Measured duration, e.g. 90s, 30m, 2h (1s..=30d) [default: 60s for the demonstration].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub duration: Option<std::time::Duration>,
-    /// Sample interval [default: 15s].
+    /// Sample interval (1s..=1h, at most --duration) [default: 15s].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub sample_interval: Option<std::time::Duration>,
     /// Background database maintenance.

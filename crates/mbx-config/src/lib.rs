@@ -20,19 +20,20 @@ pub use run::{
 
 use serde::{Deserialize, Serialize};
 
-/// Errors reading or writing configuration files. Each carries the path it concerns.
+/// Errors reading or writing configuration files. Each carries the path it concerns, and its
+/// message is complete: the OS error is part of it, not also a `source()`, so an error chain
+/// shows it once.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read or written.
-    #[error("cannot {op} {path}: {source}")]
+    #[error("cannot {op} {}: {error}", path.display())]
     Io {
         /// What we were doing ("read", "write", "rename").
         op: &'static str,
         /// The file concerned.
         path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error: part of the message, deliberately not a `source()`.
+        error: std::io::Error,
     },
     /// The file is not valid TOML for the expected structure (includes unknown keys).
     #[error("{path} is not a valid {what}: {message}")]
@@ -145,10 +146,11 @@ impl Profile {
 
     /// Reads and validates a profile file (strict: unknown keys are errors).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = fs_err::read_to_string(path).map_err(|source| ConfigError::Io {
+        // std::fs, not fs_err: the error names the path already.
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
             op: "read",
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let profile = Self::from_toml(&text, path)?;
         profile.validate(path)?;
@@ -205,15 +207,15 @@ impl Profile {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
-        fs_err::write(&tmp, self.to_toml(comments)).map_err(|source| ConfigError::Io {
+        std::fs::write(&tmp, self.to_toml(comments)).map_err(|error| ConfigError::Io {
             op: "write",
             path: tmp.clone(),
-            source,
+            error,
         })?;
-        fs_err::rename(&tmp, path).map_err(|source| ConfigError::Io {
+        std::fs::rename(&tmp, path).map_err(|error| ConfigError::Io {
             op: "rename into place",
             path: path.to_path_buf(),
-            source,
+            error,
         })
     }
 }

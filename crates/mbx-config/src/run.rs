@@ -206,10 +206,11 @@ impl RunConfig {
 
     /// Reads a `--config` file (strict).
     pub fn load(path: &std::path::Path) -> Result<Self, ConfigError> {
-        let text = fs_err::read_to_string(path).map_err(|source| ConfigError::Io {
+        // std::fs, not fs_err: the error names the path already.
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
             op: "read",
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),

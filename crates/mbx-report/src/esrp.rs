@@ -97,9 +97,9 @@ pub fn server_figures(machine: &str, source: &str, inst: &[InstanceIo]) -> Serve
 
 /// An input file: an mbxstress result.json or a Jetstress report as text.
 pub fn load(path: &Path) -> Result<ImportedReport, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
+    let text = std::fs::read_to_string(path).map_err(|error| ImportError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     if text.trim_start().starts_with('{') {
         return from_result_json(&text, path);

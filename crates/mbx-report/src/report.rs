@@ -4,17 +4,17 @@ use std::path::{Path, PathBuf};
 
 use mbx_engine::result::RunResult;
 
-/// Errors writing a report; each names the file.
+/// Errors writing a report; each names the file. Messages are complete: the OS error is part of
+/// the message, not also a `source()`, so an error chain shows it once.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// A file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error: part of the message, deliberately not a `source()`.
+        error: std::io::Error,
     },
     /// A file is not what it should be.
     #[error("{}: {reason}", path.display())]
@@ -25,13 +25,12 @@ pub enum ReportError {
         reason: String,
     },
     /// A file could not be written.
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}: {error}", path.display())]
     Write {
         /// The file.
         path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error: part of the message, deliberately not a `source()`.
+        error: std::io::Error,
     },
 }
 
@@ -43,9 +42,9 @@ impl ReportError {
 }
 
 fn read(path: &Path) -> Result<String, ReportError> {
-    std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+    std::fs::read_to_string(path).map_err(|error| ReportError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 
@@ -99,9 +98,9 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, bytes)
         .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|source| ReportError::Write {
+        .map_err(|error| ReportError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         })
 }
 
@@ -124,9 +123,9 @@ fn csv_bytes(rows: Vec<Vec<String>>, path: &Path) -> Result<Vec<u8>, ReportError
 pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, ReportError> {
     let (result, samples, log, dir) = load_run(input)?;
     let out = out.map(Path::to_path_buf).unwrap_or(dir);
-    std::fs::create_dir_all(&out).map_err(|source| ReportError::Write {
+    std::fs::create_dir_all(&out).map_err(|error| ReportError::Write {
         path: out.clone(),
-        source,
+        error,
     })?;
     let html_path = out.join("report.html");
     if let Ok(existing) = std::fs::read_to_string(&html_path) {

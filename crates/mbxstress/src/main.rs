@@ -33,7 +33,7 @@ fn main() -> ExitCode {
             if exit::is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {err:#}");
+            eprintln!("{}", exit::render(&err));
             exit::code_for(&err)
         }
     }

@@ -394,3 +394,12 @@ fn auto_layout_stops_at_100_databases_per_server() {
         .any(|w| w.code == "databases-per-server-capped"));
     check_report(&r).expect("finite and in range");
 }
+
+/// A deployment too small for `run` (target below 1 IOPS) still sizes, and says so.
+#[test]
+fn tiny_target_is_sized_with_a_warning() {
+    let r = size(&SizingInput::new(Method::Exchange2013, 1, 150.0, 1)).expect("sizes");
+    assert!(r.target_iops_per_server < 1.0);
+    assert!(r.warnings.iter().any(|w| w.code == "target-below-1-iops"));
+    check_report(&r).expect("finite and in range");
+}

@@ -12,23 +12,28 @@ mod run;
 
 use std::path::{Path, PathBuf};
 
-pub use run::{CacheConfig, OpMix, RunConfig, Thresholds};
+pub use run::{
+    CacheConfig, OpMix, RunConfig, Thresholds, MAX_CACHE_MB_PER_DB, MAX_DIRTY_AGE_S,
+    MAX_DURATION_S, MAX_SAMPLE_INTERVAL_S, MAX_TARGET_IOPS, MAX_THREADS, MAX_THRESHOLD,
+    MIN_TARGET_IOPS,
+};
 
 use serde::{Deserialize, Serialize};
 
-/// Errors reading or writing configuration files. Each carries the path it concerns.
+/// Errors reading or writing configuration files. Each carries the path it concerns, and its
+/// message is complete: the OS error is part of it, not also a `source()`, so an error chain
+/// shows it once.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read or written.
-    #[error("cannot {op} {path}: {source}")]
+    #[error("cannot {op} {}: {error}", path.display())]
     Io {
         /// What we were doing ("read", "write", "rename").
         op: &'static str,
         /// The file concerned.
         path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error: part of the message, deliberately not a `source()`.
+        error: std::io::Error,
     },
     /// The file is not valid TOML for the expected structure (includes unknown keys).
     #[error("{path} is not a valid {what}: {message}")]
@@ -58,20 +63,34 @@ pub enum ConfigError {
     },
 }
 
+/// Most mailboxes on one server's test (and in a `size` deployment).
+pub const MAX_MAILBOXES: u64 = 10_000_000;
+/// Largest transactional IOPS per mailbox (the published tables stop near 0.6).
+pub const MAX_IOPS_PER_MAILBOX: f64 = 100.0;
+/// Largest mailbox quota, MB (100 GB: Exchange's largest supported mailbox).
+pub const MAX_QUOTA_MB: u64 = 102_400;
+/// Most databases on one server (Exchange 2013 CU2+, 2016, 2019).
+pub const MAX_DATABASES: u32 = 100;
+/// Most copies of a database in a profile (a DAG's limit; `run` simulates 1..=3).
+pub const MAX_PROFILE_COPIES: u32 = 16;
+
 /// The mailbox profile of one server's storage test (the Jetstress "mailbox profile" category):
-/// what `mbxstress run` simulates. Key names are part of the result contract.
+/// what `mbxstress run` simulates. Key names are part of the result contract. The ranges below
+/// are checked by [`Profile::validate`]; `size` only writes profiles within them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
-    /// Mailboxes simulated on this server (all hosted database copies active, as ESRP tests).
+    /// Mailboxes simulated on this server (all hosted database copies active, as ESRP tests):
+    /// 1..=10,000,000.
     pub mailboxes: u64,
-    /// Transactional IOPS per mailbox, headroom included (the figure typed into Jetstress).
+    /// Transactional IOPS per mailbox, headroom included (the figure typed into Jetstress):
+    /// above 0, at most 100.
     pub iops_per_mailbox: f64,
-    /// Mailbox quota in MB (MiB); database size = mailboxes x quota.
+    /// Mailbox quota in MB (MiB); database size = mailboxes x quota: 1..=102,400.
     pub mailbox_quota_mb: u64,
-    /// Databases on this server.
+    /// Databases on this server: 1..=100.
     pub databases: u32,
-    /// Copies of each database (1 = no log replication reads).
+    /// Copies of each database (1 = no log replication reads): 1..=16.
     pub copies_per_database: u32,
 }
 
@@ -83,28 +102,43 @@ impl Profile {
             key,
             reason,
         };
-        if self.mailboxes == 0 {
-            return Err(invalid("mailboxes", "must be at least 1".into()));
+        if !(1..=MAX_MAILBOXES).contains(&self.mailboxes) {
+            return Err(invalid(
+                "mailboxes",
+                format!("must be 1..={MAX_MAILBOXES}, got {}", self.mailboxes),
+            ));
         }
-        if !(self.iops_per_mailbox.is_finite() && self.iops_per_mailbox > 0.0) {
+        if !(self.iops_per_mailbox.is_finite()
+            && self.iops_per_mailbox > 0.0
+            && self.iops_per_mailbox <= MAX_IOPS_PER_MAILBOX)
+        {
             return Err(invalid(
                 "iops_per_mailbox",
-                format!("must be a positive number, got {}", self.iops_per_mailbox),
+                format!(
+                    "must be above 0 and at most {MAX_IOPS_PER_MAILBOX}, got {}",
+                    show_number(self.iops_per_mailbox)
+                ),
             ));
         }
-        if self.mailbox_quota_mb == 0 {
-            return Err(invalid("mailbox_quota_mb", "must be at least 1".into()));
+        if !(1..=MAX_QUOTA_MB).contains(&self.mailbox_quota_mb) {
+            return Err(invalid(
+                "mailbox_quota_mb",
+                format!("must be 1..={MAX_QUOTA_MB}, got {}", self.mailbox_quota_mb),
+            ));
         }
-        if !(1..=100).contains(&self.databases) {
+        if !(1..=MAX_DATABASES).contains(&self.databases) {
             return Err(invalid(
                 "databases",
-                format!("must be 1..=100, got {}", self.databases),
+                format!("must be 1..={MAX_DATABASES}, got {}", self.databases),
             ));
         }
-        if !(1..=16).contains(&self.copies_per_database) {
+        if !(1..=MAX_PROFILE_COPIES).contains(&self.copies_per_database) {
             return Err(invalid(
                 "copies_per_database",
-                format!("must be 1..=16, got {}", self.copies_per_database),
+                format!(
+                    "must be 1..={MAX_PROFILE_COPIES}, got {}",
+                    self.copies_per_database
+                ),
             ));
         }
         Ok(())
@@ -112,10 +146,11 @@ impl Profile {
 
     /// Reads and validates a profile file (strict: unknown keys are errors).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = fs_err::read_to_string(path).map_err(|source| ConfigError::Io {
+        // std::fs, not fs_err: the error names the path already.
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
             op: "read",
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let profile = Self::from_toml(&text, path)?;
         profile.validate(path)?;
@@ -172,16 +207,26 @@ impl Profile {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
-        fs_err::write(&tmp, self.to_toml(comments)).map_err(|source| ConfigError::Io {
+        std::fs::write(&tmp, self.to_toml(comments)).map_err(|error| ConfigError::Io {
             op: "write",
             path: tmp.clone(),
-            source,
+            error,
         })?;
-        fs_err::rename(&tmp, path).map_err(|source| ConfigError::Io {
+        std::fs::rename(&tmp, path).map_err(|error| ConfigError::Io {
             op: "rename into place",
             path: path.to_path_buf(),
-            source,
+            error,
         })
+    }
+}
+
+/// A number as messages show it: plain when moderate (`0.2`, `7200`), scientific when huge or
+/// tiny (`1e300`, not 301 digits), and `NaN`/`inf` as such.
+pub fn show_number(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e12).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
     }
 }
 
@@ -241,6 +286,16 @@ mod tests {
         let err = sample().save(&path, &[]).expect_err("must refuse");
         assert!(matches!(err, ConfigError::WouldOverwrite { .. }), "{err}");
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "precious");
+    }
+
+    #[test]
+    fn numbers_in_messages_stay_short() {
+        assert_eq!(show_number(0.2), "0.2");
+        assert_eq!(show_number(7200.0), "7200");
+        assert_eq!(show_number(1e300), "1e300");
+        assert_eq!(show_number(-1e-300), "-1e-300");
+        assert_eq!(show_number(0.0), "0");
+        assert_eq!(show_number(f64::NAN), "NaN");
     }
 
     #[test]

@@ -5,9 +5,12 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ConfigError, Profile};
+use crate::{
+    ConfigError, Profile, MAX_DATABASES, MAX_IOPS_PER_MAILBOX, MAX_MAILBOXES, MAX_QUOTA_MB,
+};
 
-/// Operation mix (Jetstress: insert 40, delete 20, replace 5, read 35; lazy commits 70).
+/// Operation mix (Jetstress: insert 40, delete 20, replace 5, read 35; lazy commits 70). Each
+/// percentage is 0..=100, and insert + delete + replace + read = 100.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OpMix {
@@ -39,16 +42,18 @@ impl Default for OpMix {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CacheConfig {
-    /// Minimum cache per database, MiB (Jetstress: 32).
+    /// Minimum cache per database, MiB (Jetstress: 32): 1..=`max_mb_per_db`.
     pub min_mb_per_db: u64,
-    /// Maximum cache per database, MiB (Jetstress: 256). Scaled down for small databases: the
-    /// engine uses min(this, database size / 8), see docs/method.md.
+    /// Maximum cache per database, MiB (Jetstress: 256): at most 65,536 (64 GiB). Scaled down
+    /// for small databases: the engine uses min(this, database size / 8), see docs/method.md.
     pub max_mb_per_db: u64,
-    /// Flushing starts when available pages fall below this percent of the maximum cache (1).
+    /// Flushing starts when available pages fall below this percent of the maximum cache (1):
+    /// above 0 and below `flush_stop_pct`.
     pub flush_start_pct: f64,
-    /// Flushing stops when available pages reach this percent (2).
+    /// Flushing stops when available pages reach this percent (2): below 50.
     pub flush_stop_pct: f64,
-    /// A page dirty for longer than this is written (the scaled checkpoint depth), seconds.
+    /// A page dirty for longer than this is written (the scaled checkpoint depth), seconds:
+    /// 0.1..=3600.
     pub max_dirty_age_s: f64,
 }
 
@@ -64,7 +69,8 @@ impl Default for CacheConfig {
     }
 }
 
-/// Pass/fail thresholds (Jetstress "Strict", used by the Performance test).
+/// Pass/fail thresholds (Jetstress "Strict", used by the Performance test). Latencies are above 0
+/// and at most 1,000,000 ms; stalls above 0 and at most 1,000,000 per second.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Thresholds {
@@ -78,7 +84,7 @@ pub struct Thresholds {
     pub log_write_max_ms: f64,
     /// Database page fault stalls per second, average.
     pub page_fault_stalls_per_s: f64,
-    /// Achieved IOPS may fall this fraction below target (MarginIops 0.05).
+    /// Achieved IOPS may fall this fraction below target (MarginIops 0.05): 0 to below 1.
     pub iops_margin: f64,
 }
 
@@ -96,29 +102,34 @@ impl Default for Thresholds {
 }
 
 /// A resolved run configuration. In a `--config` file every key is optional (missing keys keep
-/// these defaults) and unknown keys are errors.
+/// these defaults) and unknown keys are errors. Every number has a range, checked by
+/// [`RunConfig::validate`]; within them the derived values ([`RunConfig::target_iops`],
+/// [`RunConfig::sessions`], the durations and the total database bytes) are finite and
+/// constructible without overflow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunConfig {
-    /// Mailboxes simulated on this server.
+    /// Mailboxes simulated on this server: 1..=10,000,000.
     pub mailboxes: u64,
-    /// Target transactional IOPS per mailbox (headroom included).
+    /// Target transactional IOPS per mailbox (headroom included): above 0, at most 100, and the
+    /// target (mailboxes x this) 1..=1,000,000 IOPS.
     pub iops_per_mailbox: f64,
-    /// Mailbox quota, MB; database size = mailboxes x quota split over the databases.
+    /// Mailbox quota, MB; database size = mailboxes x quota split over the databases:
+    /// 1..=102,400.
     pub mailbox_quota_mb: u64,
-    /// Databases.
+    /// Databases: 1..=100.
     pub databases: u32,
     /// Copies per database (1..=3); more than 1 adds log replication reads.
     pub copies_per_database: u32,
-    /// Sessions (Jetstress "threads"), global across databases; 0 = 4 per database.
+    /// Sessions (Jetstress "threads"), global across databases; 0 = 4 per database: 0..=1024.
     pub threads: u32,
-    /// Measured duration, seconds (Jetstress Performance default: 2 h).
+    /// Measured duration, seconds (Jetstress Performance default: 2 h): 1..=2,592,000 (30 days).
     pub duration_s: f64,
-    /// Sample interval, seconds (15).
+    /// Sample interval, seconds (15): 1..=3600, and at most `duration_s`.
     pub sample_interval_s: f64,
     /// Background database maintenance (on).
     pub bdm: bool,
-    /// BDM reads per second per database (Jetstress: about 9 reads of 256 KiB).
+    /// BDM reads per second per database (Jetstress: about 9 reads of 256 KiB): 0.01..=1000.
     pub bdm_reads_per_s: f64,
     /// Database locations (a directory, or one per database).
     pub db_paths: Vec<PathBuf>,
@@ -128,7 +139,7 @@ pub struct RunConfig {
     pub engine: String,
     /// O_DIRECT (true) or the page cache (false; then the results measure memory).
     pub direct: bool,
-    /// Compressibility of new databases' pages, percent.
+    /// Compressibility of new databases' pages, percent: 0..=99.
     pub compressibility_pct: u8,
     /// Operation mix.
     pub op_mix: OpMix,
@@ -136,7 +147,7 @@ pub struct RunConfig {
     pub cache: CacheConfig,
     /// Pass/fail thresholds.
     pub thresholds: Thresholds,
-    /// Seed of the workload's random choices (same seed, same sequence of operations).
+    /// Seed of the workload's random choices (same seed, same sequence of operations): any.
     pub seed: u64,
 }
 
@@ -187,7 +198,7 @@ impl RunConfig {
     /// Sessions actually used (`threads`, or 4 per database when 0).
     pub fn sessions(&self) -> u32 {
         if self.threads == 0 {
-            (4 * self.databases).min(256)
+            self.databases.saturating_mul(4).min(256)
         } else {
             self.threads
         }
@@ -195,10 +206,11 @@ impl RunConfig {
 
     /// Reads a `--config` file (strict).
     pub fn load(path: &std::path::Path) -> Result<Self, ConfigError> {
-        let text = fs_err::read_to_string(path).map_err(|source| ConfigError::Io {
+        // std::fs, not fs_err: the error names the path already.
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
             op: "read",
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
@@ -207,29 +219,69 @@ impl RunConfig {
         })
     }
 
-    /// Checks every value. The error names the key (the flag is the key with dashes).
+    /// Total bytes of all databases (mailboxes x quota), or `None` if it does not fit a u64.
+    pub fn total_database_bytes(&self) -> Option<u64> {
+        self.mailboxes
+            .checked_mul(self.mailbox_quota_mb)?
+            .checked_mul(1 << 20)
+    }
+
+    /// Checks every value against its documented range (see the field docs). The error names the
+    /// key as written in a `--config` file (`cache.max_mb_per_db`); the CLI maps it to a flag
+    /// where one exists.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         let bad = |k: &'static str, m: String| Err((k, m));
-        let pos = |v: f64| v.is_finite() && v > 0.0;
-        if self.mailboxes == 0 {
-            return bad("mailboxes", "must be at least 1".into());
+        let within = |v: f64, lo: f64, hi: f64| v.is_finite() && (lo..=hi).contains(&v);
+        let show = crate::show_number;
+        if !(1..=MAX_MAILBOXES).contains(&self.mailboxes) {
+            return bad(
+                "mailboxes",
+                format!("must be 1..={MAX_MAILBOXES}, got {}", self.mailboxes),
+            );
         }
-        if !pos(self.iops_per_mailbox) || self.iops_per_mailbox > 100.0 {
+        if !(self.iops_per_mailbox.is_finite()
+            && self.iops_per_mailbox > 0.0
+            && self.iops_per_mailbox <= MAX_IOPS_PER_MAILBOX)
+        {
             return bad(
                 "iops_per_mailbox",
-                format!("must be in (0, 100], got {}", self.iops_per_mailbox),
+                format!(
+                    "must be above 0 and at most {MAX_IOPS_PER_MAILBOX}, got {}",
+                    show(self.iops_per_mailbox)
+                ),
             );
         }
-        if self.mailbox_quota_mb == 0 || self.mailbox_quota_mb > 102_400 {
+        let target = self.target_iops();
+        if !within(target, MIN_TARGET_IOPS, MAX_TARGET_IOPS) {
+            return bad(
+                "iops_per_mailbox",
+                format!(
+                    "{} mailboxes x {} IOPS per mailbox is a target of {} IOPS; the test needs {MIN_TARGET_IOPS}..={MAX_TARGET_IOPS} IOPS: change the IOPS per mailbox or the mailboxes",
+                    self.mailboxes,
+                    show(self.iops_per_mailbox),
+                    show(target)
+                ),
+            );
+        }
+        if !(1..=MAX_QUOTA_MB).contains(&self.mailbox_quota_mb) {
             return bad(
                 "mailbox_quota_mb",
-                format!("must be 1..=102400, got {}", self.mailbox_quota_mb),
+                format!("must be 1..={MAX_QUOTA_MB}, got {}", self.mailbox_quota_mb),
             );
         }
-        if !(1..=100).contains(&self.databases) {
+        if self.total_database_bytes().is_none() {
+            return bad(
+                "mailbox_quota_mb",
+                format!(
+                    "{} mailboxes x {} MB is too large a database set",
+                    self.mailboxes, self.mailbox_quota_mb
+                ),
+            );
+        }
+        if !(1..=MAX_DATABASES).contains(&self.databases) {
             return bad(
                 "databases",
-                format!("must be 1..=100, got {}", self.databases),
+                format!("must be 1..={MAX_DATABASES}, got {}", self.databases),
             );
         }
         if !(1..=3).contains(&self.copies_per_database) {
@@ -241,23 +293,51 @@ impl RunConfig {
                 ),
             );
         }
-        if self.threads > 1024 {
-            return bad("threads", "must be at most 1024 (0 = automatic)".into());
-        }
-        if !pos(self.duration_s) {
+        if self.threads > MAX_THREADS {
             return bad(
-                "duration_s",
-                format!("must be positive, got {}", self.duration_s),
+                "threads",
+                format!(
+                    "must be at most {MAX_THREADS} (0 = automatic), got {}",
+                    self.threads
+                ),
             );
         }
-        if !(self.sample_interval_s.is_finite() && self.sample_interval_s >= 1.0) {
-            return bad("sample_interval_s", "must be at least 1 second".into());
+        if !within(self.duration_s, 1.0, MAX_DURATION_S) {
+            return bad(
+                "duration_s",
+                format!(
+                    "must be 1 s to {MAX_DURATION_S} s (30 days), got {} s",
+                    show(self.duration_s)
+                ),
+            );
         }
-        if !(self.bdm_reads_per_s.is_finite()
-            && self.bdm_reads_per_s > 0.0
-            && self.bdm_reads_per_s <= 1000.0)
-        {
-            return bad("bdm_reads_per_s", "must be in (0, 1000]".into());
+        if !within(self.sample_interval_s, 1.0, MAX_SAMPLE_INTERVAL_S) {
+            return bad(
+                "sample_interval_s",
+                format!(
+                    "must be 1 s to {MAX_SAMPLE_INTERVAL_S} s, got {} s",
+                    show(self.sample_interval_s)
+                ),
+            );
+        }
+        if self.sample_interval_s > self.duration_s {
+            return bad(
+                "sample_interval_s",
+                format!(
+                    "{} s is longer than the measured duration of {} s; sample at least once per run",
+                    show(self.sample_interval_s),
+                    show(self.duration_s)
+                ),
+            );
+        }
+        if !within(self.bdm_reads_per_s, 0.01, 1000.0) {
+            return bad(
+                "bdm_reads_per_s",
+                format!(
+                    "must be 0.01..=1000 reads per second, got {}",
+                    show(self.bdm_reads_per_s)
+                ),
+            );
         }
         if !["", "io_uring", "sync"].contains(&self.engine.as_str()) {
             return bad(
@@ -269,25 +349,37 @@ impl RunConfig {
             return bad("compressibility_pct", "must be 0..=99".into());
         }
         let m = &self.op_mix;
-        if m.insert_pct + m.delete_pct + m.replace_pct + m.read_pct != 100 {
+        // Summed in u64: four u32 values cannot overflow it.
+        let sum: u64 = [m.insert_pct, m.delete_pct, m.replace_pct, m.read_pct]
+            .iter()
+            .map(|&v| u64::from(v))
+            .sum();
+        if sum != 100 {
             return bad(
                 "op_mix",
-                format!(
-                    "insert + delete + replace + read must be 100, got {}",
-                    m.insert_pct + m.delete_pct + m.replace_pct + m.read_pct
-                ),
+                format!("insert + delete + replace + read must be 100, got {sum}"),
             );
         }
         if m.lazy_commit_pct > 100 {
             return bad("op_mix.lazy_commit_pct", "must be 0..=100".into());
         }
         let c = &self.cache;
+        if c.max_mb_per_db > MAX_CACHE_MB_PER_DB {
+            return bad(
+                "cache.max_mb_per_db",
+                format!(
+                    "must be at most {MAX_CACHE_MB_PER_DB} MiB, got {}",
+                    c.max_mb_per_db
+                ),
+            );
+        }
         if c.min_mb_per_db == 0 || c.min_mb_per_db > c.max_mb_per_db {
             return bad(
                 "cache.min_mb_per_db",
                 "must be at least 1 and at most cache.max_mb_per_db".into(),
             );
         }
+        // NaN fails every comparison, so it is refused here too.
         if !(c.flush_start_pct > 0.0
             && c.flush_start_pct < c.flush_stop_pct
             && c.flush_stop_pct < 50.0)
@@ -297,8 +389,14 @@ impl RunConfig {
                 "need 0 < flush_start_pct < flush_stop_pct < 50".into(),
             );
         }
-        if !pos(c.max_dirty_age_s) {
-            return bad("cache.max_dirty_age_s", "must be positive".into());
+        if !within(c.max_dirty_age_s, 0.1, MAX_DIRTY_AGE_S) {
+            return bad(
+                "cache.max_dirty_age_s",
+                format!(
+                    "must be 0.1 s to {MAX_DIRTY_AGE_S} s, got {}",
+                    show(c.max_dirty_age_s)
+                ),
+            );
         }
         let t = &self.thresholds;
         for (k, v) in [
@@ -311,11 +409,18 @@ impl RunConfig {
                 t.page_fault_stalls_per_s,
             ),
         ] {
-            if !pos(v) {
-                return bad(k, format!("must be positive, got {v}"));
+            if !(v.is_finite() && v > 0.0 && v <= MAX_THRESHOLD) {
+                return bad(
+                    k,
+                    format!(
+                        "must be above 0 and at most {MAX_THRESHOLD}, got {}",
+                        show(v)
+                    ),
+                );
             }
         }
-        if !(0.0..1.0).contains(&t.iops_margin) {
+        // Written so that NaN is refused.
+        if !(t.iops_margin >= 0.0 && t.iops_margin < 1.0) {
             return bad("thresholds.iops_margin", "must be in [0, 1)".into());
         }
         if self.db_paths.is_empty() || self.log_paths.is_empty() {
@@ -327,6 +432,23 @@ impl RunConfig {
         Ok(())
     }
 }
+
+/// Smallest target IOPS of a run (mailboxes x IOPS per mailbox).
+pub const MIN_TARGET_IOPS: f64 = 1.0;
+/// Largest target IOPS of a run.
+pub const MAX_TARGET_IOPS: f64 = 1_000_000.0;
+/// Longest measured duration, seconds (30 days).
+pub const MAX_DURATION_S: f64 = 2_592_000.0;
+/// Longest sample interval, seconds.
+pub const MAX_SAMPLE_INTERVAL_S: f64 = 3600.0;
+/// Longest dirty-page age, seconds.
+pub const MAX_DIRTY_AGE_S: f64 = 3600.0;
+/// Largest cache per database, MiB (64 GiB).
+pub const MAX_CACHE_MB_PER_DB: u64 = 65_536;
+/// Most sessions.
+pub const MAX_THREADS: u32 = 1024;
+/// Largest latency (ms) or stall-rate threshold.
+pub const MAX_THRESHOLD: f64 = 1_000_000.0;
 
 #[cfg(test)]
 mod tests {

@@ -355,10 +355,10 @@ pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry 
             mbx_io::IoError::Os {
                 path,
                 offset,
-                source,
+                error,
                 ..
             } => (
-                if is_no_space(source) {
+                if is_no_space(error) {
                     "no_space"
                 } else {
                     "io_error"

@@ -65,9 +65,7 @@ impl IoFile {
             }
             o.custom_flags(flags);
         }
-        let file = o
-            .open(path)
-            .map_err(|source| IoError::new("open", path, source))?;
+        let file = o.open(path).map_err(|e| IoError::new("open", path, e))?;
         Ok(IoFile {
             path: path.to_path_buf(),
             file,

@@ -33,10 +33,14 @@ pub use hist::{LatencyHistogram, Percentiles};
 pub use queue::{open_queue, EngineKind, FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest};
 
 /// An I/O failure, naming the operation, the file and (when known) the offset.
+///
+/// Like every error type of the workspace, its message is complete: it includes the OS error,
+/// which is therefore not also returned by `source()` (an error chain printed with `{:#}` shows
+/// it once). Use [`IoError::os_error`] to inspect it.
 #[derive(Debug, thiserror::Error)]
 pub enum IoError {
     /// The operating system refused or failed an operation.
-    #[error("cannot {op} {}{}: {source}", path.display(), offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
+    #[error("cannot {op} {}{}: {error}", path.display(), offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
     Os {
         /// What we were doing.
         op: &'static str,
@@ -44,9 +48,8 @@ pub enum IoError {
         path: PathBuf,
         /// Byte offset, for reads and writes.
         offset: Option<u64>,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error: part of the message, deliberately not a `source()`.
+        error: std::io::Error,
     },
     /// A read or write transferred fewer bytes than asked.
     #[error("short {op} on {} at offset {offset}: {got} of {expected} bytes", path.display())]
@@ -69,12 +72,20 @@ pub enum IoError {
 
 impl IoError {
     /// An OS error without an offset.
-    pub fn new(op: &'static str, path: impl AsRef<Path>, source: std::io::Error) -> Self {
+    pub fn new(op: &'static str, path: impl AsRef<Path>, error: std::io::Error) -> Self {
         IoError::Os {
             op,
             path: path.as_ref().to_path_buf(),
             offset: None,
-            source,
+            error,
+        }
+    }
+
+    /// The OS error, if this is one (to tell "no space left" from other failures).
+    pub fn os_error(&self) -> Option<&std::io::Error> {
+        match self {
+            IoError::Os { error, .. } => Some(error),
+            _ => None,
         }
     }
 
@@ -83,13 +94,13 @@ impl IoError {
         op: &'static str,
         path: impl AsRef<Path>,
         offset: u64,
-        source: std::io::Error,
+        error: std::io::Error,
     ) -> Self {
         IoError::Os {
             op,
             path: path.as_ref().to_path_buf(),
             offset: Some(offset),
-            source,
+            error,
         }
     }
 }

@@ -17,17 +17,17 @@ pub const REPORT_WHAT: &str =
 /// The 12 Jetstress columns, as imported.
 pub use mbx_engine::result::Io12;
 
-/// Errors of the import, naming the file, the table and the row.
+/// Errors of the import, naming the file, the table and the row. Messages are complete: the OS
+/// error is part of the message, not also a `source()`, so an error chain shows it once.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// The file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error: part of the message, deliberately not a `source()`.
+        error: std::io::Error,
     },
     /// A table or value is malformed.
     #[error("{}: table \"{table}\", row {row}: {reason}", path.display())]

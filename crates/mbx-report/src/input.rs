@@ -43,16 +43,16 @@ pub const LOG_LIMIT: u64 = 64 * MIB;
 /// Why an input file could not be read; each variant names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    /// The file could not be opened or read (the OS error is the source, printed after this).
-    #[error("cannot read {}", path.display())]
+    /// The file could not be opened or read (the message includes the OS error, which is not
+    /// also a `source()`, so an error chain prints it once).
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// What it should have been.
         what: &'static str,
-        /// The error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error.
+        error: std::io::Error,
     },
     /// Not a regular file.
     #[error("{} is {kind}, not a regular file: expected {what}", path.display())]
@@ -95,7 +95,7 @@ pub enum InputError {
 impl InputError {
     /// True if the file does not exist (optional inputs are then skipped).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, InputError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+        matches!(self, InputError::Read { error, .. } if error.kind() == std::io::ErrorKind::NotFound)
     }
 }
 
@@ -141,10 +141,10 @@ fn kind_of(ft: &std::fs::FileType) -> &'static str {
 /// Opens a regular file for reading and returns it with its size; refuses anything else and a
 /// file over `limit`, before reading a byte.
 fn open_regular(path: &Path, limit: u64, what: &'static str) -> Result<(File, u64), InputError> {
-    let read_err = |source| InputError::Read {
+    let read_err = |error| InputError::Read {
         path: path.to_path_buf(),
         what,
-        source,
+        error,
     };
     let check = |meta: &std::fs::Metadata| -> Result<u64, InputError> {
         if !meta.is_file() {
@@ -195,10 +195,10 @@ pub fn read_bounded_bytes(
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|source| InputError::Read {
+        .map_err(|error| InputError::Read {
             path: path.to_path_buf(),
             what,
-            source,
+            error,
         })?;
     let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     if read > limit {
@@ -266,10 +266,10 @@ pub fn for_each_line<E: From<InputError>>(
         buf.clear();
         let n = reader
             .read_until(b'\n', &mut buf)
-            .map_err(|source| InputError::Read {
+            .map_err(|error| InputError::Read {
                 path: path.to_path_buf(),
                 what,
-                source,
+                error,
             })?;
         if n == 0 {
             return Ok(());
@@ -304,10 +304,10 @@ pub fn read_head(path: &Path, n: u64, what: &'static str) -> Result<Vec<u8>, Inp
     let mut bytes = Vec::new();
     file.take(n)
         .read_to_end(&mut bytes)
-        .map_err(|source| InputError::Read {
+        .map_err(|error| InputError::Read {
             path: path.to_path_buf(),
             what,
-            source,
+            error,
         })?;
     Ok(bytes)
 }

@@ -9,17 +9,17 @@ use crate::input::{
     for_each_line, read_bounded, read_head, InputError, LOG_LIMIT, REPORT_LIMIT, SAMPLES_LIMIT,
 };
 
-/// Errors writing a report; each names the file.
+/// Errors writing a report; each names the file. Messages are complete: the OS error is part of
+/// the message, not also a `source()`, so an error chain shows it once.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// A file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error: part of the message, deliberately not a `source()`.
+        error: std::io::Error,
     },
     /// A file is not a readable regular file of a sensible size, or not UTF-8 text.
     #[error(transparent)]
@@ -33,13 +33,12 @@ pub enum ReportError {
         reason: String,
     },
     /// A file could not be written.
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}: {error}", path.display())]
     Write {
         /// The file.
         path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error: part of the message, deliberately not a `source()`.
+        error: std::io::Error,
     },
 }
 
@@ -146,9 +145,9 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, bytes)
         .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|source| ReportError::Write {
+        .map_err(|error| ReportError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         })
 }
 
@@ -186,9 +185,9 @@ pub fn write_report_with_flags(
         flags,
     } = load_run(input)?;
     let out = out.map(Path::to_path_buf).unwrap_or(dir);
-    std::fs::create_dir_all(&out).map_err(|source| ReportError::Write {
+    std::fs::create_dir_all(&out).map_err(|error| ReportError::Write {
         path: out.clone(),
-        source,
+        error,
     })?;
     let html_path = out.join("report.html");
     // Ours has the generator tag in its first few hundred bytes; anything else that exists there

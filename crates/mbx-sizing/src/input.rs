@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use mbx_config::show_number;
+
 use crate::Method;
 
 /// How the databases are laid out: the user gives at most one of these.
@@ -21,42 +23,48 @@ pub enum DatabaseLayout {
 /// method's baseline core is assumed (and a warning says so).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CpuInput {
-    /// SPECint_rate2006 result of the server model.
+    /// SPECint_rate2006 result of the server model: 1..=1,000,000, and at least 1 per core.
     pub specint_rate: Option<f64>,
-    /// Cores of the system on which `specint_rate` was measured.
+    /// Cores of the system on which `specint_rate` was measured: 1..=16,384.
     pub specint_cores: Option<u32>,
-    /// Cores in each mailbox server (for utilization).
+    /// Cores in each mailbox server (for utilization): 1..=16,384.
     pub cores_per_server: Option<u32>,
-    /// Processor clock in MHz (the 2010 / VMware formula needs it).
+    /// Processor clock in MHz (the 2010 / VMware formula needs it): 100..=10,000.
     pub cpu_mhz: Option<f64>,
-    /// Target peak CPU utilization in percent.
+    /// Target peak CPU utilization in percent: 1..=100.
     pub peak_cpu_pct: f64,
-    /// Cores of a separate Client Access server (2013, not multi-role).
+    /// Cores of a separate Client Access server (2013, not multi-role): 1..=16,384.
     pub client_access_cores: u32,
 }
 
 /// A sizing question. Build it with [`SizingInput::new`] (defaults) and adjust the fields.
+///
+/// Every field has a documented range (below and in `mbxstress size --help`), checked by
+/// [`SizingInput::validate`]. Within these ranges every figure of the report is a finite number
+/// and every count fits its integer type, so an impossible deployment is an [`InputError`] naming
+/// the field, never an `inf` or a saturated count.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SizingInput {
     /// The method to follow.
     pub method: Method,
-    /// Mailboxes in the whole deployment.
+    /// Mailboxes in the whole deployment: 1..=10,000,000.
     pub mailboxes: u64,
-    /// Messages sent + received per mailbox per day.
+    /// Messages sent + received per mailbox per day: 1..=10,000.
     pub messages_per_day: f64,
-    /// Average message size in KB.
+    /// Average message size in KB: 1..=100,000.
     pub message_size_kb: f64,
-    /// Mailbox quota in MB.
+    /// Mailbox quota in MB: 1..=102,400 (100 GB).
     pub quota_mb: u64,
-    /// Copies of each database (1 = no DAG copies).
+    /// Copies of each database (1 = no DAG copies): 1..=16, and at most `servers`.
     pub copies: u32,
-    /// Mailbox servers.
+    /// Mailbox servers: 1..=10,000.
     pub servers: u32,
-    /// Database layout.
+    /// Database layout: 1..=100 databases per server, or 1..=10,000,000 mailboxes per database
+    /// (which must give at most 100 databases per server).
     pub layout: DatabaseLayout,
-    /// I/O overhead added to the profile's IOPS, in percent.
+    /// I/O overhead added to the profile's IOPS, in percent: 0..=1000.
     pub headroom_pct: f64,
-    /// Overrides the method's IOPS-per-mailbox table (value without headroom).
+    /// Overrides the method's IOPS-per-mailbox table (value without headroom): 0.0001..=100.
     pub iops_per_mailbox: Option<f64>,
     /// Processor description.
     pub cpu: CpuInput,
@@ -64,11 +72,11 @@ pub struct SizingInput {
     pub virtualized: bool,
     /// Client Access runs on the mailbox servers (2013; 2016+ are always multi-role).
     pub multi_role: bool,
-    /// Days of transaction logs kept (3 by default; more with backup-based truncation).
+    /// Days of transaction logs kept (3 by default; more with backup-based truncation): 1..=365.
     pub log_retention_days: u32,
-    /// Deleted item retention window in days.
+    /// Deleted item retention window in days: 0..=3650.
     pub deleted_item_retention_days: u32,
-    /// Extra database overhead in percent (growth; D1 recommends at least 20).
+    /// Extra database overhead in percent (growth; D1 recommends at least 20): 0..=1000.
     pub data_overhead_pct: f64,
 }
 
@@ -81,11 +89,33 @@ pub const DEFAULT_HEADROOM_PCT: f64 = 20.0;
 /// Default peak CPU target in percent (the calculator flags more than 80%).
 pub const DEFAULT_PEAK_CPU_PCT: f64 = 80.0;
 /// Largest quota accepted, in MB (100 GB: Exchange's largest supported mailbox).
-pub const MAX_QUOTA_MB: u64 = 100 * 1024;
+pub const MAX_QUOTA_MB: u64 = mbx_config::MAX_QUOTA_MB;
 /// Most databases per server any Exchange edition supports (2013 CU2+, 2016, 2019).
-pub const MAX_DATABASES_PER_SERVER: u32 = 100;
+pub const MAX_DATABASES_PER_SERVER: u32 = mbx_config::MAX_DATABASES;
 /// Most copies of a database a DAG supports.
 pub const MAX_COPIES: u32 = 16;
+/// Most mailboxes in a deployment (and in one server's test profile).
+pub const MAX_MAILBOXES: u64 = mbx_config::MAX_MAILBOXES;
+/// Most messages per mailbox per day (the published tables stop at 500).
+pub const MAX_MESSAGES_PER_DAY: f64 = 10_000.0;
+/// Largest average message size, KB.
+pub const MAX_MESSAGE_SIZE_KB: f64 = 100_000.0;
+/// Most mailbox servers.
+pub const MAX_SERVERS: u32 = 10_000;
+/// Largest I/O headroom, percent.
+pub const MAX_HEADROOM_PCT: f64 = 1000.0;
+/// Smallest IOPS-per-mailbox override (the published tables start near 0.03).
+pub const MIN_IOPS_PER_MAILBOX: f64 = 0.0001;
+/// Largest IOPS-per-mailbox override (the published tables stop near 0.4).
+pub const MAX_IOPS_PER_MAILBOX: f64 = mbx_config::MAX_IOPS_PER_MAILBOX;
+/// Largest SPECint_rate2006 result.
+pub const MAX_SPECINT_RATE: f64 = 1_000_000.0;
+/// Most cores of one system (SPECint cores, cores per server, Client Access cores).
+pub const MAX_CORES: u32 = 16_384;
+/// Slowest and fastest processor clock accepted, MHz.
+pub const CPU_MHZ_RANGE: (f64, f64) = (100.0, 10_000.0);
+/// Largest extra database overhead, percent.
+pub const MAX_DATA_OVERHEAD_PCT: f64 = 1000.0;
 
 impl SizingInput {
     /// A question with every default filled in.
@@ -117,7 +147,8 @@ impl SizingInput {
         }
     }
 
-    /// Checks every field; the error names the field (snake_case, as in input files).
+    /// Checks every field against its documented range; the error names the field (snake_case,
+    /// as in input files).
     pub fn validate(&self) -> Result<(), InputError> {
         fn err(field: &'static str, reason: impl Into<String>) -> Result<(), InputError> {
             Err(InputError {
@@ -125,34 +156,46 @@ impl SizingInput {
                 reason: reason.into(),
             })
         }
-        fn positive(field: &'static str, v: f64) -> Result<(), InputError> {
-            if v.is_finite() && v > 0.0 {
+        /// A number in `min..=max` (finite; NaN and infinities are refused).
+        fn number(field: &'static str, v: f64, min: f64, max: f64) -> Result<(), InputError> {
+            if v.is_finite() && (min..=max).contains(&v) {
                 Ok(())
             } else {
-                err(field, format!("must be a positive number, got {v}"))
+                err(
+                    field,
+                    format!(
+                        "must be a number from {min} to {max}, got {}",
+                        show_number(v)
+                    ),
+                )
             }
         }
-        fn non_negative(field: &'static str, v: f64) -> Result<(), InputError> {
-            if v.is_finite() && v >= 0.0 {
+        /// A whole number in `min..=max`.
+        fn count(field: &'static str, v: u64, min: u64, max: u64) -> Result<(), InputError> {
+            if (min..=max).contains(&v) {
                 Ok(())
             } else {
-                err(field, format!("must be zero or a positive number, got {v}"))
+                err(field, format!("must be {min}..={max}, got {v}"))
             }
         }
-        if self.mailboxes == 0 {
-            return err("mailboxes", "must be at least 1");
-        }
-        positive("messages_per_day", self.messages_per_day)?;
-        if self.messages_per_day > 10_000.0 {
+        count("mailboxes", self.mailboxes, 1, MAX_MAILBOXES)?;
+        if !(self.messages_per_day.is_finite()
+            && (1.0..=MAX_MESSAGES_PER_DAY).contains(&self.messages_per_day))
+        {
             return err(
                 "messages_per_day",
                 format!(
-                    "{} messages per mailbox per day is not a mailbox profile (the published tables stop at 500)",
-                    self.messages_per_day
+                    "must be a number from 1 to {MAX_MESSAGES_PER_DAY} (messages per mailbox per day; the published tables cover 50-500), got {}",
+                    show_number(self.messages_per_day)
                 ),
             );
         }
-        positive("message_size_kb", self.message_size_kb)?;
+        number(
+            "message_size_kb",
+            self.message_size_kb,
+            1.0,
+            MAX_MESSAGE_SIZE_KB,
+        )?;
         if self.quota_mb == 0 {
             return err("quota_mb", "must be at least 1 MB");
         }
@@ -165,9 +208,7 @@ impl SizingInput {
                 ),
             );
         }
-        if self.servers == 0 {
-            return err("servers", "must be at least 1");
-        }
+        count("servers", self.servers.into(), 1, MAX_SERVERS.into())?;
         if self.copies == 0 || self.copies > MAX_COPIES {
             return err(
                 "copies",
@@ -196,22 +237,17 @@ impl SizingInput {
                 }
             }
             DatabaseLayout::MailboxesPerDatabase(n) => {
-                if n == 0 {
-                    return err("mailboxes_per_database", "must be at least 1");
-                }
+                count("mailboxes_per_database", n, 1, MAX_MAILBOXES)?;
             }
         }
-        non_negative("headroom_pct", self.headroom_pct)?;
-        if self.headroom_pct > 1000.0 {
-            return err("headroom_pct", "must be at most 1000 (percent)");
-        }
+        number("headroom_pct", self.headroom_pct, 0.0, MAX_HEADROOM_PCT)?;
         if let Some(v) = self.iops_per_mailbox {
-            positive("iops_per_mailbox", v)?;
-            if v > 100.0 {
+            if !(v.is_finite() && (MIN_IOPS_PER_MAILBOX..=MAX_IOPS_PER_MAILBOX).contains(&v)) {
                 return err(
                     "iops_per_mailbox",
                     format!(
-                        "{v} IOPS per mailbox is implausible (the published tables stop near 0.4)"
+                        "must be a number from {MIN_IOPS_PER_MAILBOX} to {MAX_IOPS_PER_MAILBOX} (the published tables give 0.03 to 0.6), got {}",
+                        show_number(v)
                     ),
                 );
             }
@@ -219,9 +255,16 @@ impl SizingInput {
         let cpu = &self.cpu;
         match (cpu.specint_rate, cpu.specint_cores) {
             (Some(r), Some(c)) => {
-                positive("specint_rate", r)?;
-                if c == 0 {
-                    return err("specint_cores", "must be at least 1");
+                number("specint_rate", r, 1.0, MAX_SPECINT_RATE)?;
+                count("specint_cores", c.into(), 1, MAX_CORES.into())?;
+                if r < f64::from(c) {
+                    return err(
+                        "specint_rate",
+                        format!(
+                            "{} over {c} cores is below 1 per core; give the SPECint_rate2006 result of the whole system and the cores it was measured on",
+                            show_number(r)
+                        ),
+                    );
                 }
             }
             (Some(_), None) => {
@@ -238,21 +281,19 @@ impl SizingInput {
             }
             (None, None) => {}
         }
-        if cpu.cores_per_server == Some(0) {
-            return err("cores_per_server", "must be at least 1");
+        if let Some(c) = cpu.cores_per_server {
+            count("cores_per_server", c.into(), 1, MAX_CORES.into())?;
         }
         if let Some(mhz) = cpu.cpu_mhz {
-            positive("cpu_mhz", mhz)?;
+            number("cpu_mhz", mhz, CPU_MHZ_RANGE.0, CPU_MHZ_RANGE.1)?;
         }
-        if !(cpu.peak_cpu_pct.is_finite() && cpu.peak_cpu_pct > 0.0 && cpu.peak_cpu_pct <= 100.0) {
-            return err(
-                "peak_cpu_pct",
-                format!("must be in (0, 100], got {}", cpu.peak_cpu_pct),
-            );
-        }
-        if cpu.client_access_cores == 0 {
-            return err("client_access_cores", "must be at least 1");
-        }
+        number("peak_cpu_pct", cpu.peak_cpu_pct, 1.0, 100.0)?;
+        count(
+            "client_access_cores",
+            cpu.client_access_cores.into(),
+            1,
+            MAX_CORES.into(),
+        )?;
         if self.method == Method::Exchange2010Vmware
             && cpu.specint_rate.is_some()
             && cpu.cpu_mhz.is_none()
@@ -262,13 +303,19 @@ impl SizingInput {
                 "is required by --method exchange2010-vmware with SPECint figures (per-core SPECint x MHz / 18.75)",
             );
         }
-        if self.deleted_item_retention_days > 3650 {
-            return err("deleted_item_retention_days", "must be at most 3650");
-        }
-        if self.log_retention_days == 0 || self.log_retention_days > 365 {
-            return err("log_retention_days", "must be 1..=365");
-        }
-        non_negative("data_overhead_pct", self.data_overhead_pct)?;
+        count(
+            "deleted_item_retention_days",
+            self.deleted_item_retention_days.into(),
+            0,
+            3650,
+        )?;
+        count("log_retention_days", self.log_retention_days.into(), 1, 365)?;
+        number(
+            "data_overhead_pct",
+            self.data_overhead_pct,
+            0.0,
+            MAX_DATA_OVERHEAD_PCT,
+        )?;
         Ok(())
     }
 }

@@ -22,9 +22,11 @@ mod method;
 use serde::Serialize;
 
 pub use input::{
-    CpuInput, DatabaseLayout, InputError, SizingInput, DEFAULT_HEADROOM_PCT,
-    DEFAULT_MESSAGE_SIZE_KB, DEFAULT_PEAK_CPU_PCT, DEFAULT_QUOTA_MB, MAX_COPIES,
-    MAX_DATABASES_PER_SERVER, MAX_QUOTA_MB,
+    CpuInput, DatabaseLayout, InputError, SizingInput, CPU_MHZ_RANGE, DEFAULT_HEADROOM_PCT,
+    DEFAULT_MESSAGE_SIZE_KB, DEFAULT_PEAK_CPU_PCT, DEFAULT_QUOTA_MB, MAX_COPIES, MAX_CORES,
+    MAX_DATABASES_PER_SERVER, MAX_DATA_OVERHEAD_PCT, MAX_HEADROOM_PCT, MAX_IOPS_PER_MAILBOX,
+    MAX_MAILBOXES, MAX_MESSAGES_PER_DAY, MAX_MESSAGE_SIZE_KB, MAX_QUOTA_MB, MAX_SERVERS,
+    MAX_SPECINT_RATE, MIN_IOPS_PER_MAILBOX,
 };
 pub use mbx_config::Profile;
 pub use method::Method;
@@ -241,6 +243,7 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
     let recommended_db_gb = if copies >= 2 { 2048.0 } else { 200.0 };
     let (databases_per_server, databases_total) = match input.layout {
         DatabaseLayout::PerServer(d) => {
+            // u32 x u32 always fits u64.
             let copies_hosted = d as u64 * servers as u64;
             let total = copies_hosted.div_ceil(copies as u64);
             if copies_hosted % copies as u64 != 0 {
@@ -255,27 +258,46 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         }
         DatabaseLayout::MailboxesPerDatabase(n) => {
             let total = input.mailboxes.div_ceil(n);
-            let per_server = (total * copies as u64).div_ceil(servers as u64);
-            (clamp_u32(per_server), total)
+            let per_server = checked("mailboxes_per_database", total.checked_mul(copies as u64))?
+                .div_ceil(servers as u64);
+            if per_server > MAX_DATABASES_PER_SERVER as u64 {
+                // Databases that fit: MAX per server over all servers, each held `copies` times.
+                let max_total = MAX_DATABASES_PER_SERVER as u64 * servers as u64 / copies as u64;
+                return Err(InputError {
+                    field: "mailboxes_per_database",
+                    reason: format!(
+                        "{n} mailboxes per database gives {total} databases, {per_server} database copies per server, above the {MAX_DATABASES_PER_SERVER} Exchange supports; use at least {} mailboxes per database, or more servers",
+                        input.mailboxes.div_ceil(max_total.max(1))
+                    ),
+                });
+            }
+            (to_u32("mailboxes_per_database", per_server)?, total)
         }
         DatabaseLayout::Auto => {
             let total_gb = mailboxes * mailbox_size_mb / 1024.0;
-            let min_total = (total_gb / recommended_db_gb).ceil().max(1.0) as u64;
+            let min_total =
+                f64_to_u64("mailboxes", (total_gb / recommended_db_gb).ceil().max(1.0))?;
             // Every server should host at least one copy.
-            let per_server = (min_total * copies as u64).div_ceil(servers as u64).max(1);
+            let wanted = checked("mailboxes", min_total.checked_mul(copies as u64))?
+                .div_ceil(servers as u64)
+                .max(1);
+            let per_server = if wanted > MAX_DATABASES_PER_SERVER as u64 {
+                warn(
+                    "databases-per-server-capped",
+                    format!(
+                        "keeping every database within the recommended {recommended_db_gb:.0} GB needs {wanted} database copies per server, above the {MAX_DATABASES_PER_SERVER} Exchange supports; sized with {MAX_DATABASES_PER_SERVER} larger databases per server: add servers for smaller ones"
+                    ),
+                );
+                MAX_DATABASES_PER_SERVER as u64
+            } else {
+                wanted
+            };
             let total = (per_server * servers as u64).div_ceil(copies as u64);
-            (clamp_u32(per_server), total)
+            (to_u32("mailboxes", per_server)?, total)
         }
     };
-    let databases_total = clamp_u32(databases_total.max(1));
-    if databases_per_server > MAX_DATABASES_PER_SERVER {
-        warn(
-            "databases-per-server-unsupported",
-            format!(
-                "{databases_per_server} databases per server is above the supported maximum of {MAX_DATABASES_PER_SERVER}; add servers or raise mailboxes per database"
-            ),
-        );
-    } else if databases_per_server > 50 && method == Method::Exchange2013 {
+    let databases_total = to_u32("databases_per_server", databases_total.max(1))?;
+    if databases_per_server > 50 && method == Method::Exchange2013 {
         warn(
             "databases-per-server-2013-rtm",
             format!(
@@ -308,7 +330,7 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         warn(
             "database-size-unsupported",
             format!(
-                "databases of {database_size_gb:.0} GB exceed the supported maximum of 16 TB; use more databases"
+                "databases of {database_size_gb:.0} GB exceed the supported maximum of 16 TB; use more databases or servers"
             ),
         );
     } else if database_size_gb > recommended_db_gb {
@@ -487,11 +509,14 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             );
         }
     }
-    let client_access_servers = (method == Method::Exchange2013 && !input.multi_role).then(|| {
+    let client_access_servers = if method == Method::Exchange2013 && !input.multi_role {
         let mc = mailboxes * megacycles_client_access(m) * virt;
         let per_server = cpu.client_access_cores as f64 * megacycles_per_core * peak;
-        (round_up(mc / per_server) as u32).max(1)
-    });
+        let servers = f64_to_u64("client_access_cores", round_up(mc / per_server).max(1.0))?;
+        Some(to_u32("client_access_cores", servers)?)
+    } else {
+        None
+    };
 
     // ---- Memory ----------------------------------------------------------------------------
     let cache_mb = db_cache_mb_per_mailbox(m);
@@ -543,8 +568,38 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         }
     }
 
+    // Exact in integers: mailboxes x copies / servers, rounded up; never above `mailboxes`
+    // because copies <= servers.
+    let profile_mailboxes =
+        checked("mailboxes", input.mailboxes.checked_mul(copies as u64))?.div_ceil(servers as u64);
+    if profile_iops > mbx_config::MAX_IOPS_PER_MAILBOX {
+        let field = if input.iops_per_mailbox.is_some() {
+            "iops_per_mailbox"
+        } else {
+            "headroom_pct"
+        };
+        return Err(InputError {
+            field,
+            reason: format!(
+                "{} IOPS per mailbox with {}% headroom is {} IOPS per mailbox, above the {} a test profile accepts",
+                mbx_config::show_number(iops),
+                mbx_config::show_number(input.headroom_pct),
+                mbx_config::show_number(profile_iops),
+                mbx_config::MAX_IOPS_PER_MAILBOX
+            ),
+        });
+    }
+    if target_iops_per_server < 1.0 {
+        warn(
+            "target-below-1-iops",
+            format!(
+                "the storage test of one server targets {target_iops_per_server:.3} IOPS; `mbxstress run` needs a target of at least 1 IOPS (more mailboxes or IOPS per mailbox)"
+            ),
+        );
+    }
+
     let profile = Profile {
-        mailboxes: mailboxes_per_server.ceil() as u64,
+        mailboxes: profile_mailboxes,
         iops_per_mailbox: profile_iops,
         mailbox_quota_mb: input.quota_mb,
         databases: databases_per_server,
@@ -611,6 +666,31 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
     })
 }
 
-fn clamp_u32(v: u64) -> u32 {
-    u32::try_from(v).unwrap_or(u32::MAX)
+/// A count computed with checked arithmetic; `None` (overflow) is an error naming `field`.
+/// Unreachable within the documented input ranges, kept so that no count ever saturates.
+fn checked(field: &'static str, v: Option<u64>) -> Result<u64, InputError> {
+    v.ok_or_else(|| too_large(field))
+}
+
+/// A count as `u32`, or an error naming `field` (never a saturated `u32::MAX`).
+fn to_u32(field: &'static str, v: u64) -> Result<u32, InputError> {
+    u32::try_from(v).map_err(|_| too_large(field))
+}
+
+/// A whole, non-negative float (after `ceil`) as `u64`, or an error naming `field`: `as` would
+/// saturate silently on infinity and turn NaN into 0.
+fn f64_to_u64(field: &'static str, v: f64) -> Result<u64, InputError> {
+    // 2^64 is exactly representable; anything below it converts exactly when whole.
+    if v.is_finite() && (0.0..18_446_744_073_709_551_616.0).contains(&v) {
+        Ok(v as u64)
+    } else {
+        Err(too_large(field))
+    }
+}
+
+fn too_large(field: &'static str) -> InputError {
+    InputError {
+        field,
+        reason: "the deployment is too large to size; use a smaller value".into(),
+    }
 }

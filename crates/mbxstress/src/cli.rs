@@ -171,28 +171,29 @@ pub struct RunArgs {
     /// Take mailboxes, IOPS per mailbox, quota, databases and copies from a sizing profile.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// Mailboxes on this server.
+    /// Mailboxes on this server (1..=10,000,000).
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub mailboxes: Option<u64>,
-    /// Target transactional IOPS per mailbox (headroom included).
+    /// Target transactional IOPS per mailbox, headroom included (above 0, at most 100; the
+    /// target, mailboxes x this, must be 1..=1,000,000 IOPS).
     #[arg(long, value_name = "IOPS", value_parser = parse_number, allow_negative_numbers = true)]
     pub iops_per_mailbox: Option<f64>,
-    /// Mailbox quota, MB.
+    /// Mailbox quota, MB (1..=102,400).
     #[arg(long, value_name = "MB", value_parser = parse_count, allow_negative_numbers = true)]
     pub quota_mb: Option<u64>,
-    /// Databases.
+    /// Databases (1..=100).
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub databases: Option<u32>,
     /// Copies per database (1-3; more than 1 adds log replication reads).
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub copies: Option<u32>,
-    /// Sessions ("threads"), global across databases [default: 4 per database].
+    /// Sessions ("threads"), global across databases (1..=1024) [default: 4 per database].
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub threads: Option<u32>,
-    /// Measured duration (e.g. 90s, 30m, 2h) [default: 60s for the demonstration].
+    /// Measured duration, e.g. 90s, 30m, 2h (1s..=30d) [default: 60s for the demonstration].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub duration: Option<std::time::Duration>,
-    /// Sample interval [default: 15s].
+    /// Sample interval (1s..=1h, at most --duration) [default: 15s].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub sample_interval: Option<std::time::Duration>,
     /// Background database maintenance.
@@ -418,61 +419,66 @@ pub struct SizeInputs {
     /// Sizing method: exchange2013 (default), exchange2016, exchange2019, exchange2010-vmware.
     #[arg(long, value_name = "METHOD", value_parser = ["exchange2013", "exchange2016", "exchange2019", "exchange2010-vmware"])]
     pub method: Option<String>,
-    /// Mailboxes in the whole deployment.
+    /// Mailboxes in the whole deployment (1..=10,000,000).
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub mailboxes: Option<u64>,
-    /// Messages sent + received per mailbox per day (e.g. 150).
+    /// Messages sent + received per mailbox per day, e.g. 150 (1..=10,000).
     #[arg(long, value_name = "N", value_parser = parse_number, allow_negative_numbers = true)]
     pub messages_per_day: Option<f64>,
-    /// Average message size in KB [default: 75].
+    /// Average message size in KB (1..=100,000) [default: 75].
     #[arg(long, value_name = "KB", value_parser = parse_number, allow_negative_numbers = true)]
     pub message_size_kb: Option<f64>,
-    /// Mailbox quota in MB [default: 2048; at most 102400].
+    /// Mailbox quota in MB (1..=102,400) [default: 2048].
     #[arg(long, value_name = "MB", value_parser = parse_count, allow_negative_numbers = true)]
     pub quota_mb: Option<u64>,
-    /// Copies of each database (DAG copies) [default: 1].
+    /// Copies of each database (DAG copies; 1..=16, at most --servers) [default: 1].
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub copies: Option<u32>,
-    /// Mailbox servers.
+    /// Mailbox servers (1..=10,000).
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub servers: Option<u32>,
     /// Database copies on each server (1..=100) [default: fewest within the recommended size].
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true, conflicts_with = "mailboxes_per_database")]
     pub databases_per_server: Option<u32>,
-    /// Mailboxes in each database (instead of --databases-per-server).
+    /// Mailboxes in each database, instead of --databases-per-server (1..=10,000,000; must give
+    /// at most 100 databases per server).
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub mailboxes_per_database: Option<u64>,
-    /// I/O headroom added to the IOPS per mailbox, percent [default: 20].
+    /// I/O headroom added to the IOPS per mailbox, percent (0..=1000) [default: 20].
     #[arg(long, value_name = "PCT", value_parser = parse_number, allow_negative_numbers = true)]
     pub headroom_pct: Option<f64>,
-    /// IOPS per mailbox before headroom, overriding the method's table.
+    /// IOPS per mailbox before headroom, overriding the method's table (0.0001..=100; with
+    /// headroom at most 100).
     #[arg(long, value_name = "IOPS", value_parser = parse_number, allow_negative_numbers = true)]
     pub iops_per_mailbox: Option<f64>,
-    /// SPECint_rate2006 result of the server model (with --specint-cores).
+    /// SPECint_rate2006 result of the server model, with --specint-cores (1..=1,000,000 and at
+    /// least 1 per core).
     #[arg(long, value_name = "SCORE", value_parser = parse_number, allow_negative_numbers = true, requires = "specint_cores")]
     pub specint_rate: Option<f64>,
-    /// Cores of the system the SPECint_rate2006 result was measured on (with --specint-rate).
+    /// Cores of the system the SPECint_rate2006 result was measured on, with --specint-rate
+    /// (1..=16,384).
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true, requires = "specint_rate")]
     pub specint_cores: Option<u32>,
-    /// Cores in each mailbox server (to compute utilization).
+    /// Cores in each mailbox server, to compute utilization (1..=16,384).
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub cores_per_server: Option<u32>,
-    /// Processor clock in MHz (needed by exchange2010-vmware).
+    /// Processor clock in MHz, needed by exchange2010-vmware (100..=10,000).
     #[arg(long, value_name = "MHZ", value_parser = parse_number, allow_negative_numbers = true)]
     pub cpu_mhz: Option<f64>,
-    /// Target peak CPU utilization, percent [default: 80].
+    /// Target peak CPU utilization, percent (1..=100) [default: 80].
     #[arg(long, value_name = "PCT", value_parser = parse_number, allow_negative_numbers = true)]
     pub peak_cpu_pct: Option<f64>,
-    /// Cores of a separate Client Access server (exchange2013, not multi-role) [default: 4].
+    /// Cores of a separate Client Access server, exchange2013 not multi-role (1..=16,384)
+    /// [default: 4].
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub client_access_cores: Option<u32>,
-    /// Days of transaction logs kept [default: 3].
+    /// Days of transaction logs kept (1..=365) [default: 3].
     #[arg(long, value_name = "DAYS", value_parser = parse_count32, allow_negative_numbers = true)]
     pub log_retention_days: Option<u32>,
-    /// Deleted item retention window in days [default: 14].
+    /// Deleted item retention window in days (0..=3650) [default: 14].
     #[arg(long, value_name = "DAYS", value_parser = parse_count32, allow_negative_numbers = true)]
     pub deleted_item_retention_days: Option<u32>,
-    /// Extra database size for growth, percent [default: 0; D1 recommends 20].
+    /// Extra database size for growth, percent (0..=1000) [default: 0; D1 recommends 20].
     #[arg(long, value_name = "PCT", value_parser = parse_number, allow_negative_numbers = true)]
     pub data_overhead_pct: Option<f64>,
     /// Servers are virtual machines (input file only; the flag is --virtualized).

@@ -52,7 +52,7 @@ fn main() -> ExitCode {
             if exit::is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            errln!("error: {err:#}");
+            errln!("{}", exit::render(&err));
             exit::code_for(&err)
         }
     }

@@ -27,11 +27,20 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
             "'{t}' is not a size (examples: 4096, 32k, 1M, 10G)"
         ));
     }
-    Ok((v * mult as f64).round() as u64)
+    let bytes = (v * mult as f64).round();
+    // `as` would saturate silently at u64::MAX; 2^64 is exactly representable.
+    if bytes >= 18_446_744_073_709_551_616.0 {
+        return Err(format!("'{t}' is too large a size"));
+    }
+    Ok(bytes as u64)
 }
 
+/// The longest duration accepted anywhere (30 days): longer runs are not a storage test, and
+/// bounding it keeps every deadline computed from it far from overflow.
+pub const MAX_DURATION_S: f64 = mbx_config::MAX_DURATION_S;
+
 /// Parses a duration: a number with an optional s/m/h/d suffix (seconds by default), or several
-/// ("1h30m").
+/// ("1h30m"). At most 30 days.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let bad = || format!("'{t}' is not a duration (examples: 90s, 15m, 2h, 1h30m)");
@@ -62,7 +71,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !any || !total.is_finite() {
         return Err(bad());
     }
-    Ok(Duration::from_secs_f64(total))
+    if total > MAX_DURATION_S {
+        return Err(format!(
+            "'{t}' is longer than 30 days ({MAX_DURATION_S} s), the longest duration accepted"
+        ));
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad())
 }
 
 #[cfg(test)]
@@ -80,6 +94,8 @@ mod tests {
         assert_eq!(parse_size("1.5k"), Ok(1536));
         assert!(parse_size("lots").is_err());
         assert!(parse_size("-1k").is_err());
+        assert!(parse_size("16777216t").is_err());
+        assert!(parse_size("1e30").is_err());
     }
 
     #[test]
@@ -91,5 +107,24 @@ mod tests {
         assert_eq!(parse_duration("0.5s"), Ok(Duration::from_millis(500)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("").is_err());
+        assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(2_592_000)));
+    }
+
+    /// Issue 8: `--duration 18446744073709551615s` panicked in `Duration::from_secs_f64`.
+    #[test]
+    fn durations_above_30_days_are_refused() {
+        for s in [
+            "18446744073709551615s",
+            "31d",
+            "2592001",
+            "1e400",
+            "99999999999999999999h",
+        ] {
+            let e = parse_duration(s).expect_err(s);
+            assert!(e.contains(s), "{e}");
+        }
+        assert!(parse_duration("18446744073709551615s")
+            .expect_err("too long")
+            .contains("30 days"));
     }
 }

@@ -63,21 +63,8 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
     if cfg.engine.is_empty() {
         cfg.engine = mbx_io::EngineKind::default().name().to_string();
     }
-    cfg.validate().map_err(|(key, reason)| {
-        let flag = match key {
-            "mailbox_quota_mb" => "--quota-mb".to_string(),
-            "copies_per_database" => "--copies".to_string(),
-            "duration_s" => "--duration".to_string(),
-            "sample_interval_s" => "--sample-interval".to_string(),
-            k => format!("--{}", k.replace('_', "-")),
-        };
-        let from_file = args
-            .config
-            .as_ref()
-            .map(|p| format!(" (or `{key}` in {})", p.display()))
-            .unwrap_or_default();
-        usage(format!("invalid {flag}{from_file}: {reason}"))
-    })?;
+    cfg.validate()
+        .map_err(|(key, reason)| usage(describe_invalid(key, &reason, args)))?;
     Ok(cfg)
 }
 
@@ -92,6 +79,111 @@ const RESULT_FILES: [&str; 6] = [
 ];
 
 /// The results folder, checked (nothing of ours or anyone's in the way) but not created.
+/// Whether a flag was given on this command line.
+type FlagGiven = fn(&RunArgs) -> bool;
+
+/// The `RunConfig` keys that have a `run` flag, and the flag. Every other key (`thresholds.*`,
+/// `cache.*`, `op_mix*`, `bdm_reads_per_s`) is set only in a `--config` file, so a message
+/// names it as a key there, never as a flag that does not exist.
+const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
+    ("mailboxes", "--mailboxes", |a| a.mailboxes.is_some()),
+    ("iops_per_mailbox", "--iops-per-mailbox", |a| {
+        a.iops_per_mailbox.is_some()
+    }),
+    ("mailbox_quota_mb", "--quota-mb", |a| a.quota_mb.is_some()),
+    ("databases", "--databases", |a| a.databases.is_some()),
+    ("copies_per_database", "--copies", |a| a.copies.is_some()),
+    ("threads", "--threads", |a| a.threads.is_some()),
+    ("duration_s", "--duration", |a| a.duration.is_some()),
+    ("sample_interval_s", "--sample-interval", |a| {
+        a.sample_interval.is_some()
+    }),
+    ("bdm", "--bdm", |a| a.bdm.is_some()),
+    ("compressibility_pct", "--compressibility-pct", |a| {
+        a.compressibility_pct.is_some()
+    }),
+    ("seed", "--seed", |a| a.seed.is_some()),
+    ("engine", "--engine", |a| a.engine.engine.is_some()),
+    ("direct", "--buffered", |a| a.engine.buffered),
+    ("db_paths", "--db-path", |a| !a.paths.db_path.is_empty()),
+    ("log_paths", "--log-path", |a| !a.paths.log_path.is_empty()),
+];
+
+/// The keys a `--profile` file sets (same names in the profile and in `RunConfig`).
+const PROFILE_KEYS: &[&str] = &[
+    "mailboxes",
+    "iops_per_mailbox",
+    "mailbox_quota_mb",
+    "databases",
+    "copies_per_database",
+];
+
+/// The message for an invalid `key`, naming where its value came from (the flag, the
+/// `--profile` or `--config` file, or the built-in default) and how to change it.
+fn describe_invalid(key: &str, reason: &str, args: &RunArgs) -> String {
+    let flag = KEY_FLAGS
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|&(_, flag, given)| (flag, given(args)));
+    if let Some((flag, true)) = flag {
+        return format!("invalid {flag}: {reason}");
+    }
+    let flag = flag.map(|(flag, _)| flag);
+    let config = args.config.as_deref();
+    let from_profile = args
+        .profile
+        .as_deref()
+        .filter(|_| PROFILE_KEYS.contains(&key));
+    let (source, how) = match (from_profile, config) {
+        // The profile overrides the config file: fix the profile, or override it with the flag.
+        (Some(profile), _) => (
+            format!("`{key}` in --profile {}", profile.display()),
+            flag.map(|f| format!("; correct the profile or override it with {f}"))
+                .unwrap_or_default(),
+        ),
+        (None, Some(path)) if config_sets(path, key) => (
+            format!("`{key}` in --config {}", path.display()),
+            flag.map(|f| format!("; correct it there or override it with {f}"))
+                .unwrap_or_default(),
+        ),
+        (None, Some(path)) => (
+            format!("`{key}` (the built-in default)"),
+            match flag {
+                Some(f) => format!("; set it with {f} or as `{key}` in {}", path.display()),
+                None => format!("; set `{key}` in {}", path.display()),
+            },
+        ),
+        (None, None) => (
+            format!("`{key}` (the built-in default)"),
+            match flag {
+                Some(f) => format!("; set it with {f} or as `{key}` in a --config FILE"),
+                None => format!("; set `{key}` in a --config FILE"),
+            },
+        ),
+    };
+    format!("invalid {source}: {reason}{how}")
+}
+
+/// Whether the `--config` file itself sets `key` (dotted for tables: `cache.max_mb_per_db`).
+/// The file was already read and parsed once, so a failure here only means "not known to".
+fn config_sets(path: &std::path::Path, key: &str) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return false;
+    };
+    let mut parts = key.split('.');
+    let Some(first) = parts.next() else {
+        return false;
+    };
+    let mut value = table.get(first);
+    for part in parts {
+        value = value.and_then(|v| v.get(part));
+    }
+    value.is_some()
+}
+
 fn results_dir(args: &RunArgs) -> anyhow::Result<PathBuf> {
     let dir = match &args.out {
         Some(d) => d.clone(),
@@ -305,13 +397,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                     Some(mbx_store::StoreError::Interrupted { .. })
                 )
             });
-            let io = e.chain().any(|c| {
-                c.is::<mbx_io::IoError>()
-                    || matches!(
-                        c.downcast_ref::<mbx_store::StoreError>(),
-                        Some(mbx_store::StoreError::Io(_))
-                    )
-            });
+            let io_err = io_error_in(&e);
+            let io = io_err.is_some();
             let reason = if interrupted {
                 StopReason::Interrupted
             } else if io {
@@ -326,10 +413,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             let mut r = mbx_engine::unmeasured_result(&cfg, started, stopped);
             if io {
                 r.errors.push(mbx_engine::result::ErrorEntry {
-                    class: if e.chain().any(|c| {
-                        c.downcast_ref::<std::io::Error>()
-                            .is_some_and(mbx_engine::is_no_space)
-                    }) {
+                    class: if io_err
+                        .and_then(mbx_io::IoError::os_error)
+                        .is_some_and(mbx_engine::is_no_space)
+                    {
                         "no_space".into()
                     } else {
                         "io_error".into()
@@ -408,6 +495,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             errln!("error: the test stopped: {}", result.stopped.message);
             ExitCode::from(crate::exit::RUNTIME)
         }
+    })
+}
+
+/// The I/O error behind `e`, wherever it sits (store and engine errors wrap it transparently).
+fn io_error_in(e: &anyhow::Error) -> Option<&mbx_io::IoError> {
+    use mbx_engine::EngineError;
+    use mbx_store::StoreError;
+    e.chain().find_map(|c| {
+        c.downcast_ref::<mbx_io::IoError>()
+            .or_else(|| match c.downcast_ref::<StoreError>() {
+                Some(StoreError::Io(io)) => Some(io),
+                _ => None,
+            })
+            .or_else(|| match c.downcast_ref::<EngineError>() {
+                Some(EngineError::Io(io)) | Some(EngineError::Store(StoreError::Io(io))) => {
+                    Some(io)
+                }
+                _ => None,
+            })
     })
 }
 
@@ -500,4 +606,103 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
         outln!("Report: {}", p.display())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod resolve_tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    fn run_flags() -> Vec<String> {
+        let cli = crate::cli::Cli::command();
+        let run = cli.find_subcommand("run").expect("run subcommand");
+        run.get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect()
+    }
+
+    fn args(extra: &[&str]) -> RunArgs {
+        let mut argv = vec!["mbxstress", "run"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv)
+            .expect("parses")
+            .command
+        {
+            crate::cli::Command::Run(a) => a,
+            _ => unreachable!("parsed run"),
+        }
+    }
+
+    /// Every key of a resolved configuration, dotted for tables (`cache.max_mb_per_db`).
+    fn config_keys() -> Vec<String> {
+        fn walk(v: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+            if let Some(o) = v.as_object() {
+                for (k, x) in o {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(x, &key, out);
+                    out.push(key);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let v = serde_json::to_value(RunConfig::default()).expect("serializes");
+        walk(&v, "", &mut out);
+        out
+    }
+
+    #[test]
+    fn every_mapped_flag_exists() {
+        let flags = run_flags();
+        for (key, flag, _) in KEY_FLAGS {
+            assert!(
+                flags.iter().any(|f| f == flag),
+                "{key} -> {flag} is not a run flag"
+            );
+        }
+    }
+
+    /// No message names a flag that `run` does not have (issue 8: `--thresholds.db-read-avg-ms`),
+    /// whatever the key and wherever its value came from.
+    #[test]
+    fn messages_name_only_real_flags() {
+        let flags = run_flags();
+        let keys = config_keys();
+        assert!(keys.iter().any(|k| k == "thresholds.db_read_avg_ms"));
+        for extra in [
+            &[][..],
+            &["--config", "no-such.toml"][..],
+            &["--profile", "p.toml"][..],
+            &["--mailboxes", "5", "--duration", "9s", "--buffered"][..],
+        ] {
+            let a = args(extra);
+            for key in &keys {
+                let msg = describe_invalid(key, "reason", &a);
+                for word in msg.split(|c: char| !(c.is_ascii_alphanumeric() || "-._".contains(c))) {
+                    if let Some(rest) = word.strip_prefix("--") {
+                        let flag = format!("--{}", rest.trim_end_matches('.'));
+                        assert!(flags.contains(&flag), "{key}: {msg}");
+                    }
+                }
+                if !KEY_FLAGS.iter().any(|(k, _, _)| k == key) {
+                    assert!(msg.contains(&format!("`{key}`")), "{key}: {msg}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn messages_say_where_the_value_came_from() {
+        let msg = describe_invalid("duration_s", "r", &args(&["--duration", "9s"]));
+        assert_eq!(msg, "invalid --duration: r");
+        let msg = describe_invalid("thresholds.db_read_avg_ms", "r", &args(&[]));
+        assert!(msg.starts_with("invalid `thresholds.db_read_avg_ms` (the built-in default)"));
+        assert!(msg.ends_with("in a --config FILE"), "{msg}");
+        let msg = describe_invalid("mailboxes", "r", &args(&["--profile", "p.toml"]));
+        assert!(msg.contains("`mailboxes` in --profile p.toml"), "{msg}");
+        assert!(msg.contains("--mailboxes"), "{msg}");
+    }
 }

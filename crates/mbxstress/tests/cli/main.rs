@@ -2,6 +2,7 @@
 
 mod common;
 mod inputs;
+mod numbers;
 mod report;
 mod run;
 mod safety;

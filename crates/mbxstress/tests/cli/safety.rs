@@ -38,7 +38,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 /// A short run's settings: a one-second settle and thresholds that test the mechanism, not the
 /// disk (other tests load it too).
-const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.5\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n";
+const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.5\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\npage_fault_stalls_per_s = 10000\n";
 
 /// Args of a run on 2 databases of 4 MiB for `duration`.
 fn run_args<'a>(duration: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
@@ -342,6 +342,8 @@ fn interruption_during_prepare_still_writes_a_result() {
             "512",
             "--databases",
             "2",
+            "--iops-per-mailbox",
+            "10",
             "--out",
             "r",
             "--progress",

@@ -219,7 +219,7 @@ pub struct RunArgs {
     /// Overwrite files that are not mbxstress databases, or databases with other parameters.
     #[arg(long)]
     pub force: bool,
-    /// Allow block devices as database paths.
+    /// Allow unused block devices as database paths (a mounted or in-use device is refused).
     #[arg(long)]
     pub allow_device: bool,
 }
@@ -318,7 +318,8 @@ pub struct PrepareArgs {
     /// Overwrite files that are not mbxstress databases, or databases with other parameters.
     #[arg(long)]
     pub force: bool,
-    /// Allow block devices as database paths (their contents are overwritten).
+    /// Allow unused block devices as database paths (their contents are overwritten; a mounted
+    /// or in-use device is refused).
     #[arg(long)]
     pub allow_device: bool,
     /// Print a JSON summary instead of text.

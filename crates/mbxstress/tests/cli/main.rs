@@ -1,6 +1,7 @@
 //! End-to-end tests of the `mbxstress` binary, one module per area.
 
 mod common;
+mod devices;
 mod iobench;
 mod report;
 mod run;

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Bytes available to unprivileged users on the filesystem holding `path`.
 pub fn free_space(path: &Path) -> io::Result<u64> {
@@ -274,6 +274,375 @@ pub fn peak_resident_memory_bytes() -> Option<u64> {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Block devices in use.
+//
+// Writing a device that holds a mounted filesystem (or swap, or an LVM/RAID member) destroys it,
+// so `--allow-device` and `iobench --force` accept unused devices only. On Linux the kernel is
+// the authority: an open with O_EXCL fails with EBUSY while the device or one of its partitions
+// is mounted, used as swap or claimed by device mapper or md. The checks before it (mountinfo,
+// /proc/swaps, sysfs holders) exist to name what uses the device in the message.
+
+/// What uses a block device, so that it must not be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceUse {
+    /// The device, or one of its partitions, holds a mounted filesystem.
+    Mounted {
+        /// The mounted partition, or `None` if the device itself is mounted.
+        partition: Option<PathBuf>,
+        /// Where it is mounted.
+        mount_point: String,
+        /// The filesystem type (ext4, xfs...).
+        fstype: String,
+    },
+    /// The device, or one of its partitions, is active swap.
+    Swap {
+        /// The partition used as swap, or `None` for the device itself.
+        partition: Option<PathBuf>,
+    },
+    /// Other block devices are stacked on it (device mapper, LVM, software RAID).
+    Held {
+        /// The partition that is held, or `None` for the device itself.
+        partition: Option<PathBuf>,
+        /// The holders' kernel names (dm-0, md127).
+        holders: Vec<String>,
+    },
+    /// The kernel refused an exclusive open (EBUSY): another program claimed it.
+    Busy,
+}
+
+impl std::fmt::Display for DeviceUse {
+    /// Completes "`<device>` is ...", with the fix.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let whose = |p: &Option<PathBuf>| match p {
+            Some(p) => format!("in use: its partition {} is ", p.display()),
+            None => String::new(),
+        };
+        match self {
+            DeviceUse::Mounted {
+                partition,
+                mount_point,
+                fstype,
+            } => write!(
+                f,
+                "{}mounted at {mount_point} ({fstype}); unmount it first",
+                whose(partition)
+            ),
+            DeviceUse::Swap { partition } => {
+                write!(f, "{}used as swap; swapoff it first", whose(partition))
+            }
+            DeviceUse::Held { partition, holders } => write!(
+                f,
+                "{}held by {} (device mapper, LVM or RAID); remove those first",
+                whose(partition),
+                holders.join(", ")
+            ),
+            DeviceUse::Busy => write!(
+                f,
+                "in use: another program has it open exclusively (EBUSY); stop that program first"
+            ),
+        }
+    }
+}
+
+/// An exclusive claim on a block device. While it is held, the kernel refuses to mount the
+/// device or any of its partitions, or to use it for swap, LVM or RAID; our own non-exclusive
+/// opens (the I/O queues) still work. Dropping it releases the device.
+#[derive(Debug)]
+pub struct DeviceClaim {
+    rdev: u64,
+    /// `None` where the process already holds the device (see [`DeviceClaim::hold_for_process`])
+    /// or the OS has no exclusive open.
+    _file: Option<File>,
+}
+
+/// Claims kept until the process exits.
+static HELD: std::sync::Mutex<Vec<DeviceClaim>> = std::sync::Mutex::new(Vec::new());
+
+impl DeviceClaim {
+    /// Keeps the claim until the process exits, so that a device checked while planning stays
+    /// unmountable through the writing that follows, without threading the claim through every
+    /// layer. Later checks of the same device in this process ([`claim_device`],
+    /// [`device_in_use`]) know it is ours.
+    pub fn hold_for_process(self) {
+        if self._file.is_none() {
+            return;
+        }
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        held.push(self);
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn held_by_process(rdev: u64) -> bool {
+    HELD.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|c| c.rdev == rdev)
+}
+
+/// The outcome of [`claim_device`].
+#[derive(Debug)]
+pub enum DeviceStatus {
+    /// The path is not a block device (a regular file, or missing): nothing to claim.
+    NotADevice,
+    /// An unused block device, now claimed exclusively.
+    Unused(DeviceClaim),
+    /// A block device that something uses; it must not be written.
+    InUse(DeviceUse),
+}
+
+/// Checks whether the block device at `path` is in use (mounted itself or through a partition,
+/// swap, holders, or an exclusive open by another program) and, if not, claims it exclusively.
+/// A device already claimed by this process counts as unused. On systems without these
+/// facilities a block device is reported unused (and the claim holds nothing).
+pub fn claim_device(path: &Path) -> io::Result<DeviceStatus> {
+    #[cfg(target_os = "linux")]
+    {
+        linux_device::claim(path)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        if !is_block_device(path)? {
+            return Ok(DeviceStatus::NotADevice);
+        }
+        Ok(DeviceStatus::Unused(DeviceClaim {
+            rdev: 0,
+            _file: None,
+        }))
+    }
+}
+
+/// What uses the block device at `path`, or `None` if it is unused, or not a block device, or
+/// the OS cannot tell. Checks like [`claim_device`] and releases the claim at once.
+pub fn device_in_use(path: &Path) -> io::Result<Option<DeviceUse>> {
+    Ok(match claim_device(path)? {
+        DeviceStatus::InUse(u) => Some(u),
+        DeviceStatus::NotADevice | DeviceStatus::Unused(_) => None,
+    })
+}
+
+#[cfg(target_os = "linux")]
+mod linux_device {
+    use super::{
+        held_by_process, parse_mountinfo, parse_swaps, DeviceClaim, DeviceStatus, DeviceUse,
+    };
+    use std::fs::OpenOptions;
+    use std::io;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+    use std::path::{Path, PathBuf};
+
+    type DevNum = (u32, u32);
+
+    /// The device, or one of its partitions: its numbers, its /dev name (partitions only) and its
+    /// sysfs directory.
+    struct Member {
+        dev: DevNum,
+        partition: Option<PathBuf>,
+        sysfs: PathBuf,
+    }
+
+    pub(super) fn claim(path: &Path) -> io::Result<DeviceStatus> {
+        let meta = std::fs::metadata(path)?;
+        if !meta.file_type().is_block_device() {
+            return Ok(DeviceStatus::NotADevice);
+        }
+        let rdev = meta.rdev();
+        let dev = (rustix::fs::major(rdev), rustix::fs::minor(rdev));
+        let members = members(dev);
+        if let Some(u) = find_use(&members) {
+            return Ok(DeviceStatus::InUse(u));
+        }
+        if held_by_process(rdev) {
+            return Ok(DeviceStatus::Unused(DeviceClaim { rdev, _file: None }));
+        }
+        // O_EXCL without O_CREAT on a block device: an exclusive claim, EBUSY if mounted/held.
+        match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(path)
+        {
+            Ok(f) => Ok(DeviceStatus::Unused(DeviceClaim {
+                rdev,
+                _file: Some(f),
+            })),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                // Mounted in the meantime, or claimed by something the files do not show.
+                Ok(DeviceStatus::InUse(
+                    find_use(&members).unwrap_or(DeviceUse::Busy),
+                ))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn read_dev(path: &Path) -> Option<DevNum> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let (major, minor) = text.trim().split_once(':')?;
+        Some((major.parse().ok()?, minor.parse().ok()?))
+    }
+
+    fn dev_of(path: &Path) -> Option<DevNum> {
+        let meta = std::fs::metadata(path).ok()?;
+        meta.file_type().is_block_device().then(|| {
+            (
+                rustix::fs::major(meta.rdev()),
+                rustix::fs::minor(meta.rdev()),
+            )
+        })
+    }
+
+    /// The device and its partitions (sysfs children with a `partition` file).
+    fn members(dev: DevNum) -> Vec<Member> {
+        let sysfs = PathBuf::from(format!("/sys/dev/block/{}:{}", dev.0, dev.1));
+        let mut parts: Vec<Member> = std::fs::read_dir(&sysfs)
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.path().join("partition").is_file())
+                    .filter_map(|e| {
+                        let dir = e.path();
+                        Some(Member {
+                            dev: read_dev(&dir.join("dev"))?,
+                            partition: Some(Path::new("/dev").join(e.file_name())),
+                            sysfs: dir,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        parts.sort_by(|a, b| a.partition.cmp(&b.partition));
+        let mut all = vec![Member {
+            dev,
+            partition: None,
+            sysfs,
+        }];
+        all.extend(parts);
+        all
+    }
+
+    /// Mounts, swap and holders of the device or its partitions. Unreadable sources are
+    /// skipped: the exclusive open that follows is the authority, these only name the user.
+    fn find_use(members: &[Member]) -> Option<DeviceUse> {
+        let member = |dev: DevNum| members.iter().find(|m| m.dev == dev);
+        if let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") {
+            for m in parse_mountinfo(&text) {
+                // Compare numbers; btrfs shows an anonymous 0:N there, so also the source device.
+                let hit = member(m.dev).or_else(|| {
+                    m.source
+                        .starts_with("/dev/")
+                        .then(|| dev_of(Path::new(&m.source)))
+                        .flatten()
+                        .and_then(member)
+                });
+                if let Some(hit) = hit {
+                    return Some(DeviceUse::Mounted {
+                        partition: hit.partition.clone(),
+                        mount_point: m.mount_point,
+                        fstype: m.fstype,
+                    });
+                }
+            }
+        }
+        if let Ok(text) = std::fs::read_to_string("/proc/swaps") {
+            for name in parse_swaps(&text) {
+                if let Some(hit) = dev_of(Path::new(&name)).and_then(member) {
+                    return Some(DeviceUse::Swap {
+                        partition: hit.partition.clone(),
+                    });
+                }
+            }
+        }
+        for m in members {
+            let mut holders: Vec<String> = std::fs::read_dir(m.sysfs.join("holders"))
+                .map(|rd| {
+                    rd.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !holders.is_empty() {
+                holders.sort();
+                return Some(DeviceUse::Held {
+                    partition: m.partition.clone(),
+                    holders,
+                });
+            }
+        }
+        None
+    }
+}
+
+/// One line of /proc/self/mountinfo, the fields we use.
+#[cfg(any(target_os = "linux", test))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MountEntry {
+    /// Field 3, major:minor of the mounted device.
+    dev: (u32, u32),
+    /// Field 5, unescaped.
+    mount_point: String,
+    /// First field after the " - " separator.
+    fstype: String,
+    /// Second field after the separator (the device path for disk filesystems).
+    source: String,
+}
+
+/// Parses /proc/self/mountinfo (proc(5)): `36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3
+/// /dev/root rw`. Optional fields vary in number, so the filesystem type and source are found
+/// after the lone `-`. Malformed lines are skipped.
+#[cfg(any(target_os = "linux", test))]
+fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let (major, minor) = fields.get(2)?.split_once(':')?;
+            let sep = fields.iter().skip(6).position(|f| *f == "-")? + 6;
+            Some(MountEntry {
+                dev: (major.parse().ok()?, minor.parse().ok()?),
+                mount_point: unescape_octal(fields.get(4)?),
+                fstype: unescape_octal(fields.get(sep + 1)?),
+                source: unescape_octal(fields.get(sep + 2)?),
+            })
+        })
+        .collect()
+}
+
+/// The file names of /proc/swaps (the header line is skipped).
+#[cfg(any(target_os = "linux", test))]
+fn parse_swaps(text: &str) -> Vec<String> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .map(unescape_octal)
+        .collect()
+}
+
+/// Undoes the kernel's escaping of space, tab, newline and backslash as `\040`, `\011`, `\012`,
+/// `\134` in mount tables.
+#[cfg(any(target_os = "linux", test))]
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let digits = b.get(i + 1..i + 4);
+        let code = digits
+            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .map(|d| d.iter().fold(0u32, |acc, c| acc * 8 + u32::from(c - b'0')))
+            .and_then(|v| u8::try_from(v).ok());
+        match code {
+            Some(c) => {
+                out.push(c);
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,6 +672,76 @@ mod tests {
         assert!(try_lock(&b, false).expect("shared b after a closed"));
         let c = File::open(&path).expect("open c");
         assert!(try_lock(&c, false).expect("second shared"));
+    }
+
+    #[test]
+    fn mountinfo_lines_are_parsed_with_escapes_and_optional_fields() {
+        let text = "\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+42 27 259:0 / /tmp/my\\040disk\\011x rw,relatime - ext4 /dev/loop0p1 rw
+43 27 7:3 / /mnt/back\\134slash rw shared:5 master:2 propagate_from:1 - xfs /dev/loop3 rw
+44 27 0:45 / /data rw - btrfs /dev/sdb1 rw,space_cache=v2
+garbage line
+45 27 0:5 / /dev rw - devtmpfs devtmpfs rw,size=1k
+";
+        let m = parse_mountinfo(text);
+        assert_eq!(m.len(), 6, "{m:?}");
+        assert_eq!(m[0].dev, (254, 0));
+        assert_eq!(m[0].mount_point, "/");
+        assert_eq!(m[1].dev, (98, 0));
+        assert_eq!(m[1].mount_point, "/mnt2");
+        assert_eq!(m[1].fstype, "ext3");
+        assert_eq!(m[1].source, "/dev/root");
+        assert_eq!(m[2].dev, (259, 0));
+        assert_eq!(m[2].mount_point, "/tmp/my disk\tx");
+        assert_eq!(m[2].source, "/dev/loop0p1");
+        // Three optional fields before the separator.
+        assert_eq!(m[3].dev, (7, 3));
+        assert_eq!(m[3].mount_point, "/mnt/back\\slash");
+        assert_eq!(m[3].fstype, "xfs");
+        assert_eq!(m[4].fstype, "btrfs");
+        assert_eq!(m[4].source, "/dev/sdb1");
+        assert_eq!(m[5].source, "devtmpfs");
+        // Not octal, or out of range: kept as written.
+        assert_eq!(unescape_octal("a\\09b\\400\\"), "a\\09b\\400\\");
+    }
+
+    #[test]
+    fn swaps_file_names() {
+        let text = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n\
+                    /dev/zram0                              partition\t8388604\t\t0\t\t100\n\
+                    /swap\\040file                           file\t\t1048572\t\t0\t\t-2\n";
+        assert_eq!(parse_swaps(text), vec!["/dev/zram0", "/swap file"]);
+    }
+
+    #[test]
+    fn regular_files_are_not_devices() {
+        let dir = std::env::temp_dir();
+        assert!(matches!(
+            claim_device(&dir).expect("stat"),
+            DeviceStatus::NotADevice
+        ));
+        assert_eq!(device_in_use(&dir).expect("stat"), None);
+        assert!(claim_device(&dir.join("mbx-no-such-file-here")).is_err());
+    }
+
+    #[test]
+    fn device_use_messages_name_the_partition_and_the_fix() {
+        let u = DeviceUse::Mounted {
+            partition: Some(PathBuf::from("/dev/loop3p1")),
+            mount_point: "/mnt/x".into(),
+            fstype: "ext4".into(),
+        };
+        assert_eq!(
+            u.to_string(),
+            "in use: its partition /dev/loop3p1 is mounted at /mnt/x (ext4); unmount it first"
+        );
+        let u = DeviceUse::Held {
+            partition: None,
+            holders: vec!["dm-0".into(), "dm-1".into()],
+        };
+        assert!(u.to_string().starts_with("held by dm-0, dm-1"), "{u}");
     }
 
     #[test]

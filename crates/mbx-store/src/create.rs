@@ -431,6 +431,20 @@ fn inspect(spec: &DatabaseSpec, params: &CreateParams) -> Result<Action, StoreEr
         // An empty file holds nothing to lose (the lock creates one for a new database).
         return Ok(Action::Create);
     }
+    if device {
+        // Refuse a mounted or otherwise used device, and claim it exclusively for the rest of
+        // the command, so that it cannot be mounted while we write it.
+        match platform::claim_device(path).map_err(|e| mbx_io::IoError::new("inspect", path, e))? {
+            platform::DeviceStatus::InUse(u) => {
+                return Err(StoreError::DeviceInUse {
+                    path: path.clone(),
+                    reason: u.to_string(),
+                })
+            }
+            platform::DeviceStatus::Unused(claim) => claim.hold_for_process(),
+            platform::DeviceStatus::NotADevice => {}
+        }
+    }
     let header = read_header(path)?;
     let Some(h) = header else {
         if params.force || (device && params.allow_device) {
@@ -590,6 +604,16 @@ fn space_needs(
     for (spec, action) in specs.iter().zip(actions) {
         let device = platform::is_block_device(&spec.path).unwrap_or(false);
         if device {
+            // Checked (and claimed) in `inspect`; again here, as this is the last look before
+            // writing: a device held by this process is still checked for mounts.
+            if let Some(u) = platform::device_in_use(&spec.path)
+                .map_err(|e| mbx_io::IoError::new("inspect", &spec.path, e))?
+            {
+                return Err(StoreError::DeviceInUse {
+                    path: spec.path.clone(),
+                    reason: u.to_string(),
+                });
+            }
             let f = IoFile::open(&spec.path, OpenMode::read_direct())?;
             let size = f.len()?;
             if size < params.file_bytes() {

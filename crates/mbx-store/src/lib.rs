@@ -7,7 +7,8 @@
 //!
 //! - [`create::prepare`]: create the set, or attach an existing one, or resume an interrupted
 //!   creation; safe with users' files (never overwrite what is not ours without `force`, refuse
-//!   block devices without `allow_device`, check free space first).
+//!   block devices without `allow_device` and mounted or in-use devices always, check free
+//!   space first).
 //! - [`verify::verify_database`]: read a database sequentially and classify every page.
 
 pub mod checkpoint;
@@ -51,6 +52,15 @@ pub enum StoreError {
     Device {
         /// The device.
         path: PathBuf,
+    },
+    /// The path is a block device that is mounted or otherwise in use; `--allow-device` permits
+    /// unused devices only.
+    #[error("{} is {reason} — --allow-device permits an unused device only", path.display())]
+    DeviceInUse {
+        /// The device.
+        path: PathBuf,
+        /// What uses it and the fix ("mounted at /mnt/x (ext4); unmount it first").
+        reason: String,
     },
     /// An existing database was created with other parameters.
     #[error("{} was created with {field} = {existing}, but this run needs {requested}; use matching parameters to attach it, or --force to recreate it", path.display())]
@@ -121,6 +131,7 @@ impl StoreError {
             StoreError::NotOurs { .. }
                 | StoreError::NotADatabase { .. }
                 | StoreError::Device { .. }
+                | StoreError::DeviceInUse { .. }
                 | StoreError::ParamsMismatch { .. }
                 | StoreError::InsufficientSpace { .. }
                 | StoreError::Locked { .. }

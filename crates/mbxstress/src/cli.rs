@@ -220,7 +220,7 @@ pub struct RunArgs {
     /// Overwrite files that are not mbxstress databases, or databases with other parameters.
     #[arg(long)]
     pub force: bool,
-    /// Allow block devices as database paths.
+    /// Allow unused block devices as database paths (a mounted or in-use device is refused).
     #[arg(long)]
     pub allow_device: bool,
 }
@@ -251,7 +251,12 @@ Examples:
 
 const IOBENCH_HELP: &str = "\
 Flags follow fio's names and meanings (sizes in powers of 1024: 32k = 32768). A missing --file is
-created and filled with random data; an existing file is written only with --force.
+created and filled with random data; an existing file is written only with --force. Ctrl-C while
+the file is being filled stops at once (exit 130) and removes the partial file it created.
+
+Ranges: --bs a multiple of 4k up to 64M; --iodepth 1-4096; --numjobs 1-256; the I/O buffers
+(--bs x --iodepth x --numjobs) at most 1 GiB or half the available memory, whichever is less;
+--size at least --bs x --numjobs; --runtime 1s to 30 days. Anything else exits 2.
 
 Examples:
   mbxstress iobench --file /mnt/db/bench.dat --size 4G --rw randread --bs 32k --iodepth 32 --runtime 30s
@@ -314,7 +319,8 @@ pub struct PrepareArgs {
     /// Overwrite files that are not mbxstress databases, or databases with other parameters.
     #[arg(long)]
     pub force: bool,
-    /// Allow block devices as database paths (their contents are overwritten).
+    /// Allow unused block devices as database paths (their contents are overwritten; a mounted
+    /// or in-use device is refused).
     #[arg(long)]
     pub allow_device: bool,
     /// Print a JSON summary instead of text.
@@ -344,10 +350,10 @@ pub struct VerifyArgs {
 /// `mbxstress iobench`.
 #[derive(Debug, Args)]
 pub struct IobenchArgs {
-    /// File (or, with --force, block device) to benchmark.
+    /// File (or, with --force, an unused block device) to benchmark.
     #[arg(long, value_name = "PATH")]
     pub file: PathBuf,
-    /// Bytes of the file to use [default: 1G].
+    /// Bytes of the file to use: at least --bs x --numjobs, at most 1 EiB.
     #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size, default_value = "1G")]
     pub size: u64,
     /// Pattern: read, write, randread, randwrite, randrw.
@@ -356,16 +362,17 @@ pub struct IobenchArgs {
     /// Percent reads with --rw randrw.
     #[arg(long, value_name = "PCT", default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub rwmixread: u8,
-    /// Block size (multiple of 4k).
+    /// Block size: a multiple of 4k from 4k to 64M. The I/O buffers (--bs x --iodepth x
+    /// --numjobs) must fit in 1 GiB, or in half the available memory if that is less.
     #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size, default_value = "32k")]
     pub bs: u64,
-    /// Requests in flight per job.
+    /// Requests in flight per job, 1 to 4096.
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub iodepth: u32,
-    /// Parallel jobs (each with its own queue).
+    /// Parallel jobs (each with its own queue), 1 to 256.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub numjobs: u32,
-    /// How long to measure (e.g. 30s, 5m).
+    /// How long to measure, 1s to 30 days (e.g. 30s, 5m).
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration, default_value = "30s")]
     pub runtime: std::time::Duration,
     /// I/O engine: io_uring (Linux default) or sync (portable thread pool).
@@ -374,7 +381,8 @@ pub struct IobenchArgs {
     /// 1 = O_DIRECT (default), 0 = through the page cache.
     #[arg(long, value_name = "0|1", default_value = "1", value_parser = ["0", "1"])]
     pub direct: String,
-    /// Write to an existing file or device, or extend a short one.
+    /// Write to an existing file, or extend a short one; benchmark a block device (it is
+    /// overwritten; a mounted or otherwise used device is refused all the same).
     #[arg(long)]
     pub force: bool,
     /// Print JSON.

@@ -4,7 +4,10 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use anyhow::Context;
-use mbx_io::bench::{prepare_file, run as run_bench, BenchSpec, RwMode, StreamResult};
+use mbx_io::bench::{
+    check_bs, memory_budget, prepare_file, run as run_bench, BenchError, BenchSpec, RwMode,
+    StreamResult,
+};
 
 use super::engine::engine_kind;
 use crate::cli::IobenchArgs;
@@ -13,19 +16,25 @@ use crate::render::num;
 
 pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
     let rw = RwMode::parse(&args.rw).ok_or_else(|| usage(format!("invalid --rw {}", args.rw)))?;
-    let bs = usize::try_from(args.bs).map_err(|_| usage("--bs is too large"))?;
+    // Ctrl-C from here on stops cleanly, also while the file is laid out.
+    let cancel = crate::interrupt::install();
+    let count = |v: u32, flag: &str| {
+        usize::try_from(v).map_err(|_| usage(format!("{flag} {v} is too large for this platform")))
+    };
     let spec = BenchSpec {
         file: args.file.clone(),
         size: args.size,
         rw,
         rwmixread: args.rwmixread,
-        bs,
-        iodepth: args.iodepth as usize,
-        numjobs: args.numjobs as usize,
+        bs: check_bs(args.bs)?,
+        iodepth: count(args.iodepth, "--iodepth")?,
+        numjobs: count(args.numjobs, "--numjobs")?,
         runtime: args.runtime,
         engine: engine_kind(args.engine.as_deref()),
         direct: args.direct == "1",
     };
+    // Every range before anything is printed or written.
+    spec.validate(memory_budget())?;
     if !args.json {
         errln!(
             "iobench: {} --rw {} --bs {} --iodepth {} --numjobs {} --runtime {:.0}s ({}, {})",
@@ -39,9 +48,16 @@ pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
             if spec.direct { "O_DIRECT" } else { "buffered" }
         );
     }
-    prepare_file(&spec, args.force)?;
-    let cancel = crate::interrupt::install();
+    let prepared = match prepare_file(&spec, args.force, &cancel) {
+        Ok(p) => p,
+        Err(e @ BenchError::Interrupted { .. }) => {
+            eprintln!("iobench: {e}");
+            return Ok(ExitCode::from(crate::interrupt::INTERRUPTED));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let result = run_bench(&spec, &cancel)?;
+    drop(prepared);
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &result).context("writing JSON to stdout")?;

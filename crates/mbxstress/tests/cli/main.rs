@@ -1,7 +1,9 @@
 //! End-to-end tests of the `mbxstress` binary, one module per area.
 
 mod common;
+mod devices;
 mod inputs;
+mod iobench;
 mod numbers;
 mod report;
 mod run;

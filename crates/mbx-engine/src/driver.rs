@@ -243,7 +243,12 @@ impl<'a> Driver<'a> {
                 .max_mb_per_db
                 .saturating_mul(1 << 20)
                 .min(db_bytes / 8)
-                .max(cfg.cache.min_mb_per_db.saturating_mul(1 << 20).min(db_bytes / 8))
+                .max(
+                    cfg.cache
+                        .min_mb_per_db
+                        .saturating_mul(1 << 20)
+                        .min(db_bytes / 8),
+                )
                 .max(64 * PAGE)
                 .min(db_bytes);
             let frames = usize::try_from(max_bytes / PAGE)

@@ -268,12 +268,16 @@ fn fewer_mailboxes_than_databases_and_tiny_databases_complete() {
         started.elapsed()
     );
     assert!(
-        obs.logs.iter().any(|l| l.starts_with("Cache prerequisite met")),
+        obs.logs
+            .iter()
+            .any(|l| l.starts_with("Cache prerequisite met")),
         "{:#?}",
         obs.logs
     );
     assert!(
-        !obs.logs.iter().any(|l| l.contains("prerequisite was not met")),
+        !obs.logs
+            .iter()
+            .any(|l| l.contains("prerequisite was not met")),
         "{:#?}",
         obs.logs
     );
@@ -283,6 +287,11 @@ fn fewer_mailboxes_than_databases_and_tiny_databases_complete() {
             "{} had no I/O",
             inst.name
         );
-        assert!(inst.cache_fill >= 0.9, "{} cache {}", inst.name, inst.cache_fill);
+        assert!(
+            inst.cache_fill >= 0.9,
+            "{} cache {}",
+            inst.name,
+            inst.cache_fill
+        );
     }
 }

@@ -415,10 +415,13 @@ mod tests {
 
     #[test]
     fn short_randrw_run_counts_both_directions() {
-        let dir = std::env::temp_dir().join(format!("mbx-bench-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        // Removed with its contents when dropped, also if the test panics.
+        let dir = tempfile::Builder::new()
+            .prefix("mbx-bench-")
+            .tempdir()
+            .expect("create scratch dir");
         let spec = BenchSpec {
-            file: dir.join("bench.dat"),
+            file: dir.path().join("bench.dat"),
             size: 4 << 20,
             rw: RwMode::RandRw,
             rwmixread: 70,

@@ -10,7 +10,7 @@ use crate::common::{mbx_in, scratch};
 /// disk cannot fail them. The verdict logic has its own tests (threshold failure, latency fault).
 const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.25\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n";
 
-pub(crate) fn small_run(dir: &std::path::PathBuf, out: &str, extra: &[&str]) -> crate::common::Run {
+pub(crate) fn small_run(dir: &std::path::Path, out: &str, extra: &[&str]) -> crate::common::Run {
     std::fs::write(dir.join("fast.toml"), FAST).expect("write config");
     let mut args = vec![
         "run",

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::common::{mbx_in, scratch};
 
-fn prepare_small(dir: &std::path::PathBuf, extra: &[&str]) -> crate::common::Run {
+fn prepare_small(dir: &std::path::Path, extra: &[&str]) -> crate::common::Run {
     let mut args = vec![
         "prepare",
         "--mailboxes",
@@ -308,7 +308,6 @@ fn ctrl_c_keeps_progress_and_the_next_run_resumes() {
     );
     let run = mbx_in(Some(&dir), &["verify", "--json", "--buffered"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A loop device over a scratch file, detached when dropped.

@@ -162,7 +162,8 @@ fn passing_run_has_the_model_shape_and_consistent_totals() {
 
 #[test]
 fn injected_read_latency_fails_the_verdict() {
-    let (mut cfg, dbs, _dir) = setup("latency", 2, 16);
+    // One 8 MiB database is enough: the check needs reads, and every read is delayed.
+    let (mut cfg, dbs, _dir) = setup("latency", 1, 8);
     // Jetstress's Strict thresholds: the injected 150 ms must fail the 20 ms read average.
     cfg.thresholds = mbx_config::Thresholds::default();
     let wrap = |q: Box<dyn mbx_io::IoQueue>| -> Box<dyn mbx_io::IoQueue> {

@@ -97,6 +97,7 @@ left_tree=$(count "$work/tree.left")
 summary=$(
   echo "| measure | value |"
   echo "|---|---|"
+  echo "| commit | $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' + uncommitted changes') |"
   echo "| command | \`${cmd[*]}\` (built first with \`--no-run\`) |"
   echo "| exit status | $status ($passed tests passed, $failed failed) |"
   echo "| wall time | ${seconds} s |"
@@ -105,6 +106,9 @@ summary=$(
   echo "| entries left in target/tmp | $left_target |"
   echo "| entries left in /tmp | $left_tmp (private /tmp: $isolated) |"
   echo "| new entries in the work tree | $left_tree |"
+  echo "| versions | $(cargo --version), $(rustc --version), GNU time $(dpkg-query -W -f '${Version}' time 2>/dev/null || echo '?'), Linux $(uname -r) |"
+  echo "| filesystems | target: $(stat -f -c %T target), /tmp: $(stat -f -c %T /tmp) |"
+  echo "| MBX_REQUIRE_BROWSER / MBX_REQUIRE_DEVICE_TESTS | ${MBX_REQUIRE_BROWSER:-unset} / ${MBX_REQUIRE_DEVICE_TESTS:-unset} |"
   echo "| \`git status --porcelain\` lines after | $(count "$work/git.after") (new: $(count "$work/git.new"); before: $(count "$work/git.before")) |"
 )
 details=$(

@@ -17,6 +17,7 @@
 #              FOOTPRINT_OUT: also append the summary (markdown) to this file.
 # Exit status: 0 within the limit with nothing left behind; 1 otherwise (or if a test failed).
 set -euo pipefail
+export LC_ALL=C # one collation for sort and comm
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 limit=${LIMIT_BYTES:-1000000000}

@@ -247,17 +247,19 @@ mod tests {
         }
     }
 
-    fn tempdir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("mbx-config-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        dir
+    /// A fresh temporary directory, removed with its contents when the guard is dropped (also
+    /// when the test panics).
+    fn tempdir(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("mbx-config-{name}-"))
+            .tempdir()
+            .expect("create temp dir")
     }
 
     #[test]
     fn round_trip_through_file() {
         let dir = tempdir("rt");
-        let path = dir.join("p.toml");
+        let path = dir.path().join("p.toml");
         sample().save(&path, &["from a test".into()]).expect("save");
         let back = Profile::load(&path).expect("load");
         assert_eq!(back, sample());
@@ -268,7 +270,7 @@ mod tests {
     #[test]
     fn unknown_key_is_an_error_naming_it() {
         let dir = tempdir("unknown");
-        let path = dir.join("p.toml");
+        let path = dir.path().join("p.toml");
         let mut text = sample().to_toml(&[]);
         text.push_str("mailbox_qouta_mb = 1\n");
         std::fs::write(&path, text).expect("write");
@@ -281,7 +283,7 @@ mod tests {
     #[test]
     fn refuses_to_overwrite_foreign_file() {
         let dir = tempdir("foreign");
-        let path = dir.join("notes.txt");
+        let path = dir.path().join("notes.txt");
         std::fs::write(&path, "precious").expect("write");
         let err = sample().save(&path, &[]).expect_err("must refuse");
         assert!(matches!(err, ConfigError::WouldOverwrite { .. }), "{err}");

@@ -1,7 +1,7 @@
 //! The Performance test on small databases (MiBs) for a few seconds: a passing run with the I/O
-//! shape of the model, and a failing one with latency injected by the fault backend.
+//! shape of the model, and a failing one with latency injected by the fault backend. Each test's
+//! files live in a temporary directory under the target directory, removed when the test ends.
 
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -28,14 +28,23 @@ impl Observer for Collect {
     }
 }
 
-fn setup(name: &str, mib_per_db: u64) -> (RunConfig, Vec<PreparedDatabase>) {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("engine-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
+/// `databases` databases of `mib_per_db` MiB each, created in a fresh scratch directory that is
+/// removed when the returned guard is dropped (keep it alive while the databases are used).
+fn setup(
+    name: &str,
+    databases: u32,
+    mib_per_db: u64,
+) -> (RunConfig, Vec<PreparedDatabase>, tempfile::TempDir) {
+    let scratch = tempfile::Builder::new()
+        .prefix(&format!("engine-{name}-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("create scratch dir");
+    let dir = scratch.path();
     let cfg = RunConfig {
         mailboxes: 200,
         iops_per_mailbox: 1.0,
         mailbox_quota_mb: mib_per_db,
-        databases: 2,
+        databases,
         duration_s: 4.0,
         sample_interval_s: 1.0,
         db_paths: vec![dir.join("db")],
@@ -74,12 +83,12 @@ fn setup(name: &str, mib_per_db: u64) -> (RunConfig, Vec<PreparedDatabase>) {
         tool_version: "test".into(),
     };
     let dbs = prepare(&specs, &params, &|_| {}, &AtomicBool::new(false), None).expect("prepare");
-    (cfg, dbs)
+    (cfg, dbs, scratch)
 }
 
 #[test]
 fn passing_run_has_the_model_shape_and_consistent_totals() {
-    let (cfg, dbs) = setup("pass", 16);
+    let (cfg, dbs, _dir) = setup("pass", 2, 16);
     let mut obs = Collect::default();
     let r = run_performance(&cfg, &dbs, &mut obs, &AtomicBool::new(false), None).expect("run");
     assert!(r.verdict.pass, "{:#?}", r.verdict);
@@ -153,7 +162,8 @@ fn passing_run_has_the_model_shape_and_consistent_totals() {
 
 #[test]
 fn injected_read_latency_fails_the_verdict() {
-    let (mut cfg, dbs) = setup("latency", 16);
+    // One 8 MiB database is enough: the check needs reads, and every read is delayed.
+    let (mut cfg, dbs, _dir) = setup("latency", 1, 8);
     // Jetstress's Strict thresholds: the injected 150 ms must fail the 20 ms read average.
     cfg.thresholds = mbx_config::Thresholds::default();
     let wrap = |q: Box<dyn mbx_io::IoQueue>| -> Box<dyn mbx_io::IoQueue> {
@@ -188,7 +198,7 @@ fn injected_read_latency_fails_the_verdict() {
 
 #[test]
 fn replication_reads_follow_the_log_with_copies() {
-    let (mut cfg, dbs) = setup("copies", 16);
+    let (mut cfg, dbs, _dir) = setup("copies", 2, 16);
     cfg.copies_per_database = 2;
     cfg.iops_per_mailbox = 3.0; // more log traffic so files close within the test
     cfg.duration_s = 6.0;
@@ -218,7 +228,8 @@ fn replication_reads_follow_the_log_with_copies() {
 /// completes and reports the failing latency instead of aborting ("queue full" was a real bug).
 #[test]
 fn very_slow_storage_completes_the_run() {
-    let (mut cfg, dbs) = setup("slow", 64);
+    // One database (of the size that reproduced the queue overflow): only one is used.
+    let (mut cfg, dbs, _dir) = setup("slow", 1, 64);
     cfg.thresholds = mbx_config::Thresholds::default();
     cfg.threads = 32;
     // Few mailboxes (large page regions, few repeated pages) and read-only transactions: each
@@ -231,8 +242,6 @@ fn very_slow_storage_completes_the_run() {
         read_pct: 100,
         lazy_commit_pct: 70,
     };
-    cfg.databases = 1;
-    let dbs = &dbs[..1];
     cfg.duration_s = 3.0;
     let wrap = |q: Box<dyn mbx_io::IoQueue>| -> Box<dyn mbx_io::IoQueue> {
         Box::new(FaultQueue::new(
@@ -244,7 +253,7 @@ fn very_slow_storage_completes_the_run() {
         ))
     };
     let mut obs = Collect::default();
-    let r = run_performance(&cfg, dbs, &mut obs, &AtomicBool::new(false), Some(&wrap))
+    let r = run_performance(&cfg, &dbs, &mut obs, &AtomicBool::new(false), Some(&wrap))
         .expect("a slow device must not abort the run");
     assert!(!r.verdict.pass);
     assert!(r.instances[0].transactional.db_read_avg_latency_ms >= 300.0);
@@ -255,7 +264,7 @@ fn very_slow_storage_completes_the_run() {
 /// of 64 frames can never be 90% full). Every database must now get I/O and the prerequisite met.
 #[test]
 fn fewer_mailboxes_than_databases_and_tiny_databases_complete() {
-    let (mut cfg, dbs) = setup("tiny", 1);
+    let (mut cfg, dbs, _dir) = setup("tiny", 2, 1);
     cfg.mailboxes = 1;
     cfg.iops_per_mailbox = 40.0;
     cfg.duration_s = 2.0;

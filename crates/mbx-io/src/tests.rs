@@ -1,21 +1,24 @@
 //! Tests of the queues against real files (O_DIRECT where the filesystem supports it).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mbx-io-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir.join("data")
+/// A fresh temporary directory, removed with its contents when the guard is dropped (also when
+/// the test panics).
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("mbx-io-{name}-"))
+        .tempdir()
+        .expect("create scratch dir")
 }
 
-/// Opens a 1 MiB file; O_DIRECT unless the filesystem (e.g. tmpfs) refuses it.
-fn table(name: &str) -> FileTable {
-    let path = scratch(name);
+/// Opens a 1 MiB file `data` in a scratch directory; O_DIRECT unless the filesystem (e.g. tmpfs)
+/// refuses it. Keep the returned directory alive while the file is used.
+fn table(name: &str) -> (FileTable, tempfile::TempDir) {
+    let dir = scratch(name);
+    let path = dir.path().join("data");
     std::fs::write(&path, vec![0u8; 1 << 20]).expect("create");
     let mode = OpenMode::read_write_direct();
     let f = IoFile::open(&path, mode).or_else(|_| {
@@ -27,7 +30,7 @@ fn table(name: &str) -> FileTable {
             },
         )
     });
-    Files::new(vec![f.expect("open")])
+    (Files::new(vec![f.expect("open")]), dir)
 }
 
 fn pattern(len: usize, seed: u8) -> AlignedBuf {
@@ -50,7 +53,7 @@ fn req(op: IoOp, offset: u64, buf: AlignedBuf, tag: u64) -> IoRequest {
 }
 
 fn round_trip(kind: EngineKind) {
-    let files = table(&format!("rt-{}", kind.name()));
+    let (files, _dir) = table(&format!("rt-{}", kind.name()));
     let mut q = open_queue(kind, Arc::clone(&files), 8).expect("queue");
     // 8 writes of 32 KiB in flight at once, then read them back.
     for i in 0..8u64 {
@@ -98,10 +101,10 @@ fn thread_pool_round_trip() {
     round_trip(EngineKind::Sync);
 }
 
-fn faulty(name: &str, rules: Vec<FaultRule>) -> (FileTable, FaultQueue) {
-    let files = table(name);
+fn faulty(name: &str, rules: Vec<FaultRule>) -> (FileTable, FaultQueue, tempfile::TempDir) {
+    let (files, dir) = table(name);
     let inner = open_queue(EngineKind::Sync, Arc::clone(&files), 4).expect("queue");
-    (files, FaultQueue::new(inner, rules))
+    (files, FaultQueue::new(inner, rules), dir)
 }
 
 fn one(q: &mut FaultQueue, r: IoRequest) -> IoCompletion {
@@ -114,7 +117,7 @@ fn one(q: &mut FaultQueue, r: IoRequest) -> IoCompletion {
 
 #[test]
 fn injected_eio_names_file_and_offset() {
-    let (files, mut q) = faulty(
+    let (files, mut q, _dir) = faulty(
         "eio",
         vec![FaultRule::new(Some(IoOp::Write), FaultKind::Error(5))
             .after(1)
@@ -133,7 +136,7 @@ fn injected_eio_names_file_and_offset() {
 
 #[test]
 fn short_write_is_an_error_and_torn_write_is_silent() {
-    let (files, mut q) = faulty(
+    let (files, mut q, _dir) = faulty(
         "short",
         vec![FaultRule::new(Some(IoOp::Write), FaultKind::Short).times(1)],
     );
@@ -143,7 +146,7 @@ fn short_write_is_an_error_and_torn_write_is_silent() {
         Err(IoError::Short { got: 16384, .. })
     ));
 
-    let (files, mut q) = faulty(
+    let (files, mut q, _dir) = faulty(
         "torn",
         vec![FaultRule::new(Some(IoOp::Write), FaultKind::Torn).times(1)],
     );
@@ -158,7 +161,7 @@ fn short_write_is_an_error_and_torn_write_is_silent() {
 
 #[test]
 fn latency_and_bit_flips() {
-    let (files, mut q) = faulty(
+    let (files, mut q, _dir) = faulty(
         "latency",
         vec![
             FaultRule::new(
@@ -195,7 +198,7 @@ fn latency_and_bit_flips() {
 /// io_uring's DEFER_TASKRUN, completions are posted only when the issuer enters the kernel asking
 /// for events; a poll that merely drained the queue spun forever (found as a livelock in `run`).
 fn polling_sees_completions(kind: EngineKind) {
-    let files = table(&format!("poll-{}", kind.name()));
+    let (files, _dir) = table(&format!("poll-{}", kind.name()));
     let mut q = open_queue(kind, Arc::clone(&files), 4).expect("queue");
     q.submit(req(IoOp::Read, 0, AlignedBuf::zeroed(4096), 1))
         .expect("submit");

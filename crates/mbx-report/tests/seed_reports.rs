@@ -203,8 +203,12 @@ fn dell_esrp_all_three_reports() {
 /// servers' sums and averages their means.
 #[test]
 fn mixed_inputs_aggregate() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("esrp-mixed");
-    std::fs::create_dir_all(&dir).expect("mkdir");
+    // Removed with its contents when dropped, also if the test panics.
+    let scratch = tempfile::Builder::new()
+        .prefix("esrp-mixed-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("mkdir");
+    let dir = scratch.path();
     let io = |reads: f64, writes: f64, rl: f64, wl: f64, lw: f64, lwl: f64| {
         serde_json::json!({
             "db_read_avg_latency_ms": rl, "db_write_avg_latency_ms": wl, "db_reads_per_s": reads,

@@ -1,8 +1,9 @@
 //! Integration tests of creation, attach, resume, safety and verification on real files
-//! (databases of a few MiB, under the target directory: ext4 here, so O_DIRECT is exercised).
+//! (databases of a few MiB, under the target directory: ext4 here, so O_DIRECT is exercised), in
+//! temporary directories removed when each test ends, also when it fails.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -15,11 +16,13 @@ use mbx_store::{
     StoreError, VerifyOptions,
 };
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("store-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+/// A fresh directory `store-NAME-XXXXXX` under the target directory, removed with its contents
+/// when the guard is dropped (also when the test panics); `dir.path()` names it.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("store-{name}-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("create scratch dir")
 }
 
 /// `databases` databases of `mib` MiB each in `dir`.
@@ -84,7 +87,7 @@ fn actions(events: &[CreateEvent]) -> Vec<&'static str> {
 #[test]
 fn create_verify_then_attach() {
     let dir = scratch("create-attach");
-    let (specs, params) = setup(&dir, 2, 3);
+    let (specs, params) = setup(dir.path(), 2, 3);
     let (r, events) = run(&specs, &params, None);
     let prepared = r.expect("created");
     assert_eq!(actions(&events), ["create", "create"]);
@@ -121,7 +124,7 @@ fn create_verify_then_attach() {
 #[test]
 fn two_databases_share_no_4k_block() {
     let dir = scratch("dedup");
-    let (specs, params) = setup(&dir, 2, 2);
+    let (specs, params) = setup(dir.path(), 2, 2);
     run(&specs, &params, None).0.expect("created");
     let mut seen = HashSet::new();
     let mut blocks = 0;
@@ -154,7 +157,7 @@ fn xxhash_rust_free_hash(b: &[u8]) -> (u64, u64) {
 #[test]
 fn compressibility_is_what_was_asked() {
     let dir = scratch("compress");
-    let (specs, mut params) = setup(&dir, 1, 1);
+    let (specs, mut params) = setup(dir.path(), 1, 1);
     params.compressibility_pct = 50;
     run(&specs, &params, None).0.expect("created");
     let data = std::fs::read(&specs[0].path).expect("read");
@@ -168,7 +171,7 @@ fn compressibility_is_what_was_asked() {
     );
     // The default is incompressible.
     let dir = scratch("compress0");
-    let (specs, params) = setup(&dir, 1, 1);
+    let (specs, params) = setup(dir.path(), 1, 1);
     run(&specs, &params, None).0.expect("created");
     let data = std::fs::read(&specs[0].path).expect("read");
     let compressed = lz4_flex::block::compress(&data[2 * PAGE_SIZE..]);
@@ -195,7 +198,7 @@ fn read_page(path: &Path, n: u64) -> Vec<u8> {
 #[test]
 fn every_kind_of_corruption_is_counted() {
     let dir = scratch("corrupt");
-    let (specs, params) = setup(&dir, 2, 1);
+    let (specs, params) = setup(dir.path(), 2, 1);
     run(&specs, &params, None).0.expect("created");
     let (a, b) = (&specs[0].path, &specs[1].path);
     let page = |n: u64| n * PAGE_SIZE as u64;
@@ -250,7 +253,7 @@ fn faults(
 #[test]
 fn injected_eio_leaves_an_incomplete_database_that_resumes() {
     let dir = scratch("eio");
-    let (specs, params) = setup(&dir, 1, 4);
+    let (specs, params) = setup(dir.path(), 1, 4);
     let wrap = faults(
         FaultRule::new(Some(IoOp::Write), FaultKind::Error(5))
             .after(2)
@@ -284,7 +287,7 @@ fn injected_eio_leaves_an_incomplete_database_that_resumes() {
 #[test]
 fn short_write_fails_and_torn_write_is_caught_by_verification() {
     let dir = scratch("short");
-    let (specs, params) = setup(&dir, 1, 2);
+    let (specs, params) = setup(dir.path(), 1, 2);
     let wrap = faults(
         FaultRule::new(Some(IoOp::Write), FaultKind::Short)
             .after(1)
@@ -301,7 +304,7 @@ fn short_write_fails_and_torn_write_is_caught_by_verification() {
 
     // A device that silently drops half a write: creation cannot know, verification must.
     let dir = scratch("torn");
-    let (specs, params) = setup(&dir, 1, 2);
+    let (specs, params) = setup(dir.path(), 1, 2);
     let wrap = faults(
         FaultRule::new(Some(IoOp::Write), FaultKind::Torn)
             .after(1)
@@ -319,7 +322,7 @@ fn short_write_fails_and_torn_write_is_caught_by_verification() {
 #[test]
 fn interrupted_creation_resumes_where_it_stopped() {
     let dir = scratch("interrupt");
-    let (specs, params) = setup(&dir, 1, 16);
+    let (specs, params) = setup(dir.path(), 1, 16);
     let cancel = AtomicBool::new(false);
     let r = prepare(
         &specs,
@@ -367,7 +370,7 @@ fn interrupted_creation_resumes_where_it_stopped() {
 #[test]
 fn foreign_files_are_refused_unless_forced() {
     let dir = scratch("foreign");
-    let (specs, mut params) = setup(&dir, 1, 1);
+    let (specs, mut params) = setup(dir.path(), 1, 1);
     std::fs::create_dir_all(specs[0].path.parent().expect("parent")).expect("mkdir");
     std::fs::write(&specs[0].path, b"someone's data").expect("write");
     let err = run(&specs, &params, None).0.expect_err("must refuse");
@@ -386,7 +389,7 @@ fn foreign_files_are_refused_unless_forced() {
 #[test]
 fn insufficient_space_is_refused_before_writing() {
     let dir = scratch("space");
-    let (specs, mut params) = setup(&dir, 2, 1);
+    let (specs, mut params) = setup(dir.path(), 2, 1);
     params.data_pages = 1 << 30; // 32 TiB per database
     let err = run(&specs, &params, None).0.expect_err("must refuse");
     assert!(matches!(err, StoreError::InsufficientSpace { .. }), "{err}");
@@ -397,7 +400,7 @@ fn insufficient_space_is_refused_before_writing() {
 #[test]
 fn mismatched_parameters_are_refused_on_attach() {
     let dir = scratch("mismatch");
-    let (specs, mut params) = setup(&dir, 1, 1);
+    let (specs, mut params) = setup(dir.path(), 1, 1);
     run(&specs, &params, None).0.expect("created");
     params.data_pages *= 2;
     let err = run(&specs, &params, None).0.expect_err("must refuse");
@@ -420,7 +423,7 @@ fn mismatched_parameters_are_refused_on_attach() {
 #[test]
 fn sync_engine_and_buffered_io_work_too() {
     let dir = scratch("sync-engine");
-    let (specs, mut params) = setup(&dir, 2, 1);
+    let (specs, mut params) = setup(dir.path(), 2, 1);
     params.engine = EngineKind::Sync;
     params.direct = false;
     run(&specs, &params, None).0.expect("created");

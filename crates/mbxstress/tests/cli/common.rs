@@ -1,6 +1,6 @@
 //! Helpers: run the binary, capture its output, make scratch directories.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// The result of one invocation.
@@ -23,7 +23,7 @@ impl Run {
 }
 
 /// Runs `mbxstress` with `args` in `dir` (or the current directory).
-pub fn mbx_in(dir: Option<&PathBuf>, args: &[&str]) -> Run {
+pub fn mbx_in(dir: Option<&Path>, args: &[&str]) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mbxstress"));
     cmd.args(args);
     if let Some(d) = dir {
@@ -46,12 +46,41 @@ pub fn mbx(args: &[&str]) -> Run {
     mbx_in(None, args)
 }
 
-/// A fresh scratch directory under the target directory, unique per test.
-pub fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+/// A scratch directory for one test, removed with everything in it when dropped (also when the
+/// test panics). It derefs to [`Path`], so `dir.join("x")`, `dir.display()`, `Some(&dir)` for
+/// [`mbx_in`] and `&dir` for [`spawn_in`] work as with a path; keep it alive (a named binding,
+/// not `_`) for as long as the test uses the directory.
+///
+/// Set `MBX_KEEP_TEST_FILES=1` to keep the directories for inspection; each path is printed.
+pub struct Scratch(tempfile::TempDir);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// A fresh scratch directory `cli-NAME-XXXXXX` under the target directory (a disk filesystem, so
+/// O_DIRECT is exercised; /tmp may be tmpfs), unique per call and removed when the returned guard
+/// is dropped.
+pub fn scratch(name: &str) -> Scratch {
+    let keep = std::env::var_os("MBX_KEEP_TEST_FILES").is_some();
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("cli-{name}-"))
+        .disable_cleanup(keep)
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("create scratch dir");
+    if keep {
+        eprintln!("MBX_KEEP_TEST_FILES: keeping {}", dir.path().display());
+    }
+    Scratch(dir)
 }
 
 /// Asserts a float within a tolerance, with a readable message.
@@ -74,16 +103,21 @@ pub fn interrupt_when(
     while !ready() && start.elapsed() < limit {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
+    signal(&child, "INT");
     child.wait_with_output().expect("wait")
 }
 
+/// Sends signal `name` (`INT`, `STOP`, `CONT`, `TERM`...) to `child`, as `kill -NAME` would.
+pub fn signal(child: &std::process::Child, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill -{name} {}", child.id());
+}
+
 /// Starts `mbxstress` with `args` in `dir`, output captured (for tests that signal it).
-pub fn spawn_in(dir: &PathBuf, args: &[&str]) -> std::process::Child {
+pub fn spawn_in(dir: &Path, args: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_mbxstress"))
         .args(args)
         .current_dir(dir)

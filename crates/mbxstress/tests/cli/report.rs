@@ -105,8 +105,8 @@ fn chromium() -> Option<&'static str> {
 }
 
 /// A run writes report.html; headless Chromium opens it with no console messages, and every
-/// Jetstress section heading and every instance row is in the page. The screenshot is kept in
-/// target/tmp/cli-report-html/report.png as a test artefact.
+/// Jetstress section heading and every instance row is in the page. The screenshot is taken into
+/// the scratch directory, which is removed afterwards (MBX_KEEP_TEST_FILES=1 keeps it).
 #[test]
 fn run_report_opens_in_headless_chromium() {
     let dir = scratch("report-html");
@@ -195,9 +195,21 @@ fn run_report_opens_in_headless_chromium() {
         "--v=0",
     ];
     let profile = format!("--user-data-dir={}", dir.join("chromium-profile").display());
-    let out = std::process::Command::new(browser)
-        .args(flags)
-        .arg(&profile)
+    // Chromium also writes outside its profile (crash-report settings under ~/.config, dconf
+    // under ~/.cache, temporary files): give it the scratch directory as home and temp.
+    let browser_home = dir.join("chromium-home");
+    std::fs::create_dir_all(&browser_home).expect("mkdir");
+    let chromium = || {
+        let mut cmd = std::process::Command::new(browser);
+        cmd.env("HOME", &browser_home)
+            .env("TMPDIR", &browser_home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .args(flags)
+            .arg(&profile);
+        cmd
+    };
+    let out = chromium()
         .arg("--dump-dom")
         .arg(&url)
         .output()
@@ -226,9 +238,7 @@ fn run_report_opens_in_headless_chromium() {
     }
     assert_eq!(dom.matches("<svg").count(), 5, "five charts");
     let shot = dir.join("report.png");
-    let out = std::process::Command::new(browser)
-        .args(flags)
-        .arg(&profile)
+    let out = chromium()
         .arg("--window-size=1280,4200")
         .arg(format!("--screenshot={}", shot.display()))
         .arg(&url)

@@ -1,27 +1,33 @@
 //! `mbxstress run` end to end: small databases, seconds-long runs (a config file shortens the
 //! dirty-page age so the settle phase takes one second).
+//!
+//! Databases are 8 MiB each (a few mailboxes x 2 MB quota), never the 500 MiB demo default: a run
+//! writes about 20 MiB. Targets are 40 IOPS: few I/Os per session, so the sessions keep up even
+//! when the disk is slow because the whole suite (and anything else on the machine) loads it.
 
 use std::time::Duration;
 
 use crate::common::{mbx_in, scratch};
 
 /// Seconds-long runs that test the mechanism (files, attach, report), not this machine's disk:
-/// a one-second settle, and latency thresholds generous enough that other tests loading the same
-/// disk cannot fail them. The verdict logic has its own tests (threshold failure, latency fault).
-const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.25\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n";
+/// a one-second settle, and latency and IOPS thresholds generous enough that other tests loading
+/// the same disk cannot fail them (a disk stall of a second costs a 3-second run a third of its
+/// I/O). The verdict logic has its own tests (threshold failure, latency fault, paced IOPS).
+const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.5\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n";
 
-pub(crate) fn small_run(dir: &std::path::PathBuf, out: &str, extra: &[&str]) -> crate::common::Run {
+/// A passing 3-second run: 8 mailboxes x 5 IOPS on 2 databases of 8 MiB (40 IOPS target).
+pub(crate) fn small_run(dir: &std::path::Path, out: &str, extra: &[&str]) -> crate::common::Run {
     std::fs::write(dir.join("fast.toml"), FAST).expect("write config");
     let mut args = vec![
         "run",
         "--config",
         "fast.toml",
         "--mailboxes",
-        "200",
-        "--iops-per-mailbox",
-        "1",
-        "--quota-mb",
         "8",
+        "--iops-per-mailbox",
+        "5",
+        "--quota-mb",
+        "2",
         "--databases",
         "2",
         "--duration",
@@ -48,8 +54,8 @@ fn passing_run_writes_result_samples_and_log_then_attaches() {
             .expect("json");
     assert_eq!(r["schema"], "mbxstress.result/1");
     assert_eq!(r["test"]["type"], "performance");
-    assert_eq!(r["profile"]["mailboxes"], 200);
-    assert_eq!(r["target_iops"], 200.0);
+    assert_eq!(r["profile"]["mailboxes"], 8);
+    assert_eq!(r["target_iops"], 40.0);
     assert_eq!(r["config"]["cache"]["max_dirty_age_s"], 1.0);
     assert_eq!(r["verdict"]["pass"], true);
     let inst = r["instances"].as_array().expect("instances");
@@ -135,11 +141,11 @@ fn failed_threshold_exits_1_with_the_failing_check() {
             "--config",
             "strict.toml",
             "--mailboxes",
-            "100",
+            "4",
             "--iops-per-mailbox",
-            "1",
+            "10",
             "--quota-mb",
-            "8",
+            "2",
             "--databases",
             "1",
             "--duration",
@@ -206,11 +212,11 @@ fn ctrl_c_writes_a_partial_result() {
             "--config",
             "fast.toml",
             "--mailboxes",
-            "100",
+            "4",
             "--iops-per-mailbox",
-            "1",
+            "10",
             "--quota-mb",
-            "8",
+            "2",
             "--databases",
             "1",
             "--duration",
@@ -262,11 +268,11 @@ fn closed_stdout_is_not_a_crash() {
             "--config",
             "fast.toml",
             "--mailboxes",
-            "100",
+            "4",
             "--iops-per-mailbox",
-            "1",
+            "10",
             "--quota-mb",
-            "8",
+            "2",
             "--databases",
             "1",
             "--duration",

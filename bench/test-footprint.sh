@@ -15,6 +15,7 @@
 # Usage: bench/test-footprint.sh [extra args for cargo test, e.g. -p mbx-store]
 # Environment: LIMIT_BYTES (default 1000000000): the run fails if the tests write more.
 #              FOOTPRINT_OUT: also append the summary (markdown) to this file.
+# The test output is shown as it runs (and kept for the summary); .ci/run runs the suite this way.
 # Exit status: 0 within the limit with nothing left behind; 1 otherwise (or if a test failed).
 set -euo pipefail
 export LC_ALL=C # one collation for sort and comm
@@ -64,16 +65,16 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
   set +e
   unshare -m --propagation private sh -c \
     'mount --bind "$1" /tmp && shift && exec "$@"' sh "$private" \
-    /usr/bin/time -f "$timefmt" -o "$work/time" "${cmd[@]}" >"$work/test.log" 2>&1
-  status=$?
+    /usr/bin/time -f "$timefmt" -o "$work/time" "${cmd[@]}" 2>&1 | tee "$work/test.log"
+  status=${PIPESTATUS[0]}
   set -e
   (cd "$private" && find . -mindepth 1 | LC_ALL=C sort) >"$work/tmp.left"
   rm -rf "$private"
 else
   tmp_listing >"$work/tmp.before"
   set +e
-  /usr/bin/time -f "$timefmt" -o "$work/time" "${cmd[@]}" >"$work/test.log" 2>&1
-  status=$?
+  /usr/bin/time -f "$timefmt" -o "$work/time" "${cmd[@]}" 2>&1 | tee "$work/test.log"
+  status=${PIPESTATUS[0]}
   set -e
   tmp_listing >"$work/tmp.after"
   # Only new entries; other processes on the machine may add some too (run as root to isolate).

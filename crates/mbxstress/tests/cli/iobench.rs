@@ -124,7 +124,7 @@ fn ctrl_c_while_filling_exits_130_and_removes_the_file() {
         .expect("temporary directory");
     let file = dir.path().join("bench.dat");
     let child = spawn_in(
-        &dir.path().to_path_buf(),
+        dir.path(),
         &[
             "iobench",
             "--file",

@@ -8,7 +8,7 @@ use crate::common::Run;
 
 /// Runs `mbxstress` in `dir`.
 fn mbx_in(dir: &Path, args: &[&str]) -> Run {
-    crate::common::mbx_in(Some(&dir.to_path_buf()), args)
+    crate::common::mbx_in(Some(dir), args)
 }
 
 /// The names in `dir`, sorted.

@@ -16,7 +16,7 @@ fn tmp() -> tempfile::TempDir {
 }
 
 fn in_dir(dir: &Path, args: &[&str]) -> crate::common::Run {
-    mbx_in(Some(&dir.to_path_buf()), args)
+    mbx_in(Some(dir), args)
 }
 
 /// Every file under `dir` (relative), sorted.
@@ -69,7 +69,7 @@ fn run_args<'a>(duration: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a s
 }
 
 fn spawn(dir: &Path, args: &[&str]) -> Child {
-    crate::common::spawn_in(&dir.to_path_buf(), args)
+    crate::common::spawn_in(dir, args)
 }
 
 fn signal(child: &Child, sig: &str) {

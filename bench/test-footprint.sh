@@ -81,7 +81,8 @@ else
   comm -13 "$work/tmp.before" "$work/tmp.after" >"$work/tmp.left"
 fi
 
-read -r blocks seconds <"$work/time" || { cat "$work/time" "$work/test.log" >&2; exit 1; }
+# GNU time puts "Command exited with non-zero status N" before the figures when a test fails.
+read -r blocks seconds < <(tail -n 1 "$work/time") || { cat "$work/time" "$work/test.log" >&2; exit 1; }
 bytes=$((blocks * 512))
 (cd target/tmp && find . -mindepth 1 | LC_ALL=C sort) >"$work/target-tmp.left"
 tree_listing >"$work/tree.after"

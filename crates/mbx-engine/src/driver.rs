@@ -1117,6 +1117,16 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// An interruption before the measured phase: straight to shutdown, nothing measured.
+    fn stop_before_measuring(&mut self, observer: &mut dyn Observer) -> bool {
+        self.phase = Phase::Shutdown;
+        observer.on_event(RunEvent::Phase(Phase::Shutdown));
+        observer.on_event(RunEvent::Log(
+            "Interrupted before the measured phase: nothing was measured; shutting down databases ...",
+        ));
+        true
+    }
+
     fn run_loop(
         &mut self,
         observer: &mut dyn Observer,
@@ -1158,12 +1168,7 @@ impl<'a> Driver<'a> {
                     let timed_out = now.duration_since(phase_start) > ATTAIN_LIMIT;
                     let stalled = now.duration_since(attain_best.1) > ATTAIN_STALL;
                     if interrupted {
-                        self.phase = Phase::Shutdown;
-                        stopping = true;
-                        observer.on_event(RunEvent::Phase(Phase::Shutdown));
-                        observer.on_event(RunEvent::Log(
-                            "Interrupted before the measured phase: nothing was measured; shutting down databases ...",
-                        ));
+                        stopping = self.stop_before_measuring(observer);
                     } else if fill >= 0.9 || timed_out || stalled {
                         if (timed_out || stalled) && fill < 0.9 {
                             let line = format!(
@@ -1211,12 +1216,7 @@ impl<'a> Driver<'a> {
                 }
                 Phase::Settle => {
                     if interrupted {
-                        self.phase = Phase::Shutdown;
-                        stopping = true;
-                        observer.on_event(RunEvent::Phase(Phase::Shutdown));
-                        observer.on_event(RunEvent::Log(
-                            "Interrupted before the measured phase: nothing was measured; shutting down databases ...",
-                        ));
+                        stopping = self.stop_before_measuring(observer);
                     } else if now.duration_since(phase_start) >= self.max_dirty_age {
                         self.phase = Phase::Measure;
                         phase_start = now;

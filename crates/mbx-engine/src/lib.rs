@@ -431,14 +431,7 @@ pub fn unmeasured_result(
             interrupted: stopped.reason == StopReason::Interrupted,
         },
         config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
-        profile: ProfileBlock {
-            mailboxes: cfg.mailboxes,
-            iops_per_mailbox: cfg.iops_per_mailbox,
-            mailbox_quota_mb: cfg.mailbox_quota_mb,
-            databases: cfg.databases,
-            copies_per_database: cfg.copies_per_database,
-            threads: cfg.sessions(),
-        },
+        profile: ProfileBlock::of(cfg),
         target_iops: cfg.target_iops(),
         achieved_iops: 0.0,
         database_size_bytes: serde_json::json!({ "initial": 0, "final": 0 }),
@@ -658,14 +651,7 @@ fn build_result(
             interrupted: times.interrupted,
         },
         config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
-        profile: ProfileBlock {
-            mailboxes: cfg.mailboxes,
-            iops_per_mailbox: cfg.iops_per_mailbox,
-            mailbox_quota_mb: cfg.mailbox_quota_mb,
-            databases: cfg.databases,
-            copies_per_database: cfg.copies_per_database,
-            threads: cfg.sessions(),
-        },
+        profile: ProfileBlock::of(cfg),
         target_iops: target,
         achieved_iops: achieved,
         database_size_bytes: serde_json::json!({ "initial": initial_bytes, "final": final_bytes }),
@@ -727,6 +713,20 @@ fn integrity_errors(driver: &driver::Driver<'_>) -> Vec<ErrorEntry> {
         }
     }
     out
+}
+
+impl ProfileBlock {
+    /// The profile block of a configuration.
+    fn of(cfg: &RunConfig) -> ProfileBlock {
+        ProfileBlock {
+            mailboxes: cfg.mailboxes,
+            iops_per_mailbox: cfg.iops_per_mailbox,
+            mailbox_quota_mb: cfg.mailbox_quota_mb,
+            databases: cfg.databases,
+            copies_per_database: cfg.copies_per_database,
+            threads: cfg.sessions(),
+        }
+    }
 }
 
 fn hostname() -> String {

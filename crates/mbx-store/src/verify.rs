@@ -130,15 +130,7 @@ impl VerifyReport {
 /// Which of the two header copies (0, 1) of a database cannot be decoded or belong to another
 /// database than the newest valid copy. Empty when both are intact.
 pub fn damaged_header_copies(path: &Path) -> Result<Vec<u64>, StoreError> {
-    let f = IoFile::open(
-        path,
-        OpenMode {
-            direct: false,
-            ..OpenMode::read_direct()
-        },
-    )?;
-    let mut two = vec![0u8; 2 * PAGE_SIZE];
-    f.read_exact_at(&mut two, 0)?;
+    let two = read_header_pages(path)?;
     let Some(newest) = DbHeader::from_first_pages(&two) else {
         return Err(StoreError::NotADatabase {
             path: path.to_path_buf(),
@@ -157,6 +149,15 @@ pub fn damaged_header_copies(path: &Path) -> Result<Vec<u64>, StoreError> {
 
 /// Reads the header of a database file; `NotADatabase` if it is not one.
 pub fn read_database_header(path: &Path) -> Result<DbHeader, StoreError> {
+    let two = read_header_pages(path)?;
+    DbHeader::from_first_pages(&two).ok_or_else(|| StoreError::NotADatabase {
+        path: path.to_path_buf(),
+    })
+}
+
+/// The two header pages of a database file (buffered read); `NotADatabase` if the file is too
+/// short to hold them.
+fn read_header_pages(path: &Path) -> Result<Vec<u8>, StoreError> {
     let f = IoFile::open(
         path,
         OpenMode {
@@ -171,9 +172,7 @@ pub fn read_database_header(path: &Path) -> Result<DbHeader, StoreError> {
             path: path.to_path_buf(),
         });
     }
-    DbHeader::from_first_pages(&two).ok_or_else(|| StoreError::NotADatabase {
-        path: path.to_path_buf(),
-    })
+    Ok(two)
 }
 
 /// Verifies every page of the database at `path`. `on_progress` gets the bytes read so far.

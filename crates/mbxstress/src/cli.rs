@@ -193,7 +193,7 @@ pub struct RunArgs {
     /// Measured duration, e.g. 90s, 30m, 2h (1s..=30d) [default: 60s for the demonstration].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub duration: Option<std::time::Duration>,
-    /// Sample interval (1s..=1h, at most --duration) [default: 15s].
+    /// Sample interval (1s..=1h) [default: 15s].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub sample_interval: Option<std::time::Duration>,
     /// Background database maintenance.

@@ -222,11 +222,6 @@ fn run_names_config_keys_not_flags() {
             "bdm_reads_per_s = 1e-300\n",
             "`bdm_reads_per_s` in --config cfg.toml",
         ),
-        // The file shortens the run below the default sample interval: the default is named.
-        (
-            "duration_s = 5\n",
-            "`sample_interval_s` (the built-in default)",
-        ),
     ];
     for (text, needle) in cases {
         std::fs::write(dir.path().join("cfg.toml"), text).expect("write config");

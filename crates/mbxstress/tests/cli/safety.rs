@@ -329,7 +329,8 @@ fn interruption_during_prepare_still_writes_a_result() {
     let dir = tmp();
     let d = dir.path();
     std::fs::write(d.join("fast.toml"), FAST).expect("config");
-    // 2 x 512 MiB: long enough to be interrupted mid-creation.
+    // 2 x 256 MiB; the writer is paused as soon as data is on disk, so the signal lands
+    // mid-creation however fast the disk is, and the test writes little.
     let child = spawn(
         d,
         &[
@@ -339,7 +340,7 @@ fn interruption_during_prepare_still_writes_a_result() {
             "--mailboxes",
             "2",
             "--quota-mb",
-            "512",
+            "256",
             "--databases",
             "2",
             "--iops-per-mailbox",
@@ -348,14 +349,22 @@ fn interruption_during_prepare_still_writes_a_result() {
             "r",
             "--progress",
             "quiet",
-            "--buffered",
         ],
     );
     let db = d.join("mbxstress-data/databases/mbxstress001.edb");
-    wait_for(Duration::from_secs(60), "creation to start", || {
-        mbx_io::platform::allocated_bytes(&db).unwrap_or(0) > 8 << 20
-    });
+    let start = Instant::now();
+    while mbx_io::platform::allocated_bytes(&db).unwrap_or(0) < 4 << 20 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "creation did not start"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    signal(&child, "-STOP");
+    let written = mbx_io::platform::allocated_bytes(&db).unwrap_or(0);
+    assert!(written < 256 << 20, "creation finished before the signal");
     signal(&child, "-HUP");
+    signal(&child, "-CONT");
     let out = child.wait_with_output().expect("wait");
     assert_eq!(
         out.status.code(),
@@ -504,7 +513,7 @@ impl Drop for SmallFs {
 fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
     let dir = tmp();
     let d = dir.path();
-    let Some(fs) = SmallFs::new(d, 96) else {
+    let Some(fs) = SmallFs::new(d, 64) else {
         return;
     };
     std::fs::write(d.join("fast.toml"), FAST).expect("config");

@@ -57,7 +57,12 @@ git status --porcelain >"$work/git.before"
 cmd=(cargo test --workspace "$@")
 timefmt='%O %e'
 isolated=no
-if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+# Isolation needs the checkout outside /tmp (a bind mount over /tmp would hide it).
+case "$root/" in
+  /tmp/*) can_isolate=no ;;
+  *) can_isolate=yes ;;
+esac
+if [ "$(id -u)" = 0 ] && [ "$can_isolate" = yes ] && command -v unshare >/dev/null; then
   # A private /tmp on the same disk: a fresh folder bind-mounted over /tmp in a private mount
   # namespace, so what is in it afterwards is exactly what the tests left in /tmp.
   private=$(mktemp -d /tmp/test-footprint-tmp.XXXXXX)

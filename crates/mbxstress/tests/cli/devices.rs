@@ -18,13 +18,13 @@ const PART_START: u64 = 2048;
 /// A loop device over a file in a temporary directory, with an ext4 filesystem mounted on it (or
 /// on its first partition). Dropping it unmounts, detaches and removes everything, also when the
 /// test fails halfway.
-struct LoopFs {
+pub(crate) struct LoopFs {
     /// The whole device, e.g. /dev/loop3.
     dev: String,
     /// The device holding the filesystem: `dev` itself or its partition /dev/loop3p1.
     fs_dev: String,
     /// Where the filesystem is mounted while `mounted` is true.
-    mnt: PathBuf,
+    pub(crate) mnt: PathBuf,
     mounted: bool,
     /// True while `dev` is active swap.
     swap: bool,
@@ -110,11 +110,11 @@ fn write_partition_table(backing: &Path) {
 }
 
 /// Attaches a loop device (with one partition if `partitioned`).
-fn attach_loop(partitioned: bool) -> Option<LoopFs> {
+fn attach_loop(partitioned: bool, mib: u64) -> Option<LoopFs> {
     let dir = tempfile::tempdir().expect("temporary directory");
     let backing = dir.path().join("device.img");
     let f = std::fs::File::create(&backing).expect("backing file");
-    f.set_len(DEVICE_MIB << 20).expect("size backing file");
+    f.set_len(mib << 20).expect("size backing file");
     drop(f);
     if partitioned {
         write_partition_table(&backing);
@@ -163,9 +163,10 @@ fn attach_loop(partitioned: bool) -> Option<LoopFs> {
     Some(fs)
 }
 
-/// Sets up the device, makes ext4 on it (or on its partition), mounts it and writes a file there.
-fn mounted_loop_fs(partitioned: bool) -> Option<LoopFs> {
-    let mut fs = attach_loop(partitioned)?;
+/// Sets up a device of `mib` MiB, makes ext4 on it (or on its partition), mounts it and writes a
+/// file there.
+pub(crate) fn mounted_loop_fs(partitioned: bool, mib: u64) -> Option<LoopFs> {
+    let mut fs = attach_loop(partitioned, mib)?;
     let fs_dev = fs.fs_dev.clone();
     if let Err(e) = run_tool("mkfs.ext4", &["-q", "-F", &fs_dev]) {
         drop(fs);
@@ -248,7 +249,7 @@ fn prepare_args<'a>(dev: &'a str, logs: &'a str) -> Vec<&'a str> {
 /// overwrote its superblock).
 #[test]
 fn mounted_device_is_refused_by_prepare_and_run() {
-    let Some(mut fs) = mounted_loop_fs(false) else {
+    let Some(mut fs) = mounted_loop_fs(false, DEVICE_MIB) else {
         return;
     };
     let logs = fs.scratch("logs");
@@ -297,7 +298,7 @@ fn mounted_device_is_refused_by_prepare_and_run() {
 /// `iobench --force` on a mounted device exits 2 naming the mount point, before filling it.
 #[test]
 fn mounted_device_is_refused_by_iobench() {
-    let Some(mut fs) = mounted_loop_fs(false) else {
+    let Some(mut fs) = mounted_loop_fs(false, DEVICE_MIB) else {
         return;
     };
     for rw in ["randread", "write"] {
@@ -322,7 +323,7 @@ fn mounted_device_is_refused_by_iobench() {
 /// partition and its mount point.
 #[test]
 fn device_with_a_mounted_partition_is_refused() {
-    let Some(mut fs) = mounted_loop_fs(true) else {
+    let Some(mut fs) = mounted_loop_fs(true, DEVICE_MIB) else {
         return;
     };
     let logs = fs.scratch("logs");
@@ -352,7 +353,7 @@ fn device_with_a_mounted_partition_is_refused() {
 /// "busy" instead of the benchmark corrupting a live filesystem. Afterwards it is free again.
 #[test]
 fn device_in_use_by_iobench_cannot_be_mounted() {
-    let Some(mut fs) = mounted_loop_fs(false) else {
+    let Some(mut fs) = mounted_loop_fs(false, DEVICE_MIB) else {
         return;
     };
     run_tool("umount", &[&fs.mnt_str()]).expect("umount");
@@ -412,7 +413,7 @@ fn device_in_use_by_iobench_cannot_be_mounted() {
 /// A device used as swap is refused, and the message says so.
 #[test]
 fn swap_device_is_refused() {
-    let Some(mut dev) = attach_loop(false) else {
+    let Some(mut dev) = attach_loop(false, DEVICE_MIB) else {
         return;
     };
     if let Err(e) = run_tool("mkswap", &["-q", &dev.dev]) {

@@ -3,16 +3,13 @@
 //! Databases are MiBs; every folder is a `TempDir` removed at the end.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::common::mbx_in;
 
-fn tmp() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("mbx-safety-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("tempdir")
+fn tmp() -> crate::common::Scratch {
+    crate::common::scratch("safety")
 }
 
 fn in_dir(dir: &Path, args: &[&str]) -> crate::common::Run {
@@ -72,14 +69,6 @@ fn spawn(dir: &Path, args: &[&str]) -> Child {
     crate::common::spawn_in(dir, args)
 }
 
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(ok.success());
-}
-
 fn wait_for(limit: Duration, what: &str, ready: impl Fn() -> bool) {
     let start = Instant::now();
     while !ready() {
@@ -136,14 +125,14 @@ fn overflowing_sizes_are_refused_before_writing() {
             "2",
         ],
     ] {
-        let run = in_dir(dir.path(), args);
+        let run = in_dir(&dir, args);
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
         assert!(
             run.stderr.contains("--database-size-mb") || run.stderr.contains("--mailboxes"),
             "{args:?}: {}",
             run.stderr
         );
-        assert_eq!(files_under(dir.path()), Vec::<PathBuf>::new(), "{args:?}");
+        assert_eq!(files_under(&dir), Vec::<PathBuf>::new(), "{args:?}");
     }
 }
 
@@ -152,7 +141,7 @@ fn overflowing_sizes_are_refused_before_writing() {
 #[test]
 fn duplicate_paths_and_a_file_as_log_folder_are_refused_first() {
     let dir = tmp();
-    let d = dir.path();
+    let d = &*dir;
     std::fs::create_dir(d.join("db")).expect("mkdir");
     std::os::unix::fs::symlink("db", d.join("alias")).expect("symlink");
     std::fs::write(d.join("not-a-folder"), b"user data").expect("write");
@@ -199,7 +188,7 @@ fn duplicate_paths_and_a_file_as_log_folder_are_refused_first() {
 #[test]
 fn results_are_never_appended_to_existing_files() {
     let dir = tmp();
-    let d = dir.path();
+    let d = &*dir;
     std::fs::create_dir(d.join("out")).expect("mkdir");
     std::fs::write(d.join("out/test.log"), b"someone else's log\n").expect("write");
     std::fs::write(d.join("fast.toml"), FAST).expect("config");
@@ -219,7 +208,7 @@ fn results_are_never_appended_to_existing_files() {
 #[test]
 fn second_run_is_locked_out_and_sigterm_keeps_the_result() {
     let dir = tmp();
-    let d = dir.path();
+    let d = &*dir;
     std::fs::write(d.join("fast.toml"), FAST).expect("config");
     let first = spawn(d, &run_args("60s", "r1", &[]));
     let log = d.join("r1/test.log");
@@ -256,7 +245,7 @@ fn second_run_is_locked_out_and_sigterm_keeps_the_result() {
     assert_eq!(prep.code, 2, "{}", prep.stderr);
     assert!(prep.stderr.contains("in use"), "{}", prep.stderr);
 
-    signal(&first, "-TERM");
+    crate::common::signal(&first, "TERM");
     let out = first.wait_with_output().expect("wait");
     assert_eq!(
         out.status.code(),
@@ -292,7 +281,7 @@ fn second_run_is_locked_out_and_sigterm_keeps_the_result() {
 #[test]
 fn interruption_before_measuring_reports_nothing_measured() {
     let dir = tmp();
-    let d = dir.path();
+    let d = &*dir;
     // A settle as long as the test: interrupting in it is interrupting before measuring.
     std::fs::write(
         d.join("fast.toml"),
@@ -304,7 +293,7 @@ fn interruption_before_measuring_reports_nothing_measured() {
     wait_for(Duration::from_secs(60), "the settle phase", || {
         log_has(&log, "Cache prerequisite met")
     });
-    signal(&child, "-INT");
+    crate::common::signal(&child, "INT");
     let out = child.wait_with_output().expect("wait");
     assert_eq!(out.status.code(), Some(130));
     let r = read_json(&d.join("r/result.json"));
@@ -327,7 +316,7 @@ fn interruption_before_measuring_reports_nothing_measured() {
 #[test]
 fn interruption_during_prepare_still_writes_a_result() {
     let dir = tmp();
-    let d = dir.path();
+    let d = &*dir;
     std::fs::write(d.join("fast.toml"), FAST).expect("config");
     // 2 x 256 MiB; the writer is paused as soon as data is on disk, so the signal lands
     // mid-creation however fast the disk is, and the test writes little.
@@ -360,11 +349,11 @@ fn interruption_during_prepare_still_writes_a_result() {
         );
         std::thread::sleep(Duration::from_millis(1));
     }
-    signal(&child, "-STOP");
+    crate::common::signal(&child, "STOP");
     let written = mbx_io::platform::allocated_bytes(&db).unwrap_or(0);
     assert!(written < 256 << 20, "creation finished before the signal");
-    signal(&child, "-HUP");
-    signal(&child, "-CONT");
+    crate::common::signal(&child, "HUP");
+    crate::common::signal(&child, "CONT");
     let out = child.wait_with_output().expect("wait");
     assert_eq!(
         out.status.code(),
@@ -388,7 +377,7 @@ fn interruption_during_prepare_still_writes_a_result() {
 #[test]
 fn verify_fails_on_bytes_appended_to_a_database() {
     let dir = tmp();
-    let d = dir.path();
+    let d = &*dir;
     let prep = in_dir(
         d,
         &["prepare", "--databases", "1", "--database-size-mb", "1"],
@@ -425,7 +414,7 @@ fn verify_fails_on_bytes_appended_to_a_database() {
 #[test]
 fn a_damaged_header_copy_is_reported_by_run() {
     let dir = tmp();
-    let d = dir.path();
+    let d = &*dir;
     std::fs::write(d.join("fast.toml"), FAST).expect("config");
     let prep = in_dir(
         d,
@@ -465,55 +454,14 @@ fn a_damaged_header_copy_is_reported_by_run() {
     assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
 }
 
-/// A small ext4 filesystem on a loop device, mounted; unmounted and detached when dropped.
-struct SmallFs {
-    dev: String,
-    mnt: PathBuf,
-}
-
-impl SmallFs {
-    /// `mib` MiB in `dir`, or `None` without root and loop devices (then the test must not be
-    /// required: .ci/run sets MBX_REQUIRE_DEVICE_TESTS where they exist).
-    fn new(dir: &Path, mib: u64) -> Option<SmallFs> {
-        let img = dir.join("fs.img");
-        let f = std::fs::File::create(&img).expect("image");
-        f.set_len(mib << 20).expect("size");
-        drop(f);
-        let ok = |c: &mut Command| c.output().ok().filter(|o| o.status.success());
-        let made = ok(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&img));
-        let dev = made.and_then(|_| ok(Command::new("losetup").args(["-f", "--show"]).arg(&img)));
-        let Some(dev) = dev.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()) else {
-            assert!(
-                std::env::var("MBX_REQUIRE_DEVICE_TESTS").is_err(),
-                "MBX_REQUIRE_DEVICE_TESTS is set but mkfs.ext4/losetup failed (needs root)"
-            );
-            eprintln!("NOTE: small-filesystem test not run: needs root and loop devices");
-            return None;
-        };
-        let mnt = dir.join("mnt");
-        std::fs::create_dir(&mnt).expect("mountpoint");
-        let fs = SmallFs { dev, mnt };
-        let mounted = ok(Command::new("mount").arg(&fs.dev).arg(&fs.mnt));
-        assert!(mounted.is_some(), "mount {} failed", fs.dev);
-        Some(fs)
-    }
-}
-
-impl Drop for SmallFs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.mnt).status();
-        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
-    }
-}
-
 /// 8.8 (acceptance): the disk fills during measurement. The run stops with a result.json that
 /// says why (no space, naming the file), test.log ends with the reason, the exit code is 3, and
 /// once space is freed the next run attaches the databases.
 #[test]
 fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
     let dir = tmp();
-    let d = dir.path();
-    let Some(fs) = SmallFs::new(d, 64) else {
+    let d = &*dir;
+    let Some(fs) = crate::devices::mounted_loop_fs(false, 64) else {
         return;
     };
     std::fs::write(d.join("fast.toml"), FAST).expect("config");

@@ -149,6 +149,26 @@ pub enum BenchError {
     },
 }
 
+impl BenchError {
+    /// An interruption, saying what became of the partial file; other errors unchanged.
+    fn with_after(self, after: &'static str) -> BenchError {
+        match self {
+            BenchError::Interrupted {
+                path,
+                done_bytes,
+                total_bytes,
+                ..
+            } => BenchError::Interrupted {
+                path,
+                done_bytes,
+                total_bytes,
+                after,
+            },
+            other => other,
+        }
+    }
+}
+
 /// Largest `--bs`: 64 MiB.
 pub const MAX_BS: u64 = 64 << 20;
 /// Largest `--iodepth`.
@@ -299,20 +319,8 @@ pub fn prepare_file(
             )));
         }
         // A device is laid out every time: its length says nothing about what it holds.
-        fill(spec, 0, cancel).map_err(|e| match e {
-            BenchError::Interrupted {
-                path,
-                done_bytes,
-                total_bytes,
-                ..
-            } => BenchError::Interrupted {
-                path,
-                done_bytes,
-                total_bytes,
-                after: "the device is laid out again next time",
-            },
-            other => other,
-        })?;
+        fill(spec, 0, cancel)
+            .map_err(|e| e.with_after("the device is laid out again next time"))?;
         return Ok(PreparedFile { _claim: claim });
     }
     let done = PreparedFile { _claim: None };
@@ -353,24 +361,11 @@ pub fn prepare_file(
         Err(e) if !exists => {
             // Ours and incomplete: remove it rather than leave a file that looks laid out.
             let removed = std::fs::remove_file(path).is_ok();
-            Err(match e {
-                BenchError::Interrupted {
-                    path,
-                    done_bytes,
-                    total_bytes,
-                    ..
-                } => BenchError::Interrupted {
-                    path,
-                    done_bytes,
-                    total_bytes,
-                    after: if removed {
-                        "removed the partial file"
-                    } else {
-                        "could not remove the partial file; delete it"
-                    },
-                },
-                other => other,
-            })
+            Err(e.with_after(if removed {
+                "removed the partial file"
+            } else {
+                "could not remove the partial file; delete it"
+            }))
         }
         Err(e) => Err(e),
     }

@@ -15,6 +15,7 @@
 
 pub mod bench;
 mod buf;
+mod clock;
 mod fault;
 mod file;
 mod hist;
@@ -27,6 +28,7 @@ mod uring;
 use std::path::{Path, PathBuf};
 
 pub use buf::{AlignedBuf, ALIGN};
+pub use clock::{Clock, RealClock};
 pub use fault::{FaultKind, FaultQueue, FaultRule};
 pub use file::{IoFile, OpenMode};
 pub use hist::{LatencyHistogram, Percentiles};

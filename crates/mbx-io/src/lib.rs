@@ -9,6 +9,9 @@
 //! - [`EngineKind::Sync`] (portable): `depth` threads doing positional reads and writes.
 //! - [`FaultQueue`]: wraps either and injects errors, short or torn transfers, latency, bit flips.
 //!
+//! Sequential passes over a range (creating, verifying, laying out, scanning a file) go through
+//! [`seq`]: the pure [`seq::SeqPass`] state machine and its blocking runner [`seq::run_pass`].
+//!
 //! Files are opened with O_DIRECT by default ([`OpenMode`]); buffers are 4 KiB aligned
 //! ([`AlignedBuf`]). Latency goes into per-thread [`LatencyHistogram`]s that are merged, never
 //! averaged. OS-specific calls live in [`platform`].
@@ -21,6 +24,7 @@ mod file;
 mod hist;
 pub mod platform;
 mod queue;
+pub mod seq;
 mod threads;
 #[cfg(target_os = "linux")]
 mod uring;

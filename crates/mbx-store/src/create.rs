@@ -7,19 +7,20 @@
 //!    `allow_device`. An existing database with other parameters is refused, and free space is
 //!    checked per filesystem.
 //! 3. All databases are then written in parallel, one thread and one I/O queue each, with large
-//!    sequential writes. Every page is unique, built by [`crate::page::build_data_page`].
+//!    sequential writes (a [`mbx_io::seq`] pass). Every page is unique, built by
+//!    [`crate::page::build_data_page`].
 //! 4. The header records progress: state `Creating` and a durable watermark, updated after an
-//!    fdatasync every [`SYNC_EVERY_BYTES`]. An interrupted creation (Ctrl-C, crash, I/O error)
-//!    therefore resumes from the watermark. A database becomes `Clean`, and attachable, only when
-//!    every page is durable.
+//!    fdatasync every [`SYNC_EVERY_BYTES`] of contiguous completed pages (the pass's watermark:
+//!    a page counts only once every page before it completed). An interrupted creation (Ctrl-C,
+//!    crash, I/O error) therefore resumes from the watermark. A database becomes `Clean`, and
+//!    attachable, only when every page is durable.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use mbx_io::{
-    open_queue, platform, AlignedBuf, EngineKind, IoFile, IoOp, IoQueue, IoRequest, OpenMode,
-};
+use mbx_io::seq::{run_pass, ChunkData, PassEnd, SeqOp, SeqPass};
+use mbx_io::{open_queue, platform, AlignedBuf, EngineKind, IoFile, IoQueue, OpenMode};
 
 use crate::checkpoint::{Checkpoint, CHECKPOINT_FILE, SLOT};
 use crate::header::{DbHeader, DbState, FORMAT_VERSION, HEADER_PAGES};
@@ -780,6 +781,11 @@ fn create_one(
     })
 }
 
+/// Writes the data pages from `start_page` on through `queue`, [`CHUNK_BYTES`] per write. Every
+/// [`SYNC_EVERY_BYTES`] of contiguous completed pages the file is synced and the header's
+/// watermark advanced (writes continue meanwhile: a sync covers what completed before it). On
+/// cancel, what was submitted completes and the watermark is made durable; on an error the
+/// header keeps its last durable watermark.
 #[allow(clippy::too_many_arguments)]
 fn write_pages(
     spec: &DatabaseSpec,
@@ -791,101 +797,74 @@ fn write_pages(
     on_event: &(dyn Fn(CreateEvent) + Sync),
     cancel: &AtomicBool,
 ) -> Result<(), StoreError> {
-    let pages_per_chunk = (CHUNK_BYTES / PAGE_SIZE) as u64;
-    let sync_every_pages = SYNC_EVERY_BYTES / PAGE_SIZE as u64;
-    let mut next = start_page;
-    let mut since_sync = 0u64;
-    let mut done_bytes = 0u64;
-    let mut pool: Vec<AlignedBuf> = Vec::new();
-    let mut completions = Vec::new();
-    let mut failure: Option<StoreError> = None;
-
-    loop {
-        let stop = cancel.load(Ordering::Relaxed) || failure.is_some();
-        // Submit until the queue is full, the next sync point is reached, or everything is out.
-        while !stop
-            && queue.in_flight() < queue.depth()
-            && next < params.data_pages
-            && since_sync < sync_every_pages
-        {
-            let n = pages_per_chunk
-                .min(params.data_pages - next)
-                .min(sync_every_pages - since_sync);
-            let len = n as usize * PAGE_SIZE;
-            let mut buf = pool
-                .pop()
-                .filter(|b| b.len() >= len)
-                .unwrap_or_else(|| AlignedBuf::zeroed(CHUNK_BYTES));
-            for (i, page) in buf.as_mut_slice()[..len]
-                .chunks_exact_mut(PAGE_SIZE)
-                .enumerate()
-            {
-                build_data_page(
-                    page,
-                    &PageHeader {
-                        page_number: HEADER_PAGES + next + i as u64,
-                        database_id: header.database_id,
-                        generation: 0,
-                        kind: KIND_DATA,
-                        compressibility_pct: params.compressibility_pct,
-                    },
-                );
-            }
-            queue.submit(IoRequest {
-                op: IoOp::Write,
-                file: 0,
-                offset: (HEADER_PAGES + next) * PAGE_SIZE as u64,
-                len,
-                buf,
-                tag: next,
-            })?;
-            next += n;
-            since_sync += n;
+    let page = PAGE_SIZE as u64;
+    let base = HEADER_PAGES * page;
+    let end = params.file_bytes();
+    let mut pass = SeqPass::new(
+        base..end,
+        CHUNK_BYTES,
+        params.queue_depth.max(1),
+        SeqOp::Write,
+    )
+    .and_then(|p| p.resume_from(base + start_page * page))
+    .map_err(|e| StoreError::Invalid(e.to_string()))?;
+    let (database_id, compressibility_pct) = (header.database_id, params.compressibility_pct);
+    let mut fill = |offset: u64, buf: &mut [u8]| -> Result<(), StoreError> {
+        let first = offset / page;
+        for (i, p) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
+            build_data_page(
+                p,
+                &PageHeader {
+                    page_number: first + i as u64,
+                    database_id,
+                    generation: 0,
+                    kind: KIND_DATA,
+                    compressibility_pct,
+                },
+            );
         }
-        if queue.in_flight() == 0 {
-            if let Some(e) = failure {
-                return Err(e);
-            }
-            // Everything submitted is complete: a durable point.
-            if next > header.created_pages {
-                let f = files.file(0)?;
-                f.sync_data()?;
-                header.created_pages = next;
-                write_headers(&f, header)?;
-            }
-            since_sync = 0;
-            if cancel.load(Ordering::Relaxed) && next < params.data_pages {
-                return Err(StoreError::Interrupted {
-                    done_bytes: next * PAGE_SIZE as u64,
-                    total_bytes: params.data_pages * PAGE_SIZE as u64,
-                });
-            }
-            if next >= params.data_pages {
-                return Ok(());
-            }
-            continue;
+        Ok(())
+    };
+    // The watermark in pages: only contiguous completed pages count.
+    let durable_pages = |pass: &SeqPass| pass.watermark().saturating_sub(base) / page;
+    let durable_point = |pass: &SeqPass, header: &mut DbHeader| -> Result<(), StoreError> {
+        let pages = durable_pages(pass);
+        if pages > header.created_pages {
+            let f = files.file(0)?;
+            f.sync_data()?;
+            header.created_pages = pages;
+            write_headers(&f, header)?;
         }
-        completions.clear();
-        queue.reap(1, &mut completions)?;
-        for c in completions.drain(..) {
-            match c.check(files) {
-                Ok(n) => {
-                    done_bytes += n as u64;
-                }
-                Err(e) => {
-                    // Stop submitting; the header keeps the last durable watermark, so the
-                    // database stays `Creating` and is never mistaken for a complete one.
-                    if failure.is_none() {
-                        failure = Some(e.into());
-                    }
-                }
+        Ok(())
+    };
+    let sync_every_pages = SYNC_EVERY_BYTES / page;
+    let ended = run_pass(
+        queue,
+        0,
+        &mut pass,
+        ChunkData::Fill(&mut fill),
+        &mut |pass: &SeqPass| {
+            on_event(CreateEvent::Progress {
+                index: spec.index,
+                bytes_done: pass.done_bytes(),
+            });
+            if durable_pages(pass) >= header.created_pages.saturating_add(sync_every_pages) {
+                durable_point(pass, header)?;
             }
-            pool.push(c.req.buf);
+            Ok(())
+        },
+        cancel,
+    )?;
+    match ended {
+        PassEnd::Complete => Ok(()),
+        PassEnd::Cancelled => {
+            // Everything submitted has completed: make it durable, so a rerun resumes there.
+            durable_point(&pass, header)?;
+            Err(StoreError::Interrupted {
+                done_bytes: header.created_pages * page,
+                total_bytes: params.data_pages * page,
+            })
         }
-        on_event(CreateEvent::Progress {
-            index: spec.index,
-            bytes_done: done_bytes,
-        });
     }
 }
 

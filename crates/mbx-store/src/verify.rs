@@ -1,4 +1,5 @@
-//! The verification primitive: read a database sequentially and classify every page.
+//! The verification primitive: read a database sequentially (an [`mbx_io::seq`] read pass, pages
+//! classified in file order) and classify every page.
 //!
 //! Counters (what the checksum test type reports, see docs/store-format.md):
 //! - `seen_pages`: every page of the file, header pages included (file size / 32 KiB).
@@ -10,11 +11,12 @@
 //!   (misdirected writes); not counted as bad, reported separately as Jetstress does.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mbx_io::{open_queue, AlignedBuf, EngineKind, IoFile, IoOp, IoRequest, OpenMode};
+use mbx_io::seq::{run_pass, ChunkData, SeqOp, SeqPass};
+use mbx_io::{open_queue, EngineKind, IoFile, OpenMode};
 use serde::Serialize;
 
 use crate::header::{DbHeader, DbState, HEADER_PAGES};
@@ -229,60 +231,44 @@ pub fn verify_database(
             file_len.saturating_sub(header.file_bytes())
         },
     };
-    let total_pages = header.page_count;
-    let mut next = 0u64;
+    let page_bytes = PAGE_SIZE as u64;
+    let end = header.page_count.saturating_mul(page_bytes);
+    let mut pass = SeqPass::new(0..end, read_bytes, opts.queue_depth.max(1), SeqOp::Read)
+        .map_err(|e| StoreError::Invalid(e.to_string()))?;
     let mut scratch = vec![0u8; PAGE_SIZE];
-    let mut pool: Vec<AlignedBuf> = Vec::new();
-    let mut done = Vec::new();
-    while next < total_pages || queue.in_flight() > 0 {
-        while !cancel.load(Ordering::Relaxed)
-            && next < total_pages
-            && queue.in_flight() < queue.depth()
-        {
-            let pages = ((read_bytes / PAGE_SIZE) as u64).min(total_pages - next);
-            let len = pages as usize * PAGE_SIZE;
-            let buf = pool.pop().unwrap_or_else(|| AlignedBuf::zeroed(read_bytes));
-            queue.submit(IoRequest {
-                op: IoOp::Read,
-                file: 0,
-                offset: next * PAGE_SIZE as u64,
-                len,
-                buf,
-                tag: next,
-            })?;
-            next += pages;
-        }
-        if queue.in_flight() == 0 {
-            break; // cancelled
-        }
-        done.clear();
-        queue.reap(1, &mut done)?;
-        for c in done.drain(..) {
-            c.check(&files)?;
-            let first = c.req.tag;
-            for (i, page) in c.req.buf.as_slice()[..c.req.len]
-                .chunks_exact(PAGE_SIZE)
-                .enumerate()
-            {
-                let n = first + i as u64;
-                report.seen_pages += 1;
-                if n < HEADER_PAGES {
-                    if DbHeader::decode(page).map(|h| h.database_id) != Some(header.database_id) {
-                        report.bad_pages += 1;
-                        report.note(n, "bad_header", None);
-                    }
-                    continue;
+    // Chunks come in offset order, so the problems listed are the first ones in the file.
+    let mut check = |offset: u64, data: &[u8]| -> Result<(), StoreError> {
+        let first = offset / page_bytes;
+        for (i, page) in data.chunks_exact(PAGE_SIZE).enumerate() {
+            let n = first + i as u64;
+            report.seen_pages += 1;
+            if n < HEADER_PAGES {
+                if DbHeader::decode(page).map(|h| h.database_id) != Some(header.database_id) {
+                    report.bad_pages += 1;
+                    report.note(n, "bad_header", None);
                 }
-                report.count(
-                    n,
-                    check_data_page(page, n, header.database_id, &mut scratch),
-                );
+                continue;
             }
-            report.bytes += c.req.len as u64;
-            pool.push(c.req.buf);
+            report.count(
+                n,
+                check_data_page(page, n, header.database_id, &mut scratch),
+            );
         }
-        on_progress(report.bytes);
-    }
+        report.bytes += data.len() as u64;
+        Ok(())
+    };
+    // Cancelled or complete, the report says what was read.
+    let _ended = run_pass(
+        &mut *queue,
+        0,
+        &mut pass,
+        ChunkData::Check(&mut check),
+        &mut |pass: &SeqPass| {
+            on_progress(pass.done_bytes());
+            Ok(())
+        },
+        cancel,
+    )?;
     report.elapsed_s = started.elapsed().as_secs_f64();
     Ok(report)
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::seq::{run_pass, ChunkData, PassEnd, SeqOp, SeqPass};
 use crate::{
     open_queue, platform, AlignedBuf, EngineKind, IoError, IoFile, IoOp, IoRequest,
     LatencyHistogram, OpenMode, Percentiles,
@@ -371,8 +372,14 @@ pub fn prepare_file(
     }
 }
 
-/// Fills `spec.file` from `from` (rounded down to 4 KiB) to `spec.size` with random data in
-/// 1 MiB writes, then syncs. Checks `cancel` before every write.
+/// Writes in flight while laying out the file.
+const FILL_DEPTH: usize = 4;
+/// Write size while laying out the file.
+const FILL_CHUNK: usize = 1 << 20;
+
+/// Fills `spec.file` from `from` (rounded down to 4 KiB) to `spec.size` (rounded up to 4 KiB, as
+/// O_DIRECT needs) with random data in 1 MiB writes, [`FILL_DEPTH`] in flight through the
+/// spec's engine, then syncs. Checks `cancel` before every write.
 fn fill(spec: &BenchSpec, from: u64, cancel: &AtomicBool) -> Result<(), BenchError> {
     let f = IoFile::open(
         &spec.file,
@@ -384,30 +391,40 @@ fn fill(spec: &BenchSpec, from: u64, cancel: &AtomicBool) -> Result<(), BenchErr
         },
     )?;
     let align = crate::ALIGN as u64;
-    let chunk: u64 = 1 << 20;
-    let mut buf = AlignedBuf::zeroed(1 << 20);
-    let mut rng = Rng(0x1234_5678_9abc_def1);
     let start = from - from % align;
-    let mut off = start;
-    while off < spec.size {
-        if cancel.load(Ordering::Relaxed) {
-            return Err(BenchError::Interrupted {
-                path: spec.file.clone(),
-                done_bytes: off - start,
-                total_bytes: spec.size - start,
-                after: "run again with --force to finish it",
-            });
-        }
-        for c in buf.as_mut_slice().chunks_exact_mut(8) {
+    let end = spec
+        .size
+        .checked_next_multiple_of(align)
+        .ok_or_else(|| BenchError::Invalid(format!("--size {} is too large", spec.size)))?;
+    let mut pass = SeqPass::new(start..end, FILL_CHUNK, FILL_DEPTH, SeqOp::Write)
+        .map_err(|e| BenchError::Invalid(e.to_string()))?;
+    let files = crate::Files::new(vec![f]);
+    let mut queue = open_queue(spec.engine, Arc::clone(&files), FILL_DEPTH)?;
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut random = |_: u64, buf: &mut [u8]| -> Result<(), BenchError> {
+        for c in buf.chunks_exact_mut(8) {
             c.copy_from_slice(&rng.next().to_le_bytes());
         }
-        // The tail is rounded up to whole 4 KiB blocks (O_DIRECT needs them).
-        let n = (spec.size - off).min(chunk).div_ceil(align) * align;
-        let len = usize::try_from(n).unwrap_or(1 << 20).min(1 << 20);
-        f.write_all_at(&buf.as_slice()[..len], off)?;
-        off = off.saturating_add(n);
+        Ok(())
+    };
+    let ended = run_pass(
+        &mut *queue,
+        0,
+        &mut pass,
+        ChunkData::Fill(&mut random),
+        &mut |_: &SeqPass| Ok(()),
+        cancel,
+    )?;
+    drop(queue);
+    if ended == PassEnd::Cancelled {
+        return Err(BenchError::Interrupted {
+            path: spec.file.clone(),
+            done_bytes: pass.done_bytes(),
+            total_bytes: pass.total_bytes(),
+            after: "run again with --force to finish it",
+        });
     }
-    f.sync_all()?;
+    files.file(0)?.sync_all()?;
     Ok(())
 }
 

@@ -31,7 +31,15 @@ struct Frame {
     lru_stamp: u64,
     dirty_stamp: u64,
     dirtied_at: Instant,
+    /// Log position of the first change not yet written (the checkpoint may not pass it).
     first_dirty_lsn: u64,
+    /// Log position just past the last change's record (write-ahead logging: the page may not
+    /// be written before the log is durable up to here).
+    last_lsn: u64,
+    /// First change made while a write was in flight (becomes `first_dirty_lsn` after it).
+    redirty_lsn: u64,
+    /// The page's write generation after its last change.
+    gen: u64,
 }
 
 /// The cache of one database.
@@ -143,6 +151,9 @@ impl Cache {
                 dirty_stamp: 0,
                 dirtied_at: now,
                 first_dirty_lsn: 0,
+                last_lsn: 0,
+                redirty_lsn: 0,
+                gen: 0,
             },
         );
         true
@@ -181,12 +192,15 @@ impl Cache {
         }
     }
 
-    /// Modifies a cached page (pinned by the caller), or allocates a new dirty page (`new_page`).
+    /// Modifies a cached page (pinned by the caller), or allocates a new dirty page (`new_page`):
+    /// the change is logged in the record ending at `lsn` and gives the page generation `gen`.
     /// Returns false if a new page found no frame.
-    pub fn modify(&mut self, page: u64, now: Instant, lsn: u64) -> bool {
+    pub fn modify(&mut self, page: u64, now: Instant, lsn: u64, gen: u64) -> bool {
         let stamp = self.next_stamp();
         match self.frames.get_mut(&page) {
             Some(f) => {
+                f.gen = gen;
+                f.last_lsn = lsn;
                 match f.state {
                     FrameState::Clean => {
                         if f.pins == 0 {
@@ -198,7 +212,10 @@ impl Cache {
                         f.first_dirty_lsn = lsn;
                         self.dirty.insert(stamp, page);
                     }
-                    FrameState::Flushing { .. } => {
+                    FrameState::Flushing { redirty } => {
+                        if !redirty {
+                            f.redirty_lsn = lsn;
+                        }
                         f.state = FrameState::Flushing { redirty: true };
                     }
                     FrameState::Dirty | FrameState::Reading => {}
@@ -218,6 +235,9 @@ impl Cache {
                         dirty_stamp: stamp,
                         dirtied_at: now,
                         first_dirty_lsn: lsn,
+                        last_lsn: lsn,
+                        redirty_lsn: 0,
+                        gen,
                     },
                 );
                 self.dirty.insert(stamp, page);
@@ -237,15 +257,28 @@ impl Cache {
 
     /// Takes the oldest dirty page and its dirty neighbours after it (up to `max_pages`
     /// contiguous pages) for one write; they become `Flushing`. Returns (first page, count).
-    pub fn take_flush_run(&mut self, max_pages: u64) -> Option<(u64, u64)> {
-        let (&stamp, &first) = self.dirty.iter().next()?;
+    /// Write-ahead logging: only pages whose changes are logged durably (up to `durable_lsn`) are
+    /// taken; `Err(lsn)` says the oldest dirty page waits for the log to reach `lsn`.
+    pub fn take_flush_run(
+        &mut self,
+        max_pages: u64,
+        durable_lsn: u64,
+    ) -> Result<Option<(u64, u64)>, u64> {
+        let Some((&stamp, &first)) = self.dirty.iter().next() else {
+            return Ok(None);
+        };
+        if let Some(f) = self.frames.get(&first) {
+            if f.last_lsn > durable_lsn {
+                return Err(f.last_lsn);
+            }
+        }
         self.dirty.remove(&stamp);
         self.set_flushing(first);
         let mut n = 1;
         while n < max_pages {
             let next = first + n;
             match self.frames.get(&next) {
-                Some(f) if f.state == FrameState::Dirty => {
+                Some(f) if f.state == FrameState::Dirty && f.last_lsn <= durable_lsn => {
                     let s = f.dirty_stamp;
                     self.dirty.remove(&s);
                     self.set_flushing(next);
@@ -254,7 +287,12 @@ impl Cache {
                 _ => break,
             }
         }
-        Some((first, n))
+        Ok(Some((first, n)))
+    }
+
+    /// The generation a cached page has after its last change (what a flush writes).
+    pub fn generation(&self, page: u64) -> Option<u64> {
+        self.frames.get(&page).map(|f| f.gen)
     }
 
     fn set_flushing(&mut self, page: u64) {
@@ -265,7 +303,7 @@ impl Cache {
     }
 
     /// The write of `page` completed.
-    pub fn end_flush(&mut self, page: u64, now: Instant, lsn: u64) {
+    pub fn end_flush(&mut self, page: u64, now: Instant) {
         let stamp = self.next_stamp();
         if let Some(f) = self.frames.get_mut(&page) {
             if let FrameState::Flushing { redirty } = f.state {
@@ -274,7 +312,7 @@ impl Cache {
                     f.state = FrameState::Dirty;
                     f.dirty_stamp = stamp;
                     f.dirtied_at = now;
-                    f.first_dirty_lsn = lsn;
+                    f.first_dirty_lsn = f.redirty_lsn;
                     self.dirty.insert(stamp, page);
                 } else {
                     f.state = FrameState::Clean;
@@ -315,7 +353,7 @@ mod tests {
         // Modify 11 and 12 (pinned while modified), then unpin.
         for p in [11, 12] {
             c.pin(p);
-            assert!(c.modify(p, now, 100));
+            assert!(c.modify(p, now, 100, 7));
             c.unpin(p);
         }
         assert_eq!(c.available(), 1);
@@ -326,18 +364,22 @@ mod tests {
         // No frame left: a stall.
         assert!(!c.begin_read(14, now));
         // Flushing takes 11 and its dirty neighbour 12 as one run.
-        assert_eq!(c.take_flush_run(4), Some((11, 2)));
+        // Write-ahead logging: nothing is written before the log is durable past its change.
+        assert_eq!(c.take_flush_run(4, 99), Err(100));
+        assert_eq!(c.take_flush_run(4, 100), Ok(Some((11, 2))));
+        assert_eq!(c.generation(12), Some(7));
         assert_eq!(c.flushing(), 2);
         assert_eq!(c.min_dirty_lsn(), Some(100));
         // 12 is modified again during the write: stays dirty afterwards.
         c.pin(12);
-        c.modify(12, now, 200);
+        c.modify(12, now, 200, 8);
         c.unpin(12);
-        c.end_flush(11, now, 300);
-        c.end_flush(12, now, 300);
+        c.end_flush(11, now);
+        c.end_flush(12, now);
         assert_eq!(c.state(11), Some(FrameState::Clean));
         assert_eq!(c.state(12), Some(FrameState::Dirty));
-        assert_eq!(c.min_dirty_lsn(), Some(300));
+        // Its oldest unwritten change is the one made during the write.
+        assert_eq!(c.min_dirty_lsn(), Some(200));
         assert_eq!(c.available(), 1);
     }
 

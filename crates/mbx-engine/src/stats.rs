@@ -88,8 +88,13 @@ pub struct InstanceStats {
     pub txns_measured: u64,
     /// Page fault stalls since the last sample.
     pub stalls_interval: u64,
-    /// Per-sample average latencies during measurement: (db read, log write), for "maximum".
-    pub sample_avgs: Vec<(f64, f64)>,
+    /// Highest per-sample average latencies during measurement: (db read, log write), for
+    /// "maximum" (kept as a running maximum: memory does not grow with the test's length).
+    pub max_sample_avgs: (f64, f64),
+    /// Transactions in every phase.
+    pub txns_total: u64,
+    /// The measured phase is running (I/O counts towards the result).
+    pub measuring: bool,
 }
 
 impl Default for InstanceStats {
@@ -101,16 +106,25 @@ impl Default for InstanceStats {
             txns_interval: 0,
             txns_measured: 0,
             stalls_interval: 0,
-            sample_avgs: Vec::new(),
+            max_sample_avgs: (0.0, 0.0),
+            txns_total: 0,
+            measuring: false,
         }
     }
 }
 
 impl InstanceStats {
+    /// Clears the per-sample counters (the one place they are reset).
+    pub fn reset_interval(&mut self) {
+        self.interval = [Counter::default(); STREAMS];
+        self.txns_interval = 0;
+        self.stalls_interval = 0;
+    }
+
     /// Records one completed I/O.
-    pub fn record(&mut self, s: Stream, bytes: u64, lat: Duration, measuring: bool) {
+    pub fn record(&mut self, s: Stream, bytes: u64, lat: Duration) {
         self.interval[s as usize].add(bytes, lat);
-        if measuring {
+        if self.measuring {
             self.measured[s as usize].add(bytes, lat);
             self.hist[s as usize].record(lat);
         }

@@ -253,6 +253,15 @@ impl IoQueue for FaultQueue {
         let target = min.min(self.in_flight());
         let deadline = Instant::now() + timeout;
         let mut got = self.release_due(out);
+        if target == 0 && self.inner.in_flight() > 0 {
+            // A poll: still let the device make progress (send queued requests, collect what
+            // is ready), or a caller that only polls would never see its I/O complete.
+            let mut batch = Vec::new();
+            self.inner.reap_timeout(0, Duration::ZERO, &mut batch)?;
+            for c in batch {
+                self.finish(c, out);
+            }
+        }
         while got < target {
             let now = Instant::now();
             if now >= deadline {

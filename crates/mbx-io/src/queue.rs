@@ -203,6 +203,32 @@ pub trait IoQueue: Send {
     fn files(&self) -> &FileTable;
     /// Engine name for results ("io_uring", "sync").
     fn engine_name(&self) -> &'static str;
+    /// Opens (or creates) a file and adds it to the table; returns its index.
+    fn open_file(&mut self, path: &std::path::Path, mode: crate::OpenMode) -> Result<usize, IoError> {
+        let f = IoFile::open(path, mode)?;
+        Ok(self.files().add(f))
+    }
+    /// Drops a file from the table.
+    fn close_file(&mut self, index: usize) {
+        self.files().remove(index);
+    }
+    /// Deletes a file (a missing file is not an error).
+    fn remove_file(&mut self, path: &std::path::Path) -> Result<(), IoError> {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(IoError::new("remove", path, e))
+            }
+            _ => Ok(()),
+        }
+    }
+    /// The clock of this queue.
+    fn clock(&self) -> std::sync::Arc<dyn crate::Clock> {
+        std::sync::Arc::new(crate::RealClock)
+    }
+    /// The path of a file, for messages.
+    fn file_path(&self, index: usize) -> PathBuf {
+        self.files().path(index)
+    }
 }
 
 /// Which backend to use.

@@ -1,0 +1,88 @@
+//! Background database maintenance of one database: a sequential scan of the database file in
+//! 256 KiB reads at a fixed rate (Jetstress: about 9 reads/s per database), every page verified.
+//! A scan that reaches the end starts again.
+
+use std::time::{Duration, Instant};
+
+use mbx_io::IoOp;
+use mbx_store::header::HEADER_PAGES;
+use mbx_store::page::PAGE_SIZE;
+
+use crate::reactor::{Owner, Reactor};
+use crate::EngineError;
+
+/// BDM read size (Jetstress: 256 KiB).
+pub(crate) const BDM_BYTES: u64 = 256 * 1024;
+const PAGE: u64 = PAGE_SIZE as u64;
+
+/// BDM state.
+#[derive(Debug)]
+pub(crate) struct Bdm {
+    next_at: Instant,
+    page: u64,
+    in_flight: bool,
+    interval: Duration,
+}
+
+impl Bdm {
+    pub fn new(reads_per_s: f64, now: Instant) -> Bdm {
+        Bdm {
+            next_at: now,
+            page: HEADER_PAGES,
+            in_flight: false,
+            interval: Duration::from_secs_f64(1.0 / reads_per_s.max(1e-3)),
+        }
+    }
+
+    /// When the next read is due (None while one is in flight: its completion wakes the loop).
+    pub fn wake_at(&self) -> Option<Instant> {
+        (!self.in_flight).then_some(self.next_at)
+    }
+
+    /// Submits the next read if it is due.
+    pub fn run(
+        &mut self,
+        reactor: &mut Reactor,
+        db: usize,
+        file: usize,
+        data_pages: u64,
+        now: Instant,
+    ) -> Result<(), EngineError> {
+        if self.in_flight || now < self.next_at {
+            return Ok(());
+        }
+        self.next_at += self.interval;
+        if self.next_at + self.interval < now {
+            self.next_at = now + self.interval;
+        }
+        let end = HEADER_PAGES + data_pages;
+        if self.page >= end {
+            self.page = HEADER_PAGES;
+        }
+        let first = self.page;
+        let pages = (BDM_BYTES / PAGE).min(end - first);
+        self.page += pages;
+        self.in_flight = true;
+        let seq = reactor.events + 1;
+        let buf = reactor.buf(BDM_BYTES as usize);
+        // Only the pages that exist (the last read of the file may be shorter).
+        reactor.submit(
+            Owner::Bdm {
+                db,
+                first,
+                pages,
+                seq,
+            },
+            IoOp::Read,
+            file,
+            first * PAGE,
+            buf,
+            Some(pages as usize * PAGE_SIZE),
+        )
+    }
+
+    /// The read completed.
+    pub fn done(&mut self) {
+        self.in_flight = false;
+    }
+}

@@ -1,0 +1,105 @@
+//! The checkpointer of one database, every few seconds and at shutdown, entirely through the
+//! queue: first the database file is synced (every page write completed so far is durable), then
+//! the checkpoint slot is written (write-through). Its Lsn is the record holding the oldest change
+//! not yet written when the checkpoint began, so replay from it redoes every change the database
+//! file may lack. The sequence continues the previous run's, so the newest checkpoint always wins.
+
+use std::time::{Duration, Instant};
+
+use mbx_io::IoOp;
+
+use super::logfmt::{encode_checkpoint, Lsn, SLOT};
+use crate::reactor::{Owner, Reactor};
+use crate::EngineError;
+
+/// Checkpoint interval.
+pub(crate) const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
+
+/// Checkpointer state.
+#[derive(Debug)]
+pub(crate) struct Checkpointer {
+    /// The checkpoint file.
+    pub file: usize,
+    /// Sequence of the last checkpoint written (or found from an earlier run).
+    pub sequence: u64,
+    /// When the next one is due.
+    pub next_at: Instant,
+    /// The checkpoint being written: its Lsn and the log sequence it covers.
+    pending: Option<(Lsn, u64)>,
+    /// The last checkpoint completed: its Lsn.
+    pub last: Option<Lsn>,
+}
+
+impl Checkpointer {
+    pub fn new(file: usize, previous_sequence: u64, now: Instant) -> Checkpointer {
+        Checkpointer {
+            file,
+            sequence: previous_sequence,
+            next_at: now + CHECKPOINT_EVERY,
+            pending: None,
+            last: None,
+        }
+    }
+
+    /// True while a checkpoint is being written.
+    pub fn busy(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Begins a checkpoint at `lsn` (covering log sequence `seq`): syncs the database file.
+    pub fn begin(
+        &mut self,
+        reactor: &mut Reactor,
+        db: usize,
+        db_file: usize,
+        lsn: Lsn,
+        seq: u64,
+        now: Instant,
+    ) -> Result<(), EngineError> {
+        self.next_at = now + CHECKPOINT_EVERY;
+        if self.pending.is_some() {
+            return Ok(());
+        }
+        self.pending = Some((lsn, seq));
+        let buf = reactor.buf(0);
+        reactor.submit(
+            Owner::Checkpoint { db, step: 0 },
+            IoOp::Sync,
+            db_file,
+            0,
+            buf,
+            Some(0),
+        )
+    }
+
+    /// A step completed: after the sync, writes the slot; after the slot, returns the completed
+    /// checkpoint's Lsn and covered sequence.
+    pub fn step_done(
+        &mut self,
+        reactor: &mut Reactor,
+        db: usize,
+        database_id: u64,
+        step: u8,
+    ) -> Result<Option<(Lsn, u64)>, EngineError> {
+        let Some((lsn, seq)) = self.pending else {
+            return Ok(None);
+        };
+        if step == 0 {
+            self.sequence += 1;
+            let mut buf = reactor.buf(SLOT);
+            let offset = encode_checkpoint(buf.as_mut_slice(), self.sequence, database_id, lsn);
+            reactor.submit(
+                Owner::Checkpoint { db, step: 1 },
+                IoOp::Write,
+                self.file,
+                offset,
+                buf,
+                None,
+            )?;
+            return Ok(None);
+        }
+        self.pending = None;
+        self.last = Some(lsn);
+        Ok(Some((lsn, seq)))
+    }
+}

@@ -1,0 +1,130 @@
+//! The flusher of one database: writes dirty pages back when the cache runs short of free frames
+//! (between the start and stop thresholds), when a page has been dirty too long, or to drain the
+//! cache at shutdown. Write-ahead logging: a page is written only once the log holding its
+//! changes is durable; a flush that has to wait asks the log writer to flush.
+
+use std::time::{Duration, Instant};
+
+use mbx_io::IoOp;
+use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
+
+use super::pages::PageTracker;
+use crate::cache::Cache;
+use crate::reactor::{Owner, Reactor};
+use crate::EngineError;
+
+/// Most page writes in flight per database.
+pub(crate) const MAX_FLUSH_WRITES: usize = 32;
+/// Most contiguous dirty pages coalesced into one write.
+pub(crate) const MAX_COALESCE: u64 = 4;
+
+/// Flusher state.
+#[derive(Debug, Default)]
+pub(crate) struct Flusher {
+    /// Writes in flight.
+    pub writes: usize,
+    /// Below the start threshold and not yet back at the stop threshold.
+    pub pressure: bool,
+    /// A page waits for the log to be durable up to this sequence.
+    pub wal_wait: Option<u64>,
+}
+
+/// What a flush writes (passed instead of the whole database to keep borrows apart).
+pub(crate) struct FlushCtx<'a> {
+    pub db: usize,
+    pub file: usize,
+    pub database_id: u64,
+    pub compressibility_pct: u8,
+    pub cache: &'a mut Cache,
+    pub pages: &'a mut PageTracker,
+    pub seq_durable: u64,
+}
+
+impl Flusher {
+    /// Submits page writes while they are due and there is room.
+    pub fn run(
+        &mut self,
+        c: FlushCtx<'_>,
+        reactor: &mut Reactor,
+        now: Instant,
+        max_dirty_age: Duration,
+        drain: bool,
+    ) -> Result<(), EngineError> {
+        self.wal_wait = None;
+        loop {
+            if self.writes >= MAX_FLUSH_WRITES || c.cache.dirty_count() == 0 || !reactor.has_room()
+            {
+                return Ok(());
+            }
+            let avail = c.cache.available();
+            if avail < c.cache.start_threshold {
+                self.pressure = true;
+            }
+            if self.pressure && avail + c.cache.flushing() >= c.cache.stop_threshold {
+                self.pressure = false;
+            }
+            let aged = c
+                .cache
+                .oldest_dirty_at()
+                .is_some_and(|t| now >= t + max_dirty_age);
+            if !(drain || self.pressure || aged) {
+                return Ok(());
+            }
+            let (first, pages) = match c.cache.take_flush_run(MAX_COALESCE, c.seq_durable) {
+                Ok(Some(run)) => run,
+                Ok(None) => return Ok(()),
+                Err(need) => {
+                    self.wal_wait = Some(need);
+                    return Ok(());
+                }
+            };
+            self.writes += 1;
+            let seq = reactor.events + 1;
+            let mut buf = reactor.buf(pages as usize * PAGE_SIZE);
+            for (k, page) in buf.as_mut_slice().chunks_exact_mut(PAGE_SIZE).enumerate() {
+                let n = first + k as u64;
+                let gen = c.cache.generation(n).unwrap_or(0);
+                build_data_page(
+                    page,
+                    &PageHeader {
+                        page_number: n,
+                        database_id: c.database_id,
+                        generation: gen,
+                        kind: KIND_DATA,
+                        compressibility_pct: c.compressibility_pct,
+                    },
+                );
+                c.pages.write_submitted(n, gen, seq);
+            }
+            reactor.submit(
+                Owner::Flush {
+                    db: c.db,
+                    first,
+                    pages,
+                },
+                IoOp::Write,
+                c.file,
+                first * PAGE_SIZE as u64,
+                buf,
+                None,
+            )?;
+        }
+    }
+
+    /// A page write completed.
+    pub fn done(
+        &mut self,
+        cache: &mut Cache,
+        pages: &mut PageTracker,
+        first: u64,
+        n: u64,
+        seq: u64,
+        now: Instant,
+    ) {
+        self.writes = self.writes.saturating_sub(1);
+        for p in first..first + n {
+            pages.write_done(p, seq);
+            cache.end_flush(p, now);
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! The log writer of one database: the log buffer, commit grouping, log files and their
+//! roll-over, all through the reactor.
+//!
+//! Two positions are kept apart:
+//! - the log *sequence* (`LogSeq`): payload bytes appended to the buffer so far, a counter the
+//!   cache stamps changes with (a change is "at" the sequence just past its bytes);
+//! - the [`Lsn`]: where a record really is (generation x file size + offset), what records and
+//!   checkpoints carry.
+//! When a record is formed it covers whole transactions; the writer remembers which sequence range
+//! each record holds until a checkpoint no longer needs it, so a sequence maps to the Lsn of the
+//! record that holds it.
+//!
+//! Files: the writer keeps a spare file created ahead of need (header written through the queue),
+//! so a roll-over never opens, writes or truncates a file inside the loop.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use mbx_io::{IoOp, OpenMode};
+use super::logfmt::{
+    encode_log_header, encode_record, log_file_name, record_size, Lsn, RedoEntry, LOG_FILE_SIZE,
+    LOG_SECTOR,
+};
+
+use crate::reactor::{Owner, Reactor};
+use crate::EngineError;
+
+/// Largest log write: a record takes whole transactions up to this size (one bigger
+/// transaction is written alone).
+pub(crate) const MAX_LOG_WRITE: usize = 256 * 1024;
+/// A log flush happens once this much is buffered even without a durable commit.
+pub(crate) const LOG_FLUSH_BYTES: u64 = 32 * 1024;
+/// Lazily committed log data is flushed after this long at most.
+pub(crate) const LOG_LAZY_FLUSH: Duration = Duration::from_millis(200);
+/// Bytes of the redo entry count at the start of a payload, and of one entry.
+const ENTRY_COUNT_BYTES: usize = 4;
+const ENTRY_BYTES: usize = 16;
+
+/// One log file the writer knows.
+#[derive(Debug)]
+pub(crate) struct LogFile {
+    pub gen: u64,
+    pub file: usize,
+    pub path: PathBuf,
+    /// Bytes used (header + records).
+    pub used: u64,
+    /// No more records go here.
+    pub closed: bool,
+    /// Requests in flight on it (writes, replication reads).
+    pub in_flight: u32,
+    /// Bytes read by the replication reader.
+    pub replicated_to: u64,
+    /// Its header is written (records may follow).
+    pub ready: bool,
+}
+
+/// One buffered transaction's log.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    bytes: u64,
+    ops: u32,
+    entries: usize,
+}
+
+/// A formed record: which log sequence range it holds and where it is.
+#[derive(Debug, Clone, Copy)]
+struct Placed {
+    seq_end: u64,
+    lsn: Lsn,
+}
+
+/// The log writer of one database.
+pub(crate) struct LogWriter {
+    db: usize,
+    dir: PathBuf,
+    database_id: u64,
+    direct: bool,
+    /// Files from the oldest still needed to the spare.
+    pub files: VecDeque<LogFile>,
+    /// Offset of the next record in the current file.
+    tail: u64,
+    pending: VecDeque<Pending>,
+    entries: VecDeque<RedoEntry>,
+    buffered_bytes: u64,
+    oldest_pending: Option<Instant>,
+    /// Sequence just past the last change appended.
+    pub seq_buffered: u64,
+    /// Sequence up to which the log is durable.
+    pub seq_durable: u64,
+    in_flight: bool,
+    placed: VecDeque<Placed>,
+    /// Sessions waiting for a durable commit: (session, sequence).
+    pub commit_waiters: Vec<(usize, u64)>,
+    /// Files to delete once nothing needs them (earlier runs' logs, retired generations).
+    pub retire: Vec<PathBuf>,
+    /// Log writes submitted (records), for the shape checks.
+    pub records_written: u64,
+    /// Circular logging: files the checkpoint no longer needs are deleted.
+    pub circular: bool,
+    /// Passive copies read the log: a file is kept until it has been read.
+    pub replicated: bool,
+}
+
+impl LogWriter {
+    /// A writer that continues at `next_gen` in `dir`; opens the first file and its spare.
+    pub fn new(
+        reactor: &mut Reactor,
+        db: usize,
+        dir: PathBuf,
+        database_id: u64,
+        direct: bool,
+        next_gen: u64,
+        now: Instant,
+    ) -> Result<LogWriter, EngineError> {
+        let mut w = LogWriter {
+            db,
+            dir,
+            database_id,
+            direct,
+            files: VecDeque::new(),
+            tail: LOG_SECTOR as u64,
+            pending: VecDeque::new(),
+            entries: VecDeque::new(),
+            buffered_bytes: 0,
+            oldest_pending: None,
+            seq_buffered: 0,
+            seq_durable: 0,
+            in_flight: false,
+            placed: VecDeque::new(),
+            commit_waiters: Vec::new(),
+            retire: Vec::new(),
+            records_written: 0,
+            circular: true,
+            replicated: false,
+        };
+        w.create_file(reactor, next_gen.max(1), now)?;
+        w.create_file(reactor, next_gen.max(1) + 1, now)?;
+        Ok(w)
+    }
+
+    /// Opens log generation `gen` and writes its header through the queue.
+    fn create_file(
+        &mut self,
+        reactor: &mut Reactor,
+        gen: u64,
+        now: Instant,
+    ) -> Result<(), EngineError> {
+        let path = self.dir.join(log_file_name(gen));
+        let file = reactor.open_file(
+            &path,
+            OpenMode {
+                direct: self.direct,
+                write_through: true,
+                write: true,
+                create: true,
+            },
+        )?;
+        let mut head = reactor.buf(LOG_SECTOR);
+        let created = reactor
+            .clock()
+            .wall()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        encode_log_header(head.as_mut_slice(), gen, self.database_id, created);
+        let _ = now;
+        reactor.submit(
+            Owner::LogCreate {
+                db: self.db,
+                gen,
+                step: 0,
+            },
+            IoOp::Write,
+            file,
+            0,
+            head,
+            None,
+        )?;
+        self.files.push_back(LogFile {
+            gen,
+            file,
+            path,
+            used: LOG_SECTOR as u64,
+            closed: false,
+            in_flight: 1,
+            replicated_to: 0,
+            ready: false,
+        });
+        Ok(())
+    }
+
+    /// A step of creating a file completed.
+    pub fn created(
+        &mut self,
+        reactor: &mut Reactor,
+        gen: u64,
+        step: u8,
+    ) -> Result<(), EngineError> {
+        let Some(f) = self.files.iter_mut().find(|f| f.gen == gen) else {
+            return Ok(());
+        };
+        // (Preallocation through the queue follows once the queue has an allocate operation.)
+        let _ = (reactor, step);
+        f.in_flight = f.in_flight.saturating_sub(1);
+        f.ready = true;
+        Ok(())
+    }
+
+    /// Appends one transaction's log: `bytes` of payload, `ops` operations, its redo entries.
+    /// Returns the log sequence just past it (what its commit waits for).
+    pub fn append(
+        &mut self,
+        bytes: u32,
+        ops: u32,
+        entries: impl Iterator<Item = RedoEntry>,
+        now: Instant,
+    ) -> u64 {
+        let before = self.entries.len();
+        self.entries.extend(entries);
+        let n = self.entries.len() - before;
+        let bytes = u64::from(bytes).max((ENTRY_COUNT_BYTES + n * ENTRY_BYTES) as u64);
+        self.pending.push_back(Pending {
+            bytes,
+            ops,
+            entries: n,
+        });
+        self.buffered_bytes += bytes;
+        self.seq_buffered += bytes;
+        self.oldest_pending.get_or_insert(now);
+        self.seq_buffered
+    }
+
+    /// The sequence the next appended change will end at or after (for stamping pages before
+    /// their bytes are appended).
+    pub fn next_seq(&self, bytes: u32) -> u64 {
+        self.seq_buffered + u64::from(bytes)
+    }
+
+    /// Bytes waiting in the buffer.
+    pub fn buffered(&self) -> u64 {
+        self.buffered_bytes
+    }
+
+    /// When the buffer should be flushed lazily, if it holds anything and no write is in flight.
+    pub fn lazy_deadline(&self) -> Option<Instant> {
+        match (self.oldest_pending, self.in_flight) {
+            (Some(t), false) => Some(t + LOG_LAZY_FLUSH),
+            _ => None,
+        }
+    }
+
+    /// Writes a record if one is due: a durable commit waits, enough is buffered, the lazy
+    /// deadline passed, `need` (a page write waits for the log to reach it), or `force`.
+    pub fn maybe_flush(
+        &mut self,
+        reactor: &mut Reactor,
+        now: Instant,
+        force: bool,
+        need: Option<u64>,
+    ) -> Result<(), EngineError> {
+        if self.in_flight || self.pending.is_empty() {
+            return Ok(());
+        }
+        let due = force
+            || !self.commit_waiters.is_empty()
+            || need.is_some_and(|n| n > self.seq_durable)
+            || self.buffered_bytes >= LOG_FLUSH_BYTES
+            || self.oldest_pending.is_some_and(|t| now >= t + LOG_LAZY_FLUSH);
+        if !due {
+            return Ok(());
+        }
+        // Whole transactions, up to the largest write (at least one).
+        let mut payload = 0u64;
+        let mut ops = 0u32;
+        let mut n_entries = 0usize;
+        let mut txns = 0usize;
+        for p in &self.pending {
+            let with = payload + p.bytes;
+            if txns > 0 && record_size(with as usize) > MAX_LOG_WRITE {
+                break;
+            }
+            payload = with;
+            ops += p.ops;
+            n_entries += p.entries;
+            txns += 1;
+        }
+        let size = record_size(payload as usize) as u64;
+        if self.tail + size > LOG_FILE_SIZE as u64 {
+            // Roll over to the spare, if it is ready (its completion retries otherwise).
+            let ready = self.files.iter().rev().nth(0).is_some_and(|f| f.ready)
+                && self.files.len() >= 2;
+            if !ready {
+                return Ok(());
+            }
+            let n = self.files.len();
+            if let Some(cur) = self.files.get_mut(n - 2) {
+                cur.closed = true;
+                cur.used = self.tail;
+            }
+            self.tail = LOG_SECTOR as u64;
+            let next = self.files.back().map(|f| f.gen + 1).unwrap_or(1);
+            self.create_file(reactor, next, now)?;
+        }
+        let n = self.files.len();
+        let Some(cur) = self.files.get_mut(n.saturating_sub(2)) else {
+            return Ok(());
+        };
+        if !cur.ready {
+            return Ok(());
+        }
+        cur.in_flight += 1;
+        let (gen, file) = (cur.gen, cur.file);
+        let offset = self.tail;
+        self.tail += size;
+        cur.used = self.tail;
+        let lsn = Lsn::new(gen, offset);
+        for _ in 0..txns {
+            self.pending.pop_front();
+        }
+        self.buffered_bytes -= payload;
+        self.oldest_pending = (!self.pending.is_empty()).then_some(now);
+        let seq_end = self.seq_buffered - self.buffered_bytes;
+        self.placed.push_back(Placed { seq_end, lsn });
+        let entries: Vec<RedoEntry> = self.entries.drain(..n_entries).collect();
+        let mut buf = reactor.buf(size as usize);
+        encode_record(
+            buf.as_mut_slice(),
+            gen,
+            lsn,
+            payload as usize,
+            ops,
+            &entries,
+        );
+        self.in_flight = true;
+        self.records_written += 1;
+        reactor.submit(
+            Owner::LogWrite {
+                db: self.db,
+                gen,
+                end_lsn: seq_end,
+            },
+            IoOp::Write,
+            file,
+            offset,
+            buf,
+            None,
+        )
+    }
+
+    /// A record write completed: the log is durable up to `seq_end`. Returns the sessions whose
+    /// commits are now durable (into `done`).
+    pub fn written(&mut self, gen: u64, seq_end: u64, done: &mut Vec<usize>) {
+        self.in_flight = false;
+        self.seq_durable = self.seq_durable.max(seq_end);
+        if let Some(f) = self.files.iter_mut().find(|f| f.gen == gen) {
+            f.in_flight = f.in_flight.saturating_sub(1);
+        }
+        let durable = self.seq_durable;
+        self.commit_waiters.retain(|&(s, seq)| {
+            if seq <= durable {
+                done.push(s);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    /// The Lsn of the record holding sequence `seq` (the first record ending past it), or the
+    /// position of the next record when it is still buffered.
+    pub fn lsn_of(&self, seq: u64) -> Lsn {
+        match self.placed.iter().find(|p| p.seq_end > seq) {
+            Some(p) => p.lsn,
+            None => self.tail_lsn(),
+        }
+    }
+
+    /// Where the next record will go.
+    pub fn tail_lsn(&self) -> Lsn {
+        let n = self.files.len();
+        match self.files.get(n.saturating_sub(2)) {
+            Some(f) => Lsn::new(f.gen, self.tail),
+            None => Lsn::new(1, LOG_SECTOR as u64),
+        }
+    }
+
+    /// Forgets record positions a checkpoint at sequence `seq` no longer needs.
+    pub fn forget_before(&mut self, seq: u64) {
+        while self.placed.front().is_some_and(|p| p.seq_end <= seq) {
+            self.placed.pop_front();
+        }
+    }
+
+    /// Closes and schedules for deletion every file wholly before generation `gen` that nothing
+    /// uses (circular logging), keeping the current file and the spare.
+    pub fn retire_before(&mut self, reactor: &mut Reactor, gen: u64) {
+        let replicated = self.replicated;
+        while self.circular && self.files.len() > 2 {
+            let Some(f) = self.files.front() else { break };
+            let copied = !replicated || f.replicated_to >= f.used;
+            if !(f.closed && f.in_flight == 0 && copied && f.gen < gen) {
+                break;
+            }
+            if let Some(f) = self.files.pop_front() {
+                reactor.close_file(f.file);
+                self.retire.push(f.path);
+            }
+        }
+    }
+
+    /// True if anything is buffered or being written.
+    pub fn busy(&self) -> bool {
+        self.in_flight || !self.pending.is_empty()
+    }
+
+    /// True if every file's creation finished (nothing of the writer in flight).
+    pub fn idle(&self) -> bool {
+        !self.in_flight && self.files.iter().all(|f| f.in_flight == 0)
+    }
+}

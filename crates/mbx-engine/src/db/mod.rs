@@ -1,0 +1,166 @@
+//! Per-database components. A [`Database`] owns the state of one database under test: its cache,
+//! the page tracker, and one of each workload component (flusher, log writer, checkpointer, BDM,
+//! replication reader), each in its own file. Components submit through the reactor and are told
+//! about their completions by the executor.
+
+pub(crate) mod bdm;
+pub(crate) mod checkpoint;
+pub(crate) mod flusher;
+pub(crate) mod log;
+pub(crate) mod logfmt;
+pub(crate) mod pages;
+pub(crate) mod replication;
+pub(crate) mod verify;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime};
+
+use mbx_io::OpenMode;
+
+use crate::cache::Cache;
+use crate::reactor::Reactor;
+use crate::result::Integrity;
+use crate::stats::InstanceStats;
+use crate::EngineError;
+
+/// Where a database's log continues: what an earlier run left in its log folder.
+#[derive(Debug, Clone, Default)]
+pub struct LogStart {
+    /// The first log generation this run writes (after the newest one present).
+    pub next_generation: u64,
+    /// The newest checkpoint's sequence (0 if none): this run continues after it.
+    pub checkpoint_sequence: u64,
+    /// Log files of earlier runs, deleted once this run's first checkpoint is written (circular
+    /// logging) or kept (when it is off).
+    pub earlier_logs: Vec<PathBuf>,
+}
+
+/// One database to drive.
+#[derive(Debug, Clone)]
+pub struct InstanceSpec {
+    /// Jetstress-style name.
+    pub name: String,
+    /// Database file.
+    pub db_path: PathBuf,
+    /// Log directory.
+    pub log_dir: PathBuf,
+    /// Database id (from its header).
+    pub database_id: u64,
+    /// Data pages.
+    pub data_pages: u64,
+    /// Where its log continues.
+    pub log: LogStart,
+}
+
+/// The state of one database under test.
+pub(crate) struct Database {
+    pub spec: InstanceSpec,
+    pub file: usize,
+    pub cache: Cache,
+    pub pages: pages::PageTracker,
+    /// Sessions waiting for a page being read.
+    pub waiters: HashMap<u64, Vec<usize>>,
+    /// Sessions waiting for free cache frames.
+    pub stalled: VecDeque<usize>,
+    pub flusher: flusher::Flusher,
+    pub log: log::LogWriter,
+    pub checkpointer: checkpoint::Checkpointer,
+    pub bdm: bdm::Bdm,
+    pub repl: replication::Replicator,
+    pub stats: InstanceStats,
+    pub integrity: Integrity,
+    /// When and on which page the first integrity error was found.
+    pub first_integrity_error: Option<(SystemTime, u64)>,
+    pub mailboxes: u64,
+    /// The next page write generation (above anything an earlier run wrote).
+    next_gen: u64,
+}
+
+/// How a database is set up.
+pub(crate) struct DbParams {
+    pub index: usize,
+    pub cache_frames: usize,
+    pub flush_start_pct: f64,
+    pub flush_stop_pct: f64,
+    pub mailboxes: u64,
+    pub direct: bool,
+    pub bdm_reads_per_s: f64,
+    pub gen_base: u64,
+    pub circular_logging: bool,
+    pub replicated: bool,
+}
+
+impl Database {
+    /// Opens the database file, its log (continuing where the last run stopped) and checkpoint.
+    pub fn open(
+        spec: InstanceSpec,
+        p: DbParams,
+        reactor: &mut Reactor,
+        now: Instant,
+    ) -> Result<Database, EngineError> {
+        let file = reactor.open_file(
+            &spec.db_path,
+            OpenMode {
+                direct: p.direct,
+                write_through: false,
+                write: true,
+                create: false,
+            },
+        )?;
+        let ckpt_file = reactor.open_file(
+            &spec.log_dir.join(logfmt::CHECKPOINT_FILE),
+            OpenMode {
+                direct: false,
+                write_through: true,
+                write: true,
+                create: true,
+            },
+        )?;
+        let log = log::LogWriter::new(
+            reactor,
+            p.index,
+            spec.log_dir.clone(),
+            spec.database_id,
+            p.direct,
+            spec.log.next_generation,
+            now,
+        )?;
+        let mut log = log;
+        log.circular = p.circular_logging;
+        log.replicated = p.replicated;
+        if p.circular_logging {
+            log.retire.extend(spec.log.earlier_logs.iter().cloned());
+        }
+        // The page tracker remembers the last 16 cache-fulls of page writes (docs/method.md).
+        let tracked = p.cache_frames.saturating_mul(16).clamp(4096, 1 << 20);
+        Ok(Database {
+            cache: Cache::new(p.cache_frames, p.flush_start_pct, p.flush_stop_pct),
+            pages: pages::PageTracker::new(tracked),
+            waiters: HashMap::new(),
+            stalled: VecDeque::new(),
+            flusher: flusher::Flusher::default(),
+            checkpointer: checkpoint::Checkpointer::new(
+                ckpt_file,
+                spec.log.checkpoint_sequence,
+                now,
+            ),
+            bdm: bdm::Bdm::new(p.bdm_reads_per_s, now),
+            repl: replication::Replicator::default(),
+            stats: InstanceStats::default(),
+            integrity: Integrity::default(),
+            first_integrity_error: None,
+            mailboxes: p.mailboxes.max(1),
+            next_gen: p.gen_base,
+            log,
+            file,
+            spec,
+        })
+    }
+
+    /// A new page write generation.
+    pub fn new_generation(&mut self) -> u64 {
+        self.next_gen += 1;
+        self.next_gen
+    }
+}

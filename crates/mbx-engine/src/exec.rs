@@ -1,0 +1,457 @@
+//! The executor: runs a [`Plan`]'s phases, one after the other, on one reactor. Each loop turn
+//! asks the current phase whether it is done, lets the workload and every database's components
+//! do what is due, ticks the pacer and progress once per second, and waits for the next
+//! completion or timer. Completions are routed to their owners here, and only here.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mbx_io::IoCompletion;
+
+use crate::db::{verify, Database};
+use crate::phase::{Flow, Mode, PhaseRun};
+use crate::plan::Plan;
+use crate::reactor::{Owner, Reactor};
+use crate::sampling::{HostSeries, Sampler};
+use crate::stats::Stream;
+use crate::workload::pacing::Pacer;
+use crate::workload::session::{SState, Workload};
+use crate::{EngineError, Observer, Phase, Progress, RunEvent};
+
+/// Settings the executor needs from the configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub target_iops: f64,
+    pub max_dirty_age: Duration,
+    pub sample_every: Duration,
+    pub bdm: bool,
+    pub copies: u32,
+    pub compressibility_pct: u8,
+    pub circular_logging: bool,
+}
+
+/// Phase boundaries as the executor reaches them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Marks {
+    pub started: Instant,
+    pub measure_start: Option<Instant>,
+    pub measure_end: Option<Instant>,
+    pub interrupted: bool,
+}
+
+/// Everything a test runs on.
+pub(crate) struct Engine<'o> {
+    pub settings: Settings,
+    pub reactor: Reactor,
+    pub dbs: Vec<Database>,
+    pub work: Workload,
+    pub pacer: Pacer,
+    pub mode: Mode,
+    pub phase: Phase,
+    pub phase_start: Instant,
+    pub observer: &'o mut dyn Observer,
+    pub notes: Vec<String>,
+    pub marks: Marks,
+    pub host: HostSeries,
+    pub sampler: Sampler,
+    /// Transactional I/Os and transactions counted since the start (all phases).
+    pub txn_ios: u64,
+    scratch: Vec<u8>,
+    next_tick: Instant,
+    last_tick: Instant,
+    tick_ios: u64,
+}
+
+impl<'o> Engine<'o> {
+    pub fn new(
+        settings: Settings,
+        reactor: Reactor,
+        dbs: Vec<Database>,
+        work: Workload,
+        observer: &'o mut dyn Observer,
+    ) -> Engine<'o> {
+        let now = reactor.now();
+        Engine {
+            pacer: Pacer::new(settings.target_iops, now),
+            sampler: Sampler {
+                every: settings.sample_every,
+                last: now,
+                next: now + settings.sample_every,
+            },
+            settings,
+            reactor,
+            dbs,
+            work,
+            mode: Mode::Unpaced,
+            phase: Phase::Attain,
+            phase_start: now,
+            observer,
+            notes: Vec::new(),
+            marks: Marks {
+                started: now,
+                measure_start: None,
+                measure_end: None,
+                interrupted: false,
+            },
+            host: HostSeries::default(),
+            txn_ios: 0,
+            scratch: vec![0u8; mbx_store::page::PAGE_SIZE],
+            next_tick: now + Duration::from_secs(1),
+            last_tick: now,
+            tick_ios: 0,
+        }
+    }
+
+    /// A test-log line (also kept as a note for the result when `note`).
+    pub fn log(&mut self, line: &str, note: bool) {
+        self.observer.on_event(RunEvent::Log(line));
+        if note {
+            self.notes.push(line.to_string());
+        }
+    }
+
+    /// The fill of the emptiest cache.
+    pub fn min_cache_fill(&self) -> f64 {
+        self.dbs.iter().map(|d| d.cache.fill()).fold(1.0, f64::min)
+    }
+
+    /// Clears every database's per-sample counters.
+    pub fn reset_intervals(&mut self) {
+        for db in &mut self.dbs {
+            db.stats.reset_interval();
+        }
+    }
+
+    /// True when nothing is in flight, buffered or dirty, and no transaction is open.
+    pub fn drained(&self) -> bool {
+        self.reactor.in_flight() == 0
+            && self.work.all_idle()
+            && self.dbs.iter().all(|d| {
+                d.cache.dirty_count() == 0
+                    && d.cache.flushing() == 0
+                    && !d.log.busy()
+                    && !d.checkpointer.busy()
+            })
+    }
+
+    /// Runs the plan. Returns when the last phase is done (or an error stopped the test).
+    pub fn execute(&mut self, plan: &Plan, cancel: &AtomicBool) -> Result<(), EngineError> {
+        let mut idx = 0;
+        while let Some(spec) = plan.phases.get(idx) {
+            let mut phase = spec.build(self);
+            let now = self.reactor.now();
+            self.phase = phase.kind();
+            self.phase_start = now;
+            self.observer.on_event(RunEvent::Phase(self.phase));
+            phase.enter(self, now)?;
+            loop {
+                let now = self.reactor.now();
+                if cancel.load(Ordering::Relaxed) && !self.marks.interrupted {
+                    self.marks.interrupted = true;
+                    if phase.interrupt(self, now)? == Flow::Done {
+                        break;
+                    }
+                }
+                if phase.tick(self, now)? == Flow::Done {
+                    break;
+                }
+                self.step(now)?;
+                self.per_second(now, &*phase);
+                let wake = phase
+                    .wake_at()
+                    .map_or_else(|| self.wake_at(), |t| t.min(self.wake_at()));
+                let Engine {
+                    reactor,
+                    dbs,
+                    work,
+                    pacer,
+                    scratch,
+                    txn_ios,
+                    ..
+                } = self;
+                reactor.wait(wake, |r, owner, c| {
+                    route(r, dbs, work, pacer, scratch, txn_ios, owner, c)
+                })?;
+            }
+            idx = if self.marks.interrupted {
+                // An interrupted test goes straight to the phase that must always run.
+                plan.final_phase_after(idx)
+            } else {
+                idx + 1
+            };
+        }
+        Ok(())
+    }
+
+    /// Starts due transactions and lets every database's components work.
+    fn step(&mut self, now: Instant) -> Result<(), EngineError> {
+        if self.mode != Mode::Stopping {
+            for s in 0..self.work.sessions.len() {
+                if self.work.sessions[s].state != SState::Idle {
+                    continue;
+                }
+                if self.mode == Mode::Paced && !self.pacer.take_slot(now) {
+                    break;
+                }
+                self.work.start(s, &mut self.dbs, &mut self.reactor, now)?;
+            }
+        }
+        let stopping = self.mode == Mode::Stopping;
+        let drain = stopping && self.work.quiescent();
+        let s = &self.settings;
+        for i in 0..self.dbs.len() {
+            let db = &mut self.dbs[i];
+            let need = db.flusher.wal_wait;
+            db.log.maybe_flush(&mut self.reactor, now, stopping, need)?;
+            let seq_durable = db.log.seq_durable;
+            db.flusher.run(
+                crate::db::flusher::FlushCtx {
+                    db: i,
+                    file: db.file,
+                    database_id: db.spec.database_id,
+                    compressibility_pct: s.compressibility_pct,
+                    cache: &mut db.cache,
+                    pages: &mut db.pages,
+                    seq_durable,
+                },
+                &mut self.reactor,
+                now,
+                s.max_dirty_age,
+                drain,
+            )?;
+            if db.flusher.wal_wait.is_some() {
+                let need = db.flusher.wal_wait;
+                db.log.maybe_flush(&mut self.reactor, now, false, need)?;
+            }
+            if !db.stalled.is_empty() {
+                self.work
+                    .retry_stalled(i, &mut self.dbs, &mut self.reactor, now)?;
+            }
+            let db = &mut self.dbs[i];
+            if !stopping {
+                if s.bdm {
+                    db.bdm
+                        .run(&mut self.reactor, i, db.file, db.spec.data_pages, now)?;
+                }
+                if s.copies > 1 {
+                    db.repl.run(&mut self.reactor, i, &mut db.log)?;
+                }
+                if now >= db.checkpointer.next_at {
+                    begin_checkpoint(&mut self.reactor, db, i, now)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The earliest timer of the workload and the components.
+    fn wake_at(&self) -> Instant {
+        let mut wake = self.next_tick;
+        if self.phase == Phase::Measure {
+            wake = wake.min(self.sampler.next);
+        }
+        if self.mode == Mode::Paced && self.work.sessions.iter().any(|s| s.state == SState::Idle) {
+            if let Some(t) = self.pacer.next_slot() {
+                wake = wake.min(t);
+            }
+        }
+        for db in &self.dbs {
+            if self.mode != Mode::Stopping {
+                if self.settings.bdm {
+                    if let Some(t) = db.bdm.wake_at() {
+                        wake = wake.min(t);
+                    }
+                }
+                wake = wake.min(db.checkpointer.next_at);
+            }
+            if let Some(t) = db.log.lazy_deadline() {
+                wake = wake.min(t);
+            }
+            // An aged page waiting for the log (write-ahead) is woken by the log write instead.
+            if db.flusher.writes < crate::db::flusher::MAX_FLUSH_WRITES
+                && db.flusher.wal_wait.is_none()
+            {
+                if let Some(t) = db.cache.oldest_dirty_at() {
+                    wake = wake.min(t + self.settings.max_dirty_age);
+                }
+            }
+        }
+        wake
+    }
+
+    /// Once per second: the pacer's tick and a progress event.
+    fn per_second(&mut self, now: Instant, phase: &dyn PhaseRun) {
+        if now < self.next_tick {
+            return;
+        }
+        let secs = now.duration_since(self.last_tick).as_secs_f64().max(1e-3);
+        let iops = (self.txn_ios - self.tick_ios) as f64 / secs;
+        self.tick_ios = self.txn_ios;
+        self.last_tick = now;
+        self.next_tick = now + Duration::from_secs(1);
+        if self.mode == Mode::Paced {
+            self.pacer.tick(now);
+        }
+        let (rd, lw) = self.dbs.iter().fold(
+            (
+                crate::stats::Counter::default(),
+                crate::stats::Counter::default(),
+            ),
+            |(r, l), db| {
+                (
+                    r.plus(&db.stats.interval[Stream::DbRead as usize]),
+                    l.plus(&db.stats.interval[Stream::LogWrite as usize]),
+                )
+            },
+        );
+        let progress = Progress {
+            phase: self.phase,
+            phase_elapsed_s: now.duration_since(self.phase_start).as_secs_f64(),
+            phase_total_s: phase.planned().map(|d| d.as_secs_f64()),
+            iops,
+            target_iops: self.settings.target_iops,
+            db_read_avg_ms: rd.avg_ms(),
+            log_write_avg_ms: lw.avg_ms(),
+            cache_fill: self.min_cache_fill(),
+        };
+        self.observer.on_event(RunEvent::Progress(progress));
+        // Outside measurement, keep the interval counters bounded (they are not samples).
+        if self.phase != Phase::Measure
+            && now.duration_since(self.sampler.last) >= Duration::from_secs(60)
+        {
+            self.reset_intervals();
+            self.sampler.last = now;
+        }
+    }
+}
+
+/// Begins a checkpoint of database `i` at the oldest change not yet in the database file.
+pub(crate) fn begin_checkpoint(
+    reactor: &mut Reactor,
+    db: &mut Database,
+    i: usize,
+    now: Instant,
+) -> Result<(), EngineError> {
+    let seq = db
+        .cache
+        .min_dirty_lsn()
+        .unwrap_or(db.log.seq_buffered)
+        .min(db.log.seq_buffered);
+    let lsn = db.log.lsn_of(seq);
+    db.checkpointer
+        .begin(reactor, i, db.file, lsn, seq, now)
+}
+
+/// Routes one completion to its owner.
+#[allow(clippy::too_many_arguments)]
+fn route(
+    reactor: &mut Reactor,
+    dbs: &mut [Database],
+    work: &mut Workload,
+    pacer: &mut Pacer,
+    scratch: &mut [u8],
+    txn_ios: &mut u64,
+    owner: Owner,
+    c: &IoCompletion,
+) -> Result<(), EngineError> {
+    let bytes = reactor.check(c)? as u64;
+    let now = reactor.now();
+    match owner {
+        Owner::TxnRead { db, first, pages } => {
+            dbs[db].stats.record(Stream::DbRead, bytes, c.latency);
+            *txn_ios += 1;
+            pacer.on_ios(1);
+            check_pages(&mut dbs[db], first, pages, c.req.buf.as_slice(), None, scratch, reactor);
+            work.pages_read(db, first, pages, dbs, now)?;
+        }
+        Owner::Flush { db, first, pages } => {
+            let d = &mut dbs[db];
+            d.stats.record(Stream::DbWrite, bytes, c.latency);
+            *txn_ios += 1;
+            pacer.on_ios(1);
+            let seq = reactor.events;
+            d.flusher
+                .done(&mut d.cache, &mut d.pages, first, pages, seq, now);
+            work.retry_stalled(db, dbs, reactor, now)?;
+        }
+        Owner::LogWrite { db, gen, end_lsn } => {
+            dbs[db].stats.record(Stream::LogWrite, bytes, c.latency);
+            let mut done = Vec::new();
+            dbs[db].log.written(gen, end_lsn, &mut done);
+            for s in done {
+                work.finish(s, dbs)?;
+            }
+        }
+        Owner::LogCreate { db, gen, step } => {
+            dbs[db].stats.record(Stream::LogWrite, bytes, c.latency);
+            dbs[db].log.created(reactor, gen, step)?;
+        }
+        Owner::Checkpoint { db, step } => {
+            // The checkpoint's writes and syncs are log-side I/O.
+            dbs[db].stats.record(Stream::LogWrite, bytes, c.latency);
+            let d = &mut dbs[db];
+            let id = d.spec.database_id;
+            if let Some((lsn, seq)) = d.checkpointer.step_done(reactor, db, id, step)? {
+                d.log.forget_before(seq);
+                d.log.retire_before(reactor, lsn_generation(lsn));
+                for path in std::mem::take(&mut d.log.retire) {
+                    reactor.remove_file(&path)?;
+                }
+            }
+        }
+        Owner::Bdm {
+            db,
+            first,
+            pages,
+            seq,
+        } => {
+            dbs[db].stats.record(Stream::Bdm, bytes, c.latency);
+            dbs[db].bdm.done();
+            check_pages(
+                &mut dbs[db],
+                first,
+                pages,
+                c.req.buf.as_slice(),
+                Some(seq),
+                scratch,
+                reactor,
+            );
+        }
+        Owner::Repl { db, gen } => {
+            dbs[db].stats.record(Stream::LogRead, bytes, c.latency);
+            let d = &mut dbs[db];
+            d.repl.done(&mut d.log, gen);
+        }
+        Owner::Sync => {}
+    }
+    Ok(())
+}
+
+fn lsn_generation(lsn: crate::db::logfmt::Lsn) -> u64 {
+    lsn.generation()
+}
+
+fn check_pages(
+    db: &mut Database,
+    first: u64,
+    pages: u64,
+    data: &[u8],
+    scan_seq: Option<u64>,
+    scratch: &mut [u8],
+    reactor: &Reactor,
+) {
+    if let Some(bad) = verify::verify_pages(
+        &mut db.integrity,
+        &db.pages,
+        db.spec.database_id,
+        first,
+        pages,
+        data,
+        scan_seq,
+        scratch,
+    ) {
+        if db.first_integrity_error.is_none() {
+            db.first_integrity_error = Some((reactor.clock().wall(), bad));
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Attain: sessions run unthrottled until every database cache is 90% full (Jetstress's cache
+//! prerequisite); gives up after a time limit or when the caches stop growing, with a note.
+
+use std::time::{Duration, Instant};
+
+use super::{interrupted_before_measuring, Flow, Mode, PhaseRun};
+use crate::exec::Engine;
+use crate::{EngineError, Phase};
+
+/// Longest the attain phase may take before the test proceeds anyway.
+pub(crate) const ATTAIN_LIMIT: Duration = Duration::from_secs(600);
+/// The attain phase also ends when the emptiest cache has not grown for this long: waiting
+/// longer could not meet the prerequisite, only hang the test.
+pub(crate) const ATTAIN_STALL: Duration = Duration::from_secs(60);
+/// The prerequisite.
+const FILL: f64 = 0.9;
+
+/// The attain phase.
+#[derive(Debug)]
+pub(crate) struct Attain {
+    start: Instant,
+    best: (f64, Instant),
+    ios0: u64,
+    txns0: u64,
+}
+
+impl Attain {
+    pub fn new(now: Instant) -> Attain {
+        Attain {
+            start: now,
+            best: (0.0, now),
+            ios0: 0,
+            txns0: 0,
+        }
+    }
+}
+
+impl PhaseRun for Attain {
+    fn kind(&self) -> Phase {
+        Phase::Attain
+    }
+
+    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
+        *self = Attain::new(now);
+        self.ios0 = e.txn_ios;
+        self.txns0 = e.work.txns_done;
+        e.mode = Mode::Unpaced;
+        e.log(
+            "Attaining prerequisites: database cache at least 90% full.",
+            false,
+        );
+        Ok(())
+    }
+
+    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+        let fill = e.min_cache_fill();
+        if fill > self.best.0 {
+            self.best = (fill, now);
+        }
+        let timed_out = now.duration_since(self.start) > ATTAIN_LIMIT;
+        let stalled = now.duration_since(self.best.1) > ATTAIN_STALL;
+        if fill < FILL && !timed_out && !stalled {
+            return Ok(Flow::Continue);
+        }
+        if fill < FILL {
+            let line = format!(
+                "The cache prerequisite was not met: the emptiest database cache is {:.0}% full and {}; continuing with the test.",
+                fill * 100.0,
+                if timed_out {
+                    "the 10-minute limit was reached".to_string()
+                } else {
+                    format!("did not grow for {} s", ATTAIN_STALL.as_secs())
+                }
+            );
+            e.log(&line, true);
+        }
+        // The I/O per transaction seen so far starts the pacer.
+        let ios = e.txn_ios - self.ios0;
+        let txns = e.work.txns_done - self.txns0;
+        let io_per_txn = if txns > 100 {
+            (ios as f64 / txns as f64).max(0.5)
+        } else {
+            4.3
+        };
+        e.pacer.start(now, io_per_txn);
+        let line = format!(
+            "Cache prerequisite met ({:.0}% full); pacing {:.1} transactions/s ({:.2} I/Os each) for the {:.0} IOPS target.",
+            fill * 100.0,
+            e.pacer.rate(),
+            io_per_txn,
+            e.settings.target_iops
+        );
+        e.log(&line, false);
+        Ok(Flow::Done)
+    }
+
+    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+        interrupted_before_measuring(e);
+        Ok(Flow::Done)
+    }
+}

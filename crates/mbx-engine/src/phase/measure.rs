@@ -1,0 +1,94 @@
+//! Measure: paced at the target for the test's duration; I/O counts towards the result and a
+//! sample is taken every sample interval. An interruption ends it early (what was measured is
+//! kept).
+
+use std::time::{Duration, Instant};
+
+use super::{Flow, Mode, PhaseRun};
+use crate::exec::Engine;
+use crate::{EngineError, Phase};
+
+/// The measured phase.
+#[derive(Debug)]
+pub(crate) struct Measure {
+    pub length: Duration,
+    end: Option<Instant>,
+}
+
+impl Measure {
+    pub fn new(length: Duration) -> Measure {
+        Measure { length, end: None }
+    }
+
+    fn finish(&mut self, e: &mut Engine<'_>, now: Instant) {
+        e.marks.measure_end = Some(now);
+        if now > e.sampler.last + Duration::from_millis(500) {
+            take_sample(e, now);
+        }
+        for db in &mut e.dbs {
+            db.stats.measuring = false;
+        }
+    }
+}
+
+fn take_sample(e: &mut Engine<'_>, now: Instant) {
+    let secs = now.duration_since(e.sampler.last).as_secs_f64();
+    let stamp = crate::rfc3339(e.reactor.clock().wall());
+    crate::sampling::sample(&mut e.dbs, &mut e.host, e.observer, stamp, secs);
+    e.sampler.last = now;
+}
+
+impl PhaseRun for Measure {
+    fn kind(&self) -> Phase {
+        Phase::Measure
+    }
+
+    fn planned(&self) -> Option<Duration> {
+        Some(self.length)
+    }
+
+    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
+        e.mode = Mode::Paced;
+        self.end = Some(now + self.length);
+        e.marks.measure_start = Some(now);
+        // The sample series starts clean.
+        e.reset_intervals();
+        for db in &mut e.dbs {
+            db.stats.measuring = true;
+        }
+        e.sampler.last = now;
+        e.sampler.next = now + e.sampler.every;
+        e.pacer.begin_measure(now);
+        e.log("Performance logging started.", false);
+        Ok(())
+    }
+
+    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+        if self.end.is_some_and(|end| now >= end) {
+            self.finish(e, now);
+            e.log(
+                "Performance logging has ended. Shutting down databases ...",
+                false,
+            );
+            return Ok(Flow::Done);
+        }
+        if now >= e.sampler.next {
+            take_sample(e, now);
+            e.sampler.next += e.sampler.every;
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn interrupt(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+        self.finish(e, now);
+        e.log(
+            "Interrupted: stopping transactions and shutting down databases ...",
+            false,
+        );
+        Ok(Flow::Done)
+    }
+
+    fn wake_at(&self) -> Option<Instant> {
+        self.end
+    }
+}

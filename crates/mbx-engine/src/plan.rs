@@ -1,0 +1,73 @@
+//! Plans: a test is a list of phase specifications that the executor runs in order. Adding a
+//! test type means adding a plan here (and, if it needs one, a phase), not editing a loop.
+
+use std::time::Duration;
+
+use mbx_config::RunConfig;
+
+use crate::exec::Engine;
+use crate::phase::{attain::Attain, measure::Measure, settle::Settle, shutdown::Shutdown};
+use crate::phase::PhaseRun;
+
+/// One phase of a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PhaseSpec {
+    /// Unthrottled until the caches are 90% full.
+    Attain,
+    /// Paced, not measured, for this long.
+    Settle(Duration),
+    /// Paced and measured for this long.
+    Measure(Duration),
+    /// Drain and checkpoint (always runs, also after an interruption).
+    Shutdown,
+}
+
+impl PhaseSpec {
+    pub(crate) fn build(&self, e: &Engine<'_>) -> Box<dyn PhaseRun> {
+        let now = e.reactor.now();
+        match self {
+            PhaseSpec::Attain => Box::new(Attain::new(now)),
+            PhaseSpec::Settle(d) => Box::new(Settle::new(*d)),
+            PhaseSpec::Measure(d) => Box::new(Measure::new(*d)),
+            PhaseSpec::Shutdown => Box::new(Shutdown::default()),
+        }
+    }
+
+    /// Runs even when the test was interrupted (it leaves the databases consistent).
+    pub fn always_runs(&self) -> bool {
+        matches!(self, PhaseSpec::Shutdown)
+    }
+}
+
+/// A test as data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The phases, in order.
+    pub phases: Vec<PhaseSpec>,
+}
+
+impl Plan {
+    /// The Performance test: attain the cache prerequisite, settle for one dirty-page age,
+    /// measure for the duration, shut down.
+    pub fn performance(cfg: &RunConfig) -> Plan {
+        Plan {
+            phases: vec![
+                PhaseSpec::Attain,
+                PhaseSpec::Settle(Duration::from_secs_f64(cfg.cache.max_dirty_age_s)),
+                PhaseSpec::Measure(Duration::from_secs_f64(cfg.duration_s)),
+                PhaseSpec::Shutdown,
+            ],
+        }
+    }
+
+    /// The index of the first phase after `idx` that always runs (or the end).
+    pub(crate) fn final_phase_after(&self, idx: usize) -> usize {
+        self.phases
+            .iter()
+            .enumerate()
+            .skip(idx + 1)
+            .find(|(_, p)| p.always_runs())
+            .map(|(i, _)| i)
+            .unwrap_or(self.phases.len())
+    }
+}

@@ -1,0 +1,239 @@
+//! The reactor: the only code that touches the [`IoQueue`]. Components submit requests with an
+//! owner token; the reactor keeps the token while the request is in flight and hands each
+//! completion back with its owner, so the executor can route it. It also owns the buffer pool and
+//! the file table (through the queue), and asks the queue's clock for the time.
+//!
+//! A reactor is self-contained (no globals): a later step of the engine runs several, one per
+//! thread, each owning some databases.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mbx_io::{AlignedBuf, Clock, IoCompletion, IoError, IoOp, IoQueue, IoRequest, OpenMode};
+
+use crate::EngineError;
+
+/// Who is waiting for a request: enough to route the completion, nothing more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// Transaction reads of `pages` pages from `first`.
+    TxnRead { db: usize, first: u64, pages: u64 },
+    /// A flush of `pages` dirty pages from `first`.
+    Flush { db: usize, first: u64, pages: u64 },
+    /// A log record write ending (durably) at `end_lsn`, into log generation `gen`.
+    LogWrite { db: usize, gen: u64, end_lsn: u64 },
+    /// Creating log generation `gen`: its header write, then its preallocation.
+    LogCreate { db: usize, gen: u64, step: u8 },
+    /// A checkpoint: the database sync, then the checkpoint slot write.
+    Checkpoint { db: usize, step: u8 },
+    /// A background database maintenance read (submitted as I/O number `seq`).
+    Bdm {
+        db: usize,
+        first: u64,
+        pages: u64,
+        seq: u64,
+    },
+    /// A log replication read of generation `gen`.
+    Repl { db: usize, gen: u64 },
+    /// A synchronous request made by [`Reactor::run_sync`].
+    Sync,
+}
+
+/// Most buffers of one size kept for reuse.
+const POOL_PER_SIZE: usize = 64;
+
+/// Owns the queue, the in-flight owners and the buffers.
+pub(crate) struct Reactor {
+    queue: Box<dyn IoQueue>,
+    clock: Arc<dyn Clock>,
+    owners: Vec<Option<Owner>>,
+    free: Vec<usize>,
+    pool: Vec<(usize, Vec<AlignedBuf>)>,
+    batch: Vec<IoCompletion>,
+    /// Submissions plus completions so far: a sequence number for "happened before" questions
+    /// (a write that completed at a higher number than a read's submission raced it).
+    pub events: u64,
+}
+
+impl Reactor {
+    pub fn new(queue: Box<dyn IoQueue>) -> Reactor {
+        Reactor {
+            clock: queue.clock(),
+            queue,
+            owners: Vec::new(),
+            free: Vec::new(),
+            pool: Vec::new(),
+            batch: Vec::new(),
+            events: 0,
+        }
+    }
+
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn engine_name(&self) -> &'static str {
+        self.queue.engine_name()
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.queue.in_flight()
+    }
+
+    pub fn has_room(&self) -> bool {
+        self.queue.in_flight() < self.queue.depth()
+    }
+
+    pub fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
+        self.queue.open_file(path, mode)
+    }
+
+    pub fn close_file(&mut self, file: usize) {
+        self.queue.close_file(file);
+    }
+
+    pub fn remove_file(&mut self, path: &Path) -> Result<(), IoError> {
+        self.queue.remove_file(path)
+    }
+
+    pub fn file_path(&self, file: usize) -> PathBuf {
+        self.queue.file_path(file)
+    }
+
+    /// A buffer of `len` bytes (reused when one is free; contents unspecified).
+    pub fn buf(&mut self, len: usize) -> AlignedBuf {
+        self.pool
+            .iter_mut()
+            .find(|(l, _)| *l == len)
+            .and_then(|(_, v)| v.pop())
+            .unwrap_or_else(|| AlignedBuf::zeroed(len))
+    }
+
+    /// Returns a buffer to the pool.
+    pub fn give_back(&mut self, b: AlignedBuf) {
+        let len = b.len();
+        match self.pool.iter_mut().find(|(l, _)| *l == len) {
+            Some((_, v)) => {
+                if v.len() < POOL_PER_SIZE {
+                    v.push(b);
+                }
+            }
+            None => self.pool.push((len, vec![b])),
+        }
+    }
+
+    /// Submits `len` bytes of `buf` (all of it for reads and writes when `len` is `None`).
+    pub fn submit(
+        &mut self,
+        owner: Owner,
+        op: IoOp,
+        file: usize,
+        offset: u64,
+        buf: AlignedBuf,
+        len: Option<usize>,
+    ) -> Result<(), EngineError> {
+        let tag = match self.free.pop() {
+            Some(i) => {
+                self.owners[i] = Some(owner);
+                i
+            }
+            None => {
+                self.owners.push(Some(owner));
+                self.owners.len() - 1
+            }
+        };
+        self.events += 1;
+        let len = len.unwrap_or(buf.len());
+        self.queue.submit(IoRequest {
+            op,
+            file,
+            offset,
+            len,
+            buf,
+            tag: tag as u64,
+        })?;
+        Ok(())
+    }
+
+    /// Waits until a completion arrives or `deadline` passes (sleeping on the clock when nothing
+    /// is in flight), then calls `route` for every completion with its owner. The completion's
+    /// buffer goes back to the pool afterwards.
+    pub fn wait(
+        &mut self,
+        deadline: Instant,
+        mut route: impl FnMut(&mut Reactor, Owner, &IoCompletion) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
+        let timeout = deadline.saturating_duration_since(self.clock.now());
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        if self.queue.in_flight() > 0 {
+            if timeout.is_zero() {
+                self.queue.reap_timeout(0, Duration::ZERO, &mut batch)?;
+            } else {
+                self.queue.reap_timeout(1, timeout, &mut batch)?;
+            }
+        } else if !timeout.is_zero() {
+            // Nothing in flight: only a timer can be due. Sleep in short steps on a real clock,
+            // so an interruption is noticed promptly.
+            self.clock.sleep(timeout.min(Duration::from_millis(50)));
+        }
+        let mut result = Ok(());
+        for c in batch.drain(..) {
+            let tag = c.req.tag as usize;
+            let owner = self.owners.get_mut(tag).and_then(Option::take);
+            if owner.is_some() {
+                self.free.push(tag);
+            }
+            self.events += 1;
+            if let (Some(owner), true) = (owner, result.is_ok()) {
+                result = route(self, owner, &c);
+            }
+            self.give_back(c.req.buf);
+        }
+        self.batch = batch;
+        result
+    }
+
+    /// Bytes transferred by a completion, or the error naming the file and offset.
+    pub fn check(&self, c: &IoCompletion) -> Result<usize, IoError> {
+        c.check(self.queue.files())
+    }
+
+    /// Performs one request and waits for it (set-up and tear-down only: never in a measured
+    /// loop). Other requests in flight are not disturbed: their completions are kept for the
+    /// next [`Reactor::wait`]. Returns the buffer.
+    pub fn run_sync(
+        &mut self,
+        op: IoOp,
+        file: usize,
+        offset: u64,
+        buf: AlignedBuf,
+    ) -> Result<AlignedBuf, EngineError> {
+        if self.queue.in_flight() > 0 {
+            return Err(EngineError::Invalid(
+                "internal: a synchronous request while others are in flight".into(),
+            ));
+        }
+        self.submit(Owner::Sync, op, file, offset, buf, None)?;
+        let mut out = Vec::new();
+        while out.is_empty() {
+            self.queue.reap(1, &mut out)?;
+        }
+        let mut done = None;
+        for c in out {
+            let tag = c.req.tag as usize;
+            if let Some(slot) = self.owners.get_mut(tag) {
+                *slot = None;
+                self.free.push(tag);
+            }
+            self.check(&c)?;
+            done = Some(c.req.buf);
+        }
+        done.ok_or_else(|| EngineError::Invalid("internal: no completion".into()))
+    }
+}

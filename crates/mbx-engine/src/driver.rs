@@ -20,6 +20,7 @@ use mbx_store::header::HEADER_PAGES;
 use mbx_store::log::{
     encode_log_header, encode_record, log_file_name, record_size, LOG_FILE_SIZE, LOG_SECTOR,
 };
+use mbx_store::lsn::Lsn;
 use mbx_store::page::{
     build_data_page, check_data_page, PageCheck, PageHeader, KIND_DATA, PAGE_SIZE,
 };
@@ -461,7 +462,7 @@ impl<'a> Driver<'a> {
             return Ok(());
         }
         let payload = (inst.buffer_bytes as usize).min(MAX_LOG_WRITE - LOG_SECTOR);
-        let size = record_size(payload);
+        let size = record_size(payload, 0);
         if inst.log_offset + size as u64 > LOG_FILE_SIZE as u64 {
             self.open_next_log(i)?;
         }
@@ -487,13 +488,7 @@ impl<'a> Driver<'a> {
         let end_lsn = inst.lsn_buffered - inst.buffer_bytes as u64;
         inst.log_in_flight = true;
         let mut buf = self.buf(size);
-        encode_record(
-            buf.as_mut_slice(),
-            gen,
-            gen * LOG_FILE_SIZE as u64 + offset,
-            payload,
-            ops,
-        );
+        encode_record(buf.as_mut_slice(), Lsn::new(gen, offset), payload, ops, &[]);
         self.submit(
             IoOp::Write,
             file,
@@ -921,8 +916,9 @@ impl<'a> Driver<'a> {
         let c = Checkpoint {
             sequence: inst.checkpoint_seq,
             database_id: inst.spec.database_id,
-            log_generation: needed_gen,
-            lsn,
+            // Still a count of payload bytes, not a log position, until the log writer tracks
+            // Lsns (issue 9).
+            lsn: Lsn::from_raw(lsn),
         };
         let path = inst.spec.log_dir.join(CHECKPOINT_FILE);
         let f = IoFile::open(

@@ -24,6 +24,7 @@ use mbx_io::{
 use crate::checkpoint::{Checkpoint, CHECKPOINT_FILE, SLOT};
 use crate::header::{DbHeader, DbState, FORMAT_VERSION, HEADER_PAGES};
 use crate::log::{decode_log_header, encode_log_header, log_file_name, LOG_FILE_SIZE, LOG_SECTOR};
+use crate::lsn::Lsn;
 use crate::page::{build_data_page, PageHeader, KIND_DATA, MAX_COMPRESSIBILITY_PCT, PAGE_SIZE};
 use crate::StoreError;
 
@@ -943,8 +944,7 @@ fn create_logs(
         let c = Checkpoint {
             sequence: 0,
             database_id,
-            log_generation: 1,
-            lsn: LOG_FILE_SIZE as u64 + LOG_SECTOR as u64,
+            lsn: Lsn::new(1, LOG_SECTOR as u64),
         };
         let mut image = vec![0u8; 2 * SLOT];
         let off = c.slot_offset() as usize;

@@ -15,7 +15,7 @@ use mbx_config::RunConfig;
 use mbx_io::{
     AlignedBuf, FileTable, Files, IoCompletion, IoFile, IoOp, IoQueue, IoRequest, OpenMode,
 };
-use mbx_store::checkpoint::{Checkpoint, CHECKPOINT_FILE, SLOT};
+use mbx_store::checkpoint::{read_checkpoint, Checkpoint, CHECKPOINT_FILE, SLOT};
 use mbx_store::header::HEADER_PAGES;
 use mbx_store::log::{
     encode_log_header, encode_record, log_file_name, record_size, LOG_FILE_SIZE, LOG_SECTOR,
@@ -258,6 +258,9 @@ impl<'a> Driver<'a> {
                 .map_err(|_| EngineError::Invalid("database cache too large".into()))?
                 .max(1);
             let mailboxes = (cfg.mailboxes + dbs - 1 - i as u64) / dbs;
+            // Continue the directory's checkpoint sequence, so this run's checkpoints win over
+            // an earlier run's (docs/store-format.md).
+            let checkpoint_seq = read_checkpoint(&spec.log_dir)?.map_or(0, |c| c.sequence);
             instances.push(Instance {
                 db_file: i,
                 cache: Cache::new(frames, cfg.cache.flush_start_pct, cfg.cache.flush_stop_pct),
@@ -275,7 +278,7 @@ impl<'a> Driver<'a> {
                 log_in_flight: false,
                 commit_waiters: Vec::new(),
                 next_checkpoint: now + CHECKPOINT_EVERY,
-                checkpoint_seq: 1,
+                checkpoint_seq,
                 bdm_next: now,
                 bdm_page: HEADER_PAGES,
                 bdm_in_flight: false,
@@ -912,7 +915,7 @@ impl<'a> Driver<'a> {
             })
             .map(|l| l.gen)
             .unwrap_or(1);
-        inst.checkpoint_seq += 1;
+        inst.checkpoint_seq = inst.checkpoint_seq.saturating_add(1);
         let c = Checkpoint {
             sequence: inst.checkpoint_seq,
             database_id: inst.spec.database_id,

@@ -338,8 +338,7 @@ pub(crate) fn begin_checkpoint(
         .unwrap_or(db.log.seq_buffered)
         .min(db.log.seq_buffered);
     let lsn = db.log.lsn_of(seq);
-    db.checkpointer
-        .begin(reactor, i, db.file, lsn, seq, now)
+    db.checkpointer.begin(reactor, i, db.file, lsn, seq, now)
 }
 
 /// Routes one completion to its owner.
@@ -361,7 +360,15 @@ fn route(
             dbs[db].stats.record(Stream::DbRead, bytes, c.latency);
             *txn_ios += 1;
             pacer.on_ios(1);
-            check_pages(&mut dbs[db], first, pages, c.req.buf.as_slice(), None, scratch, reactor);
+            check_pages(
+                &mut dbs[db],
+                first,
+                pages,
+                c.req.buf.as_slice(),
+                None,
+                scratch,
+                reactor,
+            );
             work.pages_read(db, first, pages, dbs, now)?;
         }
         Owner::Flush { db, first, pages } => {

@@ -30,7 +30,7 @@ use mbx_store::{DbState, PreparedDatabase, StoreError};
 use db::{Database, DbParams};
 pub use db::{InstanceSpec, LogStart};
 use exec::{Engine, Settings};
-pub use plan::{Plan, PhaseSpec};
+pub use plan::{PhaseSpec, Plan};
 use reactor::Reactor;
 use result::*;
 use stats::{Counter, Stream};
@@ -201,7 +201,7 @@ pub fn run_performance(
             log_dir: d.spec.log_dir.clone(),
             database_id: d.header.database_id,
             data_pages: d.header.data_pages(),
-            log: log_start(&d.spec.log_dir)?,
+            log: log_start(&d.spec.log_dir, d.header.database_id)?,
         });
     }
     let initial_bytes: u64 = databases.iter().map(|d| d.header.file_bytes()).sum();
@@ -231,7 +231,11 @@ pub fn run_performance(
     for d in databases {
         mbx_store::create::set_database_state(&d.spec.path, DbState::Dirty)?;
     }
-    let q = open_queue(engine, Files::new(Vec::new()), queue_depth(cfg, specs.len()))?;
+    let q = open_queue(
+        engine,
+        Files::new(Vec::new()),
+        queue_depth(cfg, specs.len()),
+    )?;
     let q = match wrap {
         Some(w) => w(q),
         None => q,
@@ -240,8 +244,7 @@ pub fn run_performance(
     let mut result = run_plan(cfg, &plan, specs, q, observer, cancel)?;
     // A run stopped by an error leaves its databases marked dirty (pages were not all flushed):
     // that is the truth, and the next run attaches them all the same.
-    if result.stopped.reason.ran_to_completion()
-        || result.stopped.reason == StopReason::Interrupted
+    if result.stopped.reason.ran_to_completion() || result.stopped.reason == StopReason::Interrupted
     {
         for d in databases {
             mbx_store::create::set_database_state(&d.spec.path, DbState::Clean)?;
@@ -289,42 +292,19 @@ pub fn queue_depth(cfg: &RunConfig, databases: usize) -> usize {
 }
 
 /// What an earlier run left in a log folder: where this run's log continues (read with the
-/// file system; a simulated device's caller builds it directly).
-pub fn log_start(dir: &Path) -> Result<LogStart, EngineError> {
-    let mut start = LogStart {
-        next_generation: 1,
-        ..LogStart::default()
-    };
-    let entries = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(start),
-        Err(e) => return Err(mbx_io::IoError::new("list", dir, e).into()),
-    };
-    let mut newest = 0;
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
-        if let Some(gen) = name
-            .strip_prefix("E00")
-            .and_then(|s| s.strip_suffix(".log"))
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-        {
-            newest = newest.max(gen);
-            start.earlier_logs.push(e.path());
-        }
-    }
-    start.earlier_logs.sort();
-    start.next_generation = newest + 1;
-    let ckpt = dir.join(mbx_store::checkpoint::CHECKPOINT_FILE);
-    match std::fs::read(&ckpt) {
-        Ok(image) => {
-            if let Some(c) = mbx_store::checkpoint::Checkpoint::from_file(&image) {
-                start.checkpoint_sequence = c.sequence;
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(mbx_io::IoError::new("read", &ckpt, e).into()),
-    }
-    Ok(start)
+/// file system; a simulated device's caller builds it directly). Every earlier generation is
+/// retired once this run's first checkpoint is written (it covers everything from then on).
+pub fn log_start(dir: &Path, database_id: u64) -> Result<LogStart, EngineError> {
+    let state = mbx_store::log_dir::describe_log_dir(dir, database_id)?;
+    Ok(LogStart {
+        next_generation: state.next_generation(),
+        checkpoint_sequence: state.next_checkpoint_sequence.saturating_sub(1),
+        earlier_logs: state
+            .generations
+            .iter()
+            .map(|&g| dir.join(mbx_store::log::log_file_name(g)))
+            .collect(),
+    })
 }
 
 /// Runs `plan` on the databases `specs` through `queue` (a real backend or a simulated device):

@@ -6,8 +6,8 @@ use std::time::Duration;
 use mbx_config::RunConfig;
 
 use crate::exec::Engine;
-use crate::phase::{attain::Attain, measure::Measure, settle::Settle, shutdown::Shutdown};
 use crate::phase::PhaseRun;
+use crate::phase::{attain::Attain, measure::Measure, settle::Settle, shutdown::Shutdown};
 
 /// One phase of a plan.
 #[derive(Debug, Clone, PartialEq)]

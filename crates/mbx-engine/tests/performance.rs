@@ -86,12 +86,35 @@ fn setup(
     (cfg, dbs, scratch)
 }
 
+/// Writes a checkpoint with `sequence` into its slot of `db`'s checkpoint file.
+fn plant_checkpoint(db: &PreparedDatabase, sequence: u64) -> mbx_store::checkpoint::Checkpoint {
+    use mbx_store::checkpoint::{Checkpoint, CHECKPOINT_FILE, SLOT};
+    let path = db.spec.log_dir.join(CHECKPOINT_FILE);
+    let mut image = std::fs::read(&path).expect("read checkpoint");
+    let c = Checkpoint {
+        sequence,
+        database_id: db.header.database_id,
+        lsn: mbx_store::Lsn::new(1, 4096),
+    };
+    let off = c.slot_offset() as usize;
+    c.encode(&mut image[off..off + SLOT]);
+    std::fs::write(&path, image).expect("write checkpoint");
+    c
+}
+
 #[test]
 fn passing_run_has_the_model_shape_and_consistent_totals() {
     let (cfg, dbs, _dir) = setup("pass", 2, 16);
+    // An earlier run left checkpoint sequence 1001: this run's checkpoints must outrank it.
+    let earlier = plant_checkpoint(&dbs[0], 1001);
     let mut obs = Collect::default();
     let r = run_performance(&cfg, &dbs, &mut obs, &AtomicBool::new(false), None).expect("run");
     assert!(r.verdict.pass, "{:#?}", r.verdict);
+    let now = mbx_store::checkpoint::read_checkpoint(&dbs[0].spec.log_dir).expect("read");
+    assert!(
+        now.is_some_and(|c| c.sequence > earlier.sequence),
+        "{now:?}"
+    );
     assert!(!r.test.interrupted);
     // Achieved IOPS is by definition the sum of the instances' DB reads/s + writes/s.
     let sum: f64 = r

@@ -204,7 +204,11 @@ pub trait IoQueue: Send {
     /// Engine name for results ("io_uring", "sync").
     fn engine_name(&self) -> &'static str;
     /// Opens (or creates) a file and adds it to the table; returns its index.
-    fn open_file(&mut self, path: &std::path::Path, mode: crate::OpenMode) -> Result<usize, IoError> {
+    fn open_file(
+        &mut self,
+        path: &std::path::Path,
+        mode: crate::OpenMode,
+    ) -> Result<usize, IoError> {
         let f = IoFile::open(path, mode)?;
         Ok(self.files().add(f))
     }

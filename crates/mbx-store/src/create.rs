@@ -25,6 +25,8 @@ use mbx_io::{open_queue, platform, AlignedBuf, EngineKind, IoFile, IoQueue, Open
 use crate::checkpoint::{Checkpoint, CHECKPOINT_FILE, SLOT};
 use crate::header::{DbHeader, DbState, FORMAT_VERSION, HEADER_PAGES};
 use crate::log::{decode_log_header, encode_log_header, log_file_name, LOG_FILE_SIZE, LOG_SECTOR};
+use crate::log_dir::{describe_log_dir, list_log_generations, LogDirState};
+use crate::lsn::Lsn;
 use crate::page::{build_data_page, PageHeader, KIND_DATA, MAX_COMPRESSIBILITY_PCT, PAGE_SIZE};
 use crate::StoreError;
 
@@ -509,13 +511,13 @@ fn inspect(spec: &DatabaseSpec, params: &CreateParams) -> Result<Action, StoreEr
     })
 }
 
-/// Existing log files and checkpoints must be ours (or `force`).
+/// Existing log files must be ours (or `force`): `prepare` may delete them to start a new log.
 fn check_logs(spec: &DatabaseSpec, params: &CreateParams) -> Result<(), StoreError> {
     if params.force {
         return Ok(());
     }
-    let log = spec.log_dir.join(log_file_name(1));
-    if log.exists() {
+    for generation in list_log_generations(&spec.log_dir)? {
+        let log = spec.log_dir.join(log_file_name(generation));
         let mut head = vec![0u8; LOG_SECTOR];
         let ok = std::fs::File::open(&log)
             .and_then(|f| platform::read_exact_at(&f, &mut head, 0))
@@ -637,7 +639,7 @@ fn space_needs(
             // Name the folder (the file may exist empty, made by the lock).
             add(spec.path.parent().unwrap_or(&spec.path), bytes)?;
         }
-        if !spec.log_dir.join(log_file_name(1)).exists() {
+        if list_log_generations(&spec.log_dir)?.is_empty() {
             add(&spec.log_dir, log_bytes)?;
         }
     }
@@ -886,7 +888,11 @@ pub fn set_database_state(path: &Path, state: DbState) -> Result<DbHeader, Store
     Ok(h)
 }
 
-/// Creates the log directory with log generation 1 and a checkpoint, unless they exist.
+/// Leaves the log directory ready for a run of database `database_id`. A usable log of this
+/// database ([`log_is_usable`]) is kept: the run adopts it and continues after its newest
+/// generation. Otherwise (or with `force`) a new log starts: the old log files are deleted
+/// (`check_logs` made sure they are ours), generation 1 is written, then a checkpoint at its first
+/// record whose sequence continues the directory's, so it wins over any earlier slot.
 fn create_logs(
     spec: &DatabaseSpec,
     database_id: u64,
@@ -894,44 +900,52 @@ fn create_logs(
 ) -> Result<(), StoreError> {
     let dir = &spec.log_dir;
     std::fs::create_dir_all(dir).map_err(|e| mbx_io::IoError::new("create directory", dir, e))?;
-    let log = dir.join(log_file_name(1));
+    let state = describe_log_dir(dir, database_id)?;
+    if !params.force && log_is_usable(&state) {
+        return Ok(());
+    }
+    for &generation in &state.generations {
+        let path = dir.join(log_file_name(generation));
+        std::fs::remove_file(&path).map_err(|e| mbx_io::IoError::new("delete", &path, e))?;
+    }
     let mode = OpenMode {
         direct: false,
         write_through: false,
         write: true,
         create: true,
     };
-    let rewrite_log = match std::fs::read(&log) {
-        Ok(bytes) => decode_log_header(&bytes).map(|(_, id)| id) != Some(database_id),
-        Err(_) => true,
+    let f = IoFile::open(&dir.join(log_file_name(1)), mode)?;
+    let mut image = vec![0u8; LOG_FILE_SIZE];
+    encode_log_header(&mut image, 1, database_id, now_unix());
+    f.write_all_at(&image, 0)?;
+    f.set_len(LOG_FILE_SIZE as u64)?;
+    f.sync_all()?;
+    let f = IoFile::open(&dir.join(CHECKPOINT_FILE), mode)?;
+    let c = Checkpoint {
+        sequence: state.next_checkpoint_sequence,
+        database_id,
+        lsn: Lsn::new(1, LOG_SECTOR as u64),
     };
-    if rewrite_log || params.force {
-        let f = IoFile::open(&log, mode)?;
-        let mut image = vec![0u8; LOG_FILE_SIZE];
-        encode_log_header(&mut image, 1, database_id, now_unix());
-        f.write_all_at(&image, 0)?;
-        f.set_len(LOG_FILE_SIZE as u64)?;
-        f.sync_all()?;
-    }
-    let chk = dir.join(CHECKPOINT_FILE);
-    let existing = std::fs::read(&chk)
-        .ok()
-        .and_then(|b| Checkpoint::from_file(&b));
-    if existing.map(|c| c.database_id) != Some(database_id) {
-        let f = IoFile::open(&chk, mode)?;
-        let c = Checkpoint {
-            sequence: 0,
-            database_id,
-            log_generation: 1,
-            lsn: LOG_FILE_SIZE as u64 + LOG_SECTOR as u64,
-        };
-        let mut image = vec![0u8; 2 * SLOT];
-        let off = c.slot_offset() as usize;
-        c.encode(&mut image[off..off + SLOT]);
-        f.write_all_at(&image, 0)?;
-        f.sync_all()?;
-    }
+    let mut image = vec![0u8; 2 * SLOT];
+    let off = c.slot_offset() as usize;
+    c.encode(&mut image[off..off + SLOT]);
+    f.write_all_at(&image, 0)?;
+    f.sync_all()?;
     Ok(())
+}
+
+/// A log a run can continue: a checkpoint of this database at or before the end of the log, and
+/// every generation from the checkpoint's to the newest present, the newest with a valid header.
+fn log_is_usable(state: &LogDirState) -> bool {
+    let (Some(checkpoint), Some(end), Some(newest)) = (state.checkpoint, state.end, state.newest())
+    else {
+        return false;
+    };
+    let needed = checkpoint.lsn.generation().max(1);
+    let present = state.generations.iter().filter(|&&g| g >= needed).count();
+    checkpoint.lsn <= end
+        && u64::try_from(present)
+            .is_ok_and(|n| n == newest.saturating_add(1).saturating_sub(needed))
 }
 
 #[cfg(test)]

@@ -10,13 +10,19 @@
 //!   block devices without `allow_device` and mounted or in-use devices always, check free
 //!   space first).
 //! - [`verify::verify_database`]: read a database sequentially and classify every page.
+//! - [`log`], [`log_dir`], [`checkpoint`], [`redo`]: the transaction log in one [`Lsn`] space:
+//!   records that carry redo entries, scans of byte images and of log directories, the
+//!   checkpoint that continues across runs, and the redo set replay computes.
 
 pub mod checkpoint;
 pub mod create;
 pub mod header;
 pub mod lock;
 pub mod log;
+pub mod log_dir;
+pub mod lsn;
 pub mod page;
+pub mod redo;
 pub mod verify;
 
 use std::path::PathBuf;
@@ -24,6 +30,7 @@ use std::path::PathBuf;
 pub use create::{plan_paths, prepare, CreateEvent, CreateParams, DatabaseSpec, PreparedDatabase};
 pub use header::{DbHeader, DbState};
 pub use lock::{LockMode, StoreLock};
+pub use lsn::Lsn;
 pub use verify::{verify_database, VerifyOptions, VerifyReport};
 
 /// Errors of the store. Each names the path concerned; [`StoreError::is_user_error`] tells the CLI
@@ -117,6 +124,14 @@ pub enum StoreError {
         path: PathBuf,
         /// The process holding the lock, where the OS tells.
         holder: Option<u32>,
+    },
+    /// A database's log is not continuous where replay needs it.
+    #[error("the log in {} cannot be replayed: {problem}", dir.display())]
+    LogBroken {
+        /// The log directory.
+        dir: PathBuf,
+        /// The first break found.
+        problem: log_dir::LogBreak,
     },
     /// The request itself is invalid (path counts, sizes).
     #[error("{0}")]

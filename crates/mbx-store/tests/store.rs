@@ -386,6 +386,81 @@ fn foreign_files_are_refused_unless_forced() {
     assert!(verify(&specs[0].path).is_clean());
 }
 
+/// Writes log generation `gen` of database `db` with one record (what a run leaves).
+fn write_log(dir: &Path, gen: u64, db: u64) {
+    use mbx_store::log::{
+        encode_log_header, encode_record, log_file_name, LOG_FILE_SIZE, LOG_SECTOR,
+    };
+    let mut image = vec![0u8; LOG_FILE_SIZE];
+    encode_log_header(&mut image, gen, db, 1);
+    let lsn = mbx_store::Lsn::new(gen, LOG_SECTOR as u64);
+    encode_record(&mut image[LOG_SECTOR..], lsn, 100, 1, &[]);
+    std::fs::write(dir.join(log_file_name(gen)), image).expect("write log");
+}
+
+fn write_checkpoint(dir: &Path, c: mbx_store::checkpoint::Checkpoint) {
+    use mbx_store::checkpoint::{CHECKPOINT_FILE, SLOT};
+    let mut image = std::fs::read(dir.join(CHECKPOINT_FILE)).expect("read checkpoint");
+    let off = c.slot_offset() as usize;
+    c.encode(&mut image[off..off + SLOT]);
+    std::fs::write(dir.join(CHECKPOINT_FILE), image).expect("write checkpoint");
+}
+
+/// An earlier run's log is adopted as it is when it is usable; a broken one is replaced by a new
+/// log at generation 1 whose checkpoint still wins over the old one.
+#[test]
+fn prepare_adopts_a_usable_log_and_restarts_a_broken_one() {
+    use mbx_store::checkpoint::{read_checkpoint, Checkpoint};
+    use mbx_store::log_dir::{describe_log_dir, list_log_generations, scan_log_dir};
+    use mbx_store::Lsn;
+    let dir = scratch("adopt-logs");
+    let (specs, params) = setup(dir.path(), 1, 1);
+    let prepared = run(&specs, &params, None).0.expect("created");
+    let (logs, db) = (&specs[0].log_dir, prepared[0].header.database_id);
+    let first = read_checkpoint(logs).expect("read").expect("a checkpoint");
+    assert_eq!(first.lsn, Lsn::new(1, 4096));
+    assert!(scan_log_dir(logs, db).expect("scan").is_continuous());
+    // A run continued with generations 2..4, checkpointed in 3 and retired generations 1 and 2.
+    for gen in 2..=4 {
+        write_log(logs, gen, db);
+    }
+    let ran = Checkpoint {
+        sequence: first.sequence + 7,
+        database_id: db,
+        lsn: Lsn::new(3, 4096),
+    };
+    write_checkpoint(logs, ran);
+    for gen in 1..=2 {
+        std::fs::remove_file(logs.join(mbx_store::log::log_file_name(gen))).expect("retire");
+    }
+    run(&specs, &params, None).0.expect("attached");
+    let state = describe_log_dir(logs, db).expect("describe");
+    assert_eq!(
+        state.generations,
+        vec![3, 4],
+        "the log is adopted untouched"
+    );
+    assert_eq!(state.checkpoint, Some(ran));
+    assert_eq!(state.next_generation(), 5);
+    // A generation the checkpoint needs is lost: the log cannot be continued and starts again.
+    std::fs::remove_file(logs.join(mbx_store::log::log_file_name(3))).expect("lose");
+    run(&specs, &params, None).0.expect("attached");
+    assert_eq!(list_log_generations(logs).expect("list"), vec![1]);
+    let restarted = read_checkpoint(logs).expect("read").expect("a checkpoint");
+    assert_eq!(restarted.sequence, ran.sequence + 1);
+    assert_eq!(restarted.lsn, Lsn::new(1, 4096));
+    assert!(scan_log_dir(logs, db).expect("scan").is_continuous());
+    // A file with a log's name that is not ours is refused, and kept.
+    let foreign = logs.join(mbx_store::log::log_file_name(2));
+    std::fs::write(&foreign, b"someone's log").expect("write");
+    let err = run(&specs, &params, None).0.expect_err("must refuse");
+    assert!(
+        matches!(err, StoreError::NotOurs { ref path, .. } if *path == foreign),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&foreign).expect("read"), b"someone's log");
+}
+
 #[test]
 fn insufficient_space_is_refused_before_writing() {
     let dir = scratch("space");

@@ -17,11 +17,11 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use mbx_io::{IoOp, OpenMode};
 use super::logfmt::{
-    encode_log_header, encode_record, log_file_name, record_size, Lsn, RedoEntry, LOG_FILE_SIZE,
-    LOG_SECTOR,
+    encode_log_header, encode_record, log_file_name, record_size, txn_payload, Lsn, RedoEntry,
+    LOG_FILE_SIZE, LOG_SECTOR,
 };
+use mbx_io::{IoOp, OpenMode};
 
 use crate::reactor::{Owner, Reactor};
 use crate::EngineError;
@@ -33,9 +33,6 @@ pub(crate) const MAX_LOG_WRITE: usize = 256 * 1024;
 pub(crate) const LOG_FLUSH_BYTES: u64 = 32 * 1024;
 /// Lazily committed log data is flushed after this long at most.
 pub(crate) const LOG_LAZY_FLUSH: Duration = Duration::from_millis(200);
-/// Bytes of the redo entry count at the start of a payload, and of one entry.
-const ENTRY_COUNT_BYTES: usize = 4;
-const ENTRY_BYTES: usize = 16;
 
 /// One log file the writer knows.
 #[derive(Debug)]
@@ -219,7 +216,7 @@ impl LogWriter {
         let before = self.entries.len();
         self.entries.extend(entries);
         let n = self.entries.len() - before;
-        let bytes = u64::from(bytes).max((ENTRY_COUNT_BYTES + n * ENTRY_BYTES) as u64);
+        let bytes = txn_payload(bytes, n);
         self.pending.push_back(Pending {
             bytes,
             ops,
@@ -231,10 +228,10 @@ impl LogWriter {
         self.seq_buffered
     }
 
-    /// The sequence the next appended change will end at or after (for stamping pages before
-    /// their bytes are appended).
-    pub fn next_seq(&self, bytes: u32) -> u64 {
-        self.seq_buffered + u64::from(bytes)
+    /// The sequence a transaction of `bytes` with `entries` redo entries will end at if it is
+    /// appended next (for stamping its pages before it is).
+    pub fn next_seq(&self, bytes: u32, entries: usize) -> u64 {
+        self.seq_buffered + txn_payload(bytes, entries)
     }
 
     /// Bytes waiting in the buffer.
@@ -266,7 +263,9 @@ impl LogWriter {
             || !self.commit_waiters.is_empty()
             || need.is_some_and(|n| n > self.seq_durable)
             || self.buffered_bytes >= LOG_FLUSH_BYTES
-            || self.oldest_pending.is_some_and(|t| now >= t + LOG_LAZY_FLUSH);
+            || self
+                .oldest_pending
+                .is_some_and(|t| now >= t + LOG_LAZY_FLUSH);
         if !due {
             return Ok(());
         }
@@ -277,7 +276,7 @@ impl LogWriter {
         let mut txns = 0usize;
         for p in &self.pending {
             let with = payload + p.bytes;
-            if txns > 0 && record_size(with as usize) > MAX_LOG_WRITE {
+            if txns > 0 && record_size(with as usize, n_entries + p.entries) > MAX_LOG_WRITE {
                 break;
             }
             payload = with;
@@ -285,11 +284,11 @@ impl LogWriter {
             n_entries += p.entries;
             txns += 1;
         }
-        let size = record_size(payload as usize) as u64;
+        let size = record_size(payload as usize, n_entries) as u64;
         if self.tail + size > LOG_FILE_SIZE as u64 {
             // Roll over to the spare, if it is ready (its completion retries otherwise).
-            let ready = self.files.iter().rev().nth(0).is_some_and(|f| f.ready)
-                && self.files.len() >= 2;
+            let ready =
+                self.files.iter().rev().nth(0).is_some_and(|f| f.ready) && self.files.len() >= 2;
             if !ready {
                 return Ok(());
             }
@@ -324,14 +323,7 @@ impl LogWriter {
         self.placed.push_back(Placed { seq_end, lsn });
         let entries: Vec<RedoEntry> = self.entries.drain(..n_entries).collect();
         let mut buf = reactor.buf(size as usize);
-        encode_record(
-            buf.as_mut_slice(),
-            gen,
-            lsn,
-            payload as usize,
-            ops,
-            &entries,
-        );
+        encode_record(buf.as_mut_slice(), lsn, payload as usize, ops, &entries);
         self.in_flight = true;
         self.records_written += 1;
         reactor.submit(

@@ -1,37 +1,25 @@
-//! Temporary adapter to the store's log format (replaced by mbx_store::log once it carries Lsn
-//! and redo entries).
-#![allow(dead_code)]
+//! The store's log format as the engine uses it: positions ([`Lsn`]), records with redo entries,
+//! checkpoint slots.
 
-pub(crate) use mbx_store::log::{encode_log_header, log_file_name, LOG_FILE_SIZE, LOG_SECTOR};
+pub(crate) use mbx_store::checkpoint::{Checkpoint, CHECKPOINT_FILE, SLOT};
+pub(crate) use mbx_store::log::{
+    encode_log_header, encode_record, log_file_name, record_size, RedoEntry, LOG_FILE_SIZE,
+    LOG_SECTOR,
+};
+pub(crate) use mbx_store::Lsn;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub(crate) struct Lsn(pub u64);
-impl Lsn {
-    pub fn new(gen: u64, offset: u64) -> Lsn {
-        Lsn(gen * LOG_FILE_SIZE as u64 + offset)
-    }
-    pub fn generation(self) -> u64 {
-        self.0 / LOG_FILE_SIZE as u64
-    }
+/// Payload bytes a transaction's record part takes: what the workload logs, or more when its
+/// redo entries need more (the store's layout: an 8-byte count and 16 bytes per entry).
+pub(crate) fn txn_payload(log_bytes: u32, entries: usize) -> u64 {
+    u64::from(log_bytes).max(8 + 16 * entries as u64)
 }
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RedoEntry {
-    pub page: u64,
-    pub generation: u64,
-}
-pub(crate) fn record_size(payload: usize) -> usize {
-    mbx_store::log::record_size(payload)
-}
-pub(crate) fn encode_record(out: &mut [u8], gen: u64, lsn: Lsn, payload: usize, ops: u32, _e: &[RedoEntry]) {
-    mbx_store::log::encode_record(out, gen, lsn.0, payload, ops)
-}
-pub(crate) use mbx_store::checkpoint::{CHECKPOINT_FILE, SLOT};
+
+/// Encodes checkpoint `sequence` at `lsn` into `slot`; returns the slot's offset in the file.
 pub(crate) fn encode_checkpoint(slot: &mut [u8], sequence: u64, database_id: u64, lsn: Lsn) -> u64 {
-    let c = mbx_store::checkpoint::Checkpoint {
+    let c = Checkpoint {
         sequence,
         database_id,
-        log_generation: lsn.generation(),
-        lsn: lsn.0,
+        lsn,
     };
     c.encode(slot);
     c.slot_offset()

@@ -43,14 +43,7 @@ impl Replicator {
         let (gen, file) = (l.gen, l.file);
         self.in_flight = true;
         let buf = reactor.buf(len as usize);
-        reactor.submit(
-            Owner::Repl { db, gen },
-            IoOp::Read,
-            file,
-            start,
-            buf,
-            None,
-        )
+        reactor.submit(Owner::Repl { db, gen }, IoOp::Read, file, start, buf, None)
     }
 
     /// A read completed.

@@ -255,13 +255,7 @@ impl Workload {
         entries.clear();
         // The changes end at the sequence just past this transaction's log bytes.
         let n_mod = acc.iter().filter(|a| a.modify).count();
-        let seq = db.log.next_seq(
-            log_bytes.max(if n_mod > 0 {
-                (4 + 16 * n_mod) as u32
-            } else {
-                0
-            }),
-        );
+        let seq = db.log.next_seq(log_bytes, n_mod);
         for (k, a) in acc.iter().enumerate() {
             if a.modify {
                 let gen = db.new_generation();

@@ -141,6 +141,9 @@ pub struct RunConfig {
     pub direct: bool,
     /// Compressibility of new databases' pages, percent: 0..=99.
     pub compressibility_pct: u8,
+    /// Circular logging (on): log files a checkpoint no longer needs are deleted. Off keeps
+    /// every log file (what Soft Recovery replays; it needs the space).
+    pub circular_logging: bool,
     /// Operation mix.
     pub op_mix: OpMix,
     /// Cache and flushing.
@@ -172,6 +175,7 @@ impl Default for RunConfig {
             engine: String::new(),
             direct: true,
             compressibility_pct: 0,
+            circular_logging: true,
             op_mix: OpMix::default(),
             cache: CacheConfig::default(),
             thresholds: Thresholds::default(),

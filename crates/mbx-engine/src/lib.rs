@@ -341,7 +341,7 @@ pub fn run_plan(
             direct: cfg.direct,
             bdm_reads_per_s: cfg.bdm_reads_per_s,
             gen_base,
-            circular_logging: true,
+            circular_logging: cfg.circular_logging,
             replicated: cfg.copies_per_database > 1,
         };
         dbs.push(Database::open(spec, params, &mut reactor, ref_instant)?);
@@ -354,7 +354,7 @@ pub fn run_plan(
         bdm: cfg.bdm,
         copies: cfg.copies_per_database,
         compressibility_pct: cfg.compressibility_pct,
-        circular_logging: true,
+        circular_logging: cfg.circular_logging,
     };
     let work = Workload::new(
         cfg.sessions() as usize,

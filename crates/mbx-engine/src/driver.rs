@@ -256,7 +256,7 @@ impl<'a> Driver<'a> {
             let frames = usize::try_from(max_bytes / PAGE)
                 .map_err(|_| EngineError::Invalid("database cache too large".into()))?
                 .max(1);
-            let mailboxes = (cfg.mailboxes + dbs - 1 - i as u64) / dbs;
+            let mailboxes = (cfg.profile.mailboxes + dbs - 1 - i as u64) / dbs;
             instances.push(Instance {
                 db_file: i,
                 cache: Cache::new(frames, cfg.cache.flush_start_pct, cfg.cache.flush_stop_pct),
@@ -542,7 +542,7 @@ impl<'a> Driver<'a> {
         let dbs = self.instances.len() as u64;
         // With fewer mailboxes than databases every database still gets transactions (each
         // holds at least one mailbox), so every cache can fill and every database is tested.
-        let mailbox = self.rng.below(self.cfg.mailboxes.max(dbs));
+        let mailbox = self.rng.below(self.cfg.profile.mailboxes.max(dbs));
         let i = (mailbox % dbs) as usize;
         let local = mailbox / dbs;
         let (first_data, data_pages, mbx) = {
@@ -913,7 +913,7 @@ impl<'a> Driver<'a> {
             .find(|l| {
                 !l.closed
                     || l.in_flight > 0
-                    || (self.cfg.copies_per_database > 1 && l.replicated_to < l.used)
+                    || (self.cfg.profile.copies_per_database > 1 && l.replicated_to < l.used)
             })
             .map(|l| l.gen)
             .unwrap_or(1);
@@ -941,7 +941,7 @@ impl<'a> Driver<'a> {
         // Circular logging: delete closed, replicated, idle files older than the checkpoint.
         while inst.logs.len() > 1 {
             let Some(l) = inst.logs.front() else { break };
-            let replicated = self.cfg.copies_per_database == 1 || l.replicated_to >= l.used;
+            let replicated = self.cfg.profile.copies_per_database == 1 || l.replicated_to >= l.used;
             if !(l.closed && l.in_flight == 0 && replicated && l.gen < needed_gen) {
                 break;
             }
@@ -994,7 +994,7 @@ impl<'a> Driver<'a> {
     }
 
     fn replicate(&mut self, i: usize) -> Result<(), EngineError> {
-        if self.cfg.copies_per_database < 2 || self.instances[i].repl_in_flight {
+        if self.cfg.profile.copies_per_database < 2 || self.instances[i].repl_in_flight {
             return Ok(());
         }
         let inst = &mut self.instances[i];
@@ -1482,23 +1482,23 @@ impl<'a> Driver<'a> {
             let lw = c(Stream::LogWrite);
             st.sample_avgs.push((rd.avg_ms(), lw.avg_ms()));
             stalls += st.stalls_interval;
-            instances.push(serde_json::json!({
-                "name": inst.spec.name,
-                "db_reads_per_s": rd.rate(secs),
-                "db_writes_per_s": c(Stream::DbWrite).rate(secs),
-                "db_read_avg_latency_ms": rd.avg_ms(),
-                "db_write_avg_latency_ms": c(Stream::DbWrite).avg_ms(),
-                "db_read_avg_bytes": rd.avg_bytes(),
-                "db_write_avg_bytes": c(Stream::DbWrite).avg_bytes(),
-                "log_writes_per_s": lw.rate(secs),
-                "log_write_avg_latency_ms": lw.avg_ms(),
-                "log_write_avg_bytes": lw.avg_bytes(),
-                "log_reads_per_s": c(Stream::LogRead).rate(secs),
-                "bdm_reads_per_s": c(Stream::Bdm).rate(secs),
-                "transactions_per_s": st.txns_interval as f64 / secs,
-                "page_fault_stalls_per_s": st.stalls_interval as f64 / secs,
-                "cache_fill": inst.cache.fill(),
-            }));
+            instances.push(crate::result::SampleInstance {
+                name: inst.spec.name.clone(),
+                db_reads_per_s: rd.rate(secs),
+                db_writes_per_s: c(Stream::DbWrite).rate(secs),
+                db_read_avg_latency_ms: rd.avg_ms(),
+                db_write_avg_latency_ms: c(Stream::DbWrite).avg_ms(),
+                db_read_avg_bytes: rd.avg_bytes(),
+                db_write_avg_bytes: c(Stream::DbWrite).avg_bytes(),
+                log_writes_per_s: lw.rate(secs),
+                log_write_avg_latency_ms: lw.avg_ms(),
+                log_write_avg_bytes: lw.avg_bytes(),
+                log_reads_per_s: c(Stream::LogRead).rate(secs),
+                bdm_reads_per_s: c(Stream::Bdm).rate(secs),
+                transactions_per_s: st.txns_interval as f64 / secs,
+                page_fault_stalls_per_s: st.stalls_interval as f64 / secs,
+                cache_fill: inst.cache.fill(),
+            });
             st.interval = Default::default();
             st.txns_interval = 0;
             st.stalls_interval = 0;
@@ -1506,17 +1506,17 @@ impl<'a> Driver<'a> {
         let _ = now;
         self.host_samples
             .push((host.cpu_pct, host.available_mb, stalls as f64 / secs));
-        let v = serde_json::json!({
-            "timestamp": crate::rfc3339_now(),
-            "phase": "measure",
-            "interval_s": secs,
-            "instances": instances,
-            "host": {
-                "cpu_pct": host.cpu_pct,
-                "available_mb": host.available_mb,
-                "page_fault_stalls_per_s": stalls as f64 / secs,
+        let v = crate::result::Sample {
+            timestamp: crate::rfc3339_now(),
+            phase: "measure".into(),
+            interval_s: secs,
+            instances,
+            host: crate::result::SampleHost {
+                cpu_pct: host.cpu_pct,
+                available_mb: host.available_mb,
+                page_fault_stalls_per_s: stalls as f64 / secs,
             },
-        });
+        };
         observer.on_event(RunEvent::Sample(&v));
     }
 }

@@ -10,8 +10,11 @@ pub mod cache;
 mod driver;
 pub mod host;
 pub mod model;
-pub mod result;
 pub mod stats;
+
+/// The result model (`result.json`, samples, rows): the `mbx-result` crate, under the path this
+/// crate has always offered it.
+pub use mbx_result as result;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -96,7 +99,7 @@ pub enum RunEvent<'a> {
     /// Progress, once per second.
     Progress(Progress),
     /// One sample (a `samples.jsonl` line).
-    Sample(&'a serde_json::Value),
+    Sample(&'a result::Sample),
 }
 
 /// Receives events as they happen.
@@ -161,11 +164,7 @@ pub fn run_performance(
         .map_err(|(k, m)| EngineError::Invalid(format!("invalid {k}: {m}")))?;
     let ref_instant = Instant::now();
     let ref_wall = std::time::SystemTime::now();
-    let engine = if cfg.engine.is_empty() {
-        EngineKind::default()
-    } else {
-        EngineKind::parse(&cfg.engine).unwrap_or_default()
-    };
+    let engine: EngineKind = cfg.engine;
     let pid = std::process::id();
     let specs: Vec<InstanceSpec> = databases
         .iter()
@@ -415,9 +414,9 @@ pub fn unmeasured_result(
         pass: false,
     };
     RunResult {
-        schema: "mbxstress.result/1".into(),
+        schema: SCHEMA.into(),
         test: TestInfo {
-            test_type: "performance".into(),
+            test_type: TestKind::Performance,
             start: rfc3339(started),
             end: rfc3339(now),
             collection_start: rfc3339(now),
@@ -426,15 +425,15 @@ pub fn unmeasured_result(
             machine: hostname(),
             os: format!("{} {}", std::env::consts::OS, kernel_release()),
             tool_version: env!("CARGO_PKG_VERSION").into(),
-            engine: cfg.engine.clone(),
+            engine: cfg.engine.name().into(),
             direct: cfg.direct,
             interrupted: stopped.reason == StopReason::Interrupted,
         },
-        config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+        config: cfg.clone(),
         profile: ProfileBlock::of(cfg),
         target_iops: cfg.target_iops(),
         achieved_iops: 0.0,
-        database_size_bytes: serde_json::json!({ "initial": 0, "final": 0 }),
+        database_size_bytes: DbSizes::default(),
         verdict: Verdict {
             pass: false,
             checks: vec![check("completed_duration_s", cfg.duration_s)],
@@ -447,6 +446,7 @@ pub fn unmeasured_result(
         stopped,
         errors: Vec::new(),
         notes: Vec::new(),
+        sections: Sections::default(),
     }
 }
 
@@ -635,9 +635,9 @@ fn build_result(
         })
         .sum();
     RunResult {
-        schema: "mbxstress.result/1".into(),
+        schema: SCHEMA.into(),
         test: TestInfo {
-            test_type: "performance".into(),
+            test_type: TestKind::Performance,
             start: wall(times.started, ref_instant, ref_wall),
             end: wall(times.ended, ref_instant, ref_wall),
             collection_start: wall(times.measure_start, ref_instant, ref_wall),
@@ -650,11 +650,14 @@ fn build_result(
             direct: cfg.direct,
             interrupted: times.interrupted,
         },
-        config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+        config: cfg.clone(),
         profile: ProfileBlock::of(cfg),
         target_iops: target,
         achieved_iops: achieved,
-        database_size_bytes: serde_json::json!({ "initial": initial_bytes, "final": final_bytes }),
+        database_size_bytes: DbSizes {
+            initial: initial_bytes,
+            final_: final_bytes,
+        },
         verdict: Verdict { pass, checks },
         instances,
         host,
@@ -664,6 +667,7 @@ fn build_result(
         stopped,
         errors: integrity_errors(driver),
         notes: Vec::new(),
+        sections: Sections::default(),
     }
 }
 
@@ -713,20 +717,6 @@ fn integrity_errors(driver: &driver::Driver<'_>) -> Vec<ErrorEntry> {
         }
     }
     out
-}
-
-impl ProfileBlock {
-    /// The profile block of a configuration.
-    fn of(cfg: &RunConfig) -> ProfileBlock {
-        ProfileBlock {
-            mailboxes: cfg.mailboxes,
-            iops_per_mailbox: cfg.iops_per_mailbox,
-            mailbox_quota_mb: cfg.mailbox_quota_mb,
-            databases: cfg.databases,
-            copies_per_database: cfg.copies_per_database,
-            threads: cfg.sessions(),
-        }
-    }
 }
 
 fn hostname() -> String {

@@ -17,6 +17,7 @@ pub mod header;
 pub mod lock;
 pub mod log;
 pub mod page;
+mod rows;
 pub mod verify;
 
 use std::path::PathBuf;

@@ -691,6 +691,30 @@ mod resolve_tests {
         }
     }
 
+    /// A profile `size` writes is one `run` accepts: `size --copies 4` used to write
+    /// `copies_per_database = 4`, which `run` refused (1..=3).
+    #[test]
+    fn a_profile_written_by_size_is_accepted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (copies, servers) in [(1, 1), (2, 2), (3, 4), (4, 4), (16, 16)] {
+            let mut input = mbx_sizing::SizingInput::new(
+                mbx_sizing::Method::Exchange2013,
+                5000,
+                150.0,
+                servers,
+            );
+            input.copies = copies;
+            let report = mbx_sizing::size(&input).expect("sizes");
+            let path = dir.path().join(format!("p{copies}.toml"));
+            report.profile.save(&path, &[]).expect("size writes it");
+            let path_arg = path.display().to_string();
+            let cfg = resolve(&args(&["--profile", &path_arg]))
+                .unwrap_or_else(|e| panic!("run refuses size's profile ({copies} copies): {e:#}"));
+            assert_eq!(cfg.profile, report.profile);
+            assert_eq!(cfg.profile.copies_per_database, copies.min(3));
+        }
+    }
+
     #[test]
     fn messages_say_where_the_value_came_from() {
         let msg = describe_invalid("duration_s", "r", &args(&["--duration", "9s"]));

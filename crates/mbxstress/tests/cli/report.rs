@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::{mbx, scratch};
+use crate::common::{mbx, mbx_in, scratch};
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -268,4 +268,43 @@ fn browser_output(command: impl Fn() -> std::process::Command) -> std::process::
         ));
     }
     panic!("Chromium failed three times:\n{}", failures.join("\n---\n"));
+}
+
+/// `report --format` picks the exporters: only the files asked for are written, and the JSON
+/// exporter never writes over a result.json (the source itself, without --out).
+#[test]
+fn report_formats_choose_the_files() {
+    let dir = scratch("report-format");
+    std::fs::copy(fixture("mbxstress-result.json"), dir.join("result.json")).expect("copy");
+    let run = mbx_in(Some(&dir), &["report", ".", "--format", "csv"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.lines().count(), 2, "{}", run.stdout);
+    assert!(dir.join("instances.csv").exists() && dir.join("samples.csv").exists());
+    assert!(!dir.join("report.html").exists());
+
+    let run = mbx_in(Some(&dir), &["report", ".", "--format", "json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("never overwritten"), "{}", run.stderr);
+
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "report",
+            "result.json",
+            "--format",
+            "json,html",
+            "--out",
+            "copy",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let copy: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("copy/result.json")).expect("copy"))
+            .expect("json");
+    assert_eq!(copy["test"]["type"], "performance");
+    assert!(dir.join("copy/report.html").exists());
+
+    let run = mbx_in(Some(&dir), &["report", ".", "--format", "pdf"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("html, csv, json"), "{}", run.stderr);
 }

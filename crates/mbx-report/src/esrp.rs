@@ -3,7 +3,11 @@
 //! and writes/s are sums, read and write latency are unweighted means over instances, log
 //! writes/s is a sum and log write latency a mean. The aggregate sums the server sums and
 //! averages the server means. Backup: MB/s per database = the Avg row, per server = the Sum row.
-//! Soft recovery: seconds per log = average elapsed / average logs replayed.
+//! Soft recovery: seconds per log = average elapsed / average logs replayed. Where the input
+//! states a summary (a report's Avg and Sum rows, a result's `backup_*_mb_per_s` and
+//! `seconds_per_log`) it is used, as ESRP quotes it; otherwise it is computed from the rows. A
+//! Jetstress report and an mbxstress result give the same rows ([`mbx_result::BackupRow`],
+//! [`mbx_result::SoftRecoveryRow`]) and go through the same arithmetic.
 //!
 //! An input that is not a complete, passing measurement (interrupted, stopped, failed, or too
 //! short to mean anything) is still summed, as the user asked, but never silently: it gets a
@@ -196,9 +200,8 @@ pub fn imported_from_result(r: RunResult, path: &Path, flags: Vec<Flag>) -> Impo
         backup_avg_typed: r.sections.backup_avg_mb_per_s,
         backup_sum_typed: r.sections.backup_sum_mb_per_s,
         soft_recovery: r.sections.soft_recovery.clone(),
-        // The result's `seconds_per_log` is computed from its rows by the function esrp uses
-        // (`SoftRecoveryRow::seconds_per_log`); the rows are what is summarized.
         soft_recovery_avg_typed: None,
+        seconds_per_log_typed: r.sections.seconds_per_log,
         discrepancies: Vec::new(),
         flags,
     };
@@ -232,11 +235,12 @@ pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
                 mb_per_s_per_server: r.backup_sum_typed.unwrap_or(sum),
             });
         }
-        if let Some(averages) = SoftRecoveryRow::averages(&r.soft_recovery) {
-            let (logs, secs) = r.soft_recovery_avg_typed.unwrap_or(averages);
+        if let Some((logs, secs)) = SoftRecoveryRow::averages(&r.soft_recovery) {
             s.soft_recovery.push(SoftRecoveryFigures {
                 source: machine.clone(),
-                seconds_per_log: SoftRecoveryRow::seconds_per_log(logs, secs),
+                seconds_per_log: r
+                    .seconds_per_log_typed
+                    .unwrap_or_else(|| SoftRecoveryRow::seconds_per_log(logs, secs)),
             });
         }
         s.discrepancies

@@ -111,6 +111,9 @@ pub struct ImportedReport {
     pub soft_recovery: Vec<SoftRecoveryRow>,
     /// The soft recovery table's typed Avg row: (logs, seconds).
     pub soft_recovery_avg_typed: Option<(f64, f64)>,
+    /// Seconds per log as the input states it: from the typed Avg row of a report (average
+    /// elapsed / average logs), or an mbxstress result's `seconds_per_log`.
+    pub seconds_per_log_typed: Option<f64>,
     /// Typed summaries that disagree with the per-instance data beyond rounding.
     pub discrepancies: Vec<String>,
     /// Why this is not a complete, passing measurement (empty if it is).
@@ -512,7 +515,11 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
                 }
             }
             Table::SoftRecovery => match name.as_str() {
-                "Avg" => r.soft_recovery_avg_typed = Some((num(1)?, num(2)?)),
+                "Avg" => {
+                    let (logs, secs) = (num(1)?, num(2)?);
+                    r.soft_recovery_avg_typed = Some((logs, secs));
+                    r.seconds_per_log_typed = Some(SoftRecoveryRow::seconds_per_log(logs, secs));
+                }
                 "Sum" => {}
                 _ => {
                     let logs = num(1)?;
@@ -588,6 +595,19 @@ pub(crate) fn check_summaries(r: &mut ImportedReport) {
     ) {
         if (avg_logs - logs).abs() > 0.5 || (avg_secs - secs).abs() > 0.001 * secs.max(1.0) {
             r.discrepancies.push(format!("soft recovery Avg typed as {logs} logs / {secs} s but the databases average {avg_logs:.2} / {avg_secs:.3}"));
+        }
+    }
+    // An mbxstress result states seconds per log only (a report's Avg row is checked above).
+    if let (None, Some(typed), Some((logs, secs))) = (
+        r.soft_recovery_avg_typed,
+        r.seconds_per_log_typed,
+        SoftRecoveryRow::averages(&r.soft_recovery),
+    ) {
+        let rows = SoftRecoveryRow::seconds_per_log(logs, secs);
+        if (typed - rows).abs() > 0.001 * rows.max(1e-9) {
+            r.discrepancies.push(format!(
+                "seconds per log stated as {typed} but the databases give {rows:.4}"
+            ));
         }
     }
 }

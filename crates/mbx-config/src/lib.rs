@@ -1,17 +1,24 @@
 //! Workload configuration shared by the mbxstress commands.
 //!
 //! The pipeline is configuration -> plan -> engine -> measurements -> result -> reports; this crate
-//! holds the first stage's types. For now that is the mailbox [`Profile`]: the handful of numbers a
-//! storage test needs (what Jetstress calls the "mailbox profile"), produced by `mbxstress size
-//! --profile-out` and accepted by `mbxstress run --profile`.
+//! holds the first stage's types, which every later stage names:
+//! - the mailbox [`Profile`]: the handful of numbers a storage test needs (what Jetstress calls
+//!   the "mailbox profile"), produced by `mbxstress size --profile-out`, accepted by `mbxstress
+//!   run --profile`, embedded in [`RunConfig`] and in the result (one definition of its fields
+//!   and of their ranges, [`Profile::check`]);
+//! - [`RunConfig`], the resolved configuration of a run;
+//! - the named choices [`TestKind`] and [`IoBackend`] (one name table each; with the `clap`
+//!   feature they are clap `ValueEnum`s).
 //!
 //! Files written by users are strict: an unknown key is an error, so a typo cannot silently change
 //! an experiment.
 
+mod kind;
 mod run;
 
 use std::path::{Path, PathBuf};
 
+pub use kind::{IoBackend, TestKind, UnknownName};
 pub use run::{
     CacheConfig, OpMix, RunConfig, Thresholds, MAX_CACHE_MB_PER_DB, MAX_DIRTY_AGE_S,
     MAX_DURATION_S, MAX_SAMPLE_INTERVAL_S, MAX_TARGET_IOPS, MAX_THREADS, MAX_THRESHOLD,
@@ -71,14 +78,31 @@ pub const MAX_IOPS_PER_MAILBOX: f64 = 100.0;
 pub const MAX_QUOTA_MB: u64 = 102_400;
 /// Most databases on one server (Exchange 2013 CU2+, 2016, 2019).
 pub const MAX_DATABASES: u32 = 100;
-/// Most copies of a database in a profile (a DAG's limit; `run` simulates 1..=3).
-pub const MAX_PROFILE_COPIES: u32 = 16;
+/// Most copies of a database a storage test simulates: Jetstress's "number of copies per
+/// database" is 1..=3 (jetstress-model.md section 2). A deployment may have more DAG copies
+/// (`size --copies` up to 16); the profile `size` writes then says 3, with a warning.
+pub const MAX_COPIES_PER_DATABASE: u32 = 3;
+
+/// The profile's key names, in file order (every one is required in a profile file).
+pub const PROFILE_KEYS: [&str; 5] = [
+    "mailboxes",
+    "iops_per_mailbox",
+    "mailbox_quota_mb",
+    "databases",
+    "copies_per_database",
+];
 
 /// The mailbox profile of one server's storage test (the Jetstress "mailbox profile" category):
-/// what `mbxstress run` simulates. Key names are part of the result contract. The ranges below
-/// are checked by [`Profile::validate`]; `size` only writes profiles within them.
+/// what `mbxstress run` simulates. The one definition of these fields: a profile file, the
+/// profile keys of a `--config` file and of result.json's `config` (flattened there), result.json's
+/// `profile` block and `size --json`'s `profile` are all this type. Key names are part of the
+/// result contract. The ranges below are checked by [`Profile::check`], which `run`'s validation
+/// uses too; `size` only writes profiles within them.
+///
+/// `Default` is the quick demonstration's slice (1,000 mailboxes x 0.2 IOPS, 1 MB, 2 databases, 1
+/// copy): the values a `--config` file without profile keys keeps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Profile {
     /// Mailboxes simulated on this server (all hosted database copies active, as ESRP tests):
     /// 1..=10,000,000.
@@ -90,20 +114,29 @@ pub struct Profile {
     pub mailbox_quota_mb: u64,
     /// Databases on this server: 1..=100.
     pub databases: u32,
-    /// Copies of each database (1 = no log replication reads): 1..=16.
+    /// Copies of each database (1 = no log replication reads): 1..=3, as in Jetstress.
     pub copies_per_database: u32,
 }
 
+impl Default for Profile {
+    fn default() -> Self {
+        Profile {
+            mailboxes: 1000,
+            iops_per_mailbox: 0.2,
+            mailbox_quota_mb: 1,
+            databases: 2,
+            copies_per_database: 1,
+        }
+    }
+}
+
 impl Profile {
-    /// Checks ranges; `path` is only used to name the file in errors.
-    pub fn validate(&self, path: &Path) -> Result<(), ConfigError> {
-        let invalid = |key: &'static str, reason: String| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            key,
-            reason,
-        };
+    /// Checks every field against its range: the key (as in a file) and the reason of the first
+    /// that is out of range. The one place these ranges are written; [`Profile::validate`] and
+    /// [`RunConfig::validate`] both call it.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
         if !(1..=MAX_MAILBOXES).contains(&self.mailboxes) {
-            return Err(invalid(
+            return Err((
                 "mailboxes",
                 format!("must be 1..={MAX_MAILBOXES}, got {}", self.mailboxes),
             ));
@@ -112,7 +145,7 @@ impl Profile {
             && self.iops_per_mailbox > 0.0
             && self.iops_per_mailbox <= MAX_IOPS_PER_MAILBOX)
         {
-            return Err(invalid(
+            return Err((
                 "iops_per_mailbox",
                 format!(
                     "must be above 0 and at most {MAX_IOPS_PER_MAILBOX}, got {}",
@@ -121,27 +154,41 @@ impl Profile {
             ));
         }
         if !(1..=MAX_QUOTA_MB).contains(&self.mailbox_quota_mb) {
-            return Err(invalid(
+            return Err((
                 "mailbox_quota_mb",
                 format!("must be 1..={MAX_QUOTA_MB}, got {}", self.mailbox_quota_mb),
             ));
         }
         if !(1..=MAX_DATABASES).contains(&self.databases) {
-            return Err(invalid(
+            return Err((
                 "databases",
                 format!("must be 1..={MAX_DATABASES}, got {}", self.databases),
             ));
         }
-        if !(1..=MAX_PROFILE_COPIES).contains(&self.copies_per_database) {
-            return Err(invalid(
+        if !(1..=MAX_COPIES_PER_DATABASE).contains(&self.copies_per_database) {
+            return Err((
                 "copies_per_database",
                 format!(
-                    "must be 1..={MAX_PROFILE_COPIES}, got {}",
+                    "must be 1..={MAX_COPIES_PER_DATABASE} (as in Jetstress), got {}",
                     self.copies_per_database
                 ),
             ));
         }
         Ok(())
+    }
+
+    /// Checks ranges ([`Profile::check`]); `path` is only used to name the file in errors.
+    pub fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        self.check().map_err(|(key, reason)| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key,
+            reason,
+        })
+    }
+
+    /// Target transactional IOPS = mailboxes x IOPS per mailbox.
+    pub fn target_iops(&self) -> f64 {
+        self.mailboxes as f64 * self.iops_per_mailbox
     }
 
     /// Reads and validates a profile file (strict: unknown keys are errors).
@@ -157,12 +204,20 @@ impl Profile {
         Ok(profile)
     }
 
+    /// Parses a profile file: unknown keys are errors, and so are missing ones (the type's
+    /// defaults serve `--config` files, where every key is optional, not profile files).
     fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let parse_error = |message: String| ConfigError::Parse {
             path: path.to_path_buf(),
             what: "mailbox profile",
-            message: e.to_string(),
-        })
+            message,
+        };
+        let profile: Profile = toml::from_str(text).map_err(|e| parse_error(e.to_string()))?;
+        let table: toml::Table = toml::from_str(text).map_err(|e| parse_error(e.to_string()))?;
+        if let Some(key) = PROFILE_KEYS.iter().find(|k| !table.contains_key(**k)) {
+            return Err(parse_error(format!("missing key `{key}`")));
+        }
+        Ok(profile)
     }
 
     /// Renders the profile as TOML, preceded by `# ` comment lines (provenance for the reader).
@@ -192,8 +247,10 @@ impl Profile {
     }
 
     /// Writes the profile atomically (temporary file + rename). An existing file is replaced only
-    /// if it is itself an mbxstress profile; anything else is refused.
+    /// if it is itself an mbxstress profile; anything else is refused. A profile out of range is
+    /// refused too ([`Profile::check`]), so every profile written loads.
     pub fn save(&self, path: &Path, comments: &[String]) -> Result<(), ConfigError> {
+        self.validate(path)?;
         if path.exists() {
             let ours = fs_err::read_to_string(path)
                 .map(|t| t.starts_with(PROFILE_HEADER) && Self::from_toml(&t, path).is_ok())
@@ -278,6 +335,31 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("mailbox_qouta_mb"), "{msg}");
         assert!(msg.contains("p.toml"), "{msg}");
+    }
+
+    /// `Default` serves `--config` files; a profile file still needs every key.
+    #[test]
+    fn missing_key_is_an_error_naming_it() {
+        let dir = tempdir("missing");
+        let path = dir.path().join("p.toml");
+        let text = sample()
+            .to_toml(&[])
+            .replace("copies_per_database = 2\n", "");
+        std::fs::write(&path, text).expect("write");
+        let msg = Profile::load(&path).expect_err("incomplete").to_string();
+        assert!(msg.contains("missing key `copies_per_database`"), "{msg}");
+    }
+
+    /// A profile out of range is never written, so every profile on disk loads.
+    #[test]
+    fn out_of_range_profile_is_not_saved() {
+        let dir = tempdir("range");
+        let path = dir.path().join("p.toml");
+        let mut p = sample();
+        p.copies_per_database = MAX_COPIES_PER_DATABASE + 1;
+        let e = p.save(&path, &[]).expect_err("out of range");
+        assert!(e.to_string().contains("copies_per_database"), "{e}");
+        assert!(!path.exists());
     }
 
     #[test]

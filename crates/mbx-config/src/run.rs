@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    ConfigError, Profile, MAX_DATABASES, MAX_IOPS_PER_MAILBOX, MAX_MAILBOXES, MAX_QUOTA_MB,
-};
+use crate::{ConfigError, IoBackend, Profile};
 
 /// Operation mix (Jetstress: insert 40, delete 20, replace 5, read 35; lazy commits 70). Each
 /// percentage is 0..=100, and insert + delete + replace + read = 100.
@@ -109,18 +107,12 @@ impl Default for Thresholds {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunConfig {
-    /// Mailboxes simulated on this server: 1..=10,000,000.
-    pub mailboxes: u64,
-    /// Target transactional IOPS per mailbox (headroom included): above 0, at most 100, and the
-    /// target (mailboxes x this) 1..=1,000,000 IOPS.
-    pub iops_per_mailbox: f64,
-    /// Mailbox quota, MB; database size = mailboxes x quota split over the databases:
-    /// 1..=102,400.
-    pub mailbox_quota_mb: u64,
-    /// Databases: 1..=100.
-    pub databases: u32,
-    /// Copies per database (1..=3); more than 1 adds log replication reads.
-    pub copies_per_database: u32,
+    /// The mailbox profile: `mailboxes`, `iops_per_mailbox`, `mailbox_quota_mb`, `databases`,
+    /// `copies_per_database` ([`Profile`], flattened: the keys sit at the top level of a
+    /// `--config` file and of result.json's `config`, as they always have). The target
+    /// (mailboxes x IOPS per mailbox) must be 1..=1,000,000 IOPS.
+    #[serde(flatten)]
+    pub profile: Profile,
     /// Sessions (Jetstress "threads"), global across databases; 0 = 4 per database: 0..=1024.
     pub threads: u32,
     /// Measured duration, seconds (Jetstress Performance default: 2 h): 1..=2,592,000 (30 days).
@@ -135,8 +127,8 @@ pub struct RunConfig {
     pub db_paths: Vec<PathBuf>,
     /// Log locations (a directory, or one per database).
     pub log_paths: Vec<PathBuf>,
-    /// I/O engine ("io_uring" or "sync").
-    pub engine: String,
+    /// I/O backend ("io_uring", the default on Linux, or "sync").
+    pub engine: IoBackend,
     /// O_DIRECT (true) or the page cache (false; then the results measure memory).
     pub direct: bool,
     /// Compressibility of new databases' pages, percent: 0..=99.
@@ -160,11 +152,7 @@ pub struct RunConfig {
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
-            mailboxes: 1000,
-            iops_per_mailbox: 0.2,
-            mailbox_quota_mb: 1,
-            databases: 2,
-            copies_per_database: 1,
+            profile: Profile::default(),
             threads: 0,
             duration_s: 60.0,
             sample_interval_s: 15.0,
@@ -172,7 +160,7 @@ impl Default for RunConfig {
             bdm_reads_per_s: 9.0,
             db_paths: vec![PathBuf::from("mbxstress-data/databases")],
             log_paths: vec![PathBuf::from("mbxstress-data/logs")],
-            engine: String::new(),
+            engine: IoBackend::default(),
             direct: true,
             compressibility_pct: 0,
             circular_logging: true,
@@ -187,22 +175,18 @@ impl Default for RunConfig {
 impl RunConfig {
     /// Applies a sizing profile's numbers.
     pub fn apply_profile(&mut self, p: &Profile) {
-        self.mailboxes = p.mailboxes;
-        self.iops_per_mailbox = p.iops_per_mailbox;
-        self.mailbox_quota_mb = p.mailbox_quota_mb;
-        self.databases = p.databases;
-        self.copies_per_database = p.copies_per_database;
+        self.profile = p.clone();
     }
 
     /// Target transactional IOPS = mailboxes x IOPS per mailbox.
     pub fn target_iops(&self) -> f64 {
-        self.mailboxes as f64 * self.iops_per_mailbox
+        self.profile.target_iops()
     }
 
     /// Sessions actually used (`threads`, or 4 per database when 0).
     pub fn sessions(&self) -> u32 {
         if self.threads == 0 {
-            self.databases.saturating_mul(4).min(256)
+            self.profile.databases.saturating_mul(4).min(256)
         } else {
             self.threads
         }
@@ -216,17 +200,24 @@ impl RunConfig {
             path: path.to_path_buf(),
             error,
         })?;
-        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        Self::from_toml(&text).map_err(|message| ConfigError::Parse {
             path: path.to_path_buf(),
             what: "run configuration",
-            message: e.to_string(),
+            message,
         })
+    }
+
+    /// Parses a `--config` file's text (strict: unknown keys are errors). The error message
+    /// names the key and its line.
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| top_level_key_error(text).unwrap_or_else(|| e.to_string()))
     }
 
     /// Total bytes of all databases (mailboxes x quota), or `None` if it does not fit a u64.
     pub fn total_database_bytes(&self) -> Option<u64> {
-        self.mailboxes
-            .checked_mul(self.mailbox_quota_mb)?
+        self.profile
+            .mailboxes
+            .checked_mul(self.profile.mailbox_quota_mb)?
             .checked_mul(1 << 20)
     }
 
@@ -237,40 +228,19 @@ impl RunConfig {
         let bad = |k: &'static str, m: String| Err((k, m));
         let within = |v: f64, lo: f64, hi: f64| v.is_finite() && (lo..=hi).contains(&v);
         let show = crate::show_number;
-        if !(1..=MAX_MAILBOXES).contains(&self.mailboxes) {
-            return bad(
-                "mailboxes",
-                format!("must be 1..={MAX_MAILBOXES}, got {}", self.mailboxes),
-            );
-        }
-        if !(self.iops_per_mailbox.is_finite()
-            && self.iops_per_mailbox > 0.0
-            && self.iops_per_mailbox <= MAX_IOPS_PER_MAILBOX)
-        {
-            return bad(
-                "iops_per_mailbox",
-                format!(
-                    "must be above 0 and at most {MAX_IOPS_PER_MAILBOX}, got {}",
-                    show(self.iops_per_mailbox)
-                ),
-            );
-        }
+        // The profile's own ranges: written once, in `Profile::check`.
+        self.profile.check()?;
+        let p = &self.profile;
         let target = self.target_iops();
         if !within(target, MIN_TARGET_IOPS, MAX_TARGET_IOPS) {
             return bad(
                 "iops_per_mailbox",
                 format!(
                     "{} mailboxes x {} IOPS per mailbox is a target of {} IOPS; the test needs {MIN_TARGET_IOPS}..={MAX_TARGET_IOPS} IOPS: change the IOPS per mailbox or the mailboxes",
-                    self.mailboxes,
-                    show(self.iops_per_mailbox),
+                    p.mailboxes,
+                    show(p.iops_per_mailbox),
                     show(target)
                 ),
-            );
-        }
-        if !(1..=MAX_QUOTA_MB).contains(&self.mailbox_quota_mb) {
-            return bad(
-                "mailbox_quota_mb",
-                format!("must be 1..={MAX_QUOTA_MB}, got {}", self.mailbox_quota_mb),
             );
         }
         if self.total_database_bytes().is_none() {
@@ -278,22 +248,7 @@ impl RunConfig {
                 "mailbox_quota_mb",
                 format!(
                     "{} mailboxes x {} MB is too large a database set",
-                    self.mailboxes, self.mailbox_quota_mb
-                ),
-            );
-        }
-        if !(1..=MAX_DATABASES).contains(&self.databases) {
-            return bad(
-                "databases",
-                format!("must be 1..={MAX_DATABASES}, got {}", self.databases),
-            );
-        }
-        if !(1..=3).contains(&self.copies_per_database) {
-            return bad(
-                "copies_per_database",
-                format!(
-                    "must be 1..=3 (as in Jetstress), got {}",
-                    self.copies_per_database
+                    p.mailboxes, p.mailbox_quota_mb
                 ),
             );
         }
@@ -333,12 +288,6 @@ impl RunConfig {
                     "must be 0.01..=1000 reads per second, got {}",
                     show(self.bdm_reads_per_s)
                 ),
-            );
-        }
-        if !["", "io_uring", "sync"].contains(&self.engine.as_str()) {
-            return bad(
-                "engine",
-                format!("must be io_uring or sync, got {}", self.engine),
             );
         }
         if self.compressibility_pct > 99 {
@@ -429,6 +378,45 @@ impl RunConfig {
     }
 }
 
+/// Why a configuration's top-level keys do not parse, naming the key and its line, or `None` to
+/// keep the parser's own message. Needed for the profile's keys: they are flattened into
+/// [`RunConfig`], and through serde's `flatten` the parser can no longer say which key or line
+/// an error is about (nor, for an unknown key, which keys exist).
+fn top_level_key_error(text: &str) -> Option<String> {
+    // A syntax error keeps the parser's message (it has the position).
+    let given: toml::Table = toml::from_str(text).ok()?;
+    let known = toml::Table::try_from(RunConfig::default()).ok()?;
+    let line = |key: &str| {
+        text.lines()
+            .position(|l| {
+                l.trim_start()
+                    .strip_prefix(key)
+                    .is_some_and(|rest| rest.trim_start().starts_with('='))
+            })
+            .map(|n| format!("line {}: ", n + 1))
+            .unwrap_or_default()
+    };
+    if let Some(key) = given.keys().find(|k| !known.contains_key(*k)) {
+        let names: Vec<String> = known.keys().map(|k| format!("`{k}`")).collect();
+        return Some(format!(
+            "{}unknown key `{key}`, expected one of {}",
+            line(key),
+            names.join(", ")
+        ));
+    }
+    for key in crate::PROFILE_KEYS {
+        let Some(value) = given.get(key) else {
+            continue;
+        };
+        let mut alone = toml::Table::try_from(Profile::default()).ok()?;
+        alone.insert(key.to_string(), value.clone());
+        if let Err(e) = alone.try_into::<Profile>() {
+            return Some(format!("{}`{key}`: {}", line(key), e.message()));
+        }
+    }
+    None
+}
+
 /// Smallest target IOPS of a run (mailboxes x IOPS per mailbox).
 pub const MIN_TARGET_IOPS: f64 = 1.0;
 /// Largest target IOPS of a run.
@@ -472,11 +460,42 @@ mod tests {
     fn partial_file_keeps_defaults_and_unknown_keys_fail() {
         let c: RunConfig =
             toml::from_str("mailboxes = 5000\n[thresholds]\ndb_read_avg_ms = 15\n").expect("parse");
-        assert_eq!(c.mailboxes, 5000);
+        assert_eq!(c.profile.mailboxes, 5000);
+        assert_eq!(c.profile.databases, Profile::default().databases);
         assert_eq!(c.thresholds.db_read_avg_ms, 15.0);
         assert_eq!(c.thresholds.log_write_avg_ms, 10.0);
         assert!(toml::from_str::<RunConfig>("mailboxs = 5\n").is_err());
         assert!(toml::from_str::<RunConfig>("[cache]\nmax_mb = 5\n").is_err());
+    }
+
+    /// The profile's keys are flattened into the configuration; errors about them and about
+    /// unknown keys still name the key and its line.
+    #[test]
+    fn errors_name_the_key_and_line() {
+        let e = RunConfig::from_toml("duration_s = 5\nmailboxs = 5\n").expect_err("typo");
+        assert!(
+            e.starts_with("line 2: unknown key `mailboxs`, expected one of"),
+            "{e}"
+        );
+        assert!(
+            e.contains("`mailboxes`") && e.contains("`thresholds`"),
+            "{e}"
+        );
+        let e = RunConfig::from_toml("seed = 1\nmailboxes = \"x\"\n").expect_err("type");
+        assert!(
+            e.starts_with("line 2: `mailboxes`: invalid type: string"),
+            "{e}"
+        );
+        let e = RunConfig::from_toml("  databases   = -5\n").expect_err("negative");
+        assert!(e.starts_with("line 1: `databases`: invalid value"), "{e}");
+        // Errors elsewhere keep the parser's own message, with its position.
+        let e = RunConfig::from_toml("[cache]\nmax_mb = 5\n").expect_err("nested typo");
+        assert!(e.contains("line 2") && e.contains("max_mb_per_db"), "{e}");
+        let e = RunConfig::from_toml("duration_s = \"x\"\n").expect_err("type");
+        assert!(e.contains("line 1") && e.contains("duration_s"), "{e}");
+        let c = RunConfig::from_toml("databases = 3\niops_per_mailbox = 1\n").expect("valid");
+        assert_eq!((c.profile.databases, c.profile.iops_per_mailbox), (3, 1.0));
+        assert_eq!(c.profile.mailboxes, Profile::default().mailboxes);
     }
 
     #[test]
@@ -484,15 +503,11 @@ mod tests {
         let mut c = RunConfig::default();
         c.op_mix.read_pct = 50;
         assert_eq!(c.validate().map_err(|e| e.0), Err("op_mix"));
-        let c = RunConfig {
-            copies_per_database: 4,
-            ..Default::default()
-        };
+        let mut c = RunConfig::default();
+        c.profile.copies_per_database = 4;
         assert_eq!(c.validate().map_err(|e| e.0), Err("copies_per_database"));
-        let c = RunConfig {
-            mailboxes: 0,
-            ..Default::default()
-        };
+        let mut c = RunConfig::default();
+        c.profile.mailboxes = 0;
         assert_eq!(c.validate().map_err(|e| e.0), Err("mailboxes"));
     }
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mbx_config::{CacheConfig, OpMix, RunConfig, Thresholds};
+use mbx_config::{CacheConfig, IoBackend, OpMix, Profile, RunConfig, Thresholds};
 use proptest::prelude::*;
 
 fn awkward_f64() -> impl Strategy<Value = f64> {
@@ -145,10 +145,7 @@ fn config() -> impl Strategy<Value = RunConfig> {
         f64_in(0.01, 1000.0),
     );
     let rest = (
-        prop_oneof![
-            8 => prop::sample::select(vec!["", "io_uring", "sync"]),
-            1 => Just("posix"),
-        ],
+        prop::sample::select(IoBackend::ALL.to_vec()),
         any::<bool>(),
         prop_oneof![26 => 0u8..=99, 1 => any::<u8>()],
         op_mix(),
@@ -162,11 +159,13 @@ fn config() -> impl Strategy<Value = RunConfig> {
             ((mailboxes, ipm), quota, dbs, copies, threads, duration, sample, bdm, bdm_rate),
             (engine, direct, compress, op_mix, cache, thresholds, seed, no_paths),
         )| RunConfig {
-            mailboxes,
-            iops_per_mailbox: ipm,
-            mailbox_quota_mb: quota,
-            databases: dbs,
-            copies_per_database: copies,
+            profile: Profile {
+                mailboxes,
+                iops_per_mailbox: ipm,
+                mailbox_quota_mb: quota,
+                databases: dbs,
+                copies_per_database: copies,
+            },
             threads,
             duration_s: duration,
             sample_interval_s: sample,
@@ -178,9 +177,10 @@ fn config() -> impl Strategy<Value = RunConfig> {
                 vec![PathBuf::from("db")]
             },
             log_paths: vec![PathBuf::from("logs")],
-            engine: engine.to_string(),
+            engine,
             direct,
             compressibility_pct: compress,
+            circular_logging: true,
             op_mix,
             cache,
             thresholds,
@@ -292,8 +292,8 @@ fn reported_values_are_refused_naming_the_key() {
     };
     let one_mailbox = |ipm: f64| {
         move |c: &mut RunConfig| {
-            c.mailboxes = 1;
-            c.iops_per_mailbox = ipm;
+            c.profile.mailboxes = 1;
+            c.profile.iops_per_mailbox = ipm;
         }
     };
     assert_eq!(key(&one_mailbox(0.02)), "iops_per_mailbox");
@@ -315,7 +315,7 @@ fn reported_values_are_refused_naming_the_key() {
         "cache.max_mb_per_db"
     );
     assert_eq!(key(&|c| c.bdm_reads_per_s = 1e-300), "bdm_reads_per_s");
-    assert_eq!(key(&|c| c.mailboxes = u64::MAX), "mailboxes");
+    assert_eq!(key(&|c| c.profile.mailboxes = u64::MAX), "mailboxes");
     assert_eq!(
         key(&|c| c.thresholds.db_read_avg_ms = 1e300),
         "thresholds.db_read_avg_ms"
@@ -329,9 +329,12 @@ fn reported_values_are_refused_naming_the_key() {
     );
     // The largest valid database set fits in u64 bytes.
     let c = RunConfig {
-        mailboxes: 10_000_000,
-        iops_per_mailbox: 0.1,
-        mailbox_quota_mb: 102_400,
+        profile: Profile {
+            mailboxes: 10_000_000,
+            iops_per_mailbox: 0.1,
+            mailbox_quota_mb: 102_400,
+            ..Profile::default()
+        },
         ..RunConfig::default()
     };
     assert_eq!(c.validate(), Ok(()));

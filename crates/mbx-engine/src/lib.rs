@@ -14,10 +14,13 @@ pub mod model;
 mod phase;
 pub mod plan;
 mod reactor;
-pub mod result;
 mod sampling;
 pub mod stats;
 mod workload;
+
+/// The result model (`result.json`, samples, rows): the `mbx-result` crate, under the path this
+/// crate has always offered it.
+pub use mbx_result as result;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -124,7 +127,7 @@ pub enum RunEvent<'a> {
     /// Progress, once per second.
     Progress(Progress),
     /// One sample (a `samples.jsonl` line).
-    Sample(&'a serde_json::Value),
+    Sample(&'a result::Sample),
 }
 
 /// Receives events as they happen.
@@ -187,11 +190,7 @@ pub fn run_performance(
 ) -> Result<RunResult, EngineError> {
     cfg.validate()
         .map_err(|(k, m)| EngineError::Invalid(format!("invalid {k}: {m}")))?;
-    let engine = if cfg.engine.is_empty() {
-        EngineKind::default()
-    } else {
-        EngineKind::parse(&cfg.engine).unwrap_or_default()
-    };
+    let engine: EngineKind = cfg.engine;
     let pid = std::process::id();
     let mut specs = Vec::new();
     for d in databases {
@@ -258,8 +257,10 @@ pub fn run_performance(
                 .unwrap_or(0)
         })
         .sum();
-    result.database_size_bytes =
-        serde_json::json!({ "initial": initial_bytes, "final": final_bytes });
+    result.database_size_bytes = DbSizes {
+        initial: initial_bytes,
+        final_: final_bytes,
+    };
     if !header_errors.is_empty() {
         result.errors.splice(0..0, header_errors);
         if let Some(c) = result
@@ -337,12 +338,12 @@ pub fn run_plan(
             cache_frames: cache_frames(cfg, spec.data_pages)?,
             flush_start_pct: cfg.cache.flush_start_pct,
             flush_stop_pct: cfg.cache.flush_stop_pct,
-            mailboxes: (cfg.mailboxes + n - 1 - i as u64) / n,
+            mailboxes: (cfg.profile.mailboxes + n - 1 - i as u64) / n,
             direct: cfg.direct,
             bdm_reads_per_s: cfg.bdm_reads_per_s,
             gen_base,
             circular_logging: cfg.circular_logging,
-            replicated: cfg.copies_per_database > 1,
+            replicated: cfg.profile.copies_per_database > 1,
         };
         dbs.push(Database::open(spec, params, &mut reactor, ref_instant)?);
     }
@@ -352,7 +353,7 @@ pub fn run_plan(
         max_dirty_age: Duration::from_secs_f64(cfg.cache.max_dirty_age_s),
         sample_every: Duration::from_secs_f64(cfg.sample_interval_s),
         bdm: cfg.bdm,
-        copies: cfg.copies_per_database,
+        copies: cfg.profile.copies_per_database,
         compressibility_pct: cfg.compressibility_pct,
         circular_logging: cfg.circular_logging,
     };
@@ -360,7 +361,7 @@ pub fn run_plan(
         cfg.sessions() as usize,
         cfg.seed,
         cfg.op_mix.clone(),
-        cfg.mailboxes,
+        cfg.profile.mailboxes,
     );
     let mut engine = Engine::new(settings, reactor, dbs, work, observer);
     let c = &engine.dbs[0].cache;
@@ -570,9 +571,9 @@ pub fn unmeasured_result(
         pass: false,
     };
     RunResult {
-        schema: "mbxstress.result/1".into(),
+        schema: SCHEMA.into(),
         test: TestInfo {
-            test_type: "performance".into(),
+            test_type: TestKind::Performance,
             start: rfc3339(started),
             end: rfc3339(now),
             collection_start: rfc3339(now),
@@ -581,15 +582,15 @@ pub fn unmeasured_result(
             machine: hostname(),
             os: format!("{} {}", std::env::consts::OS, kernel_release()),
             tool_version: env!("CARGO_PKG_VERSION").into(),
-            engine: cfg.engine.clone(),
+            engine: cfg.engine.name().into(),
             direct: cfg.direct,
             interrupted: stopped.reason == StopReason::Interrupted,
         },
-        config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+        config: cfg.clone(),
         profile: ProfileBlock::of(cfg),
         target_iops: cfg.target_iops(),
         achieved_iops: 0.0,
-        database_size_bytes: serde_json::json!({ "initial": 0, "final": 0 }),
+        database_size_bytes: DbSizes::default(),
         verdict: Verdict {
             pass: false,
             checks: vec![check("completed_duration_s", cfg.duration_s)],
@@ -602,6 +603,7 @@ pub fn unmeasured_result(
         stopped,
         errors: Vec::new(),
         notes: Vec::new(),
+        sections: Sections::default(),
     }
 }
 
@@ -769,9 +771,9 @@ fn build_result(
     let pass = checks.iter().all(|c| c.pass);
     let stopped = stop_of(times, pass);
     RunResult {
-        schema: "mbxstress.result/1".into(),
+        schema: SCHEMA.into(),
         test: TestInfo {
-            test_type: "performance".into(),
+            test_type: TestKind::Performance,
             start: wall(times.started),
             end: wall(times.ended),
             collection_start: wall(times.measure_start),
@@ -784,11 +786,11 @@ fn build_result(
             direct: cfg.direct,
             interrupted: times.interrupted,
         },
-        config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+        config: cfg.clone(),
         profile: ProfileBlock::of(cfg),
         target_iops: target,
         achieved_iops: achieved,
-        database_size_bytes: serde_json::json!({ "initial": 0, "final": 0 }),
+        database_size_bytes: DbSizes::default(),
         verdict: Verdict { pass, checks },
         instances,
         host,
@@ -798,6 +800,7 @@ fn build_result(
         stopped,
         errors: integrity_errors(&engine.dbs),
         notes: Vec::new(),
+        sections: Sections::default(),
     }
 }
 
@@ -847,20 +850,6 @@ fn integrity_errors(dbs: &[Database]) -> Vec<ErrorEntry> {
         }
     }
     out
-}
-
-impl ProfileBlock {
-    /// The profile block of a configuration.
-    fn of(cfg: &RunConfig) -> ProfileBlock {
-        ProfileBlock {
-            mailboxes: cfg.mailboxes,
-            iops_per_mailbox: cfg.iops_per_mailbox,
-            mailbox_quota_mb: cfg.mailbox_quota_mb,
-            databases: cfg.databases,
-            copies_per_database: cfg.copies_per_database,
-            threads: cfg.sessions(),
-        }
-    }
 }
 
 fn hostname() -> String {

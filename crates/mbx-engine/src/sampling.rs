@@ -78,39 +78,39 @@ pub(crate) fn sample(
         st.max_sample_avgs.0 = st.max_sample_avgs.0.max(rd.avg_ms());
         st.max_sample_avgs.1 = st.max_sample_avgs.1.max(lw.avg_ms());
         stalls += st.stalls_interval;
-        instances.push(serde_json::json!({
-            "name": db.spec.name,
-            "db_reads_per_s": rd.rate(secs),
-            "db_writes_per_s": c(Stream::DbWrite).rate(secs),
-            "db_read_avg_latency_ms": rd.avg_ms(),
-            "db_write_avg_latency_ms": c(Stream::DbWrite).avg_ms(),
-            "db_read_avg_bytes": rd.avg_bytes(),
-            "db_write_avg_bytes": c(Stream::DbWrite).avg_bytes(),
-            "log_writes_per_s": lw.rate(secs),
-            "log_write_avg_latency_ms": lw.avg_ms(),
-            "log_write_avg_bytes": lw.avg_bytes(),
-            "log_reads_per_s": c(Stream::LogRead).rate(secs),
-            "bdm_reads_per_s": c(Stream::Bdm).rate(secs),
-            "transactions_per_s": st.txns_interval as f64 / secs,
-            "page_fault_stalls_per_s": st.stalls_interval as f64 / secs,
-            "cache_fill": db.cache.fill(),
-        }));
+        instances.push(crate::result::SampleInstance {
+            name: db.spec.name.clone(),
+            db_reads_per_s: rd.rate(secs),
+            db_writes_per_s: c(Stream::DbWrite).rate(secs),
+            db_read_avg_latency_ms: rd.avg_ms(),
+            db_write_avg_latency_ms: c(Stream::DbWrite).avg_ms(),
+            db_read_avg_bytes: rd.avg_bytes(),
+            db_write_avg_bytes: c(Stream::DbWrite).avg_bytes(),
+            log_writes_per_s: lw.rate(secs),
+            log_write_avg_latency_ms: lw.avg_ms(),
+            log_write_avg_bytes: lw.avg_bytes(),
+            log_reads_per_s: c(Stream::LogRead).rate(secs),
+            bdm_reads_per_s: c(Stream::Bdm).rate(secs),
+            transactions_per_s: st.txns_interval as f64 / secs,
+            page_fault_stalls_per_s: st.stalls_interval as f64 / secs,
+            cache_fill: db.cache.fill(),
+        });
         st.reset_interval();
     }
     host_series.cpu_pct.add(host.cpu_pct);
     host_series.available_mb.add(host.available_mb);
     host_series.stalls_per_s.add(stalls as f64 / secs);
-    let v = serde_json::json!({
-        "timestamp": timestamp,
-        "phase": "measure",
-        "interval_s": secs,
-        "instances": instances,
-        "host": {
-            "cpu_pct": host.cpu_pct,
-            "available_mb": host.available_mb,
-            "page_fault_stalls_per_s": stalls as f64 / secs,
+    let v = crate::result::Sample {
+        timestamp,
+        phase: "measure".into(),
+        interval_s: secs,
+        instances,
+        host: crate::result::SampleHost {
+            cpu_pct: host.cpu_pct,
+            available_mb: host.available_mb,
+            page_fault_stalls_per_s: stalls as f64 / secs,
         },
-    });
+    };
     observer.on_event(RunEvent::Sample(&v));
 }
 

@@ -13,7 +13,7 @@ use mbx_store::{plan_paths, prepare, CreateParams, PreparedDatabase};
 #[derive(Default)]
 struct Collect {
     logs: Vec<String>,
-    samples: Vec<serde_json::Value>,
+    samples: Vec<mbx_engine::result::Sample>,
     progress: usize,
 }
 
@@ -41,15 +41,18 @@ fn setup(
         .expect("create scratch dir");
     let dir = scratch.path();
     let cfg = RunConfig {
-        mailboxes: 200,
-        iops_per_mailbox: 1.0,
-        mailbox_quota_mb: mib_per_db,
-        databases,
+        profile: mbx_config::Profile {
+            mailboxes: 200,
+            iops_per_mailbox: 1.0,
+            mailbox_quota_mb: mib_per_db,
+            databases,
+            copies_per_database: 1,
+        },
         duration_s: 4.0,
         sample_interval_s: 1.0,
         db_paths: vec![dir.join("db")],
         log_paths: vec![dir.join("logs")],
-        engine: EngineKind::default().name().into(),
+        engine: EngineKind::default(),
         cache: mbx_config::CacheConfig {
             max_dirty_age_s: 1.0,
             ..Default::default()
@@ -68,12 +71,13 @@ fn setup(
         ..Default::default()
     };
     // Databases of `mib_per_db` MiB each (set through data pages directly).
-    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, cfg.databases).expect("plan");
+    let p = &cfg.profile;
+    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases).expect("plan");
     let params = CreateParams {
         data_pages: mib_per_db * 32,
-        mailboxes: cfg.mailboxes,
-        quota_mb: cfg.mailbox_quota_mb,
-        databases: cfg.databases,
+        mailboxes: p.mailboxes,
+        quota_mb: p.mailbox_quota_mb,
+        databases: p.databases,
         compressibility_pct: 0,
         engine: EngineKind::default(),
         direct: true,
@@ -229,8 +233,8 @@ fn injected_read_latency_fails_the_verdict() {
 #[test]
 fn replication_reads_follow_the_log_with_copies() {
     let (mut cfg, dbs, _dir) = setup("copies", 2, 16);
-    cfg.copies_per_database = 2;
-    cfg.iops_per_mailbox = 3.0; // more log traffic so files close within the test
+    cfg.profile.copies_per_database = 2;
+    cfg.profile.iops_per_mailbox = 3.0; // more log traffic so files close within the test
     cfg.duration_s = 6.0;
     let mut obs = Collect::default();
     let r = run_performance(&cfg, &dbs, &mut obs, &AtomicBool::new(false), None).expect("run");
@@ -264,7 +268,7 @@ fn very_slow_storage_completes_the_run() {
     cfg.threads = 32;
     // Few mailboxes (large page regions, few repeated pages) and read-only transactions: each
     // reads up to 6 pages, so 32 sessions can have up to 192 reads in flight.
-    cfg.mailboxes = 20;
+    cfg.profile.mailboxes = 20;
     cfg.op_mix = mbx_config::OpMix {
         insert_pct: 0,
         delete_pct: 0,
@@ -295,8 +299,8 @@ fn very_slow_storage_completes_the_run() {
 #[test]
 fn fewer_mailboxes_than_databases_and_tiny_databases_complete() {
     let (mut cfg, dbs, _dir) = setup("tiny", 2, 1);
-    cfg.mailboxes = 1;
-    cfg.iops_per_mailbox = 40.0;
+    cfg.profile.mailboxes = 1;
+    cfg.profile.iops_per_mailbox = 40.0;
     cfg.duration_s = 2.0;
     let mut obs = Collect::default();
     let started = std::time::Instant::now();
@@ -342,7 +346,7 @@ fn fewer_mailboxes_than_databases_and_tiny_databases_complete() {
 #[test]
 fn the_log_of_a_run_is_continuous_and_the_database_matches_it() {
     let (mut cfg, dbs, _dir) = setup("log", 1, 8);
-    cfg.iops_per_mailbox = 3.0; // several log files within the test
+    cfg.profile.iops_per_mailbox = 3.0; // several log files within the test
     cfg.circular_logging = false; // keep every file to scan it
     let db = &dbs[0];
     let id = db.header.database_id;

@@ -36,6 +36,7 @@ pub use clock::{Clock, RealClock};
 pub use fault::{FaultKind, FaultQueue, FaultRule};
 pub use file::{IoFile, OpenMode};
 pub use hist::{LatencyHistogram, Percentiles};
+pub use mbx_config::IoBackend;
 pub use queue::{open_queue, EngineKind, FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest};
 
 /// An I/O failure, naming the operation, the file and (when known) the offset.

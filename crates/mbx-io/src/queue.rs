@@ -235,36 +235,10 @@ pub trait IoQueue: Send {
     }
 }
 
-/// Which backend to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EngineKind {
-    /// Linux io_uring: one thread keeps `depth` requests in flight (default on Linux).
-    #[cfg_attr(target_os = "linux", default)]
-    IoUring,
-    /// Portable: `depth` threads doing positional reads and writes.
-    #[cfg_attr(not(target_os = "linux"), default)]
-    Sync,
-}
-
-impl EngineKind {
-    /// Parses "io_uring" / "sync".
-    pub fn parse(s: &str) -> Option<EngineKind> {
-        match s {
-            "io_uring" | "io-uring" | "iouring" => Some(EngineKind::IoUring),
-            "sync" | "psync" | "threads" => Some(EngineKind::Sync),
-            _ => None,
-        }
-    }
-
-    /// The name used in flags and results.
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::IoUring => "io_uring",
-            EngineKind::Sync => "sync",
-        }
-    }
-}
+/// Which backend to use: the one I/O backend enum of the workspace ([`mbx_config::IoBackend`]:
+/// one name table for flags, configuration files and results), under the name this crate has
+/// always used.
+pub use mbx_config::IoBackend as EngineKind;
 
 /// Opens a queue of `depth` over `files` with the chosen backend.
 pub fn open_queue(

@@ -3,7 +3,11 @@
 //! and writes/s are sums, read and write latency are unweighted means over instances, log
 //! writes/s is a sum and log write latency a mean. The aggregate sums the server sums and
 //! averages the server means. Backup: MB/s per database = the Avg row, per server = the Sum row.
-//! Soft recovery: seconds per log = average elapsed / average logs replayed.
+//! Soft recovery: seconds per log = average elapsed / average logs replayed. Where the input
+//! states a summary (a report's Avg and Sum rows, a result's `backup_*_mb_per_s` and
+//! `seconds_per_log`) it is used, as ESRP quotes it; otherwise it is computed from the rows. A
+//! Jetstress report and an mbxstress result give the same rows ([`mbx_result::BackupRow`],
+//! [`mbx_result::SoftRecoveryRow`]) and go through the same arithmetic.
 //!
 //! An input that is not a complete, passing measurement (interrupted, stopped, failed, or too
 //! short to mean anything) is still summed, as the user asked, but never silently: it gets a
@@ -14,8 +18,14 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::flags::result_flags;
-use crate::import::{import_text, ImportError, ImportedReport, InstanceIo, REPORT_WHAT};
+use mbx_result::{
+    BackupRow, InstanceResult, Io12, RateBytes, RunResult, SoftRecoveryRow, TestKind, SCHEMA,
+};
+
+use crate::flags::{result_flags, Flag};
+use crate::import::{
+    check_summaries, import_text, ImportError, ImportedReport, InstanceIo, RateRow, REPORT_WHAT,
+};
 use crate::input::{read_bounded, REPORT_LIMIT};
 
 /// Figures of one server (or of the aggregate).
@@ -129,42 +139,75 @@ pub fn load(path: &Path) -> Result<ImportedReport, ImportError> {
     import_text(&text, path)
 }
 
-/// Reads an mbxstress `result.json` into the same model as an imported report.
-fn from_result_json(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
+/// Reads an mbxstress `result.json` into the same model as an imported report, through the
+/// typed result model (as `report` reads it): the instances' transactional and total I/O, BDM and
+/// log replication rows, and the backup and soft-recovery rows and summaries of those tests, which
+/// are the very row types the Jetstress importer produces.
+pub fn from_result_json(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
     let bad = |reason: String| ImportError::Malformed {
         path: path.to_path_buf(),
         table: "result.json".into(),
         row: "-".into(),
         reason,
     };
+    // As JSON first: to recognize a foreign file by its schema, and for the flags, which also read
+    // keys of other versions' results (see `flags::result_flags`).
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
-    if v["schema"] != "mbxstress.result/1" {
-        return Err(bad(
-            "not an mbxstress result (schema mbxstress.result/1)".into()
-        ));
+    if v["schema"] != SCHEMA {
+        return Err(bad(format!("not an mbxstress result (schema {SCHEMA})")));
     }
-    let instances = v["instances"]
-        .as_array()
-        .ok_or_else(|| bad("no instances".into()))?;
-    let mut r = ImportedReport {
-        source: path.display().to_string(),
-        kind: v["test"]["type"].as_str().unwrap_or("unknown").to_string(),
-        machine: v["test"]["machine"].as_str().map(str::to_string),
-        achieved_iops_typed: v["achieved_iops"].as_f64(),
-        target_iops: v["target_iops"].as_f64(),
-        flags: result_flags(&v),
-        ..Default::default()
+    // Then typed, from the text, so that an error names its line and column.
+    let result: RunResult = serde_json::from_str(text)
+        .map_err(|e| bad(format!("not a valid mbxstress result: {e}")))?;
+    let flags = result_flags(&v);
+    Ok(imported_from_result(result, path, flags))
+}
+
+/// An mbxstress result as an imported report: the same rows, whichever tool measured them.
+pub fn imported_from_result(r: RunResult, path: &Path, flags: Vec<Flag>) -> ImportedReport {
+    let rows = |f: fn(&InstanceResult) -> Io12| -> Vec<InstanceIo> {
+        r.instances
+            .iter()
+            .map(|i| InstanceIo {
+                instance: i.name.clone(),
+                io: f(i),
+            })
+            .collect()
     };
-    for (k, i) in instances.iter().enumerate() {
-        let io = serde_json::from_value(i["transactional"].clone())
-            .map_err(|e| bad(format!("instance {}: {e}", k + 1)))?;
-        r.transactional.push(InstanceIo {
-            instance: i["name"].as_str().unwrap_or("?").to_string(),
-            io,
-        });
-    }
-    Ok(r)
+    let rates = |f: fn(&InstanceResult) -> RateBytes| -> Vec<RateRow> {
+        r.instances
+            .iter()
+            .map(|i| RateRow {
+                instance: i.name.clone(),
+                reads_per_s: f(i).reads_per_s,
+                read_avg_bytes: f(i).read_avg_bytes,
+            })
+            .collect()
+    };
+    let mut imported = ImportedReport {
+        source: path.display().to_string(),
+        kind: Some(r.test.test_type),
+        machine: Some(r.test.machine.clone()),
+        overall_result: Some(if r.verdict.pass { "Pass" } else { "Fail" }.into()),
+        achieved_iops_typed: Some(r.achieved_iops),
+        target_iops: Some(r.target_iops),
+        transactional: rows(|i| i.transactional),
+        total: rows(|i| i.total),
+        bdm: rates(|i| i.bdm),
+        log_replication: rates(|i| i.log_replication),
+        backup: r.sections.backup.clone(),
+        backup_avg_typed: r.sections.backup_avg_mb_per_s,
+        backup_sum_typed: r.sections.backup_sum_mb_per_s,
+        soft_recovery: r.sections.soft_recovery.clone(),
+        soft_recovery_avg_typed: None,
+        seconds_per_log_typed: r.sections.seconds_per_log,
+        discrepancies: Vec::new(),
+        flags,
+    };
+    // A result's typed summaries are checked against its rows exactly as a report's are.
+    check_summaries(&mut imported);
+    imported
 }
 
 /// Summarizes loaded inputs.
@@ -175,7 +218,7 @@ pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
         // Only Performance tests feed the performance summary: backup and soft recovery reports
         // carry a Transactional I/O table of their own (the I/O during that test), and stress
         // tests are summarized separately in ESRP.
-        if !r.transactional.is_empty() && matches!(r.kind.as_str(), "performance" | "unknown") {
+        if !r.transactional.is_empty() && matches!(r.kind, None | Some(TestKind::Performance)) {
             let mut f = server_figures(&machine, &r.source, &r.transactional);
             f.flags = r.flags.iter().map(|f| f.code).collect();
             s.servers.push(f);
@@ -185,28 +228,19 @@ pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
             code: f.code,
             message: f.message.clone(),
         }));
-        if !r.backup.is_empty() {
-            let n = r.backup.len() as f64;
-            let sum: f64 = r.backup.iter().map(|b| b.mb_per_s).sum();
+        if let Some((avg, sum)) = BackupRow::avg_and_sum(&r.backup) {
             s.backup.push(BackupFigures {
                 source: machine.clone(),
-                mb_per_s_per_database: r.backup_avg_typed.unwrap_or(sum / n),
+                mb_per_s_per_database: r.backup_avg_typed.unwrap_or(avg),
                 mb_per_s_per_server: r.backup_sum_typed.unwrap_or(sum),
             });
         }
-        if !r.soft_recovery.is_empty() {
-            let n = r.soft_recovery.len() as f64;
-            let (logs, secs) = r.soft_recovery_avg_typed.unwrap_or((
-                r.soft_recovery
-                    .iter()
-                    .map(|x| x.log_files_replayed)
-                    .sum::<f64>()
-                    / n,
-                r.soft_recovery.iter().map(|x| x.elapsed_s).sum::<f64>() / n,
-            ));
+        if let Some((logs, secs)) = SoftRecoveryRow::averages(&r.soft_recovery) {
             s.soft_recovery.push(SoftRecoveryFigures {
                 source: machine.clone(),
-                seconds_per_log: if logs > 0.0 { secs / logs } else { 0.0 },
+                seconds_per_log: r
+                    .seconds_per_log_typed
+                    .unwrap_or_else(|| SoftRecoveryRow::seconds_per_log(logs, secs)),
             });
         }
         s.discrepancies

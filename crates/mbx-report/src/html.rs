@@ -3,9 +3,9 @@
 //! percentiles, time-series charts and the resolved configuration. Rendered with maud (escaped).
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
-use mbx_engine::result::{Io12, RunResult};
+use mbx_result::{Io12, Sample, SampleInstance};
 
-use crate::flags::Flag;
+use crate::report::RunFolder;
 use crate::svg::{LineChart, Series};
 
 /// Jetstress's section titles, in report order (tests check them).
@@ -85,11 +85,7 @@ fn kv(rows: &[(&str, String)]) -> Markup {
 }
 
 /// Time series per instance from the samples: x = seconds since the start of measurement.
-fn series(
-    samples: &[serde_json::Value],
-    names: &[String],
-    f: impl Fn(&serde_json::Value) -> f64,
-) -> Vec<Series> {
+fn series(samples: &[Sample], names: &[String], f: impl Fn(&SampleInstance) -> f64) -> Vec<Series> {
     let mut t = 0.0;
     let mut out: Vec<Series> = names
         .iter()
@@ -99,88 +95,70 @@ fn series(
         })
         .collect();
     for s in samples {
-        t += s["interval_s"].as_f64().unwrap_or(0.0);
-        if let Some(insts) = s["instances"].as_array() {
-            for i in insts {
-                let name = i["name"].as_str().unwrap_or("");
-                if let Some(ser) = out.iter_mut().find(|x| x.name == name) {
-                    ser.points.push((t, f(i)));
-                }
+        t += s.interval_s;
+        for i in &s.instances {
+            if let Some(ser) = out.iter_mut().find(|x| x.name == i.name) {
+                ser.points.push((t, f(i)));
             }
         }
     }
     out
 }
 
-fn charts(samples: &[serde_json::Value], names: &[String]) -> Markup {
-    let num = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(0.0);
+/// One figure of a sample's instance.
+type Figure = fn(&SampleInstance) -> f64;
+
+fn charts(samples: &[Sample], names: &[String]) -> Markup {
     let mut list = vec![
         LineChart {
             title: "Transactional IOPS (DB reads + writes per second)".into(),
             x_label: "seconds of measurement".into(),
             y_label: "IOPS".into(),
-            series: series(samples, names, |i| {
-                num(i, "db_reads_per_s") + num(i, "db_writes_per_s")
-            }),
+            series: series(samples, names, SampleInstance::transactional_iops),
         },
         LineChart {
             title: "Throughput (database and log, MB/s)".into(),
             x_label: "seconds of measurement".into(),
             y_label: "MB/s".into(),
-            series: series(samples, names, |i| {
-                (num(i, "db_reads_per_s") * num(i, "db_read_avg_bytes")
-                    + num(i, "db_writes_per_s") * num(i, "db_write_avg_bytes")
-                    + num(i, "log_writes_per_s") * num(i, "log_write_avg_bytes"))
-                    / 1e6
-            }),
+            series: series(samples, names, SampleInstance::throughput_mb_per_s),
         },
     ];
-    for (title, key) in [
-        (
-            "Database read latency (ms, sample average)",
-            "db_read_avg_latency_ms",
-        ),
-        (
-            "Database write latency (ms, sample average)",
-            "db_write_avg_latency_ms",
-        ),
-        (
-            "Log write latency (ms, sample average)",
-            "log_write_avg_latency_ms",
-        ),
-    ] {
+    let latencies: [(&str, Figure); 3] = [
+        ("Database read latency (ms, sample average)", |i| {
+            i.db_read_avg_latency_ms
+        }),
+        ("Database write latency (ms, sample average)", |i| {
+            i.db_write_avg_latency_ms
+        }),
+        ("Log write latency (ms, sample average)", |i| {
+            i.log_write_avg_latency_ms
+        }),
+    ];
+    for (title, f) in latencies {
         list.push(LineChart {
             title: title.into(),
             x_label: "seconds of measurement".into(),
             y_label: "ms".into(),
-            series: series(samples, names, |i| num(i, key)),
+            series: series(samples, names, f),
         });
     }
     html! { div.charts { @for c in &list { (c.render()) } } }
 }
 
-/// Renders the report. `samples` are the lines of samples.jsonl, `log` those of test.log, `flags`
-/// why the result is not a complete, passing measurement (a banner at the top; empty: none).
-pub fn render(
-    r: &RunResult,
-    samples: &[serde_json::Value],
-    log: &[String],
-    flags: &[Flag],
-) -> String {
+/// Renders the report of a run: its result, samples (charts) and log; its flags (why the result
+/// is not a complete, passing measurement) as a banner at the top, and the notes of reading it.
+pub fn render(run: &RunFolder) -> String {
+    let RunFolder {
+        result: r,
+        samples,
+        log,
+        flags,
+        notes,
+        ..
+    } = run;
     let cfg = &r.config;
     let names: Vec<String> = r.instances.iter().map(|i| i.name.clone()).collect();
-    let pct = |p: f64| format!("{}%", p);
-    let cval = |path: &[&str]| -> String {
-        let mut v = cfg;
-        for k in path {
-            v = &v[*k];
-        }
-        match v {
-            serde_json::Value::Null => "-".into(),
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        }
-    };
+    let pct = |p: u32| format!("{p}%");
     let verdict_class = if r.verdict.pass { "pass" } else { "fail" };
     let markup = html! {
         (DOCTYPE)
@@ -205,7 +183,7 @@ pub fn render(
                 (kv(&[
                     ("Overall Test Result", if r.verdict.pass { "Pass".into() } else { "Fail".into() }),
                     ("Machine Name", r.test.machine.clone()),
-                    ("Test Description", format!("{} test, {} mailboxes x {} IOPS, {} database(s), {} cop{}", r.test.test_type, r.profile.mailboxes, r.profile.iops_per_mailbox, r.profile.databases, r.profile.copies_per_database, if r.profile.copies_per_database == 1 { "y" } else { "ies" })),
+                    ("Test Description", format!("{} test, {} mailboxes x {} IOPS, {} database(s), {} cop{}", r.test.test_type, r.profile.profile.mailboxes, r.profile.profile.iops_per_mailbox, r.profile.profile.databases, r.profile.profile.copies_per_database, if r.profile.profile.copies_per_database == 1 { "y" } else { "ies" })),
                     ("Test Start Time", r.test.start.clone()),
                     ("Test End Time", r.test.end.clone()),
                     ("Collection Start Time", r.test.collection_start.clone()),
@@ -229,23 +207,23 @@ pub fn render(
                 (kv(&[
                     ("Achieved Transactional I/O per Second", f3(r.achieved_iops)),
                     ("Target Transactional I/O per Second", format!("{}", r.target_iops)),
-                    ("Initial Database Size (bytes)", r.database_size_bytes["initial"].to_string()),
-                    ("Final Database Size (bytes)", r.database_size_bytes["final"].to_string()),
+                    ("Initial Database Size (bytes)", r.database_size_bytes.initial.to_string()),
+                    ("Final Database Size (bytes)", r.database_size_bytes.final_.to_string()),
                     ("Database Files (Count)", r.instances.len().to_string()),
                 ]))
 
                 h2 { (SECTIONS[2]) }
                 (kv(&[
                     ("Thread Count", r.profile.threads.to_string()),
-                    ("Minimum Database Cache (per database)", format!("{} MB", cval(&["cache", "min_mb_per_db"]))),
-                    ("Maximum Database Cache (per database, before scaling to 1/8 of the database)", format!("{} MB", cval(&["cache", "max_mb_per_db"]))),
-                    ("Insert Operations", pct(cfg["op_mix"]["insert_pct"].as_f64().unwrap_or(0.0))),
-                    ("Delete Operations", pct(cfg["op_mix"]["delete_pct"].as_f64().unwrap_or(0.0))),
-                    ("Replace Operations", pct(cfg["op_mix"]["replace_pct"].as_f64().unwrap_or(0.0))),
-                    ("Read Operations", pct(cfg["op_mix"]["read_pct"].as_f64().unwrap_or(0.0))),
-                    ("Lazy Commits", pct(cfg["op_mix"]["lazy_commit_pct"].as_f64().unwrap_or(0.0))),
-                    ("Run Background Database Maintenance", if cfg["bdm"].as_bool().unwrap_or(false) { "True".into() } else { "False".into() }),
-                    ("Number of Copies per Database", r.profile.copies_per_database.to_string()),
+                    ("Minimum Database Cache (per database)", format!("{} MB", cfg.cache.min_mb_per_db)),
+                    ("Maximum Database Cache (per database, before scaling to 1/8 of the database)", format!("{} MB", cfg.cache.max_mb_per_db)),
+                    ("Insert Operations", pct(cfg.op_mix.insert_pct)),
+                    ("Delete Operations", pct(cfg.op_mix.delete_pct)),
+                    ("Replace Operations", pct(cfg.op_mix.replace_pct)),
+                    ("Read Operations", pct(cfg.op_mix.read_pct)),
+                    ("Lazy Commits", pct(cfg.op_mix.lazy_commit_pct)),
+                    ("Run Background Database Maintenance", if cfg.bdm { "True".into() } else { "False".into() }),
+                    ("Number of Copies per Database", r.profile.profile.copies_per_database.to_string()),
                 ]))
 
                 h2 { (SECTIONS[3]) }
@@ -283,6 +261,7 @@ pub fn render(
                 }
 
                 h2 { "Time Series" }
+                @for n in notes { p.note { (n) } }
                 @if samples.is_empty() { p.note { "No samples were recorded (the measured phase was shorter than one sample interval)." } }
                 @else { (charts(samples, &names)) }
 

@@ -15,7 +15,11 @@ pub const REPORT_WHAT: &str =
     "a Jetstress report (HTML or its tables as text) or an mbxstress result.json";
 
 /// The 12 Jetstress columns, as imported.
-pub use mbx_engine::result::Io12;
+pub use mbx_result::Io12;
+use mbx_result::TestKind;
+/// The per-database rows of backup and soft recovery reports: the result model's own, so an
+/// imported report and an mbxstress result carry the same rows.
+pub use mbx_result::{BackupRow, SoftRecoveryRow};
 
 /// Errors of the import, naming the file, the table and the row. Messages are complete: the OS
 /// error is part of the message, not also a `source()`, so an error chain shows it once.
@@ -63,32 +67,6 @@ pub struct RateRow {
     pub read_avg_bytes: f64,
 }
 
-/// One database of a backup report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BackupRow {
-    /// Instance.
-    pub instance: String,
-    /// Database size, MB.
-    pub database_size_mb: f64,
-    /// Elapsed time as printed (hh:mm:ss).
-    pub elapsed: String,
-    /// Elapsed seconds.
-    pub elapsed_s: f64,
-    /// MB per second.
-    pub mb_per_s: f64,
-}
-
-/// One database of a soft recovery report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SoftRecoveryRow {
-    /// Instance.
-    pub instance: String,
-    /// Log files replayed.
-    pub log_files_replayed: f64,
-    /// Elapsed seconds.
-    pub elapsed_s: f64,
-}
-
 /// An instance's row of a 12-column table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InstanceIo {
@@ -103,8 +81,10 @@ pub struct InstanceIo {
 pub struct ImportedReport {
     /// The file.
     pub source: String,
-    /// "performance", "stress", "backup", "soft-recovery" or "unknown".
-    pub kind: String,
+    /// The test type the report names ("performance", "stress", "backup", "soft-recovery"),
+    /// `None` when it names none (serialized as "unknown").
+    #[serde(serialize_with = "kind_or_unknown")]
+    pub kind: Option<TestKind>,
     /// Machine name, if given.
     pub machine: Option<String>,
     /// Overall result ("Pass"/"Fail"), if given.
@@ -131,10 +111,18 @@ pub struct ImportedReport {
     pub soft_recovery: Vec<SoftRecoveryRow>,
     /// The soft recovery table's typed Avg row: (logs, seconds).
     pub soft_recovery_avg_typed: Option<(f64, f64)>,
+    /// Seconds per log as the input states it: from the typed Avg row of a report (average
+    /// elapsed / average logs), or an mbxstress result's `seconds_per_log`.
+    pub seconds_per_log_typed: Option<f64>,
     /// Typed summaries that disagree with the per-instance data beyond rounding.
     pub discrepancies: Vec<String>,
     /// Why this is not a complete, passing measurement (empty if it is).
     pub flags: Vec<Flag>,
+}
+
+/// `kind` as `import --json` has always printed it: the test type's name, or "unknown".
+fn kind_or_unknown<S: serde::Serializer>(kind: &Option<TestKind>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.map_or("unknown", TestKind::name))
 }
 
 use crate::html::IO12_COLUMNS;
@@ -354,7 +342,6 @@ pub fn import_text(text: &str, path: &Path) -> Result<ImportedReport, ImportErro
 fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
     let mut r = ImportedReport {
         source: path.display().to_string(),
-        kind: "unknown".into(),
         ..Default::default()
     };
     let err = |table: &str, row: String, reason: String| ImportError::Malformed {
@@ -370,15 +357,15 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
         let plain = clean(raw);
         let lower = plain.to_ascii_lowercase();
         if lower.contains("stress test result report") {
-            r.kind = "stress".into();
+            r.kind = Some(TestKind::Stress);
         } else if lower.contains("performance test result report") {
-            r.kind = "performance".into();
+            r.kind = Some(TestKind::Performance);
         } else if lower.contains("backup test result report") {
-            r.kind = "backup".into();
+            r.kind = Some(TestKind::Backup);
         } else if lower.contains("softrecovery test result report")
             || lower.contains("soft recovery test result report")
         {
-            r.kind = "soft-recovery".into();
+            r.kind = Some(TestKind::SoftRecovery);
         }
         for (key, slot) in [
             (
@@ -521,7 +508,6 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
                         r.backup.push(BackupRow {
                             instance: name,
                             database_size_mb: num(1)?,
-                            elapsed,
                             elapsed_s,
                             mb_per_s: num(3)?,
                         });
@@ -529,13 +515,29 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
                 }
             }
             Table::SoftRecovery => match name.as_str() {
-                "Avg" => r.soft_recovery_avg_typed = Some((num(1)?, num(2)?)),
+                "Avg" => {
+                    let (logs, secs) = (num(1)?, num(2)?);
+                    r.soft_recovery_avg_typed = Some((logs, secs));
+                    r.seconds_per_log_typed = Some(SoftRecoveryRow::seconds_per_log(logs, secs));
+                }
                 "Sum" => {}
-                _ => r.soft_recovery.push(SoftRecoveryRow {
-                    instance: name,
-                    log_files_replayed: num(1)?,
-                    elapsed_s: num(2)?,
-                }),
+                _ => {
+                    let logs = num(1)?;
+                    // A count: whole, not negative, and within u64 (so the cast is exact).
+                    if !(logs >= 0.0 && logs.fract() == 0.0 && logs < 18_446_744_073_709_551_616.0)
+                    {
+                        return Err(err(
+                            table.title(),
+                            rowname,
+                            format!("column 2 ('{logs}') is not a number of log files"),
+                        ));
+                    }
+                    r.soft_recovery.push(SoftRecoveryRow {
+                        instance: name,
+                        log_files_replayed: logs as u64,
+                        elapsed_s: num(2)?,
+                    })
+                }
             },
         }
     }
@@ -554,7 +556,7 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
 }
 
 /// Records typed summaries that disagree with per-instance data by more than rounding.
-fn check_summaries(r: &mut ImportedReport) {
+pub(crate) fn check_summaries(r: &mut ImportedReport) {
     // Tolerance: each of n values printed with 3 (or 2) decimals may be off by half a unit.
     if let Some(typed) = r.achieved_iops_typed {
         if !r.transactional.is_empty() {
@@ -570,8 +572,7 @@ fn check_summaries(r: &mut ImportedReport) {
         }
     }
     let n = r.backup.len() as f64;
-    if n > 0.0 {
-        let sum: f64 = r.backup.iter().map(|b| b.mb_per_s).sum();
+    if let Some((avg, sum)) = BackupRow::avg_and_sum(&r.backup) {
         let tol = n * 0.005 + 0.005;
         if let Some(typed) = r.backup_sum_typed {
             if (sum - typed).abs() > tol {
@@ -581,25 +582,32 @@ fn check_summaries(r: &mut ImportedReport) {
             }
         }
         if let Some(typed) = r.backup_avg_typed {
-            if (sum / n - typed).abs() > 0.01 {
+            if (avg - typed).abs() > 0.01 {
                 r.discrepancies.push(format!(
-                    "backup Avg typed as {typed} MB/s but the databases average {:.2}",
-                    sum / n
+                    "backup Avg typed as {typed} MB/s but the databases average {avg:.2}"
                 ));
             }
         }
     }
-    let m = r.soft_recovery.len() as f64;
-    if let (Some((logs, secs)), true) = (r.soft_recovery_avg_typed, m > 0.0) {
-        let avg_logs = r
-            .soft_recovery
-            .iter()
-            .map(|s| s.log_files_replayed)
-            .sum::<f64>()
-            / m;
-        let avg_secs = r.soft_recovery.iter().map(|s| s.elapsed_s).sum::<f64>() / m;
+    if let (Some((logs, secs)), Some((avg_logs, avg_secs))) = (
+        r.soft_recovery_avg_typed,
+        SoftRecoveryRow::averages(&r.soft_recovery),
+    ) {
         if (avg_logs - logs).abs() > 0.5 || (avg_secs - secs).abs() > 0.001 * secs.max(1.0) {
             r.discrepancies.push(format!("soft recovery Avg typed as {logs} logs / {secs} s but the databases average {avg_logs:.2} / {avg_secs:.3}"));
+        }
+    }
+    // An mbxstress result states seconds per log only (a report's Avg row is checked above).
+    if let (None, Some(typed), Some((logs, secs))) = (
+        r.soft_recovery_avg_typed,
+        r.seconds_per_log_typed,
+        SoftRecoveryRow::averages(&r.soft_recovery),
+    ) {
+        let rows = SoftRecoveryRow::seconds_per_log(logs, secs);
+        if (typed - rows).abs() > 0.001 * rows.max(1e-9) {
+            r.discrepancies.push(format!(
+                "seconds per log stated as {typed} but the databases give {rows:.4}"
+            ));
         }
     }
 }

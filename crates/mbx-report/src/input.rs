@@ -257,6 +257,17 @@ pub fn for_each_line<E: From<InputError>>(
     what: &'static str,
     mut f: impl FnMut(usize, &str) -> Result<(), E>,
 ) -> Result<(), E> {
+    for_each_line_ended(path, limit, what, |n, line, _| f(n, line))
+}
+
+/// [`for_each_line`], also telling `f` whether the line ended with a line feed (false only for a
+/// last line cut short: a file appended to when a writer stopped mid-line).
+pub fn for_each_line_ended<E: From<InputError>>(
+    path: &Path,
+    limit: u64,
+    what: &'static str,
+    mut f: impl FnMut(usize, &str, bool) -> Result<(), E>,
+) -> Result<(), E> {
     let (file, _) = open_regular(path, limit, what)?;
     let mut reader = BufReader::new(file.take(limit.saturating_add(1)));
     let mut buf = Vec::new();
@@ -292,9 +303,10 @@ pub fn for_each_line<E: From<InputError>>(
         if line_no == 1 {
             line = line.strip_prefix(BOM).unwrap_or(line);
         }
+        let ended = line.ends_with('\n');
         let line = line.strip_suffix('\n').unwrap_or(line);
         let line = line.strip_suffix('\r').unwrap_or(line);
-        f(line_no, line)?;
+        f(line_no, line, ended)?;
     }
 }
 

@@ -1,6 +1,8 @@
-//! Reports from results:
-//! - [`report::write_report`]: the HTML report ([`html`], charts from [`svg`]) and CSV files of a
-//!   run, from its result.json, samples.jsonl and test.log;
+//! Reports from results, over the typed result model of `mbx-result` (the only result types
+//! this crate knows):
+//! - [`report::write_report`]: reads a run's result.json, samples.jsonl and test.log
+//!   ([`report::load_run`]) and writes it through the [`export`]ers: the HTML report ([`html`],
+//!   charts from [`svg`]), the CSV files, result.json;
 //! - [`import`]: Jetstress reports given as text, into the same model;
 //! - [`esrp`]: the ESRP summary across servers;
 //! - [`compare`]: key figures of two results side by side;
@@ -9,6 +11,7 @@
 
 pub mod compare;
 pub mod esrp;
+pub mod export;
 pub mod flags;
 pub mod html;
 pub mod import;
@@ -17,7 +20,8 @@ pub mod report;
 pub mod svg;
 
 pub use esrp::{load, summarize, EsrpSummary, Warning};
+pub use export::{Exporter, Format};
 pub use flags::Flag;
 pub use import::{import_file, ImportError, ImportedReport};
 pub use input::InputError;
-pub use report::{write_report, ReportError};
+pub use report::{write_report, ReportError, RunFolder};

@@ -1,12 +1,15 @@
-//! Writes a run's HTML report and CSV files from its result folder.
+//! Reads a run's result folder and writes its HTML report, CSV and JSON files through the
+//! exporters of [`crate::export`].
 
 use std::path::{Path, PathBuf};
 
-use mbx_engine::result::RunResult;
+use mbx_result::{RunResult, Sample};
 
+use crate::export::{export, Exporter, Format};
 use crate::flags::{result_flags, Flag};
 use crate::input::{
-    for_each_line, read_bounded, read_head, InputError, LOG_LIMIT, REPORT_LIMIT, SAMPLES_LIMIT,
+    for_each_line, for_each_line_ended, read_bounded, InputError, LOG_LIMIT, REPORT_LIMIT,
+    SAMPLES_LIMIT,
 };
 
 /// Errors writing a report; each names the file. Messages are complete: the OS error is part of
@@ -63,23 +66,43 @@ pub fn locate(input: &Path) -> (PathBuf, PathBuf) {
     }
 }
 
-/// A result folder as read from disk.
+/// A result folder as read from disk: what every [`Exporter`](crate::export::Exporter) renders.
 #[derive(Debug)]
 pub struct RunFolder {
     /// result.json.
     pub result: RunResult,
-    /// The lines of samples.jsonl (empty if there is none).
-    pub samples: Vec<serde_json::Value>,
+    /// The samples of samples.jsonl (empty if there is none).
+    pub samples: Vec<Sample>,
     /// The lines of test.log (empty if there is none).
     pub log: Vec<String>,
     /// The folder.
     pub dir: PathBuf,
     /// Why the result is not a complete, passing measurement (empty if it is).
     pub flags: Vec<Flag>,
+    /// What reading the folder met that the reader should know (a torn last sample skipped).
+    pub notes: Vec<String>,
+}
+
+impl RunFolder {
+    /// A run held in memory (just measured, not yet on disk): its result, nothing else read.
+    pub fn of_result(result: RunResult, dir: PathBuf) -> RunFolder {
+        RunFolder {
+            result,
+            samples: Vec::new(),
+            log: Vec::new(),
+            dir,
+            flags: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
 }
 
 /// Reads a result folder: result.json, and samples.jsonl and test.log if present. Each file must
 /// be a regular file within its limit ([`REPORT_LIMIT`], [`SAMPLES_LIMIT`], [`LOG_LIMIT`]).
+///
+/// samples.jsonl is appended as the test runs, so a crash can leave its last line cut short: a
+/// last line without a line feed that is not a sample is skipped, with a note. Any other line
+/// that is not a sample is an error naming the line.
 pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
     let (dir, result_path) = locate(input);
     let text = read_bounded(&result_path, REPORT_LIMIT, "an mbxstress result.json")?;
@@ -93,25 +116,17 @@ pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
     let flags = result_flags(&serde_json::from_str(&text).map_err(invalid)?);
     drop(text);
 
-    let mut samples = Vec::new();
     let samples_path = dir.join(&result.samples_file);
-    let read = for_each_line(
-        &samples_path,
-        SAMPLES_LIMIT,
-        "the samples of a run (samples.jsonl)",
-        |n, line| {
-            if !line.trim().is_empty() {
-                samples.push(
-                    serde_json::from_str(line).map_err(|e| ReportError::Invalid {
-                        path: samples_path.clone(),
-                        reason: format!("line {n}: {e}"),
-                    })?,
-                );
-            }
-            Ok(())
-        },
-    );
-    skip_if_absent(read)?;
+    let (samples, torn) = read_samples(&samples_path)?;
+    let notes = torn
+        .map(|n| {
+            format!(
+                "{}: line {n}, the last, is incomplete (the run stopped while writing it) and was skipped",
+                samples_path.display()
+            )
+        })
+        .into_iter()
+        .collect();
 
     let mut log = Vec::new();
     let read = for_each_line(
@@ -130,7 +145,39 @@ pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
         log,
         dir,
         flags,
+        notes,
     })
+}
+
+/// The samples of a samples.jsonl (none if the file does not exist), and the number of a torn last
+/// line that was skipped.
+pub fn read_samples(path: &Path) -> Result<(Vec<Sample>, Option<usize>), ReportError> {
+    let mut samples = Vec::new();
+    let mut torn = None;
+    let read = for_each_line_ended(
+        path,
+        SAMPLES_LIMIT,
+        "the samples of a run (samples.jsonl)",
+        |n, line, ended| {
+            if line.trim().is_empty() {
+                return Ok(());
+            }
+            match serde_json::from_str::<Sample>(line) {
+                Ok(s) => samples.push(s),
+                // Only the last line can lack its line feed: the writer stopped in the middle.
+                Err(_) if !ended => torn = Some(n),
+                Err(e) => {
+                    return Err(ReportError::Invalid {
+                        path: path.to_path_buf(),
+                        reason: format!("line {n}: not a sample ({e})"),
+                    })
+                }
+            }
+            Ok(())
+        },
+    );
+    skip_if_absent(read)?;
+    Ok((samples, torn))
 }
 
 /// An optional file that does not exist is not an error.
@@ -141,34 +188,10 @@ fn skip_if_absent(read: Result<(), ReportError>) -> Result<(), ReportError> {
     }
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|error| ReportError::Write {
-            path: path.to_path_buf(),
-            error,
-        })
-}
-
-fn csv_bytes(rows: Vec<Vec<String>>, path: &Path) -> Result<Vec<u8>, ReportError> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    for r in rows {
-        w.write_record(&r).map_err(|e| ReportError::Invalid {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-    }
-    w.into_inner().map_err(|e| ReportError::Invalid {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })
-}
-
 /// Writes report.html, instances.csv and samples.csv for the run at `input` (a result folder or
 /// its result.json) into `out` (default: the result folder). Returns the files written.
 pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, ReportError> {
-    write_report_with_flags(input, out).map(|(files, _)| files)
+    write_report_as(input, out, &Format::DEFAULT).map(|w| w.files)
 }
 
 /// [`write_report`], also returning the result's flags (shown as a banner in report.html) so the
@@ -177,119 +200,36 @@ pub fn write_report_with_flags(
     input: &Path,
     out: Option<&Path>,
 ) -> Result<(Vec<PathBuf>, Vec<Flag>), ReportError> {
-    let RunFolder {
-        result,
-        samples,
-        log,
-        dir,
-        flags,
-    } = load_run(input)?;
-    let out = out.map(Path::to_path_buf).unwrap_or(dir);
-    std::fs::create_dir_all(&out).map_err(|error| ReportError::Write {
-        path: out.clone(),
-        error,
-    })?;
-    let html_path = out.join("report.html");
-    // Ours has the generator tag in its first few hundred bytes; anything else that exists there
-    // (another file, a directory, a FIFO) is not overwritten.
-    match read_head(&html_path, 4096, "an mbxstress report.html") {
-        Err(e) if e.is_not_found() => {}
-        Ok(head)
-            if String::from_utf8_lossy(&head)
-                .contains("<meta name=\"generator\" content=\"mbxstress\">") => {}
-        _ => {
-            return Err(ReportError::Invalid {
-                path: html_path,
-                reason:
-                    "exists and was not written by mbxstress; remove it or choose another --out"
-                        .into(),
-            })
-        }
-    }
-    write(
-        &html_path,
-        crate::html::render(&result, &samples, &log, &flags).as_bytes(),
-    )?;
+    write_report_as(input, out, &Format::DEFAULT).map(|w| (w.files, w.flags))
+}
 
-    let inst_path = out.join("instances.csv");
-    let mut rows = vec![{
-        let mut h = vec!["instance".to_string(), "table".to_string()];
-        h.extend(crate::html::IO12_COLUMNS.iter().map(|s| s.to_string()));
-        h.extend(
-            [
-                "bdm_reads_per_s",
-                "bdm_read_avg_bytes",
-                "log_replication_reads_per_s",
-                "log_replication_read_avg_bytes",
-            ]
-            .map(String::from),
-        );
-        h
-    }];
-    for i in &result.instances {
-        for (table, io) in [("transactional", i.transactional), ("total", i.total)] {
-            let mut r = vec![i.name.clone(), table.to_string()];
-            r.extend(io.values().map(|v| format!("{v:.3}")));
-            r.extend(
-                [
-                    i.bdm.reads_per_s,
-                    i.bdm.read_avg_bytes,
-                    i.log_replication.reads_per_s,
-                    i.log_replication.read_avg_bytes,
-                ]
-                .map(|v| format!("{v:.3}")),
-            );
-            rows.push(r);
-        }
-    }
-    write(&inst_path, &csv_bytes(rows, &inst_path)?)?;
+/// What [`write_report_as`] wrote, and what the caller should tell the user.
+#[derive(Debug)]
+pub struct Written {
+    /// The files written, in the order of the formats.
+    pub files: Vec<PathBuf>,
+    /// Why the result is not a complete, passing measurement (empty if it is).
+    pub flags: Vec<Flag>,
+    /// What reading the folder met (a torn last sample skipped).
+    pub notes: Vec<String>,
+}
 
-    let samples_path = out.join("samples.csv");
-    const KEYS: [&str; 14] = [
-        "db_reads_per_s",
-        "db_writes_per_s",
-        "db_read_avg_latency_ms",
-        "db_write_avg_latency_ms",
-        "db_read_avg_bytes",
-        "db_write_avg_bytes",
-        "log_writes_per_s",
-        "log_write_avg_latency_ms",
-        "log_write_avg_bytes",
-        "log_reads_per_s",
-        "bdm_reads_per_s",
-        "transactions_per_s",
-        "page_fault_stalls_per_s",
-        "cache_fill",
-    ];
-    let mut rows = vec![{
-        let mut h = vec![
-            "sample".to_string(),
-            "timestamp".to_string(),
-            "instance".to_string(),
-        ];
-        h.extend(KEYS.map(String::from));
-        h.extend(["host_cpu_pct", "host_available_mb"].map(String::from));
-        h
-    }];
-    for (n, s) in samples.iter().enumerate() {
-        for i in s["instances"].as_array().into_iter().flatten() {
-            let mut r = vec![
-                (n + 1).to_string(),
-                s["timestamp"].as_str().unwrap_or("").to_string(),
-                i["name"].as_str().unwrap_or("").to_string(),
-            ];
-            r.extend(KEYS.map(|k| format!("{:.3}", i[k].as_f64().unwrap_or(0.0))));
-            r.push(format!(
-                "{:.3}",
-                s["host"]["cpu_pct"].as_f64().unwrap_or(0.0)
-            ));
-            r.push(format!(
-                "{:.1}",
-                s["host"]["available_mb"].as_f64().unwrap_or(0.0)
-            ));
-            rows.push(r);
-        }
-    }
-    write(&samples_path, &csv_bytes(rows, &samples_path)?)?;
-    Ok((vec![html_path, inst_path, samples_path], flags))
+/// Reads the run at `input` and writes it in each of `formats` into `out` (default: the result
+/// folder), through the formats' exporters.
+pub fn write_report_as(
+    input: &Path,
+    out: Option<&Path>,
+    formats: &[Format],
+) -> Result<Written, ReportError> {
+    let run = load_run(input)?;
+    let out = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| run.dir.clone());
+    let exporters: Vec<Box<dyn Exporter>> = formats.iter().flat_map(|f| f.exporters()).collect();
+    let files = export(&run, &out, &exporters)?;
+    Ok(Written {
+        files,
+        flags: run.flags,
+        notes: run.notes,
+    })
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use mbx_report::esrp::{load, summarize};
 use mbx_report::import::{import_file, import_text, ImportError};
+use mbx_result::TestKind;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -24,7 +25,7 @@ fn close(v: f64, want: f64, tol: f64) {
 #[test]
 fn dell_esrp_performance_summary() {
     let r = import_file(&fixture("dell-ps6210e-esrp-performance.txt")).expect("import");
-    assert_eq!(r.kind, "performance");
+    assert_eq!(r.kind, Some(TestKind::Performance));
     assert_eq!(r.transactional.len(), 6);
     assert_eq!(r.total.len(), 6);
     assert_eq!(r.bdm.len(), 6);
@@ -52,7 +53,7 @@ fn dell_esrp_performance_summary() {
 #[test]
 fn dell_esrp_backup_summary() {
     let r = import_file(&fixture("dell-ps6210e-esrp-backup.txt")).expect("import");
-    assert_eq!(r.kind, "backup");
+    assert_eq!(r.kind, Some(TestKind::Backup));
     assert_eq!(r.backup.len(), 6);
     assert_eq!(r.backup[0].elapsed_s, 4.0 * 3600.0 + 56.0 * 60.0 + 43.0);
     // The rows sum to 577.15; the typed Sum (577.17) differs only by rounding: no discrepancy.
@@ -66,9 +67,9 @@ fn dell_esrp_backup_summary() {
 #[test]
 fn dell_esrp_soft_recovery_summary() {
     let r = import_file(&fixture("dell-ps6210e-esrp-softrecovery.txt")).expect("import");
-    assert_eq!(r.kind, "soft-recovery");
+    assert_eq!(r.kind, Some(TestKind::SoftRecovery));
     assert_eq!(r.soft_recovery.len(), 6);
-    assert_eq!(r.soft_recovery[4].log_files_replayed, 502.0);
+    assert_eq!(r.soft_recovery[4].log_files_replayed, 502);
     let s = summarize(&[r]);
     close(s.soft_recovery[0].seconds_per_log, 2.02, 0.005);
 }
@@ -78,7 +79,7 @@ fn dell_esrp_soft_recovery_summary() {
 #[test]
 fn tintri_report_imports_every_column() {
     let r = import_file(&fixture("tintri-t880-performance.txt")).expect("import");
-    assert_eq!(r.kind, "performance");
+    assert_eq!(r.kind, Some(TestKind::Performance));
     assert_eq!(r.machine.as_deref(), Some("EXCH2013-1"));
     assert_eq!(r.overall_result.as_deref(), Some("Pass"));
     assert_eq!(r.achieved_iops_typed, Some(958.599));
@@ -217,15 +218,25 @@ fn mixed_inputs_aggregate() {
             "log_writes_per_s": lw, "log_read_avg_bytes": 0.0, "log_write_avg_bytes": 15000.0
         })
     };
-    let result = serde_json::json!({
-        "schema": "mbxstress.result/1",
-        "test": { "type": "performance", "machine": "linux-1" },
-        "achieved_iops": 300.0, "target_iops": 280.0,
-        "instances": [
-            { "name": "Instance1.1", "transactional": io(100.0, 50.0, 2.0, 1.0, 10.0, 0.5) },
-            { "name": "Instance1.2", "transactional": io(110.0, 40.0, 4.0, 3.0, 12.0, 0.7) }
-        ]
-    });
+    // A real result (the committed fidelity run) with these figures: esrp reads result.json
+    // through the typed model, so the input is a whole result.
+    let mut result: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("mbxstress-result.json")).expect("fixture"),
+    )
+    .expect("fixture JSON");
+    result["test"]["machine"] = "linux-1".into();
+    result["achieved_iops"] = 300.0.into();
+    result["target_iops"] = 280.0.into();
+    let instance = |name: &str, transactional: serde_json::Value| {
+        let mut i = result["instances"][0].clone();
+        i["name"] = name.into();
+        i["transactional"] = transactional;
+        i
+    };
+    result["instances"] = serde_json::json!([
+        instance("Instance1.1", io(100.0, 50.0, 2.0, 1.0, 10.0, 0.5)),
+        instance("Instance1.2", io(110.0, 40.0, 4.0, 3.0, 12.0, 0.7)),
+    ]);
     let path = dir.join("result.json");
     std::fs::write(&path, serde_json::to_string(&result).expect("json")).expect("write");
     let ours = load(&path).expect("load result.json");

@@ -589,7 +589,7 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             ),
         });
     }
-    if target_iops_per_server < 1.0 {
+    if target_iops_per_server < mbx_config::MIN_TARGET_IOPS {
         warn(
             "target-below-1-iops",
             format!(
@@ -598,13 +598,36 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         );
     }
 
+    // The storage test simulates at most Jetstress's 3 copies per database; a larger DAG is
+    // tested as 3 (the log replication reads of further copies are not simulated).
+    let profile_copies = copies.min(mbx_config::MAX_COPIES_PER_DATABASE);
+    if profile_copies < copies {
+        warn(
+            "profile-copies-capped",
+            format!(
+                "{copies} copies per database: the storage test simulates at most {} (as Jetstress does), so the profile says {}",
+                mbx_config::MAX_COPIES_PER_DATABASE,
+                profile_copies
+            ),
+        );
+    }
     let profile = Profile {
         mailboxes: profile_mailboxes,
         iops_per_mailbox: profile_iops,
         mailbox_quota_mb: input.quota_mb,
         databases: databases_per_server,
-        copies_per_database: copies,
+        copies_per_database: profile_copies,
     };
+    if profile.target_iops() > mbx_config::MAX_TARGET_IOPS {
+        warn(
+            "target-above-1000000-iops",
+            format!(
+                "the storage test of one server targets {:.0} IOPS; `mbxstress run` tests at most {} IOPS per server (more servers, or fewer mailboxes per server)",
+                profile.target_iops(),
+                mbx_config::MAX_TARGET_IOPS
+            ),
+        );
+    }
 
     Ok(SizingReport {
         method,

@@ -213,11 +213,12 @@ fn check_report(r: &SizingReport) -> Result<(), String> {
     if !(1..=mbx_sizing::MAX_DATABASES_PER_SERVER).contains(&p.databases) {
         return Err(format!("profile databases {}", p.databases));
     }
-    if !(1..=mbx_sizing::MAX_COPIES).contains(&p.copies_per_database) {
+    if !(1..=mbx_config::MAX_COPIES_PER_DATABASE).contains(&p.copies_per_database) {
         return Err(format!("profile copies {}", p.copies_per_database));
     }
     p.validate(std::path::Path::new("profile.toml"))
         .map_err(|e| format!("profile does not validate: {e}"))?;
+    accepted_by_run(r)?;
     if !(1..=mbx_sizing::MAX_DATABASES_PER_SERVER).contains(&r.databases_per_server) {
         return Err(format!("databases_per_server {}", r.databases_per_server));
     }
@@ -228,6 +229,26 @@ fn check_report(r: &SizingReport) -> Result<(), String> {
         return Err("client_access_servers saturated".into());
     }
     Ok(())
+}
+
+/// The profile `size` writes is accepted by `run`'s validation (the same ranges, one
+/// definition), unless `size` said why not: a target outside the 1..=1,000,000 IOPS a run tests.
+fn accepted_by_run(r: &SizingReport) -> Result<(), String> {
+    let mut cfg = mbx_config::RunConfig::default();
+    cfg.apply_profile(&r.profile);
+    match cfg.validate() {
+        Ok(()) => Ok(()),
+        Err(("iops_per_mailbox", _))
+            if r.warnings.iter().any(|w| {
+                w.code == "target-below-1-iops" || w.code == "target-above-1000000-iops"
+            }) =>
+        {
+            Ok(())
+        }
+        Err((key, reason)) => Err(format!(
+            "run refuses the profile without a warning from size: {key}: {reason}"
+        )),
+    }
 }
 
 fn config() -> ProptestConfig {
@@ -402,4 +423,20 @@ fn tiny_target_is_sized_with_a_warning() {
     assert!(r.target_iops_per_server < 1.0);
     assert!(r.warnings.iter().any(|w| w.code == "target-below-1-iops"));
     check_report(&r).expect("finite and in range");
+}
+
+/// `size --copies 4` used to write a profile `run` refused (copies 1..=3 there, 1..=16 in the
+/// profile). The profile now says 3, with a warning, and `run` accepts it.
+#[test]
+fn a_dag_of_four_copies_gives_a_profile_run_accepts() {
+    let mut i = SizingInput::new(Method::Exchange2013, 5000, 150.0, 4);
+    i.copies = 4;
+    let r = size(&i).expect("sizes");
+    assert_eq!(r.copies_per_database, 4);
+    assert_eq!(r.profile.copies_per_database, 3);
+    assert!(r.warnings.iter().any(|w| w.code == "profile-copies-capped"));
+    let mut cfg = mbx_config::RunConfig::default();
+    cfg.apply_profile(&r.profile);
+    assert_eq!(cfg.validate(), Ok(()));
+    check_report(&r).expect("finite, in range, accepted by run");
 }

@@ -23,6 +23,7 @@ pub mod log_dir;
 pub mod lsn;
 pub mod page;
 pub mod redo;
+mod rows;
 pub mod verify;
 
 use std::path::PathBuf;

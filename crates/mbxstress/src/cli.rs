@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use mbx_config::IoBackend;
+use mbx_report::Format;
 use serde::{Deserialize, Serialize};
 
 const ABOUT: &str =
@@ -98,9 +100,14 @@ pub struct ReportArgs {
     /// A result folder, or its result.json.
     #[arg(value_name = "RESULT_DIR|result.json")]
     pub input: PathBuf,
-    /// Where to write report.html, instances.csv and samples.csv [default: the result folder].
+    /// Where to write the files [default: the result folder].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// What to write (repeat the flag, or separate with commas): html (report.html), csv
+    /// (instances.csv, samples.csv), json (result.json, never over an existing file: use it with
+    /// --out) [default: html,csv].
+    #[arg(long, value_name = "FORMAT", value_delimiter = ',')]
+    pub format: Vec<Format>,
 }
 
 /// `mbxstress compare`.
@@ -278,9 +285,9 @@ pub struct StorePaths {
 /// I/O backend flags.
 #[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
-    /// I/O engine: io_uring (Linux default) or sync (portable thread pool).
-    #[arg(long, value_name = "ENGINE", value_parser = ["io_uring", "sync"])]
-    pub engine: Option<String>,
+    /// I/O engine [default: io_uring on Linux, sync elsewhere].
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<IoBackend>,
     /// Use the page cache instead of O_DIRECT (results then measure memory, not storage).
     #[arg(long)]
     pub buffered: bool,
@@ -375,9 +382,9 @@ pub struct IobenchArgs {
     /// How long to measure, 1s to 30 days (e.g. 30s, 5m).
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration, default_value = "30s")]
     pub runtime: std::time::Duration,
-    /// I/O engine: io_uring (Linux default) or sync (portable thread pool).
-    #[arg(long, value_name = "ENGINE", value_parser = ["io_uring", "sync"])]
-    pub engine: Option<String>,
+    /// I/O engine [default: io_uring on Linux, sync elsewhere].
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<IoBackend>,
     /// 1 = O_DIRECT (default), 0 = through the page cache.
     #[arg(long, value_name = "0|1", default_value = "1", value_parser = ["0", "1"])]
     pub direct: String,

@@ -11,14 +11,9 @@ pub const DEFAULT_DB_DIR: &str = "mbxstress-data/databases";
 /// Default directory of the logs.
 pub const DEFAULT_LOG_DIR: &str = "mbxstress-data/logs";
 
-/// The engine asked for, or the platform default.
-pub fn engine_kind(name: Option<&str>) -> EngineKind {
-    name.and_then(EngineKind::parse).unwrap_or_default()
-}
-
-/// (engine, direct) from the flags.
+/// (engine, direct) from the flags: the engine asked for, or the platform default.
 pub fn engine_and_direct(args: &EngineArgs) -> (EngineKind, bool) {
-    (engine_kind(args.engine.as_deref()), !args.buffered)
+    (args.engine.unwrap_or_default(), !args.buffered)
 }
 
 /// `paths`, or the default when empty.

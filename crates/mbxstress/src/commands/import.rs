@@ -18,7 +18,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let mut text = format!(
         "{}: {} report{}{}\n",
         r.source,
-        r.kind,
+        r.kind.map_or("unknown", |k| k.name()),
         r.machine
             .as_ref()
             .map(|m| format!(", machine {m}"))

@@ -9,7 +9,6 @@ use mbx_io::bench::{
     StreamResult,
 };
 
-use super::engine::engine_kind;
 use crate::cli::IobenchArgs;
 use crate::exit::usage;
 use crate::render::num;
@@ -30,7 +29,7 @@ pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
         iodepth: count(args.iodepth, "--iodepth")?,
         numjobs: count(args.numjobs, "--numjobs")?,
         runtime: args.runtime,
-        engine: engine_kind(args.engine.as_deref()),
+        engine: args.engine.unwrap_or_default(),
         direct: args.direct == "1",
     };
     // Every range before anything is printed or written.

@@ -10,6 +10,7 @@ use anyhow::Context;
 use mbx_config::RunConfig;
 use mbx_engine::result::{RunResult, StopReason, Stopped};
 use mbx_engine::{run_performance, Observer, Progress, RunEvent};
+use mbx_report::Format;
 use mbx_store::{plan_paths, prepare, CreateParams, LockMode, StoreLock};
 
 use crate::cli::RunArgs;
@@ -36,11 +37,11 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
             }
         };
     }
-    set!(args.mailboxes, cfg.mailboxes);
-    set!(args.iops_per_mailbox, cfg.iops_per_mailbox);
-    set!(args.quota_mb, cfg.mailbox_quota_mb);
-    set!(args.databases, cfg.databases);
-    set!(args.copies, cfg.copies_per_database);
+    set!(args.mailboxes, cfg.profile.mailboxes);
+    set!(args.iops_per_mailbox, cfg.profile.iops_per_mailbox);
+    set!(args.quota_mb, cfg.profile.mailbox_quota_mb);
+    set!(args.databases, cfg.profile.databases);
+    set!(args.copies, cfg.profile.copies_per_database);
     set!(args.threads, cfg.threads);
     set!(args.duration.map(|d| d.as_secs_f64()), cfg.duration_s);
     set!(
@@ -50,7 +51,7 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
     set!(args.bdm.as_deref().map(|b| b == "on"), cfg.bdm);
     set!(args.compressibility_pct, cfg.compressibility_pct);
     set!(args.seed, cfg.seed);
-    set!(args.engine.engine.clone(), cfg.engine);
+    set!(args.engine.engine, cfg.engine);
     if args.engine.buffered {
         cfg.direct = false;
     }
@@ -59,9 +60,6 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
     }
     if !args.paths.log_path.is_empty() {
         cfg.log_paths = args.paths.log_path.clone();
-    }
-    if cfg.engine.is_empty() {
-        cfg.engine = mbx_io::EngineKind::default().name().to_string();
     }
     cfg.validate()
         .map_err(|(key, reason)| usage(describe_invalid(key, &reason, args)))?;
@@ -109,15 +107,6 @@ const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
     ("log_paths", "--log-path", |a| !a.paths.log_path.is_empty()),
 ];
 
-/// The keys a `--profile` file sets (same names in the profile and in `RunConfig`).
-const PROFILE_KEYS: &[&str] = &[
-    "mailboxes",
-    "iops_per_mailbox",
-    "mailbox_quota_mb",
-    "databases",
-    "copies_per_database",
-];
-
 /// The message for an invalid `key`, naming where its value came from (the flag, the
 /// `--profile` or `--config` file, or the built-in default) and how to change it.
 fn describe_invalid(key: &str, reason: &str, args: &RunArgs) -> String {
@@ -133,7 +122,7 @@ fn describe_invalid(key: &str, reason: &str, args: &RunArgs) -> String {
     let from_profile = args
         .profile
         .as_deref()
-        .filter(|_| PROFILE_KEYS.contains(&key));
+        .filter(|_| mbx_config::PROFILE_KEYS.contains(&key));
     let (source, how) = match (from_profile, config) {
         // The profile overrides the config file: fix the profile, or override it with the flag.
         (Some(profile), _) => (
@@ -326,12 +315,16 @@ impl Observer for RunObserver {
             }
             RunEvent::Progress(p) => self.progress(&p),
             RunEvent::Sample(v) => {
-                let line = format!("{v}\n");
-                if let Err(e) = self
-                    .samples
-                    .write_all(line.as_bytes())
-                    .and_then(|_| self.samples.flush())
-                {
+                // One line per sample, flushed: a crash loses at most the line being written
+                // (which `report` then skips).
+                let written = serde_json::to_vec(v)
+                    .map_err(std::io::Error::other)
+                    .and_then(|mut line| {
+                        line.push(b'\n');
+                        self.samples.write_all(&line)
+                    })
+                    .and_then(|_| self.samples.flush());
+                if let Err(e) = written {
                     self.errors.push(format!("writing samples.jsonl: {e}"));
                 }
                 if self.mode == "jsonl" {
@@ -353,15 +346,15 @@ fn capitalize(s: &str) -> String {
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cfg = resolve(&args)?;
     let human = args.progress == "human";
-    let data_pages =
-        CreateParams::data_pages_for(cfg.mailboxes, cfg.mailbox_quota_mb, cfg.databases)
+    let p = &cfg.profile;
+    let data_pages = CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
             .ok_or_else(|| {
                 usage(format!(
                     "invalid --mailboxes x --quota-mb / --databases: each database would be larger than {} TiB (the most mbxstress creates); use fewer mailboxes, a smaller quota or more databases",
                     mbx_store::create::MAX_DATABASE_BYTES >> 40
                 ))
             })?;
-    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, cfg.databases)?;
+    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
     // One command per database at a time: a second run on these databases stops here, before
     // it creates a results folder or touches anything.
     let dir = results_dir(&args)?;
@@ -373,13 +366,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if human {
         errln!(
             "Performance test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {} sessions, {} measured",
-            num(cfg.mailboxes as f64, 0),
-            cfg.iops_per_mailbox,
+            num(p.mailboxes as f64, 0),
+            p.iops_per_mailbox,
             num(cfg.target_iops(), 1),
-            cfg.databases,
+            p.databases,
             num(data_pages as f64 / 32.0, 0),
-            cfg.copies_per_database,
-            if cfg.copies_per_database == 1 { "y" } else { "ies" },
+            p.copies_per_database,
+            if p.copies_per_database == 1 { "y" } else { "ies" },
             cfg.sessions(),
             fmt_secs(cfg.duration_s)
         );
@@ -437,9 +430,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         result.achieved_iops,
         result.target_iops
     ));
+    // result.json through the JSON exporter (the folder was checked empty of it), then the
+    // report from the files on disk through the others.
+    let folder = mbx_report::RunFolder::of_result(result, dir.clone());
+    let written = mbx_report::export::export(&folder, &dir, &Format::Json.exporters())
+        .with_context(|| "writing the result");
+    let result = folder.result;
     let result_path = dir.join("result.json");
-    let written = mbx_engine::write_json_atomic(&result_path, &result)
-        .with_context(|| format!("writing {}", result_path.display()));
     for e in &observer.errors {
         errln!("warning: {e}");
     }
@@ -530,11 +527,11 @@ fn execute(
     observer.log_line("Preparing for testing ...");
     let params = CreateParams {
         data_pages,
-        mailboxes: cfg.mailboxes,
-        quota_mb: cfg.mailbox_quota_mb,
-        databases: cfg.databases,
+        mailboxes: cfg.profile.mailboxes,
+        quota_mb: cfg.profile.mailbox_quota_mb,
+        databases: cfg.profile.databases,
         compressibility_pct: cfg.compressibility_pct,
-        engine: mbx_io::EngineKind::parse(&cfg.engine).unwrap_or_default(),
+        engine: cfg.engine,
         direct: cfg.direct,
         force: args.force,
         allow_device: args.allow_device,
@@ -691,6 +688,30 @@ mod resolve_tests {
                     assert!(msg.contains(&format!("`{key}`")), "{key}: {msg}");
                 }
             }
+        }
+    }
+
+    /// A profile `size` writes is one `run` accepts: `size --copies 4` used to write
+    /// `copies_per_database = 4`, which `run` refused (1..=3).
+    #[test]
+    fn a_profile_written_by_size_is_accepted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (copies, servers) in [(1, 1), (2, 2), (3, 4), (4, 4), (16, 16)] {
+            let mut input = mbx_sizing::SizingInput::new(
+                mbx_sizing::Method::Exchange2013,
+                5000,
+                150.0,
+                servers,
+            );
+            input.copies = copies;
+            let report = mbx_sizing::size(&input).expect("sizes");
+            let path = dir.path().join(format!("p{copies}.toml"));
+            report.profile.save(&path, &[]).expect("size writes it");
+            let path_arg = path.display().to_string();
+            let cfg = resolve(&args(&["--profile", &path_arg]))
+                .unwrap_or_else(|e| panic!("run refuses size's profile ({copies} copies): {e:#}"));
+            assert_eq!(cfg.profile, report.profile);
+            assert_eq!(cfg.profile.copies_per_database, copies.min(3));
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::{mbx, scratch};
+use crate::common::{mbx, mbx_in, scratch};
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -194,10 +194,15 @@ fn run_report_opens_in_headless_chromium() {
         "--enable-logging=stderr",
         "--v=0",
     ];
-    let profile = format!("--user-data-dir={}", dir.join("chromium-profile").display());
-    // Chromium also writes outside its profile (crash-report settings under ~/.config, dconf
-    // under ~/.cache, temporary files): give it the scratch directory as home and temp.
-    let browser_home = dir.join("chromium-home");
+    // Chromium's profile, home and temporary files go to a short folder under /tmp (removed at
+    // the end): Chromium dies with SIGTRAP when its temporary folder's path is longer than about
+    // 62 characters (its socket paths overflow), which a deep checkout's target folder can be.
+    let short = tempfile::Builder::new()
+        .prefix("mbx-cr")
+        .tempdir_in("/tmp")
+        .expect("a short folder for Chromium");
+    let profile = format!("--user-data-dir={}", short.path().join("p").display());
+    let browser_home = short.path().join("h");
     std::fs::create_dir_all(&browser_home).expect("mkdir");
     let chromium = || {
         let mut cmd = std::process::Command::new(browser);
@@ -268,4 +273,43 @@ fn browser_output(command: impl Fn() -> std::process::Command) -> std::process::
         ));
     }
     panic!("Chromium failed three times:\n{}", failures.join("\n---\n"));
+}
+
+/// `report --format` picks the exporters: only the files asked for are written, and the JSON
+/// exporter never writes over a result.json (the source itself, without --out).
+#[test]
+fn report_formats_choose_the_files() {
+    let dir = scratch("report-format");
+    std::fs::copy(fixture("mbxstress-result.json"), dir.join("result.json")).expect("copy");
+    let run = mbx_in(Some(&dir), &["report", ".", "--format", "csv"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.lines().count(), 2, "{}", run.stdout);
+    assert!(dir.join("instances.csv").exists() && dir.join("samples.csv").exists());
+    assert!(!dir.join("report.html").exists());
+
+    let run = mbx_in(Some(&dir), &["report", ".", "--format", "json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("never overwritten"), "{}", run.stderr);
+
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "report",
+            "result.json",
+            "--format",
+            "json,html",
+            "--out",
+            "copy",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let copy: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("copy/result.json")).expect("copy"))
+            .expect("json");
+    assert_eq!(copy["test"]["type"], "performance");
+    assert!(dir.join("copy/report.html").exists());
+
+    let run = mbx_in(Some(&dir), &["report", ".", "--format", "pdf"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("html, csv, json"), "{}", run.stderr);
 }

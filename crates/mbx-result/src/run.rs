@@ -1,7 +1,29 @@
-//! The result model: `result.json` as in ../shared/spec/result-contract.md.
+//! `result.json` as in ../shared/spec/result-contract.md.
 
-use mbx_io::Percentiles;
-use serde::{Deserialize, Serialize};
+use mbx_config::{Profile, RunConfig, TestKind};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
+
+/// The schema of every result.json this version writes.
+pub const SCHEMA: &str = "mbxstress.result/1";
+
+/// Percentile summary in milliseconds (the result contract's `PCT`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Percentiles {
+    /// Mean.
+    pub avg: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Largest value.
+    pub max: f64,
+}
 
 /// The 12 Jetstress columns of an instance (transactional or total I/O).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
@@ -194,9 +216,9 @@ pub struct Verdict {
 /// Test identification and timing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestInfo {
-    /// "performance".
+    /// The test type ("performance", ...).
     #[serde(rename = "type")]
-    pub test_type: String,
+    pub test_type: TestKind,
     /// Start, RFC 3339.
     pub start: String,
     /// End.
@@ -221,25 +243,29 @@ pub struct TestInfo {
     pub interrupted: bool,
 }
 
-/// The profile block of the contract.
+/// The profile block of the contract: the [`Profile`] (flattened: its keys sit in the block) and
+/// the sessions used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfileBlock {
-    /// Mailboxes.
-    pub mailboxes: u64,
-    /// IOPS per mailbox.
-    pub iops_per_mailbox: f64,
-    /// Quota, MB.
-    pub mailbox_quota_mb: u64,
-    /// Databases.
-    pub databases: u32,
-    /// Copies.
-    pub copies_per_database: u32,
+    /// Mailboxes, IOPS per mailbox, quota, databases, copies.
+    #[serde(flatten)]
+    pub profile: Profile,
     /// Sessions.
     pub threads: u32,
 }
 
+impl ProfileBlock {
+    /// The profile block of a configuration.
+    pub fn of(cfg: &RunConfig) -> ProfileBlock {
+        ProfileBlock {
+            profile: cfg.profile.clone(),
+            threads: cfg.sessions(),
+        }
+    }
+}
+
 /// Database sizes in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct DbSizes {
     /// At the start.
     pub initial: u64,
@@ -251,12 +277,15 @@ pub struct DbSizes {
 /// `result.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
-    /// "mbxstress.result/1".
+    /// "mbxstress.result/1" ([`SCHEMA`]).
     pub schema: String,
     /// Identification and timing.
     pub test: TestInfo,
-    /// The resolved configuration.
-    pub config: serde_json::Value,
+    /// The resolved configuration, every default filled in. Read leniently
+    /// ([`read_config_leniently`]): a result is evidence, and one written by another version
+    /// must still read.
+    #[serde(deserialize_with = "read_config_leniently")]
+    pub config: RunConfig,
     /// The profile.
     pub profile: ProfileBlock,
     /// Target transactional IOPS.
@@ -264,7 +293,7 @@ pub struct RunResult {
     /// Achieved transactional IOPS: sum over instances of DB reads/s + writes/s.
     pub achieved_iops: f64,
     /// Database sizes (sum over databases).
-    pub database_size_bytes: serde_json::Value,
+    pub database_size_bytes: DbSizes,
     /// Pass/fail.
     pub verdict: Verdict,
     /// Per instance.
@@ -286,6 +315,65 @@ pub struct RunResult {
     /// Things about the run the user must know (a prerequisite not met, a repaired header).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The per-database rows of the test types other than Performance (absent from a
+    /// Performance result: every field is skipped when empty).
+    #[serde(flatten)]
+    pub sections: Sections,
+}
+
+/// The rows backup, soft-recovery and checksum runs add to result.json, at its top level (keys as
+/// in the result contract). The same row types the Jetstress importer produces, so `esrp` treats
+/// both alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Sections {
+    /// Database Backup: one row per database.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backup: Vec<BackupRow>,
+    /// Database Backup: MB/s per database (Jetstress's Avg row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_avg_mb_per_s: Option<f64>,
+    /// Database Backup: MB/s per server (Jetstress's Sum row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_sum_mb_per_s: Option<f64>,
+    /// Soft Recovery: one row per database.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub soft_recovery: Vec<SoftRecoveryRow>,
+    /// Soft Recovery: average elapsed seconds / average log files replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds_per_log: Option<f64>,
+    /// Checksum: one row per database file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checksum: Vec<ChecksumRow>,
+}
+
+impl Sections {
+    /// True for a Performance (or Stress) result.
+    pub fn is_empty(&self) -> bool {
+        *self == Sections::default()
+    }
+}
+
+/// Reads result.json's `config` whatever version wrote it: keys this version does not know (a
+/// newer writer's) are dropped, keys it misses (an older writer's) take their defaults. A value
+/// of the wrong type is still an error. (A `--config` file, by contrast, is strict.)
+pub fn read_config_leniently<'de, D: Deserializer<'de>>(d: D) -> Result<RunConfig, D::Error> {
+    use serde::de::Error;
+    let mut given = serde_json::Value::deserialize(d)?;
+    let known = serde_json::to_value(RunConfig::default()).map_err(D::Error::custom)?;
+    keep_known(&mut given, &known);
+    RunConfig::deserialize(given).map_err(D::Error::custom)
+}
+
+/// Drops every key of `v` (recursively, through objects) that `known` does not have.
+fn keep_known(v: &mut serde_json::Value, known: &serde_json::Value) {
+    if let (serde_json::Value::Object(given), serde_json::Value::Object(known)) = (v, known) {
+        given.retain(|k, _| known.contains_key(k));
+        for (k, x) in given.iter_mut() {
+            if let Some(kx) = known.get(k) {
+                keep_known(x, kx);
+            }
+        }
+    }
 }
 
 /// Why a test ended.

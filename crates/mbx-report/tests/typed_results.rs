@@ -1,0 +1,200 @@
+//! The typed result model at work in the report writer and in esrp: a torn last line of
+//! samples.jsonl, and backup and soft-recovery rows that go through esrp the same way whether
+//! Jetstress or mbxstress measured them.
+
+use std::path::{Path, PathBuf};
+
+use mbx_report::esrp::{load, summarize};
+use mbx_report::import::import_file;
+use mbx_report::report::{write_report_as, ReportError};
+use mbx_report::{Format, ImportedReport};
+use mbx_result::{RunResult, TestKind};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Two samples written by the untyped writer (see mbx-result's tests for their source).
+fn old_samples() -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../mbx-result/tests/fixtures/samples-fidelity-2026-11-22.jsonl"),
+    )
+    .expect("samples fixture")
+}
+
+fn result() -> RunResult {
+    let text = std::fs::read_to_string(fixture("mbxstress-result.json")).expect("fixture");
+    serde_json::from_str(&text).expect("a result")
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("typed-results-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("mkdir")
+}
+
+fn folder_with_samples(samples: &str) -> tempfile::TempDir {
+    let dir = scratch();
+    std::fs::copy(
+        fixture("mbxstress-result.json"),
+        dir.path().join("result.json"),
+    )
+    .expect("copy");
+    std::fs::write(dir.path().join("samples.jsonl"), samples).expect("write");
+    dir
+}
+
+/// A crash while the last sample was being written leaves it cut short: the report is written
+/// from the complete samples and says that the last line was skipped.
+#[test]
+fn a_torn_last_sample_is_skipped_with_a_note() {
+    let full = old_samples();
+    let second = full.lines().nth(1).expect("two lines");
+    let torn = format!("{full}{}", &second[..second.len() / 2]);
+    let dir = folder_with_samples(&torn);
+    let w = write_report_as(dir.path(), None, &Format::DEFAULT).expect("report");
+    assert_eq!(w.notes.len(), 1, "{:?}", w.notes);
+    assert!(
+        w.notes[0].contains("line 3, the last, is incomplete"),
+        "{}",
+        w.notes[0]
+    );
+    let csv = std::fs::read_to_string(dir.path().join("samples.csv")).expect("csv");
+    // Header + 2 samples x 2 instances.
+    assert_eq!(csv.lines().count(), 5, "{csv}");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("html");
+    assert!(html.contains("the last, is incomplete"));
+
+    // Without the torn line there is nothing to say.
+    let dir = folder_with_samples(&full);
+    let w = write_report_as(dir.path(), None, &Format::DEFAULT).expect("report");
+    assert!(w.notes.is_empty(), "{:?}", w.notes);
+}
+
+/// Only an unfinished last line is forgiven: a complete line (it ends with a line feed) that is
+/// not a sample is an error naming it, wherever it is.
+#[test]
+fn a_damaged_complete_line_is_an_error() {
+    let full = old_samples();
+    let first = full.lines().next().expect("a line");
+    for text in [
+        format!("{}\n{full}", &first[..40]),
+        format!("{full}{}\n", &first[..40]),
+        format!("{full}{{\"interval_s\": \"15\"}}\n"),
+    ] {
+        let dir = folder_with_samples(&text);
+        let e = write_report_as(dir.path(), None, &Format::DEFAULT).expect_err("damaged");
+        assert!(matches!(e, ReportError::Invalid { .. }), "{e:?}");
+        assert!(e.to_string().contains("samples.jsonl: line"), "{e}");
+        assert!(!dir.path().join("report.html").exists());
+    }
+}
+
+/// The JSON exporter writes the typed result, and never over a result.json.
+#[test]
+fn json_export_rewrites_the_result_but_never_over_one() {
+    let dir = folder_with_samples(&old_samples());
+    let e = write_report_as(dir.path(), None, &[Format::Json]).expect_err("the source itself");
+    assert!(e.to_string().contains("never overwritten"), "{e}");
+    let out = dir.path().join("copy");
+    let w = write_report_as(dir.path(), Some(&out), &[Format::Json, Format::Html]).expect("json");
+    assert_eq!(w.files, [out.join("result.json"), out.join("report.html")]);
+    let text = std::fs::read_to_string(out.join("result.json")).expect("written");
+    let copy: RunResult = serde_json::from_str(&text).expect("a result");
+    assert_eq!(copy, result());
+}
+
+/// The figures of esrp's backup rows, without their source (a file name or a machine).
+fn backup_figures(s: &mbx_report::EsrpSummary) -> Vec<(f64, f64)> {
+    s.backup
+        .iter()
+        .map(|b| (b.mb_per_s_per_database, b.mb_per_s_per_server))
+        .collect()
+}
+
+/// The figures of esrp's soft recovery rows, without their source.
+fn soft_recovery_figures(s: &mbx_report::EsrpSummary) -> Vec<f64> {
+    s.soft_recovery.iter().map(|x| x.seconds_per_log).collect()
+}
+
+/// Writes `r` as result.json in a fresh folder and loads it as esrp does.
+fn load_result(r: &RunResult) -> (ImportedReport, tempfile::TempDir) {
+    let dir = scratch();
+    let path = dir.path().join("result.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(r).expect("json")).expect("write");
+    (load(&path).expect("esrp loads it"), dir)
+}
+
+/// The same databases backed up, as a Jetstress report states them and as an mbxstress backup
+/// result carries them: esrp gives the same figures, with and without the stated summaries.
+#[test]
+fn backup_rows_from_jetstress_and_mbxstress_summarize_alike() {
+    let jetstress = import_file(&fixture("dell-ps6210e-esrp-backup.txt")).expect("import");
+    assert_eq!(jetstress.backup.len(), 6);
+    let mut r = result();
+    r.test.test_type = TestKind::Backup;
+    r.sections.backup = jetstress.backup.clone();
+    r.sections.backup_avg_mb_per_s = jetstress.backup_avg_typed;
+    r.sections.backup_sum_mb_per_s = jetstress.backup_sum_typed;
+    let (ours, _dir) = load_result(&r);
+    assert_eq!(ours.kind, Some(TestKind::Backup));
+    assert_eq!(ours.backup, jetstress.backup);
+
+    let (a, b) = (
+        summarize(std::slice::from_ref(&jetstress)),
+        summarize(std::slice::from_ref(&ours)),
+    );
+    assert_eq!(backup_figures(&a), backup_figures(&b));
+    assert!((b.backup[0].mb_per_s_per_server - 577.17).abs() < 1e-9);
+    // A backup test's own I/O table is not a Performance figure, for either.
+    assert!(a.servers.is_empty() && b.servers.is_empty());
+    assert!(b.discrepancies.is_empty(), "{:?}", b.discrepancies);
+
+    // Without stated summaries both are computed from the rows.
+    let mut plain = jetstress;
+    plain.backup_avg_typed = None;
+    plain.backup_sum_typed = None;
+    r.sections.backup_avg_mb_per_s = None;
+    r.sections.backup_sum_mb_per_s = None;
+    let (ours, _dir) = load_result(&r);
+    let (a, b) = (summarize(&[plain]), summarize(&[ours]));
+    assert_eq!(backup_figures(&a), backup_figures(&b));
+    assert!((b.backup[0].mb_per_s_per_database - 577.15 / 6.0).abs() < 1e-9);
+}
+
+/// The same for soft recovery: the report's Avg row and the result's `seconds_per_log` are the
+/// stated summary; without them, both come from the rows.
+#[test]
+fn soft_recovery_rows_from_jetstress_and_mbxstress_summarize_alike() {
+    let jetstress = import_file(&fixture("dell-ps6210e-esrp-softrecovery.txt")).expect("import");
+    let mut r = result();
+    r.test.test_type = TestKind::SoftRecovery;
+    r.sections.soft_recovery = jetstress.soft_recovery.clone();
+    r.sections.seconds_per_log = jetstress.seconds_per_log_typed;
+    let (ours, _dir) = load_result(&r);
+    let (a, b) = (
+        summarize(std::slice::from_ref(&jetstress)),
+        summarize(&[ours]),
+    );
+    assert_eq!(soft_recovery_figures(&a), soft_recovery_figures(&b));
+    assert!((b.soft_recovery[0].seconds_per_log - 2.02).abs() < 0.005);
+
+    let mut plain = jetstress;
+    plain.soft_recovery_avg_typed = None;
+    plain.seconds_per_log_typed = None;
+    r.sections.seconds_per_log = None;
+    let (ours, _dir) = load_result(&r);
+    let (a, b) = (summarize(&[plain]), summarize(&[ours]));
+    assert_eq!(soft_recovery_figures(&a), soft_recovery_figures(&b));
+
+    // A stated figure that its rows contradict is a discrepancy, for a result as for a report.
+    r.sections.seconds_per_log = Some(3.0);
+    let (ours, _dir) = load_result(&r);
+    let s = summarize(&[ours]);
+    assert_eq!(s.discrepancies.len(), 1, "{:?}", s.discrepancies);
+    assert!(s.discrepancies[0].contains("seconds per log stated as 3"));
+}

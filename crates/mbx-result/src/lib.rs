@@ -1,0 +1,21 @@
+//! The mbxstress result model: serde types only, no I/O.
+//!
+//! Every crate that writes or reads a result names these types: the engine builds a
+//! [`RunResult`] and emits [`Sample`]s, the report writer reads them back from result.json and
+//! samples.jsonl, the Jetstress importer produces the same [`BackupRow`], [`SoftRecoveryRow`] and
+//! [`ChecksumRow`] a backup, soft-recovery or checksum run writes, and `esrp` and `compare` read
+//! both through them. The JSON keys are a public interface (../shared/spec/result-contract.md;
+//! docs/results.md): fields may be added, never renamed or removed without a schema bump.
+//!
+//! The configuration's types ([`mbx_config::RunConfig`], [`Profile`]) and the test type
+//! ([`TestKind`]) are defined in `mbx-config`, the first stage of the pipeline, and re-exported
+//! here because a result embeds them.
+
+mod rows;
+mod run;
+mod sample;
+
+pub use mbx_config::{Profile, RunConfig, TestKind};
+pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
+pub use run::*;
+pub use sample::{Sample, SampleHost, SampleInstance};

@@ -1,0 +1,245 @@
+//! The result model against the files earlier versions wrote and the keys the documentation
+//! promises (docs/results.md, ../shared/spec/result-contract.md).
+//!
+//! Fixtures: `fixtures/samples-fidelity-2026-11-22.jsonl` is the first two lines of
+//! bench/fidelity/2026-11-22T013237Z/copies2/samples.jsonl (commit 029725e), written by the
+//! untyped writer (`serde_json::json!`); `../mbx-report/tests/fixtures/mbxstress-result.json` is the
+//! result.json of the same run.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use mbx_result::{
+    BackupRow, ChecksumRow, RunResult, Sample, SampleHost, SampleInstance, SoftRecoveryRow,
+    TestKind,
+};
+use serde_json::Value;
+
+fn manifest(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(manifest(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// The keys docs/results.md lists for samples.jsonl: a sample, an instance, the host.
+const SAMPLE_KEYS: [&str; 5] = ["host", "instances", "interval_s", "phase", "timestamp"];
+const INSTANCE_KEYS: [&str; 15] = [
+    "bdm_reads_per_s",
+    "cache_fill",
+    "db_read_avg_bytes",
+    "db_read_avg_latency_ms",
+    "db_reads_per_s",
+    "db_write_avg_bytes",
+    "db_write_avg_latency_ms",
+    "db_writes_per_s",
+    "log_reads_per_s",
+    "log_write_avg_bytes",
+    "log_write_avg_latency_ms",
+    "log_writes_per_s",
+    "name",
+    "page_fault_stalls_per_s",
+    "transactions_per_s",
+];
+const HOST_KEYS: [&str; 3] = ["available_mb", "cpu_pct", "page_fault_stalls_per_s"];
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn set(k: &[&str]) -> BTreeSet<String> {
+    k.iter().map(|s| s.to_string()).collect()
+}
+
+/// A typed sample serializes to exactly the documented keys, and reads back equal.
+#[test]
+fn typed_sample_round_trip_has_the_documented_keys() {
+    let sample = Sample {
+        host: SampleHost {
+            available_mb: 2048.5,
+            cpu_pct: 12.25,
+            page_fault_stalls_per_s: 0.0,
+        },
+        instances: vec![SampleInstance {
+            name: "Instance42.1".into(),
+            db_reads_per_s: 182.5,
+            db_writes_per_s: 93.0,
+            log_writes_per_s: 15.125,
+            cache_fill: 1.0,
+            ..Default::default()
+        }],
+        interval_s: 15.0,
+        phase: "measure".into(),
+        timestamp: "2026-11-22T01:33:09Z".into(),
+    };
+    let line = serde_json::to_string(&sample).expect("serializes");
+    let v: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(keys(&v), set(&SAMPLE_KEYS));
+    assert_eq!(keys(&v["instances"][0]), set(&INSTANCE_KEYS));
+    assert_eq!(keys(&v["host"]), set(&HOST_KEYS));
+    let back: Sample = serde_json::from_str(&line).expect("reads back");
+    assert_eq!(back, sample);
+    // The documentation lists the same keys.
+    let doc = read("../../docs/results.md");
+    for k in SAMPLE_KEYS.iter().chain(&INSTANCE_KEYS).chain(&HOST_KEYS) {
+        assert!(
+            doc.contains(&format!("`{k}`")),
+            "docs/results.md lacks `{k}`"
+        );
+    }
+}
+
+/// Samples written before the types existed read, and the typed writer writes the same bytes the
+/// untyped one did for the same figures (same keys, same order, same number formatting).
+#[test]
+fn old_samples_file_reads_and_is_written_as_before() {
+    let text = read("tests/fixtures/samples-fidelity-2026-11-22.jsonl");
+    let mut lines = 0;
+    for line in text.lines() {
+        let s: Sample = serde_json::from_str(line).expect("an old sample reads");
+        assert_eq!(s.phase, "measure");
+        assert_eq!(s.instances.len(), 2);
+        assert!(s.instances.iter().all(|i| i.db_reads_per_s > 100.0));
+        assert!(s.host.available_mb > 0.0);
+        // The old writer: the same figures through `serde_json::Value`. (Compared after one
+        // parse on both sides: serde_json's default float parser may be 1 ulp off the text.)
+        let untyped: Value = serde_json::from_str(line).expect("JSON");
+        assert_eq!(
+            serde_json::to_string(&s).expect("serializes"),
+            serde_json::to_string(&untyped).expect("serializes")
+        );
+        lines += 1;
+    }
+    assert_eq!(lines, 2);
+}
+
+/// Reading is as tolerant as the untyped reader was: missing keys and `null` figures read as 0,
+/// unknown keys are ignored; a value of the wrong type is an error.
+#[test]
+fn samples_read_tolerantly_but_typed() {
+    let s: Sample = serde_json::from_str(
+        r#"{"instances":[{"name":"a","db_reads_per_s":null,"future_key":1}],"phase":"measure"}"#,
+    )
+    .expect("tolerant");
+    assert_eq!(s.instances[0].name, "a");
+    assert_eq!(s.instances[0].db_reads_per_s, 0.0);
+    assert_eq!(s.host, SampleHost::default());
+    assert!(serde_json::from_str::<Sample>(r#"{"interval_s":"15"}"#).is_err());
+}
+
+/// The committed result.json reads typed and serializes back with every key and value it had.
+#[test]
+fn result_json_keys_and_values_survive_the_typed_model() {
+    let text = read("../mbx-report/tests/fixtures/mbxstress-result.json");
+    let original: Value = serde_json::from_str(&text).expect("JSON");
+    let r: RunResult = serde_json::from_str(&text).expect("typed");
+    assert_eq!(r.test.test_type, TestKind::Performance);
+    assert_eq!(r.config.profile.copies_per_database, 2);
+    assert_eq!(r.profile.profile.mailboxes, 2048);
+    assert!(r.sections.is_empty());
+    let again = serde_json::to_value(&r).expect("serializes");
+    fn same(a: &Value, b: &Value, path: &str) {
+        match (a, b) {
+            (Value::Object(a), Value::Object(b)) => {
+                for (k, x) in a {
+                    let y = b.get(k).unwrap_or_else(|| panic!("{path}.{k} is gone"));
+                    same(x, y, &format!("{path}.{k}"));
+                }
+            }
+            (Value::Array(a), Value::Array(b)) => {
+                assert_eq!(a.len(), b.len(), "{path}");
+                for (n, (x, y)) in a.iter().zip(b).enumerate() {
+                    same(x, y, &format!("{path}[{n}]"));
+                }
+            }
+            _ => assert_eq!(a, b, "{path}"),
+        }
+    }
+    same(&original, &again, "");
+    // Nothing but the fields older results lack is added; no backup or checksum sections.
+    let added: Vec<String> = keys(&again).difference(&keys(&original)).cloned().collect();
+    assert_eq!(added, ["errors", "notes", "stopped"]);
+}
+
+/// A result written by another version reads: its config may have keys this version does not
+/// know (dropped) or lack keys (defaults); a wrong type is still an error.
+#[test]
+fn config_of_other_versions_reads() {
+    let text = read("../mbx-report/tests/fixtures/mbxstress-result.json");
+    let mut v: Value = serde_json::from_str(&text).expect("JSON");
+    v["config"]["a_key_from_the_future"] = 1.into();
+    v["config"]["cache"]["another"] = true.into();
+    v["config"].as_object_mut().expect("object").remove("seed");
+    let r: RunResult = serde_json::from_value(v.clone()).expect("reads");
+    assert_eq!(r.config.seed, mbx_result::RunConfig::default().seed);
+    assert_eq!(r.config.profile.mailboxes, 2048);
+    v["config"]["databases"] = "two".into();
+    assert!(serde_json::from_value::<RunResult>(v).is_err());
+}
+
+/// Backup, soft-recovery and checksum results carry their rows at the top level, with the
+/// contract's keys.
+#[test]
+fn sections_have_the_contract_keys() {
+    let text = read("../mbx-report/tests/fixtures/mbxstress-result.json");
+    let mut r: RunResult = serde_json::from_str(&text).expect("typed");
+    r.test.test_type = TestKind::Backup;
+    r.sections.backup = vec![BackupRow {
+        instance: "Instance1.1".into(),
+        database_size_mb: 100.0,
+        elapsed_s: 2.0,
+        mb_per_s: 50.0,
+    }];
+    r.sections.backup_avg_mb_per_s = Some(50.0);
+    r.sections.backup_sum_mb_per_s = Some(50.0);
+    r.sections.soft_recovery = vec![SoftRecoveryRow {
+        instance: "Instance1.1".into(),
+        log_files_replayed: 500,
+        elapsed_s: 1000.0,
+    }];
+    r.sections.seconds_per_log = Some(2.0);
+    r.sections.checksum = vec![ChecksumRow {
+        database_path: "/db/1.edb".into(),
+        seen_pages: 32,
+        bad_pages: 0,
+        correctable_pages: 0,
+        wrong_page_number_pages: 0,
+        bytes: 1 << 20,
+        elapsed_s: 0.5,
+    }];
+    let v = serde_json::to_value(&r).expect("serializes");
+    assert_eq!(v["test"]["type"], "backup");
+    assert_eq!(
+        keys(&v["backup"][0]),
+        set(&["instance", "database_size_mb", "elapsed_s", "mb_per_s"])
+    );
+    assert_eq!(v["backup_avg_mb_per_s"], 50.0);
+    assert_eq!(v["backup_sum_mb_per_s"], 50.0);
+    assert_eq!(
+        keys(&v["soft_recovery"][0]),
+        set(&["instance", "log_files_replayed", "elapsed_s"])
+    );
+    assert_eq!(v["seconds_per_log"], 2.0);
+    assert_eq!(
+        keys(&v["checksum"][0]),
+        set(&[
+            "database_path",
+            "seen_pages",
+            "bad_pages",
+            "correctable_pages",
+            "wrong_page_number_pages",
+            "bytes",
+            "elapsed_s"
+        ])
+    );
+    let back: RunResult = serde_json::from_value(v).expect("reads back");
+    assert_eq!(back, r);
+    // The contract spells the soft recovery type with a hyphen.
+    assert_eq!(
+        serde_json::to_value(TestKind::SoftRecovery).expect("json"),
+        "soft-recovery"
+    );
+}

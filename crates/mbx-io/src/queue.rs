@@ -85,6 +85,27 @@ pub enum IoOp {
     Write,
     /// Make the file's written data durable (fdatasync).
     Sync,
+    /// Preallocate `len` bytes at `offset`, extending the file if that range ends past its end
+    /// (Linux `fallocate` mode 0; elsewhere the file is extended when shorter). The buffer is
+    /// unused and may be empty (`AlignedBuf::zeroed(0)`).
+    Allocate,
+}
+
+impl IoOp {
+    /// The verb used in messages ("read", "write", "sync", "allocate").
+    pub fn name(self) -> &'static str {
+        match self {
+            IoOp::Read => "read",
+            IoOp::Write => "write",
+            IoOp::Sync => "sync",
+            IoOp::Allocate => "allocate",
+        }
+    }
+
+    /// True for operations whose result carries no byte count (sync, allocate).
+    pub fn is_control(self) -> bool {
+        matches!(self, IoOp::Sync | IoOp::Allocate)
+    }
 }
 
 /// One request.
@@ -94,9 +115,10 @@ pub struct IoRequest {
     pub op: IoOp,
     /// Index into the queue's [`FileTable`].
     pub file: usize,
-    /// Byte offset (aligned for O_DIRECT).
+    /// Byte offset (aligned for O_DIRECT). Unused by `Sync`.
     pub offset: u64,
-    /// Bytes to transfer (at most `buf.len()`).
+    /// Bytes to transfer (at most `buf.len()`); for `Allocate`, bytes to preallocate (the buffer
+    /// is unused then). Unused by `Sync`.
     pub len: usize,
     /// The data (written) or the destination (read). Returned in the completion.
     pub buf: AlignedBuf,
@@ -120,7 +142,7 @@ impl IoCompletion {
     /// error too (a read past the end, or a device that accepted only part of a write).
     pub fn check(&self, files: &FileTable) -> Result<usize, IoError> {
         match &self.result {
-            Ok(n) if self.req.op == IoOp::Sync || *n == self.req.len => Ok(*n),
+            Ok(n) if self.req.op.is_control() || *n == self.req.len => Ok(*n),
             // Errors only from here on: building the path is off the hot path.
             Ok(n) => {
                 // A short write is how a full file system often first shows (tmpfs, NFS): write
@@ -168,11 +190,7 @@ impl IoCompletion {
     }
 
     fn op_name(&self) -> &'static str {
-        match self.req.op {
-            IoOp::Read => "read",
-            IoOp::Write => "write",
-            IoOp::Sync => "sync",
-        }
+        self.req.op.name()
     }
 
     fn path(&self, files: &FileTable) -> PathBuf {
@@ -254,13 +272,8 @@ pub fn open_queue(
     }
 }
 
-/// Performs one request synchronously on the calling thread (the thread-pool backend's worker and
-/// the fault injector's helper).
-pub(crate) fn perform(files: &FileTable, req: &mut IoRequest) -> Result<usize, std::io::Error> {
-    let f = files
-        .get(req.file)
-        .ok_or_else(|| std::io::Error::other(format!("no file with index {}", req.file)))?;
-    let f = &*f;
+/// Performs one request synchronously on the calling thread (the thread-pool backend's worker).
+pub(crate) fn perform(f: &IoFile, req: &mut IoRequest) -> Result<usize, std::io::Error> {
     let len = req.len.min(req.buf.len());
     match req.op {
         IoOp::Read => {
@@ -295,5 +308,8 @@ pub(crate) fn perform(files: &FileTable, req: &mut IoRequest) -> Result<usize, s
             Ok(done)
         }
         IoOp::Sync => f.file().sync_data().map(|_| 0),
+        IoOp::Allocate => {
+            crate::platform::allocate(f.file(), req.offset, req.len as u64).map(|_| 0)
+        }
     }
 }

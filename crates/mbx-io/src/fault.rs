@@ -1,11 +1,16 @@
 //! A queue that injects faults into another: errors (EIO), short transfers, torn writes, extra
 //! latency and corruption. Rules are deterministic (the Nth matching request), so tests repeat.
+//!
+//! [`FaultQueue`] works in real time (an injected latency really waits). The simulated queue
+//! (`sim::SimQueue`) takes the same [`FaultRule`]s and applies them in virtual time.
 
 use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
-use crate::IoError;
+use crate::{Clock, IoError, OpenMode};
 
 /// What to do to a matching request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -293,5 +298,33 @@ impl IoQueue for FaultQueue {
 
     fn engine_name(&self) -> &'static str {
         self.inner.engine_name()
+    }
+
+    fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
+        self.inner.open_file(path, mode)
+    }
+
+    fn close_file(&mut self, index: usize) {
+        self.inner.close_file(index);
+    }
+
+    fn remove_file(&mut self, path: &Path) -> Result<(), IoError> {
+        self.inner.remove_file(path)
+    }
+
+    fn wait_removals(&mut self) -> Result<(), IoError> {
+        self.inner.wait_removals()
+    }
+
+    fn file_len(&self, index: usize) -> Result<u64, IoError> {
+        self.inner.file_len(index)
+    }
+
+    fn file_path(&self, index: usize) -> PathBuf {
+        self.inner.file_path(index)
+    }
+
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.inner.clock()
     }
 }

@@ -21,6 +21,7 @@ mod file;
 mod hist;
 pub mod platform;
 mod queue;
+mod remove;
 mod threads;
 #[cfg(target_os = "linux")]
 mod uring;

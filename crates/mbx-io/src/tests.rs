@@ -324,3 +324,95 @@ fn fault_queue_passes_allocate_through_and_can_fail_it() {
         (1 << 20) + 8192
     );
 }
+
+/// The queue opens, sizes, closes and removes files itself; a removal returns at once, a missing
+/// file is not an error, a failure is reported once (by `wait_removals` or the next removal) and
+/// names its path, and a file re-created at a path whose removal is pending survives it.
+fn file_management(kind: EngineKind) {
+    let dir = scratch(&format!("files-{}", kind.name()));
+    let files = Files::new(Vec::new());
+    let mut q = open_queue(kind, Arc::clone(&files), 4).expect("queue");
+    let path = dir.path().join("log1");
+    let mode = OpenMode {
+        direct: false,
+        write_through: true,
+        write: true,
+        create: true,
+    };
+    let i = q.open_file(&path, mode).expect("create through the queue");
+    assert_eq!(q.file_path(i), path);
+    q.submit(IoRequest {
+        file: i,
+        ..req(IoOp::Write, 0, pattern(4096, 5), 1)
+    })
+    .expect("submit");
+    let mut out = Vec::new();
+    q.reap(1, &mut out).expect("reap");
+    assert_eq!(out[0].check_in(q.as_ref()).expect("write"), 4096);
+    assert_eq!(q.file_len(i).expect("len"), 4096);
+    q.close_file(i);
+    assert_eq!(q.file_path(i), std::path::PathBuf::new());
+    assert!(q.file_len(i).is_err());
+
+    q.remove_file(&path).expect("hand over");
+    q.remove_file(&dir.path().join("never-was"))
+        .expect("missing is fine");
+    q.wait_removals().expect("removed");
+    assert!(!path.exists());
+
+    // A removal that fails (a directory is not a file) is reported once, naming the path.
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).expect("mkdir");
+    q.remove_file(&sub)
+        .expect("handed over: the failure comes later");
+    let err = q.wait_removals().expect_err("cannot unlink a directory");
+    assert!(
+        err.to_string().contains("cannot remove") && err.to_string().contains("sub"),
+        "{err}"
+    );
+    q.wait_removals().expect("reported once");
+    // ... or by the next removal, once the failed one is done.
+    q.remove_file(&sub).expect("handed over");
+    files.removals_wait_for(&sub);
+    let err = q
+        .remove_file(&dir.path().join("other"))
+        .expect_err("the earlier failure");
+    assert!(err.to_string().contains("sub"), "{err}");
+    q.wait_removals().expect("nothing else failed");
+
+    // Remove, then create the same path at once: the late unlink must not delete the new file.
+    let i = q.open_file(&path, mode).expect("create");
+    q.close_file(i);
+    q.remove_file(&path).expect("hand over");
+    let i = q.open_file(&path, mode).expect("re-create");
+    q.submit(IoRequest {
+        file: i,
+        ..req(IoOp::Write, 0, pattern(4096, 6), 2)
+    })
+    .expect("submit");
+    out.clear();
+    q.reap(1, &mut out).expect("reap");
+    out[0].check_in(q.as_ref()).expect("write");
+    q.wait_removals().expect("removed");
+    assert_eq!(
+        std::fs::read(&path).expect("the new file survives"),
+        pattern(4096, 6).as_slice()
+    );
+    q.close_file(i);
+    let before = std::time::Instant::now();
+    assert!(
+        q.clock().now() >= before,
+        "a real queue runs on the real clock"
+    );
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn io_uring_file_management() {
+    file_management(EngineKind::IoUring);
+}
+
+#[test]
+fn thread_pool_file_management() {
+    file_management(EngineKind::Sync);
+}

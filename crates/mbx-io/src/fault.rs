@@ -1,11 +1,16 @@
 //! A queue that injects faults into another: errors (EIO), short transfers, torn writes, extra
 //! latency and corruption. Rules are deterministic (the Nth matching request), so tests repeat.
+//!
+//! [`FaultQueue`] works in real time (an injected latency really waits). The simulated queue
+//! (`sim::SimQueue`) takes the same [`FaultRule`]s and applies them in virtual time.
 
 use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
-use crate::IoError;
+use crate::{Clock, IoError, OpenMode};
 
 /// What to do to a matching request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,12 +80,39 @@ impl FaultRule {
         self
     }
 
+    /// Counts `req` if it matches; true if the fault applies to it.
     fn applies(&mut self, req: &IoRequest) -> bool {
         if self.op.is_some_and(|op| op != req.op) || self.file.is_some_and(|f| f != req.file) {
             return false;
         }
         self.seen += 1;
         self.seen > self.skip && self.seen - self.skip <= self.count
+    }
+}
+
+/// The fault of the first rule that applies to `req` (every matching rule counts it up to there).
+pub(crate) fn first_fault(rules: &mut [FaultRule], req: &IoRequest) -> Option<FaultKind> {
+    rules
+        .iter_mut()
+        .find_map(|r| r.applies(req).then_some(r.kind))
+}
+
+/// The length a short or torn transfer of `len` bytes moves: half, kept sector-aligned when it is
+/// large enough for O_DIRECT.
+pub(crate) fn shortened(len: usize) -> usize {
+    let half = len / 2;
+    let aligned = half - half % crate::ALIGN;
+    if aligned > 0 {
+        aligned
+    } else {
+        half
+    }
+}
+
+/// Flips one bit of a transfer (no-op if `byte` is past its end).
+pub(crate) fn flip(data: &mut [u8], byte: usize, bit: u8) {
+    if let Some(b) = data.get_mut(byte) {
+        *b ^= 1 << (bit % 8);
     }
 }
 
@@ -132,9 +164,7 @@ impl FaultQueue {
             }
             FaultKind::Short => c.req.len = full_len,
             FaultKind::FlipBit { byte, bit } if c.req.op == IoOp::Read => {
-                if let Some(b) = c.req.buf.as_mut_slice().get_mut(byte) {
-                    *b ^= 1 << (bit % 8);
-                }
+                flip(c.req.buf.as_mut_slice(), byte, bit);
             }
             FaultKind::Latency(d) => {
                 c.latency += d;
@@ -176,11 +206,7 @@ impl IoQueue for FaultQueue {
                 self.depth()
             )));
         }
-        let kind = self
-            .rules
-            .iter_mut()
-            .find_map(|r| r.applies(&req).then_some(r.kind));
-        let Some(kind) = kind else {
+        let Some(kind) = first_fault(&mut self.rules, &req) else {
             return self.inner.submit(req);
         };
         self.injected += 1;
@@ -197,16 +223,9 @@ impl IoQueue for FaultQueue {
                 });
                 return Ok(());
             }
-            FaultKind::Short | FaultKind::Torn => {
-                // Half the transfer, kept sector-aligned when it is large enough for O_DIRECT.
-                let half = full_len / 2;
-                let aligned = half - half % crate::ALIGN;
-                req.len = if aligned > 0 { aligned } else { half };
-            }
+            FaultKind::Short | FaultKind::Torn => req.len = shortened(full_len),
             FaultKind::FlipBit { byte, bit } if req.op == IoOp::Write => {
-                if let Some(b) = req.buf.as_mut_slice().get_mut(byte) {
-                    *b ^= 1 << (bit % 8);
-                }
+                flip(req.buf.as_mut_slice(), byte, bit);
             }
             _ => {}
         }
@@ -302,5 +321,33 @@ impl IoQueue for FaultQueue {
 
     fn engine_name(&self) -> &'static str {
         self.inner.engine_name()
+    }
+
+    fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
+        self.inner.open_file(path, mode)
+    }
+
+    fn close_file(&mut self, index: usize) {
+        self.inner.close_file(index);
+    }
+
+    fn remove_file(&mut self, path: &Path) -> Result<(), IoError> {
+        self.inner.remove_file(path)
+    }
+
+    fn wait_removals(&mut self) -> Result<(), IoError> {
+        self.inner.wait_removals()
+    }
+
+    fn file_len(&self, index: usize) -> Result<u64, IoError> {
+        self.inner.file_len(index)
+    }
+
+    fn file_path(&self, index: usize) -> PathBuf {
+        self.inner.file_path(index)
+    }
+
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.inner.clock()
     }
 }

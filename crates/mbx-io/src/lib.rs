@@ -1,13 +1,18 @@
 //! The I/O engine of mbxstress.
 //!
 //! Every test type issues its I/O through one path: an [`IoQueue`] that accepts [`IoRequest`]s
-//! (read, write or sync at an offset of a file in a [`FileTable`]) and returns [`IoCompletion`]s
-//! with measured latency. Backends:
+//! (read, write, sync or allocate at an offset of a file in a [`FileTable`]) and returns
+//! [`IoCompletion`]s with measured latency. Backends:
 //!
 //! - [`EngineKind::IoUring`] (Linux, default): one thread, up to `depth` requests in flight, one
 //!   system call per batch.
 //! - [`EngineKind::Sync`] (portable): `depth` threads doing positional reads and writes.
 //! - [`FaultQueue`]: wraps either and injects errors, short or torn transfers, latency, bit flips.
+//! - [`sim::SimQueue`]: a simulated device in virtual time ([`sim`]), for deterministic engine
+//!   tests: seeded latencies, fault rules, and a crash that keeps only what was made durable.
+//!
+//! The queue also opens, closes and removes the files it addresses and gives the time
+//! ([`IoQueue::clock`]), so code that is given a queue runs unchanged on the simulated device.
 //!
 //! Sequential passes over a range (creating, verifying, laying out, scanning a file) go through
 //! [`seq`]: the pure [`seq::SeqPass`] state machine and its blocking runner [`seq::run_pass`].
@@ -24,7 +29,9 @@ mod file;
 mod hist;
 pub mod platform;
 mod queue;
+mod remove;
 pub mod seq;
+pub mod sim;
 mod threads;
 #[cfg(target_os = "linux")]
 mod uring;

@@ -200,6 +200,28 @@ pub fn write_all_at(f: &File, buf: &[u8], offset: u64) -> io::Result<()> {
     }
 }
 
+/// Preallocates `len` bytes at `offset` of a file, extending it if that range ends past its end:
+/// `fallocate` mode 0 on Linux (blocks reserved, reads as zeros); elsewhere the file is only
+/// extended (`set_len`) when it is shorter, which reserves no blocks.
+pub fn allocate(f: &File, offset: u64, len: u64) -> io::Result<()> {
+    let end = offset
+        .checked_add(len)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset + length overflows"))?;
+    #[cfg(target_os = "linux")]
+    {
+        let _ = end;
+        rustix::fs::fallocate(f, rustix::fs::FallocateFlags::empty(), offset, len)
+            .map_err(io::Error::from)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        if f.metadata()?.len() < end {
+            f.set_len(end)?;
+        }
+        Ok(())
+    }
+}
+
 /// CPU time used by this process so far: (user, system) seconds.
 pub fn cpu_times() -> (f64, f64) {
     #[cfg(unix)]

@@ -4,17 +4,22 @@
 //! never be reused while the kernel still writes into it. Each completion carries its measured
 //! latency: from `submit` to the moment the completion was reaped.
 
-use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use crate::{AlignedBuf, IoError, IoFile};
+use crate::remove::Remover;
+use crate::{AlignedBuf, Clock, IoError, IoFile, OpenMode, RealClock};
 
 /// The files a queue may address, by index. Files can be added while the queue runs (a new log
 /// file) and removed once nothing is in flight for them; indexes of removed files are reused.
+///
+/// The table also removes files from disk off the caller's thread ([`Files::remove_path`]): when
+/// it is dropped, it waits for the removals handed to it.
 #[derive(Debug, Default)]
 pub struct Files {
     slots: RwLock<Vec<Option<Arc<IoFile>>>>,
+    removals: Remover,
 }
 
 /// Shared handle to a [`Files`] table.
@@ -25,6 +30,7 @@ impl Files {
     pub fn new(files: Vec<IoFile>) -> FileTable {
         Arc::new(Files {
             slots: RwLock::new(files.into_iter().map(|f| Some(Arc::new(f))).collect()),
+            removals: Remover::default(),
         })
     }
 
@@ -44,9 +50,8 @@ impl Files {
 
     /// Adds a file; returns its index.
     pub fn add(&self, file: IoFile) -> usize {
-        let Ok(mut slots) = self.slots.write() else {
-            return usize::MAX;
-        };
+        // No critical section of this lock can panic; recover the table if one ever did.
+        let mut slots = self.slots.write().unwrap_or_else(PoisonError::into_inner);
         let f = Some(Arc::new(file));
         match slots.iter().position(Option::is_none) {
             Some(i) => {
@@ -74,6 +79,36 @@ impl Files {
             .map(|f| f.path().to_path_buf())
             .unwrap_or_default()
     }
+
+    /// Opens (or, with `mode.create`, creates) the file at `path` and adds it; returns its index.
+    /// Waits first for a removal of the same path still pending (see [`Files::remove_path`]), so
+    /// a late unlink cannot delete the new file.
+    pub fn open(&self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
+        self.removals.wait_for(path);
+        Ok(self.add(IoFile::open(path, mode)?))
+    }
+
+    /// Removes the file at `path` from disk on a background thread and returns at once (an unlink
+    /// can take milliseconds). A missing file is not an error. Any other failure is reported
+    /// later: by a following call of this method (the error names the path that failed; the
+    /// removal asked for now is handed over regardless) or by [`Files::wait_removals`]. Does not
+    /// close the file if it is open in the table (on Unix an open file stays usable).
+    pub fn remove_path(&self, path: &Path) -> Result<(), IoError> {
+        self.removals.remove(path)
+    }
+
+    /// Waits until every removal handed to [`Files::remove_path`] is done; returns the oldest
+    /// failure not yet reported (one per call). Failures still unreported when the table is
+    /// dropped are lost: call this before, where they matter.
+    pub fn wait_removals(&self) -> Result<(), IoError> {
+        self.removals.wait_all()
+    }
+
+    /// Waits until no removal of `path` is pending, without taking its failure (for tests).
+    #[cfg(test)]
+    pub(crate) fn removals_wait_for(&self, path: &Path) {
+        self.removals.wait_for(path);
+    }
 }
 
 /// Kind of operation.
@@ -85,6 +120,27 @@ pub enum IoOp {
     Write,
     /// Make the file's written data durable (fdatasync).
     Sync,
+    /// Preallocate `len` bytes at `offset`, extending the file if that range ends past its end
+    /// (Linux `fallocate` mode 0; elsewhere the file is extended when shorter). The buffer is
+    /// unused and may be empty (`AlignedBuf::zeroed(0)`).
+    Allocate,
+}
+
+impl IoOp {
+    /// The verb used in messages ("read", "write", "sync", "allocate").
+    pub fn name(self) -> &'static str {
+        match self {
+            IoOp::Read => "read",
+            IoOp::Write => "write",
+            IoOp::Sync => "sync",
+            IoOp::Allocate => "allocate",
+        }
+    }
+
+    /// True for operations whose result carries no byte count (sync, allocate).
+    pub fn is_control(self) -> bool {
+        matches!(self, IoOp::Sync | IoOp::Allocate)
+    }
 }
 
 /// One request.
@@ -94,9 +150,10 @@ pub struct IoRequest {
     pub op: IoOp,
     /// Index into the queue's [`FileTable`].
     pub file: usize,
-    /// Byte offset (aligned for O_DIRECT).
+    /// Byte offset (aligned for O_DIRECT). Unused by `Sync`.
     pub offset: u64,
-    /// Bytes to transfer (at most `buf.len()`).
+    /// Bytes to transfer (at most `buf.len()`); for `Allocate`, bytes to preallocate (the buffer
+    /// is unused then). Unused by `Sync`.
     pub len: usize,
     /// The data (written) or the destination (read). Returned in the completion.
     pub buf: AlignedBuf,
@@ -119,8 +176,18 @@ impl IoCompletion {
     /// Turns the result into an error naming the file and offset, treating a short transfer as an
     /// error too (a read past the end, or a device that accepted only part of a write).
     pub fn check(&self, files: &FileTable) -> Result<usize, IoError> {
+        self.check_with(files, || files.path(self.req.file))
+    }
+
+    /// Like [`IoCompletion::check`], naming the file as `queue` knows it: use this with a queue
+    /// whose files are not all in its table (the simulated queue keeps its files in memory).
+    pub fn check_in(&self, queue: &dyn IoQueue) -> Result<usize, IoError> {
+        self.check_with(queue.files(), || queue.file_path(self.req.file))
+    }
+
+    fn check_with(&self, files: &Files, path: impl Fn() -> PathBuf) -> Result<usize, IoError> {
         match &self.result {
-            Ok(n) if self.req.op == IoOp::Sync || *n == self.req.len => Ok(*n),
+            Ok(n) if self.req.op.is_control() || *n == self.req.len => Ok(*n),
             // Errors only from here on: building the path is off the hot path.
             Ok(n) => {
                 // A short write is how a full file system often first shows (tmpfs, NFS): write
@@ -128,11 +195,11 @@ impl IoCompletion {
                 // rather than a byte count.
                 if let Some(e) = self.probe_short_write(files, *n) {
                     let offset = self.req.offset.saturating_add(*n as u64);
-                    return Err(IoError::at("write", self.path(files), offset, e));
+                    return Err(IoError::at("write", path(), offset, e));
                 }
                 Err(IoError::Short {
                     op: self.op_name(),
-                    path: self.path(files),
+                    path: path(),
                     offset: self.req.offset,
                     expected: self.req.len,
                     got: *n,
@@ -140,7 +207,7 @@ impl IoCompletion {
             }
             Err(e) => Err(IoError::at(
                 self.op_name(),
-                self.path(files),
+                path(),
                 self.req.offset,
                 // Keep the OS error code (ENOSPC must stay recognisable), else the text.
                 match e.raw_os_error() {
@@ -153,7 +220,7 @@ impl IoCompletion {
 
     /// After a short write of `done` bytes: the OS error that writing the remainder gives, if
     /// any. Skipped where the remainder cannot be written directly (unaligned with O_DIRECT).
-    fn probe_short_write(&self, files: &FileTable, done: usize) -> Option<std::io::Error> {
+    fn probe_short_write(&self, files: &Files, done: usize) -> Option<std::io::Error> {
         if self.req.op != IoOp::Write || done >= self.req.len {
             return None;
         }
@@ -168,19 +235,17 @@ impl IoCompletion {
     }
 
     fn op_name(&self) -> &'static str {
-        match self.req.op {
-            IoOp::Read => "read",
-            IoOp::Write => "write",
-            IoOp::Sync => "sync",
-        }
-    }
-
-    fn path(&self, files: &FileTable) -> PathBuf {
-        files.path(self.req.file)
+        self.req.op.name()
     }
 }
 
 /// A queue of asynchronous I/O against a set of files.
+///
+/// Every file a test touches goes through its queue: requests address files by index, and the
+/// queue opens, closes and removes them ([`IoQueue::open_file`]...). The default implementations
+/// use the queue's [`FileTable`] (real files); the simulated queue (`sim`) keeps its files in
+/// memory and overrides them all. Time comes from [`IoQueue::clock`], so an engine given a
+/// simulated queue runs on its virtual time.
 pub trait IoQueue: Send {
     /// Queues a request. At most [`IoQueue::depth`] requests may be in flight.
     fn submit(&mut self, req: IoRequest) -> Result<(), IoError>;
@@ -199,39 +264,51 @@ pub trait IoQueue: Send {
     fn in_flight(&self) -> usize;
     /// Most requests that may be in flight.
     fn depth(&self) -> usize;
-    /// The files this queue addresses.
+    /// The real files this queue addresses (empty for a simulated queue, whose files are in
+    /// memory: use [`IoQueue::file_path`] and [`IoQueue::file_len`] to work with either).
     fn files(&self) -> &FileTable;
     /// Engine name for results ("io_uring", "sync").
     fn engine_name(&self) -> &'static str;
-    /// Opens (or creates) a file and adds it to the table; returns its index.
-    fn open_file(
-        &mut self,
-        path: &std::path::Path,
-        mode: crate::OpenMode,
-    ) -> Result<usize, IoError> {
-        let f = IoFile::open(path, mode)?;
-        Ok(self.files().add(f))
+
+    /// Opens (or, with `mode.create` and `mode.write`, creates) the file at `path` for this
+    /// queue; returns the index requests use. See [`Files::open`].
+    fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
+        self.files().open(path, mode)
     }
-    /// Drops a file from the table.
+
+    /// Closes the file at `index`: it closes once no request in flight uses it, and the index
+    /// may be given to a file opened later.
     fn close_file(&mut self, index: usize) {
         self.files().remove(index);
     }
-    /// Deletes a file (a missing file is not an error).
-    fn remove_file(&mut self, path: &std::path::Path) -> Result<(), IoError> {
-        match std::fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(IoError::new("remove", path, e))
-            }
-            _ => Ok(()),
-        }
+
+    /// Removes the file at `path` without stalling the caller (real files are unlinked on a
+    /// background thread); a missing file is not an error. A failure is reported by a later
+    /// call of this method or by [`IoQueue::wait_removals`]. See [`Files::remove_path`].
+    fn remove_file(&mut self, path: &Path) -> Result<(), IoError> {
+        self.files().remove_path(path)
     }
-    /// The clock of this queue.
-    fn clock(&self) -> std::sync::Arc<dyn crate::Clock> {
-        std::sync::Arc::new(crate::RealClock)
+
+    /// Waits until every removal asked of [`IoQueue::remove_file`] is done; returns the oldest
+    /// failure not yet reported. Call it before finishing a test, or a last failure goes unseen.
+    fn wait_removals(&mut self) -> Result<(), IoError> {
+        self.files().wait_removals()
     }
-    /// The path of a file, for messages.
+
+    /// The size in bytes of the file at `index`.
+    fn file_len(&self, index: usize) -> Result<u64, IoError> {
+        self.files().file(index)?.len()
+    }
+
+    /// The path of the file at `index` (empty if absent), for messages.
     fn file_path(&self, index: usize) -> PathBuf {
         self.files().path(index)
+    }
+
+    /// The time this queue's latencies are measured in: the system clock, or a simulated queue's
+    /// virtual clock. An engine given a queue takes its time from here.
+    fn clock(&self) -> Arc<dyn Clock> {
+        Arc::new(RealClock)
     }
 }
 
@@ -258,13 +335,8 @@ pub fn open_queue(
     }
 }
 
-/// Performs one request synchronously on the calling thread (the thread-pool backend's worker and
-/// the fault injector's helper).
-pub(crate) fn perform(files: &FileTable, req: &mut IoRequest) -> Result<usize, std::io::Error> {
-    let f = files
-        .get(req.file)
-        .ok_or_else(|| std::io::Error::other(format!("no file with index {}", req.file)))?;
-    let f = &*f;
+/// Performs one request synchronously on the calling thread (the thread-pool backend's worker).
+pub(crate) fn perform(f: &IoFile, req: &mut IoRequest) -> Result<usize, std::io::Error> {
     let len = req.len.min(req.buf.len());
     match req.op {
         IoOp::Read => {
@@ -299,5 +371,8 @@ pub(crate) fn perform(files: &FileTable, req: &mut IoRequest) -> Result<usize, s
             Ok(done)
         }
         IoOp::Sync => f.file().sync_data().map(|_| 0),
+        IoOp::Allocate => {
+            crate::platform::allocate(f.file(), req.offset, req.len as u64).map(|_| 0)
+        }
     }
 }

@@ -222,3 +222,197 @@ fn io_uring_polling_sees_completions() {
 fn thread_pool_polling_sees_completions() {
     polling_sees_completions(EngineKind::Sync);
 }
+
+/// An empty file in a scratch directory, opened read-write (O_DIRECT unless refused), as a table.
+fn empty_table(name: &str) -> (FileTable, std::path::PathBuf, tempfile::TempDir) {
+    let dir = scratch(name);
+    let path = dir.path().join("prealloc");
+    std::fs::write(&path, b"").expect("create");
+    let mode = OpenMode::read_write_direct();
+    let f = IoFile::open(&path, mode)
+        .or_else(|_| {
+            IoFile::open(
+                &path,
+                OpenMode {
+                    direct: false,
+                    ..mode
+                },
+            )
+        })
+        .expect("open");
+    (Files::new(vec![f]), path, dir)
+}
+
+fn allocate_req(offset: u64, len: usize, tag: u64) -> IoRequest {
+    IoRequest {
+        op: IoOp::Allocate,
+        file: 0,
+        offset,
+        len,
+        buf: AlignedBuf::zeroed(0),
+        tag,
+    }
+}
+
+/// Allocate extends an empty file to the range's end and (on Linux) reserves its blocks; an
+/// allocation inside the file changes nothing; the completion carries no byte count.
+fn allocate_extends_and_reserves(q: &mut dyn IoQueue, files: &FileTable, path: &std::path::Path) {
+    q.submit(allocate_req(0, 1 << 20, 1)).expect("submit");
+    let mut out = Vec::new();
+    q.reap(1, &mut out).expect("reap");
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].check(files).expect("allocate ok"), 0);
+    assert_eq!(std::fs::metadata(path).expect("stat").len(), 1 << 20);
+    #[cfg(target_os = "linux")]
+    assert!(
+        platform::allocated_bytes(path).expect("blocks") >= 1 << 20,
+        "fallocate reserved {} bytes",
+        platform::allocated_bytes(path).unwrap_or(0)
+    );
+    out.clear();
+    q.submit(allocate_req(4096, 4096, 2)).expect("submit");
+    q.reap(1, &mut out).expect("reap");
+    out[0].check(files).expect("allocate inside");
+    assert_eq!(std::fs::metadata(path).expect("stat").len(), 1 << 20);
+    // Past the end again: the file grows to the new end.
+    out.clear();
+    q.submit(allocate_req(1 << 20, 8192, 3)).expect("submit");
+    q.reap(1, &mut out).expect("reap");
+    out[0].check(files).expect("allocate past end");
+    assert_eq!(
+        std::fs::metadata(path).expect("stat").len(),
+        (1 << 20) + 8192
+    );
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn io_uring_allocate() {
+    let (files, path, _dir) = empty_table("alloc-uring");
+    let mut q = open_queue(EngineKind::IoUring, Arc::clone(&files), 2).expect("queue");
+    allocate_extends_and_reserves(q.as_mut(), &files, &path);
+}
+
+#[test]
+fn thread_pool_allocate() {
+    let (files, path, _dir) = empty_table("alloc-threads");
+    let mut q = open_queue(EngineKind::Sync, Arc::clone(&files), 2).expect("queue");
+    allocate_extends_and_reserves(q.as_mut(), &files, &path);
+}
+
+#[test]
+fn fault_queue_passes_allocate_through_and_can_fail_it() {
+    let (files, path, _dir) = empty_table("alloc-fault");
+    let inner = open_queue(EngineKind::Sync, Arc::clone(&files), 2).expect("queue");
+    let mut q = FaultQueue::new(
+        inner,
+        vec![FaultRule::new(Some(IoOp::Allocate), FaultKind::Error(28))
+            .after(3)
+            .times(1)],
+    );
+    allocate_extends_and_reserves(&mut q, &files, &path);
+    let c = one(&mut q, allocate_req(1 << 21, 4096, 4));
+    let err = c.check(&files).expect_err("injected ENOSPC");
+    assert_eq!(err.os_error().and_then(|e| e.raw_os_error()), Some(28));
+    let msg = err.to_string();
+    assert!(
+        msg.contains("cannot allocate") && msg.contains("prealloc"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::metadata(&path).expect("stat").len(),
+        (1 << 20) + 8192
+    );
+}
+
+/// The queue opens, sizes, closes and removes files itself; a removal returns at once, a missing
+/// file is not an error, a failure is reported once (by `wait_removals` or the next removal) and
+/// names its path, and a file re-created at a path whose removal is pending survives it.
+fn file_management(kind: EngineKind) {
+    let dir = scratch(&format!("files-{}", kind.name()));
+    let files = Files::new(Vec::new());
+    let mut q = open_queue(kind, Arc::clone(&files), 4).expect("queue");
+    let path = dir.path().join("log1");
+    let mode = OpenMode {
+        direct: false,
+        write_through: true,
+        write: true,
+        create: true,
+    };
+    let i = q.open_file(&path, mode).expect("create through the queue");
+    assert_eq!(q.file_path(i), path);
+    q.submit(IoRequest {
+        file: i,
+        ..req(IoOp::Write, 0, pattern(4096, 5), 1)
+    })
+    .expect("submit");
+    let mut out = Vec::new();
+    q.reap(1, &mut out).expect("reap");
+    assert_eq!(out[0].check_in(q.as_ref()).expect("write"), 4096);
+    assert_eq!(q.file_len(i).expect("len"), 4096);
+    q.close_file(i);
+    assert_eq!(q.file_path(i), std::path::PathBuf::new());
+    assert!(q.file_len(i).is_err());
+
+    q.remove_file(&path).expect("hand over");
+    q.remove_file(&dir.path().join("never-was"))
+        .expect("missing is fine");
+    q.wait_removals().expect("removed");
+    assert!(!path.exists());
+
+    // A removal that fails (a directory is not a file) is reported once, naming the path.
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).expect("mkdir");
+    q.remove_file(&sub)
+        .expect("handed over: the failure comes later");
+    let err = q.wait_removals().expect_err("cannot unlink a directory");
+    assert!(
+        err.to_string().contains("cannot remove") && err.to_string().contains("sub"),
+        "{err}"
+    );
+    q.wait_removals().expect("reported once");
+    // ... or by the next removal, once the failed one is done.
+    q.remove_file(&sub).expect("handed over");
+    files.removals_wait_for(&sub);
+    let err = q
+        .remove_file(&dir.path().join("other"))
+        .expect_err("the earlier failure");
+    assert!(err.to_string().contains("sub"), "{err}");
+    q.wait_removals().expect("nothing else failed");
+
+    // Remove, then create the same path at once: the late unlink must not delete the new file.
+    let i = q.open_file(&path, mode).expect("create");
+    q.close_file(i);
+    q.remove_file(&path).expect("hand over");
+    let i = q.open_file(&path, mode).expect("re-create");
+    q.submit(IoRequest {
+        file: i,
+        ..req(IoOp::Write, 0, pattern(4096, 6), 2)
+    })
+    .expect("submit");
+    out.clear();
+    q.reap(1, &mut out).expect("reap");
+    out[0].check_in(q.as_ref()).expect("write");
+    q.wait_removals().expect("removed");
+    assert_eq!(
+        std::fs::read(&path).expect("the new file survives"),
+        pattern(4096, 6).as_slice()
+    );
+    q.close_file(i);
+    let before = std::time::Instant::now();
+    assert!(
+        q.clock().now() >= before,
+        "a real queue runs on the real clock"
+    );
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn io_uring_file_management() {
+    file_management(EngineKind::IoUring);
+}
+
+#[test]
+fn thread_pool_file_management() {
+    file_management(EngineKind::Sync);
+}

@@ -6,9 +6,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::queue::{perform, FileTable, IoCompletion, IoQueue, IoRequest};
-use crate::IoError;
+use crate::{IoError, IoFile};
 
-type Job = (IoRequest, Instant);
+/// A request, the file it addresses (resolved at submission, so closing the file's index while
+/// the request waits does not fail it: the file closes when the request is done) and when it was
+/// submitted.
+type Job = (IoRequest, Arc<IoFile>, Instant);
 
 /// Thread-pool queue.
 pub struct ThreadQueue {
@@ -30,8 +33,7 @@ impl ThreadQueue {
             .map(|_| {
                 let rx = Arc::clone(&jobs_rx);
                 let tx = done_tx.clone();
-                let files = Arc::clone(&files);
-                std::thread::spawn(move || worker(&files, &rx, &tx))
+                std::thread::spawn(move || worker(&rx, &tx))
             })
             .collect();
         ThreadQueue {
@@ -45,16 +47,17 @@ impl ThreadQueue {
     }
 }
 
-fn worker(files: &FileTable, jobs: &Mutex<Receiver<Job>>, done: &Sender<IoCompletion>) {
+fn worker(jobs: &Mutex<Receiver<Job>>, done: &Sender<IoCompletion>) {
     loop {
         let job = match jobs.lock() {
             Ok(rx) => rx.recv(),
             Err(_) => return,
         };
-        let Ok((mut req, start)) = job else {
+        let Ok((mut req, file, start)) = job else {
             return;
         };
-        let result = perform(files, &mut req);
+        let result = perform(&file, &mut req);
+        drop(file);
         let c = IoCompletion {
             latency: start.elapsed(),
             req,
@@ -74,11 +77,12 @@ impl IoQueue for ThreadQueue {
                 self.in_flight, self.depth
             )));
         }
+        let file = self.files.file(req.file)?;
         let tx = self
             .jobs
             .as_ref()
             .ok_or_else(|| IoError::Unsupported("queue closed".into()))?;
-        tx.send((req, Instant::now()))
+        tx.send((req, file, Instant::now()))
             .map_err(|_| IoError::Unsupported("I/O worker threads have stopped".into()))?;
         self.in_flight += 1;
         Ok(())

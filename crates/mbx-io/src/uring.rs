@@ -167,6 +167,11 @@ impl IoQueue for UringQueue {
             IoOp::Sync => opcode::Fsync::new(fd)
                 .flags(types::FsyncFlags::DATASYNC)
                 .build(),
+            // Mode 0: reserve the blocks and extend the file if the range ends past its end.
+            IoOp::Allocate => opcode::Fallocate::new(fd, req.len as u64)
+                .offset(req.offset)
+                .mode(0)
+                .build(),
         }
         .user_data(idx as u64);
         // The buffer's heap allocation is owned by the slot until the completion is reaped, and

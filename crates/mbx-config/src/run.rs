@@ -53,6 +53,9 @@ pub struct CacheConfig {
     /// A page dirty for longer than this is written (the scaled checkpoint depth), seconds:
     /// 0.1..=3600.
     pub max_dirty_age_s: f64,
+    /// Seconds between checkpoints (5): how far back the log must be kept for recovery; each
+    /// one syncs the database file and writes the checkpoint slot. 0.1..=3600.
+    pub checkpoint_interval_s: f64,
 }
 
 impl Default for CacheConfig {
@@ -63,6 +66,7 @@ impl Default for CacheConfig {
             flush_start_pct: 1.0,
             flush_stop_pct: 2.0,
             max_dirty_age_s: 15.0,
+            checkpoint_interval_s: 5.0,
         }
     }
 }
@@ -340,6 +344,15 @@ impl RunConfig {
                 format!(
                     "must be 0.1 s to {MAX_DIRTY_AGE_S} s, got {}",
                     show(c.max_dirty_age_s)
+                ),
+            );
+        }
+        if !within(c.checkpoint_interval_s, 0.1, MAX_DIRTY_AGE_S) {
+            return bad(
+                "cache.checkpoint_interval_s",
+                format!(
+                    "must be 0.1 s to {MAX_DIRTY_AGE_S} s, got {}",
+                    show(c.checkpoint_interval_s)
                 ),
             );
         }

@@ -88,6 +88,13 @@ impl Cache {
         self.stamp
     }
 
+    /// Upper estimate of the memory this cache's bookkeeping takes when full: a frame, its
+    /// hash-map slot and its place in the LRU or dirty order. Frames carry no page bytes.
+    pub fn metadata_bytes(&self) -> usize {
+        let per_frame = std::mem::size_of::<Frame>() + 2 * std::mem::size_of::<u64>() + 64;
+        self.max_frames.saturating_mul(per_frame)
+    }
+
     /// State of `page`, if cached.
     pub fn state(&self, page: u64) -> Option<FrameState> {
         self.frames.get(&page).map(|f| f.state)

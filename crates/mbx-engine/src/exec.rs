@@ -27,7 +27,6 @@ pub(crate) struct Settings {
     pub bdm: bool,
     pub copies: u32,
     pub compressibility_pct: u8,
-    pub circular_logging: bool,
 }
 
 /// Phase boundaries as the executor reaches them.
@@ -332,12 +331,12 @@ pub(crate) fn begin_checkpoint(
     i: usize,
     now: Instant,
 ) -> Result<(), EngineError> {
-    let seq = db
-        .cache
-        .min_dirty_lsn()
-        .unwrap_or(db.log.seq_buffered)
-        .min(db.log.seq_buffered);
-    let lsn = db.log.lsn_of(seq);
+    // The oldest change not yet in the database file; with none, everything logged is in it
+    // and the checkpoint moves to where the next record goes.
+    let (lsn, seq) = match db.cache.min_dirty_lsn() {
+        Some(seq) => (db.log.lsn_of(seq), seq),
+        None => (db.log.tail_lsn(), db.log.seq_buffered),
+    };
     db.checkpointer.begin(reactor, i, db.file, lsn, seq, now)
 }
 
@@ -429,7 +428,6 @@ fn route(
             let d = &mut dbs[db];
             d.repl.done(&mut d.log, gen);
         }
-        Owner::Sync => {}
     }
     Ok(())
 }

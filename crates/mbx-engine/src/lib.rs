@@ -344,6 +344,7 @@ pub fn run_plan(
             gen_base,
             circular_logging: cfg.circular_logging,
             replicated: cfg.profile.copies_per_database > 1,
+            checkpoint_every: Duration::from_secs_f64(cfg.cache.checkpoint_interval_s),
         };
         dbs.push(Database::open(spec, params, &mut reactor, ref_instant)?);
     }
@@ -355,7 +356,6 @@ pub fn run_plan(
         bdm: cfg.bdm,
         copies: cfg.profile.copies_per_database,
         compressibility_pct: cfg.compressibility_pct,
-        circular_logging: cfg.circular_logging,
     };
     let work = Workload::new(
         cfg.sessions() as usize,
@@ -370,6 +370,15 @@ pub fn run_plan(
         c.max_frames as f64 * 32768.0 / 1e6,
         c.start_threshold,
         c.stop_threshold
+    );
+    engine.log(&line, false);
+    let (cache_meta, tracker): (usize, usize) = engine.dbs.iter().fold((0, 0), |(c, t), d| {
+        (c + d.cache.metadata_bytes(), t + d.pages.memory_bytes())
+    });
+    let line = format!(
+        "Engine bookkeeping (bounded, whatever the database size or test length): cache metadata {:.1} MiB, page write tracker {:.1} MiB.",
+        cache_meta as f64 / (1 << 20) as f64,
+        tracker as f64 / (1 << 20) as f64
     );
     engine.log(&line, false);
     let t = &cfg.thresholds;
@@ -395,6 +404,8 @@ pub fn run_plan(
     );
     engine.log(&line, false);
     let outcome = engine.execute(plan, cancel);
+    // Retired log files are deleted in the background: a failure there is the test's too.
+    let outcome = outcome.and_then(|()| Ok(engine.reactor.wait_removals()?));
     let end = engine.reactor.now();
     let marks = engine.marks;
     let times = RunTimes {

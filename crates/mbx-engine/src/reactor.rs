@@ -6,7 +6,7 @@
 //! A reactor is self-contained (no globals): a later step of the engine runs several, one per
 //! thread, each owning some databases.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,8 +36,6 @@ pub(crate) enum Owner {
     },
     /// A log replication read of generation `gen`.
     Repl { db: usize, gen: u64 },
-    /// A synchronous request made by [`Reactor::run_sync`].
-    Sync,
 }
 
 /// Most buffers of one size kept for reuse.
@@ -99,10 +97,6 @@ impl Reactor {
 
     pub fn remove_file(&mut self, path: &Path) -> Result<(), IoError> {
         self.queue.remove_file(path)
-    }
-
-    pub fn file_path(&self, file: usize) -> PathBuf {
-        self.queue.file_path(file)
     }
 
     /// A buffer of `len` bytes (reused when one is free; contents unspecified).
@@ -201,39 +195,11 @@ impl Reactor {
 
     /// Bytes transferred by a completion, or the error naming the file and offset.
     pub fn check(&self, c: &IoCompletion) -> Result<usize, IoError> {
-        c.check(self.queue.files())
+        c.check_in(self.queue.as_ref())
     }
 
-    /// Performs one request and waits for it (set-up and tear-down only: never in a measured
-    /// loop). Other requests in flight are not disturbed: their completions are kept for the
-    /// next [`Reactor::wait`]. Returns the buffer.
-    pub fn run_sync(
-        &mut self,
-        op: IoOp,
-        file: usize,
-        offset: u64,
-        buf: AlignedBuf,
-    ) -> Result<AlignedBuf, EngineError> {
-        if self.queue.in_flight() > 0 {
-            return Err(EngineError::Invalid(
-                "internal: a synchronous request while others are in flight".into(),
-            ));
-        }
-        self.submit(Owner::Sync, op, file, offset, buf, None)?;
-        let mut out = Vec::new();
-        while out.is_empty() {
-            self.queue.reap(1, &mut out)?;
-        }
-        let mut done = None;
-        for c in out {
-            let tag = c.req.tag as usize;
-            if let Some(slot) = self.owners.get_mut(tag) {
-                *slot = None;
-                self.free.push(tag);
-            }
-            self.check(&c)?;
-            done = Some(c.req.buf);
-        }
-        done.ok_or_else(|| EngineError::Invalid("internal: no completion".into()))
+    /// Waits for every file removal asked so far; returns a failure not yet reported.
+    pub fn wait_removals(&mut self) -> Result<(), IoError> {
+        self.queue.wait_removals()
     }
 }

@@ -12,9 +12,6 @@ use super::logfmt::{encode_checkpoint, Lsn, SLOT};
 use crate::reactor::{Owner, Reactor};
 use crate::EngineError;
 
-/// Checkpoint interval.
-pub(crate) const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
-
 /// Checkpointer state.
 #[derive(Debug)]
 pub(crate) struct Checkpointer {
@@ -28,16 +25,18 @@ pub(crate) struct Checkpointer {
     pending: Option<(Lsn, u64)>,
     /// The last checkpoint completed: its Lsn.
     pub last: Option<Lsn>,
+    every: Duration,
 }
 
 impl Checkpointer {
-    pub fn new(file: usize, previous_sequence: u64, now: Instant) -> Checkpointer {
+    pub fn new(file: usize, previous_sequence: u64, every: Duration, now: Instant) -> Checkpointer {
         Checkpointer {
             file,
             sequence: previous_sequence,
-            next_at: now + CHECKPOINT_EVERY,
+            next_at: now + every,
             pending: None,
             last: None,
+            every,
         }
     }
 
@@ -56,7 +55,7 @@ impl Checkpointer {
         seq: u64,
         now: Instant,
     ) -> Result<(), EngineError> {
-        self.next_at = now + CHECKPOINT_EVERY;
+        self.next_at = now + self.every;
         if self.pending.is_some() {
             return Ok(());
         }

@@ -6,6 +6,7 @@
 //!   cache stamps changes with (a change is "at" the sequence just past its bytes);
 //! - the [`Lsn`]: where a record really is (generation x file size + offset), what records and
 //!   checkpoints carry.
+//!
 //! When a record is formed it covers whole transactions; the writer remembers which sequence range
 //! each record holds until a checkpoint no longer needs it, so a sequence maps to the Lsn of the
 //! record that holds it.
@@ -60,11 +61,34 @@ struct Pending {
     entries: usize,
 }
 
-/// A formed record: which log sequence range it holds and where it is.
-#[derive(Debug, Clone, Copy)]
-struct Placed {
-    seq_end: u64,
-    lsn: Lsn,
+/// Where the records written so far are: for each, the log sequence just past its last change
+/// and its Lsn, oldest first, until a checkpoint no longer needs them.
+#[derive(Debug, Default)]
+pub(crate) struct RecordMap {
+    placed: VecDeque<(u64, Lsn)>,
+}
+
+impl RecordMap {
+    /// A record holding the changes up to sequence `seq_end` was placed at `lsn`.
+    pub fn place(&mut self, seq_end: u64, lsn: Lsn) {
+        self.placed.push_back((seq_end, lsn));
+    }
+
+    /// The Lsn of the record holding the change that ends at `seq`: the first record ending at
+    /// or past it (a change ending exactly where a record ends is in that record).
+    pub fn record_of(&self, seq: u64) -> Option<Lsn> {
+        self.placed
+            .iter()
+            .find(|&&(end, _)| end >= seq)
+            .map(|&(_, lsn)| lsn)
+    }
+
+    /// Forgets records wholly before the change ending at `seq`.
+    pub fn forget_before(&mut self, seq: u64) {
+        while self.placed.front().is_some_and(|&(end, _)| end < seq) {
+            self.placed.pop_front();
+        }
+    }
 }
 
 /// The log writer of one database.
@@ -86,7 +110,7 @@ pub(crate) struct LogWriter {
     /// Sequence up to which the log is durable.
     pub seq_durable: u64,
     in_flight: bool,
-    placed: VecDeque<Placed>,
+    placed: RecordMap,
     /// Sessions waiting for a durable commit: (session, sequence).
     pub commit_waiters: Vec<(usize, u64)>,
     /// Files to delete once nothing needs them (earlier runs' logs, retired generations).
@@ -124,7 +148,7 @@ impl LogWriter {
             seq_buffered: 0,
             seq_durable: 0,
             in_flight: false,
-            placed: VecDeque::new(),
+            placed: RecordMap::default(),
             commit_waiters: Vec::new(),
             retire: Vec::new(),
             records_written: 0,
@@ -197,11 +221,31 @@ impl LogWriter {
         let Some(f) = self.files.iter_mut().find(|f| f.gen == gen) else {
             return Ok(());
         };
-        // (Preallocation through the queue follows once the queue has an allocate operation.)
-        let _ = (reactor, step);
-        f.in_flight = f.in_flight.saturating_sub(1);
-        f.ready = true;
-        Ok(())
+        match step {
+            0 => {
+                // Preallocate the file so log writes never extend it (no journal commit per
+                // write, no punt to a worker thread).
+                let file = f.file;
+                let buf = reactor.buf(0);
+                reactor.submit(
+                    Owner::LogCreate {
+                        db: self.db,
+                        gen,
+                        step: 1,
+                    },
+                    IoOp::Allocate,
+                    file,
+                    0,
+                    buf,
+                    Some(LOG_FILE_SIZE),
+                )
+            }
+            _ => {
+                f.in_flight = f.in_flight.saturating_sub(1);
+                f.ready = true;
+                Ok(())
+            }
+        }
     }
 
     /// Appends one transaction's log: `bytes` of payload, `ops` operations, its redo entries.
@@ -232,11 +276,6 @@ impl LogWriter {
     /// appended next (for stamping its pages before it is).
     pub fn next_seq(&self, bytes: u32, entries: usize) -> u64 {
         self.seq_buffered + txn_payload(bytes, entries)
-    }
-
-    /// Bytes waiting in the buffer.
-    pub fn buffered(&self) -> u64 {
-        self.buffered_bytes
     }
 
     /// When the buffer should be flushed lazily, if it holds anything and no write is in flight.
@@ -320,7 +359,7 @@ impl LogWriter {
         self.buffered_bytes -= payload;
         self.oldest_pending = (!self.pending.is_empty()).then_some(now);
         let seq_end = self.seq_buffered - self.buffered_bytes;
-        self.placed.push_back(Placed { seq_end, lsn });
+        self.placed.place(seq_end, lsn);
         let entries: Vec<RedoEntry> = self.entries.drain(..n_entries).collect();
         let mut buf = reactor.buf(size as usize);
         encode_record(buf.as_mut_slice(), lsn, payload as usize, ops, &entries);
@@ -359,13 +398,12 @@ impl LogWriter {
         });
     }
 
-    /// The Lsn of the record holding sequence `seq` (the first record ending past it), or the
-    /// position of the next record when it is still buffered.
+    /// The Lsn of the record holding the change that ends at sequence `seq` (the first record
+    /// ending at or past it), or the position of the next record when it is still buffered.
     pub fn lsn_of(&self, seq: u64) -> Lsn {
-        match self.placed.iter().find(|p| p.seq_end > seq) {
-            Some(p) => p.lsn,
-            None => self.tail_lsn(),
-        }
+        self.placed
+            .record_of(seq)
+            .unwrap_or_else(|| self.tail_lsn())
     }
 
     /// Where the next record will go.
@@ -379,9 +417,7 @@ impl LogWriter {
 
     /// Forgets record positions a checkpoint at sequence `seq` no longer needs.
     pub fn forget_before(&mut self, seq: u64) {
-        while self.placed.front().is_some_and(|p| p.seq_end <= seq) {
-            self.placed.pop_front();
-        }
+        self.placed.forget_before(seq);
     }
 
     /// Closes and schedules for deletion every file wholly before generation `gen` that nothing
@@ -405,9 +441,29 @@ impl LogWriter {
     pub fn busy(&self) -> bool {
         self.in_flight || !self.pending.is_empty()
     }
+}
 
-    /// True if every file's creation finished (nothing of the writer in flight).
-    pub fn idle(&self) -> bool {
-        !self.in_flight && self.files.iter().all(|f| f.in_flight == 0)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_maps_to_the_record_holding_it() {
+        let mut m = RecordMap::default();
+        // Records hold the changes ending in (0, 100], (100, 250], (250, 300].
+        m.place(100, Lsn::new(1, 4096));
+        m.place(250, Lsn::new(1, 8192));
+        m.place(300, Lsn::new(2, 4096));
+        assert_eq!(m.record_of(1), Some(Lsn::new(1, 4096)));
+        // A change ending exactly where a record ends is in that record, not the next.
+        assert_eq!(m.record_of(100), Some(Lsn::new(1, 4096)));
+        assert_eq!(m.record_of(101), Some(Lsn::new(1, 8192)));
+        assert_eq!(m.record_of(300), Some(Lsn::new(2, 4096)));
+        // Still buffered: no record yet.
+        assert_eq!(m.record_of(301), None);
+        // A checkpoint at the change ending at 250 still needs its record.
+        m.forget_before(250);
+        assert_eq!(m.record_of(250), Some(Lsn::new(1, 8192)));
+        assert_eq!(m.record_of(1), Some(Lsn::new(1, 8192)));
     }
 }

@@ -89,6 +89,7 @@ pub(crate) struct DbParams {
     pub gen_base: u64,
     pub circular_logging: bool,
     pub replicated: bool,
+    pub checkpoint_every: std::time::Duration,
 }
 
 impl Database {
@@ -132,8 +133,9 @@ impl Database {
         if p.circular_logging {
             log.retire.extend(spec.log.earlier_logs.iter().cloned());
         }
-        // The page tracker remembers the last 16 cache-fulls of page writes (docs/method.md).
-        let tracked = p.cache_frames.saturating_mul(16).clamp(4096, 1 << 20);
+        // The page tracker remembers the last 8 cache-fulls of page writes, at most 2^18 (8 MiB
+        // per database; docs/method.md).
+        let tracked = p.cache_frames.saturating_mul(8).clamp(4096, 1 << 18);
         Ok(Database {
             cache: Cache::new(p.cache_frames, p.flush_start_pct, p.flush_stop_pct),
             pages: pages::PageTracker::new(tracked),
@@ -143,6 +145,7 @@ impl Database {
             checkpointer: checkpoint::Checkpointer::new(
                 ckpt_file,
                 spec.log.checkpoint_sequence,
+                p.checkpoint_every,
                 now,
             ),
             bdm: bdm::Bdm::new(p.bdm_reads_per_s, now),

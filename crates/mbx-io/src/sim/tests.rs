@@ -194,20 +194,8 @@ fn two_hour_workload_runs_in_well_under_a_second() {
     }
 }
 
-/// CPU time (user + system) of the calling thread, from /proc on Linux (10 ms resolution).
 fn thread_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    // Fields after the command name (which may hold spaces), from field 3 (state) on; utime and
-    // stime are fields 14 and 15, in clock ticks of 1/100 s.
-    let fields: Vec<&str> = stat
-        .get(stat.rfind(')')? + 1..)?
-        .split_whitespace()
-        .collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(Duration::from_millis(
-        utime.saturating_add(stime).saturating_mul(10),
-    ))
+    crate::platform::thread_cpu_time()
 }
 
 fn trace(seed: u64) -> Vec<(u64, Duration, Duration, usize)> {

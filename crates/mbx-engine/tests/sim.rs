@@ -213,7 +213,7 @@ fn recover_and_check(
         img.resize(img.len().max(LOG_FILE_SIZE), 0);
         let scan = scan_log_file(&img, g, spec.database_id);
         for rec in &scan.records {
-            let replay = ckpt.is_none_or(|c| rec.lsn >= c.lsn);
+            let replay = ckpt.map_or(true, |c| rec.lsn >= c.lsn);
             if replay {
                 records += 1;
             }

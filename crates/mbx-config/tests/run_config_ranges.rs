@@ -83,13 +83,15 @@ fn cache() -> impl Strategy<Value = CacheConfig> {
         f64_in(0.0, 10.0),
         f64_in(10.0, 50.0),
         f64_in(0.1, 3600.0),
+        f64_in(0.1, 3600.0),
     )
-        .prop_map(|(min, max, start, stop, age)| CacheConfig {
+        .prop_map(|(min, max, start, stop, age, ckpt)| CacheConfig {
             min_mb_per_db: min,
             max_mb_per_db: max,
             flush_start_pct: start,
             flush_stop_pct: stop,
             max_dirty_age_s: age,
+            checkpoint_interval_s: ckpt,
         })
 }
 
@@ -202,6 +204,7 @@ fn derived(c: &RunConfig) -> Result<(), String> {
         ("duration_s", c.duration_s),
         ("sample_interval_s", c.sample_interval_s),
         ("cache.max_dirty_age_s", c.cache.max_dirty_age_s),
+        ("cache.checkpoint_interval_s", c.cache.checkpoint_interval_s),
         ("1 / bdm_reads_per_s", 1.0 / c.bdm_reads_per_s),
         // The pacing interval of one session at the target rate.
         ("sessions / target", f64::from(c.sessions()) / target),
@@ -309,6 +312,10 @@ fn reported_values_are_refused_naming_the_key() {
     assert_eq!(
         key(&|c| c.cache.max_dirty_age_s = 1e300),
         "cache.max_dirty_age_s"
+    );
+    assert_eq!(
+        key(&|c| c.cache.checkpoint_interval_s = 0.0),
+        "cache.checkpoint_interval_s"
     );
     assert_eq!(
         key(&|c| c.cache.max_mb_per_db = u64::MAX),

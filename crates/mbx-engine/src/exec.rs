@@ -412,7 +412,7 @@ fn route(
             seq,
         } => {
             dbs[db].stats.record(Stream::Bdm, bytes, c.latency);
-            dbs[db].bdm.done();
+            dbs[db].bdm.done(first, pages)?;
             check_pages(
                 &mut dbs[db],
                 first,

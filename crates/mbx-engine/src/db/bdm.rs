@@ -1,9 +1,12 @@
 //! Background database maintenance of one database: a sequential scan of the database file in
 //! 256 KiB reads at a fixed rate (Jetstress: about 9 reads/s per database), every page verified.
-//! A scan that reaches the end starts again.
+//! A scan that reaches the end starts again. The scan is the one sequential-pass component
+//! ([`SeqPass`]) that `prepare`, `verify` and the iobench fill also use, driven one chunk at a
+//! time at the BDM rate.
 
 use std::time::{Duration, Instant};
 
+use mbx_io::seq::{SeqOp, SeqPass};
 use mbx_io::IoOp;
 use mbx_store::header::HEADER_PAGES;
 use mbx_store::page::PAGE_SIZE;
@@ -19,7 +22,7 @@ const PAGE: u64 = PAGE_SIZE as u64;
 #[derive(Debug)]
 pub(crate) struct Bdm {
     next_at: Instant,
-    page: u64,
+    pass: Option<SeqPass>,
     in_flight: bool,
     interval: Duration,
 }
@@ -28,7 +31,7 @@ impl Bdm {
     pub fn new(reads_per_s: f64, now: Instant) -> Bdm {
         Bdm {
             next_at: now,
-            page: HEADER_PAGES,
+            pass: None,
             in_flight: false,
             interval: Duration::from_secs_f64(1.0 / reads_per_s.max(1e-3)),
         }
@@ -55,13 +58,17 @@ impl Bdm {
         if self.next_at + self.interval < now {
             self.next_at = now + self.interval;
         }
-        let end = HEADER_PAGES + data_pages;
-        if self.page >= end {
-            self.page = HEADER_PAGES;
+        // One pass over the data pages; a finished pass starts again from the first.
+        if self.pass.as_ref().map_or(true, SeqPass::finished) {
+            let range = HEADER_PAGES * PAGE..(HEADER_PAGES + data_pages) * PAGE;
+            self.pass = Some(
+                SeqPass::new(range, BDM_BYTES as usize, 1, SeqOp::Read)
+                    .map_err(|e| EngineError::Invalid(format!("BDM scan: {e}")))?,
+            );
         }
-        let first = self.page;
-        let pages = (BDM_BYTES / PAGE).min(end - first);
-        self.page += pages;
+        let Some(chunk) = self.pass.as_mut().and_then(SeqPass::next_request) else {
+            return Ok(());
+        };
         self.in_flight = true;
         let seq = reactor.events + 1;
         let buf = reactor.buf(BDM_BYTES as usize);
@@ -69,20 +76,26 @@ impl Bdm {
         reactor.submit(
             Owner::Bdm {
                 db,
-                first,
-                pages,
+                first: chunk.offset / PAGE,
+                pages: chunk.len as u64 / PAGE,
                 seq,
             },
             IoOp::Read,
             file,
-            first * PAGE,
+            chunk.offset,
             buf,
-            Some(pages as usize * PAGE_SIZE),
+            Some(chunk.len),
         )
     }
 
-    /// The read completed.
-    pub fn done(&mut self) {
+    /// The read of `pages` pages from `first` completed.
+    pub fn done(&mut self, first: u64, pages: u64) -> Result<(), EngineError> {
         self.in_flight = false;
+        match self.pass.as_mut() {
+            Some(p) => p
+                .complete(first * PAGE, (pages * PAGE) as usize)
+                .map_err(|e| EngineError::Invalid(format!("BDM scan: {e}"))),
+            None => Ok(()),
+        }
     }
 }

@@ -188,6 +188,27 @@ pub fn run_performance(
     cancel: &AtomicBool,
     wrap: Option<&QueueWrapper>,
 ) -> Result<RunResult, EngineError> {
+    run_test(
+        cfg,
+        &Plan::performance(cfg),
+        databases,
+        observer,
+        cancel,
+        wrap,
+    )
+}
+
+/// Runs `plan` on prepared databases, on the chosen I/O backend: marks them in use (dirty),
+/// continues their logs where the last run left them, executes the plan and marks them clean
+/// again when it ended cleanly.
+pub fn run_test(
+    cfg: &RunConfig,
+    plan: &Plan,
+    databases: &[PreparedDatabase],
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+    wrap: Option<&QueueWrapper>,
+) -> Result<RunResult, EngineError> {
     cfg.validate()
         .map_err(|(k, m)| EngineError::Invalid(format!("invalid {k}: {m}")))?;
     let engine: EngineKind = cfg.engine;
@@ -239,8 +260,7 @@ pub fn run_performance(
         Some(w) => w(q),
         None => q,
     };
-    let plan = Plan::performance(cfg);
-    let mut result = run_plan(cfg, &plan, specs, q, observer, cancel)?;
+    let mut result = run_plan(cfg, plan, specs, q, observer, cancel)?;
     // A run stopped by an error leaves its databases marked dirty (pages were not all flushed):
     // that is the truth, and the next run attaches them all the same.
     if result.stopped.reason.ran_to_completion() || result.stopped.reason == StopReason::Interrupted
@@ -444,7 +464,8 @@ pub fn run_plan(
     engine.observer.on_event(RunEvent::Log(&line));
     result.notes.extend(engine.notes.iter().cloned());
     if let Err(e) = outcome {
-        let entry = error_entry(&e, &result.instances);
+        let mut entry = error_entry(&e, &result.instances);
+        entry.first_at = rfc3339(clock.wall());
         result.stopped = Stopped {
             reason: if entry.class == "io_error" || entry.class == "no_space" {
                 StopReason::IoError

@@ -203,3 +203,15 @@ impl Reactor {
         self.queue.wait_removals()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// A reactor (and so each database it owns) can move to its own thread: the engine's way to
+    /// use every core is several reactors, each with some databases.
+    #[test]
+    fn a_reactor_can_run_on_another_thread() {
+        fn is_send<T: Send>() {}
+        is_send::<super::Reactor>();
+        is_send::<crate::db::Database>();
+    }
+}

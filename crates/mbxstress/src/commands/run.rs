@@ -1,4 +1,4 @@
-//! `mbxstress run`: resolve the configuration, prepare the databases, run the Performance test,
+//! `mbxstress run`: resolve the configuration, prepare the databases, build the plan and run it,
 //! persist samples, log and result as they are produced, print the verdict.
 
 use std::fs::File;
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use mbx_config::RunConfig;
 use mbx_engine::result::{RunResult, StopReason, Stopped};
-use mbx_engine::{run_performance, Observer, Progress, RunEvent};
+use mbx_engine::{run_test, Observer, Plan, Progress, RunEvent};
 use mbx_report::Format;
 use mbx_store::{plan_paths, prepare, CreateParams, LockMode, StoreLock};
 
@@ -546,7 +546,8 @@ fn execute(
     }
     let prepared = prepared?;
     observer.log_line("Preparations for testing are complete.");
-    Ok(run_performance(cfg, &prepared, observer, cancel, None)?)
+    let plan = Plan::performance(cfg);
+    Ok(run_test(cfg, &plan, &prepared, observer, cancel, None)?)
 }
 
 fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::Result<()> {

@@ -121,6 +121,8 @@ pub(crate) struct LogWriter {
     pub circular: bool,
     /// Passive copies read the log: a file is kept until it has been read.
     pub replicated: bool,
+    /// A record waits for a log file being created (its completion retries, no timer needed).
+    waiting_for_file: bool,
 }
 
 impl LogWriter {
@@ -154,6 +156,7 @@ impl LogWriter {
             records_written: 0,
             circular: true,
             replicated: false,
+            waiting_for_file: false,
         };
         w.create_file(reactor, next_gen.max(1), now)?;
         w.create_file(reactor, next_gen.max(1) + 1, now)?;
@@ -243,6 +246,7 @@ impl LogWriter {
             _ => {
                 f.in_flight = f.in_flight.saturating_sub(1);
                 f.ready = true;
+                self.waiting_for_file = false;
                 Ok(())
             }
         }
@@ -280,7 +284,7 @@ impl LogWriter {
 
     /// When the buffer should be flushed lazily, if it holds anything and no write is in flight.
     pub fn lazy_deadline(&self) -> Option<Instant> {
-        match (self.oldest_pending, self.in_flight) {
+        match (self.oldest_pending, self.in_flight || self.waiting_for_file) {
             (Some(t), false) => Some(t + LOG_LAZY_FLUSH),
             _ => None,
         }
@@ -329,6 +333,7 @@ impl LogWriter {
             let ready =
                 self.files.iter().rev().nth(0).is_some_and(|f| f.ready) && self.files.len() >= 2;
             if !ready {
+                self.waiting_for_file = true;
                 return Ok(());
             }
             let n = self.files.len();
@@ -345,6 +350,7 @@ impl LogWriter {
             return Ok(());
         };
         if !cur.ready {
+            self.waiting_for_file = true;
             return Ok(());
         }
         cur.in_flight += 1;

@@ -94,7 +94,7 @@ impl Workload {
         self.sessions.iter().all(|s| s.state == SState::Idle)
     }
 
-    /// Starts a transaction on idle session `s`. Returns the database it went to.
+    /// Starts a transaction on idle session `s`, on the database its mailbox lives in.
     pub fn start(
         &mut self,
         s: usize,

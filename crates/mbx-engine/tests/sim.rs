@@ -114,7 +114,9 @@ fn thread_cpu() -> Duration {
 #[test]
 fn a_two_hour_performance_test_runs_in_simulated_time() {
     let dev = SimDevice::new();
-    let mut cfg = sim_config(10.0, 7200.0, 1);
+    // A low rate: the cost is the I/O's real work (pages built and checked, data copied by the
+    // simulated device), about 15 us per I/O in a release build; the time is all virtual.
+    let mut cfg = sim_config(5.0, 7200.0, 1);
     cfg.bdm = false;
     let spec = sim_database(&dev, 0, 128);
     let cpu = thread_cpu();
@@ -154,7 +156,7 @@ fn a_two_hour_performance_test_runs_in_simulated_time() {
     assert!(clock.elapsed() >= Duration::from_secs(7200));
     assert_eq!(obs.samples, 480, "one sample per 15 s");
     assert!(
-        (r.achieved_iops - 10.0).abs() < 0.5,
+        (r.achieved_iops - 5.0).abs() < 0.25,
         "paced at the target: {}",
         r.achieved_iops
     );

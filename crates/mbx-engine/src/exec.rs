@@ -14,7 +14,6 @@ use crate::plan::Plan;
 use crate::reactor::{Owner, Reactor};
 use crate::sampling::{HostSeries, Sampler};
 use crate::stats::Stream;
-use crate::workload::pacing::Pacer;
 use crate::workload::session::{SState, Workload};
 use crate::{EngineError, Observer, Phase, Progress, RunEvent};
 
@@ -44,7 +43,6 @@ pub(crate) struct Engine<'o> {
     pub reactor: Reactor,
     pub dbs: Vec<Database>,
     pub work: Workload,
-    pub pacer: Pacer,
     pub mode: Mode,
     pub phase: Phase,
     pub phase_start: Instant,
@@ -71,7 +69,6 @@ impl<'o> Engine<'o> {
     ) -> Engine<'o> {
         let now = reactor.now();
         Engine {
-            pacer: Pacer::new(settings.target_iops, now),
             sampler: Sampler {
                 every: settings.sample_every,
                 last: now,
@@ -163,13 +160,12 @@ impl<'o> Engine<'o> {
                     reactor,
                     dbs,
                     work,
-                    pacer,
                     scratch,
                     txn_ios,
                     ..
                 } = self;
                 reactor.wait(wake, |r, owner, c| {
-                    route(r, dbs, work, pacer, scratch, txn_ios, owner, c)
+                    route(r, dbs, work, scratch, txn_ios, owner, c)
                 })?;
             }
             idx = if self.marks.interrupted {
@@ -189,7 +185,7 @@ impl<'o> Engine<'o> {
                 if self.work.sessions[s].state != SState::Idle {
                     continue;
                 }
-                if self.mode == Mode::Paced && !self.pacer.take_slot(now) {
+                if self.mode == Mode::Paced && !self.work.pacer.take_slot(now) {
                     break;
                 }
                 self.work.start(s, &mut self.dbs, &mut self.reactor, now)?;
@@ -250,7 +246,7 @@ impl<'o> Engine<'o> {
             wake = wake.min(self.sampler.next);
         }
         if self.mode == Mode::Paced && self.work.sessions.iter().any(|s| s.state == SState::Idle) {
-            if let Some(t) = self.pacer.next_slot() {
+            if let Some(t) = self.work.pacer.next_slot_at() {
                 wake = wake.min(t);
             }
         }
@@ -288,9 +284,6 @@ impl<'o> Engine<'o> {
         self.tick_ios = self.txn_ios;
         self.last_tick = now;
         self.next_tick = now + Duration::from_secs(1);
-        if self.mode == Mode::Paced {
-            self.pacer.tick(now);
-        }
         let (rd, lw) = self.dbs.iter().fold(
             (
                 crate::stats::Counter::default(),
@@ -346,7 +339,6 @@ fn route(
     reactor: &mut Reactor,
     dbs: &mut [Database],
     work: &mut Workload,
-    pacer: &mut Pacer,
     scratch: &mut [u8],
     txn_ios: &mut u64,
     owner: Owner,
@@ -358,7 +350,7 @@ fn route(
         Owner::TxnRead { db, first, pages } => {
             dbs[db].stats.record(Stream::DbRead, bytes, c.latency);
             *txn_ios += 1;
-            pacer.on_ios(1);
+            work.pacer.on_read(now, 1);
             check_pages(
                 &mut dbs[db],
                 first,
@@ -374,7 +366,7 @@ fn route(
             let d = &mut dbs[db];
             d.stats.record(Stream::DbWrite, bytes, c.latency);
             *txn_ios += 1;
-            pacer.on_ios(1);
+            work.pacer.on_write(now, 1);
             let seq = reactor.events;
             d.flusher
                 .done(&mut d.cache, &mut d.pages, first, pages, seq, now);
@@ -385,7 +377,7 @@ fn route(
             let mut done = Vec::new();
             dbs[db].log.written(gen, end_lsn, &mut done);
             for s in done {
-                work.finish(s, dbs)?;
+                work.finish(s, dbs, now)?;
             }
         }
         Owner::LogCreate { db, gen, step } => {

@@ -16,7 +16,7 @@ pub mod plan;
 mod reactor;
 mod sampling;
 pub mod stats;
-mod workload;
+pub mod workload;
 
 /// The result model (`result.json`, samples, rows): the `mbx-result` crate, under the path this
 /// crate has always offered it.
@@ -37,6 +37,7 @@ pub use plan::{PhaseSpec, Plan};
 use reactor::Reactor;
 use result::*;
 use stats::{Counter, Stream};
+use workload::pacing::{Pacer, PacerConfig};
 use workload::session::Workload;
 
 /// When things happened.
@@ -377,11 +378,14 @@ pub fn run_plan(
         copies: cfg.profile.copies_per_database,
         compressibility_pct: cfg.compressibility_pct,
     };
+    let pacer = Pacer::new(PacerConfig::default(), cfg.target_iops(), ref_instant)
+        .map_err(|e| EngineError::Invalid(e.to_string()))?;
     let work = Workload::new(
         cfg.sessions() as usize,
         cfg.seed,
         cfg.op_mix.clone(),
         cfg.profile.mailboxes,
+        pacer,
     );
     let mut engine = Engine::new(settings, reactor, dbs, work, observer);
     let c = &engine.dbs[0].cache;

@@ -416,6 +416,8 @@ impl LogWriter {
     pub fn tail_lsn(&self) -> Lsn {
         let n = self.files.len();
         match self.files.get(n.saturating_sub(2)) {
+            // A file filled to its last byte: the next record starts the next file.
+            Some(f) if self.tail >= LOG_FILE_SIZE as u64 => Lsn::new(f.gen + 1, LOG_SECTOR as u64),
             Some(f) => Lsn::new(f.gen, self.tail),
             None => Lsn::new(1, LOG_SECTOR as u64),
         }

@@ -20,8 +20,6 @@ const FILL: f64 = 0.9;
 pub(crate) struct Attain {
     start: Instant,
     best: (f64, Instant),
-    ios0: u64,
-    txns0: u64,
 }
 
 impl Attain {
@@ -29,8 +27,6 @@ impl Attain {
         Attain {
             start: now,
             best: (0.0, now),
-            ios0: 0,
-            txns0: 0,
         }
     }
 }
@@ -42,8 +38,6 @@ impl PhaseRun for Attain {
 
     fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
         *self = Attain::new(now);
-        self.ios0 = e.txn_ios;
-        self.txns0 = e.work.txns_done;
         e.mode = Mode::Unpaced;
         e.log(
             "Attaining prerequisites: database cache at least 90% full.",
@@ -74,20 +68,15 @@ impl PhaseRun for Attain {
             );
             e.log(&line, true);
         }
-        // The I/O per transaction seen so far starts the pacer.
-        let ios = e.txn_ios - self.ios0;
-        let txns = e.work.txns_done - self.txns0;
-        let io_per_txn = if txns > 100 {
-            (ios as f64 / txns as f64).max(0.5)
-        } else {
-            4.3
-        };
-        e.pacer.start(now, io_per_txn);
+        // The reads per transaction and the write rate seen so far start the pacer.
+        e.work.pacer.start_pacing(now);
+        let p = &e.work.pacer;
         let line = format!(
-            "Cache prerequisite met ({:.0}% full); pacing {:.1} transactions/s ({:.2} I/Os each) for the {:.0} IOPS target.",
+            "Cache prerequisite met ({:.0}% full); pacing {:.1} transactions/s ({:.2} reads each, plus {:.0} write IOPS) for the {:.0} IOPS target.",
             fill * 100.0,
-            e.pacer.rate(),
-            io_per_txn,
+            p.txn_rate(),
+            p.reads_per_txn(),
+            p.background_iops(),
             e.settings.target_iops
         );
         e.log(&line, false);

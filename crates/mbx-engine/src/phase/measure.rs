@@ -58,7 +58,7 @@ impl PhaseRun for Measure {
         }
         e.sampler.last = now;
         e.sampler.next = now + e.sampler.every;
-        e.pacer.begin_measure(now);
+        e.work.pacer.begin_measure(now);
         e.log("Performance logging started.", false);
         Ok(())
     }

@@ -1,4 +1,4 @@
 //! The workload: sessions running transactions from the workload model, paced to the target.
 
-pub(crate) mod pacing;
+pub mod pacing;
 pub(crate) mod session;

@@ -14,6 +14,7 @@ use crate::db::logfmt::RedoEntry;
 use crate::db::Database;
 use crate::model::{self, Access, Rng, OPS_PER_TXN};
 use crate::reactor::{Owner, Reactor};
+use crate::workload::pacing::Pacer;
 use crate::EngineError;
 
 /// State of a session.
@@ -37,9 +38,11 @@ pub(crate) struct Session {
     accesses: Vec<Access>,
     pending: u32,
     log_bytes: u32,
+    /// Read I/Os the current transaction issued itself (for the pacer).
+    reads: u64,
 }
 
-/// The sessions and the transaction generator.
+/// The sessions, the transaction generator and the pacer.
 pub(crate) struct Workload {
     pub sessions: Vec<Session>,
     rng: Rng,
@@ -47,13 +50,15 @@ pub(crate) struct Workload {
     mailboxes: u64,
     /// Transactions completed (all phases).
     pub txns_done: u64,
-    /// Transactional I/Os of completed transactions (for the pacer's I/O-per-transaction).
     entries: Vec<RedoEntry>,
+    /// Start slots that meet the target (told about every transactional I/O and transaction).
+    pub pacer: Pacer,
 }
 
 impl Workload {
-    pub fn new(sessions: usize, seed: u64, mix: OpMix, mailboxes: u64) -> Workload {
+    pub fn new(sessions: usize, seed: u64, mix: OpMix, mailboxes: u64, pacer: Pacer) -> Workload {
         Workload {
+            pacer,
             sessions: (0..sessions)
                 .map(|_| Session {
                     state: SState::Idle,
@@ -61,6 +66,7 @@ impl Workload {
                     accesses: Vec::new(),
                     pending: 0,
                     log_bytes: 0,
+                    reads: 0,
                 })
                 .collect(),
             rng: Rng::new(seed),
@@ -122,6 +128,7 @@ impl Workload {
         sess.db = i;
         sess.accesses = acc;
         sess.log_bytes = log_bytes;
+        sess.reads = 0;
         self.acquire(s, dbs, reactor, now)
     }
 
@@ -190,6 +197,7 @@ impl Workload {
                         db.waiters.entry(p).or_default().push(s);
                         pending += 1;
                     }
+                    self.sessions[s].reads += 1;
                     let buf = reactor.buf(pages as usize * PAGE_SIZE);
                     reactor.submit(
                         Owner::TxnRead {
@@ -282,13 +290,19 @@ impl Workload {
             db.log.commit_waiters.push((s, seq));
             self.set_state(s, &[SState::Reading], SState::Committing)
         } else {
-            self.finish(s, dbs)
+            self.finish(s, dbs, now)
         }
     }
 
     /// The transaction of `s` is over.
-    pub fn finish(&mut self, s: usize, dbs: &mut [Database]) -> Result<(), EngineError> {
+    pub fn finish(
+        &mut self,
+        s: usize,
+        dbs: &mut [Database],
+        now: Instant,
+    ) -> Result<(), EngineError> {
         let i = self.sessions[s].db;
+        self.pacer.on_txn(now, self.sessions[s].reads);
         let st = &mut dbs[i].stats;
         st.txns_interval += 1;
         st.txns_total += 1;

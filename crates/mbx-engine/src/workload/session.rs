@@ -281,9 +281,18 @@ impl Workload {
         self.sessions[s].accesses = acc;
         let durable = !self.rng.chance(self.mix.lazy_commit_pct as f64 / 100.0);
         let logged = log_bytes > 0 || !entries.is_empty();
+        if db.stats.measuring {
+            let shape = &mut db.stats.shape;
+            shape.page_changes += n_mod as u64;
+            match (logged, durable) {
+                (false, _) => shape.read_only += 1,
+                (true, true) => shape.durable += 1,
+                (true, false) => shape.lazy += 1,
+            }
+        }
         if logged {
             db.log
-                .append(log_bytes, OPS_PER_TXN as u32, entries.drain(..), now);
+                .append(log_bytes, OPS_PER_TXN as u32, entries.drain(..));
         }
         self.entries = entries;
         if durable && logged {

@@ -8,6 +8,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
+/// The checkpoint depth is this fraction of the cache (1 / this): ESE writes a dirty page once
+/// the log has moved on more than the checkpoint depth since the page's first change. With the
+/// same log volume per page change at every rate, that holds the number of dirty pages steady
+/// whatever the rate, so how often a page is changed again before it is written (absorption) and
+/// how often dirty neighbours are written together (coalescing) do not depend on the rate either
+/// (docs/method.md, "Log writes per database write"). A sixteenth of the cache keeps both small:
+/// about 1% of a scaled test database is dirty, as little of a real one.
+pub const CHECKPOINT_DEPTH_DIVISOR: usize = 16;
+
 /// State of a cached page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameState {
@@ -57,6 +66,9 @@ pub struct Cache {
     pub start_threshold: usize,
     /// Flushing stops at this many available (+ being written) frames.
     pub stop_threshold: usize,
+    /// The checkpoint depth, in dirty pages ([`CHECKPOINT_DEPTH_DIVISOR`]): the oldest dirty
+    /// pages are written while more are dirty.
+    pub checkpoint_depth: usize,
     flushing: usize,
 }
 
@@ -79,6 +91,7 @@ impl Cache {
             max_frames,
             start_threshold: t(start_pct, 16),
             stop_threshold: t(stop_pct, 32).max(t(start_pct, 16) + 1),
+            checkpoint_depth: (max_frames / CHECKPOINT_DEPTH_DIVISOR).max(1),
             flushing: 0,
         }
     }
@@ -395,5 +408,8 @@ mod tests {
         // 1 GiB of 32 KiB pages: start 1% = 328 pages (10.2 MB), stop 2% = 656 (20.5 MB).
         let c = Cache::new(32768, 1.0, 2.0);
         assert_eq!((c.start_threshold, c.stop_threshold), (328, 656));
+        // The checkpoint depth: a sixteenth of the cache, at least one page.
+        assert_eq!(c.checkpoint_depth, 2048);
+        assert_eq!(Cache::new(8, 1.0, 2.0).checkpoint_depth, 1);
     }
 }

@@ -309,7 +309,7 @@ pub fn run_test(
 /// write, two log file creations, a checkpoint step, a BDM read and a replication read. A smaller
 /// queue overflows when the storage is slow, which is exactly when the test must keep going.
 pub fn queue_depth(cfg: &RunConfig, databases: usize) -> usize {
-    cfg.sessions() as usize * model::OPS_PER_TXN * model::MAX_READS_PER_OP
+    cfg.sessions() as usize * model::MAX_OPS_PER_TXN * model::MAX_READS_PER_OP
         + databases * (db::flusher::MAX_FLUSH_WRITES + 6)
 }
 

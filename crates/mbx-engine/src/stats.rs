@@ -17,10 +17,65 @@ pub enum Stream {
     LogRead = 3,
     /// Background maintenance reads.
     Bdm = 4,
+    /// I/O that is measured but not reported as a Jetstress stream: a checkpoint's database sync
+    /// and checkpoint file write (ESE keeps its checkpoint file out of its log I/O counters,
+    /// which are what Jetstress reports) and log file preallocation (not a write).
+    Other = 5,
 }
 
 /// Number of streams.
-pub const STREAMS: usize = 5;
+pub const STREAMS: usize = 6;
+
+/// What shaped the measured I/O, counted while measuring: why each log record was written, how
+/// transactions committed and how page changes became page writes. The executor logs it per
+/// instance at the end of the measured phase (docs/method.md, "Logs"), so the ratio of log
+/// writes to database writes in a result can be traced to its causes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Log records written, by reason (`db::log::FlushReason` as index).
+    pub records: [u64; crate::db::log::FLUSH_REASONS],
+    /// Transactions that logged changes and committed durably (waited for the log).
+    pub durable: u64,
+    /// Transactions that logged changes and committed lazily.
+    pub lazy: u64,
+    /// Transactions that changed nothing (no log, no commit wait).
+    pub read_only: u64,
+    /// Page changes: pages modified by a transaction (a page modified twice counts twice).
+    pub page_changes: u64,
+    /// Pages written by page writes.
+    pub pages_written: u64,
+}
+
+impl Shape {
+    /// Log records written for any reason.
+    pub fn records_total(&self) -> u64 {
+        self.records.iter().sum()
+    }
+
+    /// The test.log line of instance `name`, given its measured log writes (records and log
+    /// file headers) and database writes.
+    pub fn line(&self, name: &str, log_writes: u64, db_writes: u64) -> String {
+        // (Shutdown records come after the measured phase.)
+        let [commit, capacity, write_ahead, _] = self.records;
+        let ratio = if db_writes > 0 {
+            log_writes as f64 / db_writes as f64
+        } else {
+            0.0
+        };
+        format!(
+            "{name}: {log_writes} log writes per {db_writes} database writes ({ratio:.3}): \
+             {commit} records for {} durable commits, {capacity} at half the log buffer, \
+             {write_ahead} for page writes, {} log file headers; \
+             {} lazy commits and {} read-only transactions; {} page changes written as {} pages.",
+            self.durable,
+            log_writes.saturating_sub(self.records_total()),
+            self.lazy,
+            self.read_only,
+            self.page_changes,
+            self.pages_written,
+        )
+    }
+}
 
 /// Count, bytes and latency sum.
 #[derive(Debug, Clone, Copy, Default)]
@@ -95,6 +150,8 @@ pub struct InstanceStats {
     pub txns_total: u64,
     /// The measured phase is running (I/O counts towards the result).
     pub measuring: bool,
+    /// What shaped the measured I/O.
+    pub shape: Shape,
 }
 
 impl Default for InstanceStats {
@@ -109,6 +166,7 @@ impl Default for InstanceStats {
             max_sample_avgs: (0.0, 0.0),
             txns_total: 0,
             measuring: false,
+            shape: Shape::default(),
         }
     }
 }
@@ -121,6 +179,13 @@ impl InstanceStats {
         self.stalls_interval = 0;
     }
 
+    /// Counts a log record written for `why` (while measuring).
+    pub(crate) fn count_record(&mut self, why: Option<crate::db::log::FlushReason>) {
+        if let (true, Some(why)) = (self.measuring, why) {
+            self.shape.records[why as usize] += 1;
+        }
+    }
+
     /// Records one completed I/O.
     pub fn record(&mut self, s: Stream, bytes: u64, lat: Duration) {
         self.interval[s as usize].add(bytes, lat);
@@ -128,5 +193,32 @@ impl InstanceStats {
             self.measured[s as usize].add(bytes, lat);
             self.hist[s as usize].record(lat);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shape_line_names_every_cause_of_the_log_writes() {
+        let shape = Shape {
+            records: [80, 5, 1, 0],
+            durable: 100,
+            lazy: 230,
+            read_only: 45,
+            page_changes: 500,
+            pages_written: 420,
+        };
+        let line = shape.line("Instance1.1", 88, 350);
+        assert_eq!(
+            line,
+            "Instance1.1: 88 log writes per 350 database writes (0.251): 80 records for 100 \
+             durable commits, 5 at half the log buffer, 1 for page writes, 2 log file headers; \
+             230 lazy commits and 45 read-only transactions; 500 page changes written as 420 \
+             pages."
+        );
+        // No database writes: no ratio to speak of, and no panic.
+        assert!(Shape::default().line("x", 0, 0).contains("(0.000)"));
     }
 }

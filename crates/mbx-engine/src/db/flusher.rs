@@ -1,7 +1,8 @@
 //! The flusher of one database: writes dirty pages back when the cache runs short of free frames
-//! (between the start and stop thresholds), when a page has been dirty too long, or to drain the
-//! cache at shutdown. Write-ahead logging: a page is written only once the log holding its
-//! changes is durable; a flush that has to wait asks the log writer to flush.
+//! (between the start and stop thresholds), when more pages are dirty than the checkpoint depth,
+//! when a page has been dirty too long, or to drain the cache at shutdown. Write-ahead logging: a
+//! page is written only once the log holding its changes is durable; a flush that has to wait
+//! asks the log writer to flush.
 
 use std::time::{Duration, Instant};
 
@@ -67,7 +68,10 @@ impl Flusher {
                 .cache
                 .oldest_dirty_at()
                 .is_some_and(|t| now >= t + max_dirty_age);
-            if !(drain || self.pressure || aged) {
+            // Beyond the checkpoint depth (a rate-independent number of dirty pages), or dirty
+            // for too long (which bounds how long a change waits at low rates).
+            let deep = c.cache.dirty_count() > c.cache.checkpoint_depth;
+            if !(drain || self.pressure || aged || deep) {
                 return Ok(());
             }
             let (first, pages) = match c.cache.take_flush_run(MAX_COALESCE, c.seq_durable) {

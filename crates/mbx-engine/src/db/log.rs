@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::logfmt::{
     encode_log_header, encode_record, log_file_name, record_size, txn_payload, Lsn, RedoEntry,
@@ -30,10 +30,53 @@ use crate::EngineError;
 /// Largest log write: a record takes whole transactions up to this size (one bigger
 /// transaction is written alone).
 pub(crate) const MAX_LOG_WRITE: usize = 256 * 1024;
-/// A log flush happens once this much is buffered even without a durable commit.
-pub(crate) const LOG_FLUSH_BYTES: u64 = 32 * 1024;
-/// Lazily committed log data is flushed after this long at most.
-pub(crate) const LOG_LAZY_FLUSH: Duration = Duration::from_millis(200);
+/// The log buffer of a database. As ESE does, the writer writes it without waiting for a
+/// commit once half of it is filled ([`FlushReason::Capacity`]).
+pub(crate) const LOG_BUFFER_BYTES: u64 = 64 * 1024;
+
+/// Why the log writer writes a record. These are ESE's reasons (its commit path and log writer,
+/// docs/method.md "Logs"): a lazily committed transaction never causes a log write by itself;
+/// its log goes out with the next record written for one of these reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FlushReason {
+    /// A durable commit waits for its log to be on disk.
+    Commit = 0,
+    /// Half of the log buffer is filled.
+    Capacity = 1,
+    /// A page write waits for the log holding its change (write-ahead logging).
+    WriteAhead = 2,
+    /// Shutdown writes whatever is buffered.
+    Shutdown = 3,
+}
+
+/// Number of [`FlushReason`]s.
+pub(crate) const FLUSH_REASONS: usize = 4;
+
+/// The flush policy: why a record should be written now, if at all, given what is buffered
+/// (`buffered` payload bytes, nothing if 0), whether a durable commit waits for it, whether a
+/// page write waits for the log to reach further than it is durable, and whether the buffer is
+/// being drained (shutdown). Only one record is in flight per database: the caller asks only when
+/// none is (commits arriving meanwhile go out together in the next record: commit grouping).
+pub(crate) fn flush_reason(
+    buffered: u64,
+    commit_waits: bool,
+    page_waits: bool,
+    drain: bool,
+) -> Option<FlushReason> {
+    if buffered == 0 {
+        None
+    } else if commit_waits {
+        Some(FlushReason::Commit)
+    } else if buffered >= LOG_BUFFER_BYTES / 2 {
+        Some(FlushReason::Capacity)
+    } else if page_waits {
+        Some(FlushReason::WriteAhead)
+    } else if drain {
+        Some(FlushReason::Shutdown)
+    } else {
+        None
+    }
+}
 
 /// One log file the writer knows.
 #[derive(Debug)]
@@ -104,7 +147,6 @@ pub(crate) struct LogWriter {
     pending: VecDeque<Pending>,
     entries: VecDeque<RedoEntry>,
     buffered_bytes: u64,
-    oldest_pending: Option<Instant>,
     /// Sequence just past the last change appended.
     pub seq_buffered: u64,
     /// Sequence up to which the log is durable.
@@ -121,8 +163,6 @@ pub(crate) struct LogWriter {
     pub circular: bool,
     /// Passive copies read the log: a file is kept until it has been read.
     pub replicated: bool,
-    /// A record waits for a log file being created (its completion retries, no timer needed).
-    waiting_for_file: bool,
 }
 
 impl LogWriter {
@@ -146,7 +186,6 @@ impl LogWriter {
             pending: VecDeque::new(),
             entries: VecDeque::new(),
             buffered_bytes: 0,
-            oldest_pending: None,
             seq_buffered: 0,
             seq_durable: 0,
             in_flight: false,
@@ -156,7 +195,6 @@ impl LogWriter {
             records_written: 0,
             circular: true,
             replicated: false,
-            waiting_for_file: false,
         };
         w.create_file(reactor, next_gen.max(1), now)?;
         w.create_file(reactor, next_gen.max(1) + 1, now)?;
@@ -246,7 +284,6 @@ impl LogWriter {
             _ => {
                 f.in_flight = f.in_flight.saturating_sub(1);
                 f.ready = true;
-                self.waiting_for_file = false;
                 Ok(())
             }
         }
@@ -259,7 +296,6 @@ impl LogWriter {
         bytes: u32,
         ops: u32,
         entries: impl Iterator<Item = RedoEntry>,
-        now: Instant,
     ) -> u64 {
         let before = self.entries.len();
         self.entries.extend(entries);
@@ -272,7 +308,6 @@ impl LogWriter {
         });
         self.buffered_bytes += bytes;
         self.seq_buffered += bytes;
-        self.oldest_pending.get_or_insert(now);
         self.seq_buffered
     }
 
@@ -282,36 +317,27 @@ impl LogWriter {
         self.seq_buffered + txn_payload(bytes, entries)
     }
 
-    /// When the buffer should be flushed lazily, if it holds anything and no write is in flight.
-    pub fn lazy_deadline(&self) -> Option<Instant> {
-        match (self.oldest_pending, self.in_flight || self.waiting_for_file) {
-            (Some(t), false) => Some(t + LOG_LAZY_FLUSH),
-            _ => None,
-        }
-    }
-
-    /// Writes a record if one is due: a durable commit waits, enough is buffered, the lazy
-    /// deadline passed, `need` (a page write waits for the log to reach it), or `force`.
+    /// Writes a record if one is due ([`flush_reason`]): a durable commit waits, half the buffer
+    /// is filled, `need` (a page write waits for the log to reach it), or `drain`. Returns why
+    /// a record was written, if one was.
     pub fn maybe_flush(
         &mut self,
         reactor: &mut Reactor,
         now: Instant,
-        force: bool,
+        drain: bool,
         need: Option<u64>,
-    ) -> Result<(), EngineError> {
-        if self.in_flight || self.pending.is_empty() {
-            return Ok(());
+    ) -> Result<Option<FlushReason>, EngineError> {
+        if self.in_flight {
+            return Ok(None);
         }
-        let due = force
-            || !self.commit_waiters.is_empty()
-            || need.is_some_and(|n| n > self.seq_durable)
-            || self.buffered_bytes >= LOG_FLUSH_BYTES
-            || self
-                .oldest_pending
-                .is_some_and(|t| now >= t + LOG_LAZY_FLUSH);
-        if !due {
-            return Ok(());
-        }
+        let Some(reason) = flush_reason(
+            self.buffered_bytes,
+            !self.commit_waiters.is_empty(),
+            need.is_some_and(|n| n > self.seq_durable),
+            drain,
+        ) else {
+            return Ok(None);
+        };
         // Whole transactions, up to the largest write (at least one).
         let mut payload = 0u64;
         let mut ops = 0u32;
@@ -333,8 +359,7 @@ impl LogWriter {
             let ready =
                 self.files.iter().rev().nth(0).is_some_and(|f| f.ready) && self.files.len() >= 2;
             if !ready {
-                self.waiting_for_file = true;
-                return Ok(());
+                return Ok(None);
             }
             let n = self.files.len();
             if let Some(cur) = self.files.get_mut(n - 2) {
@@ -347,11 +372,10 @@ impl LogWriter {
         }
         let n = self.files.len();
         let Some(cur) = self.files.get_mut(n.saturating_sub(2)) else {
-            return Ok(());
+            return Ok(None);
         };
         if !cur.ready {
-            self.waiting_for_file = true;
-            return Ok(());
+            return Ok(None);
         }
         cur.in_flight += 1;
         let (gen, file) = (cur.gen, cur.file);
@@ -363,7 +387,6 @@ impl LogWriter {
             self.pending.pop_front();
         }
         self.buffered_bytes -= payload;
-        self.oldest_pending = (!self.pending.is_empty()).then_some(now);
         let seq_end = self.seq_buffered - self.buffered_bytes;
         self.placed.place(seq_end, lsn);
         let entries: Vec<RedoEntry> = self.entries.drain(..n_entries).collect();
@@ -382,7 +405,8 @@ impl LogWriter {
             offset,
             buf,
             None,
-        )
+        )?;
+        Ok(Some(reason))
     }
 
     /// A record write completed: the log is durable up to `seq_end`. Returns the sessions whose
@@ -454,6 +478,24 @@ impl LogWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_flush_policy_follows_ese() {
+        use FlushReason::*;
+        let half = LOG_BUFFER_BYTES / 2;
+        // Nothing buffered: nothing to write, whatever waits.
+        assert_eq!(flush_reason(0, true, true, true), None);
+        // Lazily committed log alone is not written ...
+        assert_eq!(flush_reason(half - 1, false, false, false), None);
+        // ... until half the buffer is used, a durable commit or a page write waits, or at
+        // shutdown.
+        assert_eq!(flush_reason(half, false, false, false), Some(Capacity));
+        assert_eq!(flush_reason(100, true, false, false), Some(Commit));
+        assert_eq!(flush_reason(100, false, true, false), Some(WriteAhead));
+        assert_eq!(flush_reason(100, false, false, true), Some(Shutdown));
+        // A durable commit is the reason when there are several.
+        assert_eq!(flush_reason(half, true, true, true), Some(Commit));
+    }
 
     #[test]
     fn a_change_maps_to_the_record_holding_it() {

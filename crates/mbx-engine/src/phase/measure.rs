@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::{Flow, Mode, PhaseRun};
 use crate::exec::Engine;
+use crate::stats::Stream;
 use crate::{EngineError, Phase};
 
 /// The measured phase.
@@ -25,8 +26,18 @@ impl Measure {
         if now > e.sampler.last + Duration::from_millis(500) {
             take_sample(e, now);
         }
+        let mut lines = Vec::new();
         for db in &mut e.dbs {
             db.stats.measuring = false;
+            let m = &db.stats.measured;
+            lines.push(db.stats.shape.line(
+                &db.spec.name,
+                m[Stream::LogWrite as usize].ios,
+                m[Stream::DbWrite as usize].ios,
+            ));
+        }
+        for line in lines {
+            e.log(&line, false);
         }
     }
 }

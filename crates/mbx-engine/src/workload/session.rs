@@ -12,7 +12,7 @@ use mbx_store::page::PAGE_SIZE;
 use crate::cache::FrameState;
 use crate::db::logfmt::RedoEntry;
 use crate::db::Database;
-use crate::model::{self, Access, Rng, OPS_PER_TXN};
+use crate::model::{self, Access, Rng};
 use crate::reactor::{Owner, Reactor};
 use crate::workload::pacing::Pacer;
 use crate::EngineError;
@@ -40,6 +40,7 @@ pub(crate) struct Session {
     log_bytes: u32,
     /// Read I/Os the current transaction issued itself (for the pacer).
     reads: u64,
+    ops: u32,
 }
 
 /// The sessions, the transaction generator and the pacer.
@@ -67,6 +68,7 @@ impl Workload {
                     pending: 0,
                     log_bytes: 0,
                     reads: 0,
+                    ops: 0,
                 })
                 .collect(),
             rng: Rng::new(seed),
@@ -120,7 +122,8 @@ impl Workload {
         let mut acc = std::mem::take(&mut self.sessions[s].accesses);
         acc.clear();
         let mut log_bytes = 0;
-        for _ in 0..OPS_PER_TXN {
+        let ops = model::ops_in_txn(&mut self.rng);
+        for _ in 0..ops {
             let op = model::pick_op(&self.mix, &mut self.rng);
             log_bytes += model::accesses(op, region, last_page, &mut self.rng, &mut acc);
         }
@@ -129,6 +132,7 @@ impl Workload {
         sess.accesses = acc;
         sess.log_bytes = log_bytes;
         sess.reads = 0;
+        sess.ops = ops as u32;
         self.acquire(s, dbs, reactor, now)
     }
 
@@ -281,9 +285,18 @@ impl Workload {
         self.sessions[s].accesses = acc;
         let durable = !self.rng.chance(self.mix.lazy_commit_pct as f64 / 100.0);
         let logged = log_bytes > 0 || !entries.is_empty();
+        if db.stats.measuring {
+            let shape = &mut db.stats.shape;
+            shape.page_changes += n_mod as u64;
+            match (logged, durable) {
+                (false, _) => shape.read_only += 1,
+                (true, true) => shape.durable += 1,
+                (true, false) => shape.lazy += 1,
+            }
+        }
         if logged {
             db.log
-                .append(log_bytes, OPS_PER_TXN as u32, entries.drain(..), now);
+                .append(log_bytes, self.sessions[s].ops, entries.drain(..));
         }
         self.entries = entries;
         if durable && logged {

@@ -118,7 +118,7 @@ fn a_two_hour_performance_test_runs_in_simulated_time() {
     // simulated device), about 15 us per I/O in a release build; the time is all virtual.
     let mut cfg = sim_config(5.0, 7200.0, 1);
     cfg.bdm = false;
-    let spec = sim_database(&dev, 0, 128);
+    let spec = sim_database(&dev, 0, 1024);
     let cpu = thread_cpu();
     let wall = std::time::Instant::now();
     let mut obs = Count::default();
@@ -147,7 +147,8 @@ fn a_two_hour_performance_test_runs_in_simulated_time() {
         obs.samples,
         r.achieved_iops
     );
-    assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.stopped);
+    let failed: Vec<_> = r.verdict.checks.iter().filter(|c| !c.pass).collect();
+    assert_eq!(r.stopped.reason, StopReason::Completed, "{failed:?}");
     assert!(
         (r.test.duration_s - 7200.0).abs() < 1.0,
         "{}",

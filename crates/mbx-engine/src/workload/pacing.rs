@@ -53,6 +53,8 @@ use std::time::{Duration, Instant};
 /// Fewest reads per transaction assumed when spacing slots: transactions that read nothing
 /// must not make the spacing zero (the sessions then set the pace).
 const MIN_READS_PER_TXN: f64 = 0.1;
+/// The background window spans at least this many I/Os at the target rate.
+const BACKGROUND_EVENTS: f64 = 20.0;
 
 /// Tuning of a [`Pacer`]; [`PacerConfig::default`] is what the Performance test uses.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -202,7 +204,13 @@ impl Pacer {
         check("min_read_share", m, m > 0.0 && m <= 1.0)?;
         check("catch_up", cfg.catch_up, cfg.catch_up >= 1.0)?;
         let w = cfg.window.as_secs_f64();
-        let bw = cfg.background_window.as_secs_f64();
+        // The background (flusher) rate is measured over at least the time the target takes for
+        // BACKGROUND_EVENTS I/Os: at low rates a write or two in a 100 ms window would read as a
+        // flood and starve the transactions (5 IOPS paced at 3.3 before this floor).
+        let bw = cfg
+            .background_window
+            .as_secs_f64()
+            .max((BACKGROUND_EVENTS / target_iops).min(w));
         Ok(Pacer {
             target: target_iops,
             origin: now,

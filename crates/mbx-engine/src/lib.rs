@@ -461,6 +461,20 @@ pub fn run_plan(
             engine.observer.on_event(RunEvent::Log(&line));
         }
     }
+    // Checkpoints (database sync + slot write) and log file preallocation go through the queue
+    // and are measured, outside the Jetstress streams (ESE does not count them as log I/O).
+    for db in &engine.dbs {
+        let o = db.stats.measured[Stream::Other as usize];
+        if o.ios > 0 {
+            let line = format!(
+                "{} had {} checkpoint and log-preallocation I/Os while measuring, {:.2} ms average (not counted in the Jetstress streams).",
+                db.spec.name,
+                o.ios,
+                o.avg_ms()
+            );
+            engine.observer.on_event(RunEvent::Log(&line));
+        }
+    }
     let line = format!(
         "Test has {:.1} Maximum Database Page Fault Stalls/sec.",
         result.host.page_fault_stalls_per_s.max

@@ -108,7 +108,8 @@ fn plant_checkpoint(db: &PreparedDatabase, sequence: u64) -> mbx_store::checkpoi
 
 #[test]
 fn passing_run_has_the_model_shape_and_consistent_totals() {
-    let (cfg, dbs, _dir) = setup("pass", 2, 16);
+    let (mut cfg, dbs, _dir) = setup("pass", 2, 16);
+    cfg.cache.checkpoint_interval_s = 1.0;
     // An earlier run left checkpoint sequence 1001: this run's checkpoints must outrank it.
     let earlier = plant_checkpoint(&dbs[0], 1001);
     let logs_before = mbx_store::log_dir::list_log_generations(&dbs[0].spec.log_dir).expect("list");
@@ -168,6 +169,15 @@ fn passing_run_has_the_model_shape_and_consistent_totals() {
         assert!(i.latency_ms.db_read.p99 >= i.latency_ms.db_read.p50);
     }
     assert!(obs.samples.len() >= 3, "{}", obs.samples.len());
+    // Checkpoints (every second here) run through the queue while measuring and are measured,
+    // outside the Jetstress streams.
+    assert!(
+        obs.logs
+            .iter()
+            .any(|l| l.contains("checkpoint and log-preallocation I/Os while measuring")),
+        "{:#?}",
+        obs.logs
+    );
     assert!(obs
         .logs
         .iter()

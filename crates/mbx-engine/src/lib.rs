@@ -1,9 +1,11 @@
 //! mbxstress test types. For now the Performance test: a simulation of the mailbox database
 //! engine's I/O with Jetstress semantics (see docs/method.md).
 //!
-//! [`run_performance`] takes a resolved [`RunConfig`] and prepared databases, drives the workload
-//! through one I/O queue ([`driver`]), reports progress, log lines and samples to an
-//! [`Observer`] as they happen, and returns the [`result::RunResult`] with its verdict. The engine
+//! A test is a [`Plan`]: how its databases are made ready, then phases that one executor runs
+//! on one reactor (docs/ARCHITECTURE.md). [`execute`] runs a test from start to end, as the CLI
+//! asks for it; [`run_test`] runs a plan on prepared databases; [`run_plan`] runs one on any I/O
+//! queue, real or simulated. Progress, log lines and samples go to an [`Observer`] as they
+//! happen, and the result is a [`result::RunResult`] with its verdict. The engine
 //! never prints; persistence and display belong to the observer.
 
 pub mod cache;
@@ -14,6 +16,7 @@ pub mod model;
 mod phase;
 pub mod plan;
 mod reactor;
+mod runner;
 mod sampling;
 pub mod stats;
 pub mod workload;
@@ -33,9 +36,10 @@ use mbx_store::{DbState, PreparedDatabase, StoreError};
 use db::{Database, DbParams};
 pub use db::{InstanceSpec, LogStart};
 use exec::{Engine, Settings};
-pub use plan::{PhaseSpec, Plan};
+pub use plan::{Databases, PhaseSpec, Plan};
 use reactor::Reactor;
 use result::*;
+pub use runner::{execute, Executed};
 use stats::{Counter, Stream};
 use workload::pacing::{Pacer, PacerConfig};
 use workload::session::Workload;
@@ -129,6 +133,9 @@ pub enum RunEvent<'a> {
     Progress(Progress),
     /// One sample (a `samples.jsonl` line).
     Sample(&'a result::Sample),
+    /// Preparing the databases: the plan for each, then creation progress (from
+    /// [`execute`]).
+    Prepare(&'a mbx_store::CreateEvent),
 }
 
 /// Receives events as they happen.

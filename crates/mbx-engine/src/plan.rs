@@ -39,9 +39,20 @@ impl PhaseSpec {
     }
 }
 
+/// Where a plan's databases come from, before its first phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Databases {
+    /// Created where missing, resumed where a creation was interrupted, attached where complete
+    /// (`mbx_store::prepare`): what the Performance test does. Test types that read databases
+    /// without writing them (Backup, Checksum) add a variant that only attaches.
+    Prepare,
+}
+
 /// A test as data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
+    /// How the databases are made ready, before the first phase.
+    pub databases: Databases,
     /// The phases, in order.
     pub phases: Vec<PhaseSpec>,
 }
@@ -51,6 +62,7 @@ impl Plan {
     /// measure for the duration, shut down.
     pub fn performance(cfg: &RunConfig) -> Plan {
         Plan {
+            databases: Databases::Prepare,
             phases: vec![
                 PhaseSpec::Attain,
                 PhaseSpec::Settle(Duration::from_secs_f64(cfg.cache.max_dirty_age_s)),

@@ -23,7 +23,7 @@ impl Observer for Collect {
             RunEvent::Log(t) => self.logs.push(t.to_string()),
             RunEvent::Sample(v) => self.samples.push(v.clone()),
             RunEvent::Progress(_) => self.progress += 1,
-            RunEvent::Phase(_) => {}
+            RunEvent::Phase(_) | RunEvent::Prepare(_) => {}
         }
     }
 }

@@ -1,5 +1,6 @@
-//! `mbxstress run`: resolve the configuration, prepare the databases, build the plan and run it,
-//! persist samples, log and result as they are produced, print the verdict.
+//! `mbxstress run`: resolve the configuration, build the plan, have the engine execute it
+//! (preparing the databases is the plan's first step), persist samples, log and result as the
+//! events arrive, export the result and print the verdict.
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -8,10 +9,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use mbx_config::RunConfig;
-use mbx_engine::result::{RunResult, StopReason, Stopped};
-use mbx_engine::{run_test, Observer, Plan, Progress, RunEvent};
+use mbx_engine::result::{RunResult, StopReason};
+use mbx_engine::{Executed, Observer, Plan, Progress, RunEvent};
 use mbx_report::Format;
-use mbx_store::{plan_paths, prepare, CreateParams, LockMode, StoreLock};
+use mbx_store::{plan_paths, CreateParams, LockMode, StoreLock};
 
 use crate::cli::RunArgs;
 use crate::exit::usage;
@@ -207,10 +208,12 @@ struct RunObserver {
     last_line_len: usize,
     last_plain: f64,
     errors: Vec<String>,
+    /// The database creation progress bar (human mode only).
+    create: crate::progress::CreateProgress,
 }
 
 impl RunObserver {
-    fn new(dir: &Path, mode: &str) -> anyhow::Result<Self> {
+    fn new(dir: &Path, mode: &str, databases: usize) -> anyhow::Result<Self> {
         let open = |name: &str| -> anyhow::Result<BufWriter<File>> {
             let path = dir.join(name);
             let f = fs_err::OpenOptions::new()
@@ -229,7 +232,13 @@ impl RunObserver {
             last_line_len: 0,
             last_plain: -1.0,
             errors: Vec::new(),
+            create: crate::progress::CreateProgress::new(databases, mode != "human", false),
         })
+    }
+
+    /// Removes the creation progress bar, if one is shown.
+    fn finish_preparing(&self) {
+        self.create.finish();
     }
 
     fn log_line(&mut self, text: &str) {
@@ -304,7 +313,9 @@ impl Observer for RunObserver {
     fn on_event(&mut self, e: RunEvent<'_>) {
         match e {
             RunEvent::Log(text) => self.log_line(text),
+            RunEvent::Prepare(e) => self.create.on_event(e.clone()),
             RunEvent::Phase(p) => {
+                self.finish_preparing();
                 self.clear_status();
                 self.last_plain = -1.0;
                 if self.mode == "human" {
@@ -360,9 +371,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let dir = results_dir(&args)?;
     let lock = StoreLock::acquire(&specs, LockMode::Exclusive)?;
     fs_err::create_dir_all(&dir).context("creating the results folder")?;
-    let mut observer = RunObserver::new(&dir, &args.progress)?;
+    let mut observer = RunObserver::new(&dir, &args.progress, specs.len())?;
     let cancel = crate::interrupt::install();
-    let started = std::time::SystemTime::now();
     if human {
         errln!(
             "Performance test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {} sessions, {} measured",
@@ -378,58 +388,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         errln!("Results: {}", dir.display());
     }
-    let outcome = execute(&args, &cfg, &specs, data_pages, &mut observer, &cancel);
-    observer.clear_status();
-    // Whatever happened, a result.json says what was measured and why the test ended.
-    let (result, error) = match outcome {
-        Ok(result) => (result, None),
-        Err(e) => {
-            let interrupted = e.chain().any(|c| {
-                matches!(
-                    c.downcast_ref::<mbx_store::StoreError>(),
-                    Some(mbx_store::StoreError::Interrupted { .. })
-                )
-            });
-            let io_err = io_error_in(&e);
-            let io = io_err.is_some();
-            let reason = if interrupted {
-                StopReason::Interrupted
-            } else if io {
-                StopReason::IoError
-            } else {
-                StopReason::Error
-            };
-            let stopped = Stopped {
-                reason,
-                message: format!("{e:#}"),
-            };
-            let mut r = mbx_engine::unmeasured_result(&cfg, started, stopped);
-            if io {
-                r.errors.push(mbx_engine::result::ErrorEntry {
-                    class: if io_err
-                        .and_then(mbx_io::IoError::os_error)
-                        .is_some_and(mbx_engine::is_no_space)
-                    {
-                        "no_space".into()
-                    } else {
-                        "io_error".into()
-                    },
-                    count: 1,
-                    first_at: mbx_engine::rfc3339_now(),
-                    message: format!("{e:#}"),
-                    ..Default::default()
-                });
-            }
-            (r, Some(e))
-        }
+    let plan = Plan::performance(&cfg);
+    let create = CreateParams {
+        data_pages,
+        mailboxes: p.mailboxes,
+        quota_mb: p.mailbox_quota_mb,
+        databases: p.databases,
+        compressibility_pct: cfg.compressibility_pct,
+        engine: cfg.engine,
+        direct: cfg.direct,
+        force: args.force,
+        allow_device: args.allow_device,
+        queue_depth: 4,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
     };
-    observer.log_line(&format!(
-        "Test {}: {}; achieved {:.1} of {:.1} target IOPS.",
-        result.stopped.reason.name().replace('_', " "),
-        result.stopped.message,
-        result.achieved_iops,
-        result.target_iops
-    ));
+    let Executed { result, error } =
+        mbx_engine::execute(&cfg, &plan, &specs, &create, &mut observer, &cancel, None);
+    observer.finish_preparing();
+    observer.clear_status();
+    let error = error.map(into_anyhow);
     // result.json through the JSON exporter (the folder was checked empty of it), then the
     // report from the files on disk through the others.
     let folder = mbx_report::RunFolder::of_result(result, dir.clone());
@@ -495,59 +472,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The I/O error behind `e`, wherever it sits (store and engine errors wrap it transparently).
-fn io_error_in(e: &anyhow::Error) -> Option<&mbx_io::IoError> {
+/// The engine's error as the exit code classification expects it: a store or I/O error as
+/// itself (a transparent wrapper hides it from the error chain).
+fn into_anyhow(e: mbx_engine::EngineError) -> anyhow::Error {
     use mbx_engine::EngineError;
-    use mbx_store::StoreError;
-    e.chain().find_map(|c| {
-        c.downcast_ref::<mbx_io::IoError>()
-            .or_else(|| match c.downcast_ref::<StoreError>() {
-                Some(StoreError::Io(io)) => Some(io),
-                _ => None,
-            })
-            .or_else(|| match c.downcast_ref::<EngineError>() {
-                Some(EngineError::Io(io)) | Some(EngineError::Store(StoreError::Io(io))) => {
-                    Some(io)
-                }
-                _ => None,
-            })
-    })
-}
-
-/// Prepare the databases, then run the test. Errors here still end in a result.json.
-fn execute(
-    args: &RunArgs,
-    cfg: &RunConfig,
-    specs: &[mbx_store::DatabaseSpec],
-    data_pages: u64,
-    observer: &mut RunObserver,
-    cancel: &std::sync::atomic::AtomicBool,
-) -> anyhow::Result<RunResult> {
-    let human = args.progress == "human";
-    observer.log_line("Preparing for testing ...");
-    let params = CreateParams {
-        data_pages,
-        mailboxes: cfg.profile.mailboxes,
-        quota_mb: cfg.profile.mailbox_quota_mb,
-        databases: cfg.profile.databases,
-        compressibility_pct: cfg.compressibility_pct,
-        engine: cfg.engine,
-        direct: cfg.direct,
-        force: args.force,
-        allow_device: args.allow_device,
-        queue_depth: 4,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-    };
-    let progress = crate::progress::CreateProgress::new(specs.len(), !human, false);
-    let prepared = prepare(specs, &params, &|e| progress.on_event(e), cancel, None);
-    progress.finish();
-    for (_, action, path) in progress.actions() {
-        observer.log_line(&format!("{} {}", capitalize(action), path.display()));
+    match e {
+        EngineError::Store(s) => anyhow::Error::new(s),
+        EngineError::Io(io) => anyhow::Error::new(io),
+        other => anyhow::Error::new(other),
     }
-    let prepared = prepared?;
-    observer.log_line("Preparations for testing are complete.");
-    let plan = Plan::performance(cfg);
-    Ok(run_test(cfg, &plan, &prepared, observer, cancel, None)?)
 }
 
 fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::Result<()> {

@@ -1,0 +1,233 @@
+//! A test from start to end, as the CLI asks for it: the plan's databases made ready, the plan
+//! executed on them, and whatever happened, an error included, turned into a result. The caller
+//! resolves the configuration, builds the plan, renders the events and exports the result; it
+//! does not orchestrate.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::time::SystemTime;
+
+use mbx_config::RunConfig;
+use mbx_store::{CreateEvent, CreateParams, DatabaseSpec, PreparedDatabase, StoreError};
+
+use crate::plan::{Databases, Plan};
+use crate::result::{RunResult, StopReason, Stopped};
+use crate::{
+    error_entry, run_test, unmeasured_result, EngineError, Observer, QueueWrapper, RunEvent,
+};
+
+/// What [`execute`] gives back: always a result (what was measured and why the test ended), and
+/// the error that stopped it, if one did.
+#[derive(Debug)]
+pub struct Executed {
+    /// The result, ready for the exporters.
+    pub result: RunResult,
+    /// The error that stopped the test before it could end on its own, if any.
+    pub error: Option<EngineError>,
+}
+
+/// Runs `plan` on the databases `specs` describe: prepares them as the plan says (creation
+/// progress arrives as [`RunEvent::Prepare`]), executes the plan ([`run_test`]) and, when
+/// anything fails on the way, still returns a result that says why. Test-log lines frame it as
+/// Jetstress's do: "Preparing for testing ...", one line per database, "Preparations for testing
+/// are complete.", and a last line with how the test ended.
+pub fn execute(
+    cfg: &RunConfig,
+    plan: &Plan,
+    specs: &[DatabaseSpec],
+    create: &CreateParams,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+    wrap: Option<&QueueWrapper>,
+) -> Executed {
+    let started = SystemTime::now();
+    let outcome = ready_databases(plan, specs, create, observer, cancel)
+        .and_then(|prepared| run_test(cfg, plan, &prepared, observer, cancel, wrap));
+    let (result, error) = match outcome {
+        Ok(result) => (result, None),
+        Err(e) => (stopped_result(cfg, started, &e), Some(e)),
+    };
+    let last = format!(
+        "Test {}: {}; achieved {:.1} of {:.1} target IOPS.",
+        result.stopped.reason.name().replace('_', " "),
+        result.stopped.message,
+        result.achieved_iops,
+        result.target_iops
+    );
+    observer.on_event(RunEvent::Log(&last));
+    Executed { result, error }
+}
+
+/// Makes the databases ready as `plan` says. The store creates databases on several threads;
+/// their events come back to this thread through a channel, so the observer is only ever called
+/// from here.
+fn ready_databases(
+    plan: &Plan,
+    specs: &[DatabaseSpec],
+    create: &CreateParams,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+) -> Result<Vec<PreparedDatabase>, EngineError> {
+    match plan.databases {
+        Databases::Prepare => {}
+    }
+    observer.on_event(RunEvent::Log("Preparing for testing ..."));
+    let (tx, rx) = mpsc::channel::<CreateEvent>();
+    let mut planned = Vec::with_capacity(specs.len());
+    let prepared = std::thread::scope(|s| {
+        let worker = s.spawn(move || {
+            let send = move |e: CreateEvent| {
+                // The receiver lives until this thread ends: a send cannot fail.
+                let _ = tx.send(e);
+            };
+            mbx_store::prepare(specs, create, &send, cancel, None)
+        });
+        for e in rx.iter() {
+            if let CreateEvent::Planned { action, path, .. } = &e {
+                planned.push(format!("{} {}", capitalize(action), path.display()));
+            }
+            observer.on_event(RunEvent::Prepare(&e));
+        }
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    // What happened to each database is logged even when preparing another one failed.
+    for line in &planned {
+        observer.on_event(RunEvent::Log(line));
+    }
+    let prepared = prepared?;
+    observer.on_event(RunEvent::Log("Preparations for testing are complete."));
+    Ok(prepared)
+}
+
+/// The result of a test that an error stopped before the engine could produce one.
+fn stopped_result(cfg: &RunConfig, started: SystemTime, e: &EngineError) -> RunResult {
+    let reason = match e {
+        EngineError::Store(StoreError::Interrupted { .. }) => StopReason::Interrupted,
+        EngineError::Io(_) | EngineError::Store(StoreError::Io(_)) => StopReason::IoError,
+        _ => StopReason::Error,
+    };
+    let mut r = unmeasured_result(
+        cfg,
+        started,
+        Stopped {
+            reason,
+            message: e.to_string(),
+        },
+    );
+    if reason == StopReason::IoError {
+        r.errors.push(error_entry(e, &[]));
+    }
+    r
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mbx_io::EngineKind;
+
+    struct Recorder(Vec<String>);
+    impl Observer for Recorder {
+        fn on_event(&mut self, e: RunEvent<'_>) {
+            match e {
+                RunEvent::Log(l) => self.0.push(l.to_string()),
+                RunEvent::Prepare(CreateEvent::Planned { action, .. }) => {
+                    self.0.push(format!("planned {action}"))
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn params(data_pages: u64) -> CreateParams {
+        CreateParams {
+            data_pages,
+            mailboxes: 1,
+            quota_mb: 1,
+            databases: 1,
+            compressibility_pct: 0,
+            engine: EngineKind::Sync,
+            direct: false,
+            force: false,
+            allow_device: false,
+            queue_depth: 4,
+            tool_version: "test".into(),
+        }
+    }
+
+    #[test]
+    fn a_refused_preparation_still_ends_in_a_result_that_says_why() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("db");
+        std::fs::create_dir_all(&db).expect("mkdir");
+        // Somebody else's file where the database would go: never overwritten.
+        std::fs::write(db.join("mbxstress001.edb"), b"not ours").expect("write");
+        let specs = mbx_store::plan_paths(std::slice::from_ref(&db), &[dir.path().join("logs")], 1)
+            .expect("paths");
+        let cfg = RunConfig::default();
+        let mut obs = Recorder(Vec::new());
+        let out = execute(
+            &cfg,
+            &Plan::performance(&cfg),
+            &specs,
+            &params(32),
+            &mut obs,
+            &AtomicBool::new(false),
+            None,
+        );
+        let err = out.error.expect("refused");
+        assert!(matches!(err, EngineError::Store(_)), "{err:?}");
+        assert_eq!(out.result.stopped.reason, StopReason::Error);
+        assert!(!out.result.verdict.pass);
+        assert_eq!(
+            std::fs::read(db.join("mbxstress001.edb")).expect("read"),
+            b"not ours"
+        );
+        assert_eq!(
+            obs.0.first().map(String::as_str),
+            Some("Preparing for testing ...")
+        );
+        let last = obs.0.last().expect("a last line");
+        assert!(last.starts_with("Test error: "), "{last}");
+        assert!(!obs
+            .0
+            .iter()
+            .any(|l| l.starts_with("Preparations for testing are complete")));
+    }
+
+    #[test]
+    fn an_interrupted_preparation_is_reported_as_interrupted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let specs = mbx_store::plan_paths(&[dir.path().join("db")], &[dir.path().join("logs")], 1)
+            .expect("paths");
+        let cfg = RunConfig::default();
+        let mut obs = Recorder(Vec::new());
+        let out = execute(
+            &cfg,
+            &Plan::performance(&cfg),
+            &specs,
+            &params(4096),
+            &mut obs,
+            &AtomicBool::new(true),
+            None,
+        );
+        assert!(out.error.is_some());
+        assert_eq!(out.result.stopped.reason, StopReason::Interrupted);
+        assert!(out.result.test.interrupted);
+        assert!(obs.0.iter().any(|l| l == "planned create"), "{:?}", obs.0);
+        assert!(
+            obs.0.iter().any(|l| l.starts_with("Create ")),
+            "{:?}",
+            obs.0
+        );
+    }
+}

@@ -1,5 +1,7 @@
-//! The Performance test on small databases (MiBs) for a few seconds: a passing run with the I/O
-//! shape of the model, and a failing one with latency injected by the fault backend. Each test's
+//! The Performance test on small databases (MiBs) for a few seconds, on the real device: a
+//! passing run with the I/O shape of the model, and a failing one with latency injected by the
+//! fault backend. What needs no real device (slow storage, replication, crashes) is tested on the
+//! simulated one (tests/sim.rs). Each test's
 //! files live in a temporary directory under the target directory, removed when the test ends.
 
 use std::sync::atomic::AtomicBool;
@@ -238,75 +240,6 @@ fn injected_read_latency_fails_the_verdict() {
         .find(|c| c.name == "db_read_latency_avg_ms")
         .expect("check");
     assert!(c.value >= 150.0 && c.limit == 20.0, "{c:?}");
-}
-
-#[test]
-fn replication_reads_follow_the_log_with_copies() {
-    let (mut cfg, dbs, _dir) = setup("copies", 2, 16);
-    cfg.profile.copies_per_database = 2;
-    cfg.profile.iops_per_mailbox = 3.0; // more log traffic so files close within the test
-    cfg.duration_s = 6.0;
-    let mut obs = Collect::default();
-    let r = run_performance(&cfg, &dbs, &mut obs, &AtomicBool::new(false), None).expect("run");
-    let repl: f64 = r
-        .instances
-        .iter()
-        .map(|i| i.log_replication.reads_per_s)
-        .sum();
-    assert!(
-        repl > 0.0,
-        "{:?}",
-        r.instances
-            .iter()
-            .map(|i| i.log_replication)
-            .collect::<Vec<_>>()
-    );
-    // A closed 1 MiB log file is read in 4 or 5 reads (232,550 bytes on average over a run, as
-    // in the seed reports), so no read is larger than a quarter of a file.
-    for i in &r.instances {
-        if i.log_replication.reads_per_s > 0.0 {
-            assert!(
-                i.log_replication.read_avg_bytes <= 256.0 * 1024.0,
-                "{:?}",
-                i.log_replication
-            );
-        }
-    }
-}
-
-/// Very slow storage (300 ms per I/O) with many sessions must not overflow the I/O queue: the run
-/// completes and reports the failing latency instead of aborting ("queue full" was a real bug).
-#[test]
-fn very_slow_storage_completes_the_run() {
-    // One database (of the size that reproduced the queue overflow): only one is used.
-    let (mut cfg, dbs, _dir) = setup("slow", 1, 64);
-    cfg.thresholds = mbx_config::Thresholds::default();
-    cfg.threads = 32;
-    // Few mailboxes (large page regions, few repeated pages) and read-only transactions: each
-    // reads up to 6 pages, so 32 sessions can have up to 192 reads in flight.
-    cfg.profile.mailboxes = 20;
-    cfg.op_mix = mbx_config::OpMix {
-        insert_pct: 0,
-        delete_pct: 0,
-        replace_pct: 0,
-        read_pct: 100,
-        lazy_commit_pct: 70,
-    };
-    cfg.duration_s = 3.0;
-    let wrap = |q: Box<dyn mbx_io::IoQueue>| -> Box<dyn mbx_io::IoQueue> {
-        Box::new(FaultQueue::new(
-            q,
-            vec![FaultRule::new(
-                None,
-                FaultKind::Latency(Duration::from_millis(300)),
-            )],
-        ))
-    };
-    let mut obs = Collect::default();
-    let r = run_performance(&cfg, &dbs, &mut obs, &AtomicBool::new(false), Some(&wrap))
-        .expect("a slow device must not abort the run");
-    assert!(!r.verdict.pass);
-    assert!(r.instances[0].transactional.db_read_avg_latency_ms >= 300.0);
 }
 
 /// Issue 8.5: with fewer mailboxes than databases, or a database smaller than the minimum cache,

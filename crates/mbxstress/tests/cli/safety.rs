@@ -34,8 +34,9 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A short run's settings: a one-second settle and thresholds that test the mechanism, not the
-/// disk (other tests load it too).
-const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.5\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\npage_fault_stalls_per_s = 10000\n";
+/// disk (other tests load it too) nor pacing over a few dozen I/Os: 10% of the target passes
+/// (pacing is measured by bench/pacing.sh).
+const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.9\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\npage_fault_stalls_per_s = 10000\n";
 
 /// Args of a run on 2 databases of 4 MiB for `duration`.
 fn run_args<'a>(duration: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
@@ -558,14 +559,33 @@ fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
             .is_some_and(|l| l.contains("Test io error") && l.contains("No space left")),
         "{text}"
     );
-    // The check here is that the databases attach; a low target keeps a loaded loop device
-    // from failing the verdict.
+    // The check here is that the databases attach and the next run completes on them without
+    // an error or an integrity finding. Its IOPS verdict is not the point: 2 s at a low target
+    // is a few dozen I/Os on a loaded loop device (8.5 of 20 IOPS was seen in CI).
     let mut a = args("2s", "r2");
     if let Some(i) = a.iter().position(|x| x == "--iops-per-mailbox") {
         a[i + 1] = "5".into();
     }
     let refs: Vec<&str> = a.iter().map(String::as_str).collect();
     let again = in_dir(d, &refs);
-    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+    assert!(
+        again.code == 0 || again.code == 1,
+        "{}\n{}",
+        again.stdout,
+        again.stderr
+    );
     assert!(log_has(&d.join("r2/test.log"), "Attach "));
+    let r2 = read_json(&d.join("r2/result.json"));
+    assert!(
+        r2["stopped"]["reason"] == "completed" || r2["stopped"]["reason"] == "verdict_failed",
+        "{}",
+        r2["stopped"]
+    );
+    assert_eq!(r2["errors"], serde_json::json!([]), "{}", r2["errors"]);
+    let integrity = r2["verdict"]["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "data_integrity_errors"))
+        .expect("integrity check");
+    assert_eq!(integrity["pass"], true, "{integrity}");
+    assert_eq!(r2["test"]["duration_s"].as_f64().map(f64::round), Some(2.0));
 }

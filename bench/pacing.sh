@@ -62,10 +62,15 @@ for line in open(ev) if os.path.exists(ev) else []:
     except ValueError:
         continue
     if e.get("event") == "progress" and e["progress"]["phase"] == "measure":
-        per_second.append(e["progress"]["iops"])
-row["progress_iops"] = per_second
-row["progress_cv"] = cv(per_second)
-row["progress_within_5pct"] = within(per_second)
+        per_second.append((e["progress"]["iops"], e["progress"].get("db_read_avg_ms")))
+row["progress_iops"] = [x for x, _ in per_second]
+row["progress_cv"] = cv(row["progress_iops"])
+row["progress_within_5pct"] = within(row["progress_iops"])
+# Seconds where the device kept up: the progress event's DB read average (since the last
+# sample) at most 0.5 ms, about this disk's unloaded latency. A stall raises it 3-30x.
+steady = [x for x, ms in per_second if ms is not None and ms <= 0.5]
+row["steady_seconds"] = len(steady)
+row["steady_cv"] = cv(steady)
 # Per-sample IOPS: DB reads + writes per second summed over the instances.
 samples = []
 sp = os.path.join(out, name, "samples.jsonl")
@@ -89,13 +94,15 @@ summarize() {
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 f = lambda v, fmt: "-" if v is None else format(v, fmt)
-print("Targets: achieved/target within 1% (0.990-1.010) over the measured phase; per-second CV under 5% where the device keeps up.\n")
-print("| build | target IOPS | samples | achieved IOPS | achieved/target | per-second CV (progress) | seconds within 5% | per-second CV (1 s samples) | per-sample CV | worst sample/target | DB read ms | log write ms | verdict |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("Targets: achieved/target within 1% (0.990-1.010) over the measured phase; per-second CV under 5% where the device keeps up.")
+print("'Steady seconds': seconds whose progress event reports a DB read average (since the last sample) of at most 0.5 ms, this disk's unloaded latency; a device stall raises it 3-30x.\n")
+print("| build | target IOPS | samples | achieved IOPS | achieved/target | per-second CV (progress) | seconds within 5% | per-second CV, steady seconds (count) | per-second CV (1 s samples) | per-sample CV | worst sample/target | DB read ms | log write ms | verdict |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     one = r["sample_cv"] if r["sample_interval_s"] == 1 else None
     print(f"| {r.get('build', 'current')} | {r['target_iops']:,.0f} | {r['sample_interval_s']:.0f} s | {f(r.get('achieved_iops'), ',.1f')} | "
           f"{f(r.get('achieved_over_target'), '.4f')} | {f(r['progress_cv'], '.1%')} | {f(r.get('progress_within_5pct'), '.0%')} | "
+          f"{f(r.get('steady_cv'), '.1%')} ({r.get('steady_seconds', '-')}) | "
           f"{f(one, '.1%')} | {f(r['sample_cv'], '.1%')} | {f(r['worst_sample_over_target'], '.3f')} | "
           f"{f(r.get('db_read_avg_ms'), '.1f')} | {f(r.get('log_write_avg_ms'), '.1f')} | "
           f"{'-' if 'verdict_pass' not in r else ('pass' if r['verdict_pass'] else 'FAIL')} |")

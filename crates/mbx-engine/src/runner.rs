@@ -164,6 +164,25 @@ mod tests {
         }
     }
 
+    /// Executes the Performance plan on one database under `dir` of `data_pages` pages; the
+    /// test log lines it produced come back with the outcome.
+    fn execute_in(dir: &std::path::Path, data_pages: u64, cancel: bool) -> (Executed, Vec<String>) {
+        let specs =
+            mbx_store::plan_paths(&[dir.join("db")], &[dir.join("logs")], 1).expect("paths");
+        let cfg = RunConfig::default();
+        let mut obs = Recorder(Vec::new());
+        let out = execute(
+            &cfg,
+            &Plan::performance(&cfg),
+            &specs,
+            &params(data_pages),
+            &mut obs,
+            &AtomicBool::new(cancel),
+            None,
+        );
+        (out, obs.0)
+    }
+
     #[test]
     fn a_refused_preparation_still_ends_in_a_result_that_says_why() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -171,19 +190,7 @@ mod tests {
         std::fs::create_dir_all(&db).expect("mkdir");
         // Somebody else's file where the database would go: never overwritten.
         std::fs::write(db.join("mbxstress001.edb"), b"not ours").expect("write");
-        let specs = mbx_store::plan_paths(std::slice::from_ref(&db), &[dir.path().join("logs")], 1)
-            .expect("paths");
-        let cfg = RunConfig::default();
-        let mut obs = Recorder(Vec::new());
-        let out = execute(
-            &cfg,
-            &Plan::performance(&cfg),
-            &specs,
-            &params(32),
-            &mut obs,
-            &AtomicBool::new(false),
-            None,
-        );
+        let (out, log) = execute_in(dir.path(), 32, false);
         let err = out.error.expect("refused");
         assert!(matches!(err, EngineError::Store(_)), "{err:?}");
         assert_eq!(out.result.stopped.reason, StopReason::Error);
@@ -193,13 +200,12 @@ mod tests {
             b"not ours"
         );
         assert_eq!(
-            obs.0.first().map(String::as_str),
+            log.first().map(String::as_str),
             Some("Preparing for testing ...")
         );
-        let last = obs.0.last().expect("a last line");
+        let last = log.last().expect("a last line");
         assert!(last.starts_with("Test error: "), "{last}");
-        assert!(!obs
-            .0
+        assert!(!log
             .iter()
             .any(|l| l.starts_with("Preparations for testing are complete")));
     }
@@ -207,27 +213,11 @@ mod tests {
     #[test]
     fn an_interrupted_preparation_is_reported_as_interrupted() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let specs = mbx_store::plan_paths(&[dir.path().join("db")], &[dir.path().join("logs")], 1)
-            .expect("paths");
-        let cfg = RunConfig::default();
-        let mut obs = Recorder(Vec::new());
-        let out = execute(
-            &cfg,
-            &Plan::performance(&cfg),
-            &specs,
-            &params(4096),
-            &mut obs,
-            &AtomicBool::new(true),
-            None,
-        );
+        let (out, log) = execute_in(dir.path(), 4096, true);
         assert!(out.error.is_some());
         assert_eq!(out.result.stopped.reason, StopReason::Interrupted);
         assert!(out.result.test.interrupted);
-        assert!(obs.0.iter().any(|l| l == "planned create"), "{:?}", obs.0);
-        assert!(
-            obs.0.iter().any(|l| l.starts_with("Create ")),
-            "{:?}",
-            obs.0
-        );
+        assert!(log.iter().any(|l| l == "planned create"), "{:?}", log);
+        assert!(log.iter().any(|l| l.starts_with("Create ")), "{:?}", log);
     }
 }

@@ -71,6 +71,9 @@ impl Default for CacheConfig {
     }
 }
 
+/// Longest hung-I/O threshold, seconds (a day).
+pub const MAX_HUNG_IO_S: f64 = 86_400.0;
+
 /// Pass/fail thresholds (Jetstress "Strict", used by the Performance test). Latencies are above 0
 /// and at most 1,000,000 ms; stalls above 0 and at most 1,000,000 per second.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,6 +91,9 @@ pub struct Thresholds {
     pub page_fault_stalls_per_s: f64,
     /// Achieved IOPS may fall this fraction below target (MarginIops 0.05): 0 to below 1.
     pub iops_margin: f64,
+    /// An I/O outstanding for longer than this is a hung I/O, seconds (60): reported while it is
+    /// still outstanding, and it fails the test. Above 0 and at most 86,400.
+    pub hung_io_s: f64,
 }
 
 impl Default for Thresholds {
@@ -99,6 +105,7 @@ impl Default for Thresholds {
             log_write_max_ms: 100.0,
             page_fault_stalls_per_s: 1.0,
             iops_margin: 0.05,
+            hung_io_s: 60.0,
         }
     }
 }
@@ -380,6 +387,15 @@ impl RunConfig {
         // Written so that NaN is refused.
         if !(t.iops_margin >= 0.0 && t.iops_margin < 1.0) {
             return bad("thresholds.iops_margin", "must be in [0, 1)".into());
+        }
+        if !(t.hung_io_s > 0.0 && t.hung_io_s <= MAX_HUNG_IO_S) {
+            return bad(
+                "thresholds.hung_io_s",
+                format!(
+                    "must be above 0 s and at most {MAX_HUNG_IO_S} s, got {}",
+                    show(t.hung_io_s)
+                ),
+            );
         }
         if self.db_paths.is_empty() || self.log_paths.is_empty() {
             return bad(

@@ -103,14 +103,16 @@ fn thresholds() -> impl Strategy<Value = Thresholds> {
         f64_in(0.0, 1e6),
         f64_in(0.0, 1e6),
         f64_in(0.0, 0.99),
+        f64_in(0.0, 86_400.0),
     )
-        .prop_map(|(a, b, c, d, e, m)| Thresholds {
+        .prop_map(|(a, b, c, d, e, m, h)| Thresholds {
             db_read_avg_ms: a,
             db_read_max_ms: b,
             log_write_avg_ms: c,
             log_write_max_ms: d,
             page_fault_stalls_per_s: e,
             iops_margin: m,
+            hung_io_s: h,
         })
 }
 
@@ -327,6 +329,12 @@ fn reported_values_are_refused_naming_the_key() {
         key(&|c| c.thresholds.db_read_avg_ms = 1e300),
         "thresholds.db_read_avg_ms"
     );
+    for bad in [0.0, -1.0, f64::NAN, 86_401.0] {
+        assert_eq!(
+            key(&|c| c.thresholds.hung_io_s = bad),
+            "thresholds.hung_io_s"
+        );
+    }
     assert_eq!(
         key(&|c| {
             c.op_mix.insert_pct = u32::MAX;

@@ -26,6 +26,8 @@ pub(crate) struct Settings {
     pub bdm: bool,
     pub copies: u32,
     pub compressibility_pct: u8,
+    /// An I/O outstanding longer than this is reported as hung.
+    pub hung_io: Duration,
 }
 
 /// Phase boundaries as the executor reaches them.
@@ -53,6 +55,8 @@ pub(crate) struct Engine<'o> {
     pub sampler: Sampler,
     /// Transactional I/Os and transactions counted since the start (all phases).
     pub txn_ios: u64,
+    /// Hung I/Os reported so far (each once, while it was outstanding).
+    pub hung: Vec<crate::result::ErrorEntry>,
     scratch: Vec<u8>,
     next_tick: Instant,
     last_tick: Instant,
@@ -91,6 +95,7 @@ impl<'o> Engine<'o> {
             },
             host: HostSeries::default(),
             txn_ios: 0,
+            hung: Vec::new(),
             scratch: vec![0u8; mbx_store::page::PAGE_SIZE],
             next_tick: now + Duration::from_secs(1),
             last_tick: now,
@@ -273,6 +278,45 @@ impl<'o> Engine<'o> {
         wake
     }
 
+    /// Reports every I/O that has just passed the hung-I/O threshold, while it is still
+    /// outstanding: a test-log line now, and an error entry for the result.
+    fn report_hung(&mut self, now: Instant) {
+        let threshold = self.settings.hung_io;
+        for h in self.reactor.newly_hung(now, threshold) {
+            let db = self
+                .dbs
+                .iter()
+                .find(|d| d.spec.db_path == h.path || h.path.starts_with(&d.spec.log_dir));
+            let in_database = db.is_some_and(|d| d.spec.db_path == h.path);
+            let instance = db.map(|d| d.spec.name.clone());
+            let what = match h.op {
+                mbx_io::IoOp::Read => "read",
+                mbx_io::IoOp::Write => "write",
+                mbx_io::IoOp::Sync => "sync",
+                mbx_io::IoOp::Allocate => "allocation",
+            };
+            let message = format!(
+                "Hung I/O: a {what} of {} bytes at offset {} of {} has been outstanding for {:.0} s (threshold {:.0} s).",
+                h.len,
+                h.offset,
+                h.path.display(),
+                h.outstanding.as_secs_f64(),
+                threshold.as_secs_f64()
+            );
+            self.log(&message, false);
+            self.hung.push(crate::result::ErrorEntry {
+                class: "hung_io".into(),
+                instance,
+                path: Some(h.path.display().to_string()),
+                offset: Some(h.offset),
+                page: in_database.then(|| h.offset / mbx_store::page::PAGE_SIZE as u64),
+                count: 1,
+                first_at: crate::rfc3339(self.reactor.clock().wall()),
+                message,
+            });
+        }
+    }
+
     /// Once per second: the pacer's tick and a progress event.
     fn per_second(&mut self, now: Instant, phase: &dyn PhaseRun) {
         if now < self.next_tick {
@@ -283,6 +327,7 @@ impl<'o> Engine<'o> {
         self.tick_ios = self.txn_ios;
         self.last_tick = now;
         self.next_tick = now + Duration::from_secs(1);
+        self.report_hung(now);
         let (rd, lw) = self.dbs.iter().fold(
             (
                 crate::stats::Counter::default(),

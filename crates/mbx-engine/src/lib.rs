@@ -384,6 +384,7 @@ pub fn run_plan(
         bdm: cfg.bdm,
         copies: cfg.profile.copies_per_database,
         compressibility_pct: cfg.compressibility_pct,
+        hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
     };
     let pacer = Pacer::new(PacerConfig::default(), cfg.target_iops(), ref_instant)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
@@ -822,6 +823,12 @@ fn build_result(
             check("data_integrity_errors", errors, 0.0, errors == 0.0)
         },
     ];
+    // A hung I/O fails the test, as any I/O error does in Jetstress 2013. The check is listed
+    // only when one was seen (older results and the report's check table stay as they were).
+    if !engine.hung.is_empty() {
+        let n = engine.hung.len() as f64;
+        checks.push(check("hung_ios", n, 0.0, false));
+    }
     if times.interrupted || secs + 0.5 < cfg.duration_s {
         checks.push(check("completed_duration_s", secs, cfg.duration_s, false));
     }
@@ -855,7 +862,10 @@ fn build_result(
         samples_file: "samples.jsonl".into(),
         log_file: "test.log".into(),
         stopped,
-        errors: integrity_errors(&engine.dbs),
+        errors: integrity_errors(&engine.dbs)
+            .into_iter()
+            .chain(engine.hung.iter().cloned())
+            .collect(),
         notes: Vec::new(),
         sections: Sections::default(),
     }

@@ -41,11 +41,34 @@ pub(crate) enum Owner {
 /// Most buffers of one size kept for reuse.
 const POOL_PER_SIZE: usize = 64;
 
+/// An I/O in flight: who submitted it, when, and what it is (for the hung-I/O report).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    owner: Owner,
+    submitted: Instant,
+    op: IoOp,
+    file: usize,
+    offset: u64,
+    len: usize,
+    /// Already reported as hung (each hung I/O is reported once, while outstanding).
+    hung: bool,
+}
+
+/// An I/O that has been outstanding longer than the hung-I/O threshold.
+#[derive(Debug, Clone)]
+pub(crate) struct HungIo {
+    pub op: IoOp,
+    pub path: std::path::PathBuf,
+    pub offset: u64,
+    pub len: usize,
+    pub outstanding: Duration,
+}
+
 /// Owns the queue, the in-flight owners and the buffers.
 pub(crate) struct Reactor {
     queue: Box<dyn IoQueue>,
     clock: Arc<dyn Clock>,
-    owners: Vec<Option<Owner>>,
+    owners: Vec<Option<Slot>>,
     free: Vec<usize>,
     pool: Vec<(usize, Vec<AlignedBuf>)>,
     batch: Vec<IoCompletion>,
@@ -131,18 +154,27 @@ impl Reactor {
         buf: AlignedBuf,
         len: Option<usize>,
     ) -> Result<(), EngineError> {
+        let len = len.unwrap_or(buf.len());
+        let slot = Slot {
+            owner,
+            submitted: self.clock.now(),
+            op,
+            file,
+            offset,
+            len,
+            hung: false,
+        };
         let tag = match self.free.pop() {
             Some(i) => {
-                self.owners[i] = Some(owner);
+                self.owners[i] = Some(slot);
                 i
             }
             None => {
-                self.owners.push(Some(owner));
+                self.owners.push(Some(slot));
                 self.owners.len() - 1
             }
         };
         self.events += 1;
-        let len = len.unwrap_or(buf.len());
         self.queue.submit(IoRequest {
             op,
             file,
@@ -179,7 +211,11 @@ impl Reactor {
         let mut result = Ok(());
         for c in batch.drain(..) {
             let tag = c.req.tag as usize;
-            let owner = self.owners.get_mut(tag).and_then(Option::take);
+            let owner = self
+                .owners
+                .get_mut(tag)
+                .and_then(Option::take)
+                .map(|s| s.owner);
             if owner.is_some() {
                 self.free.push(tag);
             }
@@ -191,6 +227,26 @@ impl Reactor {
         }
         self.batch = batch;
         result
+    }
+
+    /// The I/Os outstanding for longer than `threshold` at `now` that were not reported yet;
+    /// each is reported once. A scan of the slots in flight (bounded by the queue depth).
+    pub fn newly_hung(&mut self, now: Instant, threshold: Duration) -> Vec<HungIo> {
+        let mut out = Vec::new();
+        for s in self.owners.iter_mut().flatten() {
+            let age = now.saturating_duration_since(s.submitted);
+            if !s.hung && age > threshold {
+                s.hung = true;
+                out.push(HungIo {
+                    op: s.op,
+                    path: self.queue.file_path(s.file),
+                    offset: s.offset,
+                    len: s.len,
+                    outstanding: age,
+                });
+            }
+        }
+        out
     }
 
     /// Bytes transferred by a completion, or the error naming the file and offset.

@@ -396,3 +396,103 @@ fn replication_reads_follow_the_log_with_copies() {
         );
     }
 }
+
+/// A test log that remembers every line.
+#[derive(Default)]
+struct Lines(Vec<String>);
+
+impl Observer for Lines {
+    fn on_event(&mut self, e: RunEvent<'_>) {
+        if let RunEvent::Log(l) = e {
+            self.0.push(l.to_string());
+        }
+    }
+}
+
+/// An I/O outstanding longer than the hung-I/O threshold is reported while it is still
+/// outstanding (at the threshold, not when it completes), names the file and offset, and fails
+/// the test; the test still runs to its end.
+#[test]
+fn a_hung_io_is_reported_while_outstanding_and_fails_the_test() {
+    let dev = SimDevice::new();
+    let mut cfg = sim_config(100.0, 120.0, 1);
+    cfg.thresholds.hung_io_s = 30.0;
+    let spec = sim_database(&dev, 0, 1024);
+    let db_path = spec.db_path.clone();
+    // One database read, well into the run, takes 100 s.
+    let faults = vec![FaultRule::new(
+        Some(mbx_io::IoOp::Read),
+        FaultKind::Latency(Duration::from_secs(100)),
+    )
+    .after(500)
+    .times(1)];
+    let clock = Arc::new(SimClock::new());
+    let queue = SimQueue::new(
+        dev.clone(),
+        clock,
+        mbx_engine::queue_depth(&cfg, 1),
+        LatencyModel::typical(),
+        11,
+    )
+    .with_faults(faults);
+    let mut log = Lines::default();
+    let r = run_plan(
+        &cfg,
+        &Plan::performance(&cfg),
+        vec![spec],
+        Box::new(queue),
+        &mut log,
+        &AtomicBool::new(false),
+    )
+    .expect("run");
+    let hung: Vec<_> = log.0.iter().filter(|l| l.starts_with("Hung I/O")).collect();
+    assert_eq!(hung.len(), 1, "{hung:?}");
+    // Reported at the threshold (about 30 s outstanding), while the read still had 70 s to go.
+    assert!(
+        hung[0].contains("outstanding for 31 s") || hung[0].contains("outstanding for 30 s"),
+        "{}",
+        hung[0]
+    );
+    assert!(
+        hung[0].contains(&db_path.display().to_string()),
+        "{}",
+        hung[0]
+    );
+    let e = r
+        .errors
+        .iter()
+        .find(|e| e.class == "hung_io")
+        .expect("a hung_io error entry");
+    assert_eq!(
+        e.path.as_deref(),
+        Some(db_path.display().to_string().as_str())
+    );
+    let offset = e.offset.expect("offset");
+    assert_eq!(e.page, Some(offset / PAGE_SIZE as u64));
+    assert_eq!(e.instance.as_deref(), Some("Instance.1"));
+    assert!(!r.verdict.pass);
+    assert!(r
+        .verdict
+        .checks
+        .iter()
+        .any(|c| c.name == "hung_ios" && !c.pass && c.value == 1.0));
+    assert_eq!(r.stopped.reason, StopReason::VerdictFailed);
+}
+
+/// Without a hung I/O there is no hung-I/O check or entry.
+#[test]
+fn no_hung_io_no_hung_io_check() {
+    let dev = SimDevice::new();
+    let cfg = sim_config(100.0, 30.0, 1);
+    let spec = sim_database(&dev, 0, 1024);
+    let r = run_on(
+        &dev,
+        &cfg,
+        vec![spec],
+        11,
+        Vec::new(),
+        LatencyModel::typical(),
+    );
+    assert!(r.errors.iter().all(|e| e.class != "hung_io"));
+    assert!(r.verdict.checks.iter().all(|c| c.name != "hung_ios"));
+}

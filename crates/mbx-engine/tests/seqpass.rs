@@ -358,3 +358,40 @@ fn checksum_finds_each_damaged_page_classified_and_placed() {
     assert_eq!(check.value, 7.0);
     assert!(!check.pass);
 }
+
+#[test]
+fn an_interrupted_backup_stops_reading_and_says_so() {
+    let dev = SimDevice::new();
+    let specs = vec![sim_database(&dev, 0, 400, 0)];
+    let path = specs[0].db_path.clone();
+    let cfg = RunConfig::default();
+    let clock = Arc::new(SimClock::new());
+    let queue = SimQueue::new(dev.clone(), clock, 64, LatencyModel::typical(), 3);
+    let trace = Trace::default();
+    let queue = Recording {
+        inner: Box::new(queue),
+        trace: trace.clone(),
+    };
+    // Cancelled from the start: only the first reads (submitted on entering the phase) happen.
+    let r = run_plan(
+        &cfg,
+        &Plan::backup(&cfg),
+        specs,
+        Box::new(queue),
+        &mut Quiet,
+        &AtomicBool::new(true),
+    )
+    .expect("run");
+    assert_eq!(r.stopped.reason, StopReason::Interrupted, "{:?}", r.stopped);
+    assert!(r.test.interrupted);
+    assert!(!r.verdict.pass);
+    let completed = r
+        .verdict
+        .checks
+        .iter()
+        .find(|c| c.name == "pass_completed")
+        .expect("pass_completed");
+    assert!(!completed.pass);
+    let reads = reads_of(&trace, &path);
+    assert_eq!(reads.len(), 4, "the first depth of reads only: {reads:?}");
+}

@@ -17,6 +17,19 @@ use crate::stats::Stream;
 use crate::workload::session::{SState, Workload};
 use crate::{EngineError, Observer, Phase, Progress, RunEvent};
 
+/// A completed sequential-pass read, kept for the pass phase to verify on its next tick (the
+/// completion's own buffer goes back to the pool when routing ends).
+pub(crate) struct PassChunk {
+    /// The pass's file number (its `Owner::Pass` `db`).
+    pub file: usize,
+    /// Offset read.
+    pub offset: u64,
+    /// The bytes read (a pool buffer: give it back when done).
+    pub data: mbx_io::AlignedBuf,
+    /// How many of them.
+    pub len: usize,
+}
+
 /// Settings the executor needs from the configuration.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
@@ -28,6 +41,8 @@ pub(crate) struct Settings {
     pub compressibility_pct: u8,
     /// An I/O outstanding longer than this is reported as hung.
     pub hung_io: Duration,
+    /// Files are opened for direct I/O (O_DIRECT).
+    pub direct: bool,
 }
 
 /// Phase boundaries as the executor reaches them.
@@ -57,6 +72,12 @@ pub(crate) struct Engine<'o> {
     pub txn_ios: u64,
     /// Hung I/Os reported so far (each once, while it was outstanding).
     pub hung: Vec<crate::result::ErrorEntry>,
+    /// Sequential-pass reads completed and not yet verified by the pass phase.
+    pub pass_inbox: Vec<PassChunk>,
+    /// The databases of a plan that only reads them (they are not opened as [`Database`]s).
+    pub pass_specs: Vec<crate::InstanceSpec>,
+    /// What a sequential pass found, once it is done (or stopped).
+    pub pass_report: Option<crate::phase::seqpass::PassReport>,
     scratch: Vec<u8>,
     next_tick: Instant,
     last_tick: Instant,
@@ -96,6 +117,9 @@ impl<'o> Engine<'o> {
             host: HostSeries::default(),
             txn_ios: 0,
             hung: Vec::new(),
+            pass_inbox: Vec::new(),
+            pass_specs: Vec::new(),
+            pass_report: None,
             scratch: vec![0u8; mbx_store::page::PAGE_SIZE],
             next_tick: now + Duration::from_secs(1),
             last_tick: now,
@@ -167,10 +191,11 @@ impl<'o> Engine<'o> {
                     work,
                     scratch,
                     txn_ios,
+                    pass_inbox,
                     ..
                 } = self;
                 reactor.wait(wake, |r, owner, c| {
-                    route(r, dbs, work, scratch, txn_ios, owner, c)
+                    route(r, dbs, work, scratch, txn_ios, pass_inbox, owner, c)
                 })?;
             }
             idx = if self.marks.interrupted {
@@ -349,6 +374,7 @@ impl<'o> Engine<'o> {
             db_read_avg_ms: rd.avg_ms(),
             log_write_avg_ms: lw.avg_ms(),
             cache_fill: self.min_cache_fill(),
+            pass_bytes: phase.pass_bytes(),
         };
         self.observer.on_event(RunEvent::Progress(progress));
         // Outside measurement, keep the interval counters bounded (they are not samples).
@@ -385,6 +411,7 @@ fn route(
     work: &mut Workload,
     scratch: &mut [u8],
     txn_ios: &mut u64,
+    pass_inbox: &mut Vec<PassChunk>,
     owner: Owner,
     c: &IoCompletion,
 ) -> Result<(), EngineError> {
@@ -472,6 +499,17 @@ fn route(
             dbs[db].stats.record(Stream::LogRead, bytes, c.latency);
             let d = &mut dbs[db];
             d.repl.done(&mut d.log, gen);
+        }
+        Owner::Pass { db, offset } => {
+            let len = usize::try_from(bytes).unwrap_or(usize::MAX).min(c.req.len);
+            let mut data = reactor.buf(c.req.buf.len());
+            data.as_mut_slice()[..len].copy_from_slice(&c.req.buf.as_slice()[..len]);
+            pass_inbox.push(PassChunk {
+                file: db,
+                offset,
+                data,
+                len,
+            });
         }
     }
     Ok(())

@@ -36,7 +36,7 @@ use mbx_store::{DbState, PreparedDatabase, StoreError};
 use db::{Database, DbParams};
 pub use db::{InstanceSpec, LogStart};
 use exec::{Engine, Settings};
-pub use plan::{Databases, PhaseSpec, Plan};
+pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec};
 use reactor::Reactor;
 use result::*;
 pub use runner::{execute, Executed};
@@ -87,6 +87,10 @@ pub enum Phase {
     Measure,
     /// Finishing transactions, flushing cache and logs.
     Shutdown,
+    /// Database Backup: reading every database file sequentially.
+    Backup,
+    /// Checksum: reading and verifying every database and log file.
+    Checksum,
 }
 
 impl Phase {
@@ -97,6 +101,8 @@ impl Phase {
             Phase::Settle => "settling",
             Phase::Measure => "measuring",
             Phase::Shutdown => "shutting down",
+            Phase::Backup => "backing up databases",
+            Phase::Checksum => "verifying checksums",
         }
     }
 }
@@ -120,6 +126,18 @@ pub struct Progress {
     pub log_write_avg_ms: f64,
     /// Fill of the emptiest cache.
     pub cache_fill: f64,
+    /// A sequential pass's bytes done and planned (Backup, Checksum); `None` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_bytes: Option<PassBytes>,
+}
+
+/// How far a sequential pass is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct PassBytes {
+    /// Bytes read and verified so far.
+    pub done: u64,
+    /// Bytes the pass reads in all.
+    pub planned: u64,
 }
 
 /// What the engine reports while it runs.
@@ -235,8 +253,11 @@ pub fn run_test(
     let initial_bytes: u64 = databases.iter().map(|d| d.header.file_bytes()).sum();
     // A damaged header copy is rewritten from the intact one when the run marks the database
     // dirty: that repair is an integrity finding, never silent.
+    // A plan that only reads its databases writes nothing to them: no state change, no header
+    // repair (its pass reports a damaged header copy as a bad page).
+    let writes = !plan.reads_only();
     let mut header_errors = Vec::new();
-    for (k, d) in databases.iter().enumerate() {
+    for (k, d) in databases.iter().enumerate().filter(|_| writes) {
         for copy in mbx_store::verify::damaged_header_copies(&d.spec.path)? {
             let line = format!(
                 "Database header copy {} of {} was damaged; it was rewritten from the intact copy.",
@@ -256,7 +277,7 @@ pub fn run_test(
             });
         }
     }
-    for d in databases {
+    for d in databases.iter().filter(|_| writes) {
         mbx_store::create::set_database_state(&d.spec.path, DbState::Dirty)?;
     }
     let q = open_queue(
@@ -273,7 +294,7 @@ pub fn run_test(
     // that is the truth, and the next run attaches them all the same.
     if result.stopped.reason.ran_to_completion() || result.stopped.reason == StopReason::Interrupted
     {
-        for d in databases {
+        for d in databases.iter().filter(|_| writes) {
             mbx_store::create::set_database_state(&d.spec.path, DbState::Clean)?;
         }
     }
@@ -350,6 +371,9 @@ pub fn run_plan(
     if specs.is_empty() {
         return Err(EngineError::Invalid("no databases to test".into()));
     }
+    if plan.reads_only() {
+        return phase::seqpass::run_reads(cfg, plan, specs, queue, observer, cancel);
+    }
     let mut reactor = Reactor::new(queue);
     let clock = reactor.clock().clone();
     let (ref_instant, ref_wall) = (clock.now(), clock.wall());
@@ -385,6 +409,7 @@ pub fn run_plan(
         copies: cfg.profile.copies_per_database,
         compressibility_pct: cfg.compressibility_pct,
         hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
+        direct: cfg.direct,
     };
     let pacer = Pacer::new(PacerConfig::default(), cfg.target_iops(), ref_instant)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use mbx_config::RunConfig;
+use mbx_config::{RunConfig, TestKind};
 
 use crate::exec::Engine;
+use crate::phase::seqpass::SeqPass;
 use crate::phase::PhaseRun;
 use crate::phase::{attain::Attain, measure::Measure, settle::Settle, shutdown::Shutdown};
 
@@ -20,6 +21,50 @@ pub enum PhaseSpec {
     Measure(Duration),
     /// Drain and checkpoint (always runs, also after an interruption).
     Shutdown,
+    /// Read every database file (and, for a checksum, every log file) from start to end,
+    /// verifying every page; no transactions.
+    SeqPass(SeqPassSpec),
+}
+
+/// What a sequential pass over the databases is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassPurpose {
+    /// Database Backup: read every database file, as a VSS backup would (rows `BackupRow`).
+    Backup,
+    /// Checksum: read and verify every database file and every log file still in the log
+    /// folder (rows `ChecksumRow`).
+    Checksum,
+}
+
+/// A sequential pass: how much each read takes and how many are in flight per file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeqPassSpec {
+    /// What the pass is for.
+    pub purpose: PassPurpose,
+    /// Bytes per read (a multiple of the 32 KiB page).
+    pub chunk_bytes: usize,
+    /// Reads in flight per file.
+    pub depth_per_file: usize,
+}
+
+impl SeqPassSpec {
+    /// Jetstress's backup reads: 256 KiB, 4 in flight per database.
+    pub fn backup() -> SeqPassSpec {
+        SeqPassSpec {
+            purpose: PassPurpose::Backup,
+            chunk_bytes: 256 * 1024,
+            depth_per_file: 4,
+        }
+    }
+
+    /// Jetstress's checksum reads: 64 KiB, 4 in flight per file.
+    pub fn checksum() -> SeqPassSpec {
+        SeqPassSpec {
+            purpose: PassPurpose::Checksum,
+            chunk_bytes: 64 * 1024,
+            depth_per_file: 4,
+        }
+    }
 }
 
 impl PhaseSpec {
@@ -30,6 +75,7 @@ impl PhaseSpec {
             PhaseSpec::Settle(d) => Box::new(Settle::new(*d)),
             PhaseSpec::Measure(d) => Box::new(Measure::new(*d)),
             PhaseSpec::Shutdown => Box::new(Shutdown::default()),
+            PhaseSpec::SeqPass(spec) => Box::new(SeqPass::new(*spec)),
         }
     }
 
@@ -44,13 +90,18 @@ impl PhaseSpec {
 pub enum Databases {
     /// Created where missing, resumed where a creation was interrupted, attached where complete
     /// (`mbx_store::prepare`): what the Performance test does. Test types that read databases
-    /// without writing them (Backup, Checksum) add a variant that only attaches.
+    /// without writing them (Backup, Checksum) only attach.
     Prepare,
+    /// Attached only, never created or written: a missing or incomplete database is an error
+    /// that says to run `prepare` or a performance test first (Checksum).
+    Attach,
 }
 
 /// A test as data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
+    /// The test type (`test.type` in result.json).
+    pub kind: TestKind,
     /// How the databases are made ready, before the first phase.
     pub databases: Databases,
     /// The phases, in order.
@@ -62,6 +113,7 @@ impl Plan {
     /// measure for the duration, shut down.
     pub fn performance(cfg: &RunConfig) -> Plan {
         Plan {
+            kind: TestKind::Performance,
             databases: Databases::Prepare,
             phases: vec![
                 PhaseSpec::Attain,
@@ -70,6 +122,37 @@ impl Plan {
                 PhaseSpec::Shutdown,
             ],
         }
+    }
+
+    /// Database Backup: the databases prepared (created where missing, as the Performance test
+    /// does), then every database file read once from start to end, all in parallel, in 256 KiB
+    /// reads, every page verified.
+    pub fn backup(_cfg: &RunConfig) -> Plan {
+        Plan {
+            kind: TestKind::Backup,
+            databases: Databases::Prepare,
+            phases: vec![PhaseSpec::SeqPass(SeqPassSpec::backup())],
+        }
+    }
+
+    /// Checksum: existing databases attached, then every database file and every log file still
+    /// in the log folders read in 64 KiB reads and verified.
+    pub fn checksum(_cfg: &RunConfig) -> Plan {
+        Plan {
+            kind: TestKind::Checksum,
+            databases: Databases::Attach,
+            phases: vec![PhaseSpec::SeqPass(SeqPassSpec::checksum())],
+        }
+    }
+
+    /// True when the plan only reads its databases (every phase is a sequential pass): they are
+    /// neither marked in use nor given a cache, log writer or checkpoint.
+    pub fn reads_only(&self) -> bool {
+        !self.phases.is_empty()
+            && self
+                .phases
+                .iter()
+                .all(|p| matches!(p, PhaseSpec::SeqPass(_)))
     }
 
     /// The index of the first phase after `idx` that always runs (or the end).

@@ -36,6 +36,9 @@ pub(crate) enum Owner {
     },
     /// A log replication read of generation `gen`.
     Repl { db: usize, gen: u64 },
+    /// A sequential-pass read at `offset` of the pass's file number `db` (a database file, or
+    /// for a checksum a log file): handed back to the pass phase through the engine's inbox.
+    Pass { db: usize, offset: u64 },
 }
 
 /// Most buffers of one size kept for reuse.
@@ -112,6 +115,11 @@ impl Reactor {
 
     pub fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
         self.queue.open_file(path, mode)
+    }
+
+    /// The size in bytes of an open file.
+    pub fn file_len(&self, file: usize) -> Result<u64, IoError> {
+        self.queue.file_len(file)
     }
 
     pub fn close_file(&mut self, file: usize) {

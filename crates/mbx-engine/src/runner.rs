@@ -43,17 +43,26 @@ pub fn execute(
     let started = SystemTime::now();
     let outcome = ready_databases(plan, specs, create, observer, cancel)
         .and_then(|prepared| run_test(cfg, plan, &prepared, observer, cancel, wrap));
-    let (result, error) = match outcome {
+    let (mut result, error) = match outcome {
         Ok(result) => (result, None),
         Err(e) => (stopped_result(cfg, started, &e), Some(e)),
     };
-    let last = format!(
-        "Test {}: {}; achieved {:.1} of {:.1} target IOPS.",
-        result.stopped.reason.name().replace('_', " "),
-        result.stopped.message,
-        result.achieved_iops,
-        result.target_iops
-    );
+    result.test.test_type = plan.kind;
+    let last = if plan.reads_only() {
+        format!(
+            "Test {}: {}.",
+            result.stopped.reason.name().replace('_', " "),
+            result.stopped.message
+        )
+    } else {
+        format!(
+            "Test {}: {}; achieved {:.1} of {:.1} target IOPS.",
+            result.stopped.reason.name().replace('_', " "),
+            result.stopped.message,
+            result.achieved_iops,
+            result.target_iops
+        )
+    };
     observer.on_event(RunEvent::Log(&last));
     Executed { result, error }
 }
@@ -70,6 +79,7 @@ fn ready_databases(
 ) -> Result<Vec<PreparedDatabase>, EngineError> {
     match plan.databases {
         Databases::Prepare => {}
+        Databases::Attach => return attach_databases(specs, observer),
     }
     observer.on_event(RunEvent::Log("Preparing for testing ..."));
     let (tx, rx) = mpsc::channel::<CreateEvent>();
@@ -99,6 +109,51 @@ fn ready_databases(
     let prepared = prepared?;
     observer.on_event(RunEvent::Log("Preparations for testing are complete."));
     Ok(prepared)
+}
+
+/// Attaches existing, complete databases without writing anything ([`Databases::Attach`]).
+fn attach_databases(
+    specs: &[DatabaseSpec],
+    observer: &mut dyn Observer,
+) -> Result<Vec<PreparedDatabase>, EngineError> {
+    const FIRST: &str = "run `mbxstress prepare` or a performance test first";
+    observer.on_event(RunEvent::Log("Attaching databases ..."));
+    let mut out = Vec::with_capacity(specs.len());
+    for s in specs {
+        let path = s.path.display();
+        if !s.path.exists() {
+            return Err(EngineError::Invalid(format!(
+                "no database at {path}: {FIRST}"
+            )));
+        }
+        let header = match mbx_store::verify::read_database_header(&s.path) {
+            Ok(h) => h,
+            Err(StoreError::NotADatabase { .. }) => {
+                return Err(EngineError::Invalid(format!(
+                    "{path} is not an mbxstress database: {FIRST}"
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if header.state == mbx_store::DbState::Creating
+            || header.created_pages < header.data_pages()
+        {
+            return Err(EngineError::Invalid(format!(
+                "{path} is incomplete ({} of {} data pages created): {FIRST}",
+                header.created_pages,
+                header.data_pages()
+            )));
+        }
+        let line = format!("Attach {path}");
+        observer.on_event(RunEvent::Log(&line));
+        out.push(PreparedDatabase {
+            spec: s.clone(),
+            header,
+            attached: true,
+        });
+    }
+    observer.on_event(RunEvent::Log("Preparations for testing are complete."));
+    Ok(out)
 }
 
 /// The result of a test that an error stopped before the engine could produce one.

@@ -24,6 +24,13 @@ pub trait Exporter {
         let _ = path;
         Ok(())
     }
+
+    /// Whether this run has anything for this file (a Performance result has no backup rows);
+    /// [`export`] skips the file otherwise.
+    fn applies(&self, run: &RunFolder) -> bool {
+        let _ = run;
+        true
+    }
 }
 
 /// The output formats (`mbxstress report --format`).
@@ -32,8 +39,8 @@ pub trait Exporter {
 pub enum Format {
     /// report.html: Jetstress's sections, verdict, percentiles, charts, configuration.
     Html,
-    /// instances.csv (the 12 columns per instance) and samples.csv (one row per sample and
-    /// instance).
+    /// instances.csv (the 12 columns per instance), samples.csv (one row per sample and
+    /// instance), backup.csv and checksum.csv (the rows of those tests, for their results only).
     Csv,
     /// result.json, as the typed model writes it (never over an existing file).
     Json,
@@ -47,7 +54,12 @@ impl Format {
     pub fn exporters(self) -> Vec<Box<dyn Exporter>> {
         match self {
             Format::Html => vec![Box::new(HtmlExporter)],
-            Format::Csv => vec![Box::new(InstancesCsvExporter), Box::new(SamplesCsvExporter)],
+            Format::Csv => vec![
+                Box::new(InstancesCsvExporter),
+                Box::new(SamplesCsvExporter),
+                Box::new(BackupCsvExporter),
+                Box::new(ChecksumCsvExporter),
+            ],
             Format::Json => vec![Box::new(JsonExporter)],
         }
     }
@@ -64,6 +76,7 @@ pub fn export(
         path: out.to_path_buf(),
         error,
     })?;
+    let exporters: Vec<&Box<dyn Exporter>> = exporters.iter().filter(|e| e.applies(run)).collect();
     let paths: Vec<PathBuf> = exporters.iter().map(|e| out.join(e.file_name())).collect();
     for (e, path) in exporters.iter().zip(&paths) {
         e.check_destination(path)?;
@@ -203,6 +216,91 @@ impl Exporter for InstancesCsvExporter {
                 );
                 rows.push(r);
             }
+        }
+        csv_bytes(rows, path)
+    }
+}
+
+/// backup.csv: the Database Backup rows (result.json's `backup[]`), then the Avg and Sum rows.
+#[derive(Debug, Clone, Copy)]
+pub struct BackupCsvExporter;
+
+/// The columns of backup.csv (the keys of `backup[]`).
+pub const BACKUP_CSV_COLUMNS: [&str; 4] = ["instance", "database_size_mb", "elapsed_s", "mb_per_s"];
+
+impl Exporter for BackupCsvExporter {
+    fn file_name(&self) -> &'static str {
+        "backup.csv"
+    }
+
+    fn applies(&self, run: &RunFolder) -> bool {
+        !run.result.sections.backup.is_empty()
+    }
+
+    fn render(&self, run: &RunFolder, path: &Path) -> Result<Vec<u8>, ReportError> {
+        let s = &run.result.sections;
+        let mut rows = vec![BACKUP_CSV_COLUMNS.map(String::from).to_vec()];
+        for b in &s.backup {
+            rows.push(vec![
+                b.instance.clone(),
+                format!("{:.3}", b.database_size_mb),
+                format!("{:.3}", b.elapsed_s),
+                format!("{:.3}", b.mb_per_s),
+            ]);
+        }
+        for (name, v) in [
+            ("Avg", s.backup_avg_mb_per_s),
+            ("Sum", s.backup_sum_mb_per_s),
+        ] {
+            if let Some(v) = v {
+                rows.push(vec![
+                    name.into(),
+                    String::new(),
+                    String::new(),
+                    format!("{v:.3}"),
+                ]);
+            }
+        }
+        csv_bytes(rows, path)
+    }
+}
+
+/// checksum.csv: the checksum rows (result.json's `checksum[]`).
+#[derive(Debug, Clone, Copy)]
+pub struct ChecksumCsvExporter;
+
+/// The columns of checksum.csv (the keys of `checksum[]`).
+pub const CHECKSUM_CSV_COLUMNS: [&str; 7] = [
+    "database_path",
+    "seen_pages",
+    "bad_pages",
+    "correctable_pages",
+    "wrong_page_number_pages",
+    "bytes",
+    "elapsed_s",
+];
+
+impl Exporter for ChecksumCsvExporter {
+    fn file_name(&self) -> &'static str {
+        "checksum.csv"
+    }
+
+    fn applies(&self, run: &RunFolder) -> bool {
+        !run.result.sections.checksum.is_empty()
+    }
+
+    fn render(&self, run: &RunFolder, path: &Path) -> Result<Vec<u8>, ReportError> {
+        let mut rows = vec![CHECKSUM_CSV_COLUMNS.map(String::from).to_vec()];
+        for c in &run.result.sections.checksum {
+            rows.push(vec![
+                c.database_path.clone(),
+                c.seen_pages.to_string(),
+                c.bad_pages.to_string(),
+                c.correctable_pages.to_string(),
+                c.wrong_page_number_pages.to_string(),
+                c.bytes.to_string(),
+                format!("{:.3}", c.elapsed_s),
+            ]);
         }
         csv_bytes(rows, path)
     }

@@ -145,6 +145,46 @@ fn charts(samples: &[Sample], names: &[String]) -> Markup {
     html! { div.charts { @for c in &list { (c.render()) } } }
 }
 
+/// The title of the Database Backup table (Jetstress's).
+pub const BACKUP_SECTION: &str = "Database Backup Statistics";
+/// The title of the checksum table.
+pub const CHECKSUM_SECTION: &str = "Database Checksum Statistics";
+
+/// The tables of a Backup or Checksum result (Jetstress's "Database Backup Statistics" with its
+/// Avg and Sum rows; the checksum counts per file), and the pages found bad. Empty for a
+/// Performance result.
+fn pass_sections(r: &mbx_result::RunResult) -> Markup {
+    let s = &r.sections;
+    html! {
+        @if !s.backup.is_empty() {
+            h2 { (BACKUP_SECTION) }
+            table {
+                tr { th { "Database Instance" } th { "Database Size (MBytes)" } th { "Elapsed Backup Time (s)" } th { "MBytes Transferred/sec" } }
+                @for b in &s.backup { tr { td { (b.instance) } td { (f3(b.database_size_mb)) } td { (f3(b.elapsed_s)) } td { (f3(b.mb_per_s)) } } }
+                @if let Some(avg) = s.backup_avg_mb_per_s { tr { td { "Avg" } td {} td {} td { (f3(avg)) } } }
+                @if let Some(sum) = s.backup_sum_mb_per_s { tr { td { "Sum" } td {} td {} td { (f3(sum)) } } }
+            }
+        }
+        @if !s.checksum.is_empty() {
+            h2 { (CHECKSUM_SECTION) }
+            table {
+                tr { th { "Database / Log Folder" } th { "Seen Pages" } th { "Bad Pages" } th { "Correctable Pages" } th { "Wrong Page-Number Pages" } th { "Bytes" } th { "Elapsed (s)" } th { "MBytes/sec" } }
+                @for c in &s.checksum { tr { td { (c.database_path) } td { (c.seen_pages) } td { (c.bad_pages) } td { (c.correctable_pages) } td { (c.wrong_page_number_pages) } td { (c.bytes) } td { (f3(c.elapsed_s)) } td { (f3(c.mb_per_s())) } } }
+            }
+        }
+        @if !s.is_empty() && !r.errors.is_empty() {
+            h2 { "Errors" }
+            table {
+                tr { th { "Class" } th { "Path" } th { "Page" } th { "Byte Offset" } th { "Count" } th { "What" } }
+                @for e in r.errors.iter().take(200) {
+                    tr { td { (e.class) } td { (e.path.clone().unwrap_or_default()) } td { (e.page.map(|p| p.to_string()).unwrap_or_default()) } td { (e.offset.map(|o| o.to_string()).unwrap_or_default()) } td { (e.count) } td { (e.message) } }
+                }
+            }
+            @if r.errors.len() > 200 { p.note { (r.errors.len() - 200) " more in result.json." } }
+        }
+    }
+}
+
 /// Renders the report of a run: its result, samples (charts) and log; its flags (why the result
 /// is not a complete, passing measurement) as a banner at the top, and the notes of reading it.
 pub fn render(run: &RunFolder) -> String {
@@ -202,6 +242,7 @@ pub fn render(run: &RunFolder) -> String {
                     }
                 }
                 p { "Overall: " span class=(verdict_class) { (if r.verdict.pass { "Pass" } else { "Fail" }) } }
+                (pass_sections(r))
 
                 h2 { (SECTIONS[1]) }
                 (kv(&[

@@ -172,6 +172,10 @@ Examples:
 /// `mbxstress run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// Test type: performance (paced transactions), backup (read every database sequentially)
+    /// or checksum (verify every page of existing databases and their logs).
+    #[arg(long, value_enum, value_name = "TYPE", default_value_t = mbx_config::TestKind::Performance)]
+    pub test: mbx_config::TestKind,
     /// Start from a TOML configuration file (strict).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

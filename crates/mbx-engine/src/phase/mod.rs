@@ -3,13 +3,14 @@
 
 pub(crate) mod attain;
 pub(crate) mod measure;
+pub(crate) mod seqpass;
 pub(crate) mod settle;
 pub(crate) mod shutdown;
 
 use std::time::{Duration, Instant};
 
 use crate::exec::Engine;
-use crate::{EngineError, Phase};
+use crate::{EngineError, PassBytes, Phase};
 
 /// Whether a phase continues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +49,11 @@ pub(crate) trait PhaseRun {
     fn interrupt(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError>;
     /// Its own next timer, if any.
     fn wake_at(&self) -> Option<Instant> {
+        None
+    }
+    /// Bytes done and planned, for a phase that moves a known amount of data (a sequential
+    /// pass): progress and ETA come from them.
+    fn pass_bytes(&self) -> Option<PassBytes> {
         None
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use mbx_config::RunConfig;
+use mbx_config::{RunConfig, TestKind};
 use mbx_engine::result::{RunResult, StopReason};
 use mbx_engine::{Executed, Observer, Plan, Progress, RunEvent};
 use mbx_report::Format;
@@ -280,15 +280,28 @@ impl RunObserver {
                     ),
                     None => fmt_secs(p.phase_elapsed_s),
                 };
-                let line = format!(
-                    "[{}] {timing} | IOPS {} (target {}) | DB read {:.2} ms | log write {:.2} ms | cache {:.0}%",
-                    p.phase.name(),
-                    num(p.iops, 0),
-                    num(p.target_iops, 0),
-                    p.db_read_avg_ms,
-                    p.log_write_avg_ms,
-                    p.cache_fill * 100.0
-                );
+                let line = match p.pass_bytes {
+                    Some(b) => format!(
+                        "[{}] {timing} | {} of {} MB ({:.0}%)",
+                        p.phase.name(),
+                        num(b.done as f64 / 1e6, 1),
+                        num(b.planned as f64 / 1e6, 1),
+                        if b.planned > 0 {
+                            b.done as f64 * 100.0 / b.planned as f64
+                        } else {
+                            100.0
+                        }
+                    ),
+                    None => format!(
+                        "[{}] {timing} | IOPS {} (target {}) | DB read {:.2} ms | log write {:.2} ms | cache {:.0}%",
+                        p.phase.name(),
+                        num(p.iops, 0),
+                        num(p.target_iops, 0),
+                        p.db_read_avg_ms,
+                        p.log_write_avg_ms,
+                        p.cache_fill * 100.0
+                    ),
+                };
                 if self.tty {
                     let pad = self.last_line_len.saturating_sub(line.len());
                     errp!("\r{line}{:pad$}", "");
@@ -355,6 +368,17 @@ fn capitalize(s: &str) -> String {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let kind = args.test;
+    let plan_for: fn(&RunConfig) -> Plan = match kind {
+        TestKind::Performance => Plan::performance,
+        TestKind::Backup => Plan::backup,
+        TestKind::Checksum => Plan::checksum,
+        TestKind::Stress | TestKind::SoftRecovery => {
+            return Err(usage(format!(
+                "--test {kind} is not built yet; use performance, backup or checksum"
+            )))
+        }
+    };
     let cfg = resolve(&args)?;
     let human = args.progress == "human";
     let p = &cfg.profile;
@@ -373,7 +397,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     fs_err::create_dir_all(&dir).context("creating the results folder")?;
     let mut observer = RunObserver::new(&dir, &args.progress, specs.len())?;
     let cancel = crate::interrupt::install();
-    if human {
+    if human && kind != TestKind::Performance {
+        errln!(
+            "{} test: {} database(s) of {} MiB",
+            capitalize(kind.name()),
+            p.databases,
+            num(data_pages as f64 / 32.0, 0),
+        );
+        errln!("Results: {}", dir.display());
+    } else if human {
         errln!(
             "Performance test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {} sessions, {} measured",
             num(p.mailboxes as f64, 0),
@@ -388,7 +420,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         errln!("Results: {}", dir.display());
     }
-    let plan = Plan::performance(&cfg);
+    let plan = plan_for(&cfg);
     let create = CreateParams {
         data_pages,
         mailboxes: p.mailboxes,
@@ -426,7 +458,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         });
     }
     // The report is a convenience on top of result.json: a failure to write it is a warning.
-    let report = if result.instances.is_empty() {
+    let measured = !result.instances.is_empty() || !result.sections.is_empty();
+    let report = if !measured {
         None
     } else {
         match mbx_report::write_report(&dir, None) {
@@ -452,6 +485,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 "stopped": result.stopped,
             })
         )?,
+        _ if !result.sections.is_empty() => {
+            print_pass_summary(&result, &result_path, report.as_deref())
+                .context("writing the summary to stdout")?
+        }
         _ if result.instances.is_empty() => {
             errln!("Result (nothing measured): {}", result_path.display())
         }
@@ -481,6 +518,87 @@ fn into_anyhow(e: mbx_engine::EngineError) -> anyhow::Error {
         EngineError::Io(io) => anyhow::Error::new(io),
         other => anyhow::Error::new(other),
     }
+}
+
+/// The summary of a Backup or Checksum run: the verdict, then Jetstress's table.
+fn print_pass_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::Result<()> {
+    outln!()?;
+    outln!(
+        "{} | {} test | {}{}",
+        if r.verdict.pass { "PASS" } else { "FAIL" },
+        r.test.test_type,
+        fmt_secs(r.test.duration_s),
+        if r.test.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    )?;
+    for c in &r.verdict.checks {
+        outln!(
+            "  {:<32} {:>12.3} {:>12.3}  {}",
+            c.name,
+            c.value,
+            c.limit,
+            if c.pass { "pass" } else { "FAIL" }
+        )?;
+    }
+    let s = &r.sections;
+    if !s.backup.is_empty() {
+        outln!(
+            "  {:<22} {:>14} {:>12} {:>10}",
+            "instance",
+            "database MB",
+            "elapsed s",
+            "MB/s"
+        )?;
+        for b in &s.backup {
+            outln!(
+                "  {:<22} {:>14.1} {:>12.3} {:>10.1}",
+                b.instance,
+                b.database_size_mb,
+                b.elapsed_s,
+                b.mb_per_s
+            )?;
+        }
+        if let (Some(avg), Some(sum)) = (s.backup_avg_mb_per_s, s.backup_sum_mb_per_s) {
+            outln!("  {:<22} {:>14} {:>12} {:>10.1}", "Avg", "", "", avg)?;
+            outln!("  {:<22} {:>14} {:>12} {:>10.1}", "Sum", "", "", sum)?;
+        }
+    }
+    if !s.checksum.is_empty() {
+        outln!(
+            "  {:<40} {:>10} {:>8} {:>8} {:>8} {:>10}",
+            "file",
+            "seen",
+            "bad",
+            "correct.",
+            "wrong #",
+            "MB/s"
+        )?;
+        for c in &s.checksum {
+            outln!(
+                "  {:<40} {:>10} {:>8} {:>8} {:>8} {:>10.1}",
+                c.database_path,
+                c.seen_pages,
+                c.bad_pages,
+                c.correctable_pages,
+                c.wrong_page_number_pages,
+                c.mb_per_s()
+            )?;
+        }
+    }
+    for e in r.errors.iter().take(10) {
+        outln!("  {}: {}", e.class, e.message)?;
+    }
+    if r.errors.len() > 10 {
+        outln!("  ... {} more in result.json", r.errors.len() - 10)?;
+    }
+    outln!("Result: {}", path.display())?;
+    if let Some(p) = report {
+        outln!("Report: {}", p.display())?;
+    }
+    Ok(())
 }
 
 fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::Result<()> {

@@ -5,6 +5,7 @@ mod devices;
 mod inputs;
 mod iobench;
 mod numbers;
+mod passes;
 mod report;
 mod run;
 mod safety;

@@ -1,0 +1,733 @@
+//! The sequential-pass phase (Database Backup, Checksum): no transactions; every database file
+//! (and, for a checksum, every log file still in its log folder) is read from start to end with
+//! one [`mbx_io::seq::SeqPass`] per file, all databases in parallel as a VSS backup reads them.
+//! Reads go through the reactor as [`Owner::Pass`]; the executor keeps their data in the
+//! engine's pass inbox, and this phase verifies it on its next tick: every data page with
+//! [`check_data_page`], the two header pages with the store's header decoding, every log file
+//! with [`scan_log_file`]. A page that is not good becomes an error entry naming the file, the
+//! page, its byte offset and what is wrong.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use mbx_config::{RunConfig, TestKind};
+use mbx_io::seq::{SeqOp, SeqPass as Pass};
+use mbx_io::{IoOp, IoQueue, OpenMode};
+use mbx_store::header::{DbHeader, HEADER_PAGES};
+use mbx_store::log::{parse_log_file_name, scan_log_file, ScanEnd, LOG_FILE_SIZE};
+use mbx_store::page::{check_data_page, PageCheck, PAGE_SIZE};
+
+use super::{Flow, Mode, PhaseRun};
+use crate::exec::{Engine, PassChunk, Settings};
+use crate::plan::{PassPurpose, Plan, SeqPassSpec};
+use crate::reactor::{Owner, Reactor};
+use crate::result::{
+    BackupRow, Check, ChecksumRow, ErrorEntry, Integrity, RunResult, StopReason, Stopped, Verdict,
+};
+use crate::workload::pacing::{Pacer, PacerConfig};
+use crate::workload::session::Workload;
+use crate::{
+    build_result, error_entry, rfc3339, EngineError, InstanceSpec, Observer, PassBytes, Phase,
+    RunTimes,
+};
+
+/// Problem pages listed one by one per file; beyond that they are counted per class.
+const LISTED_PER_FILE: usize = 20;
+
+/// What a pass found: the rows of its table and every problem.
+#[derive(Debug, Clone)]
+pub(crate) struct PassReport {
+    pub purpose: PassPurpose,
+    pub backup: Vec<BackupRow>,
+    pub checksum: Vec<ChecksumRow>,
+    pub integrity: Integrity,
+    pub errors: Vec<ErrorEntry>,
+    /// Every file was read to its end.
+    pub completed: bool,
+    pub started: Instant,
+    pub ended: Instant,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Database,
+    Log { generation: u64, image: Vec<u8> },
+}
+
+/// One file of the pass.
+#[derive(Debug)]
+struct Target {
+    db: usize,
+    path: PathBuf,
+    kind: Kind,
+    pass: Pass,
+    file: Option<usize>,
+    started: Option<Instant>,
+    ended: Option<Instant>,
+    seen_pages: u64,
+    bad: u64,
+    correctable: u64,
+    wrong_page_number: u64,
+    bytes: u64,
+    errors: Vec<ErrorEntry>,
+    /// Problems beyond the listed ones: class -> (count, first page, its offset, what).
+    more: BTreeMap<&'static str, (u64, Option<u64>, u64, &'static str)>,
+}
+
+impl Target {
+    fn new(
+        db: usize,
+        path: PathBuf,
+        kind: Kind,
+        bytes: u64,
+        spec: &SeqPassSpec,
+    ) -> Result<Target, EngineError> {
+        // Whole pages per read, so every read verifies whole pages.
+        let chunk = (spec.chunk_bytes / PAGE_SIZE).max(1) * PAGE_SIZE;
+        let pass = Pass::new(0..bytes, chunk, spec.depth_per_file.max(1), SeqOp::Read)
+            .map_err(|e| EngineError::Invalid(format!("{}: {e}", path.display())))?;
+        Ok(Target {
+            db,
+            path,
+            kind,
+            pass,
+            file: None,
+            started: None,
+            ended: None,
+            seen_pages: 0,
+            bad: 0,
+            correctable: 0,
+            wrong_page_number: 0,
+            bytes: 0,
+            errors: Vec::new(),
+            more: BTreeMap::new(),
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn problem(
+        &mut self,
+        class: &'static str,
+        instance: &str,
+        page: Option<u64>,
+        offset: u64,
+        what: &'static str,
+        detail: String,
+        at: &str,
+    ) {
+        if self.errors.len() < LISTED_PER_FILE {
+            let path = self.path.display().to_string();
+            let place = match page {
+                Some(n) => format!("page {n} (byte offset {offset})"),
+                None => format!("byte offset {offset}"),
+            };
+            self.errors.push(ErrorEntry {
+                class: class.into(),
+                instance: Some(instance.to_string()),
+                path: Some(path.clone()),
+                offset: Some(offset),
+                page,
+                count: 1,
+                first_at: at.to_string(),
+                message: format!("{path}: {place} {what}{detail}"),
+            });
+        } else {
+            let e = self.more.entry(class).or_insert((0, page, offset, what));
+            e.0 += 1;
+        }
+    }
+}
+
+/// One database's files, read one after the other (the database file first).
+#[derive(Debug, Default)]
+struct DbQueue {
+    queue: VecDeque<usize>,
+    active: Option<usize>,
+}
+
+/// The sequential-pass phase.
+pub(crate) struct SeqPass {
+    spec: SeqPassSpec,
+    targets: Vec<Target>,
+    dbs: Vec<DbQueue>,
+    started: Option<Instant>,
+    planned: u64,
+    done: u64,
+    estimate: Option<Duration>,
+    stopped: bool,
+}
+
+impl SeqPass {
+    pub fn new(spec: SeqPassSpec) -> SeqPass {
+        SeqPass {
+            spec,
+            targets: Vec::new(),
+            dbs: Vec::new(),
+            started: None,
+            planned: 0,
+            done: 0,
+            estimate: None,
+            stopped: false,
+        }
+    }
+
+    /// Verifies one completed read.
+    fn verify(&mut self, specs: &[InstanceSpec], c: &PassChunk, scratch: &mut [u8], at: &str) {
+        let Some(t) = self.targets.get_mut(c.file) else {
+            return;
+        };
+        let Some(spec) = specs.get(t.db) else {
+            return;
+        };
+        let data = &c.data.as_slice()[..c.len.min(c.data.len())];
+        t.bytes += data.len() as u64;
+        if let Kind::Log { image, .. } = &mut t.kind {
+            let start = usize::try_from(c.offset).unwrap_or(usize::MAX);
+            if let Some(dst) = image.get_mut(start..start.saturating_add(data.len())) {
+                dst.copy_from_slice(data);
+            }
+            return;
+        }
+        let first = c.offset / PAGE_SIZE as u64;
+        for (k, page) in data.chunks_exact(PAGE_SIZE).enumerate() {
+            let n = first + k as u64;
+            let offset = n * PAGE_SIZE as u64;
+            t.seen_pages += 1;
+            if n < HEADER_PAGES {
+                if DbHeader::decode(page).map(|h| h.database_id) != Some(spec.database_id) {
+                    t.bad += 1;
+                    t.problem(
+                        "bad_header",
+                        &spec.name,
+                        Some(n),
+                        offset,
+                        "is not a valid header copy of this database",
+                        String::new(),
+                        at,
+                    );
+                }
+                continue;
+            }
+            let (class, what, detail) = match check_data_page(page, n, spec.database_id, scratch) {
+                PageCheck::Good { .. } => continue,
+                PageCheck::Unwritten => {
+                    t.bad += 1;
+                    (
+                        "unwritten_page",
+                        "is all zeros (never written, or zeroed by the device)",
+                        String::new(),
+                    )
+                }
+                PageCheck::Bad => {
+                    t.bad += 1;
+                    (
+                        "bad_page",
+                        "fails its checksum beyond one bit (torn, overwritten or garbage)",
+                        String::new(),
+                    )
+                }
+                PageCheck::Correctable => {
+                    t.correctable += 1;
+                    (
+                        "correctable_page",
+                        "has exactly one flipped bit (correctable)",
+                        String::new(),
+                    )
+                }
+                PageCheck::WrongPageNumber { found } => {
+                    t.wrong_page_number += 1;
+                    (
+                        "wrong_page_number",
+                        "holds another page of this database (a misdirected write): page ",
+                        found.to_string(),
+                    )
+                }
+                PageCheck::WrongDatabase { found } => {
+                    t.bad += 1;
+                    (
+                        "wrong_database_page",
+                        "holds a page of another database: id ",
+                        format!("{found:#x}"),
+                    )
+                }
+            };
+            t.problem(class, &spec.name, Some(n), offset, what, detail, at);
+        }
+    }
+
+    /// A file's pass is over: a log file is scanned, the file closed.
+    fn finish_target(&mut self, i: usize, e: &mut Engine<'_>, now: Instant, at: &str) {
+        let Some(t) = self.targets.get_mut(i) else {
+            return;
+        };
+        t.ended = Some(now);
+        if let Some(f) = t.file.take() {
+            e.reactor.close_file(f);
+        }
+        let Some((name, database_id)) = e
+            .pass_specs
+            .get(t.db)
+            .map(|s| (s.name.clone(), s.database_id))
+        else {
+            return;
+        };
+        if !t.pass.finished() {
+            return;
+        }
+        if let Kind::Log { generation, image } = &mut t.kind {
+            let scan = scan_log_file(image, *generation, database_id);
+            *image = Vec::new();
+            t.seen_pages = t.bytes / PAGE_SIZE as u64;
+            match scan.end {
+                ScanEnd::Clean { .. } => {}
+                ScanEnd::TornTail { offset } => {
+                    let line = format!(
+                        "{} ends in a torn write at byte {offset}: a write a crash cut short, never acknowledged and not replayed.",
+                        t.path.display()
+                    );
+                    e.log(&line, true);
+                }
+                ScanEnd::Damaged { offset, damage } => {
+                    t.bad += 1;
+                    t.problem(
+                        "log_damaged",
+                        &name,
+                        None,
+                        offset as u64,
+                        "holds a damaged log record: ",
+                        format!("{damage:?}"),
+                        at,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Starts the next file of every database whose current file is done, and submits reads
+    /// while the queue has room.
+    fn submit(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
+        for d in 0..self.dbs.len() {
+            if self.dbs[d].active.is_none() && !self.stopped {
+                self.dbs[d].active = self.dbs[d].queue.pop_front();
+            }
+            let Some(i) = self.dbs[d].active else {
+                continue;
+            };
+            let t = &mut self.targets[i];
+            if t.file.is_none() && t.ended.is_none() {
+                let f = e.reactor.open_file(
+                    &t.path,
+                    OpenMode {
+                        direct: e.settings.direct,
+                        write_through: false,
+                        write: false,
+                        create: false,
+                    },
+                )?;
+                t.file = Some(f);
+                t.started = Some(now);
+                // A log file shorter than its preallocated size (a crash during its creation)
+                // is read to its end; the scan then says what is missing.
+                if let Kind::Log { .. } = t.kind {
+                    let len = e.reactor.file_len(f)?;
+                    let end = t.pass.range().end;
+                    if len < end {
+                        t.pass =
+                            Pass::new(0..len, t.pass.chunk_size(), t.pass.depth(), SeqOp::Read)
+                                .map_err(|x| EngineError::Invalid(x.to_string()))?;
+                        self.planned = self.planned.saturating_sub(end - len);
+                    }
+                }
+            }
+            let Some(file) = t.file else {
+                continue;
+            };
+            while e.reactor.has_room() {
+                let Some(chunk) = t.pass.next_request() else {
+                    break;
+                };
+                let buf = e.reactor.buf(t.pass.chunk_size());
+                e.reactor.submit(
+                    Owner::Pass {
+                        db: i,
+                        offset: chunk.offset,
+                    },
+                    IoOp::Read,
+                    file,
+                    chunk.offset,
+                    buf,
+                    Some(chunk.len),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn report(&self, e: &Engine<'_>, now: Instant) -> PassReport {
+        let started = self.started.unwrap_or(now);
+        let mut report = PassReport {
+            purpose: self.spec.purpose,
+            backup: Vec::new(),
+            checksum: Vec::new(),
+            integrity: Integrity::default(),
+            errors: Vec::new(),
+            completed: self.targets.iter().all(|t| t.pass.finished()),
+            started,
+            ended: now,
+        };
+        for (d, spec) in e.pass_specs.iter().enumerate() {
+            let mine = || self.targets.iter().filter(move |t| t.db == d);
+            let mut logs = ChecksumRow {
+                database_path: spec.log_dir.display().to_string(),
+                seen_pages: 0,
+                bad_pages: 0,
+                correctable_pages: 0,
+                wrong_page_number_pages: 0,
+                bytes: 0,
+                elapsed_s: 0.0,
+            };
+            let mut any_log = false;
+            for t in mine() {
+                let elapsed = match (t.started, t.ended) {
+                    (Some(s), Some(x)) => x.saturating_duration_since(s).as_secs_f64(),
+                    _ => 0.0,
+                };
+                report.integrity.pages_verified += t.seen_pages;
+                report.integrity.bad_pages += t.bad;
+                report.integrity.correctable_pages += t.correctable;
+                report.integrity.wrong_page_number_pages += t.wrong_page_number;
+                let mut errors = t.errors.clone();
+                errors.sort_by_key(|x| x.offset);
+                report.errors.extend(errors);
+                for (class, (count, page, offset, what)) in &t.more {
+                    report.errors.push(ErrorEntry {
+                        class: (*class).into(),
+                        instance: Some(spec.name.clone()),
+                        path: Some(t.path.display().to_string()),
+                        offset: Some(*offset),
+                        page: *page,
+                        count: *count,
+                        first_at: rfc3339(e.reactor.clock().wall()),
+                        message: format!(
+                            "{}: {count} more pages beyond the {LISTED_PER_FILE} listed {what}",
+                            t.path.display()
+                        ),
+                    });
+                }
+                match t.kind {
+                    Kind::Database => {
+                        if self.spec.purpose == PassPurpose::Backup {
+                            // From the start of the pass: all databases start together.
+                            let secs = t.ended.map_or(0.0, |x| {
+                                x.saturating_duration_since(started).as_secs_f64()
+                            });
+                            let mb = t.bytes as f64 / 1e6;
+                            report.backup.push(BackupRow {
+                                instance: spec.name.clone(),
+                                database_size_mb: t.pass.range().end as f64 / 1e6,
+                                elapsed_s: secs,
+                                mb_per_s: if secs > 0.0 { mb / secs } else { 0.0 },
+                            });
+                        }
+                        if self.spec.purpose == PassPurpose::Checksum {
+                            report.checksum.push(ChecksumRow {
+                                database_path: t.path.display().to_string(),
+                                seen_pages: t.seen_pages,
+                                bad_pages: t.bad,
+                                correctable_pages: t.correctable,
+                                wrong_page_number_pages: t.wrong_page_number,
+                                bytes: t.bytes,
+                                elapsed_s: elapsed,
+                            });
+                        }
+                    }
+                    Kind::Log { .. } => {
+                        any_log = true;
+                        logs.seen_pages += t.seen_pages;
+                        logs.bad_pages += t.bad;
+                        logs.bytes += t.bytes;
+                        logs.elapsed_s += elapsed;
+                    }
+                }
+            }
+            if any_log {
+                report.checksum.push(logs);
+            }
+        }
+        report
+    }
+}
+
+impl PhaseRun for SeqPass {
+    fn kind(&self) -> Phase {
+        match self.spec.purpose {
+            PassPurpose::Backup => Phase::Backup,
+            PassPurpose::Checksum => Phase::Checksum,
+        }
+    }
+
+    fn planned(&self) -> Option<Duration> {
+        self.estimate
+    }
+
+    fn pass_bytes(&self) -> Option<PassBytes> {
+        Some(PassBytes {
+            done: self.done,
+            planned: self.planned,
+        })
+    }
+
+    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
+        e.mode = Mode::Stopping;
+        self.started = Some(now);
+        let spec = self.spec;
+        for (d, s) in e.pass_specs.iter().enumerate() {
+            let mut q = DbQueue::default();
+            let bytes =
+                (HEADER_PAGES.saturating_add(s.data_pages)).saturating_mul(PAGE_SIZE as u64);
+            q.queue.push_back(self.targets.len());
+            self.targets.push(Target::new(
+                d,
+                s.db_path.clone(),
+                Kind::Database,
+                bytes,
+                &spec,
+            )?);
+            if spec.purpose == PassPurpose::Checksum {
+                for path in &s.log.earlier_logs {
+                    let generation = path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .and_then(parse_log_file_name)
+                        .unwrap_or(0);
+                    q.queue.push_back(self.targets.len());
+                    self.targets.push(Target::new(
+                        d,
+                        path.clone(),
+                        Kind::Log {
+                            generation,
+                            image: vec![0u8; LOG_FILE_SIZE],
+                        },
+                        LOG_FILE_SIZE as u64,
+                        &spec,
+                    )?);
+                }
+            }
+            self.dbs.push(q);
+        }
+        self.planned = self.targets.iter().map(|t| t.pass.total_bytes()).sum();
+        let line = format!(
+            "{}: reading {} file(s), {:.1} MB, in {} KiB reads, {} in flight per database.",
+            match spec.purpose {
+                PassPurpose::Backup => "Database backup",
+                PassPurpose::Checksum => "Checksum",
+            },
+            self.targets.len(),
+            self.planned as f64 / 1e6,
+            spec.chunk_bytes / 1024,
+            spec.depth_per_file
+        );
+        e.log(&line, false);
+        self.submit(e, now)
+    }
+
+    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+        let at = rfc3339(e.reactor.clock().wall());
+        let inbox = std::mem::take(&mut e.pass_inbox);
+        let mut scratch = vec![0u8; PAGE_SIZE];
+        for c in inbox {
+            self.verify(&e.pass_specs, &c, &mut scratch, &at);
+            let Some(t) = self.targets.get_mut(c.file) else {
+                e.reactor.give_back(c.data);
+                continue;
+            };
+            t.pass
+                .complete(c.offset, c.len)
+                .map_err(|x| EngineError::Invalid(x.to_string()))?;
+            self.done = self.done.saturating_add(c.len as u64);
+            e.reactor.give_back(c.data);
+            if t.pass.drained() {
+                let db = t.db;
+                self.finish_target(c.file, e, now, &at);
+                if let Some(q) = self.dbs.get_mut(db) {
+                    q.active = None;
+                }
+            }
+        }
+        if let Some(s) = self.started {
+            let elapsed = now.saturating_duration_since(s);
+            if self.done > 0 && self.planned > 0 {
+                self.estimate = Some(elapsed.mul_f64(self.planned as f64 / self.done as f64));
+            }
+        }
+        self.submit(e, now)?;
+        // Empty files finish without a read.
+        for d in 0..self.dbs.len() {
+            while let Some(i) = self.dbs[d].active {
+                if !self.targets[i].pass.drained() || self.targets[i].pass.in_flight() > 0 {
+                    break;
+                }
+                self.finish_target(i, e, now, &at);
+                self.dbs[d].active = None;
+                self.submit(e, now)?;
+            }
+        }
+        let idle = self.dbs.iter().all(|d| d.active.is_none())
+            && (self.stopped || self.dbs.iter().all(|d| d.queue.is_empty()))
+            && e.reactor.in_flight() == 0;
+        if idle {
+            e.pass_report = Some(self.report(e, now));
+            return Ok(Flow::Done);
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+        self.stopped = true;
+        for t in &mut self.targets {
+            t.pass.stop();
+        }
+        e.log(
+            "Interrupted: no more reads; the reads in flight complete ...",
+            false,
+        );
+        Ok(Flow::Continue)
+    }
+}
+
+/// Runs a plan that only reads its databases ([`Plan::reads_only`]) through `queue`: the
+/// databases are not opened for the workload (no cache, log writer or checkpoint, nothing
+/// written); the pass phase reads them and the result carries its rows and verdict.
+pub(crate) fn run_reads(
+    cfg: &RunConfig,
+    plan: &Plan,
+    specs: Vec<InstanceSpec>,
+    queue: Box<dyn IoQueue>,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+) -> Result<RunResult, EngineError> {
+    let reactor = Reactor::new(queue);
+    let clock = reactor.clock().clone();
+    let (ref_instant, ref_wall) = (clock.now(), clock.wall());
+    let engine_name = reactor.engine_name();
+    let settings = Settings {
+        target_iops: 0.0,
+        max_dirty_age: Duration::from_secs_f64(cfg.cache.max_dirty_age_s),
+        sample_every: Duration::from_secs_f64(cfg.sample_interval_s),
+        bdm: false,
+        copies: 1,
+        compressibility_pct: cfg.compressibility_pct,
+        hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
+        direct: cfg.direct,
+    };
+    let pacer = Pacer::new(PacerConfig::default(), 1.0, ref_instant)
+        .map_err(|e| EngineError::Invalid(e.to_string()))?;
+    let work = Workload::new(0, cfg.seed, cfg.op_mix.clone(), 1, pacer);
+    let mut engine = crate::exec::Engine::new(settings, reactor, Vec::new(), work, observer);
+    engine.pass_specs = specs;
+    let outcome = engine.execute(plan, cancel);
+    let end = engine.reactor.now();
+    let marks = engine.marks;
+    let times = RunTimes {
+        started: marks.started,
+        measure_start: end,
+        measure_end: end,
+        ended: end,
+        interrupted: marks.interrupted,
+        measured: false,
+    };
+    let wall = |t: Instant| crate::wall(t, ref_instant, ref_wall);
+    let mut result = build_result(cfg, &engine, &times, &wall, engine_name);
+    result.test.test_type = plan.kind;
+    result.target_iops = 0.0;
+    result.achieved_iops = 0.0;
+    result.notes.extend(engine.notes.iter().cloned());
+    let report = engine.pass_report.take();
+    let completed = report.as_ref().is_some_and(|r| r.completed);
+    let mut found = 0u64;
+    if let Some(r) = report {
+        result.test.collection_start = wall(r.started);
+        result.test.collection_end = wall(r.ended);
+        result.test.duration_s = r.ended.saturating_duration_since(r.started).as_secs_f64();
+        let g = r.integrity;
+        found = g.bad_pages + g.correctable_pages + g.wrong_page_number_pages + g.stale_pages;
+        result.integrity = g;
+        result.errors = r.errors;
+        result.errors.extend(engine.hung.iter().cloned());
+        if r.purpose == PassPurpose::Backup {
+            result.sections.backup_avg_mb_per_s =
+                BackupRow::avg_and_sum(&r.backup).map(|(avg, _)| avg);
+            result.sections.backup_sum_mb_per_s =
+                BackupRow::avg_and_sum(&r.backup).map(|(_, sum)| sum);
+            result.sections.backup = r.backup;
+        } else {
+            result.sections.checksum = r.checksum;
+        }
+        let line = match plan.kind {
+            TestKind::Backup => format!(
+                "Database backup: {} database(s), {:.1} MB/s per database, {:.1} MB/s in all.",
+                result.sections.backup.len(),
+                result.sections.backup_avg_mb_per_s.unwrap_or(0.0),
+                result.sections.backup_sum_mb_per_s.unwrap_or(0.0)
+            ),
+            _ => format!(
+                "Checksum: {} pages verified, {found} not good.",
+                result.integrity.pages_verified
+            ),
+        };
+        engine.log(&line, false);
+    }
+    let check = |name: &str, value: f64, limit: f64, pass: bool| Check {
+        name: name.to_string(),
+        value,
+        limit,
+        pass,
+    };
+    let mut checks = vec![
+        check("data_integrity_errors", found as f64, 0.0, found == 0),
+        check(
+            "pass_completed",
+            if completed { 1.0 } else { 0.0 },
+            1.0,
+            completed,
+        ),
+    ];
+    if !engine.hung.is_empty() {
+        checks.push(check("hung_ios", engine.hung.len() as f64, 0.0, false));
+    }
+    let pass = checks.iter().all(|c| c.pass);
+    result.verdict = Verdict { pass, checks };
+    result.stopped = if times.interrupted {
+        Stopped {
+            reason: StopReason::Interrupted,
+            message: "interrupted: the files were not all read".into(),
+        }
+    } else if pass {
+        Stopped {
+            reason: StopReason::Completed,
+            message: "every file was read to its end and every page verified good".into(),
+        }
+    } else {
+        Stopped {
+            reason: StopReason::VerdictFailed,
+            message: "every file was read; at least one check failed".into(),
+        }
+    };
+    if let Err(e) = outcome {
+        let mut entry = error_entry(&e, &result.instances);
+        entry.first_at = rfc3339(clock.wall());
+        result.stopped = Stopped {
+            reason: if entry.class == "io_error" || entry.class == "no_space" {
+                StopReason::IoError
+            } else {
+                StopReason::Error
+            },
+            message: entry.message.clone(),
+        };
+        result.errors.push(entry);
+        result.verdict.pass = false;
+    }
+    Ok(result)
+}

@@ -1,0 +1,397 @@
+//! The sequential-pass test types (Database Backup, Checksum) on the simulated clock and device:
+//! every byte read once in the plan's read size, nothing written, rows that add up, and every
+//! damaged page found, classified and placed.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mbx_config::{RunConfig, TestKind};
+use mbx_engine::result::{RunResult, StopReason};
+use mbx_engine::{run_plan, InstanceSpec, LogStart, Observer, Plan, RunEvent};
+use mbx_io::sim::{LatencyModel, SimClock, SimDevice, SimQueue};
+use mbx_io::{Clock, FileTable, IoCompletion, IoError, IoOp, IoQueue, IoRequest, OpenMode};
+use mbx_store::header::{DbHeader, DbState, FORMAT_VERSION, HEADER_PAGES};
+use mbx_store::log::{encode_log_header, log_file_name, LOG_FILE_SIZE};
+use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
+
+const DB_ID: u64 = 0xbac0;
+const PAGE: u64 = PAGE_SIZE as u64;
+
+struct Quiet;
+impl Observer for Quiet {
+    fn on_event(&mut self, _e: RunEvent<'_>) {}
+}
+
+/// Every request submitted: (path, op, offset, len).
+type Trace = Arc<Mutex<Vec<(PathBuf, IoOp, u64, usize)>>>;
+
+/// A queue that records every request and forwards it.
+struct Recording {
+    inner: Box<dyn IoQueue>,
+    trace: Trace,
+}
+
+impl IoQueue for Recording {
+    fn submit(&mut self, req: IoRequest) -> Result<(), IoError> {
+        let path = self.inner.file_path(req.file);
+        if let Ok(mut t) = self.trace.lock() {
+            t.push((path, req.op, req.offset, req.len));
+        }
+        self.inner.submit(req)
+    }
+    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        self.inner.reap(min, out)
+    }
+    fn reap_timeout(
+        &mut self,
+        min: usize,
+        timeout: Duration,
+        out: &mut Vec<IoCompletion>,
+    ) -> Result<(), IoError> {
+        self.inner.reap_timeout(min, timeout, out)
+    }
+    fn in_flight(&self) -> usize {
+        self.inner.in_flight()
+    }
+    fn depth(&self) -> usize {
+        self.inner.depth()
+    }
+    fn files(&self) -> &FileTable {
+        self.inner.files()
+    }
+    fn engine_name(&self) -> &'static str {
+        self.inner.engine_name()
+    }
+    fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
+        self.inner.open_file(path, mode)
+    }
+    fn close_file(&mut self, index: usize) {
+        self.inner.close_file(index)
+    }
+    fn remove_file(&mut self, path: &Path) -> Result<(), IoError> {
+        self.inner.remove_file(path)
+    }
+    fn wait_removals(&mut self) -> Result<(), IoError> {
+        self.inner.wait_removals()
+    }
+    fn file_len(&self, index: usize) -> Result<u64, IoError> {
+        self.inner.file_len(index)
+    }
+    fn file_path(&self, index: usize) -> PathBuf {
+        self.inner.file_path(index)
+    }
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.inner.clock()
+    }
+}
+
+fn data_page(n: u64, database_id: u64, generation: u64) -> Vec<u8> {
+    let mut page = vec![0u8; PAGE_SIZE];
+    build_data_page(
+        &mut page,
+        &PageHeader {
+            page_number: n,
+            database_id,
+            generation,
+            kind: KIND_DATA,
+            compressibility_pct: 0,
+        },
+    );
+    page
+}
+
+/// A complete database of `pages` data pages on the simulated device (both header copies and
+/// every page written, as `prepare` leaves it), with `logs` log files in its log folder.
+fn sim_database(dev: &SimDevice, index: usize, pages: u64, logs: u64) -> InstanceSpec {
+    let db_path = PathBuf::from(format!("/sim/db/db{index}.edb"));
+    let log_dir = PathBuf::from(format!("/sim/logs/db{index}"));
+    let database_id = DB_ID + index as u64;
+    dev.create(&db_path, (HEADER_PAGES + pages) * PAGE);
+    let header = DbHeader {
+        database_id,
+        generation: 1,
+        format_version: FORMAT_VERSION,
+        page_size: PAGE_SIZE as u32,
+        page_count: HEADER_PAGES + pages,
+        state: DbState::Clean,
+        database_index: index as u32,
+        created_pages: pages,
+        mailboxes: 10,
+        quota_mb: 1,
+        databases: 1,
+        compressibility_pct: 0,
+        created_unix_s: 0,
+        tool_version: "test".into(),
+    };
+    let mut page = vec![0u8; PAGE_SIZE];
+    for copy in 0..HEADER_PAGES {
+        header.encode(&mut page, copy);
+        dev.write_at(&db_path, copy * PAGE, &page).expect("header");
+    }
+    for n in HEADER_PAGES..HEADER_PAGES + pages {
+        dev.write_at(&db_path, n * PAGE, &data_page(n, database_id, 1))
+            .expect("write page");
+    }
+    let mut earlier_logs = Vec::new();
+    for gen in 1..=logs {
+        let path = log_dir.join(log_file_name(gen));
+        dev.create(&path, LOG_FILE_SIZE as u64);
+        let mut sector = vec![0u8; 4096];
+        encode_log_header(&mut sector, gen, database_id, 0);
+        dev.write_at(&path, 0, &sector).expect("log header");
+        earlier_logs.push(path);
+    }
+    InstanceSpec {
+        name: format!("Instance.{}", index + 1),
+        db_path,
+        log_dir,
+        database_id,
+        data_pages: pages,
+        log: LogStart {
+            next_generation: logs + 1,
+            checkpoint_sequence: 0,
+            earlier_logs,
+        },
+    }
+}
+
+fn run(dev: &SimDevice, plan: &Plan, specs: Vec<InstanceSpec>) -> (RunResult, Trace) {
+    let cfg = RunConfig::default();
+    let clock = Arc::new(SimClock::new());
+    let queue = SimQueue::new(dev.clone(), clock, 64, LatencyModel::typical(), 11);
+    let trace = Trace::default();
+    let queue = Recording {
+        inner: Box::new(queue),
+        trace: trace.clone(),
+    };
+    let r = run_plan(
+        &cfg,
+        plan,
+        specs,
+        Box::new(queue),
+        &mut Quiet,
+        &AtomicBool::new(false),
+    )
+    .expect("run");
+    (r, trace)
+}
+
+/// The reads of `path`, sorted by offset; panics on a write anywhere.
+fn reads_of(trace: &Trace, path: &Path) -> Vec<(u64, usize)> {
+    let t = trace.lock().expect("trace");
+    assert!(
+        t.iter().all(|(_, op, _, _)| *op == IoOp::Read),
+        "a read-only pass wrote"
+    );
+    let mut v: Vec<_> = t
+        .iter()
+        .filter(|(p, ..)| p == path)
+        .map(|&(_, _, o, l)| (o, l))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Asserts the reads tile `[0, size)` exactly once in `chunk`-byte reads (a shorter last one).
+fn assert_tiles(reads: &[(u64, usize)], size: u64, chunk: usize) {
+    let mut at = 0u64;
+    for (i, &(o, l)) in reads.iter().enumerate() {
+        assert_eq!(o, at, "read {i} at {o}, expected {at}");
+        if i + 1 < reads.len() {
+            assert_eq!(l, chunk, "read {i} of {l} bytes");
+        } else {
+            assert!(l <= chunk && l > 0, "last read of {l} bytes");
+        }
+        at += l as u64;
+    }
+    assert_eq!(at, size, "bytes read");
+}
+
+#[test]
+fn backup_reads_every_byte_once_in_256_kib_reads_and_the_rows_add_up() {
+    let dev = SimDevice::new();
+    // 102 pages: 12 full 256 KiB reads and a last one of 6 pages.
+    let specs = vec![sim_database(&dev, 0, 100, 2), sim_database(&dev, 1, 60, 0)];
+    let paths: Vec<_> = specs.iter().map(|s| s.db_path.clone()).collect();
+    let sizes = [102 * PAGE, 62 * PAGE];
+    let plan = Plan::backup(&RunConfig::default());
+    let (r, trace) = run(&dev, &plan, specs);
+    assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.stopped);
+    assert!(r.verdict.pass, "{:?}", r.verdict);
+    assert_eq!(r.test.test_type, TestKind::Backup);
+    for (p, &size) in paths.iter().zip(&sizes) {
+        assert_tiles(&reads_of(&trace, p), size, 262_144);
+    }
+    // A backup reads databases only, never logs.
+    let logs_read = trace
+        .lock()
+        .expect("trace")
+        .iter()
+        .filter(|(p, ..)| p.starts_with("/sim/logs"))
+        .count();
+    assert_eq!(logs_read, 0);
+    let rows = &r.sections.backup;
+    assert_eq!(rows.len(), 2);
+    for (row, &size) in rows.iter().zip(&sizes) {
+        assert!(
+            (row.database_size_mb - size as f64 / 1e6).abs() < 1e-9,
+            "{row:?}"
+        );
+        assert!(row.elapsed_s > 0.0, "{row:?}");
+        assert!(
+            (row.mb_per_s * row.elapsed_s - row.database_size_mb).abs() < 1e-6,
+            "{row:?}"
+        );
+    }
+    let sum: f64 = rows.iter().map(|b| b.mb_per_s).sum();
+    assert_eq!(r.sections.backup_sum_mb_per_s, Some(sum));
+    assert_eq!(r.sections.backup_avg_mb_per_s, Some(sum / 2.0));
+    assert_eq!(r.integrity.pages_verified, 164);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(r.sections.checksum.is_empty());
+}
+
+#[test]
+fn checksum_of_an_untouched_database_and_its_logs_finds_nothing() {
+    let dev = SimDevice::new();
+    let spec = sim_database(&dev, 0, 40, 2);
+    let (db, logs) = (spec.db_path.clone(), spec.log.earlier_logs.clone());
+    let (r, trace) = run(&dev, &Plan::checksum(&RunConfig::default()), vec![spec]);
+    assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.stopped);
+    assert_eq!(r.test.test_type, TestKind::Checksum);
+    assert_tiles(&reads_of(&trace, &db), 42 * PAGE, 65_536);
+    for log in &logs {
+        assert_tiles(&reads_of(&trace, log), LOG_FILE_SIZE as u64, 65_536);
+    }
+    let rows = &r.sections.checksum;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].database_path, db.display().to_string());
+    assert_eq!(rows[0].seen_pages, 42);
+    assert_eq!(rows[0].bytes, 42 * PAGE);
+    assert_eq!(rows[0].errors(), 0);
+    assert_eq!(rows[1].database_path, "/sim/logs/db0");
+    assert_eq!(rows[1].seen_pages, 2 * LOG_FILE_SIZE as u64 / PAGE);
+    assert_eq!(rows[1].errors(), 0);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(r.verdict.pass);
+}
+
+#[test]
+fn checksum_finds_each_damaged_page_classified_and_placed() {
+    let dev = SimDevice::new();
+    let spec = sim_database(&dev, 0, 80, 1);
+    let db = spec.db_path.clone();
+    let put = |n: u64, page: &[u8]| dev.write_at(&db, n * PAGE, page).expect("damage");
+    // One flipped bit: correctable.
+    let mut p = data_page(10, DB_ID, 1);
+    p[5000] ^= 0x10;
+    put(10, &p);
+    // Another page's content: wrong page number.
+    put(20, &data_page(21, DB_ID, 1));
+    // Another database's page: wrong database.
+    put(30, &data_page(30, DB_ID + 7, 1));
+    // Zeroed: unwritten.
+    put(40, &vec![0u8; PAGE_SIZE]);
+    // Torn: the first half of a newer write over the old page.
+    let mut torn = data_page(50, DB_ID, 1);
+    torn[..PAGE_SIZE / 2].copy_from_slice(&data_page(50, DB_ID, 2)[..PAGE_SIZE / 2]);
+    put(50, &torn);
+    // Header copy 1 overwritten by a data page.
+    put(1, &data_page(1, DB_ID, 1));
+    // Garbage after the log file's header: a damaged record.
+    let log = spec.log.earlier_logs[0].clone();
+    dev.write_at(&log, 4096, &[0xab; 512]).expect("log damage");
+
+    let (r, _) = run(&dev, &Plan::checksum(&RunConfig::default()), vec![spec]);
+    assert_eq!(
+        r.stopped.reason,
+        StopReason::VerdictFailed,
+        "{:?}",
+        r.stopped
+    );
+    assert!(!r.verdict.pass);
+    let found: Vec<(&str, Option<u64>, Option<u64>)> = r
+        .errors
+        .iter()
+        .map(|e| (e.class.as_str(), e.page, e.offset))
+        .collect();
+    let at = |n: u64| (Some(n), Some(n * PAGE));
+    let expected = vec![
+        ("bad_header", at(1).0, at(1).1),
+        ("correctable_page", at(10).0, at(10).1),
+        ("wrong_page_number", at(20).0, at(20).1),
+        ("wrong_database_page", at(30).0, at(30).1),
+        ("unwritten_page", at(40).0, at(40).1),
+        ("bad_page", at(50).0, at(50).1),
+        ("log_damaged", None, Some(4096)),
+    ];
+    assert_eq!(found, expected);
+    for e in &r.errors[..6] {
+        assert_eq!(e.path.as_deref(), Some(db.to_str().expect("utf-8")));
+        assert_eq!(e.count, 1);
+        assert!(e.message.contains("page "), "{}", e.message);
+    }
+    assert_eq!(
+        r.errors[6].path.as_deref(),
+        Some(log.to_str().expect("utf-8"))
+    );
+    let row = &r.sections.checksum[0];
+    assert_eq!(
+        (
+            row.seen_pages,
+            row.bad_pages,
+            row.correctable_pages,
+            row.wrong_page_number_pages
+        ),
+        (82, 4, 1, 1),
+        "{row:?}"
+    );
+    assert_eq!(r.sections.checksum[1].bad_pages, 1);
+    let check = r
+        .verdict
+        .checks
+        .iter()
+        .find(|c| c.name == "data_integrity_errors")
+        .expect("integrity check");
+    assert_eq!(check.value, 7.0);
+    assert!(!check.pass);
+}
+
+#[test]
+fn an_interrupted_backup_stops_reading_and_says_so() {
+    let dev = SimDevice::new();
+    let specs = vec![sim_database(&dev, 0, 400, 0)];
+    let path = specs[0].db_path.clone();
+    let cfg = RunConfig::default();
+    let clock = Arc::new(SimClock::new());
+    let queue = SimQueue::new(dev.clone(), clock, 64, LatencyModel::typical(), 3);
+    let trace = Trace::default();
+    let queue = Recording {
+        inner: Box::new(queue),
+        trace: trace.clone(),
+    };
+    // Cancelled from the start: only the first reads (submitted on entering the phase) happen.
+    let r = run_plan(
+        &cfg,
+        &Plan::backup(&cfg),
+        specs,
+        Box::new(queue),
+        &mut Quiet,
+        &AtomicBool::new(true),
+    )
+    .expect("run");
+    assert_eq!(r.stopped.reason, StopReason::Interrupted, "{:?}", r.stopped);
+    assert!(r.test.interrupted);
+    assert!(!r.verdict.pass);
+    let completed = r
+        .verdict
+        .checks
+        .iter()
+        .find(|c| c.name == "pass_completed")
+        .expect("pass_completed");
+    assert!(!completed.pass);
+    let reads = reads_of(&trace, &path);
+    assert_eq!(reads.len(), 4, "the first depth of reads only: {reads:?}");
+}

@@ -145,6 +145,18 @@ fn charts(samples: &[Sample], names: &[String]) -> Markup {
     html! { div.charts { @for c in &list { (c.render()) } } }
 }
 
+/// Errors counted per volume (an entry without one counts under "-"), in volume order.
+fn errors_per_volume(errors: &[mbx_result::ErrorEntry]) -> Vec<(String, u64)> {
+    let mut per: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for e in errors {
+        let v = per
+            .entry(e.volume.clone().unwrap_or_else(|| "-".into()))
+            .or_default();
+        *v = v.saturating_add(e.count);
+    }
+    per.into_iter().collect()
+}
+
 /// Renders the report of a run: its result, samples (charts) and log; its flags (why the result
 /// is not a complete, passing measurement) as a banner at the top, and the notes of reading it.
 pub fn render(run: &RunFolder) -> String {
@@ -202,6 +214,24 @@ pub fn render(run: &RunFolder) -> String {
                     }
                 }
                 p { "Overall: " span class=(verdict_class) { (if r.verdict.pass { "Pass" } else { "Fail" }) } }
+                @if !r.errors.is_empty() {
+                    h2 { "Errors" }
+                    p.note { "Errors are logged against the volume where they occurred, as Jetstress 2013 does; a single one fails the test." }
+                    table id="errors-per-volume" {
+                        tr { th { "Volume" } th { "Errors" } }
+                        @for (volume, count) in errors_per_volume(&r.errors) { tr { td { (volume) } td { (count) } } }
+                    }
+                    table id="errors" {
+                        tr { th { "Class" } th { "Instance" } th { "Volume" } th { "File" } th { "Offset" } th { "Page" } th { "Count" } th { "First at" } th { "Message" } }
+                        @for e in &r.errors {
+                            tr.fail {
+                                td { (e.class) } td { (e.instance.as_deref().unwrap_or("-")) } td { (e.volume.as_deref().unwrap_or("-")) }
+                                td { (e.path.as_deref().unwrap_or("-")) } td { (e.offset.map_or("-".to_string(), |o| o.to_string())) }
+                                td { (e.page.map_or("-".to_string(), |p| p.to_string())) } td { (e.count) } td { (e.first_at) } td { (e.message) }
+                            }
+                        }
+                    }
+                }
 
                 h2 { (SECTIONS[1]) }
                 (kv(&[
@@ -283,4 +313,37 @@ pub fn render(run: &RunFolder) -> String {
         }
     };
     markup.into_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::errors_per_volume;
+    use mbx_result::ErrorEntry;
+
+    fn entry(volume: Option<&str>, count: u64) -> ErrorEntry {
+        ErrorEntry {
+            class: "hung_io".into(),
+            volume: volume.map(str::to_string),
+            count,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn errors_are_counted_per_volume() {
+        let errors = [
+            entry(Some("/mnt/e"), 2),
+            entry(None, 1),
+            entry(Some("/mnt/d"), 5),
+            entry(Some("/mnt/e"), 3),
+        ];
+        assert_eq!(
+            errors_per_volume(&errors),
+            vec![
+                ("-".to_string(), 1),
+                ("/mnt/d".to_string(), 5),
+                ("/mnt/e".to_string(), 5)
+            ]
+        );
+    }
 }

@@ -333,6 +333,7 @@ impl<'o> Engine<'o> {
                 class: "hung_io".into(),
                 instance,
                 path: Some(h.path.display().to_string()),
+                volume: mbx_io::platform::volume_of(&h.path),
                 offset: Some(h.offset),
                 page: in_database.then(|| h.offset / mbx_store::page::PAGE_SIZE as u64),
                 count: 1,

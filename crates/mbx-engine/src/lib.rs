@@ -269,6 +269,7 @@ pub fn run_test(
                 class: "header_copy_damaged".into(),
                 instance: specs.get(k).map(|s| s.name.clone()),
                 path: Some(d.spec.path.display().to_string()),
+                volume: mbx_io::platform::volume_of(&d.spec.path),
                 offset: Some(copy * mbx_store::page::PAGE_SIZE as u64),
                 page: Some(copy),
                 count: 1,
@@ -629,6 +630,7 @@ pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry 
         class: class.into(),
         instance,
         path: path_s,
+        volume: path.as_deref().and_then(mbx_io::platform::volume_of),
         offset,
         page: offset
             .filter(|_| in_database)
@@ -900,6 +902,7 @@ fn build_result(
 fn integrity_errors(dbs: &[Database]) -> Vec<ErrorEntry> {
     let mut out = Vec::new();
     for inst in dbs {
+        let volume = mbx_io::platform::volume_of(&inst.spec.db_path);
         let (name, path, g) = (
             &inst.spec.name,
             inst.spec.db_path.display().to_string(),
@@ -932,6 +935,7 @@ fn integrity_errors(dbs: &[Database]) -> Vec<ErrorEntry> {
                     class: class.into(),
                     instance: Some(name.clone()),
                     path: Some(path.clone()),
+                    volume: volume.clone(),
                     offset: None,
                     page: first_page,
                     count,

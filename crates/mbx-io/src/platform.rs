@@ -611,6 +611,51 @@ mod linux_device {
     }
 }
 
+/// The volume a path is on: the mount point of the filesystem holding it (the longest mount
+/// point that is a prefix of the path, symlinks resolved as far as the path exists), or the path
+/// itself for a block device. `None` where mounts cannot be read (other platforms).
+pub fn volume_of(path: &Path) -> Option<String> {
+    if is_block_device(path).unwrap_or(false) {
+        return Some(path.display().to_string());
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // Resolve what exists: a file not created yet lives where its folder does.
+        let mut probe = path.to_path_buf();
+        let resolved = loop {
+            if let Ok(p) = std::fs::canonicalize(&probe) {
+                break p;
+            }
+            if !probe.pop() {
+                break path.to_path_buf();
+            }
+        };
+        let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        longest_mount_prefix(
+            &resolved,
+            parse_mountinfo(&text)
+                .iter()
+                .map(|m| m.mount_point.as_str()),
+        )
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// The longest of `mount_points` that is `path` or one of its ancestors.
+#[cfg(any(target_os = "linux", test))]
+fn longest_mount_prefix<'a>(
+    path: &Path,
+    mount_points: impl Iterator<Item = &'a str>,
+) -> Option<String> {
+    mount_points
+        .filter(|m| path.starts_with(m))
+        .max_by_key(|m| m.len())
+        .map(str::to_string)
+}
+
 /// One line of /proc/self/mountinfo, the fields we use.
 #[cfg(any(target_os = "linux", test))]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -711,6 +756,16 @@ mod tests {
         assert!(try_lock(&b, false).expect("shared b after a closed"));
         let c = File::open(&path).expect("open c");
         assert!(try_lock(&c, false).expect("second shared"));
+    }
+
+    #[test]
+    fn the_volume_is_the_longest_mount_point_above_the_path() {
+        let mounts = ["/", "/mnt", "/mnt/e", "/mnt/e2"];
+        let v = |p: &str| super::longest_mount_prefix(Path::new(p), mounts.iter().copied());
+        assert_eq!(v("/mnt/e/db/x.edb").as_deref(), Some("/mnt/e"));
+        assert_eq!(v("/mnt/e2/logs").as_deref(), Some("/mnt/e2"));
+        assert_eq!(v("/mnt/ex/logs").as_deref(), Some("/mnt"));
+        assert_eq!(v("/srv/db").as_deref(), Some("/"));
     }
 
     #[test]

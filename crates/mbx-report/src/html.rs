@@ -151,8 +151,8 @@ pub const BACKUP_SECTION: &str = "Database Backup Statistics";
 pub const CHECKSUM_SECTION: &str = "Database Checksum Statistics";
 
 /// The tables of a Backup or Checksum result (Jetstress's "Database Backup Statistics" with its
-/// Avg and Sum rows; the checksum counts per file), and the pages found bad. Empty for a
-/// Performance result.
+/// Avg and Sum rows; the checksum counts per file). Empty for a Performance result. The pages
+/// found bad are in the errors section, as for every test type.
 fn pass_sections(r: &mbx_result::RunResult) -> Markup {
     let s = &r.sections;
     html! {
@@ -172,17 +172,19 @@ fn pass_sections(r: &mbx_result::RunResult) -> Markup {
                 @for c in &s.checksum { tr { td { (c.database_path) } td { (c.seen_pages) } td { (c.bad_pages) } td { (c.correctable_pages) } td { (c.wrong_page_number_pages) } td { (c.bytes) } td { (f3(c.elapsed_s)) } td { (f3(c.mb_per_s())) } } }
             }
         }
-        @if !s.is_empty() && !r.errors.is_empty() {
-            h2 { "Errors" }
-            table {
-                tr { th { "Class" } th { "Path" } th { "Page" } th { "Byte Offset" } th { "Count" } th { "What" } }
-                @for e in r.errors.iter().take(200) {
-                    tr { td { (e.class) } td { (e.path.clone().unwrap_or_default()) } td { (e.page.map(|p| p.to_string()).unwrap_or_default()) } td { (e.offset.map(|o| o.to_string()).unwrap_or_default()) } td { (e.count) } td { (e.message) } }
-                }
-            }
-            @if r.errors.len() > 200 { p.note { (r.errors.len() - 200) " more in result.json." } }
-        }
     }
+}
+
+/// Errors counted per volume (an entry without one counts under "-"), in volume order.
+fn errors_per_volume(errors: &[mbx_result::ErrorEntry]) -> Vec<(String, u64)> {
+    let mut per: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for e in errors {
+        let v = per
+            .entry(e.volume.clone().unwrap_or_else(|| "-".into()))
+            .or_default();
+        *v = v.saturating_add(e.count);
+    }
+    per.into_iter().collect()
 }
 
 /// Renders the report of a run: its result, samples (charts) and log; its flags (why the result
@@ -243,6 +245,25 @@ pub fn render(run: &RunFolder) -> String {
                 }
                 p { "Overall: " span class=(verdict_class) { (if r.verdict.pass { "Pass" } else { "Fail" }) } }
                 (pass_sections(r))
+                @if !r.errors.is_empty() {
+                    h2 { "Errors" }
+                    p.note { "Errors are logged against the volume where they occurred, as Jetstress 2013 does; a single one fails the test." }
+                    table id="errors-per-volume" {
+                        tr { th { "Volume" } th { "Errors" } }
+                        @for (volume, count) in errors_per_volume(&r.errors) { tr { td { (volume) } td { (count) } } }
+                    }
+                    table id="errors" {
+                        tr { th { "Class" } th { "Instance" } th { "Volume" } th { "File" } th { "Offset" } th { "Page" } th { "Count" } th { "First at" } th { "Message" } }
+                        @for e in r.errors.iter().take(200) {
+                            tr.fail {
+                                td { (e.class) } td { (e.instance.as_deref().unwrap_or("-")) } td { (e.volume.as_deref().unwrap_or("-")) }
+                                td { (e.path.as_deref().unwrap_or("-")) } td { (e.offset.map_or("-".to_string(), |o| o.to_string())) }
+                                td { (e.page.map_or("-".to_string(), |p| p.to_string())) } td { (e.count) } td { (e.first_at) } td { (e.message) }
+                            }
+                        }
+                    }
+                    @if r.errors.len() > 200 { p.note { (r.errors.len() - 200) " more in result.json." } }
+                }
 
                 h2 { (SECTIONS[1]) }
                 (kv(&[
@@ -324,4 +345,37 @@ pub fn render(run: &RunFolder) -> String {
         }
     };
     markup.into_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::errors_per_volume;
+    use mbx_result::ErrorEntry;
+
+    fn entry(volume: Option<&str>, count: u64) -> ErrorEntry {
+        ErrorEntry {
+            class: "hung_io".into(),
+            volume: volume.map(str::to_string),
+            count,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn errors_are_counted_per_volume() {
+        let errors = [
+            entry(Some("/mnt/e"), 2),
+            entry(None, 1),
+            entry(Some("/mnt/d"), 5),
+            entry(Some("/mnt/e"), 3),
+        ];
+        assert_eq!(
+            errors_per_volume(&errors),
+            vec![
+                ("-".to_string(), 1),
+                ("/mnt/d".to_string(), 5),
+                ("/mnt/e".to_string(), 5)
+            ]
+        );
+    }
 }

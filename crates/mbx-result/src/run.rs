@@ -431,6 +431,10 @@ pub struct ErrorEntry {
     /// The file or device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The volume `path` is on (its mount point; the device itself for a block device), as
+    /// Jetstress logs errors against the volume where they occurred.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
     /// Byte offset, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<u64>,

@@ -552,6 +552,20 @@ fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
         assert!(r["errors"][0]["page"].is_null(), "{}", r["errors"]);
     }
     assert_eq!(r["verdict"]["pass"], false);
+    // Logged against the volume where it occurred: the loop device's mount point.
+    let mnt = fs.mnt.display().to_string();
+    assert_eq!(
+        r["errors"][0]["volume"].as_str(),
+        Some(mnt.as_str()),
+        "{}",
+        r["errors"]
+    );
+    let html = std::fs::read_to_string(d.join("r1/report.html")).expect("report");
+    assert!(
+        html.contains("id=\"errors-per-volume\""),
+        "no errors section"
+    );
+    assert!(html.contains(&mnt), "the volume is not in the report");
     let text = std::fs::read_to_string(&log).expect("log");
     assert!(
         text.lines()

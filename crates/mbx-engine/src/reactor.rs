@@ -36,6 +36,11 @@ pub(crate) enum Owner {
     },
     /// A log replication read of generation `gen`.
     Repl { db: usize, gen: u64 },
+    /// Soft recovery: a checkpoint, log or page read, a page write or the final sync.
+    Replay {
+        db: usize,
+        io: crate::db::replay::ReplayIo,
+    },
 }
 
 /// Most buffers of one size kept for reuse.

@@ -160,6 +160,11 @@ Settings are taken from, in increasing priority: built-in defaults (the quick de
 --config FILE (TOML; keys as in result.json's \"config\"; unknown keys are errors), --profile FILE
 (from `mbxstress size --profile-out`), then flags.
 
+--test soft-recovery: generate --log-files-to-replay log files per database with the transaction
+mix (circular logging off, checkpoint held), stop without a clean shutdown (dirty pages unwritten),
+then replay the logs from the checkpoint into the databases; reports log files replayed and
+seconds per database, their Avg and Sum, and seconds per log.
+
 Outputs in --out (default ./mbxstress-results/<time>/): result.json, samples.jsonl (one line per
 sample, written as the test runs), test.log.
 
@@ -230,6 +235,13 @@ pub struct RunArgs {
     /// Allow unused block devices as database paths (a mounted or in-use device is refused).
     #[arg(long)]
     pub allow_device: bool,
+    /// The test type.
+    #[arg(long, value_name = "TYPE", default_value = "performance")]
+    pub test: mbx_config::TestKind,
+    /// Soft Recovery: log files generated per database, then replayed (Jetstress
+    /// LogFilesToReplay; default 500).
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub log_files_to_replay: Option<u64>,
 }
 
 const PREPARE_HELP: &str = "\

@@ -440,7 +440,7 @@ fn route(
             let len = usize::try_from(bytes).unwrap_or(usize::MAX);
             let data = c.req.buf.as_slice().get(..len).unwrap_or_default();
             d.replay
-                .completed(io, data, &mut d.integrity, scratch, now)?;
+                .completed(reactor, io, data, &mut d.integrity, scratch, now)?;
         }
     }
     Ok(())

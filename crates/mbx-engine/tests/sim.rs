@@ -27,12 +27,15 @@ use mbx_store::Lsn;
 #[derive(Default)]
 struct Count {
     samples: usize,
+    lines: Vec<String>,
 }
 
 impl Observer for Count {
     fn on_event(&mut self, e: RunEvent<'_>) {
-        if let RunEvent::Sample(_) = e {
-            self.samples += 1;
+        match e {
+            RunEvent::Sample(_) => self.samples += 1,
+            RunEvent::Log(line) => self.lines.push(line.to_string()),
+            _ => {}
         }
     }
 }
@@ -426,19 +429,21 @@ fn run_plan_on(
     plan: &Plan,
     specs: Vec<InstanceSpec>,
     seed: u64,
-) -> RunResult {
+) -> (RunResult, Vec<String>) {
     let clock = Arc::new(SimClock::new());
     let depth = mbx_engine::queue_depth(cfg, specs.len());
     let queue = SimQueue::new(dev.clone(), clock, depth, LatencyModel::typical(), seed);
-    run_plan(
+    let mut obs = Count::default();
+    let r = run_plan(
         cfg,
         plan,
         specs,
         Box::new(queue),
-        &mut Count::default(),
+        &mut obs,
         &AtomicBool::new(false),
     )
-    .expect("run")
+    .expect("run");
+    (r, obs.lines)
 }
 
 /// A Soft Recovery test of 3 log files per database: the rows add up, and afterwards every page
@@ -452,7 +457,20 @@ fn soft_recovery_replays_every_logged_change_into_the_database() {
     cfg.circular_logging = true;
     let specs: Vec<InstanceSpec> = (0..2).map(|i| sim_database(&dev, i, 256)).collect();
     let plan = Plan::soft_recovery(&cfg, 3);
-    let r = run_plan_on(&dev, &cfg, &plan, specs.clone(), 11);
+    let (r, lines) = run_plan_on(&dev, &cfg, &plan, specs.clone(), 11);
+    // The log files written before the current one were closed while generating (a long test
+    // must not hold 500 files per database open) and opened again to be replayed.
+    let replayed: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("log files replayed"))
+        .collect();
+    assert_eq!(replayed.len(), 2, "{lines:?}");
+    for line in replayed {
+        assert!(
+            line.contains("4 log files replayed (3 of them closed and reopened"),
+            "{line}"
+        );
+    }
     assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.verdict);
     assert_eq!(r.test.test_type, mbx_config::TestKind::SoftRecovery);
     let rows = &r.sections.soft_recovery;

@@ -23,7 +23,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use mbx_io::IoOp;
+use mbx_io::{IoOp, OpenMode};
 use mbx_store::checkpoint::{Checkpoint, SLOT};
 use mbx_store::log::{scan_log_file, ScanEnd, LOG_FILE_SIZE, LOG_SECTOR};
 use mbx_store::log_dir::LogBreak;
@@ -78,7 +78,10 @@ impl ReplayIo {
 #[derive(Debug, Clone)]
 pub(crate) struct ReplayFile {
     pub gen: u64,
-    pub file: usize,
+    /// Its handle if the log writer still has it open; otherwise the replay opens `path` to read
+    /// it and closes it once scanned.
+    pub file: Option<usize>,
+    pub path: PathBuf,
     /// Bytes written to it (header and records), rounded up to a sector when read.
     pub used: u64,
 }
@@ -88,6 +91,8 @@ pub(crate) struct ReplayFile {
 struct Image {
     gen: u64,
     file: usize,
+    /// Opened by the replay (closed once scanned).
+    opened: bool,
     len: u64,
     next: u64,
     done: u64,
@@ -127,6 +132,7 @@ pub(crate) struct Replayer {
     database_id: u64,
     compressibility_pct: u8,
     log_dir: PathBuf,
+    direct: bool,
     /// Replay starts here (the checkpoint's Lsn).
     pub from: Option<Lsn>,
     fallback: Lsn,
@@ -144,6 +150,8 @@ pub(crate) struct Replayer {
     pub elapsed: Option<Duration>,
     /// Log files read and scanned.
     pub files_replayed: u64,
+    /// Of them, files the log writer had closed (opened again to be read).
+    pub files_reopened: u64,
     /// Records replayed (at or after the checkpoint).
     pub records: u64,
     /// Pages read (touched by the log).
@@ -168,6 +176,7 @@ impl Replayer {
         database_id: u64,
         compressibility_pct: u8,
         log_dir: PathBuf,
+        direct: bool,
         checkpoint: Option<(usize, u64)>,
         fallback: Lsn,
         files: Vec<ReplayFile>,
@@ -177,6 +186,7 @@ impl Replayer {
             database_id,
             compressibility_pct,
             log_dir,
+            direct,
             fallback,
             files,
             started: Some(now),
@@ -249,9 +259,23 @@ impl Replayer {
             };
             let sector = LOG_SECTOR as u64;
             let len = f.used.min(LOG_FILE_SIZE as u64).div_ceil(sector) * sector;
+            let (file, opened) = match f.file {
+                Some(file) => (file, false),
+                None => {
+                    let mode = OpenMode {
+                        direct: self.direct,
+                        write_through: false,
+                        write: false,
+                        create: false,
+                    };
+                    self.files_reopened += 1;
+                    (reactor.open_file(&f.path, mode)?, true)
+                }
+            };
             self.reading.push_back(Image {
                 gen: f.gen,
-                file: f.file,
+                file,
+                opened,
                 len,
                 next: 0,
                 done: 0,
@@ -362,6 +386,7 @@ impl Replayer {
     /// A replay request completed with `data` (what was read).
     pub fn completed(
         &mut self,
+        reactor: &mut Reactor,
         io: ReplayIo,
         data: &[u8],
         integrity: &mut Integrity,
@@ -390,7 +415,7 @@ impl Replayer {
                 let end = start.saturating_add(data.len()).min(img.bytes.len());
                 img.bytes[start..end].copy_from_slice(&data[..end - start]);
                 img.done += data.len() as u64;
-                self.scan_ready()?;
+                self.scan_ready(reactor)?;
             }
             ReplayIo::Read { page } => {
                 self.reads_in_flight = self.reads_in_flight.saturating_sub(1);
@@ -433,11 +458,14 @@ impl Replayer {
     }
 
     /// Scans the log files read completely, in generation order.
-    fn scan_ready(&mut self) -> Result<(), EngineError> {
+    fn scan_ready(&mut self, reactor: &mut Reactor) -> Result<(), EngineError> {
         while self.reading.front().is_some_and(|i| i.done >= i.len) {
             let Some(img) = self.reading.pop_front() else {
                 break;
             };
+            if img.opened {
+                reactor.close_file(img.file);
+            }
             let scan = scan_log_file(&img.bytes, img.gen, self.database_id);
             // A torn tail is what a stop without a clean shutdown leaves; any other damage
             // breaks the log.

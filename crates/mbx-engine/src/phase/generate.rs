@@ -80,6 +80,9 @@ impl PhaseRun for GenerateLogs {
     }
 
     fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+        for db in &mut e.dbs {
+            db.log.close_finished(&mut e.reactor);
+        }
         let least = e.dbs.iter().map(generated).min().unwrap_or(0);
         let fraction = (least as f64 / self.files as f64).min(1.0);
         if let (Some(start), true) = (self.start, fraction > 0.0) {

@@ -44,18 +44,31 @@ impl PhaseRun for Replay {
         for i in 0..e.dbs.len() {
             let db = &mut e.dbs[i];
             db.stats.measuring = true;
-            // Every file but the spare (created ahead, holding no record yet).
+            // The files closed and kept (opened again to be read), then the open ones but the
+            // spare (created ahead, holding no record yet).
             let n = db.log.files.len();
             let files = db
                 .log
-                .files
+                .kept
                 .iter()
-                .take(n.saturating_sub(1))
-                .map(|f| ReplayFile {
-                    gen: f.gen,
-                    file: f.file,
-                    used: f.used,
+                .map(|k| ReplayFile {
+                    gen: k.gen,
+                    file: None,
+                    path: k.path.clone(),
+                    used: k.used,
                 })
+                .chain(
+                    db.log
+                        .files
+                        .iter()
+                        .take(n.saturating_sub(1))
+                        .map(|f| ReplayFile {
+                            gen: f.gen,
+                            file: Some(f.file),
+                            path: f.path.clone(),
+                            used: f.used,
+                        }),
+                )
                 .collect();
             let checkpoint = db
                 .checkpointer
@@ -71,6 +84,7 @@ impl PhaseRun for Replay {
                 db.spec.database_id,
                 compressibility,
                 db.spec.log_dir.clone(),
+                db.log.direct(),
                 checkpoint,
                 fallback,
                 files,
@@ -106,9 +120,10 @@ impl PhaseRun for Replay {
                 db.first_integrity_error = Some((wall, page));
             }
             lines.push(format!(
-                "{}: {} log files replayed ({} records from the checkpoint) in {:.3} s; {} pages read, {} rewritten at their logged generation.",
+                "{}: {} log files replayed ({} of them closed and reopened; {} records from the checkpoint) in {:.3} s; {} pages read, {} rewritten at their logged generation.",
                 db.spec.name,
                 r.files_replayed,
+                r.files_reopened,
                 r.records,
                 r.elapsed.map_or(0.0, |d| d.as_secs_f64()),
                 r.pages_read,

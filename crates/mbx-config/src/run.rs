@@ -147,6 +147,9 @@ pub struct RunConfig {
     /// Circular logging (on): log files a checkpoint no longer needs are deleted. Off keeps
     /// every log file (what Soft Recovery replays; it needs the space).
     pub circular_logging: bool,
+    /// Soft Recovery: log files generated per database, then replayed (Jetstress
+    /// `LogFilesToReplay`, 500): 1..=100,000.
+    pub log_files_to_replay: u64,
     /// Operation mix.
     pub op_mix: OpMix,
     /// Cache and flushing.
@@ -175,6 +178,7 @@ impl Default for RunConfig {
             direct: true,
             compressibility_pct: 0,
             circular_logging: true,
+            log_files_to_replay: 500,
             op_mix: OpMix::default(),
             cache: CacheConfig::default(),
             thresholds: Thresholds::default(),
@@ -298,6 +302,15 @@ impl RunConfig {
                 format!(
                     "must be 0.01..=1000 reads per second, got {}",
                     show(self.bdm_reads_per_s)
+                ),
+            );
+        }
+        if !(1..=MAX_LOG_FILES_TO_REPLAY).contains(&self.log_files_to_replay) {
+            return bad(
+                "log_files_to_replay",
+                format!(
+                    "must be 1..={MAX_LOG_FILES_TO_REPLAY} log files per database, got {}",
+                    self.log_files_to_replay
                 ),
             );
         }
@@ -460,6 +473,8 @@ pub const MAX_DIRTY_AGE_S: f64 = 3600.0;
 pub const MAX_CACHE_MB_PER_DB: u64 = 65_536;
 /// Most sessions.
 pub const MAX_THREADS: u32 = 1024;
+/// Most log files per database a Soft Recovery test generates and replays (1 MiB each).
+pub const MAX_LOG_FILES_TO_REPLAY: u64 = 100_000;
 /// Largest latency (ms) or stall-rate threshold.
 pub const MAX_THRESHOLD: f64 = 1_000_000.0;
 

@@ -185,6 +185,7 @@ fn config() -> impl Strategy<Value = RunConfig> {
             direct,
             compressibility_pct: compress,
             circular_logging: true,
+            log_files_to_replay: 500,
             op_mix,
             cache,
             thresholds,
@@ -357,4 +358,21 @@ fn reported_values_are_refused_naming_the_key() {
         c.total_database_bytes(),
         Some(10_000_000 * 102_400 * (1 << 20))
     );
+}
+
+/// Soft Recovery's log file count: 1..=100,000, the error naming the key.
+#[test]
+fn log_files_to_replay_has_a_range() {
+    let mut c = RunConfig::default();
+    assert_eq!(c.log_files_to_replay, 500);
+    for (n, ok) in [(0, false), (1, true), (100_000, true), (100_001, false)] {
+        c.log_files_to_replay = n;
+        match c.validate() {
+            Ok(()) => assert!(ok, "{n} accepted"),
+            Err((key, msg)) => {
+                assert!(!ok, "{n} refused: {msg}");
+                assert_eq!(key, "log_files_to_replay");
+            }
+        }
+    }
 }

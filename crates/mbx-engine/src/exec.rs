@@ -210,6 +210,9 @@ impl<'o> Engine<'o> {
 
     /// Starts due transactions and lets every database's components work.
     fn step(&mut self, now: Instant) -> Result<(), EngineError> {
+        if self.mode == Mode::Halted {
+            return Ok(());
+        }
         if self.mode != Mode::Stopping {
             for s in 0..self.work.sessions.len() {
                 if self.work.sessions[s].state != SState::Idle {
@@ -274,6 +277,9 @@ impl<'o> Engine<'o> {
     /// The earliest timer of the workload and the components.
     fn wake_at(&self) -> Instant {
         let mut wake = self.next_tick;
+        if self.mode == Mode::Halted {
+            return wake;
+        }
         if self.phase == Phase::Measure {
             wake = wake.min(self.sampler.next);
         }
@@ -511,6 +517,14 @@ fn route(
                 data,
                 len,
             });
+        }
+        Owner::Replay { db, io } => {
+            let d = &mut dbs[db];
+            d.stats.record(io.stream(), bytes, c.latency);
+            let len = usize::try_from(bytes).unwrap_or(usize::MAX);
+            let data = c.req.buf.as_slice().get(..len).unwrap_or_default();
+            d.replay
+                .completed(reactor, io, data, &mut d.integrity, scratch, now)?;
         }
     }
     Ok(())

@@ -91,6 +91,12 @@ pub enum Phase {
     Backup,
     /// Checksum: reading and verifying every database and log file.
     Checksum,
+    /// Soft Recovery, phase 1: the transaction mix until every database has its log files.
+    GenerateLogs,
+    /// Soft Recovery: stopped without a clean shutdown (dirty pages left unwritten).
+    StopDirty,
+    /// Soft Recovery, phase 2: replaying the logs into the databases.
+    Replay,
 }
 
 impl Phase {
@@ -103,6 +109,9 @@ impl Phase {
             Phase::Shutdown => "shutting down",
             Phase::Backup => "backing up databases",
             Phase::Checksum => "verifying checksums",
+            Phase::GenerateLogs => "generating transaction logs",
+            Phase::StopDirty => "stopping without a clean shutdown",
+            Phase::Replay => "recovering databases",
         }
     }
 }
@@ -476,6 +485,10 @@ pub fn run_plan(
     };
     let wall = |t: Instant| wall(t, ref_instant, ref_wall);
     let mut result = build_result(cfg, &engine, &times, &wall, engine_name);
+    if plan.test_kind() == TestKind::SoftRecovery {
+        let files = plan.log_files_to_replay().unwrap_or(0);
+        phase::replay::into_result(&mut result, &engine.dbs, files, times.interrupted);
+    }
     for inst in &result.instances {
         for (what, v) in [
             (

@@ -9,6 +9,7 @@ use crate::exec::Engine;
 use crate::phase::seqpass::SeqPass;
 use crate::phase::PhaseRun;
 use crate::phase::{attain::Attain, measure::Measure, settle::Settle, shutdown::Shutdown};
+use crate::phase::{generate::GenerateLogs, replay::Replay, stop_dirty::StopDirty};
 
 /// One phase of a plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +25,19 @@ pub enum PhaseSpec {
     /// Read every database file (and, for a checksum, every log file) from start to end,
     /// verifying every page; no transactions.
     SeqPass(SeqPassSpec),
+    /// Soft Recovery, phase 1: the transaction mix, unpaced, with circular logging off and the
+    /// checkpoint held where the phase began, until every database has `files_per_db` log
+    /// generations beyond its checkpoint.
+    GenerateLogs {
+        /// Log files per database (Jetstress `LogFilesToReplay`).
+        files_per_db: u64,
+    },
+    /// Stop without a clean shutdown: no new transaction, in-flight I/O completes, dirty pages
+    /// and the log buffer are left unwritten, no final checkpoint (always runs once reached).
+    StopDirty,
+    /// Soft Recovery, phase 2: replay the logs from the checkpoint into the databases (always
+    /// runs, so an interrupted test still leaves them consistent).
+    Replay,
 }
 
 /// What a sequential pass over the databases is for.
@@ -76,12 +90,18 @@ impl PhaseSpec {
             PhaseSpec::Measure(d) => Box::new(Measure::new(*d)),
             PhaseSpec::Shutdown => Box::new(Shutdown::default()),
             PhaseSpec::SeqPass(spec) => Box::new(SeqPass::new(*spec)),
+            PhaseSpec::GenerateLogs { files_per_db } => Box::new(GenerateLogs::new(*files_per_db)),
+            PhaseSpec::StopDirty => Box::new(StopDirty),
+            PhaseSpec::Replay => Box::new(Replay::default()),
         }
     }
 
     /// Runs even when the test was interrupted (it leaves the databases consistent).
     pub fn always_runs(&self) -> bool {
-        matches!(self, PhaseSpec::Shutdown)
+        matches!(
+            self,
+            PhaseSpec::Shutdown | PhaseSpec::StopDirty | PhaseSpec::Replay
+        )
     }
 }
 
@@ -153,6 +173,37 @@ impl Plan {
                 .phases
                 .iter()
                 .all(|p| matches!(p, PhaseSpec::SeqPass(_)))
+    }
+
+    /// The Soft Recovery test: generate `files` log files per database (circular logging off,
+    /// checkpoint held), stop without a clean shutdown, replay the logs from the checkpoint.
+    /// Background database maintenance does not run while the databases are stopped or
+    /// recovering.
+    pub fn soft_recovery(_cfg: &RunConfig, files: u64) -> Plan {
+        Plan {
+            kind: TestKind::SoftRecovery,
+            databases: Databases::Prepare,
+            phases: vec![
+                PhaseSpec::GenerateLogs {
+                    files_per_db: files.max(1),
+                },
+                PhaseSpec::StopDirty,
+                PhaseSpec::Replay,
+            ],
+        }
+    }
+
+    /// The test type this plan is (`kind`).
+    pub fn test_kind(&self) -> TestKind {
+        self.kind
+    }
+
+    /// Log files per database a Soft Recovery plan generates (`None` for other plans).
+    pub fn log_files_to_replay(&self) -> Option<u64> {
+        self.phases.iter().find_map(|p| match p {
+            PhaseSpec::GenerateLogs { files_per_db } => Some(*files_per_db),
+            _ => None,
+        })
     }
 
     /// The index of the first phase after `idx` that always runs (or the end).

@@ -39,6 +39,11 @@ pub(crate) enum Owner {
     /// A sequential-pass read at `offset` of the pass's file number `db` (a database file, or
     /// for a checksum a log file): handed back to the pass phase through the engine's inbox.
     Pass { db: usize, offset: u64 },
+    /// Soft recovery: a checkpoint, log or page read, a page write or the final sync.
+    Replay {
+        db: usize,
+        io: crate::db::replay::ReplayIo,
+    },
 }
 
 /// Most buffers of one size kept for reuse.

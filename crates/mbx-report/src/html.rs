@@ -22,6 +22,27 @@ pub const SECTIONS: [&str; 10] = [
     "Test Log",
 ];
 
+/// The title of a Soft Recovery result's table (Jetstress's "Soft-Recovery Statistics").
+pub const SOFT_RECOVERY: &str = "Soft Recovery Statistics";
+
+/// Log files replayed and elapsed seconds per database, the Avg and Sum rows, and seconds per log
+/// (average elapsed / average logs, as ESRP quotes it).
+fn soft_recovery_table(s: &mbx_result::Sections) -> Markup {
+    let rows = &s.soft_recovery;
+    let n = rows.len() as f64;
+    html! {
+        table #soft-recovery {
+            tr { th { "Database Instance" } th { "Log files replayed" } th { "Elapsed seconds" } }
+            @for row in rows { tr { td { (row.instance) } td { (row.log_files_replayed) } td { (f3(row.elapsed_s)) } } }
+            @if let Some((logs, secs)) = mbx_result::SoftRecoveryRow::averages(rows) {
+                tr { td { "Avg" } td { (f3(logs)) } td { (f3(secs)) } }
+                tr { td { "Sum" } td { (f3(logs * n)) } td { (f3(secs * n)) } }
+            }
+        }
+        @if let Some(spl) = s.seconds_per_log { p { "Seconds per log (average elapsed / average log files): " (f3(spl)) } }
+    }
+}
+
 /// Jetstress's 12 column names.
 pub const IO12_COLUMNS: [&str; 12] = [
     "I/O Database Reads Average Latency (msec)",
@@ -292,6 +313,11 @@ pub fn render(run: &RunFolder) -> String {
                 table {
                     tr { th { "Instance" } th { "Log path" } th { "Database" } }
                     @for i in &r.instances { tr { td { (i.name) } td { (i.log_path) } td { (i.database_path) } } }
+                }
+
+                @if !r.sections.soft_recovery.is_empty() {
+                    h2 { (SOFT_RECOVERY) }
+                    (soft_recovery_table(&r.sections))
                 }
 
                 h2 { (SECTIONS[4]) }

@@ -160,6 +160,11 @@ Settings are taken from, in increasing priority: built-in defaults (the quick de
 --config FILE (TOML; keys as in result.json's \"config\"; unknown keys are errors), --profile FILE
 (from `mbxstress size --profile-out`), then flags.
 
+--test soft-recovery: generate --log-files-to-replay log files per database with the transaction
+mix (circular logging off, checkpoint held), stop without a clean shutdown (dirty pages unwritten),
+then replay the logs from the checkpoint into the databases; reports log files replayed and
+seconds per database, their Avg and Sum, and seconds per log.
+
 Outputs in --out (default ./mbxstress-results/<time>/): result.json, samples.jsonl (one line per
 sample, written as the test runs), test.log.
 
@@ -172,8 +177,9 @@ Examples:
 /// `mbxstress run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Test type: performance (paced transactions), backup (read every database sequentially)
-    /// or checksum (verify every page of existing databases and their logs).
+    /// Test type: performance (paced transactions), backup (read every database sequentially),
+    /// soft-recovery (generate logs, stop without a clean shutdown, replay them) or checksum
+    /// (verify every page of existing databases and their logs).
     #[arg(long, value_enum, value_name = "TYPE", default_value_t = mbx_config::TestKind::Performance)]
     pub test: mbx_config::TestKind,
     /// Start from a TOML configuration file (strict).
@@ -234,6 +240,10 @@ pub struct RunArgs {
     /// Allow unused block devices as database paths (a mounted or in-use device is refused).
     #[arg(long)]
     pub allow_device: bool,
+    /// Soft Recovery: log files generated per database, then replayed (Jetstress
+    /// LogFilesToReplay; default 500).
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub log_files_to_replay: Option<u64>,
 }
 
 const PREPARE_HELP: &str = "\

@@ -9,6 +9,7 @@ pub(crate) mod flusher;
 pub(crate) mod log;
 pub(crate) mod logfmt;
 pub(crate) mod pages;
+pub(crate) mod replay;
 pub(crate) mod replication;
 pub(crate) mod verify;
 
@@ -68,6 +69,8 @@ pub(crate) struct Database {
     pub checkpointer: checkpoint::Checkpointer,
     pub bdm: bdm::Bdm,
     pub repl: replication::Replicator,
+    /// Soft recovery (idle unless a plan replays the log).
+    pub replay: replay::Replayer,
     pub stats: InstanceStats,
     pub integrity: Integrity,
     /// When and on which page the first integrity error was found.
@@ -150,6 +153,7 @@ impl Database {
             ),
             bdm: bdm::Bdm::new(p.bdm_reads_per_s, now),
             repl: replication::Replicator::default(),
+            replay: replay::Replayer::default(),
             stats: InstanceStats::default(),
             integrity: Integrity::default(),
             first_integrity_error: None,

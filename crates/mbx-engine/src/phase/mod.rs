@@ -2,10 +2,13 @@
 //! how the workload runs while it lasts ([`Mode`]), and decides when it is done.
 
 pub(crate) mod attain;
+pub(crate) mod generate;
 pub(crate) mod measure;
+pub(crate) mod replay;
 pub(crate) mod seqpass;
 pub(crate) mod settle;
 pub(crate) mod shutdown;
+pub(crate) mod stop_dirty;
 
 use std::time::{Duration, Instant};
 
@@ -30,6 +33,10 @@ pub(crate) enum Mode {
     Paced,
     /// No new transactions; background work drains.
     Stopping,
+    /// Nothing: no transaction starts, no page is flushed, no log is written, no checkpoint is
+    /// taken (a stop without a clean shutdown, and recovery after it). Only what a phase
+    /// submits itself runs.
+    Halted,
 }
 
 /// One phase of a plan.

@@ -299,3 +299,52 @@ fn closed_stdout_is_not_a_crash() {
         "the result is written regardless"
     );
 }
+
+/// Soft Recovery end to end on 8 MiB databases: 2 log files per database generated, the
+/// databases stopped dirty, the logs replayed; rows, seconds per log, summary and report table.
+#[test]
+fn soft_recovery_replays_the_logs_and_reports_the_rows() {
+    let dir = scratch("run-soft-recovery");
+    let run = small_run(
+        &dir,
+        "sr",
+        &["--test", "soft-recovery", "--log-files-to-replay", "2"],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("seconds per log"), "{}", run.stdout);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sr/result.json")).expect("result"))
+            .expect("json");
+    assert_eq!(r["test"]["type"], "soft-recovery");
+    assert_eq!(r["config"]["log_files_to_replay"], 2);
+    assert_eq!(r["verdict"]["pass"], true, "{}", r["verdict"]);
+    let rows = r["soft_recovery"].as_array().expect("soft_recovery rows");
+    assert_eq!(rows.len(), 2);
+    let (mut logs, mut secs) = (0.0, 0.0);
+    for row in rows {
+        let l = row["log_files_replayed"].as_f64().expect("logs");
+        assert!(l >= 2.0, "{row}");
+        logs += l;
+        secs += row["elapsed_s"].as_f64().expect("elapsed");
+    }
+    let spl = r["seconds_per_log"].as_f64().expect("seconds_per_log");
+    assert!((spl - secs / logs).abs() < 1e-9, "{spl} vs {secs}/{logs}");
+    let log = std::fs::read_to_string(dir.join("sr/test.log")).expect("log");
+    assert!(log.contains("100.0% generated"), "{log}");
+    assert!(log.contains("stopped without a clean shutdown"), "{log}");
+    assert!(log.contains("Recovery complete."), "{log}");
+    let html = std::fs::read_to_string(dir.join("sr/report.html")).expect("report");
+    assert!(html.contains("Soft Recovery Statistics"), "report table");
+    // An out-of-range count is a usage error naming the flag.
+    let run = small_run(
+        &dir,
+        "sr0",
+        &["--test", "soft-recovery", "--log-files-to-replay", "0"],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--log-files-to-replay"),
+        "{}",
+        run.stderr
+    );
+}

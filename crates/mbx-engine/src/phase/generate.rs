@@ -1,0 +1,115 @@
+//! Soft Recovery, phase 1: the transaction mix runs with circular logging off and the checkpoint
+//! held where the phase began, until every database has the requested number of log generations
+//! beyond its checkpoint ("% generated", as Jetstress reports it).
+//!
+//! Unpaced, as fast as the storage allows: this phase is not measured (only the replay is), and
+//! what it must produce is a log of the transaction mix, whose content does not depend on the
+//! rate. Pacing it at the target would only make a 500-file test take hours at a low target.
+
+use std::time::{Duration, Instant};
+
+use super::{Flow, Mode, PhaseRun};
+use crate::db::Database;
+use crate::exec::{begin_checkpoint, Engine};
+use crate::{EngineError, Phase};
+
+/// Checkpoints are held this long after the phase begins: for the rest of the test.
+const HOLD: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// The log generation records go to now.
+pub(crate) fn current_generation(db: &Database) -> u64 {
+    let n = db.log.files.len();
+    db.log.files.get(n.saturating_sub(2)).map_or(0, |f| f.gen)
+}
+
+/// Log generations beyond the checkpoint written when the phase began (0 until it is durable).
+fn generated(db: &Database) -> u64 {
+    match db.checkpointer.last {
+        Some(c) if !db.checkpointer.busy() => current_generation(db).saturating_sub(c.generation()),
+        _ => 0,
+    }
+}
+
+/// The generate-logs phase.
+#[derive(Debug)]
+pub(crate) struct GenerateLogs {
+    files: u64,
+    start: Option<Instant>,
+    /// Tenths reported so far.
+    reported: u64,
+    estimate: Option<Duration>,
+}
+
+impl GenerateLogs {
+    pub fn new(files: u64) -> GenerateLogs {
+        GenerateLogs {
+            files: files.max(1),
+            start: None,
+            reported: 0,
+            estimate: None,
+        }
+    }
+}
+
+impl PhaseRun for GenerateLogs {
+    fn kind(&self) -> Phase {
+        Phase::GenerateLogs
+    }
+
+    fn planned(&self) -> Option<Duration> {
+        self.estimate
+    }
+
+    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
+        e.mode = Mode::Unpaced;
+        self.start = Some(now);
+        for i in 0..e.dbs.len() {
+            let db = &mut e.dbs[i];
+            // Every log file is kept: replay needs them.
+            db.log.circular = false;
+            // A checkpoint where the log begins, then none: replay goes back to it.
+            begin_checkpoint(&mut e.reactor, db, i, now)?;
+            db.checkpointer.next_at = now + HOLD;
+        }
+        let line = format!(
+            "Generating {} transaction log files per database (circular logging off, checkpoint held) ...",
+            self.files
+        );
+        e.log(&line, false);
+        Ok(())
+    }
+
+    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+        for db in &mut e.dbs {
+            db.log.close_finished(&mut e.reactor);
+        }
+        let least = e.dbs.iter().map(generated).min().unwrap_or(0);
+        let fraction = (least as f64 / self.files as f64).min(1.0);
+        if let (Some(start), true) = (self.start, fraction > 0.0) {
+            self.estimate = Some(now.saturating_duration_since(start).div_f64(fraction));
+        }
+        let tenths = (fraction * 10.0).floor() as u64;
+        if tenths > self.reported {
+            self.reported = tenths;
+            let line = format!(
+                "{:.1}% generated ({least} of {} log files on the database with the fewest).",
+                fraction * 100.0,
+                self.files
+            );
+            e.log(&line, false);
+        }
+        Ok(if least >= self.files {
+            Flow::Done
+        } else {
+            Flow::Continue
+        })
+    }
+
+    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+        e.log(
+            "Interrupted: stopping the databases and replaying the logs generated so far ...",
+            false,
+        );
+        Ok(Flow::Done)
+    }
+}

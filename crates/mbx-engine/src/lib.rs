@@ -529,20 +529,42 @@ pub fn run_plan(
     engine.observer.on_event(RunEvent::Log(&line));
     result.notes.extend(engine.notes.iter().cloned());
     if let Err(e) = outcome {
-        let mut entry = error_entry(&e, &result.instances);
-        entry.first_at = rfc3339(clock.wall());
-        result.stopped = Stopped {
-            reason: if entry.class == "io_error" || entry.class == "no_space" {
-                StopReason::IoError
-            } else {
-                StopReason::Error
-            },
-            message: entry.message.clone(),
-        };
-        result.errors.push(entry);
-        result.verdict.pass = false;
+        stop_with_error(&mut result, &e, clock.wall());
     }
     Ok(result)
+}
+
+/// How a test that ran to its end (or was interrupted) stopped: `messages` for interrupted,
+/// passed and failed.
+pub(crate) fn ended(interrupted: bool, pass: bool, messages: [&str; 3]) -> Stopped {
+    let (reason, message) = if interrupted {
+        (StopReason::Interrupted, messages[0])
+    } else if pass {
+        (StopReason::Completed, messages[1])
+    } else {
+        (StopReason::VerdictFailed, messages[2])
+    };
+    Stopped {
+        reason,
+        message: message.into(),
+    }
+}
+
+/// Marks `result` as stopped by `e` (at wall time `at`): why it stopped, the error entry, and a
+/// failed verdict. What was measured before the error stays.
+pub(crate) fn stop_with_error(result: &mut RunResult, e: &EngineError, at: std::time::SystemTime) {
+    let mut entry = error_entry(e, &result.instances);
+    entry.first_at = rfc3339(at);
+    result.stopped = Stopped {
+        reason: if entry.class == "io_error" || entry.class == "no_space" {
+            StopReason::IoError
+        } else {
+            StopReason::Error
+        },
+        message: entry.message.clone(),
+    };
+    result.errors.push(entry);
+    result.verdict.pass = false;
 }
 
 /// Cache frames of a database: Jetstress gives each database 32..256 MiB of cache; small test
@@ -812,12 +834,7 @@ fn build_result(
     };
     let t = &cfg.thresholds;
     let target = cfg.target_iops();
-    let check = |name: &str, value: f64, limit: f64, pass: bool| Check {
-        name: name.to_string(),
-        value,
-        limit,
-        pass,
-    };
+    let check = Check::new;
     let mut checks = vec![
         check(
             "db_read_latency_avg_ms",

@@ -204,6 +204,18 @@ pub struct Check {
     pub pass: bool,
 }
 
+impl Check {
+    /// A check named `name`.
+    pub fn new(name: &str, value: f64, limit: f64, pass: bool) -> Check {
+        Check {
+            name: name.to_string(),
+            value,
+            limit,
+            pass,
+        }
+    }
+}
+
 /// Pass or fail, with every check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {

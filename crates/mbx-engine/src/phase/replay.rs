@@ -12,7 +12,7 @@ use super::{Flow, Mode, PhaseRun};
 use crate::db::replay::ReplayFile;
 use crate::db::Database;
 use crate::exec::Engine;
-use crate::result::{Check, RunResult, SoftRecoveryRow, StopReason, Stopped};
+use crate::result::{Check, RunResult, SoftRecoveryRow};
 use crate::{EngineError, Phase};
 
 /// The replay phase.
@@ -165,12 +165,7 @@ pub(crate) fn into_result(result: &mut RunResult, dbs: &[Database], files: u64, 
         .map(|(logs, secs)| SoftRecoveryRow::seconds_per_log(logs, secs));
     let least = rows.iter().map(|r| r.log_files_replayed).min().unwrap_or(0);
     let ahead: u64 = dbs.iter().map(|d| d.replay.ahead).sum();
-    let check = |name: &str, value: f64, limit: f64, pass: bool| Check {
-        name: name.to_string(),
-        value,
-        limit,
-        pass,
-    };
+    let check = Check::new;
     let mut checks = vec![
         check(
             "databases_recovered",
@@ -191,27 +186,20 @@ pub(crate) fn into_result(result: &mut RunResult, dbs: &[Database], files: u64, 
             .verdict
             .checks
             .iter()
-            .filter(|c| c.name == "data_integrity_errors")
+            .filter(|c| c.name == "data_integrity_errors" || c.name == "hung_ios")
             .cloned(),
     );
     result.sections.soft_recovery = rows;
     let pass = checks.iter().all(|c| c.pass);
     result.verdict.pass = pass;
     result.verdict.checks = checks;
-    result.stopped = if interrupted {
-        Stopped {
-            reason: StopReason::Interrupted,
-            message: "interrupted while generating logs; the logs generated were replayed".into(),
-        }
-    } else if pass {
-        Stopped {
-            reason: StopReason::Completed,
-            message: "every database's log was replayed and every check passed".into(),
-        }
-    } else {
-        Stopped {
-            reason: StopReason::VerdictFailed,
-            message: "the logs were replayed; at least one check failed".into(),
-        }
-    };
+    result.stopped = crate::ended(
+        interrupted,
+        pass,
+        [
+            "interrupted while generating logs; the logs generated were replayed",
+            "every database's log was replayed and every check passed",
+            "the logs were replayed; at least one check failed",
+        ],
+    );
 }

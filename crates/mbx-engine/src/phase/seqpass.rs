@@ -23,14 +23,11 @@ use super::{Flow, Mode, PhaseRun};
 use crate::exec::{Engine, PassChunk, Settings};
 use crate::plan::{PassPurpose, Plan, SeqPassSpec};
 use crate::reactor::{Owner, Reactor};
-use crate::result::{
-    BackupRow, Check, ChecksumRow, ErrorEntry, Integrity, RunResult, StopReason, Stopped, Verdict,
-};
+use crate::result::{BackupRow, Check, ChecksumRow, ErrorEntry, Integrity, RunResult, Verdict};
 use crate::workload::pacing::{Pacer, PacerConfig};
 use crate::workload::session::Workload;
 use crate::{
-    build_result, error_entry, rfc3339, EngineError, InstanceSpec, Observer, PassBytes, Phase,
-    RunTimes,
+    build_result, rfc3339, EngineError, InstanceSpec, Observer, PassBytes, Phase, RunTimes,
 };
 
 /// Problem pages listed one by one per file; beyond that they are counted per class.
@@ -681,12 +678,7 @@ pub(crate) fn run_reads(
         };
         engine.log(&line, false);
     }
-    let check = |name: &str, value: f64, limit: f64, pass: bool| Check {
-        name: name.to_string(),
-        value,
-        limit,
-        pass,
-    };
+    let check = Check::new;
     let mut checks = vec![
         check("data_integrity_errors", found as f64, 0.0, found == 0),
         check(
@@ -701,35 +693,17 @@ pub(crate) fn run_reads(
     }
     let pass = checks.iter().all(|c| c.pass);
     result.verdict = Verdict { pass, checks };
-    result.stopped = if times.interrupted {
-        Stopped {
-            reason: StopReason::Interrupted,
-            message: "interrupted: the files were not all read".into(),
-        }
-    } else if pass {
-        Stopped {
-            reason: StopReason::Completed,
-            message: "every file was read to its end and every page verified good".into(),
-        }
-    } else {
-        Stopped {
-            reason: StopReason::VerdictFailed,
-            message: "every file was read; at least one check failed".into(),
-        }
-    };
+    result.stopped = crate::ended(
+        times.interrupted,
+        pass,
+        [
+            "interrupted: the files were not all read",
+            "every file was read to its end and every page verified good",
+            "every file was read; at least one check failed",
+        ],
+    );
     if let Err(e) = outcome {
-        let mut entry = error_entry(&e, &result.instances);
-        entry.first_at = rfc3339(clock.wall());
-        result.stopped = Stopped {
-            reason: if entry.class == "io_error" || entry.class == "no_space" {
-                StopReason::IoError
-            } else {
-                StopReason::Error
-            },
-            message: entry.message.clone(),
-        };
-        result.errors.push(entry);
-        result.verdict.pass = false;
+        crate::stop_with_error(&mut result, &e, clock.wall());
     }
     Ok(result)
 }

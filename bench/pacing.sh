@@ -187,6 +187,9 @@ for target in $targets; do
       python3 -c 'import json,sys; [print(l, end="") for l in open(sys.argv[1]) if (lambda e: e.get("event") in ("log", "phase") or (e.get("event") == "progress" and e["progress"]["phase"] == "measure"))(json.loads(l))]' \
         "$out/$name.events.jsonl" >"$out/$name.events.tmp" && mv "$out/$name.events.tmp" "$out/$name.events.jsonl"
       analyze "$out" "$name" "$target" "$interval" "$build" >>"$out/raw.jsonl"
+      # The summary needs result.json, samples.jsonl and the events; the HTML and CSVs are
+      # regenerated from them (`mbxstress report`).
+      rm -f "$out/$name/report.html" "$out/$name"/*.csv
     done
   done
 done

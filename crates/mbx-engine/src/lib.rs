@@ -244,7 +244,7 @@ pub fn run_test(
     cancel: &AtomicBool,
     wrap: Option<&QueueWrapper>,
 ) -> Result<RunResult, EngineError> {
-    cfg.validate()
+    cfg.validate_for(plan.kind)
         .map_err(|(k, m)| EngineError::Invalid(format!("invalid {k}: {m}")))?;
     let engine: EngineKind = cfg.engine;
     let pid = std::process::id();

@@ -63,7 +63,7 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
     if !args.paths.log_path.is_empty() {
         cfg.log_paths = args.paths.log_path.clone();
     }
-    cfg.validate()
+    cfg.validate_for(args.test)
         .map_err(|(key, reason)| usage(describe_invalid(key, &reason, args)))?;
     Ok(cfg)
 }

@@ -420,7 +420,7 @@ fn route(
     txn_ios: &mut u64,
     pass_inbox: &mut Vec<PassChunk>,
     owner: Owner,
-    c: &IoCompletion,
+    c: &mut IoCompletion,
 ) -> Result<(), EngineError> {
     let bytes = reactor.check(c)? as u64;
     let now = reactor.now();
@@ -509,8 +509,10 @@ fn route(
         }
         Owner::Pass { db, offset } => {
             let len = usize::try_from(bytes).unwrap_or(usize::MAX).min(c.req.len);
-            let mut data = reactor.buf(c.req.buf.len());
-            data.as_mut_slice()[..len].copy_from_slice(&c.req.buf.as_slice()[..len]);
+            // The read's buffer moves to the inbox (a pooled one takes its place and goes
+            // back to the pool when routing ends): no copy of the data.
+            let fresh = reactor.buf(c.req.buf.len());
+            let data = std::mem::replace(&mut c.req.buf, fresh);
             pass_inbox.push(PassChunk {
                 file: db,
                 offset,

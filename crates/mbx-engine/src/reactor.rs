@@ -205,7 +205,7 @@ impl Reactor {
     pub fn wait(
         &mut self,
         deadline: Instant,
-        mut route: impl FnMut(&mut Reactor, Owner, &IoCompletion) -> Result<(), EngineError>,
+        mut route: impl FnMut(&mut Reactor, Owner, &mut IoCompletion) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
         let timeout = deadline.saturating_duration_since(self.clock.now());
         let mut batch = std::mem::take(&mut self.batch);
@@ -222,7 +222,7 @@ impl Reactor {
             self.clock.sleep(timeout.min(Duration::from_millis(50)));
         }
         let mut result = Ok(());
-        for c in batch.drain(..) {
+        for mut c in batch.drain(..) {
             let tag = c.req.tag as usize;
             let owner = self
                 .owners
@@ -234,7 +234,7 @@ impl Reactor {
             }
             self.events += 1;
             if let (Some(owner), true) = (owner, result.is_ok()) {
-                result = route(self, owner, &c);
+                result = route(self, owner, &mut c);
             }
             self.give_back(c.req.buf);
         }

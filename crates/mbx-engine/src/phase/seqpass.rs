@@ -155,6 +155,8 @@ pub(crate) struct SeqPass {
     done: u64,
     estimate: Option<Duration>,
     stopped: bool,
+    /// A page-sized buffer for the page checks.
+    scratch: Vec<u8>,
 }
 
 impl SeqPass {
@@ -168,6 +170,7 @@ impl SeqPass {
             done: 0,
             estimate: None,
             stopped: false,
+            scratch: vec![0u8; PAGE_SIZE],
         }
     }
 
@@ -535,21 +538,39 @@ impl PhaseRun for SeqPass {
     fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
         let at = rfc3339(e.reactor.clock().wall());
         let inbox = std::mem::take(&mut e.pass_inbox);
-        let mut scratch = vec![0u8; PAGE_SIZE];
+        // The completed reads free their slots first and the next reads go out before any page is
+        // verified, so the device is kept busy while this thread checks pages (as fio keeps its
+        // queue full).
+        for c in &inbox {
+            if let Some(t) = self.targets.get_mut(c.file) {
+                t.pass
+                    .complete(c.offset, c.len)
+                    .map_err(|x| EngineError::Invalid(x.to_string()))?;
+                self.done = self.done.saturating_add(c.len as u64);
+            }
+        }
+        if !inbox.is_empty() {
+            self.submit(e, now)?;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.resize(PAGE_SIZE, 0);
+        let mut touched = Vec::new();
         for c in inbox {
             self.verify(&e.pass_specs, &c, &mut scratch, &at);
-            let Some(t) = self.targets.get_mut(c.file) else {
-                e.reactor.give_back(c.data);
+            e.reactor.give_back(c.data);
+            if !touched.contains(&c.file) {
+                touched.push(c.file);
+            }
+        }
+        self.scratch = scratch;
+        // Only once every chunk of this batch is verified: a file's row counts all its pages.
+        for i in touched {
+            let Some(t) = self.targets.get(i) else {
                 continue;
             };
-            t.pass
-                .complete(c.offset, c.len)
-                .map_err(|x| EngineError::Invalid(x.to_string()))?;
-            self.done = self.done.saturating_add(c.len as u64);
-            e.reactor.give_back(c.data);
-            if t.pass.drained() {
+            if t.pass.drained() && t.ended.is_none() {
                 let db = t.db;
-                self.finish_target(c.file, e, now, &at);
+                self.finish_target(i, e, now, &at);
                 if let Some(q) = self.dbs.get_mut(db) {
                     q.active = None;
                 }

@@ -9,8 +9,11 @@
 #   verified, plus the few log files) against fio's 64 KiB sequential reads of the same database
 #   files at iodepth 4.
 # Every round runs the four back to back, in a rotating order, with the page cache dropped before
-# each (we are root), so each sees the same disk; the summary gives medians and the ratios of
-# medians, with each round's ratio.
+# each (we are root). This VM's disk is a file on a host that caches it: a read of data another
+# tool has just read is much faster (a 1 GiB file read first at ~1,050 MiB/s, then at ~1,500 by
+# whichever tool came second), so before each measured run the files are read once at 1 MiB
+# (unmeasured, `warm`), and every tool starts from the same state. The summary gives medians and
+# the ratios of medians, with each round's ratio.
 # - Soft Recovery: one `run --test soft-recovery --log-files-to-replay N` at the end (it writes
 #   the databases): log files replayed per second, seconds per log, and the replay I/O shape.
 #
@@ -58,6 +61,11 @@ log "$mbx prepare ${sizing[*]}"
 "$mbx" prepare "${sizing[@]}" >/dev/null
 files=(mbxstress-data/databases/*.edb)
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+warm() { # read every file once, unmeasured, so the host cache is in the same state for each tool
+  local args=(--ioengine=io_uring --direct=1 --rw=read --bs=1M --iodepth=8)
+  for f in "${files[@]}"; do args+=(--name="$(basename "$f")" --filename="$f"); done
+  fio "${args[@]}" >/dev/null
+}
 rate() { # result.json -> summed MB/s (10^6 B/s) over the pass
   python3 - "$1" "$2" <<'PY'
 import json, sys
@@ -86,6 +94,7 @@ tools=(backup fio256k checksum fio64k)
 for r in $(seq "$rounds"); do
   for k in 0 1 2 3; do
     t=${tools[$(((k + r) % 4))]}
+    warm
     drop
     case $t in
       backup | checksum) v=$(mbx_rate "$t") ;;

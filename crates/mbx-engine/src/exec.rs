@@ -722,7 +722,7 @@ fn check_pages(
 
 /// Rewrites damaged `page` of database `index` from its known content: at the generation the
 /// page tracker remembers, or the prepared generation (0) when it remembers nothing. A page
-/// with a write in flight or modified in the cache is left to that write; with [`crate::PATCH_SLOTS`] patches already in
+/// with a write in flight is left to that write, a page in the cache to the cache; with [`crate::PATCH_SLOTS`] patches already in
 /// flight the page stays unpatched (it is counted as damaged all the same).
 fn patch(
     reactor: &mut Reactor,
@@ -732,11 +732,11 @@ fn patch(
     compressibility_pct: u8,
 ) -> Result<(), EngineError> {
     use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
-    // A page the cache holds modified is written soon anyway, with newer content.
-    if matches!(
-        db.cache.state(page),
-        Some(crate::cache::FrameState::Dirty | crate::cache::FrameState::Flushing { .. })
-    ) {
+    // Only pages the cache does not hold: a cached page may be modified and flushed while the
+    // patch is in flight, and the patch, landing last, would leave older content than the
+    // tracker expects (a false lost write). A page met by a transaction (cached from then on)
+    // is patched when BDM or a later read meets it uncached, or rewritten by its next flush.
+    if db.cache.state(page).is_some() {
         return Ok(());
     }
     let gen = match db.pages.known(page) {

@@ -869,6 +869,17 @@ mod resolve_tests {
         }
     }
 
+    /// Off by default (Jetstress 2013 stops at the first error); the flag turns it on.
+    #[test]
+    fn continue_on_errors_is_off_unless_asked() {
+        assert!(!resolve(&args(&[])).expect("resolves").continue_on_errors);
+        assert!(
+            resolve(&args(&["--continue-on-errors"]))
+                .expect("resolves")
+                .continue_on_errors
+        );
+    }
+
     #[test]
     fn messages_say_where_the_value_came_from() {
         let msg = describe_invalid("duration_s", "r", &args(&["--duration", "9s"]));

@@ -158,6 +158,10 @@ pub struct RunConfig {
     pub thresholds: Thresholds,
     /// Seed of the workload's random choices (same seed, same sequence of operations): any.
     pub seed: u64,
+    /// Keep running after an I/O error (other than a full disk) or a damaged page, counting
+    /// them, instead of stopping at the first one (Jetstress `ContinueOnErrors`; off). The
+    /// verdict fails either way.
+    pub continue_on_errors: bool,
 }
 
 /// The built-in quick demonstration: 2 databases of 500 MiB, 200 target IOPS, 60 s measured.
@@ -183,6 +187,7 @@ impl Default for RunConfig {
             cache: CacheConfig::default(),
             thresholds: Thresholds::default(),
             seed: 1,
+            continue_on_errors: false,
         }
     }
 }

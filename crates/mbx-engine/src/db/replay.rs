@@ -165,6 +165,8 @@ pub(crate) struct Replayer {
     pub ahead: u64,
     /// The first page found damaged.
     pub first_damaged: Option<u64>,
+    /// The first damaged pages found (at most `verify::NAMED_PAGES`), with what is wrong.
+    pub damaged: Vec<(u64, super::verify::Finding)>,
 }
 
 impl Replayer {
@@ -460,10 +462,11 @@ impl Replayer {
         let state = match check_data_page(data, page, self.database_id, scratch) {
             PageCheck::Good { generation } => PageState::OnDisk(generation),
             check => {
-                match check {
-                    PageCheck::Correctable => integrity.correctable_pages += 1,
-                    PageCheck::WrongPageNumber { .. } => integrity.wrong_page_number_pages += 1,
-                    _ => integrity.bad_pages += 1,
+                if let Some(f) = super::verify::Finding::of_check(check) {
+                    f.count(integrity);
+                    if self.damaged.len() < super::verify::NAMED_PAGES {
+                        self.damaged.push((page, f));
+                    }
                 }
                 self.first_damaged.get_or_insert(page);
                 PageState::Skip

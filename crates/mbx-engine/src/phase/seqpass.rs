@@ -65,6 +65,9 @@ struct Target {
     ended: Option<Instant>,
     seen_pages: u64,
     bad: u64,
+    /// Of `bad`: all-zero pages and pages of another database.
+    unwritten: u64,
+    wrong_database: u64,
     correctable: u64,
     wrong_page_number: u64,
     bytes: u64,
@@ -95,6 +98,8 @@ impl Target {
             ended: None,
             seen_pages: 0,
             bad: 0,
+            unwritten: 0,
+            wrong_database: 0,
             correctable: 0,
             wrong_page_number: 0,
             bytes: 0,
@@ -127,6 +132,7 @@ impl Target {
                 volume: mbx_io::platform::volume_of(&self.path),
                 offset: Some(offset),
                 page,
+                errno: None,
                 count: 1,
                 first_at: at.to_string(),
                 message: format!("{path}: {place} {what}{detail}"),
@@ -215,6 +221,7 @@ impl SeqPass {
                 PageCheck::Good { .. } => continue,
                 PageCheck::Unwritten => {
                     t.bad += 1;
+                    t.unwritten += 1;
                     (
                         "unwritten_page",
                         "is all zeros (never written, or zeroed by the device)",
@@ -247,6 +254,7 @@ impl SeqPass {
                 }
                 PageCheck::WrongDatabase { found } => {
                     t.bad += 1;
+                    t.wrong_database += 1;
                     (
                         "wrong_database_page",
                         "holds a page of another database: id ",
@@ -397,6 +405,8 @@ impl SeqPass {
                 };
                 report.integrity.pages_verified += t.seen_pages;
                 report.integrity.bad_pages += t.bad;
+                report.integrity.unwritten_pages += t.unwritten;
+                report.integrity.wrong_database_pages += t.wrong_database;
                 report.integrity.correctable_pages += t.correctable;
                 report.integrity.wrong_page_number_pages += t.wrong_page_number;
                 let mut errors = t.errors.clone();
@@ -410,6 +420,7 @@ impl SeqPass {
                         volume: mbx_io::platform::volume_of(&t.path),
                         offset: Some(*offset),
                         page: *page,
+                        errno: None,
                         count: *count,
                         first_at: rfc3339(e.reactor.clock().wall()),
                         message: format!(
@@ -641,6 +652,8 @@ pub(crate) fn run_reads(
         compressibility_pct: cfg.compressibility_pct,
         hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
         direct: cfg.direct,
+        // A pass counts what it finds and reads on; an I/O error stops it.
+        continue_on_errors: false,
     };
     let pacer = Pacer::new(PacerConfig::default(), 1.0, ref_instant)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
@@ -672,7 +685,7 @@ pub(crate) fn run_reads(
         result.test.collection_end = wall(r.ended);
         result.test.duration_s = r.ended.saturating_duration_since(r.started).as_secs_f64();
         let g = r.integrity;
-        found = g.bad_pages + g.correctable_pages + g.wrong_page_number_pages + g.stale_pages;
+        found = g.damaged();
         result.integrity = g;
         result.errors = r.errors;
         result.errors.extend(engine.hung.iter().cloned());

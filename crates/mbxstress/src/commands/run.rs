@@ -53,6 +53,9 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
     set!(args.compressibility_pct, cfg.compressibility_pct);
     set!(args.seed, cfg.seed);
     set!(args.log_files_to_replay, cfg.log_files_to_replay);
+    if args.continue_on_errors {
+        cfg.continue_on_errors = true;
+    }
     set!(args.engine.engine, cfg.engine);
     if args.engine.buffered {
         cfg.direct = false;
@@ -105,6 +108,9 @@ const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
     ("seed", "--seed", |a| a.seed.is_some()),
     ("log_files_to_replay", "--log-files-to-replay", |a| {
         a.log_files_to_replay.is_some()
+    }),
+    ("continue_on_errors", "--continue-on-errors", |a| {
+        a.continue_on_errors
     }),
     ("engine", "--engine", |a| a.engine.engine.is_some()),
     ("direct", "--buffered", |a| a.engine.buffered),
@@ -519,7 +525,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         StopReason::Interrupted => ExitCode::from(crate::interrupt::INTERRUPTED),
         StopReason::Completed => ExitCode::SUCCESS,
         StopReason::VerdictFailed => ExitCode::from(1),
-        StopReason::IoError | StopReason::Error => {
+        StopReason::IoError | StopReason::IntegrityError | StopReason::Error => {
             errln!("error: the test stopped: {}", result.stopped.message);
             ExitCode::from(crate::exit::RUNTIME)
         }
@@ -685,9 +691,42 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
     if !r.sections.soft_recovery.is_empty() {
         print_soft_recovery(r)?;
     }
+    print_errors(r)?;
     outln!("Result: {}", path.display())?;
     if let Some(p) = report {
         outln!("Report: {}", p.display())?;
+    }
+    Ok(())
+}
+
+/// The errors met, counted per instance and class (nothing when there were none), then the
+/// first few entries.
+fn print_errors(r: &RunResult) -> std::io::Result<()> {
+    if r.errors.is_empty() {
+        return Ok(());
+    }
+    let mut table: Vec<(String, String, u64)> = Vec::new();
+    for e in &r.errors {
+        let who = e.instance.clone().unwrap_or_else(|| "-".into());
+        match table.iter_mut().find(|t| t.0 == who && t.1 == e.class) {
+            Some(t) => t.2 = t.2.saturating_add(e.count),
+            None => table.push((who, e.class.clone(), e.count)),
+        }
+    }
+    outln!(
+        "  {:<22} {:<22} {:>9}",
+        "errors: instance",
+        "class",
+        "count"
+    )?;
+    for (who, class, count) in &table {
+        outln!("  {who:<22} {class:<22} {count:>9}")?;
+    }
+    for e in r.errors.iter().take(5) {
+        outln!("  {}: {}", e.class, e.message)?;
+    }
+    if r.errors.len() > 5 {
+        outln!("  ... {} more in result.json", r.errors.len() - 5)?;
     }
     Ok(())
 }
@@ -828,6 +867,17 @@ mod resolve_tests {
             assert_eq!(cfg.profile, report.profile);
             assert_eq!(cfg.profile.copies_per_database, copies.min(3));
         }
+    }
+
+    /// Off by default (Jetstress 2013 stops at the first error); the flag turns it on.
+    #[test]
+    fn continue_on_errors_is_off_unless_asked() {
+        assert!(!resolve(&args(&[])).expect("resolves").continue_on_errors);
+        assert!(
+            resolve(&args(&["--continue-on-errors"]))
+                .expect("resolves")
+                .continue_on_errors
+        );
     }
 
     #[test]

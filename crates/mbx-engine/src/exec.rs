@@ -335,12 +335,7 @@ impl<'o> Engine<'o> {
                 .find(|d| d.spec.db_path == h.path || h.path.starts_with(&d.spec.log_dir));
             let in_database = db.is_some_and(|d| d.spec.db_path == h.path);
             let instance = db.map(|d| d.spec.name.clone());
-            let what = match h.op {
-                mbx_io::IoOp::Read => "read",
-                mbx_io::IoOp::Write => "write",
-                mbx_io::IoOp::Sync => "sync",
-                mbx_io::IoOp::Allocate => "allocation",
-            };
+            let what = h.op.noun();
             let message = format!(
                 "Hung I/O: a {what} of {} bytes at offset {} of {} has been outstanding for {:.0} s (threshold {:.0} s).",
                 h.len,
@@ -353,14 +348,10 @@ impl<'o> Engine<'o> {
             self.hung.push(crate::result::ErrorEntry {
                 class: "hung_io".into(),
                 instance,
-                path: Some(h.path.display().to_string()),
-                volume: mbx_io::platform::volume_of(&h.path),
-                offset: Some(h.offset),
-                page: in_database.then(|| h.offset / mbx_store::page::PAGE_SIZE as u64),
-                errno: None,
                 count: 1,
                 first_at: crate::rfc3339(self.reactor.clock().wall()),
                 message,
+                ..crate::located(Some(&h.path), Some(h.offset), in_database)
             });
         }
     }
@@ -650,16 +641,11 @@ fn gone_past(
     d.io_errors.push(crate::result::ErrorEntry {
         class: "io_error".into(),
         instance: Some(d.spec.name.clone()),
-        volume: mbx_io::platform::volume_of(&path),
-        path: Some(path.display().to_string()),
-        offset,
-        page: offset
-            .filter(|_| in_database)
-            .map(|o| o / mbx_store::page::PAGE_SIZE as u64),
         errno,
         count: 1,
         first_at: crate::rfc3339(reactor.clock().wall()),
         message,
+        ..crate::located(Some(&path), offset, in_database)
     });
     Ok(())
 }

@@ -280,14 +280,14 @@ pub fn run_test(
             header_errors.push(ErrorEntry {
                 class: "header_copy_damaged".into(),
                 instance: specs.get(k).map(|s| s.name.clone()),
-                path: Some(d.spec.path.display().to_string()),
-                volume: mbx_io::platform::volume_of(&d.spec.path),
-                offset: Some(copy * mbx_store::page::PAGE_SIZE as u64),
-                page: Some(copy),
-                errno: None,
                 count: 1,
                 first_at: rfc3339_now(),
                 message: line,
+                ..located(
+                    Some(&d.spec.path),
+                    Some(copy * mbx_store::page::PAGE_SIZE as u64),
+                    true,
+                )
             });
         }
     }
@@ -687,7 +687,6 @@ pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry 
         },
         _ => ("error", None, None, None),
     };
-    let path_s = path.as_ref().map(|p| p.display().to_string());
     let instance = path.as_ref().and_then(|p| {
         instances
             .iter()
@@ -703,16 +702,25 @@ pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry 
     ErrorEntry {
         class: class.into(),
         instance,
-        path: path_s,
-        volume: path.as_deref().and_then(mbx_io::platform::volume_of),
-        offset,
-        page: offset
-            .filter(|_| in_database)
-            .map(|o| o / mbx_store::page::PAGE_SIZE as u64),
         errno,
         count: 1,
         first_at: rfc3339_now(),
         message: e.to_string(),
+        ..located(path.as_deref(), offset, in_database)
+    }
+}
+
+/// An `errors[]` entry with only its place filled in: the path, its volume, the offset and, in a
+/// database file (not a log file), the page number there.
+pub(crate) fn located(path: Option<&Path>, offset: Option<u64>, in_database: bool) -> ErrorEntry {
+    ErrorEntry {
+        path: path.map(|p| p.display().to_string()),
+        volume: path.and_then(mbx_io::platform::volume_of),
+        offset,
+        page: offset
+            .filter(|_| in_database)
+            .map(|o| o / mbx_store::page::PAGE_SIZE as u64),
+        ..ErrorEntry::default()
     }
 }
 
@@ -1014,14 +1022,10 @@ fn integrity_errors(dbs: &[Database]) -> Vec<ErrorEntry> {
                 out.push(ErrorEntry {
                     class: class.into(),
                     instance: Some(name.clone()),
-                    path: Some(path.display().to_string()),
-                    volume: mbx_io::platform::volume_of(path),
-                    offset: None,
-                    page: None,
-                    errno: None,
                     count: more,
                     first_at: rfc3339_now(),
                     message: format!("{more} {class} pages in {}", path.display()),
+                    ..located(Some(path), None, true)
                 });
             }
         }

@@ -13,10 +13,7 @@ use mbx_config::RunConfig;
 use mbx_engine::result::{RunResult, StopReason};
 use mbx_engine::{run_plan, InstanceSpec, LogStart, Observer, Plan, RunEvent};
 use mbx_io::sim::{LatencyModel, SimClock, SimDevice, SimQueue};
-use mbx_io::{
-    Clock, FaultKind, FaultRule, FileTable, IoCompletion, IoError, IoOp, IoQueue, IoRequest,
-    OpenMode,
-};
+use mbx_io::{FaultKind, FaultRule, IoOp, Tap};
 use mbx_store::header::HEADER_PAGES;
 use mbx_store::page::{
     build_data_page, check_data_page, PageCheck, PageHeader, KIND_DATA, PAGE_SIZE,
@@ -81,75 +78,6 @@ fn config(duration_s: f64, continue_on_errors: bool) -> RunConfig {
     cfg
 }
 
-/// A simulated queue that counts the completions carrying an error (the injected ones).
-struct Counting {
-    inner: SimQueue,
-    errors: Arc<AtomicU64>,
-}
-
-impl Counting {
-    fn count(&self, out: &[IoCompletion], from: usize) {
-        let n = out[from..].iter().filter(|c| c.result.is_err()).count();
-        self.errors.fetch_add(n as u64, Ordering::Relaxed);
-    }
-}
-
-impl IoQueue for Counting {
-    fn submit(&mut self, req: IoRequest) -> Result<(), IoError> {
-        self.inner.submit(req)
-    }
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        let from = out.len();
-        self.inner.reap(min, out)?;
-        self.count(out, from);
-        Ok(())
-    }
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        let from = out.len();
-        self.inner.reap_timeout(min, timeout, out)?;
-        self.count(out, from);
-        Ok(())
-    }
-    fn in_flight(&self) -> usize {
-        self.inner.in_flight()
-    }
-    fn depth(&self) -> usize {
-        self.inner.depth()
-    }
-    fn files(&self) -> &FileTable {
-        self.inner.files()
-    }
-    fn engine_name(&self) -> &'static str {
-        self.inner.engine_name()
-    }
-    fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
-        self.inner.open_file(path, mode)
-    }
-    fn close_file(&mut self, index: usize) {
-        self.inner.close_file(index)
-    }
-    fn remove_file(&mut self, path: &Path) -> Result<(), IoError> {
-        self.inner.remove_file(path)
-    }
-    fn wait_removals(&mut self) -> Result<(), IoError> {
-        self.inner.wait_removals()
-    }
-    fn file_len(&self, index: usize) -> Result<u64, IoError> {
-        self.inner.file_len(index)
-    }
-    fn file_path(&self, index: usize) -> PathBuf {
-        self.inner.file_path(index)
-    }
-    fn clock(&self) -> Arc<dyn Clock> {
-        self.inner.clock()
-    }
-}
-
 /// Runs the Performance plan on `spec` with `faults`; the result and the errors injected.
 fn run(
     dev: &SimDevice,
@@ -158,17 +86,26 @@ fn run(
     faults: Vec<FaultRule>,
 ) -> (RunResult, u64) {
     let errors = Arc::new(AtomicU64::new(0));
-    let queue = Counting {
-        inner: SimQueue::new(
-            dev.clone(),
-            Arc::new(SimClock::new()),
-            mbx_engine::queue_depth(cfg, 1),
-            LatencyModel::typical(),
-            5,
-        )
-        .with_faults(faults),
-        errors: errors.clone(),
-    };
+    // Counts the completions carrying an error (the injected ones).
+    let seen = errors.clone();
+    let queue = Tap::new(
+        Box::new(
+            SimQueue::new(
+                dev.clone(),
+                Arc::new(SimClock::new()),
+                mbx_engine::queue_depth(cfg, 1),
+                LatencyModel::typical(),
+                5,
+            )
+            .with_faults(faults),
+        ),
+        Box::new(|_, _| {}),
+        Box::new(move |c| {
+            if c.result.is_err() {
+                seen.fetch_add(1, Ordering::Relaxed);
+            }
+        }),
+    );
     let r = run_plan(
         cfg,
         &Plan::performance(cfg),
@@ -189,6 +126,21 @@ fn eio_on_one_percent() -> Vec<FaultRule> {
         .one_in(100)]
 }
 
+/// The test ran its whole duration (errors did not stop it) and its verdict failed.
+fn assert_ran_its_course_and_failed(r: &RunResult, secs: f64) {
+    assert_eq!(
+        r.stopped.reason,
+        StopReason::VerdictFailed,
+        "{:?}",
+        r.stopped
+    );
+    assert!(
+        (r.test.duration_s - secs).abs() < 1.0,
+        "{}",
+        r.test.duration_s
+    );
+}
+
 #[test]
 fn with_continue_on_errors_eio_on_one_percent_of_reads_is_counted_and_the_test_runs_its_course() {
     let dev = SimDevice::new();
@@ -200,17 +152,7 @@ fn with_continue_on_errors_eio_on_one_percent_of_reads_is_counted_and_the_test_r
         injected >= 5,
         "enough reads failed to mean something: {injected}"
     );
-    assert_eq!(
-        r.stopped.reason,
-        StopReason::VerdictFailed,
-        "{:?}",
-        r.stopped
-    );
-    assert!(
-        (r.test.duration_s - 120.0).abs() < 1.0,
-        "{}",
-        r.test.duration_s
-    );
+    assert_ran_its_course_and_failed(&r, 120.0);
     let io: Vec<_> = r.errors.iter().filter(|e| e.class == "io_error").collect();
     // One entry per instance, class and errno, counting every injected error.
     assert_eq!(io.len(), 1, "{io:?}");
@@ -431,17 +373,7 @@ fn with_copies_damaged_pages_are_patched_and_the_test_goes_on() {
     let path = spec.db_path.clone();
     let want = damage(&dev, &path, pages);
     let (r, _) = run(&dev, &cfg, spec, Vec::new());
-    assert_eq!(
-        r.stopped.reason,
-        StopReason::VerdictFailed,
-        "{:?}",
-        r.stopped
-    );
-    assert!(
-        (r.test.duration_s - 60.0).abs() < 1.0,
-        "{}",
-        r.test.duration_s
-    );
+    assert_ran_its_course_and_failed(&r, 60.0);
     let patched: Vec<_> = r
         .errors
         .iter()

@@ -132,11 +132,6 @@ impl Damage {
             self.named.push(ErrorEntry {
                 class: class.into(),
                 instance: Some(instance.to_string()),
-                path: Some(path.display().to_string()),
-                volume: mbx_io::platform::volume_of(path),
-                offset: Some(offset),
-                page: Some(page),
-                errno: None,
                 count: 1,
                 first_at: crate::rfc3339(at),
                 message: format!(
@@ -144,6 +139,7 @@ impl Damage {
                     path.display(),
                     finding.what()
                 ),
+                ..crate::located(Some(path), Some(offset), true)
             });
             return;
         }
@@ -160,17 +156,13 @@ impl Damage {
             out.push(ErrorEntry {
                 class: class.into(),
                 instance: Some(instance.to_string()),
-                path: Some(path.display().to_string()),
-                volume: mbx_io::platform::volume_of(path),
-                offset: None,
-                page: None,
-                errno: None,
                 count,
                 first_at: crate::rfc3339(at),
                 message: format!(
                     "{count} more {class} pages in {} beyond the {NAMED_PAGES} named",
                     path.display()
                 ),
+                ..crate::located(Some(path), None, true)
             });
         }
         out

@@ -128,14 +128,10 @@ impl Target {
             self.errors.push(ErrorEntry {
                 class: class.into(),
                 instance: Some(instance.to_string()),
-                path: Some(path.clone()),
-                volume: mbx_io::platform::volume_of(&self.path),
-                offset: Some(offset),
-                page,
-                errno: None,
                 count: 1,
                 first_at: at.to_string(),
                 message: format!("{path}: {place} {what}{detail}"),
+                ..crate::located(Some(&self.path), Some(offset), page.is_some())
             });
         } else {
             let e = self.more.entry(class).or_insert((0, page, offset, what));
@@ -416,17 +412,13 @@ impl SeqPass {
                     report.errors.push(ErrorEntry {
                         class: (*class).into(),
                         instance: Some(spec.name.clone()),
-                        path: Some(t.path.display().to_string()),
-                        volume: mbx_io::platform::volume_of(&t.path),
-                        offset: Some(*offset),
-                        page: *page,
-                        errno: None,
                         count: *count,
                         first_at: rfc3339(e.reactor.clock().wall()),
                         message: format!(
                             "{}: {count} more pages beyond the {LISTED_PER_FILE} listed {what}",
                             t.path.display()
                         ),
+                        ..crate::located(Some(&t.path), Some(*offset), page.is_some())
                     });
                 }
                 match t.kind {

@@ -62,12 +62,7 @@ fn give_up_on_hung_io(e: &mut Engine<'_>, now: Instant) -> Result<(), EngineErro
     if h.outstanding <= limit {
         return Ok(());
     }
-    let what = match h.op {
-        mbx_io::IoOp::Read => "read",
-        mbx_io::IoOp::Write => "write",
-        mbx_io::IoOp::Sync => "sync",
-        mbx_io::IoOp::Allocate => "allocation",
-    };
+    let what = h.op.noun();
     let message = format!(
         "a hung {what} of {} bytes never completed ({:.0} s outstanding at shutdown); gave up waiting, its buffers left to the kernel",
         h.len,

@@ -132,6 +132,13 @@ impl TestKind {
         }
     }
 
+    /// True for the types that pace transactions at the target IOPS (Performance, Stress): only
+    /// they need a target within range. Backup and Checksum only read; Soft Recovery generates
+    /// its logs as fast as the storage allows.
+    pub fn paced(self) -> bool {
+        matches!(self, TestKind::Performance | TestKind::Stress)
+    }
+
     /// One line for `--help`.
     pub fn help(self) -> &'static str {
         match self {

@@ -171,6 +171,10 @@ pub struct RunConfig {
     pub thresholds: Thresholds,
     /// Seed of the workload's random choices (same seed, same sequence of operations): any.
     pub seed: u64,
+    /// Keep running after an I/O error (other than a full disk) or a damaged page, counting
+    /// them, instead of stopping at the first one (Jetstress `ContinueOnErrors`; off). The
+    /// verdict fails either way.
+    pub continue_on_errors: bool,
 }
 
 /// The built-in quick demonstration: 2 databases of 500 MiB, 200 target IOPS, 60 s measured.
@@ -196,6 +200,7 @@ impl Default for RunConfig {
             cache: CacheConfig::default(),
             thresholds: Thresholds::default(),
             seed: 1,
+            continue_on_errors: false,
         }
     }
 }
@@ -253,6 +258,12 @@ impl RunConfig {
     /// key as written in a `--config` file (`cache.max_mb_per_db`); the CLI maps it to a flag
     /// where one exists.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        self.validate_for(crate::TestKind::Performance)
+    }
+
+    /// [`RunConfig::validate`] for a test of type `kind`: the target IOPS range is checked only
+    /// for the types that pace at it ([`crate::TestKind::paced`]).
+    pub fn validate_for(&self, kind: crate::TestKind) -> Result<(), (&'static str, String)> {
         let bad = |k: &'static str, m: String| Err((k, m));
         let within = |v: f64, lo: f64, hi: f64| v.is_finite() && (lo..=hi).contains(&v);
         let show = crate::show_number;
@@ -260,7 +271,7 @@ impl RunConfig {
         self.profile.check()?;
         let p = &self.profile;
         let target = self.target_iops();
-        if !within(target, MIN_TARGET_IOPS, MAX_TARGET_IOPS) {
+        if kind.paced() && !within(target, MIN_TARGET_IOPS, MAX_TARGET_IOPS) {
             return bad(
                 "iops_per_mailbox",
                 format!(
@@ -568,6 +579,22 @@ mod tests {
         let c = RunConfig::from_toml("databases = 3\niops_per_mailbox = 1\n").expect("valid");
         assert_eq!((c.profile.databases, c.profile.iops_per_mailbox), (3, 1.0));
         assert_eq!(c.profile.mailboxes, Profile::default().mailboxes);
+    }
+
+    #[test]
+    fn only_paced_tests_need_a_target_in_range() {
+        // 2 mailboxes at 0.2 IOPS: a target of 0.4 IOPS, below the 1 IOPS minimum.
+        let mut c = RunConfig::default();
+        c.profile.mailboxes = 2;
+        for kind in crate::TestKind::ALL {
+            let r = c.validate_for(kind).map_err(|e| e.0);
+            if kind.paced() {
+                assert_eq!(r, Err("iops_per_mailbox"), "{kind:?}");
+            } else {
+                assert_eq!(r, Ok(()), "{kind:?}");
+            }
+        }
+        assert_eq!(c.validate().map_err(|e| e.0), Err("iops_per_mailbox"));
     }
 
     #[test]

@@ -190,6 +190,7 @@ fn config() -> impl Strategy<Value = RunConfig> {
             cache,
             thresholds,
             seed,
+            continue_on_errors: false,
         },
     )
 }

@@ -43,6 +43,9 @@ pub(crate) struct Settings {
     pub hung_io: Duration,
     /// Files are opened for direct I/O (O_DIRECT).
     pub direct: bool,
+    /// Count I/O errors (but a full disk) and damaged pages and go on, instead of stopping at
+    /// the first (Jetstress `ContinueOnErrors`).
+    pub continue_on_errors: bool,
 }
 
 /// Phase boundaries as the executor reaches them.
@@ -79,6 +82,8 @@ pub(crate) struct Engine<'o> {
     /// What a sequential pass found, once it is done (or stopped).
     pub pass_report: Option<crate::phase::seqpass::PassReport>,
     scratch: Vec<u8>,
+    /// Damaged pages of the read being verified (reused).
+    found: Vec<(u64, verify::Finding)>,
     next_tick: Instant,
     last_tick: Instant,
     tick_ios: u64,
@@ -121,6 +126,7 @@ impl<'o> Engine<'o> {
             pass_specs: Vec::new(),
             pass_report: None,
             scratch: vec![0u8; mbx_store::page::PAGE_SIZE],
+            found: Vec::new(),
             next_tick: now + Duration::from_secs(1),
             last_tick: now,
             tick_ios: 0,
@@ -192,11 +198,20 @@ impl<'o> Engine<'o> {
                     scratch,
                     txn_ios,
                     pass_inbox,
+                    settings,
+                    found,
                     ..
                 } = self;
-                reactor.wait(wake, |r, owner, c| {
-                    route(r, dbs, work, scratch, txn_ios, pass_inbox, owner, c)
-                })?;
+                let mut cx = RouteCtx {
+                    scratch,
+                    txn_ios,
+                    pass_inbox,
+                    found,
+                    cont: settings.continue_on_errors,
+                    copies: settings.copies,
+                    compressibility_pct: settings.compressibility_pct,
+                };
+                reactor.wait(wake, |r, owner, c| route(r, dbs, work, &mut cx, owner, c))?;
             }
             idx = if self.marks.interrupted {
                 // An interrupted test goes straight to the phase that must always run.
@@ -320,12 +335,7 @@ impl<'o> Engine<'o> {
                 .find(|d| d.spec.db_path == h.path || h.path.starts_with(&d.spec.log_dir));
             let in_database = db.is_some_and(|d| d.spec.db_path == h.path);
             let instance = db.map(|d| d.spec.name.clone());
-            let what = match h.op {
-                mbx_io::IoOp::Read => "read",
-                mbx_io::IoOp::Write => "write",
-                mbx_io::IoOp::Sync => "sync",
-                mbx_io::IoOp::Allocate => "allocation",
-            };
+            let what = h.op.noun();
             let message = format!(
                 "Hung I/O: a {what} of {} bytes at offset {} of {} has been outstanding for {:.0} s (threshold {:.0} s).",
                 h.len,
@@ -338,13 +348,10 @@ impl<'o> Engine<'o> {
             self.hung.push(crate::result::ErrorEntry {
                 class: "hung_io".into(),
                 instance,
-                path: Some(h.path.display().to_string()),
-                volume: mbx_io::platform::volume_of(&h.path),
-                offset: Some(h.offset),
-                page: in_database.then(|| h.offset / mbx_store::page::PAGE_SIZE as u64),
                 count: 1,
                 first_at: crate::rfc3339(self.reactor.clock().wall()),
                 message,
+                ..crate::located(Some(&h.path), Some(h.offset), in_database)
             });
         }
     }
@@ -410,51 +417,77 @@ pub(crate) fn begin_checkpoint(
     db.checkpointer.begin(reactor, i, db.file, lsn, seq, now)
 }
 
-/// Routes one completion to its owner.
-#[allow(clippy::too_many_arguments)]
+/// What routing needs besides the reactor, the databases and the workload.
+struct RouteCtx<'a> {
+    scratch: &'a mut [u8],
+    txn_ios: &'a mut u64,
+    pass_inbox: &'a mut Vec<PassChunk>,
+    found: &'a mut Vec<(u64, verify::Finding)>,
+    /// `continue_on_errors`.
+    cont: bool,
+    /// Copies per database: above 1, damaged pages are patched.
+    copies: u32,
+    compressibility_pct: u8,
+}
+
+/// Routes one completion to its owner. A failed I/O stops the test, unless
+/// `continue_on_errors` and it is an error the workload can go past ([`gone_past`]): then it is
+/// counted and the I/O is treated as done (a read's pages are not verified; a failed flush
+/// leaves the tracker expecting nothing of those pages; a failed log write completes its
+/// waiters).
 fn route(
     reactor: &mut Reactor,
     dbs: &mut [Database],
     work: &mut Workload,
-    scratch: &mut [u8],
-    txn_ios: &mut u64,
-    pass_inbox: &mut Vec<PassChunk>,
+    cx: &mut RouteCtx<'_>,
     owner: Owner,
-    c: &IoCompletion,
+    c: &mut IoCompletion,
 ) -> Result<(), EngineError> {
-    let bytes = reactor.check(c)? as u64;
+    let (bytes, ok) = match reactor.check(c) {
+        Ok(n) => (n as u64, true),
+        Err(e) => {
+            gone_past(reactor, dbs, owner, e, cx.cont)?;
+            (0, false)
+        }
+    };
     let now = reactor.now();
     match owner {
         Owner::TxnRead { db, first, pages } => {
-            dbs[db].stats.record(Stream::DbRead, bytes, c.latency);
-            *txn_ios += 1;
+            if ok {
+                dbs[db].stats.record(Stream::DbRead, bytes, c.latency);
+            }
+            *cx.txn_ios += 1;
             work.pacer.on_read(now, 1);
-            check_pages(
-                &mut dbs[db],
-                first,
-                pages,
-                c.req.buf.as_slice(),
-                None,
-                scratch,
-                reactor,
-            );
+            if ok {
+                let data = c.req.buf.as_slice();
+                check_pages(&mut dbs[db], db, first, pages, data, None, cx, reactor)?;
+            }
             work.pages_read(db, first, pages, dbs, now)?;
         }
         Owner::Flush { db, first, pages } => {
             let d = &mut dbs[db];
-            d.stats.record(Stream::DbWrite, bytes, c.latency);
-            if d.stats.measuring {
-                d.stats.shape.pages_written += pages;
+            if ok {
+                d.stats.record(Stream::DbWrite, bytes, c.latency);
+                if d.stats.measuring {
+                    d.stats.shape.pages_written += pages;
+                }
             }
-            *txn_ios += 1;
+            *cx.txn_ios += 1;
             work.pacer.on_write(now, 1);
             let seq = reactor.events;
-            d.flusher
-                .done(&mut d.cache, &mut d.pages, first, pages, seq, now);
+            if ok {
+                d.flusher
+                    .done(&mut d.cache, &mut d.pages, first, pages, seq, now);
+            } else {
+                d.flusher
+                    .failed(&mut d.cache, &mut d.pages, first, pages, now);
+            }
             work.retry_stalled(db, dbs, reactor, now)?;
         }
         Owner::LogWrite { db, gen, end_lsn } => {
-            dbs[db].stats.record(Stream::LogWrite, bytes, c.latency);
+            if ok {
+                dbs[db].stats.record(Stream::LogWrite, bytes, c.latency);
+            }
             let mut done = Vec::new();
             dbs[db].log.written(gen, end_lsn, &mut done);
             for s in done {
@@ -468,12 +501,16 @@ fn route(
             } else {
                 Stream::Other
             };
-            dbs[db].stats.record(stream, bytes, c.latency);
+            if ok {
+                dbs[db].stats.record(stream, bytes, c.latency);
+            }
             dbs[db].log.created(reactor, gen, step)?;
         }
         Owner::Checkpoint { db, step } => {
             // Measured, but not as log writes (docs/method.md, "Logs").
-            dbs[db].stats.record(Stream::Other, bytes, c.latency);
+            if ok {
+                dbs[db].stats.record(Stream::Other, bytes, c.latency);
+            }
             let d = &mut dbs[db];
             let id = d.spec.database_id;
             if let Some((lsn, seq)) = d.checkpointer.step_done(reactor, db, id, step)? {
@@ -490,33 +527,56 @@ fn route(
             pages,
             seq,
         } => {
-            dbs[db].stats.record(Stream::Bdm, bytes, c.latency);
+            if ok {
+                dbs[db].stats.record(Stream::Bdm, bytes, c.latency);
+            }
             dbs[db].bdm.done(first, pages)?;
-            check_pages(
-                &mut dbs[db],
-                first,
-                pages,
-                c.req.buf.as_slice(),
-                Some(seq),
-                scratch,
-                reactor,
-            );
+            if ok {
+                check_pages(
+                    &mut dbs[db],
+                    db,
+                    first,
+                    pages,
+                    c.req.buf.as_slice(),
+                    Some(seq),
+                    cx,
+                    reactor,
+                )?;
+            }
         }
         Owner::Repl { db, gen } => {
-            dbs[db].stats.record(Stream::LogRead, bytes, c.latency);
+            if ok {
+                dbs[db].stats.record(Stream::LogRead, bytes, c.latency);
+            }
             let d = &mut dbs[db];
             d.repl.done(&mut d.log, gen);
         }
         Owner::Pass { db, offset } => {
             let len = usize::try_from(bytes).unwrap_or(usize::MAX).min(c.req.len);
-            let mut data = reactor.buf(c.req.buf.len());
-            data.as_mut_slice()[..len].copy_from_slice(&c.req.buf.as_slice()[..len]);
-            pass_inbox.push(PassChunk {
+            // The read's buffer moves to the inbox (a pooled one takes its place and goes
+            // back to the pool when routing ends): no copy of the data.
+            let fresh = reactor.buf(c.req.buf.len());
+            let data = std::mem::replace(&mut c.req.buf, fresh);
+            cx.pass_inbox.push(PassChunk {
                 file: db,
                 offset,
                 data,
                 len,
             });
+        }
+        Owner::Patch { db, page, gen } => {
+            let d = &mut dbs[db];
+            d.patching = d.patching.saturating_sub(1);
+            if ok {
+                d.stats.record(Stream::Other, bytes, c.latency);
+                d.pages.write_done(page, reactor.events);
+                let f = verify::Finding::Patched { generation: gen };
+                f.count(&mut d.integrity);
+                let at = reactor.clock().wall();
+                d.damage.record(&d.spec.name, &d.spec.db_path, page, f, at);
+            } else {
+                d.pages.write_failed(page);
+            }
         }
         Owner::Replay { db, io } => {
             let d = &mut dbs[db];
@@ -524,9 +584,69 @@ fn route(
             let len = usize::try_from(bytes).unwrap_or(usize::MAX);
             let data = c.req.buf.as_slice().get(..len).unwrap_or_default();
             d.replay
-                .completed(reactor, io, data, &mut d.integrity, scratch, now)?;
+                .completed(reactor, io, data, &mut d.integrity, cx.scratch, now)?;
         }
     }
+    Ok(())
+}
+
+/// Decides about a failed I/O: `Err` stops the test (the default; always for a full disk, a
+/// queue failure, and the sequential-pass and recovery reads, which have no way to go on);
+/// with `cont` an I/O error of the workload is counted in its database's `io_errors` (one
+/// entry per class and errno) and `Ok` lets the routing treat the I/O as done.
+fn gone_past(
+    reactor: &Reactor,
+    dbs: &mut [Database],
+    owner: Owner,
+    e: mbx_io::IoError,
+    cont: bool,
+) -> Result<(), EngineError> {
+    let db = match owner {
+        Owner::TxnRead { db, .. }
+        | Owner::Flush { db, .. }
+        | Owner::LogWrite { db, .. }
+        | Owner::LogCreate { db, .. }
+        | Owner::Checkpoint { db, .. }
+        | Owner::Bdm { db, .. }
+        | Owner::Repl { db, .. }
+        | Owner::Patch { db, .. } => db,
+        Owner::Pass { .. } | Owner::Replay { .. } => return Err(e.into()),
+    };
+    let (errno, path, offset) = match &e {
+        mbx_io::IoError::Os {
+            error,
+            path,
+            offset,
+            ..
+        } if !crate::is_no_space(error) => (error.raw_os_error(), path.clone(), *offset),
+        mbx_io::IoError::Short { path, offset, .. } => (None, path.clone(), Some(*offset)),
+        _ => return Err(e.into()),
+    };
+    if !cont {
+        return Err(e.into());
+    }
+    let Some(d) = dbs.get_mut(db) else {
+        return Err(e.into());
+    };
+    if let Some(x) = d
+        .io_errors
+        .iter_mut()
+        .find(|x| x.class == "io_error" && x.errno == errno)
+    {
+        x.count += 1;
+        return Ok(());
+    }
+    let in_database = path == d.spec.db_path;
+    let message = e.to_string();
+    d.io_errors.push(crate::result::ErrorEntry {
+        class: "io_error".into(),
+        instance: Some(d.spec.name.clone()),
+        errno,
+        count: 1,
+        first_at: crate::rfc3339(reactor.clock().wall()),
+        message,
+        ..crate::located(Some(&path), offset, in_database)
+    });
     Ok(())
 }
 
@@ -534,16 +654,23 @@ fn lsn_generation(lsn: crate::db::logfmt::Lsn) -> u64 {
     lsn.generation()
 }
 
+/// Verifies the pages of a completed read: each damaged page is counted and named in its
+/// database's damage list. With copies > 1 each is patched (rewritten from its known content,
+/// as Exchange patches a page from a passive copy) and the test goes on; otherwise the first
+/// one stops the test unless `continue_on_errors`.
+#[allow(clippy::too_many_arguments)]
 fn check_pages(
     db: &mut Database,
+    index: usize,
     first: u64,
     pages: u64,
     data: &[u8],
     scan_seq: Option<u64>,
-    scratch: &mut [u8],
-    reactor: &Reactor,
-) {
-    if let Some(bad) = verify::verify_pages(
+    cx: &mut RouteCtx<'_>,
+    reactor: &mut Reactor,
+) -> Result<(), EngineError> {
+    cx.found.clear();
+    verify::verify_pages(
         &mut db.integrity,
         &db.pages,
         db.spec.database_id,
@@ -551,10 +678,89 @@ fn check_pages(
         pages,
         data,
         scan_seq,
-        scratch,
-    ) {
-        if db.first_integrity_error.is_none() {
-            db.first_integrity_error = Some((reactor.clock().wall(), bad));
-        }
+        cx.scratch,
+        cx.found,
+    );
+    if cx.found.is_empty() {
+        return Ok(());
     }
+    let at = reactor.clock().wall();
+    let before = db.damage.named.len();
+    for &(page, f) in cx.found.iter() {
+        db.damage
+            .record(&db.spec.name, &db.spec.db_path, page, f, at);
+    }
+    if cx.copies > 1 {
+        for &(page, _) in cx.found.iter() {
+            patch(reactor, db, index, page, cx.compressibility_pct)?;
+        }
+        return Ok(());
+    }
+    if cx.cont {
+        return Ok(());
+    }
+    let message = db
+        .damage
+        .named
+        .get(before)
+        .map(|e| e.message.clone())
+        .unwrap_or_else(|| "a damaged page was read".into());
+    Err(EngineError::Integrity(message))
 }
+
+/// Rewrites damaged `page` of database `index` from its known content: at the generation the
+/// page tracker remembers, or the prepared generation (0) when it remembers nothing. A page
+/// with a write in flight is left to that write, a page in the cache to the cache; with [`crate::PATCH_SLOTS`] patches already in
+/// flight the page stays unpatched (it is counted as damaged all the same).
+fn patch(
+    reactor: &mut Reactor,
+    db: &mut Database,
+    index: usize,
+    page: u64,
+    compressibility_pct: u8,
+) -> Result<(), EngineError> {
+    use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
+    // Only pages the cache does not hold: a cached page may be modified and flushed while the
+    // patch is in flight, and the patch, landing last, would leave older content than the
+    // tracker expects (a false lost write). A page met by a transaction (cached from then on)
+    // is patched when BDM or a later read meets it uncached, or rewritten by its next flush.
+    if db.cache.state(page).is_some() {
+        return Ok(());
+    }
+    let gen = match db.pages.known(page) {
+        crate::db::pages::Known::Written { gen, .. } => gen,
+        crate::db::pages::Known::InFlight { .. } => return Ok(()),
+        crate::db::pages::Known::Unknown => PREPARED_GENERATION,
+    };
+    if db.patching >= crate::PATCH_SLOTS {
+        return Ok(());
+    }
+    db.patching += 1;
+    let mut buf = reactor.buf(PAGE_SIZE);
+    build_data_page(
+        buf.as_mut_slice(),
+        &PageHeader {
+            page_number: page,
+            database_id: db.spec.database_id,
+            generation: gen,
+            kind: KIND_DATA,
+            compressibility_pct,
+        },
+    );
+    db.pages.write_submitted(page, gen, reactor.events + 1);
+    reactor.submit(
+        Owner::Patch {
+            db: index,
+            page,
+            gen,
+        },
+        mbx_io::IoOp::Write,
+        db.file,
+        page.saturating_mul(PAGE_SIZE as u64),
+        buf,
+        None,
+    )
+}
+
+/// The generation `mbx_store::prepare` writes every page at.
+const PREPARED_GENERATION: u64 = 0;

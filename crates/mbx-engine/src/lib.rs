@@ -73,6 +73,9 @@ pub enum EngineError {
     /// The configuration cannot run.
     #[error("{0}")]
     Invalid(String),
+    /// A damaged page was read (the first one stops the test unless `continue_on_errors`).
+    #[error("{0}")]
+    Integrity(String),
 }
 
 /// Phases of a run.
@@ -244,7 +247,7 @@ pub fn run_test(
     cancel: &AtomicBool,
     wrap: Option<&QueueWrapper>,
 ) -> Result<RunResult, EngineError> {
-    cfg.validate()
+    cfg.validate_for(plan.kind)
         .map_err(|(k, m)| EngineError::Invalid(format!("invalid {k}: {m}")))?;
     let engine: EngineKind = cfg.engine;
     let pid = std::process::id();
@@ -277,13 +280,14 @@ pub fn run_test(
             header_errors.push(ErrorEntry {
                 class: "header_copy_damaged".into(),
                 instance: specs.get(k).map(|s| s.name.clone()),
-                path: Some(d.spec.path.display().to_string()),
-                volume: mbx_io::platform::volume_of(&d.spec.path),
-                offset: Some(copy * mbx_store::page::PAGE_SIZE as u64),
-                page: Some(copy),
                 count: 1,
                 first_at: rfc3339_now(),
                 message: line,
+                ..located(
+                    Some(&d.spec.path),
+                    Some(copy * mbx_store::page::PAGE_SIZE as u64),
+                    true,
+                )
             });
         }
     }
@@ -321,6 +325,15 @@ pub fn run_test(
         final_: final_bytes,
     };
     if !header_errors.is_empty() {
+        for e in &header_errors {
+            if let Some(i) = result
+                .instances
+                .iter_mut()
+                .find(|i| Some(&i.name) == e.instance.as_ref())
+            {
+                i.errors = i.errors.saturating_add(e.count);
+            }
+        }
         result.errors.splice(0..0, header_errors);
         if let Some(c) = result
             .verdict
@@ -344,12 +357,22 @@ pub fn run_test(
 
 /// The most I/O a test can have in flight: every session's transaction reads (each operation
 /// reads at most model::MAX_READS_PER_OP pages) plus, per database, the flusher's writes, a log
-/// write, two log file creations, a checkpoint step, a BDM read and a replication read. A smaller
+/// write, two log file creations, a checkpoint step, a BDM read, a replication read and, with
+/// copies > 1, a few page patching writes. A smaller
 /// queue overflows when the storage is slow, which is exactly when the test must keep going.
 pub fn queue_depth(cfg: &RunConfig, databases: usize) -> usize {
+    let patches = if cfg.profile.copies_per_database > 1 {
+        PATCH_SLOTS
+    } else {
+        0
+    };
     cfg.sessions() as usize * model::MAX_OPS_PER_TXN * model::MAX_READS_PER_OP
-        + databases * (db::flusher::MAX_FLUSH_WRITES + 6)
+        + databases * (db::flusher::MAX_FLUSH_WRITES + 6 + patches)
 }
+
+/// Room per database for page patching writes (copies > 1); beyond it a damaged page is counted
+/// but not patched.
+pub(crate) const PATCH_SLOTS: usize = 8;
 
 /// What an earlier run left in a log folder: where this run's log continues (read with the
 /// file system; a simulated device's caller builds it directly). Every earlier generation is
@@ -420,6 +443,7 @@ pub fn run_plan(
         compressibility_pct: cfg.compressibility_pct,
         hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
         direct: cfg.direct,
+        continue_on_errors: cfg.continue_on_errors,
     };
     let pacer = Pacer::new(PacerConfig::default(), cfg.target_iops(), ref_instant)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
@@ -559,6 +583,15 @@ pub(crate) fn ended(interrupted: bool, pass: bool, messages: [&str; 3]) -> Stopp
 /// Marks `result` as stopped by `e` (at wall time `at`): why it stopped, the error entry, and a
 /// failed verdict. What was measured before the error stays.
 pub(crate) fn stop_with_error(result: &mut RunResult, e: &EngineError, at: std::time::SystemTime) {
+    if let EngineError::Integrity(message) = e {
+        // The damaged page is already named in errors[].
+        result.stopped = Stopped {
+            reason: StopReason::IntegrityError,
+            message: message.clone(),
+        };
+        result.verdict.pass = false;
+        return;
+    }
     let mut entry = error_entry(e, &result.instances);
     entry.first_at = rfc3339(at);
     result.stopped = Stopped {
@@ -569,6 +602,11 @@ pub(crate) fn stop_with_error(result: &mut RunResult, e: &EngineError, at: std::
         },
         message: entry.message.clone(),
     };
+    if let Some(name) = &entry.instance {
+        if let Some(i) = result.instances.iter_mut().find(|i| &i.name == name) {
+            i.errors = i.errors.saturating_add(entry.count);
+        }
+    }
     result.errors.push(entry);
     result.verdict.pass = false;
 }
@@ -631,7 +669,7 @@ pub fn is_no_space(e: &std::io::Error) -> bool {
 
 /// Describes an error that stopped a test as a result entry (class, path, offset, instance).
 pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry {
-    let (class, path, offset) = match e {
+    let (class, path, offset, errno) = match e {
         EngineError::Io(io) | EngineError::Store(StoreError::Io(io)) => match io {
             mbx_io::IoError::Os {
                 path,
@@ -646,15 +684,15 @@ pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry 
                 },
                 Some(path.clone()),
                 *offset,
+                error.raw_os_error(),
             ),
             mbx_io::IoError::Short { path, offset, .. } => {
-                ("io_error", Some(path.clone()), Some(*offset))
+                ("io_error", Some(path.clone()), Some(*offset), None)
             }
-            mbx_io::IoError::Unsupported(_) => ("io_error", None, None),
+            mbx_io::IoError::Unsupported(_) => ("io_error", None, None, None),
         },
-        _ => ("error", None, None),
+        _ => ("error", None, None, None),
     };
-    let path_s = path.as_ref().map(|p| p.display().to_string());
     let instance = path.as_ref().and_then(|p| {
         instances
             .iter()
@@ -670,15 +708,25 @@ pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry 
     ErrorEntry {
         class: class.into(),
         instance,
-        path: path_s,
-        volume: path.as_deref().and_then(mbx_io::platform::volume_of),
+        errno,
+        count: 1,
+        first_at: rfc3339_now(),
+        message: e.to_string(),
+        ..located(path.as_deref(), offset, in_database)
+    }
+}
+
+/// An `errors[]` entry with only its place filled in: the path, its volume, the offset and, in a
+/// database file (not a log file), the page number there.
+pub(crate) fn located(path: Option<&Path>, offset: Option<u64>, in_database: bool) -> ErrorEntry {
+    ErrorEntry {
+        path: path.map(|p| p.display().to_string()),
+        volume: path.and_then(mbx_io::platform::volume_of),
         offset,
         page: offset
             .filter(|_| in_database)
             .map(|o| o / mbx_store::page::PAGE_SIZE as u64),
-        count: 1,
-        first_at: rfc3339_now(),
-        message: e.to_string(),
+        ..ErrorEntry::default()
     }
 }
 
@@ -824,6 +872,7 @@ fn build_result(
                 0.0
             },
             cache_fill: inst.cache.fill(),
+            errors: 0,
         });
     }
     let achieved: f64 = instances
@@ -879,13 +928,33 @@ fn build_result(
             achieved >= target * (1.0 - t.iops_margin),
         ),
         {
-            let errors = (integrity.bad_pages
-                + integrity.correctable_pages
-                + integrity.wrong_page_number_pages
-                + integrity.stale_pages) as f64;
+            let errors = integrity.damaged() as f64;
             check("data_integrity_errors", errors, 0.0, errors == 0.0)
         },
     ];
+    let errors: Vec<ErrorEntry> = integrity_errors(&engine.dbs)
+        .into_iter()
+        .chain(engine.dbs.iter().flat_map(|d| d.io_errors.iter().cloned()))
+        .chain(engine.hung.iter().cloned())
+        .collect();
+    // A patch is the remedy of a damaged page already counted, not another error.
+    let counted = |e: &&ErrorEntry| e.class != "patched_page";
+    for inst in &mut instances {
+        inst.errors = errors
+            .iter()
+            .filter(counted)
+            .filter(|e| e.instance.as_deref() == Some(inst.name.as_str()))
+            .fold(0u64, |a, e| a.saturating_add(e.count));
+    }
+    // Every error met fails the test (Jetstress 2013), counted or not: listed only when there
+    // was one (older results and the report's check table stay as they were).
+    let total = errors
+        .iter()
+        .filter(counted)
+        .fold(0u64, |a, e| a.saturating_add(e.count));
+    if total > 0 {
+        checks.push(check("errors", total as f64, 0.0, false));
+    }
     // A hung I/O fails the test, as any I/O error does in Jetstress 2013. The check is listed
     // only when one was seen (older results and the report's check table stay as they were).
     if !engine.hung.is_empty() {
@@ -925,58 +994,44 @@ fn build_result(
         samples_file: "samples.jsonl".into(),
         log_file: "test.log".into(),
         stopped,
-        errors: integrity_errors(&engine.dbs)
-            .into_iter()
-            .chain(engine.hung.iter().cloned())
-            .collect(),
+        errors,
         notes: Vec::new(),
         sections: Sections::default(),
     }
 }
 
-/// One `errors[]` entry per instance and integrity class found.
+/// The `errors[]` entries of the damaged pages: per instance, each page named (the first
+/// `verify::NAMED_PAGES`), then one entry per class counting the rest, so the counts of a class
+/// sum to its total in `integrity`.
 fn integrity_errors(dbs: &[Database]) -> Vec<ErrorEntry> {
     let mut out = Vec::new();
     for inst in dbs {
-        let volume = mbx_io::platform::volume_of(&inst.spec.db_path);
-        let (name, path, g) = (
-            &inst.spec.name,
-            inst.spec.db_path.display().to_string(),
-            &inst.integrity,
-        );
-        let (first_at, first_page) = match inst.first_integrity_error {
-            Some((t, page)) => (rfc3339(t), Some(page)),
-            None => (String::new(), None),
-        };
-        for (class, count, what) in [
-            ("bad_page", g.bad_pages, "pages failed verification"),
-            (
-                "correctable_page",
-                g.correctable_pages,
-                "pages had a single flipped bit",
-            ),
-            (
-                "wrong_page_number",
-                g.wrong_page_number_pages,
-                "pages were found at the wrong place",
-            ),
-            (
-                "stale_page",
-                g.stale_pages,
-                "pages were older than last written (lost writes)",
-            ),
+        let (name, path) = (&inst.spec.name, &inst.spec.db_path);
+        out.extend(inst.damage.entries(name, path));
+        let g = &inst.integrity;
+        let checksum = g
+            .bad_pages
+            .saturating_sub(g.unwritten_pages)
+            .saturating_sub(g.wrong_database_pages);
+        // Pages counted but not recorded one by one (soft recovery's beyond the named ones).
+        for (class, total) in [
+            ("bad_page", checksum),
+            ("unwritten_page", g.unwritten_pages),
+            ("wrong_database_page", g.wrong_database_pages),
+            ("correctable_page", g.correctable_pages),
+            ("wrong_page_number", g.wrong_page_number_pages),
+            ("stale_page", g.stale_pages),
+            ("patched_page", g.patched_pages),
         ] {
-            if count > 0 {
+            let more = total.saturating_sub(inst.damage.count_of(class));
+            if more > 0 {
                 out.push(ErrorEntry {
                     class: class.into(),
                     instance: Some(name.clone()),
-                    path: Some(path.clone()),
-                    volume: volume.clone(),
-                    offset: None,
-                    page: first_page,
-                    count,
-                    first_at: first_at.clone(),
-                    message: format!("{count} {what} in {path}"),
+                    count: more,
+                    first_at: rfc3339_now(),
+                    message: format!("{more} {class} pages in {}", path.display()),
+                    ..located(Some(path), None, true)
                 });
             }
         }

@@ -39,6 +39,8 @@ pub(crate) enum Owner {
     /// A sequential-pass read at `offset` of the pass's file number `db` (a database file, or
     /// for a checksum a log file): handed back to the pass phase through the engine's inbox.
     Pass { db: usize, offset: u64 },
+    /// Page patching (copies > 1): `page`, found damaged, rewritten at generation `gen`.
+    Patch { db: usize, page: u64, gen: u64 },
     /// Soft recovery: a checkpoint, log or page read, a page write or the final sync.
     Replay {
         db: usize,
@@ -205,7 +207,7 @@ impl Reactor {
     pub fn wait(
         &mut self,
         deadline: Instant,
-        mut route: impl FnMut(&mut Reactor, Owner, &IoCompletion) -> Result<(), EngineError>,
+        mut route: impl FnMut(&mut Reactor, Owner, &mut IoCompletion) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
         let timeout = deadline.saturating_duration_since(self.clock.now());
         let mut batch = std::mem::take(&mut self.batch);
@@ -222,7 +224,7 @@ impl Reactor {
             self.clock.sleep(timeout.min(Duration::from_millis(50)));
         }
         let mut result = Ok(());
-        for c in batch.drain(..) {
+        for mut c in batch.drain(..) {
             let tag = c.req.tag as usize;
             let owner = self
                 .owners
@@ -234,7 +236,7 @@ impl Reactor {
             }
             self.events += 1;
             if let (Some(owner), true) = (owner, result.is_ok()) {
-                result = route(self, owner, &c);
+                result = route(self, owner, &mut c);
             }
             self.give_back(c.req.buf);
         }
@@ -262,6 +264,34 @@ impl Reactor {
         out
     }
 
+    /// The I/O in flight the longest, with how long it has been outstanding at `now`.
+    pub fn oldest_in_flight(&self, now: Instant) -> Option<HungIo> {
+        let s = self.owners.iter().flatten().min_by_key(|s| s.submitted)?;
+        Some(HungIo {
+            op: s.op,
+            path: self.queue.file_path(s.file),
+            offset: s.offset,
+            len: s.len,
+            outstanding: now.saturating_duration_since(s.submitted),
+        })
+    }
+
+    /// Gives up on the I/O in flight: the queue, with the buffers the kernel may still read or
+    /// write, is leaked on purpose (never freed, never waited for: a hung I/O would hold the
+    /// process forever) and replaced by one that accepts nothing. For the end of a test only.
+    pub fn abandon(&mut self) {
+        let gone = std::mem::replace(
+            &mut self.queue,
+            Box::new(Abandoned {
+                files: mbx_io::Files::new(Vec::new()),
+                clock: self.clock.clone(),
+            }),
+        );
+        std::mem::forget(gone);
+        self.owners.clear();
+        self.free.clear();
+    }
+
     /// Bytes transferred by a completion, or the error naming the file and offset.
     pub fn check(&self, c: &IoCompletion) -> Result<usize, IoError> {
         c.check_in(self.queue.as_ref())
@@ -270,6 +300,47 @@ impl Reactor {
     /// Waits for every file removal asked so far; returns a failure not yet reported.
     pub fn wait_removals(&mut self) -> Result<(), IoError> {
         self.queue.wait_removals()
+    }
+}
+
+/// What a reactor's queue is once it gave up on its I/O in flight ([`Reactor::abandon`]):
+/// nothing in flight, nothing accepted.
+struct Abandoned {
+    files: mbx_io::FileTable,
+    clock: Arc<dyn Clock>,
+}
+
+impl IoQueue for Abandoned {
+    fn submit(&mut self, _req: IoRequest) -> Result<(), IoError> {
+        Err(IoError::Unsupported(
+            "the I/O queue was abandoned (a hung I/O never completed)".into(),
+        ))
+    }
+    fn reap(&mut self, _min: usize, _out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        Ok(())
+    }
+    fn reap_timeout(
+        &mut self,
+        _min: usize,
+        _timeout: Duration,
+        _out: &mut Vec<IoCompletion>,
+    ) -> Result<(), IoError> {
+        Ok(())
+    }
+    fn in_flight(&self) -> usize {
+        0
+    }
+    fn depth(&self) -> usize {
+        0
+    }
+    fn files(&self) -> &mbx_io::FileTable {
+        &self.files
+    }
+    fn engine_name(&self) -> &'static str {
+        "abandoned"
+    }
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
     }
 }
 

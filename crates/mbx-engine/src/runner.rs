@@ -48,7 +48,8 @@ pub fn execute(
         Err(e) => (stopped_result(cfg, started, &e), Some(e)),
     };
     result.test.test_type = plan.kind;
-    let last = if plan.reads_only() {
+    // Only the paced types have a target to compare with.
+    let last = if !plan.kind.paced() {
         format!(
             "Test {}: {}.",
             result.stopped.reason.name().replace('_', " "),

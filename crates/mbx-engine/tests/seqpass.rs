@@ -5,13 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use mbx_config::{RunConfig, TestKind};
 use mbx_engine::result::{RunResult, StopReason};
 use mbx_engine::{run_plan, InstanceSpec, LogStart, Observer, Plan, RunEvent};
 use mbx_io::sim::{LatencyModel, SimClock, SimDevice, SimQueue};
-use mbx_io::{Clock, FileTable, IoCompletion, IoError, IoOp, IoQueue, IoRequest, OpenMode};
+use mbx_io::{IoOp, IoQueue, Tap};
 use mbx_store::header::{DbHeader, DbState, FORMAT_VERSION, HEADER_PAGES};
 use mbx_store::log::{encode_log_header, log_file_name, LOG_FILE_SIZE};
 use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
@@ -27,64 +26,18 @@ impl Observer for Quiet {
 /// Every request submitted: (path, op, offset, len).
 type Trace = Arc<Mutex<Vec<(PathBuf, IoOp, u64, usize)>>>;
 
-/// A queue that records every request and forwards it.
-struct Recording {
-    inner: Box<dyn IoQueue>,
-    trace: Trace,
-}
-
-impl IoQueue for Recording {
-    fn submit(&mut self, req: IoRequest) -> Result<(), IoError> {
-        let path = self.inner.file_path(req.file);
-        if let Ok(mut t) = self.trace.lock() {
-            t.push((path, req.op, req.offset, req.len));
-        }
-        self.inner.submit(req)
-    }
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        self.inner.reap(min, out)
-    }
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        self.inner.reap_timeout(min, timeout, out)
-    }
-    fn in_flight(&self) -> usize {
-        self.inner.in_flight()
-    }
-    fn depth(&self) -> usize {
-        self.inner.depth()
-    }
-    fn files(&self) -> &FileTable {
-        self.inner.files()
-    }
-    fn engine_name(&self) -> &'static str {
-        self.inner.engine_name()
-    }
-    fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
-        self.inner.open_file(path, mode)
-    }
-    fn close_file(&mut self, index: usize) {
-        self.inner.close_file(index)
-    }
-    fn remove_file(&mut self, path: &Path) -> Result<(), IoError> {
-        self.inner.remove_file(path)
-    }
-    fn wait_removals(&mut self) -> Result<(), IoError> {
-        self.inner.wait_removals()
-    }
-    fn file_len(&self, index: usize) -> Result<u64, IoError> {
-        self.inner.file_len(index)
-    }
-    fn file_path(&self, index: usize) -> PathBuf {
-        self.inner.file_path(index)
-    }
-    fn clock(&self) -> Arc<dyn Clock> {
-        self.inner.clock()
-    }
+/// A queue that records every request in `trace` and forwards it.
+fn recording(inner: Box<dyn IoQueue>, trace: &Trace) -> Tap {
+    let trace = trace.clone();
+    Tap::new(
+        inner,
+        Box::new(move |path, req| {
+            if let Ok(mut t) = trace.lock() {
+                t.push((path.to_path_buf(), req.op, req.offset, req.len));
+            }
+        }),
+        Box::new(|_| {}),
+    )
 }
 
 fn data_page(n: u64, database_id: u64, generation: u64) -> Vec<u8> {
@@ -162,10 +115,7 @@ fn run(dev: &SimDevice, plan: &Plan, specs: Vec<InstanceSpec>) -> (RunResult, Tr
     let clock = Arc::new(SimClock::new());
     let queue = SimQueue::new(dev.clone(), clock, 64, LatencyModel::typical(), 11);
     let trace = Trace::default();
-    let queue = Recording {
-        inner: Box::new(queue),
-        trace: trace.clone(),
-    };
+    let queue = recording(Box::new(queue), &trace);
     let r = run_plan(
         &cfg,
         plan,
@@ -368,10 +318,7 @@ fn an_interrupted_backup_stops_reading_and_says_so() {
     let clock = Arc::new(SimClock::new());
     let queue = SimQueue::new(dev.clone(), clock, 64, LatencyModel::typical(), 3);
     let trace = Trace::default();
-    let queue = Recording {
-        inner: Box::new(queue),
-        trace: trace.clone(),
-    };
+    let queue = recording(Box::new(queue), &trace);
     // Cancelled from the start: only the first reads (submitted on entering the phase) happen.
     let r = run_plan(
         &cfg,

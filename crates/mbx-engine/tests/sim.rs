@@ -495,6 +495,9 @@ fn soft_recovery_replays_every_logged_change_into_the_database() {
         assert!(i.total.log_reads_per_s > 0.0, "{}: {:?}", i.name, i.total);
         assert!(i.total.db_reads_per_s > 0.0, "{}: {:?}", i.name, i.total);
         assert!(i.total.log_read_avg_bytes > 4096.0, "{:?}", i.total);
+        // Consecutive pages a log file touches are read together (at most 8 per read).
+        let avg = i.total.db_read_avg_bytes;
+        assert!(avg > 32768.0 && avg <= 8.0 * 32768.0, "{avg}");
     }
     assert!(r.integrity.clean(), "{:?}", r.integrity);
     for spec in &specs {

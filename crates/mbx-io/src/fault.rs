@@ -23,6 +23,9 @@ pub enum FaultKind {
     Torn,
     /// Complete normally, `Duration` later.
     Latency(Duration),
+    /// Report a write as done without writing anything (a lost write: the device keeps what
+    /// it held). Other operations complete normally.
+    Lost,
     /// Flip one bit: in the data written, or in the data read back.
     FlipBit {
         /// Byte within the transfer.
@@ -33,7 +36,8 @@ pub enum FaultKind {
 }
 
 /// Which requests a rule affects: requests that match `op` and `file` are counted; the first
-/// `skip` pass untouched, the next `count` get the fault.
+/// `skip` pass untouched; after them every `one_in`-th (1: each one) gets the fault, `count`
+/// times in all.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultRule {
     /// Only this operation (None = any).
@@ -44,6 +48,9 @@ pub struct FaultRule {
     pub skip: u64,
     /// Matching requests to affect after that (`u64::MAX` = all).
     pub count: u64,
+    /// Affect one matching request in this many (the `one_in`-th, the `2 x one_in`-th, ...
+    /// after `skip`): a deterministic fraction. 0 and 1 mean every one.
+    pub one_in: u64,
     /// The fault.
     pub kind: FaultKind,
     seen: u64,
@@ -57,6 +64,7 @@ impl FaultRule {
             file: None,
             skip: 0,
             count: u64::MAX,
+            one_in: 1,
             kind,
             seen: 0,
         }
@@ -74,6 +82,12 @@ impl FaultRule {
         self
     }
 
+    /// Affect one matching request in `n` (every `n`-th), deterministically: `n = 100` hits 1%.
+    pub fn one_in(mut self, n: u64) -> Self {
+        self.one_in = n;
+        self
+    }
+
     /// Only requests to file index `f`.
     pub fn on_file(mut self, f: usize) -> Self {
         self.file = Some(f);
@@ -86,7 +100,11 @@ impl FaultRule {
             return false;
         }
         self.seen += 1;
-        self.seen > self.skip && self.seen - self.skip <= self.count
+        let Some(k) = self.seen.checked_sub(self.skip).filter(|&k| k > 0) else {
+            return false;
+        };
+        let every = self.one_in.max(1);
+        k % every == 0 && k / every <= self.count
     }
 }
 
@@ -223,6 +241,17 @@ impl IoQueue for FaultQueue {
                 });
                 return Ok(());
             }
+            FaultKind::Lost if req.op == IoOp::Write => {
+                self.held.push_back(Held {
+                    c: IoCompletion {
+                        req,
+                        result: Ok(full_len),
+                        latency: Duration::ZERO,
+                    },
+                    due: Instant::now(),
+                });
+                return Ok(());
+            }
             FaultKind::Short | FaultKind::Torn => req.len = shortened(full_len),
             FaultKind::FlipBit { byte, bit } if req.op == IoOp::Write => {
                 flip(req.buf.as_mut_slice(), byte, bit);
@@ -349,5 +378,42 @@ impl IoQueue for FaultQueue {
 
     fn clock(&self) -> Arc<dyn Clock> {
         self.inner.clock()
+    }
+}
+
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+    use crate::AlignedBuf;
+
+    fn req(op: IoOp) -> IoRequest {
+        IoRequest {
+            op,
+            file: 0,
+            offset: 0,
+            len: 0,
+            buf: AlignedBuf::zeroed(crate::ALIGN),
+            tag: 0,
+        }
+    }
+
+    #[test]
+    fn one_in_hits_every_nth_matching_request_after_skip_up_to_count() {
+        let mut r = FaultRule::new(Some(IoOp::Read), FaultKind::Error(5))
+            .after(3)
+            .one_in(10)
+            .times(4);
+        let mut hit = Vec::new();
+        for i in 1..=100u64 {
+            // Writes do not match and are not counted.
+            assert!(!r.applies(&req(IoOp::Write)));
+            if r.applies(&req(IoOp::Read)) {
+                hit.push(i);
+            }
+        }
+        assert_eq!(hit, vec![13, 23, 33, 43]);
+        let mut all = FaultRule::new(None, FaultKind::Short).after(2).times(2);
+        let hits: Vec<bool> = (0..5).map(|_| all.applies(&req(IoOp::Read))).collect();
+        assert_eq!(hits, vec![false, false, true, true, false]);
     }
 }

@@ -32,6 +32,7 @@ mod queue;
 mod remove;
 pub mod seq;
 pub mod sim;
+mod tap;
 mod threads;
 #[cfg(target_os = "linux")]
 mod uring;
@@ -45,6 +46,7 @@ pub use file::{IoFile, OpenMode};
 pub use hist::{LatencyHistogram, Percentiles};
 pub use mbx_config::IoBackend;
 pub use queue::{open_queue, EngineKind, FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest};
+pub use tap::{OnComplete, OnSubmit, Tap};
 
 /// An I/O failure, naming the operation, the file and (when known) the offset.
 ///

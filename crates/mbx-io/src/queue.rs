@@ -137,6 +137,14 @@ impl IoOp {
         }
     }
 
+    /// The noun used in messages ("a read", "an allocation").
+    pub fn noun(self) -> &'static str {
+        match self {
+            IoOp::Allocate => "allocation",
+            op => op.name(),
+        }
+    }
+
     /// True for operations whose result carries no byte count (sync, allocate).
     pub fn is_control(self) -> bool {
         matches!(self, IoOp::Sync | IoOp::Allocate)

@@ -208,6 +208,19 @@ fn errors_per_volume(errors: &[mbx_result::ErrorEntry]) -> Vec<(String, u64)> {
     per.into_iter().collect()
 }
 
+/// Errors counted per instance and class (an entry without an instance counts under "-"), in
+/// instance then class order.
+fn errors_per_instance(errors: &[mbx_result::ErrorEntry]) -> Vec<(String, String, u64)> {
+    let mut per: std::collections::BTreeMap<(String, String), u64> =
+        std::collections::BTreeMap::new();
+    for e in errors {
+        let who = e.instance.clone().unwrap_or_else(|| "-".into());
+        let v = per.entry((who, e.class.clone())).or_default();
+        *v = v.saturating_add(e.count);
+    }
+    per.into_iter().map(|((i, c), n)| (i, c, n)).collect()
+}
+
 /// Renders the report of a run: its result, samples (charts) and log; its flags (why the result
 /// is not a complete, passing measurement) as a banner at the top, and the notes of reading it.
 pub fn render(run: &RunFolder) -> String {
@@ -272,6 +285,10 @@ pub fn render(run: &RunFolder) -> String {
                     table id="errors-per-volume" {
                         tr { th { "Volume" } th { "Errors" } }
                         @for (volume, count) in errors_per_volume(&r.errors) { tr { td { (volume) } td { (count) } } }
+                    }
+                    table id="errors-per-instance" {
+                        tr { th { "Instance" } th { "Class" } th { "Errors" } }
+                        @for (instance, class, count) in errors_per_instance(&r.errors) { tr { td { (instance) } td { (class) } td { (count) } } }
                     }
                     table id="errors" {
                         tr { th { "Class" } th { "Instance" } th { "Volume" } th { "File" } th { "Offset" } th { "Page" } th { "Count" } th { "First at" } th { "Message" } }
@@ -375,7 +392,7 @@ pub fn render(run: &RunFolder) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::errors_per_volume;
+    use super::{errors_per_instance, errors_per_volume};
     use mbx_result::ErrorEntry;
 
     fn entry(volume: Option<&str>, count: u64) -> ErrorEntry {
@@ -385,6 +402,26 @@ mod tests {
             count,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn errors_are_counted_per_instance_and_class() {
+        let mut a = entry(None, 2);
+        a.instance = Some("I.2".into());
+        let mut b = entry(None, 3);
+        b.instance = Some("I.1".into());
+        b.class = "io_error".into();
+        let mut c = entry(None, 4);
+        c.instance = Some("I.2".into());
+        let d = entry(None, 1);
+        assert_eq!(
+            errors_per_instance(&[a, b, c, d]),
+            vec![
+                ("-".to_string(), "hung_io".to_string(), 1),
+                ("I.1".to_string(), "io_error".to_string(), 3),
+                ("I.2".to_string(), "hung_io".to_string(), 6)
+            ]
+        );
     }
 
     #[test]

@@ -94,12 +94,16 @@ pub struct LatencyPercentiles {
     pub log_write: Percentiles,
 }
 
-/// Data integrity findings of every verified read during the run.
+/// Data integrity findings of every verified read during the run. As in mbx-store's verify
+/// report and the checksum rows, `bad_pages` counts every page that fails its checksum, and
+/// `unwritten_pages` (all zeros) and `wrong_database_pages` (another database's page) say how
+/// many of them were which; `bad_pages - unwritten_pages - wrong_database_pages` are checksum
+/// failures proper (torn, overwritten, garbage). The other classes are disjoint from it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct Integrity {
     /// Pages verified (transactional and BDM reads).
     pub pages_verified: u64,
-    /// Checksum failures beyond one bit, zero pages, pages of another database.
+    /// Pages failing their checksum beyond one bit: torn or garbage, zeroed, another database's.
     pub bad_pages: u64,
     /// Single-bit errors.
     pub correctable_pages: u64,
@@ -107,13 +111,29 @@ pub struct Integrity {
     pub wrong_page_number_pages: u64,
     /// Valid pages with an older generation than last written (lost writes).
     pub stale_pages: u64,
+    /// Of `bad_pages`: all-zero pages where a written page should be.
+    #[serde(default)]
+    pub unwritten_pages: u64,
+    /// Of `bad_pages`: valid pages of another database.
+    #[serde(default)]
+    pub wrong_database_pages: u64,
+    /// Damaged pages rewritten from their known content (page patching, copies > 1); each is
+    /// also counted in its class.
+    #[serde(default)]
+    pub patched_pages: u64,
 }
 
 impl Integrity {
-    /// True when nothing was found.
+    /// Damaged pages found, all classes (saturating).
+    pub fn damaged(&self) -> u64 {
+        self.bad_pages
+            .saturating_add(self.correctable_pages)
+            .saturating_add(self.wrong_page_number_pages)
+            .saturating_add(self.stale_pages)
+    }
+    /// True when nothing was found (nothing damaged, nothing patched).
     pub fn clean(&self) -> bool {
-        self.bad_pages + self.correctable_pages + self.wrong_page_number_pages + self.stale_pages
-            == 0
+        self.damaged() == 0 && self.patched_pages == 0
     }
     /// Adds another instance's counts.
     pub fn add(&mut self, o: &Integrity) {
@@ -122,6 +142,9 @@ impl Integrity {
         self.correctable_pages += o.correctable_pages;
         self.wrong_page_number_pages += o.wrong_page_number_pages;
         self.stale_pages += o.stale_pages;
+        self.unwritten_pages += o.unwritten_pages;
+        self.wrong_database_pages += o.wrong_database_pages;
+        self.patched_pages += o.patched_pages;
     }
 }
 
@@ -150,6 +173,11 @@ pub struct InstanceResult {
     pub transactions_per_s: f64,
     /// Database cache in use at the end, fraction of its maximum.
     pub cache_fill: f64,
+    /// Errors met by this instance: the sum of the counts of its `errors[]` entries (I/O
+    /// errors, damaged pages, hung I/Os; a `patched_page` entry is the remedy of a damaged page
+    /// already counted, not another error).
+    #[serde(default)]
+    pub errors: u64,
 }
 
 /// Average, minimum, maximum.
@@ -401,6 +429,8 @@ pub enum StopReason {
     Interrupted,
     /// An I/O error stopped it (disk full, device error).
     IoError,
+    /// A damaged page stopped it (the first integrity error, without `continue_on_errors`).
+    IntegrityError,
     /// Anything else stopped it (a store or configuration problem met while running).
     Error,
 }
@@ -413,6 +443,7 @@ impl StopReason {
             StopReason::VerdictFailed => "verdict_failed",
             StopReason::Interrupted => "interrupted",
             StopReason::IoError => "io_error",
+            StopReason::IntegrityError => "integrity_error",
             StopReason::Error => "error",
         }
     }
@@ -435,7 +466,9 @@ pub struct Stopped {
 /// One error class met during a test (`errors[]` in result.json).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ErrorEntry {
-    /// "io_error", "no_space", "integrity", "header_copy_repaired", ...
+    /// "io_error", "no_space", "bad_page" (checksum), "correctable_page", "unwritten_page",
+    /// "wrong_page_number", "wrong_database", "stale_page", "patched_page", "hung_io",
+    /// "header_copy_damaged", "error".
     pub class: String,
     /// Instance name, when the error belongs to one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -453,6 +486,9 @@ pub struct ErrorEntry {
     /// Page number, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<u64>,
+    /// The OS error number of an I/O error, when the OS gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<i32>,
     /// How many times it happened.
     pub count: u64,
     /// When it first happened, RFC 3339.

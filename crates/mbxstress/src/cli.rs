@@ -158,6 +158,11 @@ log write latency avg <= 10 ms and max <= 100 ms, page fault stalls <= 1/s, achi
 target, plus no data integrity errors. Exit code 1 if it fails, 130 if interrupted (a partial
 result is written).
 
+Errors, as in Jetstress 2013: the first I/O error or damaged page stops the test (exit 3; the file,
+offset, page and errno are in result.json's errors). --continue-on-errors counts them per instance
+and runs on (a full disk still stops it); the verdict fails either way. With --copies above 1 a
+damaged page is patched (rewritten from its known content), counted, and the test runs on.
+
 Settings are taken from, in increasing priority: built-in defaults (the quick demonstration),
 --config FILE (TOML; keys as in result.json's \"config\"; unknown keys are errors), --profile FILE
 (from `mbxstress size --profile-out`), then flags.
@@ -262,6 +267,11 @@ pub struct RunArgs {
     /// LogFilesToReplay; default 500).
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub log_files_to_replay: Option<u64>,
+    /// Keep running after an I/O error (a full disk always stops) or a damaged page, counting
+    /// them per instance, instead of stopping at the first one (Jetstress ContinueOnErrors).
+    /// The verdict fails either way.
+    #[arg(long)]
+    pub continue_on_errors: bool,
 }
 
 /// What `run --test` runs: one test type, or the whole suite (a sequence of runs, not a test

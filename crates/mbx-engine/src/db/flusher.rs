@@ -131,4 +131,22 @@ impl Flusher {
             cache.end_flush(p, now);
         }
     }
+
+    /// A flush of `n` pages from `first` failed (counted, `continue_on_errors`): the pages
+    /// leave the flush as if written, and the tracker forgets them (their content on disk is
+    /// unknown).
+    pub fn failed(
+        &mut self,
+        cache: &mut Cache,
+        pages: &mut PageTracker,
+        first: u64,
+        n: u64,
+        now: Instant,
+    ) {
+        self.writes = self.writes.saturating_sub(1);
+        for p in first..first + n {
+            pages.write_failed(p);
+            cache.end_flush(p, now);
+        }
+    }
 }

@@ -15,7 +15,7 @@ pub(crate) mod verify;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use mbx_io::OpenMode;
 
@@ -73,8 +73,12 @@ pub(crate) struct Database {
     pub replay: replay::Replayer,
     pub stats: InstanceStats,
     pub integrity: Integrity,
-    /// When and on which page the first integrity error was found.
-    pub first_integrity_error: Option<(SystemTime, u64)>,
+    /// The damaged pages found, named (bounded).
+    pub damage: verify::Damage,
+    /// I/O errors counted and gone past (`continue_on_errors`): one entry per class and errno.
+    pub io_errors: Vec<crate::result::ErrorEntry>,
+    /// Page patching writes in flight (at most `crate::PATCH_SLOTS`).
+    pub patching: usize,
     pub mailboxes: u64,
     /// The next page write generation (above anything an earlier run wrote).
     next_gen: u64,
@@ -156,7 +160,9 @@ impl Database {
             replay: replay::Replayer::default(),
             stats: InstanceStats::default(),
             integrity: Integrity::default(),
-            first_integrity_error: None,
+            damage: verify::Damage::default(),
+            io_errors: Vec::new(),
+            patching: 0,
             mailboxes: p.mailboxes.max(1),
             next_gen: p.gen_base,
             log,

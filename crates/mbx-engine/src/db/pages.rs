@@ -126,6 +126,20 @@ impl PageTracker {
         }
     }
 
+    /// The write of `page` failed: nothing is known of what the page holds now, so a later read
+    /// must not call it stale.
+    pub fn write_failed(&mut self, page: u64) {
+        let base = self.set(page);
+        let key = page.wrapping_add(1);
+        if let Some(e) = self.table[base..base + WAYS]
+            .iter_mut()
+            .find(|e| e.key == key)
+        {
+            *e = Entry::default();
+        }
+        self.overflow.retain(|o| o.0 != page);
+    }
+
     /// The write of `page` completed at sequence `seq`.
     pub fn write_done(&mut self, page: u64, seq: u64) {
         let base = self.set(page);

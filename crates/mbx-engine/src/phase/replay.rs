@@ -115,10 +115,11 @@ impl PhaseRun for Replay {
         let mut lines = Vec::new();
         for db in &mut e.dbs {
             db.stats.measuring = false;
-            let r = &db.replay;
-            if let (None, Some(page)) = (db.first_integrity_error, r.first_damaged) {
-                db.first_integrity_error = Some((wall, page));
+            for &(page, f) in &db.replay.damaged {
+                db.damage
+                    .record(&db.spec.name, &db.spec.db_path, page, f, wall);
             }
+            let r = &db.replay;
             lines.push(format!(
                 "{}: {} log files replayed ({} of them closed and reopened; {} records from the checkpoint) in {:.3} s; {} pages read, {} rewritten at their logged generation.",
                 db.spec.name,
@@ -186,7 +187,12 @@ pub(crate) fn into_result(result: &mut RunResult, dbs: &[Database], files: u64, 
             .verdict
             .checks
             .iter()
-            .filter(|c| c.name == "data_integrity_errors" || c.name == "hung_ios")
+            .filter(|c| {
+                matches!(
+                    c.name.as_str(),
+                    "data_integrity_errors" | "hung_ios" | "errors"
+                )
+            })
             .cloned(),
     );
     result.sections.soft_recovery = rows;

@@ -65,6 +65,9 @@ struct Target {
     ended: Option<Instant>,
     seen_pages: u64,
     bad: u64,
+    /// Of `bad`: all-zero pages and pages of another database.
+    unwritten: u64,
+    wrong_database: u64,
     correctable: u64,
     wrong_page_number: u64,
     bytes: u64,
@@ -95,6 +98,8 @@ impl Target {
             ended: None,
             seen_pages: 0,
             bad: 0,
+            unwritten: 0,
+            wrong_database: 0,
             correctable: 0,
             wrong_page_number: 0,
             bytes: 0,
@@ -123,13 +128,10 @@ impl Target {
             self.errors.push(ErrorEntry {
                 class: class.into(),
                 instance: Some(instance.to_string()),
-                path: Some(path.clone()),
-                volume: mbx_io::platform::volume_of(&self.path),
-                offset: Some(offset),
-                page,
                 count: 1,
                 first_at: at.to_string(),
                 message: format!("{path}: {place} {what}{detail}"),
+                ..crate::located(Some(&self.path), Some(offset), page.is_some())
             });
         } else {
             let e = self.more.entry(class).or_insert((0, page, offset, what));
@@ -155,6 +157,8 @@ pub(crate) struct SeqPass {
     done: u64,
     estimate: Option<Duration>,
     stopped: bool,
+    /// A page-sized buffer for the page checks.
+    scratch: Vec<u8>,
 }
 
 impl SeqPass {
@@ -168,6 +172,7 @@ impl SeqPass {
             done: 0,
             estimate: None,
             stopped: false,
+            scratch: vec![0u8; PAGE_SIZE],
         }
     }
 
@@ -212,6 +217,7 @@ impl SeqPass {
                 PageCheck::Good { .. } => continue,
                 PageCheck::Unwritten => {
                     t.bad += 1;
+                    t.unwritten += 1;
                     (
                         "unwritten_page",
                         "is all zeros (never written, or zeroed by the device)",
@@ -244,6 +250,7 @@ impl SeqPass {
                 }
                 PageCheck::WrongDatabase { found } => {
                     t.bad += 1;
+                    t.wrong_database += 1;
                     (
                         "wrong_database_page",
                         "holds a page of another database: id ",
@@ -395,6 +402,8 @@ impl SeqPass {
                 };
                 report.integrity.pages_verified += t.seen_pages;
                 report.integrity.bad_pages += t.bad;
+                report.integrity.unwritten_pages += t.unwritten;
+                report.integrity.wrong_database_pages += t.wrong_database;
                 report.integrity.correctable_pages += t.correctable;
                 report.integrity.wrong_page_number_pages += t.wrong_page_number;
                 let mut errors = t.errors.clone();
@@ -404,16 +413,13 @@ impl SeqPass {
                     report.errors.push(ErrorEntry {
                         class: (*class).into(),
                         instance: Some(spec.name.clone()),
-                        path: Some(t.path.display().to_string()),
-                        volume: mbx_io::platform::volume_of(&t.path),
-                        offset: Some(*offset),
-                        page: *page,
                         count: *count,
                         first_at: rfc3339(e.reactor.clock().wall()),
                         message: format!(
                             "{}: {count} more pages beyond the {LISTED_PER_FILE} listed {what}",
                             t.path.display()
                         ),
+                        ..crate::located(Some(&t.path), Some(*offset), page.is_some())
                     });
                 }
                 match t.kind {
@@ -542,21 +548,39 @@ impl PhaseRun for SeqPass {
     fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
         let at = rfc3339(e.reactor.clock().wall());
         let inbox = std::mem::take(&mut e.pass_inbox);
-        let mut scratch = vec![0u8; PAGE_SIZE];
+        // The completed reads free their slots first and the next reads go out before any page is
+        // verified, so the device is kept busy while this thread checks pages (as fio keeps its
+        // queue full).
+        for c in &inbox {
+            if let Some(t) = self.targets.get_mut(c.file) {
+                t.pass
+                    .complete(c.offset, c.len)
+                    .map_err(|x| EngineError::Invalid(x.to_string()))?;
+                self.done = self.done.saturating_add(c.len as u64);
+            }
+        }
+        if !inbox.is_empty() {
+            self.submit(e, now)?;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.resize(PAGE_SIZE, 0);
+        let mut touched = Vec::new();
         for c in inbox {
             self.verify(&e.pass_specs, &c, &mut scratch, &at);
-            let Some(t) = self.targets.get_mut(c.file) else {
-                e.reactor.give_back(c.data);
+            e.reactor.give_back(c.data);
+            if !touched.contains(&c.file) {
+                touched.push(c.file);
+            }
+        }
+        self.scratch = scratch;
+        // Only once every chunk of this batch is verified: a file's row counts all its pages.
+        for i in touched {
+            let Some(t) = self.targets.get(i) else {
                 continue;
             };
-            t.pass
-                .complete(c.offset, c.len)
-                .map_err(|x| EngineError::Invalid(x.to_string()))?;
-            self.done = self.done.saturating_add(c.len as u64);
-            e.reactor.give_back(c.data);
-            if t.pass.drained() {
+            if t.pass.drained() && t.ended.is_none() {
                 let db = t.db;
-                self.finish_target(c.file, e, now, &at);
+                self.finish_target(i, e, now, &at);
                 if let Some(q) = self.dbs.get_mut(db) {
                     q.active = None;
                 }
@@ -627,6 +651,8 @@ pub(crate) fn run_reads(
         compressibility_pct: cfg.compressibility_pct,
         hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
         direct: cfg.direct,
+        // A pass counts what it finds and reads on; an I/O error stops it.
+        continue_on_errors: false,
     };
     let pacer = Pacer::new(PacerConfig::default(), 1.0, ref_instant)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
@@ -658,7 +684,7 @@ pub(crate) fn run_reads(
         result.test.collection_end = wall(r.ended);
         result.test.duration_s = r.ended.saturating_duration_since(r.started).as_secs_f64();
         let g = r.integrity;
-        found = g.bad_pages + g.correctable_pages + g.wrong_page_number_pages + g.stale_pages;
+        found = g.damaged();
         result.integrity = g;
         result.errors = r.errors;
         result.errors.extend(engine.hung.iter().cloned());

@@ -220,6 +220,10 @@ impl SimQueue {
                     }
                     _ => None,
                 };
+                if fault == Some(FaultKind::Lost) {
+                    // Reported done; the device keeps what it held.
+                    return Ok(len);
+                }
                 let r = self
                     .device
                     .write(h.id, req.offset, data, h.mode.write_through);

@@ -20,7 +20,7 @@ use crate::exit::usage;
 use crate::render::num;
 
 /// Defaults < --config < --profile < flags; then validated.
-fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
+fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
     let mut cfg = match &args.config {
         Some(path) => {
             RunConfig::load(path).with_context(|| format!("reading --config {}", path.display()))?
@@ -54,6 +54,9 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
     set!(args.compressibility_pct, cfg.compressibility_pct);
     set!(args.seed, cfg.seed);
     set!(args.log_files_to_replay, cfg.log_files_to_replay);
+    if args.continue_on_errors {
+        cfg.continue_on_errors = true;
+    }
     set!(args.engine.engine, cfg.engine);
     if args.engine.buffered {
         cfg.direct = false;
@@ -64,7 +67,7 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
     if !args.paths.log_path.is_empty() {
         cfg.log_paths = args.paths.log_path.clone();
     }
-    cfg.validate()
+    cfg.validate_for(kind)
         .map_err(|(key, reason)| usage(describe_invalid(key, &reason, args)))?;
     Ok(cfg)
 }
@@ -78,7 +81,7 @@ pub(crate) const STRESS_DEFAULT_S: f64 = 86_400.0;
 /// the Lenient maximum latencies (no `thresholds.db_read_max_ms` / `log_write_max_ms` in
 /// --config; there are no threshold flags).
 pub(crate) fn resolve_for(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
-    let mut cfg = resolve(args)?;
+    let mut cfg = resolve(args, kind)?;
     if kind == TestKind::Stress {
         let set = |key: &str| args.config.as_deref().is_some_and(|p| config_sets(p, key));
         if args.duration.is_none() && !set("duration_s") {
@@ -132,6 +135,9 @@ const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
     ("seed", "--seed", |a| a.seed.is_some()),
     ("log_files_to_replay", "--log-files-to-replay", |a| {
         a.log_files_to_replay.is_some()
+    }),
+    ("continue_on_errors", "--continue-on-errors", |a| {
+        a.continue_on_errors
     }),
     ("engine", "--engine", |a| a.engine.engine.is_some()),
     ("direct", "--buffered", |a| a.engine.buffered),
@@ -581,7 +587,7 @@ pub(crate) fn run_one(
         StopReason::Interrupted => ExitCode::from(crate::interrupt::INTERRUPTED),
         StopReason::Completed => ExitCode::SUCCESS,
         StopReason::VerdictFailed => ExitCode::from(1),
-        StopReason::IoError | StopReason::Error => {
+        StopReason::IoError | StopReason::IntegrityError | StopReason::Error => {
             errln!("error: the test stopped: {}", result.stopped.message);
             ExitCode::from(crate::exit::RUNTIME)
         }
@@ -686,17 +692,6 @@ fn print_checksum(rows: &[mbx_engine::result::ChecksumRow]) -> std::io::Result<(
     Ok(())
 }
 
-/// The first errors, one line each.
-fn print_errors(r: &RunResult) -> std::io::Result<()> {
-    for e in r.errors.iter().take(10) {
-        outln!("  {}: {}", e.class, e.message)?;
-    }
-    if r.errors.len() > 10 {
-        outln!("  ... {} more in result.json", r.errors.len() - 10)?;
-    }
-    Ok(())
-}
-
 fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::Result<()> {
     outln!()?;
     if r.test.test_type == TestKind::SoftRecovery {
@@ -764,14 +759,46 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
     if !r.sections.soft_recovery.is_empty() {
         print_soft_recovery(r)?;
     }
-    // Stress: the checksum pass that followed the workload, and what it found.
+    // Stress: the checksum pass that followed the workload.
     if !r.sections.checksum.is_empty() {
         print_checksum(&r.sections.checksum)?;
-        print_errors(r)?;
     }
+    print_errors(r)?;
     outln!("Result: {}", path.display())?;
     if let Some(p) = report {
         outln!("Report: {}", p.display())?;
+    }
+    Ok(())
+}
+
+/// The errors met, counted per instance and class (nothing when there were none), then the
+/// first few entries.
+fn print_errors(r: &RunResult) -> std::io::Result<()> {
+    if r.errors.is_empty() {
+        return Ok(());
+    }
+    let mut table: Vec<(String, String, u64)> = Vec::new();
+    for e in &r.errors {
+        let who = e.instance.clone().unwrap_or_else(|| "-".into());
+        match table.iter_mut().find(|t| t.0 == who && t.1 == e.class) {
+            Some(t) => t.2 = t.2.saturating_add(e.count),
+            None => table.push((who, e.class.clone(), e.count)),
+        }
+    }
+    outln!(
+        "  {:<22} {:<22} {:>9}",
+        "errors: instance",
+        "class",
+        "count"
+    )?;
+    for (who, class, count) in &table {
+        outln!("  {who:<22} {class:<22} {count:>9}")?;
+    }
+    for e in r.errors.iter().take(5) {
+        outln!("  {}: {}", e.class, e.message)?;
+    }
+    if r.errors.len() > 5 {
+        outln!("  ... {} more in result.json", r.errors.len() - 5)?;
     }
     Ok(())
 }
@@ -907,7 +934,7 @@ mod resolve_tests {
             let path = dir.path().join(format!("p{copies}.toml"));
             report.profile.save(&path, &[]).expect("size writes it");
             let path_arg = path.display().to_string();
-            let cfg = resolve(&args(&["--profile", &path_arg]))
+            let cfg = resolve(&args(&["--profile", &path_arg]), TestKind::Performance)
                 .unwrap_or_else(|e| panic!("run refuses size's profile ({copies} copies): {e:#}"));
             assert_eq!(cfg.profile, report.profile);
             assert_eq!(cfg.profile.copies_per_database, copies.min(3));
@@ -938,6 +965,21 @@ mod resolve_tests {
         assert_eq!(cfg.duration_s, 30.0);
         assert_eq!(cfg.thresholds.db_read_max_ms, 150.0);
         assert_eq!(cfg.thresholds.log_write_max_ms, 200.0);
+    }
+
+    /// Off by default (Jetstress 2013 stops at the first error); the flag turns it on.
+    #[test]
+    fn continue_on_errors_is_off_unless_asked() {
+        assert!(
+            !resolve(&args(&[]), TestKind::Performance)
+                .expect("resolves")
+                .continue_on_errors
+        );
+        assert!(
+            resolve(&args(&["--continue-on-errors"]), TestKind::Performance)
+                .expect("resolves")
+                .continue_on_errors
+        );
     }
 
     #[test]

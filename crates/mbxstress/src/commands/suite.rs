@@ -61,7 +61,7 @@ fn config_for(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
         }
         _ => {}
     }
-    cfg.validate().map_err(|(key, reason)| {
+    cfg.validate_for(kind).map_err(|(key, reason)| {
         let what = match (key, kind) {
             ("duration_s", TestKind::Stress) => "--stress-duration".to_string(),
             ("duration_s", _) => "--duration".to_string(),

@@ -110,6 +110,19 @@ impl Default for Thresholds {
     }
 }
 
+impl Thresholds {
+    /// Jetstress's "Lenient" set, used by the Stress test: the maximum latencies (of the
+    /// per-sample averages) are 200 ms for database reads and log writes; every other threshold
+    /// is the Strict one ([`Thresholds::default`]).
+    pub fn lenient() -> Thresholds {
+        Thresholds {
+            db_read_max_ms: 200.0,
+            log_write_max_ms: 200.0,
+            ..Thresholds::default()
+        }
+    }
+}
+
 /// A resolved run configuration. In a `--config` file every key is optional (missing keys keep
 /// these defaults) and unknown keys are errors. Every number has a range, checked by
 /// [`RunConfig::validate`]; within them the derived values ([`RunConfig::target_iops`],
@@ -492,6 +505,21 @@ pub const MAX_THRESHOLD: f64 = 1_000_000.0;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lenient_thresholds_relax_only_the_maximum_latencies() {
+        let (l, s) = (Thresholds::lenient(), Thresholds::default());
+        assert_eq!((l.db_read_max_ms, l.log_write_max_ms), (200.0, 200.0));
+        assert_eq!((s.db_read_max_ms, s.log_write_max_ms), (100.0, 100.0));
+        assert_eq!(
+            Thresholds {
+                db_read_max_ms: s.db_read_max_ms,
+                log_write_max_ms: s.log_write_max_ms,
+                ..l
+            },
+            s
+        );
+    }
 
     #[test]
     fn defaults_are_jetstress_and_valid() {

@@ -509,6 +509,12 @@ pub fn run_plan(
     };
     let wall = |t: Instant| wall(t, ref_instant, ref_wall);
     let mut result = build_result(cfg, &engine, &times, &wall, engine_name);
+    result.test.test_type = plan.test_kind();
+    if plan.final_pass().is_some() {
+        let report = engine.pass_report.take();
+        let line = phase::seqpass::add_final_pass(&mut result, report, times.interrupted);
+        engine.log(&line, false);
+    }
     if plan.test_kind() == TestKind::SoftRecovery {
         let files = plan.log_files_to_replay().unwrap_or(0);
         phase::replay::into_result(&mut result, &engine.dbs, files, times.interrupted);

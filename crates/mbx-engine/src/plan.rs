@@ -144,6 +144,34 @@ impl Plan {
         }
     }
 
+    /// The Stress test: the Performance phases (attain, settle, measure for the duration, shut
+    /// down) on the configuration's thresholds (the CLI gives it Jetstress's Lenient set unless the
+    /// user chose thresholds), then the checksum pass over the same databases, once they are shut
+    /// down cleanly: every page of every database file and every log file still in the log
+    /// folders verified. Its verdict includes the pass (no page found bad, every file read). An
+    /// interrupted test skips the pass (the shutdown always runs).
+    pub fn stress(cfg: &RunConfig) -> Plan {
+        let mut phases = Plan::performance(cfg).phases;
+        phases.push(PhaseSpec::SeqPass(SeqPassSpec::checksum()));
+        Plan {
+            kind: TestKind::Stress,
+            databases: Databases::Prepare,
+            phases,
+        }
+    }
+
+    /// The sequential pass a plan ends with after transactions (the Stress test's checksum), if
+    /// any. `None` for a plan that only reads ([`Plan::reads_only`]) or has no pass.
+    pub fn final_pass(&self) -> Option<SeqPassSpec> {
+        if self.reads_only() {
+            return None;
+        }
+        self.phases.iter().find_map(|p| match p {
+            PhaseSpec::SeqPass(spec) => Some(*spec),
+            _ => None,
+        })
+    }
+
     /// Database Backup: the databases prepared (created where missing, as the Performance test
     /// does), then every database file read once from start to end, all in parallel, in 256 KiB
     /// reads, every page verified.

@@ -711,3 +711,201 @@ fn no_hung_io_no_hung_io_check() {
     assert!(r.errors.iter().all(|e| e.class != "hung_io"));
     assert!(r.verdict.checks.iter().all(|c| c.name != "hung_ios"));
 }
+
+/// Damages pages of a database on the simulated device when the checksum phase begins: after
+/// the Stress test's shutdown, before its pass reads anything.
+struct DamageAtChecksum {
+    dev: SimDevice,
+    db: PathBuf,
+    /// Pages given one flipped bit.
+    flip: Vec<u64>,
+    /// Pages zeroed.
+    zero: Vec<u64>,
+    /// Phases seen, in order.
+    phases: Vec<mbx_engine::Phase>,
+}
+
+impl Observer for DamageAtChecksum {
+    fn on_event(&mut self, e: RunEvent<'_>) {
+        let RunEvent::Phase(p) = e else { return };
+        self.phases.push(p);
+        if p != mbx_engine::Phase::Checksum {
+            return;
+        }
+        for &n in &self.flip {
+            let mut page = vec![0u8; PAGE_SIZE];
+            self.dev
+                .read_at(&self.db, n * PAGE_SIZE as u64, &mut page)
+                .expect("read page");
+            page[1000] ^= 0x04;
+            self.dev
+                .write_at(&self.db, n * PAGE_SIZE as u64, &page)
+                .expect("flip a bit");
+        }
+        for &n in &self.zero {
+            self.dev
+                .write_at(&self.db, n * PAGE_SIZE as u64, &[0u8; PAGE_SIZE])
+                .expect("zero a page");
+        }
+    }
+}
+
+/// [`sim_database`] with both header copies written, as `prepare` leaves a database (the
+/// checksum pass verifies them).
+fn sim_database_with_headers(dev: &SimDevice, index: usize, pages: u64) -> InstanceSpec {
+    let spec = sim_database(dev, index, pages);
+    let header = mbx_store::header::DbHeader {
+        database_id: spec.database_id,
+        generation: 1,
+        format_version: mbx_store::header::FORMAT_VERSION,
+        page_size: PAGE_SIZE as u32,
+        page_count: HEADER_PAGES + pages,
+        state: mbx_store::DbState::Clean,
+        database_index: index as u32,
+        created_pages: pages,
+        mailboxes: 100,
+        quota_mb: 1,
+        databases: 1,
+        compressibility_pct: 0,
+        created_unix_s: 0,
+        tool_version: "test".into(),
+    };
+    let mut page = vec![0u8; PAGE_SIZE];
+    for copy in 0..HEADER_PAGES {
+        header.encode(&mut page, copy);
+        dev.write_at(&spec.db_path, copy * PAGE_SIZE as u64, &page)
+            .expect("header");
+    }
+    spec
+}
+
+fn run_stress(
+    dev: &SimDevice,
+    cfg: &RunConfig,
+    specs: Vec<InstanceSpec>,
+    obs: &mut dyn Observer,
+) -> RunResult {
+    let clock = Arc::new(SimClock::new());
+    let depth = mbx_engine::queue_depth(cfg, specs.len());
+    let queue = SimQueue::new(dev.clone(), clock, depth, LatencyModel::typical(), 5);
+    run_plan(
+        cfg,
+        &Plan::stress(cfg),
+        specs,
+        Box::new(queue),
+        obs,
+        &AtomicBool::new(false),
+    )
+    .expect("run")
+}
+
+/// The Stress test runs the Performance workload, shuts down, then verifies every page of every
+/// database and the log files on disk: a row per database file with every page seen and none
+/// bad, a row per log folder, and the pass's checks in the verdict.
+#[test]
+fn a_stress_test_runs_the_workload_then_verifies_every_page() {
+    let dev = SimDevice::new();
+    let cfg = sim_config(200.0, 60.0, 2);
+    let specs: Vec<InstanceSpec> = (0..2)
+        .map(|i| sim_database_with_headers(&dev, i, 256))
+        .collect();
+    let mut obs = DamageAtChecksum {
+        dev: dev.clone(),
+        db: specs[0].db_path.clone(),
+        flip: Vec::new(),
+        zero: Vec::new(),
+        phases: Vec::new(),
+    };
+    let r = run_stress(&dev, &cfg, specs.clone(), &mut obs);
+    use mbx_engine::Phase::*;
+    assert_eq!(obs.phases, [Attain, Settle, Measure, Shutdown, Checksum]);
+    assert_eq!(r.test.test_type, mbx_config::TestKind::Stress);
+    assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.verdict);
+    assert!(r.verdict.pass);
+    // The performance figures are there ...
+    assert_eq!(r.instances.len(), 2);
+    assert!(r.achieved_iops >= 190.0, "{}", r.achieved_iops);
+    assert!(
+        (r.test.duration_s - 60.0).abs() < 1.0,
+        "{}",
+        r.test.duration_s
+    );
+    // ... and the checksum: each database file whole, then its log folder.
+    let rows = &r.sections.checksum;
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for (k, spec) in specs.iter().enumerate() {
+        let db = &rows[2 * k];
+        assert_eq!(db.database_path, spec.db_path.display().to_string());
+        assert_eq!(db.seen_pages, HEADER_PAGES + 256, "{db:?}");
+        assert_eq!(db.bytes, (HEADER_PAGES + 256) * PAGE_SIZE as u64);
+        assert_eq!(db.errors(), 0, "{db:?}");
+        let logs = &rows[2 * k + 1];
+        assert_eq!(logs.database_path, spec.log_dir.display().to_string());
+        // At least the current log file and its spare, every byte read.
+        assert!(logs.bytes >= 2 * LOG_FILE_SIZE as u64, "{logs:?}");
+        assert_eq!(logs.errors(), 0, "{logs:?}");
+    }
+    let check = |name: &str| {
+        r.verdict
+            .checks
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no {name} check: {:?}", r.verdict))
+            .clone()
+    };
+    assert!(check("pass_completed").pass);
+    let integrity = check("data_integrity_errors");
+    assert!(integrity.pass && integrity.value == 0.0);
+    // The pass's pages are counted with the workload's.
+    assert!(r.integrity.pages_verified >= 2 * (HEADER_PAGES + 256));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+}
+
+/// Pages damaged after the Stress test's shutdown (so only its checksum can see them) fail its
+/// verdict, named with their page numbers.
+#[test]
+fn a_page_damaged_after_the_stress_workload_fails_the_stress_verdict() {
+    let dev = SimDevice::new();
+    let cfg = sim_config(200.0, 30.0, 1);
+    let specs = vec![sim_database_with_headers(&dev, 0, 256)];
+    let db = specs[0].db_path.clone();
+    let mut obs = DamageAtChecksum {
+        dev: dev.clone(),
+        db: db.clone(),
+        flip: vec![HEADER_PAGES + 10],
+        zero: vec![HEADER_PAGES + 100],
+        phases: Vec::new(),
+    };
+    let r = run_stress(&dev, &cfg, specs, &mut obs);
+    assert_eq!(
+        r.stopped.reason,
+        StopReason::VerdictFailed,
+        "{:?}",
+        r.stopped
+    );
+    assert!(!r.verdict.pass);
+    let failed: Vec<&str> = r
+        .verdict
+        .checks
+        .iter()
+        .filter(|c| !c.pass)
+        .map(|c| c.name.as_str())
+        .collect();
+    // Only the damage fails it: the workload met its thresholds and the pass read everything.
+    assert_eq!(failed, ["data_integrity_errors"], "{:?}", r.verdict);
+    let row = &r.sections.checksum[0];
+    assert_eq!((row.bad_pages, row.correctable_pages), (1, 1), "{row:?}");
+    let found: Vec<(&str, Option<u64>)> = r
+        .errors
+        .iter()
+        .map(|e| (e.class.as_str(), e.page))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("correctable_page", Some(HEADER_PAGES + 10)),
+            ("unwritten_page", Some(HEADER_PAGES + 100))
+        ]
+    );
+    assert!(r.errors.iter().all(|e| e.path.as_deref() == db.to_str()));
+}

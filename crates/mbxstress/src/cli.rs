@@ -138,7 +138,9 @@ pub struct ImportArgs {
 /// `mbxstress esrp`.
 #[derive(Debug, Args)]
 pub struct EsrpArgs {
-    /// result.json files and/or Jetstress reports as text.
+    /// result.json files and/or Jetstress reports as text; a result folder stands for its
+    /// result.json, and a `run --test suite` folder for its Performance, Backup and Soft Recovery
+    /// results.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
     /// Print JSON (servers, aggregate, backup, soft_recovery, discrepancies).
@@ -170,6 +172,17 @@ mix (circular logging off, checkpoint held), stop without a clean shutdown (dirt
 then replay the logs from the checkpoint into the databases; reports log files replayed and
 seconds per database, their Avg and Sum, and seconds per log.
 
+--test stress: the Performance workload on Jetstress's Lenient thresholds (maximum latencies
+200 ms; a [thresholds] key in --config wins) for --duration (default 24h), then the checksum pass
+over the same databases and their log files; its verdict includes the pass.
+
+--test suite: Performance (--duration, default 2h) -> Stress (--stress-duration, default 24h) ->
+Backup -> Soft Recovery -> Checksum on the same databases, one folder each under --out
+(1-performance/ ... 5-checksum/), then esrp.txt and esrp.json there. A failed verdict goes on to
+the next test (the suite fails); an error or Ctrl-C ends the suite. Run the same command again to
+resume: tests that ran to completion are skipped, an incomplete one's folder is moved aside
+(NAME.interrupted-N) and the test run again.
+
 Outputs in --out (default ./mbxstress-results/<time>/): result.json, samples.jsonl (one line per
 sample, written as the test runs), test.log.
 
@@ -182,11 +195,12 @@ Examples:
 /// `mbxstress run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Test type: performance (paced transactions), backup (read every database sequentially),
-    /// soft-recovery (generate logs, stop without a clean shutdown, replay them) or checksum
-    /// (verify every page of existing databases and their logs).
-    #[arg(long, value_enum, value_name = "TYPE", default_value_t = mbx_config::TestKind::Performance)]
-    pub test: mbx_config::TestKind,
+    /// Test type: performance (paced transactions), stress (the same for 24 h, lenient
+    /// thresholds, then a checksum), backup (read every database sequentially), soft-recovery
+    /// (generate logs, stop without a clean shutdown, replay them), checksum (verify every page
+    /// of existing databases and their logs) or suite (all five in turn, then the ESRP summary).
+    #[arg(long, value_enum, value_name = "TYPE", default_value = "performance")]
+    pub test: RunTest,
     /// Start from a TOML configuration file (strict).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -215,6 +229,10 @@ pub struct RunArgs {
     /// Measured duration, e.g. 90s, 30m, 2h (1s..=30d) [default: 60s for the demonstration].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub duration: Option<std::time::Duration>,
+    /// --test suite: the Stress test's measured duration (1s..=30d) [default: 24h; --duration
+    /// is the Performance test's, default 2h in a suite].
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub stress_duration: Option<std::time::Duration>,
     /// Sample interval (1s..=1h) [default: 15s].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub sample_interval: Option<std::time::Duration>,
@@ -254,6 +272,43 @@ pub struct RunArgs {
     /// The verdict fails either way.
     #[arg(long)]
     pub continue_on_errors: bool,
+}
+
+/// What `run --test` runs: one test type, or the whole suite (a sequence of runs, not a test
+/// type of its own: each of its results has its own type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunTest {
+    /// One test type.
+    Kind(mbx_config::TestKind),
+    /// Performance, Stress, Backup, Soft Recovery and Checksum in turn, one folder each.
+    Suite,
+}
+
+impl RunTest {
+    /// Every choice, in the order `--help` lists them.
+    pub const ALL: [RunTest; 6] = [
+        RunTest::Kind(mbx_config::TestKind::Performance),
+        RunTest::Kind(mbx_config::TestKind::Stress),
+        RunTest::Kind(mbx_config::TestKind::Backup),
+        RunTest::Kind(mbx_config::TestKind::SoftRecovery),
+        RunTest::Kind(mbx_config::TestKind::Checksum),
+        RunTest::Suite,
+    ];
+}
+
+impl clap::ValueEnum for RunTest {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        match self {
+            RunTest::Kind(k) => clap::ValueEnum::to_possible_value(k),
+            RunTest::Suite => Some(
+                clap::builder::PossibleValue::new("suite")
+                    .help("performance, stress, backup, soft-recovery, checksum in turn"),
+            ),
+        }
+    }
 }
 
 const PREPARE_HELP: &str = "\

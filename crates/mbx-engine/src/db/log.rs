@@ -503,6 +503,20 @@ impl LogWriter {
         }
     }
 
+    /// The log files this writer leaves on disk, oldest first: the ones closed and kept, then
+    /// the ones still open (the current file and the spare). Files retired by circular logging
+    /// are not listed (they are being deleted).
+    pub fn files_on_disk(&self) -> Vec<PathBuf> {
+        let mut files: Vec<(u64, PathBuf)> = self
+            .kept
+            .iter()
+            .map(|k| (k.gen, k.path.clone()))
+            .chain(self.files.iter().map(|f| (f.gen, f.path.clone())))
+            .collect();
+        files.sort_by_key(|(gen, _)| *gen);
+        files.into_iter().map(|(_, path)| path).collect()
+    }
+
     /// Whether the log files are opened with O_DIRECT.
     pub fn direct(&self) -> bool {
         self.direct

@@ -171,6 +171,22 @@ impl Database {
         })
     }
 
+    /// This database as a sequential pass after its shutdown sees it (the Stress test's
+    /// checksum): its spec, with `log.earlier_logs` the log files on disk now, oldest first:
+    /// an earlier run's files when circular logging kept them, then the ones this run wrote and
+    /// did not retire.
+    pub fn pass_spec(&self) -> InstanceSpec {
+        let mut spec = self.spec.clone();
+        let mut logs = if self.log.circular {
+            Vec::new()
+        } else {
+            spec.log.earlier_logs.clone()
+        };
+        logs.extend(self.log.files_on_disk());
+        spec.log.earlier_logs = logs;
+        spec
+    }
+
     /// A new page write generation.
     pub fn new_generation(&mut self) -> u64 {
         self.next_gen += 1;

@@ -335,7 +335,8 @@ impl SeqPass {
                 t.started = Some(now);
                 // A log file shorter than its preallocated size (a crash during its creation)
                 // is read to its end; the scan then says what is missing.
-                if let Kind::Log { .. } = t.kind {
+                if let Kind::Log { image, .. } = &mut t.kind {
+                    *image = vec![0u8; LOG_FILE_SIZE];
                     let len = e.reactor.file_len(f)?;
                     let end = t.pass.range().end;
                     if len < end {
@@ -488,6 +489,11 @@ impl PhaseRun for SeqPass {
         e.mode = Mode::Stopping;
         self.started = Some(now);
         let spec = self.spec;
+        // After transactions (the Stress test's checksum): the databases the plan opened, shut
+        // down cleanly by now (nothing in flight, nothing dirty), and the log files on disk.
+        if e.pass_specs.is_empty() {
+            e.pass_specs = e.dbs.iter().map(|d| d.pass_spec()).collect();
+        }
         for (d, s) in e.pass_specs.iter().enumerate() {
             let mut q = DbQueue::default();
             let bytes =
@@ -513,7 +519,8 @@ impl PhaseRun for SeqPass {
                         path.clone(),
                         Kind::Log {
                             generation,
-                            image: vec![0u8; LOG_FILE_SIZE],
+                            // Allocated when the file is opened (one per database at a time).
+                            image: Vec::new(),
                         },
                         LOG_FILE_SIZE as u64,
                         &spec,
@@ -732,4 +739,73 @@ pub(crate) fn run_reads(
         crate::stop_with_error(&mut result, &e, clock.wall());
     }
     Ok(result)
+}
+
+/// Adds a pass that followed the transactions (the Stress test's checksum) to the result they
+/// produced: its rows (`sections.checksum`), the pages it verified and found not good
+/// (`integrity`, `errors`), and its checks in the verdict (`data_integrity_errors` counts its
+/// findings too; `pass_completed`: every file read to its end). `report` is `None` when the pass
+/// never ran (the test was interrupted or stopped before it). Returns the test-log line.
+pub(crate) fn add_final_pass(
+    result: &mut RunResult,
+    report: Option<PassReport>,
+    interrupted: bool,
+) -> String {
+    let completed = report.as_ref().is_some_and(|r| r.completed);
+    let mut found = 0u64;
+    let line = match report {
+        Some(r) => {
+            let g = r.integrity;
+            found = g.bad_pages + g.correctable_pages + g.wrong_page_number_pages + g.stale_pages;
+            result.integrity.add(&g);
+            result.errors.extend(r.errors);
+            result.sections.checksum = r.checksum;
+            format!(
+                "Checksum after the test: {} pages verified, {found} not good{}.",
+                g.pages_verified,
+                if r.completed {
+                    ""
+                } else {
+                    "; not every file was read"
+                }
+            )
+        }
+        None => "Checksum after the test: not run (the test did not reach it).".to_string(),
+    };
+    let checks = &mut result.verdict.checks;
+    match checks
+        .iter_mut()
+        .find(|c| c.name == "data_integrity_errors")
+    {
+        Some(c) => {
+            c.value += found as f64;
+            c.pass = c.value == 0.0;
+        }
+        None => checks.push(Check::new(
+            "data_integrity_errors",
+            found as f64,
+            0.0,
+            found == 0,
+        )),
+    }
+    checks.push(Check::new(
+        "pass_completed",
+        if completed { 1.0 } else { 0.0 },
+        1.0,
+        completed,
+    ));
+    let pass = checks.iter().all(|c| c.pass);
+    result.verdict.pass = pass;
+    if !interrupted && result.stopped.reason.ran_to_completion() {
+        result.stopped = crate::ended(
+            false,
+            pass,
+            [
+                "",
+                "the test ran its full duration, every check passed and the checksum pass found every page good",
+                "the test ran its full duration; at least one check failed",
+            ],
+        );
+    }
+    line
 }

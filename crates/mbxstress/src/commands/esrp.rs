@@ -1,34 +1,80 @@
 //! `mbxstress esrp`: the ESRP summary across servers.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 
 use crate::cli::EsrpArgs;
 
-pub fn run(args: EsrpArgs) -> anyhow::Result<ExitCode> {
-    let inputs = args
-        .files
+/// The folders of a `run --test suite` folder that the ESRP summary reads, in order.
+pub(crate) const SUITE_ESRP_FOLDERS: [&str; 3] = ["1-performance", "3-backup", "4-soft-recovery"];
+
+/// The files an argument stands for: a file as itself, a result folder for its result.json, a
+/// suite folder for the result.json of its Performance, Backup and Soft Recovery folders.
+fn inputs_of(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let own = path.join("result.json");
+    if own.exists() {
+        return Ok(vec![own]);
+    }
+    let found: Vec<PathBuf> = SUITE_ESRP_FOLDERS
         .iter()
-        .map(|f| mbx_report::load(f))
-        .collect::<Result<Vec<_>, _>>()?;
-    let s = mbx_report::summarize(&inputs);
-    let warnings: Vec<String> = s
-        .warnings
-        .iter()
-        .map(|w| format!("warning: {}: {}", w.source, w.message))
+        .map(|f| path.join(f).join("result.json"))
+        .filter(|p| p.exists())
         .collect();
+    if found.is_empty() {
+        return Err(crate::exit::usage(format!(
+            "{} holds no result.json, nor the {} folders of a suite",
+            path.display(),
+            SUITE_ESRP_FOLDERS.join(", ")
+        )));
+    }
+    Ok(found)
+}
+
+/// Reads the files (see [`inputs_of`]).
+pub(crate) fn load_all(paths: &[PathBuf]) -> anyhow::Result<Vec<mbx_report::ImportedReport>> {
+    let mut inputs = Vec::new();
+    for p in paths {
+        for f in inputs_of(p)? {
+            inputs.push(mbx_report::load(&f)?);
+        }
+    }
+    Ok(inputs)
+}
+
+pub fn run(args: EsrpArgs) -> anyhow::Result<ExitCode> {
+    let inputs = load_all(&args.files)?;
+    let s = mbx_report::summarize(&inputs);
     let mut out = std::io::stdout().lock();
     if args.json {
         // The JSON carries them in `warnings` and per server in `flags`; people watching see them.
-        for w in &warnings {
+        for w in &warnings(&s) {
             eprintln!("{w}");
         }
         serde_json::to_writer_pretty(&mut out, &s).context("writing JSON to stdout")?;
         writeln!(out).context("writing to stdout")?;
         return Ok(ExitCode::SUCCESS);
     }
+    write!(out, "{}", text(&s)).context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn warnings(s: &mbx_report::EsrpSummary) -> Vec<String> {
+    s.warnings
+        .iter()
+        .map(|w| format!("warning: {}: {}", w.source, w.message))
+        .collect()
+}
+
+/// The summary as text: the performance table (servers and aggregate), the backup and soft
+/// recovery lines, discrepancies and warnings.
+pub(crate) fn text(s: &mbx_report::EsrpSummary) -> String {
+    let warnings = warnings(s);
     let mut text = String::new();
     if !s.servers.is_empty() {
         text.push_str(&format!(
@@ -83,6 +129,5 @@ pub fn run(args: EsrpArgs) -> anyhow::Result<ExitCode> {
             s.servers.len()
         ));
     }
-    write!(out, "{text}").context("writing to stdout")?;
-    Ok(ExitCode::SUCCESS)
+    text
 }

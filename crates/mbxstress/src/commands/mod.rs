@@ -9,6 +9,7 @@ mod prepare;
 mod report;
 mod run;
 mod size;
+mod suite;
 mod verify;
 
 use std::process::ExitCode;

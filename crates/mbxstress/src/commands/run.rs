@@ -6,20 +6,21 @@ use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
-use mbx_config::{RunConfig, TestKind};
+use mbx_config::{RunConfig, TestKind, Thresholds};
 use mbx_engine::result::{RunResult, StopReason};
 use mbx_engine::{Executed, Observer, Plan, Progress, RunEvent};
 use mbx_report::Format;
 use mbx_store::{plan_paths, CreateParams, LockMode, StoreLock};
 
-use crate::cli::RunArgs;
+use crate::cli::{RunArgs, RunTest};
 use crate::exit::usage;
 use crate::render::num;
 
 /// Defaults < --config < --profile < flags; then validated.
-fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
+fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
     let mut cfg = match &args.config {
         Some(path) => {
             RunConfig::load(path).with_context(|| format!("reading --config {}", path.display()))?
@@ -66,8 +67,34 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunConfig> {
     if !args.paths.log_path.is_empty() {
         cfg.log_paths = args.paths.log_path.clone();
     }
-    cfg.validate_for(args.test)
+    cfg.validate_for(kind)
         .map_err(|(key, reason)| usage(describe_invalid(key, &reason, args)))?;
+    Ok(cfg)
+}
+
+/// The Stress test's duration when neither --duration nor the --config file sets one (Jetstress:
+/// 24 h).
+pub(crate) const STRESS_DEFAULT_S: f64 = 86_400.0;
+
+/// The configuration of a `kind` test: [`resolve`], then for Stress the Jetstress Stress
+/// defaults where the user chose nothing: 24 h (no --duration, no `duration_s` in --config) and
+/// the Lenient maximum latencies (no `thresholds.db_read_max_ms` / `log_write_max_ms` in
+/// --config; there are no threshold flags).
+pub(crate) fn resolve_for(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
+    let mut cfg = resolve(args, kind)?;
+    if kind == TestKind::Stress {
+        let set = |key: &str| args.config.as_deref().is_some_and(|p| config_sets(p, key));
+        if args.duration.is_none() && !set("duration_s") {
+            cfg.duration_s = STRESS_DEFAULT_S;
+        }
+        let lenient = Thresholds::lenient();
+        if !set("thresholds.db_read_max_ms") {
+            cfg.thresholds.db_read_max_ms = lenient.db_read_max_ms;
+        }
+        if !set("thresholds.log_write_max_ms") {
+            cfg.thresholds.log_write_max_ms = lenient.log_write_max_ms;
+        }
+    }
     Ok(cfg)
 }
 
@@ -166,7 +193,7 @@ fn describe_invalid(key: &str, reason: &str, args: &RunArgs) -> String {
 
 /// Whether the `--config` file itself sets `key` (dotted for tables: `cache.max_mb_per_db`).
 /// The file was already read and parsed once, so a failure here only means "not known to".
-fn config_sets(path: &std::path::Path, key: &str) -> bool {
+pub(crate) fn config_sets(path: &std::path::Path, key: &str) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else {
         return false;
     };
@@ -184,9 +211,9 @@ fn config_sets(path: &std::path::Path, key: &str) -> bool {
     value.is_some()
 }
 
-fn results_dir(args: &RunArgs) -> anyhow::Result<PathBuf> {
-    let dir = match &args.out {
-        Some(d) => d.clone(),
+fn results_dir(out: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let dir = match out {
+        Some(d) => d.to_path_buf(),
         None => {
             let stamp = mbx_engine::rfc3339_now().replace(':', "");
             PathBuf::from("mbxstress-results").join(stamp)
@@ -378,19 +405,47 @@ fn capitalize(s: &str) -> String {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let kind = args.test;
+    let kind = match args.test {
+        RunTest::Suite => return super::suite::run(&args),
+        RunTest::Kind(kind) => kind,
+    };
+    if args.stress_duration.is_some() {
+        return Err(usage(
+            "--stress-duration is the Stress duration of --test suite; for --test stress use --duration",
+        ));
+    }
+    let cfg = resolve_for(&args, kind)?;
+    let cancel = crate::interrupt::install();
+    Ok(run_one(&args, kind, cfg, args.out.as_deref(), &cancel)?.code)
+}
+
+/// How one test ended (what the suite needs to go on or stop).
+pub(crate) struct Ran {
+    /// The exit code of the test alone.
+    pub code: ExitCode,
+    /// Why it stopped.
+    pub reason: StopReason,
+    /// Its verdict.
+    pub pass: bool,
+}
+
+/// Runs one `kind` test with `cfg`, its results in `out` (new or empty; default a time-stamped
+/// folder): builds the plan, executes it, writes the result, the report and the summary. An
+/// error that stopped the test is returned after its result is written.
+pub(crate) fn run_one(
+    args: &RunArgs,
+    kind: TestKind,
+    cfg: RunConfig,
+    out: Option<&Path>,
+    cancel: &AtomicBool,
+) -> anyhow::Result<Ran> {
     let plan_for: fn(&RunConfig) -> Plan = match kind {
         TestKind::Performance => Plan::performance,
+        TestKind::Stress => Plan::stress,
         TestKind::Backup => Plan::backup,
         TestKind::Checksum => Plan::checksum,
         TestKind::SoftRecovery => |cfg| Plan::soft_recovery(cfg, cfg.log_files_to_replay),
-        TestKind::Stress => {
-            return Err(usage(format!(
-                "--test {kind} is not built yet; use performance, backup, soft-recovery or checksum"
-            )))
-        }
     };
-    let cfg = resolve(&args)?;
     let human = args.progress == "human";
     let p = &cfg.profile;
     let data_pages = CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
@@ -403,11 +458,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
     // One command per database at a time: a second run on these databases stops here, before
     // it creates a results folder or touches anything.
-    let dir = results_dir(&args)?;
+    let dir = results_dir(out)?;
     let lock = StoreLock::acquire(&specs, LockMode::Exclusive)?;
     fs_err::create_dir_all(&dir).context("creating the results folder")?;
     let mut observer = RunObserver::new(&dir, &args.progress, specs.len())?;
-    let cancel = crate::interrupt::install();
     if human && kind == TestKind::SoftRecovery {
         errln!(
             "Soft Recovery test: {} log files per database generated by {} mailboxes x {} IOPS, then replayed; {} database(s) of {} MiB, {} sessions",
@@ -419,7 +473,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             cfg.sessions(),
         );
         errln!("Results: {}", dir.display());
-    } else if human && kind != TestKind::Performance {
+    } else if human && !matches!(kind, TestKind::Performance | TestKind::Stress) {
         errln!(
             "{} test: {} database(s) of {} MiB",
             capitalize(kind.name()),
@@ -429,7 +483,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         errln!("Results: {}", dir.display());
     } else if human {
         errln!(
-            "Performance test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {} sessions, {} measured",
+            "{} test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {} sessions, {} measured{}",
+            capitalize(kind.name()),
             num(p.mailboxes as f64, 0),
             p.iops_per_mailbox,
             num(cfg.target_iops(), 1),
@@ -438,7 +493,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             p.copies_per_database,
             if p.copies_per_database == 1 { "y" } else { "ies" },
             cfg.sessions(),
-            fmt_secs(cfg.duration_s)
+            fmt_secs(cfg.duration_s),
+            if kind == TestKind::Stress {
+                ", then a checksum of every page"
+            } else {
+                ""
+            }
         );
         errln!("Results: {}", dir.display());
     }
@@ -457,7 +517,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
     };
     let Executed { result, error } =
-        mbx_engine::execute(&cfg, &plan, &specs, &create, &mut observer, &cancel, None);
+        mbx_engine::execute(&cfg, &plan, &specs, &create, &mut observer, cancel, None);
     observer.finish_preparing();
     observer.clear_status();
     let error = error.map(into_anyhow);
@@ -507,8 +567,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 "stopped": result.stopped,
             })
         )?,
-        // Soft Recovery's summary is the performance one's, plus its rows.
-        _ if !result.sections.is_empty() && kind != TestKind::SoftRecovery => {
+        // Soft Recovery's and Stress's summaries are the performance one's, plus their rows.
+        _ if !result.sections.is_empty()
+            && !matches!(kind, TestKind::SoftRecovery | TestKind::Stress) =>
+        {
             print_pass_summary(&result, &result_path, report.as_deref())
                 .context("writing the summary to stdout")?
         }
@@ -521,7 +583,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = error {
         return Err(e);
     }
-    Ok(match result.stopped.reason {
+    let code = match result.stopped.reason {
         StopReason::Interrupted => ExitCode::from(crate::interrupt::INTERRUPTED),
         StopReason::Completed => ExitCode::SUCCESS,
         StopReason::VerdictFailed => ExitCode::from(1),
@@ -529,6 +591,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             errln!("error: the test stopped: {}", result.stopped.message);
             ExitCode::from(crate::exit::RUNTIME)
         }
+    };
+    Ok(Ran {
+        code,
+        reason: result.stopped.reason,
+        pass: result.verdict.pass,
     })
 }
 
@@ -590,36 +657,37 @@ fn print_pass_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std:
         }
     }
     if !s.checksum.is_empty() {
-        outln!(
-            "  {:<40} {:>10} {:>8} {:>8} {:>8} {:>10}",
-            "file",
-            "seen",
-            "bad",
-            "correct.",
-            "wrong #",
-            "MB/s"
-        )?;
-        for c in &s.checksum {
-            outln!(
-                "  {:<40} {:>10} {:>8} {:>8} {:>8} {:>10.1}",
-                c.database_path,
-                c.seen_pages,
-                c.bad_pages,
-                c.correctable_pages,
-                c.wrong_page_number_pages,
-                c.mb_per_s()
-            )?;
-        }
+        print_checksum(&s.checksum)?;
     }
-    for e in r.errors.iter().take(10) {
-        outln!("  {}: {}", e.class, e.message)?;
-    }
-    if r.errors.len() > 10 {
-        outln!("  ... {} more in result.json", r.errors.len() - 10)?;
-    }
+    print_errors(r)?;
     outln!("Result: {}", path.display())?;
     if let Some(p) = report {
         outln!("Report: {}", p.display())?;
+    }
+    Ok(())
+}
+
+/// The checksum table: one row per database file and log folder.
+fn print_checksum(rows: &[mbx_engine::result::ChecksumRow]) -> std::io::Result<()> {
+    outln!(
+        "  {:<40} {:>10} {:>8} {:>8} {:>8} {:>10}",
+        "file",
+        "seen",
+        "bad",
+        "correct.",
+        "wrong #",
+        "MB/s"
+    )?;
+    for c in rows {
+        outln!(
+            "  {:<40} {:>10} {:>8} {:>8} {:>8} {:>10.1}",
+            c.database_path,
+            c.seen_pages,
+            c.bad_pages,
+            c.correctable_pages,
+            c.wrong_page_number_pages,
+            c.mb_per_s()
+        )?;
     }
     Ok(())
 }
@@ -690,6 +758,10 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
     }
     if !r.sections.soft_recovery.is_empty() {
         print_soft_recovery(r)?;
+    }
+    // Stress: the checksum pass that followed the workload.
+    if !r.sections.checksum.is_empty() {
+        print_checksum(&r.sections.checksum)?;
     }
     print_errors(r)?;
     outln!("Result: {}", path.display())?;
@@ -862,19 +934,49 @@ mod resolve_tests {
             let path = dir.path().join(format!("p{copies}.toml"));
             report.profile.save(&path, &[]).expect("size writes it");
             let path_arg = path.display().to_string();
-            let cfg = resolve(&args(&["--profile", &path_arg]))
+            let cfg = resolve(&args(&["--profile", &path_arg]), TestKind::Performance)
                 .unwrap_or_else(|e| panic!("run refuses size's profile ({copies} copies): {e:#}"));
             assert_eq!(cfg.profile, report.profile);
             assert_eq!(cfg.profile.copies_per_database, copies.min(3));
         }
     }
 
+    /// Stress takes Jetstress's Stress defaults (24 h, Lenient maximum latencies) only where the
+    /// user chose nothing: a --duration or a [thresholds] key in --config wins.
+    #[test]
+    fn stress_defaults_yield_to_what_the_user_set() {
+        let cfg = resolve_for(&args(&[]), TestKind::Stress).expect("resolves");
+        assert_eq!(cfg.duration_s, STRESS_DEFAULT_S);
+        assert_eq!(cfg.thresholds, Thresholds::lenient());
+        let cfg = resolve_for(&args(&[]), TestKind::Performance).expect("resolves");
+        assert_eq!(cfg.thresholds, Thresholds::default());
+        assert_eq!(cfg.duration_s, RunConfig::default().duration_s);
+        let cfg = resolve_for(&args(&["--duration", "90s"]), TestKind::Stress).expect("resolves");
+        assert_eq!(cfg.duration_s, 90.0);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "duration_s = 30\n[thresholds]\ndb_read_max_ms = 150\n",
+        )
+        .expect("write");
+        let path_arg = path.display().to_string();
+        let cfg = resolve_for(&args(&["--config", &path_arg]), TestKind::Stress).expect("resolves");
+        assert_eq!(cfg.duration_s, 30.0);
+        assert_eq!(cfg.thresholds.db_read_max_ms, 150.0);
+        assert_eq!(cfg.thresholds.log_write_max_ms, 200.0);
+    }
+
     /// Off by default (Jetstress 2013 stops at the first error); the flag turns it on.
     #[test]
     fn continue_on_errors_is_off_unless_asked() {
-        assert!(!resolve(&args(&[])).expect("resolves").continue_on_errors);
         assert!(
-            resolve(&args(&["--continue-on-errors"]))
+            !resolve(&args(&[]), TestKind::Performance)
+                .expect("resolves")
+                .continue_on_errors
+        );
+        assert!(
+            resolve(&args(&["--continue-on-errors"]), TestKind::Performance)
                 .expect("resolves")
                 .continue_on_errors
         );

@@ -11,3 +11,4 @@ mod run;
 mod safety;
 mod size;
 mod store;
+mod suite;

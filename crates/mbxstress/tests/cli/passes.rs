@@ -1,4 +1,4 @@
-//! `mbxstress run --test backup|checksum` end to end on 2 MiB databases: the files written, the
+//! `mbxstress run --test backup|checksum|stress` end to end on small databases: the files written, the
 //! tables printed and reported, `esrp` reading the backup result, and checksum refusing to
 //! create databases.
 
@@ -124,10 +124,79 @@ fn checksum_needs_existing_databases_then_verifies_them() {
     assert_eq!(r["checksum"][2]["correctable_pages"], 1);
 }
 
+/// `--test stress` on a 4 MiB database: the workload for its duration, then the checksum of
+/// every page of every database and log file; the result has the performance figures, the
+/// checksum rows and the pass's checks; summary and report show both.
 #[test]
-fn stress_is_not_built_yet() {
-    let dir = scratch("not-yet");
-    let run = run_test(&dir, "stress", "x");
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("not built yet"), "{}", run.stderr);
+fn stress_runs_the_workload_then_checksums_every_page() {
+    let dir = scratch("stress");
+    // As run.rs's small runs (a one-second settle, thresholds no loaded disk fails), on one
+    // 4 MiB database.
+    std::fs::write(dir.join("fast.toml"), crate::suite::FAST).expect("write config");
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "run",
+            "--test",
+            "stress",
+            "--config",
+            "fast.toml",
+            "--mailboxes",
+            "2",
+            "--iops-per-mailbox",
+            "10",
+            "--quota-mb",
+            "2",
+            "--databases",
+            "1",
+            "--duration",
+            "3s",
+            "--sample-interval",
+            "1s",
+            "--out",
+            "s",
+            "--progress",
+            "quiet",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("PASS | achieved"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("correct."),
+        "checksum table: {}",
+        run.stdout
+    );
+    let r = result(&dir, "s");
+    assert_eq!(r["test"]["type"], "stress");
+    // --duration and the config's thresholds win over the Stress defaults.
+    assert_eq!(r["config"]["duration_s"], 3.0);
+    assert_eq!(r["config"]["thresholds"]["db_read_max_ms"], 10000.0);
+    assert_eq!(r["instances"].as_array().map(Vec::len), Some(1));
+    assert!(r["achieved_iops"].as_f64().expect("iops") > 0.0);
+    let rows = r["checksum"].as_array().expect("checksum rows");
+    // The database file (4 MiB of data pages and 2 header pages), then its log folder.
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (k, row) in rows.iter().enumerate() {
+        if k % 2 == 0 {
+            assert_eq!(row["seen_pages"], 128 + 2, "{row}");
+        } else {
+            assert!(row["seen_pages"].as_u64().expect("pages") >= 32, "{row}");
+        }
+        assert_eq!(row["bad_pages"], 0, "{row}");
+    }
+    let checks = r["verdict"]["checks"].as_array().expect("checks");
+    let pass_completed = checks
+        .iter()
+        .find(|c| c["name"] == "pass_completed")
+        .expect("pass_completed check");
+    assert_eq!(pass_completed["pass"], true);
+    assert_eq!(r["verdict"]["pass"], true, "{}", r["verdict"]);
+    let html = std::fs::read_to_string(dir.join("s/report.html")).expect("report");
+    assert!(html.contains("Database Checksum Statistics"));
+    assert!(
+        html.contains("Transactional I/O Performance"),
+        "performance sections"
+    );
+    let log = std::fs::read_to_string(dir.join("s/test.log")).expect("log");
+    assert!(log.contains("Checksum after the test"), "{log}");
 }

@@ -300,7 +300,8 @@ fn closed_stdout_is_not_a_crash() {
     );
 }
 
-/// Soft Recovery end to end on 8 MiB databases: 2 log files per database generated, the
+/// Soft Recovery end to end on 8 MiB databases: 1 log file per database generated (each costs
+/// some 25 MB of log and page writes here; the replay logic has its simulated tests), the
 /// databases stopped dirty, the logs replayed; rows, seconds per log, summary and report table.
 #[test]
 fn soft_recovery_replays_the_logs_and_reports_the_rows() {
@@ -308,7 +309,7 @@ fn soft_recovery_replays_the_logs_and_reports_the_rows() {
     let run = small_run(
         &dir,
         "sr",
-        &["--test", "soft-recovery", "--log-files-to-replay", "2"],
+        &["--test", "soft-recovery", "--log-files-to-replay", "1"],
     );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("seconds per log"), "{}", run.stdout);
@@ -316,14 +317,14 @@ fn soft_recovery_replays_the_logs_and_reports_the_rows() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("sr/result.json")).expect("result"))
             .expect("json");
     assert_eq!(r["test"]["type"], "soft-recovery");
-    assert_eq!(r["config"]["log_files_to_replay"], 2);
+    assert_eq!(r["config"]["log_files_to_replay"], 1);
     assert_eq!(r["verdict"]["pass"], true, "{}", r["verdict"]);
     let rows = r["soft_recovery"].as_array().expect("soft_recovery rows");
     assert_eq!(rows.len(), 2);
     let (mut logs, mut secs) = (0.0, 0.0);
     for row in rows {
         let l = row["log_files_replayed"].as_f64().expect("logs");
-        assert!(l >= 2.0, "{row}");
+        assert!(l >= 1.0, "{row}");
         logs += l;
         secs += row["elapsed_s"].as_f64().expect("elapsed");
     }

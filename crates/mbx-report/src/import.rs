@@ -255,19 +255,75 @@ fn looks_like_html(text: &str) -> bool {
     head.contains("<html") || head.contains("<!doctype html") || head.contains("<table")
 }
 
-fn decode_entities(s: &str) -> String {
-    s.replace("&nbsp;", " ")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&#x27;", "'")
-        .replace("&amp;", "&")
+/// The sections of a Jetstress report in the order its HTML page has them, one `<fieldset>`
+/// each (the public parsers of real reports index them this way: the second holds Database Sizing
+/// and Throughput, the fifth the Transactional I/O Performance table; a Database Backup or Soft
+/// Recovery report opens with its statistics; the later sections are in the order of the Dell
+/// ESRP paper's reports). Used for a fieldset without a `<legend>` or heading naming it.
+fn fieldset_title(kind: Option<TestKind>, index: usize) -> Option<&'static str> {
+    const PERFORMANCE: [&str; 10] = [
+        "Test Summary",
+        "Database Sizing and Throughput",
+        "Jetstress System Parameters",
+        "Database Configuration",
+        "Transactional I/O Performance",
+        "Background Database Maintenance I/O Performance",
+        "Log Replication I/O Performance",
+        "Total I/O Performance",
+        "Host System Performance",
+        "Test Log",
+    ];
+    const BACKUP: [&str; 6] = [
+        "Database Backup Statistics",
+        "Jetstress System Parameters",
+        "Database Configuration",
+        "Transactional I/O Performance",
+        "Host System Performance",
+        "Test Log",
+    ];
+    const SOFT_RECOVERY: [&str; 7] = [
+        "Soft-Recovery Statistics",
+        "Database Configuration",
+        "Transactional I/O Performance",
+        "Background Database Maintenance I/O Performance",
+        "Total I/O Performance",
+        "Host System Performance",
+        "Test Log",
+    ];
+    match kind? {
+        TestKind::Performance | TestKind::Stress => PERFORMANCE.get(index).copied(),
+        TestKind::Backup => BACKUP.get(index).copied(),
+        TestKind::SoftRecovery => SOFT_RECOVERY.get(index).copied(),
+        TestKind::Checksum => None,
+    }
+}
+
+/// The test type a report's title names ("Stress Test Result Report", ...).
+fn kind_named(text: &str) -> Option<TestKind> {
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("stress test result report") {
+        Some(TestKind::Stress)
+    } else if lower.contains("performance test result report") {
+        Some(TestKind::Performance)
+    } else if lower.contains("backup test result report") {
+        Some(TestKind::Backup)
+    } else if lower.contains("softrecovery test result report")
+        || lower.contains("soft recovery test result report")
+    {
+        Some(TestKind::SoftRecovery)
+    } else {
+        None
+    }
 }
 
 /// Turns an HTML report into the text form the importer reads: a table row per line with cells
-/// separated by tabs, headings and other blocks on lines of their own, scripts and styles dropped.
+/// separated by tabs, headings, legends and other blocks on lines of their own; scripts, styles
+/// and comments dropped. The document is parsed by a real HTML parser (html5ever, through
+/// `scraper`): entities (`&#160;`), `>` inside attribute values, comments and unclosed cells are
+/// read as a browser reads them. A `<fieldset>` that names no section (no `<legend>` or heading)
+/// gets the title its position has in a Jetstress report ([`fieldset_title`]).
 fn html_to_text(html: &str, path: &Path) -> Result<String, ImportError> {
+    use scraper::node::Node;
     let lower = html.to_ascii_lowercase();
     if lower.contains("<html") && !lower.contains("</html>") {
         return Err(ImportError::Malformed {
@@ -277,55 +333,76 @@ fn html_to_text(html: &str, path: &Path) -> Result<String, ImportError> {
             reason: "the HTML is truncated (no closing </html>); save the complete report".into(),
         });
     }
+    let doc = scraper::Html::parse_document(html);
+    let kind = kind_named(&doc.root_element().text().collect::<String>());
     let mut out = String::with_capacity(html.len() / 2);
     let mut text = String::new();
-    let mut rest = html;
-    let mut skip_until: Option<&str> = None;
     let flush = |text: &mut String, out: &mut String| {
-        let t = decode_entities(&text.split_whitespace().collect::<Vec<_>>().join(" "));
-        out.push_str(&t);
+        out.push_str(&text.split_whitespace().collect::<Vec<_>>().join(" "));
         text.clear();
     };
-    while let Some(lt) = rest.find('<') {
-        if skip_until.is_none() {
-            text.push_str(&rest[..lt]);
-        }
-        let Some(gt) = rest[lt..].find('>') else {
-            break;
-        };
-        let tag = rest[lt + 1..lt + gt].trim().to_ascii_lowercase();
-        rest = &rest[lt + gt + 1..];
-        let name: String = tag
-            .trim_start_matches('/')
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric())
-            .collect();
-        let closing = tag.starts_with('/');
-        if let Some(end) = skip_until {
-            if closing && name == end {
-                skip_until = None;
+    let named = |node: ego_tree::NodeRef<'_, Node>| {
+        node.children().any(|c| {
+            c.value().as_element().is_some_and(|e| {
+                matches!(
+                    e.name(),
+                    "legend" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "caption"
+                )
+            })
+        })
+    };
+    let mut skipping = 0usize;
+    let mut fieldsets = 0usize;
+    for edge in doc.tree.root().traverse() {
+        match edge {
+            ego_tree::iter::Edge::Open(node) => match node.value() {
+                Node::Text(t) if skipping == 0 => text.push_str(t),
+                Node::Element(e) => match e.name() {
+                    "script" | "style" | "template" | "noscript" => skipping += 1,
+                    "fieldset" => {
+                        flush(&mut text, &mut out);
+                        out.push('\n');
+                        if !named(node) {
+                            // A section this importer does not know still ends the table
+                            // before it.
+                            out.push_str(fieldset_title(kind, fieldsets).unwrap_or("[section]"));
+                            out.push('\n');
+                        }
+                        fieldsets += 1;
+                    }
+                    "tr" | "table" | "p" | "div" | "li" | "pre" | "legend" | "caption" | "h1"
+                    | "h2" | "h3" | "h4" | "h5" | "h6" => {
+                        flush(&mut text, &mut out);
+                        out.push('\n');
+                    }
+                    _ => {}
+                },
+                _ => {}
+            },
+            ego_tree::iter::Edge::Close(node) => {
+                let Some(e) = node.value().as_element() else {
+                    continue;
+                };
+                match e.name() {
+                    "script" | "style" | "template" | "noscript" => {
+                        skipping = skipping.saturating_sub(1)
+                    }
+                    "td" | "th" if skipping == 0 => {
+                        flush(&mut text, &mut out);
+                        out.push('\t');
+                    }
+                    "tr" | "br" | "p" | "div" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6"
+                    | "table" | "li" | "pre" | "title" | "legend" | "caption" | "fieldset"
+                        if skipping == 0 =>
+                    {
+                        flush(&mut text, &mut out);
+                        out.push('\n');
+                    }
+                    _ => {}
+                }
             }
-            continue;
-        }
-        match (name.as_str(), closing) {
-            ("script", false) => skip_until = Some("script"),
-            ("style", false) => skip_until = Some("style"),
-            ("td" | "th", true) => {
-                flush(&mut text, &mut out);
-                out.push('\t');
-            }
-            (
-                "tr" | "br" | "p" | "div" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "table"
-                | "li" | "pre" | "title",
-                _,
-            ) => {
-                flush(&mut text, &mut out);
-                out.push('\n');
-            }
-            _ => {}
         }
     }
-    text.push_str(rest);
     flush(&mut text, &mut out);
     Ok(out)
 }
@@ -355,17 +432,8 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
     for (n, raw) in text.lines().enumerate() {
         let line_no = n + 1;
         let plain = clean(raw);
-        let lower = plain.to_ascii_lowercase();
-        if lower.contains("stress test result report") {
-            r.kind = Some(TestKind::Stress);
-        } else if lower.contains("performance test result report") {
-            r.kind = Some(TestKind::Performance);
-        } else if lower.contains("backup test result report") {
-            r.kind = Some(TestKind::Backup);
-        } else if lower.contains("softrecovery test result report")
-            || lower.contains("soft recovery test result report")
-        {
-            r.kind = Some(TestKind::SoftRecovery);
+        if let Some(kind) = kind_named(&plain) {
+            r.kind = Some(kind);
         }
         for (key, slot) in [
             (

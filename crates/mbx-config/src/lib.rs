@@ -13,6 +13,7 @@
 //! Files written by users are strict: an unknown key is an error, so a typo cannot silently change
 //! an experiment.
 
+pub mod jetstress;
 mod kind;
 mod run;
 

@@ -1,0 +1,868 @@
+//! Jetstress 2013 XML configurations (`JetstressConfig.xml`), read into a [`RunConfig`].
+//!
+//! The file is parsed by a real XML reader (quick-xml) into a small element tree, then every
+//! element Jetstress writes is either mapped to our configuration or listed as accepted but
+//! ignored, with the reason ([`JetstressImport::ignored`]). Values that are empty or junk are
+//! errors naming the element; every such problem in the file is reported at once.
+//!
+//! Windows paths (`E:\db1\db`) are mapped with [`PathMap`] rules (`E:\=/mnt/e/`); a Windows path
+//! no rule maps is an error naming it (on Windows itself a path is taken as written).
+
+use std::path::{Path, PathBuf};
+
+use quick_xml::events::Event;
+
+use crate::{RunConfig, TestKind, Thresholds};
+
+/// Errors reading a Jetstress configuration: each names the file, and the element when one is
+/// at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum JetstressError {
+    /// The file could not be read.
+    #[error("cannot read {}: {error}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error (part of the message).
+        error: std::io::Error,
+    },
+    /// Not well-formed XML.
+    #[error("{}: not a readable XML file: {reason}", path.display())]
+    Xml {
+        /// The file.
+        path: PathBuf,
+        /// What the XML reader reported, with its position.
+        reason: String,
+    },
+    /// Elements with values mbxstress cannot use.
+    #[error("{}: {}", path.display(), problems.join("; "))]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// One line per problem, each naming its element and the fix.
+        problems: Vec<String>,
+    },
+}
+
+/// An element of the file that mbxstress reads but does not act on, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ignored {
+    /// The element (or `Element@Attribute`).
+    pub element: String,
+    /// Why it makes no difference to mbxstress (or what does the same job).
+    pub reason: String,
+}
+
+/// An ESE instance of the file: its database folders and log folder (mapped), and its IOPS bias.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instance {
+    /// `DatabasePaths/Path`, mapped.
+    pub db_paths: Vec<PathBuf>,
+    /// `LogPath`, mapped.
+    pub log_path: PathBuf,
+    /// `IopsBias`.
+    pub iops_bias: f64,
+}
+
+/// What a Jetstress configuration asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JetstressImport {
+    /// The configuration: the defaults with every mapped element applied.
+    pub config: RunConfig,
+    /// `Type`.
+    pub test: TestKind,
+    /// `SuppressTuning` false: Jetstress would tune the thread count.
+    pub tuning: bool,
+    /// `DatabaseSource` Open: the databases must exist (attach), not be created.
+    pub attach_existing: bool,
+    /// `EseInstances`.
+    pub instances: Vec<Instance>,
+    /// Elements read but not acted on.
+    pub ignored: Vec<Ignored>,
+}
+
+/// Windows path prefixes mapped to local ones (`--map-path 'E:\=/mnt/e/'`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathMap {
+    rules: Vec<(String, String)>,
+}
+
+impl PathMap {
+    /// Adds a rule `FROM=TO` (FROM a Windows prefix such as `E:\` or `\\server\share\`).
+    pub fn add(&mut self, rule: &str) -> Result<(), String> {
+        let Some((from, to)) = rule.split_once('=') else {
+            return Err(format!("'{rule}' is not FROM=TO (e.g. 'E:\\=/mnt/e/')"));
+        };
+        if from.is_empty() || to.is_empty() {
+            return Err(format!(
+                "'{rule}': FROM and TO must both be given (e.g. 'E:\\=/mnt/e/')"
+            ));
+        }
+        self.rules.push((from.replace('/', "\\"), to.to_string()));
+        Ok(())
+    }
+
+    /// A path of the file as a local path: the longest matching rule's TO plus the rest with
+    /// `/` separators; a path that is not a Windows path is taken as written. `None`: a Windows
+    /// path no rule maps (on Windows, taken as written).
+    pub fn map(&self, path: &str) -> Option<PathBuf> {
+        let windows = is_windows_path(path);
+        if windows {
+            let best = self
+                .rules
+                .iter()
+                .filter(|(from, _)| starts_with_ignore_case(path, from))
+                .max_by_key(|(from, _)| from.len());
+            if let Some((from, to)) = best {
+                let rest = path[from.len()..]
+                    .trim_start_matches('\\')
+                    .replace('\\', "/");
+                return Some(Path::new(to).join(rest));
+            }
+            return cfg!(windows).then(|| PathBuf::from(path));
+        }
+        Some(PathBuf::from(path))
+    }
+}
+
+fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    s.len() >= prefix.len()
+        && s.is_char_boundary(prefix.len())
+        && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+}
+
+/// `E:\...`, `E:/...` or `\\server\share\...`.
+fn is_windows_path(p: &str) -> bool {
+    let b = p.as_bytes();
+    (b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':') || p.starts_with("\\\\")
+}
+
+/// An element of the file: name, attributes, text and children, in order.
+#[derive(Debug, Default)]
+struct Element {
+    name: String,
+    attrs: Vec<(String, String)>,
+    text: String,
+    children: Vec<Element>,
+}
+
+impl Element {
+    fn child(&self, name: &str) -> Option<&Element> {
+        self.children.iter().find(|c| c.name == name)
+    }
+    fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads the document into an element tree (the root element).
+fn parse(text: &str) -> Result<Element, String> {
+    let mut reader = quick_xml::Reader::from_str(text);
+    let mut stack: Vec<Element> = vec![Element::default()];
+    let open = |e: &quick_xml::events::BytesStart<'_>| -> Result<Element, String> {
+        let mut el = Element {
+            name: String::from_utf8_lossy(e.local_name().as_ref()).into_owned(),
+            ..Element::default()
+        };
+        for a in e.attributes() {
+            let a = a.map_err(|x| x.to_string())?;
+            let value = a.unescape_value().map_err(|x| x.to_string())?;
+            el.attrs.push((
+                String::from_utf8_lossy(a.key.local_name().as_ref()).into_owned(),
+                value.into_owned(),
+            ));
+        }
+        Ok(el)
+    };
+    loop {
+        let at = reader.buffer_position();
+        let event = reader
+            .read_event()
+            .map_err(|e| format!("{e} (at byte {at})"))?;
+        match event {
+            Event::Start(e) => stack.push(open(&e)?),
+            Event::Empty(e) => {
+                let el = open(&e)?;
+                if let Some(top) = stack.last_mut() {
+                    top.children.push(el);
+                }
+            }
+            Event::End(_) => {
+                let Some(el) = stack.pop() else {
+                    return Err(format!("unbalanced end tag at byte {at}"));
+                };
+                match stack.last_mut() {
+                    Some(top) => top.children.push(el),
+                    None => return Err(format!("unbalanced end tag at byte {at}")),
+                }
+            }
+            Event::Text(t) => {
+                let t = t.unescape().map_err(|e| format!("{e} (at byte {at})"))?;
+                if let Some(top) = stack.last_mut() {
+                    top.text.push_str(&t);
+                }
+            }
+            Event::CData(t) => {
+                if let Some(top) = stack.last_mut() {
+                    top.text.push_str(&String::from_utf8_lossy(&t));
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if stack.len() != 1 {
+        return Err("the document ends inside an element".into());
+    }
+    let doc = stack.pop().unwrap_or_default();
+    doc.children
+        .into_iter()
+        .next()
+        .ok_or_else(|| "no root element".to_string())
+}
+
+/// An ISO 8601 duration as Jetstress writes it (`P0Y0M0DT2H0M0S`), in seconds. Years and months
+/// are refused unless zero (their length is not fixed).
+pub fn parse_iso_duration(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let rest = s.strip_prefix('P')?;
+    let (date, time) = match rest.split_once('T') {
+        Some((d, t)) => (d, Some(t)),
+        None => (rest, None),
+    };
+    let mut total = 0.0;
+    let mut any = false;
+    let mut take = |part: &str, units: &[(char, f64)]| -> Option<()> {
+        let mut num = String::new();
+        let mut allowed = units.iter();
+        for c in part.chars() {
+            if c.is_ascii_digit() || c == '.' {
+                num.push(c);
+                continue;
+            }
+            // Units in order, each at most once.
+            let (_, secs) = allowed.find(|(u, _)| *u == c)?;
+            let v: f64 = num.parse().ok()?;
+            if !v.is_finite() || v < 0.0 {
+                return None;
+            }
+            if secs.is_nan() {
+                if v != 0.0 {
+                    return None;
+                }
+            } else {
+                total += v * secs;
+            }
+            any = true;
+            num.clear();
+        }
+        num.is_empty().then_some(())
+    };
+    take(
+        date,
+        &[
+            ('Y', f64::NAN),
+            ('M', f64::NAN),
+            ('W', 604_800.0),
+            ('D', 86_400.0),
+        ],
+    )?;
+    if let Some(t) = time {
+        if t.is_empty() {
+            return None;
+        }
+        take(t, &[('H', 3600.0), ('M', 60.0), ('S', 1.0)])?;
+    }
+    (any && total.is_finite()).then_some(total)
+}
+
+/// Reads a Jetstress configuration file (at most 1 MiB) with `map` for its Windows paths.
+pub fn load(path: &Path, map: &PathMap) -> Result<JetstressImport, JetstressError> {
+    let read_err = |error| JetstressError::Read {
+        path: path.to_path_buf(),
+        error,
+    };
+    let meta = std::fs::metadata(path).map_err(read_err)?;
+    if !meta.is_file() || meta.len() > 1 << 20 {
+        return Err(JetstressError::Invalid {
+            path: path.to_path_buf(),
+            problems: vec!["not a regular file of at most 1 MiB (a JetstressConfig.xml)".into()],
+        });
+    }
+    let bytes = std::fs::read(path).map_err(read_err)?;
+    let text = String::from_utf8(bytes).map_err(|_| JetstressError::Xml {
+        path: path.to_path_buf(),
+        reason: "not UTF-8 text".into(),
+    })?;
+    from_str(text.trim_start_matches('\u{feff}'), path, map)
+}
+
+/// [`load`] on the file's text; `path` names it in errors.
+pub fn from_str(text: &str, path: &Path, map: &PathMap) -> Result<JetstressImport, JetstressError> {
+    let root = parse(text).map_err(|reason| JetstressError::Xml {
+        path: path.to_path_buf(),
+        reason,
+    })?;
+    let mut b = Builder {
+        problems: Vec::new(),
+        ignored: Vec::new(),
+    };
+    let imported = b.build(&root, map);
+    if !b.problems.is_empty() {
+        return Err(JetstressError::Invalid {
+            path: path.to_path_buf(),
+            problems: b.problems,
+        });
+    }
+    let mut imported = imported;
+    imported.ignored = b.ignored;
+    Ok(imported)
+}
+
+struct Builder {
+    problems: Vec<String>,
+    ignored: Vec<Ignored>,
+}
+
+const RECORD_LEVEL: &str =
+    "ESE record-level detail: mbxstress models the engine's I/O at the page level";
+
+impl Builder {
+    fn ignore(&mut self, element: &str, reason: &str) {
+        self.ignored.push(Ignored {
+            element: element.to_string(),
+            reason: reason.to_string(),
+        });
+    }
+
+    fn problem(&mut self, element: &str, what: String) {
+        self.problems.push(format!("<{element}> {what}"));
+    }
+
+    fn text<'a>(&mut self, e: &'a Element) -> Option<&'a str> {
+        let t = e.text.trim();
+        if t.is_empty() {
+            self.problem(&e.name, "is empty; give a value".into());
+            return None;
+        }
+        Some(t)
+    }
+
+    fn number(&mut self, e: &Element, lo: f64, hi: f64) -> Option<f64> {
+        let t = self.text(e)?;
+        match t.parse::<f64>() {
+            Ok(v) if v.is_finite() && (lo..=hi).contains(&v) => Some(v),
+            _ => {
+                self.problem(
+                    &e.name,
+                    format!("is '{t}'; expected a number from {lo} to {hi}"),
+                );
+                None
+            }
+        }
+    }
+
+    fn count(&mut self, e: &Element, lo: u64, hi: u64) -> Option<u64> {
+        let t = self.text(e)?;
+        match t.parse::<u64>() {
+            Ok(v) if (lo..=hi).contains(&v) => Some(v),
+            _ => {
+                self.problem(
+                    &e.name,
+                    format!("is '{t}'; expected a whole number from {lo} to {hi}"),
+                );
+                None
+            }
+        }
+    }
+
+    fn flag(&mut self, e: &Element) -> Option<bool> {
+        let t = self.text(e)?;
+        match t.to_ascii_lowercase().as_str() {
+            "true" | "1" => Some(true),
+            "false" | "0" => Some(false),
+            _ => {
+                self.problem(&e.name, format!("is '{t}'; expected true or false"));
+                None
+            }
+        }
+    }
+
+    fn build(&mut self, root: &Element, map: &PathMap) -> JetstressImport {
+        let mut cfg = RunConfig::default();
+        let mut test = TestKind::Performance;
+        let mut tuning = false;
+        let mut attach_existing = false;
+        let mut instances = Vec::new();
+        if root.name != "configuration" {
+            self.problems.push(format!(
+                "the root element is <{}>, not <configuration>: not a Jetstress configuration",
+                root.name
+            ));
+            return JetstressImport {
+                config: cfg,
+                test,
+                tuning,
+                attach_existing,
+                instances,
+                ignored: Vec::new(),
+            };
+        }
+        let mut strict = None;
+        let mut lenient = None;
+        let mut thread_count: Option<u64> = None;
+        let mut thread_count_element = false;
+        for section in &root.children {
+            match section.name.as_str() {
+                "JetstressVersionGenerated" | "EseVersionGenerated" => {
+                    self.ignore(&section.name, "the versions that wrote the file")
+                }
+                "TestDesignInfo" => {
+                    for e in &section.children {
+                        match e.name.as_str() {
+                            "Type" => {
+                                if let Some(t) = self.text(e) {
+                                    match jetstress_type(t) {
+                                        Some(k) => test = k,
+                                        None => self.problem(
+                                            "Type",
+                                            format!("is '{t}'; expected Performance, Stress, DatabaseBackup or SoftRecovery"),
+                                        ),
+                                    }
+                                }
+                            }
+                            "Duration" => {
+                                if let Some(t) = self.text(e) {
+                                    match parse_iso_duration(t) {
+                                        Some(s) if s >= 1.0 => cfg.duration_s = s,
+                                        _ => self.problem(
+                                            "Duration",
+                                            format!("is '{t}'; expected an ISO 8601 duration of at least 1 s such as P0Y0M0DT2H0M0S"),
+                                        ),
+                                    }
+                                }
+                            }
+                            "LogInterval" => {
+                                if let Some(ms) = self.number(e, 1000.0, 3_600_000.0) {
+                                    cfg.sample_interval_s = ms / 1000.0;
+                                }
+                            }
+                            "RunDatabaseMaintenancePerformance" => {
+                                if let Some(v) = self.flag(e) {
+                                    cfg.bdm = v;
+                                }
+                            }
+                            "ContinueOnErrors" => {
+                                if let Some(v) = self.flag(e) {
+                                    cfg.continue_on_errors = v;
+                                }
+                            }
+                            "SuppressTuning" => {
+                                if let Some(v) = self.flag(e) {
+                                    tuning = !v;
+                                }
+                            }
+                            "LogFilesToReplay" => {
+                                if let Some(n) = self.count(e, 1, 100_000) {
+                                    cfg.log_files_to_replay = n;
+                                }
+                            }
+                            "PreloadJetCache" => {
+                                if let Some(v) = self.number(e, 0.0, 1.0) {
+                                    if (v - 0.9).abs() > 1e-9 {
+                                        self.ignore("PreloadJetCache", "the cache prerequisite is fixed at 90% full (Jetstress's default)");
+                                    }
+                                }
+                            }
+                            "VerifyChecksum" => self.ignore(
+                                "VerifyChecksum",
+                                "mbxstress verifies every page it reads, always",
+                            ),
+                            "OperationMix" => self.op_mix(e, &mut cfg),
+                            "Thresholds" => {
+                                let t = self.thresholds(e);
+                                let for_stress = e
+                                    .attr("TestRunTypes")
+                                    .is_some_and(|v| v.split(',').any(|x| x.trim().eq_ignore_ascii_case("stress")));
+                                if for_stress {
+                                    lenient = t;
+                                } else {
+                                    strict = t;
+                                }
+                            }
+                            "MultiHostBreak" => self.ignore(&e.name, "runs on several servers are `mbxstress fleet`"),
+                            "Description" | "OutputPath" | "RestoreBackupPath" => {
+                                self.ignore(&e.name, "results go to --out")
+                            }
+                            "BinaryPerfLog" | "UseEseCounters" => self.ignore(
+                                &e.name,
+                                "mbxstress records its own samples (samples.jsonl, CSV) and has no ESE counters",
+                            ),
+                            "RunDatabaseMaintenanceSoftRecovery" => self.ignore(&e.name, "Soft Recovery replays with maintenance off"),
+                            "BackupToDisk" => self.ignore(&e.name, "the Backup test reads the databases; where a backup would be written is not simulated"),
+                            "LogFilesToChecksum" => self.ignore(&e.name, "the Checksum test verifies every log file kept"),
+                            "LogInterval2" => self.ignore(&e.name, "the tuning sample interval: mbxstress does not tune yet"),
+                            "MaximumChecksumBuffers" | "MaximumChecksumThreads" => self.ignore(&e.name, "the checksum pass has a fixed queue depth per file"),
+                            "MaximumLatencyErrors" | "SluggishSessions" => self.ignore(&e.name, "no equivalent: thresholds are judged on the samples"),
+                            "RetrieveLVOnRead" | "RetrieveLVOnScan" | "PrereadOnRead" | "PrereadOnScan"
+                            | "UpdateLV" | "ScanPercentage" | "BatchRecords" | "BatchUpdates"
+                            | "Bulky1Percentage" => self.ignore(&e.name, RECORD_LEVEL),
+                            _ => self.ignore(&e.name, "not a Jetstress 2013 element mbxstress knows"),
+                        }
+                    }
+                }
+                "ExchangeProfile" => {
+                    for e in &section.children {
+                        match e.name.as_str() {
+                            "ThreadCount" => {
+                                thread_count_element = true;
+                                thread_count = self.count(e, 1, 1024);
+                            }
+                            "MailboxCount" => {
+                                if let Some(n) = self.count(e, 1, 10_000_000) {
+                                    cfg.profile.mailboxes = n;
+                                }
+                            }
+                            "MailboxQuota" => {
+                                if let Some(n) = self.count(e, 1, 1_000_000) {
+                                    cfg.profile.mailbox_quota_mb = n;
+                                }
+                            }
+                            "MailboxIops" => {
+                                if let Some(v) = self.number(e, 0.0001, 100.0) {
+                                    cfg.profile.iops_per_mailbox = v;
+                                }
+                            }
+                            "MarginIops" => {
+                                if let Some(v) = self.number(e, 0.0, 1.0) {
+                                    cfg.thresholds.iops_margin = v;
+                                }
+                            }
+                            "DatabaseCopyCount" => {
+                                if let Some(n) = self.count(e, 1, 16) {
+                                    cfg.profile.copies_per_database = n as u32;
+                                }
+                            }
+                            "DatabaseSource" => {
+                                if let Some(t) = self.text(e) {
+                                    match t.to_ascii_lowercase().as_str() {
+                                        "new" => attach_existing = false,
+                                        "open" => attach_existing = true,
+                                        _ => self.problem("DatabaseSource", format!("is '{t}'; mbxstress can create (New) or attach existing (Open) databases")),
+                                    }
+                                }
+                            }
+                            "DatabaseSizing" => {
+                                if let Some(t) = self.text(e) {
+                                    if !t.eq_ignore_ascii_case("profile") {
+                                        self.problem("DatabaseSizing", format!("is '{t}'; only Profile (databases sized from mailboxes x quota) is supported yet"));
+                                    }
+                                }
+                            }
+                            "EseInstances" => {
+                                for (i, inst) in e
+                                    .children
+                                    .iter()
+                                    .filter(|c| c.name == "EseInstance")
+                                    .enumerate()
+                                {
+                                    if let Some(x) = self.instance(i, inst, map) {
+                                        instances.push(x);
+                                    }
+                                }
+                            }
+                            "TransPerSec" => {
+                                self.ignore(&e.name, "the target is mailboxes x IOPS per mailbox")
+                            }
+                            "ThroughputPercentage" | "CapacityPercentage" => self.ignore(
+                                &e.name,
+                                "used with DatabaseSizing other than Profile, not supported yet",
+                            ),
+                            "DatabaseSpaceReserved" => {
+                                self.ignore(&e.name, "capacity-based sizing is not supported yet")
+                            }
+                            "LongPadLength" | "ShortPadLength" => {
+                                self.ignore(&e.name, RECORD_LEVEL)
+                            }
+                            _ => {
+                                self.ignore(&e.name, "not a Jetstress 2013 element mbxstress knows")
+                            }
+                        }
+                    }
+                }
+                "JetSystemParams" => {
+                    for e in &section.children {
+                        match e.name.as_str() {
+                            "DatabasePageSize" => {
+                                if let Some(v) = self.count(e, 1, 1 << 20) {
+                                    if v != 32_768 {
+                                        self.problem("DatabasePageSize", format!("is {v}; Exchange 2013 and later use 32768-byte pages, as mbxstress does"));
+                                    }
+                                }
+                            }
+                            "CircularLog" => {
+                                if let Some(v) = self.flag(e) {
+                                    cfg.circular_logging = v;
+                                }
+                            }
+                            "LogFileSize" => {
+                                if let Some(v) = self.count(e, 1, 1 << 30) {
+                                    if v != 1024 {
+                                        self.ignore("LogFileSize", "log files are 1 MiB (1024 KiB), as in Exchange 2013 and later");
+                                    }
+                                }
+                            }
+                            "MaxVerPages" | "DBMThrottling" => self
+                                .ignore(&e.name, "ESE tuning with no effect on the simulated I/O"),
+                            _ => {
+                                self.ignore(&e.name, "not a Jetstress 2013 element mbxstress knows")
+                            }
+                        }
+                    }
+                }
+                _ => self.ignore(
+                    &section.name,
+                    "not a Jetstress 2013 element mbxstress knows",
+                ),
+            }
+        }
+        cfg.thresholds = match (test, strict, lenient) {
+            (TestKind::Stress, _, Some(l)) => Thresholds {
+                iops_margin: cfg.thresholds.iops_margin,
+                ..l
+            },
+            (_, Some(s), _) => Thresholds {
+                iops_margin: cfg.thresholds.iops_margin,
+                ..s
+            },
+            (TestKind::Stress, _, None) => Thresholds {
+                iops_margin: cfg.thresholds.iops_margin,
+                ..Thresholds::lenient()
+            },
+            _ => cfg.thresholds,
+        };
+        match thread_count {
+            Some(n) => cfg.threads = n as u32,
+            None if !thread_count_element && !tuning => self.problems.push(
+                "<ThreadCount> is missing and tuning is suppressed; give a thread count".into(),
+            ),
+            None => {}
+        }
+        if !instances.is_empty() {
+            let dbs: usize = instances.iter().map(|i: &Instance| i.db_paths.len()).sum();
+            cfg.profile.databases = u32::try_from(dbs).unwrap_or(u32::MAX);
+            cfg.db_paths = instances.iter().flat_map(|i| i.db_paths.clone()).collect();
+            cfg.log_paths = instances.iter().map(|i| i.log_path.clone()).collect();
+            let first = instances[0].iops_bias;
+            if instances.iter().any(|i| (i.iops_bias - first).abs() > 1e-9) {
+                self.ignore(
+                    "EseInstance@IopsBias",
+                    "every database gets the same share of the target IOPS",
+                );
+            }
+        }
+        JetstressImport {
+            config: cfg,
+            test,
+            tuning,
+            attach_existing,
+            instances,
+            ignored: Vec::new(),
+        }
+    }
+
+    fn op_mix(&mut self, e: &Element, cfg: &mut RunConfig) {
+        let mut pct = |name: &str| -> Option<u32> {
+            let Some(v) = e.attr(name) else {
+                self.problem(&format!("OperationMix {name}"), "is missing".into());
+                return None;
+            };
+            match v.trim().parse::<u32>() {
+                Ok(n) if n <= 100 => Some(n),
+                _ => {
+                    self.problem(
+                        &format!("OperationMix {name}"),
+                        format!("is '{v}'; expected a percentage 0..=100"),
+                    );
+                    None
+                }
+            }
+        };
+        let (ins, del, rep, lazy) = (
+            pct("InsertOps"),
+            pct("DeleteOps"),
+            pct("ReplaceOps"),
+            pct("LazyCommits"),
+        );
+        if let (Some(ins), Some(del), Some(rep), Some(lazy)) = (ins, del, rep, lazy) {
+            match 100u32.checked_sub(ins + del + rep) {
+                Some(read) => {
+                    cfg.op_mix.insert_pct = ins;
+                    cfg.op_mix.delete_pct = del;
+                    cfg.op_mix.replace_pct = rep;
+                    cfg.op_mix.read_pct = read;
+                    cfg.op_mix.lazy_commit_pct = lazy;
+                }
+                None => self.problem(
+                    "OperationMix",
+                    format!(
+                        "InsertOps + DeleteOps + ReplaceOps is {}%, above 100%",
+                        ins + del + rep
+                    ),
+                ),
+            }
+        }
+        if e.attr("LockOps").is_some() {
+            self.ignore("OperationMix@LockOps", RECORD_LEVEL);
+        }
+    }
+
+    fn thresholds(&mut self, e: &Element) -> Option<Thresholds> {
+        let mut t = Thresholds::default();
+        let before = self.problems.len();
+        for c in &e.children {
+            let slot = match c.name.as_str() {
+                "AverageDatabaseReadLatency" => &mut t.db_read_avg_ms,
+                "MaximumDatabaseReadLatency" => &mut t.db_read_max_ms,
+                "AverageLogWriteLatency" => &mut t.log_write_avg_ms,
+                "MaximumLogWriteLatency" => &mut t.log_write_max_ms,
+                _ => {
+                    self.ignore(
+                        &format!("Thresholds/{}", c.name),
+                        "not a threshold mbxstress knows",
+                    );
+                    continue;
+                }
+            };
+            if let Some(v) = self.number(c, 0.001, 1_000_000.0) {
+                *slot = v;
+            }
+        }
+        (self.problems.len() == before).then_some(t)
+    }
+
+    fn instance(&mut self, i: usize, e: &Element, map: &PathMap) -> Option<Instance> {
+        let n = i + 1;
+        let mut mapped = |p: &str, what: &str| -> Option<PathBuf> {
+            match map.map(p) {
+                Some(x) => Some(x),
+                None => {
+                    self.problems.push(format!(
+                        "EseInstance {n} {what} '{p}' is a Windows path: map it with --map-path '{}=/local/folder/'",
+                        windows_prefix(p)
+                    ));
+                    None
+                }
+            }
+        };
+        let dbs: Vec<Option<PathBuf>> = e
+            .child("DatabasePaths")
+            .map(|d| {
+                d.children
+                    .iter()
+                    .filter(|c| c.name == "Path")
+                    .map(|c| mapped(c.text.trim(), "database path"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let log = e
+            .child("LogPath")
+            .map(|l| l.text.trim().to_string())
+            .filter(|t| !t.is_empty());
+        let log = match log {
+            Some(l) => mapped(&l, "log path"),
+            None => {
+                self.problems
+                    .push(format!("EseInstance {n} has no <LogPath>"));
+                None
+            }
+        };
+        if dbs.is_empty() {
+            self.problems
+                .push(format!("EseInstance {n} has no <DatabasePaths><Path>"));
+        }
+        let bias = match e.attr("IopsBias") {
+            None => 1.0,
+            Some(v) => match v.trim().parse::<f64>() {
+                Ok(b) if b.is_finite() && b > 0.0 => b,
+                _ => {
+                    self.problems.push(format!(
+                        "EseInstance {n} IopsBias is '{v}'; expected a positive number"
+                    ));
+                    1.0
+                }
+            },
+        };
+        let db_paths: Option<Vec<PathBuf>> = dbs.into_iter().collect();
+        Some(Instance {
+            db_paths: db_paths.filter(|d| !d.is_empty())?,
+            log_path: log?,
+            iops_bias: bias,
+        })
+    }
+}
+
+/// The drive or share prefix of a Windows path, for the --map-path hint.
+fn windows_prefix(p: &str) -> String {
+    if let Some(rest) = p.strip_prefix("\\\\") {
+        let parts: Vec<&str> = rest.splitn(3, '\\').collect();
+        if parts.len() >= 2 {
+            return format!("\\\\{}\\{}\\", parts[0], parts[1]);
+        }
+    }
+    p.get(..2).map_or_else(String::new, |d| format!("{d}\\"))
+}
+
+/// Jetstress's `Type` values.
+fn jetstress_type(t: &str) -> Option<TestKind> {
+    match t.to_ascii_lowercase().replace([' ', '-', '_'], "").as_str() {
+        "performance" => Some(TestKind::Performance),
+        "stress" => Some(TestKind::Stress),
+        "databasebackup" | "backup" => Some(TestKind::Backup),
+        "softrecovery" => Some(TestKind::SoftRecovery),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_durations_as_jetstress_writes_them() {
+        assert_eq!(parse_iso_duration("P0Y0M0DT2H0M0S"), Some(7200.0));
+        assert_eq!(parse_iso_duration("P0Y0M0DT0H15M0S"), Some(900.0));
+        assert_eq!(parse_iso_duration("P1D"), Some(86_400.0));
+        assert_eq!(parse_iso_duration("PT1.5S"), Some(1.5));
+        for bad in [
+            "", "P", "PT", "2H", "P1Y", "P0Y1M", "PT1H1H", "PTxS", "PT-1S", "P0DT1S2",
+        ] {
+            assert_eq!(parse_iso_duration(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn windows_paths_map_by_the_longest_rule() {
+        let mut m = PathMap::default();
+        m.add("E:\\=/mnt/e/").expect("rule");
+        m.add("e:\\db1\\=/fast/").expect("rule");
+        m.add("\\\\srv\\share\\=/net/").expect("rule");
+        assert_eq!(m.map("E:\\db2\\db"), Some(PathBuf::from("/mnt/e/db2/db")));
+        assert_eq!(m.map("E:\\DB1\\log"), Some(PathBuf::from("/fast/log")));
+        assert_eq!(m.map("\\\\srv\\share\\x"), Some(PathBuf::from("/net/x")));
+        assert_eq!(
+            m.map("/already/local"),
+            Some(PathBuf::from("/already/local"))
+        );
+        if !cfg!(windows) {
+            assert_eq!(m.map("F:\\db"), None);
+        }
+        assert!(m.add("E:\\").is_err());
+        assert!(m.add("=/x").is_err());
+        assert_eq!(windows_prefix("F:\\db\\x"), "F:\\");
+        assert_eq!(windows_prefix("\\\\s\\sh\\x"), "\\\\s\\sh\\");
+    }
+}

@@ -750,10 +750,14 @@ impl Builder {
             match map.map(p) {
                 Some(x) => Some(x),
                 None => {
-                    self.problems.push(format!(
-                        "EseInstance {n} {what} '{p}' is a Windows path: map it with --map-path '{}=/local/folder/'",
-                        windows_prefix(p)
-                    ));
+                    // One problem per unmapped prefix, naming its first path.
+                    let prefix = windows_prefix(p);
+                    let hint = format!("--map-path '{prefix}=/local/folder/'");
+                    if !self.problems.iter().any(|x| x.contains(&hint)) {
+                        self.problems.push(format!(
+                            "EseInstance {n} {what} '{p}' is a Windows path (as are any others on {prefix}): map it with {hint}"
+                        ));
+                    }
                     None
                 }
             }

@@ -192,6 +192,20 @@ Examples:
   mbxstress run --mailboxes 5000 --iops-per-mailbox 0.12 --quota-mb 2048 --databases 6 --copies 2 \\
       --threads 26 --duration 30m --progress jsonl";
 
+/// A Jetstress configuration as the starting point (`run`, `prepare`).
+#[derive(Debug, Args)]
+pub struct JetstressArgs {
+    /// Start from a Jetstress 2013 configuration (JetstressConfig.xml): test type, duration,
+    /// profile, thread count, thresholds, operation mix, database and log paths. Flags given
+    /// as well override it; elements mbxstress does not act on are listed with the reason.
+    #[arg(long, value_name = "FILE")]
+    pub jetstress_config: Option<PathBuf>,
+    /// Map a Windows path prefix of the --jetstress-config file to a local one, e.g.
+    /// 'E:\=/mnt/e/' (repeatable; the longest matching prefix wins).
+    #[arg(long, value_name = "FROM=TO", requires = "jetstress_config")]
+    pub map_path: Vec<String>,
+}
+
 /// `mbxstress run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -199,11 +213,15 @@ pub struct RunArgs {
     /// thresholds, then a checksum), backup (read every database sequentially), soft-recovery
     /// (generate logs, stop without a clean shutdown, replay them), checksum (verify every page
     /// of existing databases and their logs) or suite (all five in turn, then the ESRP summary).
-    #[arg(long, value_enum, value_name = "TYPE", default_value = "performance")]
-    pub test: RunTest,
+    /// [default: performance, or the --jetstress-config file's Type]
+    #[arg(long, value_enum, value_name = "TYPE")]
+    pub test: Option<RunTest>,
     /// Start from a TOML configuration file (strict).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "jetstress_config")]
     pub config: Option<PathBuf>,
+    /// Start from a Jetstress 2013 configuration (JetstressConfig.xml).
+    #[command(flatten)]
+    pub jetstress: JetstressArgs,
     /// Take mailboxes, IOPS per mailbox, quota, databases and copies from a sizing profile.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
@@ -376,7 +394,7 @@ pub struct EngineArgs {
 #[derive(Debug, Args)]
 pub struct PrepareArgs {
     /// Take mailboxes, quota and databases from a profile file (`size --profile-out`).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["mailboxes", "database_size_mb"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["mailboxes", "database_size_mb", "jetstress_config"])]
     pub profile: Option<PathBuf>,
     /// Mailboxes (database size = mailboxes x quota, split over the databases).
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true, requires = "quota_mb")]
@@ -393,6 +411,9 @@ pub struct PrepareArgs {
     /// Database and log locations.
     #[command(flatten)]
     pub paths: StorePaths,
+    /// Take the databases (mailboxes x quota, count, paths) from a Jetstress configuration.
+    #[command(flatten)]
+    pub jetstress: JetstressArgs,
     /// Make pages compress by about this many percent (0-99) [default: 0, incompressible].
     #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(0..=99))]
     pub compressibility_pct: Option<u8>,

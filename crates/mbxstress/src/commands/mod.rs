@@ -5,6 +5,7 @@ mod engine;
 mod esrp;
 mod import;
 mod iobench;
+mod jetstress;
 mod prepare;
 mod report;
 mod run;

@@ -1,5 +1,6 @@
 //! `mbxstress prepare`: create, resume or attach the database set.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -35,6 +36,15 @@ struct Summary {
 
 /// (mailboxes, quota_mb, databases, data pages) from the flags or the profile.
 fn sizing(args: &PrepareArgs) -> anyhow::Result<(u64, u64, u32, u64)> {
+    if let Some(j) = super::jetstress::load(&args.jetstress)? {
+        // The file's profile; --mailboxes, --quota-mb and --databases override it.
+        let p = &j.config.profile;
+        let dbs = args.databases.unwrap_or(p.databases);
+        let mailboxes = args.mailboxes.unwrap_or(p.mailboxes);
+        let quota = args.quota_mb.unwrap_or(p.mailbox_quota_mb);
+        let pages = pages_or_error(mailboxes, quota, dbs, "--jetstress-config")?;
+        return Ok((mailboxes, quota, dbs, pages));
+    }
     if let Some(path) = &args.profile {
         let p = mbx_config::Profile::load(path)
             .with_context(|| format!("reading --profile {}", path.display()))?;
@@ -101,8 +111,22 @@ fn pages_or_error(
 pub fn run(args: PrepareArgs) -> anyhow::Result<ExitCode> {
     let (mailboxes, quota_mb, databases, data_pages) = sizing(&args)?;
     let (engine, direct) = engine_and_direct(&args.engine);
-    let db_paths = or_default(&args.paths.db_path, DEFAULT_DB_DIR);
-    let log_paths = or_default(&args.paths.log_path, DEFAULT_LOG_DIR);
+    // Paths: the flags, else the --jetstress-config file's instances, else the defaults.
+    let from_file = super::jetstress::load(&args.jetstress)?.map(|j| j.config);
+    let pick = |flag: &[PathBuf], file: Option<&Vec<PathBuf>>, default: &str| match file {
+        Some(f) if flag.is_empty() => f.clone(),
+        _ => or_default(flag, default),
+    };
+    let db_paths = pick(
+        &args.paths.db_path,
+        from_file.as_ref().map(|c| &c.db_paths),
+        DEFAULT_DB_DIR,
+    );
+    let log_paths = pick(
+        &args.paths.log_path,
+        from_file.as_ref().map(|c| &c.log_paths),
+        DEFAULT_LOG_DIR,
+    );
     let specs = plan_paths(&db_paths, &log_paths, databases)?;
     let params = CreateParams {
         data_pages,

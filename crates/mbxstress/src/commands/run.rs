@@ -19,13 +19,14 @@ use crate::cli::{RunArgs, RunTest};
 use crate::exit::usage;
 use crate::render::num;
 
-/// Defaults < --config < --profile < flags; then validated.
+/// Defaults < --config or --jetstress-config < --profile < flags; then validated.
 fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
-    let mut cfg = match &args.config {
-        Some(path) => {
+    let mut cfg = match (&args.config, super::jetstress::load(&args.jetstress)?) {
+        (Some(path), _) => {
             RunConfig::load(path).with_context(|| format!("reading --config {}", path.display()))?
         }
-        None => RunConfig::default(),
+        (None, Some(j)) => j.config,
+        (None, None) => RunConfig::default(),
     };
     if let Some(path) = &args.profile {
         let p = mbx_config::Profile::load(path)
@@ -83,7 +84,12 @@ pub(crate) const STRESS_DEFAULT_S: f64 = 86_400.0;
 pub(crate) fn resolve_for(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
     let mut cfg = resolve(args, kind)?;
     if kind == TestKind::Stress {
-        let set = |key: &str| args.config.as_deref().is_some_and(|p| config_sets(p, key));
+        // A Jetstress configuration always sets both (Duration, and a Lenient set or the
+        // Jetstress defaults for Stress).
+        let set = |key: &str| {
+            args.jetstress.jetstress_config.is_some()
+                || args.config.as_deref().is_some_and(|p| config_sets(p, key))
+        };
         if args.duration.is_none() && !set("duration_s") {
             cfg.duration_s = STRESS_DEFAULT_S;
         }
@@ -405,7 +411,18 @@ fn capitalize(s: &str) -> String {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let kind = match args.test {
+    let jetstress = super::jetstress::load(&args.jetstress)?;
+    let test = args.test.unwrap_or(RunTest::Kind(
+        jetstress.as_ref().map_or(TestKind::Performance, |j| j.test),
+    ));
+    if let Some(j) = &jetstress {
+        if args.progress == "human" {
+            for line in super::jetstress::notes(j) {
+                errln!("note: --jetstress-config: {line}");
+            }
+        }
+    }
+    let kind = match test {
         RunTest::Suite => return super::suite::run(&args),
         RunTest::Kind(kind) => kind,
     };
@@ -456,6 +473,15 @@ pub(crate) fn run_one(
                 ))
             })?;
     let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
+    // Jetstress's DatabaseSource Open attaches existing databases: never create one here.
+    if super::jetstress::load(&args.jetstress)?.is_some_and(|j| j.attach_existing) {
+        if let Some(missing) = specs.iter().find(|s| !s.path.exists()) {
+            return Err(usage(format!(
+                "the --jetstress-config file attaches existing databases (DatabaseSource Open), and {} does not exist: run `mbxstress prepare --jetstress-config` with the same file first, or set DatabaseSource to New",
+                missing.path.display()
+            )));
+        }
+    }
     // One command per database at a time: a second run on these databases stops here, before
     // it creates a results folder or touches anything.
     let dir = results_dir(out)?;

@@ -4,6 +4,7 @@ mod common;
 mod devices;
 mod inputs;
 mod iobench;
+mod jetstress;
 mod numbers;
 mod passes;
 mod report;

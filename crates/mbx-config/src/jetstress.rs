@@ -125,6 +125,29 @@ impl PathMap {
     }
 }
 
+impl PathMap {
+    /// A local path as the Windows path a rule maps to it (the longest matching TO), for
+    /// `export jetstress-config`; `None` when no rule covers it.
+    pub fn unmap(&self, path: &Path) -> Option<String> {
+        let local = path.to_string_lossy().replace('\\', "/");
+        let (from, to) = self
+            .rules
+            .iter()
+            .filter(|(_, to)| {
+                let to = to.trim_end_matches('/');
+                local == to || local.starts_with(&format!("{to}/"))
+            })
+            .max_by_key(|(_, to)| to.len())?;
+        let rest = local[to.trim_end_matches('/').len()..].trim_start_matches('/');
+        let mut out = from.clone();
+        if !out.ends_with('\\') && !rest.is_empty() {
+            out.push('\\');
+        }
+        out.push_str(&rest.replace('/', "\\"));
+        Some(out)
+    }
+}
+
 fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
     s.len() >= prefix.len()
         && s.is_char_boundary(prefix.len())
@@ -869,4 +892,224 @@ mod tests {
         assert_eq!(windows_prefix("F:\\db\\x"), "F:\\");
         assert_eq!(windows_prefix("\\\\s\\sh\\x"), "\\\\s\\sh\\");
     }
+}
+
+/// What `export jetstress-config` writes.
+#[derive(Debug, Clone)]
+pub struct ExportSpec<'a> {
+    /// The configuration.
+    pub config: &'a RunConfig,
+    /// `Type`.
+    pub test: TestKind,
+    /// `DatabaseSource` Open (the databases exist) rather than New.
+    pub attach_existing: bool,
+    /// Rules mapping local paths back to Windows ones (the `--map-path` rules, read backwards).
+    pub map: &'a PathMap,
+}
+
+/// The database and log folder of each database, as `plan_paths` lays them out: one path per
+/// database, or a single folder shared (databases side by side, logs in `dbNNN` subfolders).
+fn instance_folders(cfg: &RunConfig) -> Vec<(PathBuf, PathBuf)> {
+    let n = cfg.profile.databases as usize;
+    (0..n)
+        .map(|i| {
+            let db = match cfg.db_paths.len() {
+                len if len == n => cfg.db_paths[i].clone(),
+                _ => cfg.db_paths.first().cloned().unwrap_or_default(),
+            };
+            let log = match cfg.log_paths.len() {
+                len if len == n => cfg.log_paths[i].clone(),
+                _ => cfg
+                    .log_paths
+                    .first()
+                    .cloned()
+                    .unwrap_or_default()
+                    .join(format!("db{:03}", i + 1)),
+            };
+            (db, log)
+        })
+        .collect()
+}
+
+/// An ISO 8601 duration as Jetstress writes it (`P0Y0M0DT2H0M0S`; fractions of a second kept).
+pub fn iso_duration(secs: f64) -> String {
+    let whole = secs.max(0.0).floor();
+    let frac = secs.max(0.0) - whole;
+    let total = whole as u64;
+    let (d, h, m, s) = (
+        total / 86_400,
+        total % 86_400 / 3600,
+        total % 3600 / 60,
+        total % 60,
+    );
+    let secs = if frac > 0.0 {
+        format!("{}", s as f64 + frac)
+    } else {
+        s.to_string()
+    };
+    format!("P0Y0M{d}DT{h}H{m}M{secs}S")
+}
+
+/// The Jetstress 2013 configuration equivalent to `spec`, with the elements (and only those) a
+/// file written by Jetstress 2013 has; values mbxstress has no counterpart for keep Jetstress's
+/// defaults. Paths no `--map-path` rule covers are written as they are (Jetstress needs Windows
+/// paths: map them). Reading the result with [`from_str`] and the same rules gives `spec`'s
+/// configuration back.
+pub fn to_xml(spec: &ExportSpec<'_>) -> String {
+    use std::fmt::Write as _;
+    let c = spec.config;
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let b = |v: bool| if v { "true" } else { "false" };
+    let jet_type = match spec.test {
+        TestKind::Performance | TestKind::Checksum => "Performance",
+        TestKind::Stress => "Stress",
+        TestKind::Backup => "DatabaseBackup",
+        TestKind::SoftRecovery => "SoftRecovery",
+    };
+    let (strict, lenient) = if spec.test == TestKind::Stress {
+        (Thresholds::default(), c.thresholds.clone())
+    } else {
+        (c.thresholds.clone(), Thresholds::lenient())
+    };
+    let mut x = String::new();
+    let mut line = |depth: usize, s: &str| {
+        let _ = writeln!(x, "{}{s}", "  ".repeat(depth));
+    };
+    line(0, "<?xml version=\"1.0\"?>");
+    line(0, "<configuration xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\">");
+    line(
+        1,
+        "<JetstressVersionGenerated>15.0.995.0</JetstressVersionGenerated>",
+    );
+    line(1, "<EseVersionGenerated>15.0.847.30</EseVersionGenerated>");
+    line(1, "<TestDesignInfo>");
+    for (k, v) in [
+        ("Type", jet_type.to_string()),
+        ("MultiHostBreak", "false".into()),
+    ] {
+        line(2, &format!("<{k}>{v}</{k}>"));
+    }
+    line(2, "<Description />");
+    for (k, v) in [
+        ("Duration", iso_duration(c.duration_s)),
+        ("BinaryPerfLog", "true".into()),
+        ("VerifyChecksum", "true".into()),
+        ("RunDatabaseMaintenancePerformance", b(c.bdm).into()),
+        ("RunDatabaseMaintenanceSoftRecovery", "false".into()),
+        ("ContinueOnErrors", b(c.continue_on_errors).into()),
+        ("SuppressTuning", "true".into()),
+        ("UseEseCounters", "true".into()),
+        ("PreloadJetCache", "0.9".into()),
+        ("BackupToDisk", "false".into()),
+        ("LogFilesToReplay", c.log_files_to_replay.to_string()),
+        ("LogFilesToChecksum", "500".into()),
+        (
+            "LogInterval",
+            format!("{}", (c.sample_interval_s * 1000.0).round()),
+        ),
+        ("LogInterval2", "5000".into()),
+    ] {
+        line(2, &format!("<{k}>{v}</{k}>"));
+    }
+    let m = &c.op_mix;
+    line(2, &format!(
+        "<OperationMix LockOps=\"true\" InsertOps=\"{}\" DeleteOps=\"{}\" ReplaceOps=\"{}\" LazyCommits=\"{}\" />",
+        m.insert_pct, m.delete_pct, m.replace_pct, m.lazy_commit_pct
+    ));
+    for (k, v) in [
+        ("RetrieveLVOnRead", "false"),
+        ("RetrieveLVOnScan", "false"),
+        ("PrereadOnRead", "false"),
+        ("PrereadOnScan", "true"),
+        ("UpdateLV", "true"),
+        ("ScanPercentage", "0"),
+    ] {
+        line(2, &format!("<{k}>{v}</{k}>"));
+    }
+    line(2, "<RestoreBackupPath />");
+    for (k, v) in [
+        ("OutputPath", "."),
+        ("MaximumChecksumBuffers", "20971520"),
+        ("MaximumChecksumThreads", "400"),
+        ("MaximumLatencyErrors", "6"),
+        ("SluggishSessions", "1"),
+        ("BatchRecords", "1"),
+        ("BatchUpdates", "16"),
+        ("Bulky1Percentage", "100"),
+    ] {
+        line(2, &format!("<{k}>{v}</{k}>"));
+    }
+    for (name, attrs, t) in [
+        ("Strict", "", &strict),
+        ("Lenient", " TestRunTypes=\"Stress\"", &lenient),
+    ] {
+        line(2, &format!("<Thresholds Name=\"{name}\"{attrs}>"));
+        for (k, v) in [
+            ("AverageDatabaseReadLatency", t.db_read_avg_ms),
+            ("MaximumDatabaseReadLatency", t.db_read_max_ms),
+            ("AverageLogWriteLatency", t.log_write_avg_ms),
+            ("MaximumLogWriteLatency", t.log_write_max_ms),
+        ] {
+            line(3, &format!("<{k}>{v}</{k}>"));
+        }
+        line(2, "</Thresholds>");
+    }
+    line(1, "</TestDesignInfo>");
+    line(1, "<ExchangeProfile>");
+    let p = &c.profile;
+    for (k, v) in [
+        ("ThreadCount", c.sessions().to_string()),
+        ("TransPerSec", "0".into()),
+        ("ThroughputPercentage", "100".into()),
+        (
+            "DatabaseSource",
+            if spec.attach_existing { "Open" } else { "New" }.into(),
+        ),
+        ("DatabaseSizing", "Profile".into()),
+        ("CapacityPercentage", "100".into()),
+        ("MailboxCount", p.mailboxes.to_string()),
+        ("MailboxQuota", p.mailbox_quota_mb.to_string()),
+        ("MailboxIops", format!("{}", p.iops_per_mailbox)),
+        ("MarginIops", format!("{}", c.thresholds.iops_margin)),
+        ("LongPadLength", "2000".into()),
+        ("ShortPadLength", "200".into()),
+        ("DatabaseSpaceReserved", "25".into()),
+        ("DatabaseCopyCount", p.copies_per_database.to_string()),
+    ] {
+        line(2, &format!("<{k}>{v}</{k}>"));
+    }
+    line(2, "<EseInstances>");
+    let win = |path: &Path| {
+        spec.map
+            .unmap(path)
+            .unwrap_or_else(|| path.display().to_string())
+    };
+    for (db, log) in instance_folders(c) {
+        line(3, "<EseInstance IopsBias=\"1\">");
+        line(4, "<DatabasePaths>");
+        line(5, &format!("<Path>{}</Path>", esc(&win(&db))));
+        line(4, "</DatabasePaths>");
+        line(4, &format!("<LogPath>{}</LogPath>", esc(&win(&log))));
+        line(3, "</EseInstance>");
+    }
+    line(2, "</EseInstances>");
+    line(1, "</ExchangeProfile>");
+    line(1, "<JetSystemParams>");
+    for (k, v) in [
+        ("DatabasePageSize", "32768"),
+        ("CircularLog", if c.circular_logging { "1" } else { "0" }),
+        ("LogFileSize", "1024"),
+        ("MaxVerPages", "8192"),
+        ("DBMThrottling", "100"),
+    ] {
+        line(2, &format!("<{k}>{v}</{k}>"));
+    }
+    line(1, "</JetSystemParams>");
+    line(0, "</configuration>");
+    x
 }

@@ -146,3 +146,109 @@ fn other_files_are_refused() {
         "{e}"
     );
 }
+
+/// Element names of an XML text (opening tags).
+fn element_names(xml: &str) -> std::collections::BTreeSet<String> {
+    xml.split('<')
+        .skip(1)
+        .filter(|t| !t.starts_with(['/', '?', '!']))
+        .map(|t| {
+            t.chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .collect::<String>()
+        })
+        .collect()
+}
+
+/// Importing what we export gives the same configuration back; the exported file has only
+/// elements a file written by Jetstress has.
+#[test]
+fn export_then_import_round_trips_the_fixture() {
+    use mbx_config::jetstress::{from_str, to_xml, ExportSpec};
+    let map = e_drive();
+    let first = load(&fixture("jettest-performance-4db.xml"), &map).expect("imports");
+    let xml = to_xml(&ExportSpec {
+        config: &first.config,
+        test: first.test,
+        attach_existing: first.attach_existing,
+        map: &map,
+    });
+    let again = from_str(&xml, Path::new("exported.xml"), &map).expect("re-imports");
+    assert_eq!(again.config, first.config);
+    assert_eq!(again.test, first.test);
+    assert_eq!(again.attach_existing, first.attach_existing);
+    assert_eq!(again.instances, first.instances);
+    assert!(xml.contains("<Path>E:\\db1\\db</Path>"), "{xml}");
+    let real = element_names(
+        &std::fs::read_to_string(fixture("jettest-performance-4db.xml")).expect("read"),
+    );
+    let ours = element_names(&xml);
+    let extra: Vec<_> = ours.difference(&real).collect();
+    assert!(
+        extra.is_empty(),
+        "elements real files do not have: {extra:?}"
+    );
+}
+
+/// A configuration with every mappable value changed survives export and import, for each
+/// test type Jetstress has; a single database folder and log folder become one folder per
+/// instance, as `prepare` lays them out.
+#[test]
+fn export_then_import_round_trips_changed_values() {
+    use mbx_config::jetstress::{from_str, to_xml, ExportSpec};
+    use mbx_config::RunConfig;
+    let mut c = RunConfig::default();
+    c.profile.mailboxes = 1234;
+    c.profile.mailbox_quota_mb = 2048;
+    c.profile.iops_per_mailbox = 0.12;
+    c.profile.databases = 3;
+    c.profile.copies_per_database = 2;
+    c.threads = 17;
+    c.duration_s = 5400.0;
+    c.sample_interval_s = 10.0;
+    c.bdm = false;
+    c.continue_on_errors = true;
+    c.circular_logging = false;
+    c.log_files_to_replay = 123;
+    c.op_mix.insert_pct = 30;
+    c.op_mix.delete_pct = 25;
+    c.op_mix.replace_pct = 10;
+    c.op_mix.read_pct = 35;
+    c.op_mix.lazy_commit_pct = 50;
+    c.thresholds.db_read_avg_ms = 15.0;
+    c.thresholds.db_read_max_ms = 150.0;
+    c.thresholds.log_write_avg_ms = 5.0;
+    c.thresholds.log_write_max_ms = 50.0;
+    c.thresholds.iops_margin = 0.1;
+    c.db_paths = vec![PathBuf::from("/mnt/e/db")];
+    c.log_paths = vec![PathBuf::from("/mnt/e/log")];
+    let map = e_drive();
+    for test in [
+        TestKind::Performance,
+        TestKind::Stress,
+        TestKind::Backup,
+        TestKind::SoftRecovery,
+    ] {
+        let xml = to_xml(&ExportSpec {
+            config: &c,
+            test,
+            attach_existing: true,
+            map: &map,
+        });
+        let j = from_str(&xml, Path::new("x.xml"), &map).unwrap_or_else(|e| panic!("{test}: {e}"));
+        let mut want = c.clone();
+        want.db_paths = vec![PathBuf::from("/mnt/e/db"); 3];
+        want.log_paths = (1..=3)
+            .map(|i| PathBuf::from(format!("/mnt/e/log/db00{i}")))
+            .collect();
+        assert_eq!(j.config, want, "{test}");
+        assert_eq!(j.test, test);
+        assert!(j.attach_existing);
+        assert!(!j.tuning);
+        assert!(
+            xml.contains("<Path>E:\\db</Path>")
+                && xml.contains("<LogPath>E:\\log\\db002</LogPath>"),
+            "{xml}"
+        );
+    }
+}

@@ -41,6 +41,10 @@ pub enum Command {
     /// Jetstress's thresholds (with no arguments: a quick demonstration, about 2 minutes).
     #[command(after_help = RUN_HELP)]
     Run(RunArgs),
+    /// Write another tool's configuration for the same test (today: Jetstress's XML), so the
+    /// test can be run there side by side.
+    #[command(subcommand)]
+    Export(ExportCommand),
     /// Size mailbox servers: CPU, memory, storage and IOPS, with a test profile for `run`.
     #[command(after_help = SIZE_HELP)]
     Size(SizeArgs),
@@ -202,8 +206,36 @@ pub struct JetstressArgs {
     pub jetstress_config: Option<PathBuf>,
     /// Map a Windows path prefix of the --jetstress-config file to a local one, e.g.
     /// 'E:\=/mnt/e/' (repeatable; the longest matching prefix wins).
-    #[arg(long, value_name = "FROM=TO", requires = "jetstress_config")]
+    /// (`export jetstress-config`: the same rules read backwards, local to Windows.)
+    #[arg(long, value_name = "FROM=TO")]
     pub map_path: Vec<String>,
+}
+
+/// `mbxstress export`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ExportCommand {
+    /// JetstressConfig.xml (Jetstress 2013) for the run the flags describe, or for a result, to
+    /// stdout. Paths are written as Windows paths by the --map-path rules read backwards
+    /// (--map-path 'E:\=/mnt/e/' writes /mnt/e/db1 as E:\db1).
+    #[command(
+        after_help = "Examples:\n  mbxstress export jetstress-config --profile esrp.toml --db-path /mnt/e/db --log-path /mnt/e/log --map-path 'E:\\=/mnt/e/' > JetstressConfig.xml\n  mbxstress export jetstress-config --from-result mbxstress-results/x --map-path 'E:\\=/mnt/e/'"
+    )]
+    JetstressConfig(ExportJetstressArgs),
+}
+
+/// `mbxstress export jetstress-config`.
+#[derive(Debug, Args)]
+pub struct ExportJetstressArgs {
+    /// Export the configuration of this result (result.json or its folder) instead of one
+    /// described by the run flags.
+    #[arg(long, value_name = "PATH")]
+    pub from_result: Option<PathBuf>,
+    /// `DatabaseSource` Open (attach the existing databases) instead of New.
+    #[arg(long)]
+    pub attach_existing: bool,
+    /// The run, described as for `mbxstress run` (its --out and --progress are not used).
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// `mbxstress run`.

@@ -3,6 +3,7 @@
 mod compare;
 mod engine;
 mod esrp;
+mod export;
 mod import;
 mod iobench;
 mod jetstress;
@@ -21,6 +22,7 @@ use crate::cli::{Cli, Command};
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Export(cmd) => export::run(cmd),
         Command::Size(args) => size::run(args),
         Command::Prepare(args) => prepare::run(args),
         Command::Verify(args) => verify::run(args),

@@ -109,6 +109,11 @@ fn pages_or_error(
 }
 
 pub fn run(args: PrepareArgs) -> anyhow::Result<ExitCode> {
+    if !args.jetstress.map_path.is_empty() && args.jetstress.jetstress_config.is_none() {
+        return Err(usage(
+            "--map-path maps the paths of a --jetstress-config file: give the file too",
+        ));
+    }
     let (mailboxes, quota_mb, databases, data_pages) = sizing(&args)?;
     let (engine, direct) = engine_and_direct(&args.engine);
     // Paths: the flags, else the --jetstress-config file's instances, else the defaults.

@@ -20,7 +20,7 @@ use crate::exit::usage;
 use crate::render::num;
 
 /// Defaults < --config or --jetstress-config < --profile < flags; then validated.
-fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
+pub(crate) fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
     let mut cfg = match (&args.config, super::jetstress::load(&args.jetstress)?) {
         (Some(path), _) => {
             RunConfig::load(path).with_context(|| format!("reading --config {}", path.display()))?
@@ -411,6 +411,11 @@ fn capitalize(s: &str) -> String {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if !args.jetstress.map_path.is_empty() && args.jetstress.jetstress_config.is_none() {
+        return Err(usage(
+            "--map-path maps the paths of a --jetstress-config file: give the file too",
+        ));
+    }
     let jetstress = super::jetstress::load(&args.jetstress)?;
     let test = args.test.unwrap_or(RunTest::Kind(
         jetstress.as_ref().map_or(TestKind::Performance, |j| j.test),

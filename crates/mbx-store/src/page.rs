@@ -428,6 +428,39 @@ mod tests {
     }
 
     #[test]
+    fn classification_holds_at_the_page_edges() {
+        // The word-wise comparison and the chunked zero scan must see the first and last bytes.
+        let mut scratch = vec![0u8; PAGE_SIZE];
+        let good = page(9, 1, 4, 30);
+        for at in [0usize, 8, 15, 16, 63, 64, PAGE_SIZE - 8, PAGE_SIZE - 1] {
+            let mut p = good.clone();
+            p[at] ^= 0x80;
+            assert_eq!(
+                check_data_page(&p, 9, 1, &mut scratch),
+                PageCheck::Correctable,
+                "one bit at byte {at}"
+            );
+            // A second flipped bit far away makes it bad.
+            p[PAGE_SIZE / 2 + 7] ^= 0x01;
+            assert_eq!(
+                check_data_page(&p, 9, 1, &mut scratch),
+                PageCheck::Bad,
+                "two bits, one at byte {at}"
+            );
+        }
+        // Zeros but for one byte, at either end or in the middle of a 64-byte chunk: not unwritten.
+        for at in [0usize, 100, PAGE_SIZE - 1] {
+            let mut p = vec![0u8; PAGE_SIZE];
+            p[at] = 1;
+            assert_eq!(
+                check_data_page(&p, 9, 1, &mut scratch),
+                PageCheck::Bad,
+                "byte {at}"
+            );
+        }
+    }
+
+    #[test]
     fn compressibility_shapes_the_payload() {
         for pct in [0u8, 25, 50, 75, 99] {
             let p = page(1, 1, 0, pct);

@@ -19,6 +19,8 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
   echo "$(rustc --version); $(uname -sr); CPU: $cpu, $(nproc) cores; default target features"
   echo "(x86-64 baseline: xxhash-rust uses its SSE2 path). Shared machine: other helpers compile"
   echo "at the same time, so CPU time is the figure to compare; wall is the best of 10 rounds."
+  echo "\"before\" is a copy of the page code at cafa14c kept in the example, run in rounds"
+  echo "alternating with the current code (\"now\") so that both meet the same load."
   echo
   echo "Command: \`$cmd\` (via bench/pages.sh)"
   echo

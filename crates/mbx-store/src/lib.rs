@@ -16,6 +16,7 @@
 
 pub mod checkpoint;
 pub mod create;
+mod fastsum;
 pub mod header;
 pub mod lock;
 pub mod log;

@@ -59,7 +59,8 @@ pub struct ServerFigures {
 pub struct Warning {
     /// The file.
     pub source: String,
-    /// The flag's code ("interrupted", "stopped", "verdict_failed", "too_short").
+    /// The flag's code ("interrupted", "stopped", "verdict_failed", "too_short"), or
+    /// "damaged_input" for damage met while importing a report's text.
     pub code: &'static str,
     /// What it means.
     pub message: String,
@@ -203,6 +204,7 @@ pub fn imported_from_result(r: RunResult, path: &Path, flags: Vec<Flag>) -> Impo
         soft_recovery_avg_typed: None,
         seconds_per_log_typed: r.sections.seconds_per_log,
         discrepancies: Vec::new(),
+        warnings: Vec::new(),
         flags,
     };
     // A result's typed summaries are checked against its rows exactly as a report's are.
@@ -227,6 +229,11 @@ pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
             source: r.source.clone(),
             code: f.code,
             message: f.message.clone(),
+        }));
+        s.warnings.extend(r.warnings.iter().map(|w| Warning {
+            source: r.source.clone(),
+            code: "damaged_input",
+            message: w.clone(),
         }));
         if let Some((avg, sum)) = BackupRow::avg_and_sum(&r.backup) {
             s.backup.push(BackupFigures {

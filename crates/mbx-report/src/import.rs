@@ -116,6 +116,10 @@ pub struct ImportedReport {
     pub seconds_per_log_typed: Option<f64>,
     /// Typed summaries that disagree with the per-instance data beyond rounding.
     pub discrepancies: Vec<String>,
+    /// Damage met and what was done about it, one per line of the input ("line 12: ...").
+    /// Only figures the input really holds are imported: a damaged row that no summary needs
+    /// is skipped, a damaged title, label or number that can be read unambiguously is read.
+    pub warnings: Vec<String>,
     /// Why this is not a complete, passing measurement (empty if it is).
     pub flags: Vec<Flag>,
 }
@@ -172,15 +176,6 @@ fn is_separator(line: &str) -> bool {
     t.starts_with('|') && t.chars().all(|c| matches!(c, '-' | '|' | ':' | ' '))
 }
 
-/// Parses a table cell: the whole cell must be a number ("1056.711", ".394", "1,234.5").
-fn cell_number(s: &str) -> Option<f64> {
-    let v = s.trim().replace(',', "");
-    if v.is_empty() {
-        return None;
-    }
-    v.parse::<f64>().ok().filter(|x| x.is_finite())
-}
-
 /// Parses a number at the start of a value as Jetstress prints it ("96.19(Average)", "720").
 fn number(s: &str) -> Option<f64> {
     let s = s.trim();
@@ -224,18 +219,48 @@ impl Table {
             Table::SoftRecovery => "Soft-Recovery Statistics",
         }
     }
-    fn detect(line: &str) -> Option<Table> {
+    const ALL: [Table; 6] = [
+        Table::Transactional,
+        Table::Total,
+        Table::Bdm,
+        Table::Replication,
+        Table::Backup,
+        Table::SoftRecovery,
+    ];
+    /// The table a line titles, and whether its title was damaged (a word split by a stray
+    /// space or tab, or letters pushed into the next cell).
+    fn detect(line: &str) -> Option<(Table, bool)> {
         let l = clean(line);
-        [
-            Table::Transactional,
-            Table::Total,
-            Table::Bdm,
-            Table::Replication,
-            Table::Backup,
-            Table::SoftRecovery,
-        ]
-        .into_iter()
-        .find(|t| l.starts_with(t.title()) && l.len() < t.title().len() + 12)
+        if let Some(t) = Table::ALL
+            .into_iter()
+            .find(|t| l.starts_with(t.title()) && l.len() < t.title().len() + 12)
+        {
+            return Some((t, false));
+        }
+        let sq = squash(line);
+        Table::ALL
+            .into_iter()
+            .find(|t| {
+                let st = squash(t.title());
+                sq.starts_with(&st) && sq.len() <= st.len() + 6
+            })
+            .map(|t| (t, true))
+    }
+    /// Cells of a row: the instance (or Avg/Sum) and its figures.
+    fn width(self) -> usize {
+        match self {
+            Table::Transactional | Table::Total => 13,
+            Table::Bdm | Table::Replication | Table::SoftRecovery => 3,
+            Table::Backup => 4,
+        }
+    }
+    /// The summaries (`esrp`) need this table's rows: a damaged one is an error; in another
+    /// table it is a warning and the row is skipped.
+    fn needed(self) -> bool {
+        matches!(
+            self,
+            Table::Transactional | Table::Backup | Table::SoftRecovery
+        )
     }
 }
 
@@ -416,6 +441,156 @@ pub fn import_text(text: &str, path: &Path) -> Result<ImportedReport, ImportErro
     import_plain(text, path)
 }
 
+/// Whitespace, emphasis marks and case removed: what survives a PDF copy's stray spaces, tabs
+/// and line breaks inside a word.
+fn squash(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_whitespace() && !matches!(c, '*' | '#'))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Every section title of a Jetstress report (tables or not): where two sections run together
+/// on one line, the line is split before the second.
+const SECTION_TITLES: [&str; 13] = [
+    "Test Summary",
+    "Database Sizing and Throughput",
+    "Jetstress System Parameters",
+    "Database Configuration",
+    "Transactional I/O Performance",
+    "Background Database Maintenance I/O Performance",
+    "Log Replication I/O Performance",
+    "Total I/O Performance",
+    "Host System Performance",
+    "Test Log",
+    "Database Backup Statistics",
+    "Soft-Recovery Statistics",
+    "Soft Recovery Statistics",
+];
+
+/// The input's lines with their numbers, a line holding two sections split before the second
+/// section's title (a table's last row and the next title, or a title and its header row).
+/// Markdown tables are left alone. Each split is a warning.
+fn split_sections(text: &str, warnings: &mut Vec<String>) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line_no = n + 1;
+        if raw.trim_start().starts_with('|') {
+            out.push((line_no, raw.to_string()));
+            continue;
+        }
+        let mut rest = raw;
+        loop {
+            // The first title that starts after a boundary (the line start, or whitespace).
+            let found = SECTION_TITLES
+                .iter()
+                .filter_map(|t| {
+                    rest.match_indices(t)
+                        .find(|(at, _)| {
+                            *at == 0
+                                || rest[..*at].ends_with(|c: char| c.is_whitespace() || c == '*')
+                        })
+                        .map(|(at, _)| (at, *t))
+                })
+                .min_by_key(|(at, t)| (*at, usize::MAX - t.len()));
+            let Some((at, title)) = found else {
+                out.push((line_no, rest.to_string()));
+                break;
+            };
+            let before = rest[..at].trim_end_matches(['*', ' ', '#']);
+            if !before.trim().is_empty() {
+                out.push((line_no, before.to_string()));
+                warnings.push(format!(
+                    "line {line_no}: two sections run together; split before \"{title}\""
+                ));
+            }
+            // The title, with its " - All" suffix if any, then whatever follows it.
+            let after_title = &rest[at + title.len()..];
+            let suffix = after_title
+                .trim_start()
+                .strip_prefix(['-', '\u{2013}'])
+                .map(str::trim_start)
+                .and_then(|x| x.strip_prefix("All"))
+                .map_or(0, |x| after_title.len() - x.len());
+            let end = at + title.len() + suffix;
+            let tail = &rest[end..];
+            if tail
+                .trim_matches(|c: char| c.is_whitespace() || c == '*')
+                .is_empty()
+            {
+                out.push((line_no, rest[at..].to_string()));
+                break;
+            }
+            out.push((line_no, rest[at..end].to_string()));
+            warnings.push(format!(
+                "line {line_no}: \"{title}\" and what follows it were on one line; split after the title"
+            ));
+            rest = tail.trim_start_matches(['*', ' ', '\t']);
+        }
+    }
+    out
+}
+
+/// A number cell: a whole cell that is a number ("1056.711", ".394", "1,234.5"). A single
+/// comma and no point is a decimal comma (Jetstress never groups thousands without a point):
+/// the flag says so.
+fn cell_value(s: &str) -> Option<(f64, bool)> {
+    let t = s.trim();
+    if t.is_empty() {
+        return None;
+    }
+    let decimal_comma = !t.contains('.') && t.matches(',').count() == 1;
+    let v = if decimal_comma {
+        t.replace(',', ".")
+    } else {
+        t.replace(',', "")
+    };
+    v.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .map(|x| (x, decimal_comma))
+}
+
+/// The label of a summary row, read through stray spaces ("A vg", "S um").
+#[derive(Clone, Copy, PartialEq)]
+enum Label {
+    Avg,
+    Sum,
+    Other,
+}
+
+fn label(name: &str) -> Label {
+    match squash(name).as_str() {
+        "avg" | "average" => Label::Avg,
+        "sum" | "total" => Label::Sum,
+        _ => Label::Other,
+    }
+}
+
+/// Whether a row's first cell names an instance (what every Jetstress report has:
+/// "Instance1604.1"), read through stray spaces.
+fn instance_like(name: &str) -> bool {
+    let sq = squash(name);
+    sq.starts_with("instance") && sq.len() > "instance".len()
+}
+
+/// Whether the cells of a header row (after the first) are the 12 Jetstress columns, or, when
+/// some were dropped, a subsequence of them in order: `Ok(dropped)`, or the first cell that is
+/// none of them.
+fn check_header(cells: &[String]) -> Result<usize, (usize, String)> {
+    let mut want = IO12_COLUMNS.iter().map(|c| squash(c.trim_end_matches(')')));
+    for (i, got) in cells.iter().enumerate() {
+        let g = squash(got);
+        if g.is_empty() {
+            continue;
+        }
+        if !want.any(|w| g.starts_with(&w) || w.starts_with(&g)) {
+            return Err((i, got.clone()));
+        }
+    }
+    Ok(12usize.saturating_sub(cells.iter().filter(|c| !c.trim().is_empty()).count()))
+}
+
 fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
     let mut r = ImportedReport {
         source: path.display().to_string(),
@@ -427,10 +602,35 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
         row,
         reason,
     };
+    let mut warnings = Vec::new();
+    let lines = split_sections(text, &mut warnings);
     let mut current: Option<Table> = None;
-    let mut header: Option<Vec<String>> = None;
-    for (n, raw) in text.lines().enumerate() {
-        let line_no = n + 1;
+    let mut header_seen = false;
+    // A row whose cells landed on several lines: its first line number and its cells so far.
+    let mut pending: Option<(usize, Vec<String>)> = None;
+    let mut rows: Vec<(Table, usize, Vec<String>)> = Vec::new();
+    // An incomplete pending row: an error in a needed table, else a warning.
+    let unfinished = |table: Table,
+                      (line_no, cells): (usize, Vec<String>),
+                      warnings: &mut Vec<String>|
+     -> Result<(), ImportError> {
+        let msg = format!(
+            "expected {} cells, found {} (a row split over lines that does not add up): give the row its cells",
+            table.width(),
+            cells.len()
+        );
+        let name = cells.first().cloned().unwrap_or_default();
+        if table.needed() {
+            return Err(err(table.title(), format!("line {line_no} ({name})"), msg));
+        }
+        warnings.push(format!(
+            "line {line_no}: {} row {name}: {msg}; skipped (no summary needs it)",
+            table.title()
+        ));
+        Ok(())
+    };
+    for (line_no, raw) in &lines {
+        let line_no = *line_no;
         let plain = clean(raw);
         if let Some(kind) = kind_named(&plain) {
             r.kind = Some(kind);
@@ -458,157 +658,151 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
         if let Some(rest) = plain.strip_prefix("Overall Test Result") {
             r.overall_result = Some(rest.trim().to_string());
         }
-        if let Some(t) = Table::detect(raw) {
+        if let Some((t, damaged)) = Table::detect(raw) {
+            if let (Some(p), Some(table)) = (pending.take(), current) {
+                unfinished(table, p, &mut warnings)?;
+            }
+            if damaged {
+                warnings.push(format!(
+                    "line {line_no}: section title \"{}\" read as \"{}\"",
+                    plain,
+                    t.title()
+                ));
+            }
             current = Some(t);
-            header = None;
+            header_seen = false;
             continue;
         }
         let Some(table) = current else { continue };
         if is_separator(raw) {
             continue;
         }
-        let Some(row) = cells(raw) else {
-            // A non-row line after the rows ends the table; blank lines and text before the
-            // header are allowed.
-            if header.is_some() && !plain.is_empty() {
-                current = None;
-            }
-            continue;
-        };
-        if header.is_none() {
-            header = Some(row);
-            if table == Table::Transactional || table == Table::Total {
-                let h = header.as_ref().map(|h| h.len()).unwrap_or(0);
-                if h != 13 {
-                    return Err(err(
-                        table.title(),
-                        format!("line {line_no}"),
-                        format!("expected 13 columns (instance + 12 Jetstress columns), found {h}"),
-                    ));
+        let row = match cells(raw) {
+            Some(row) => row,
+            None => {
+                let tokens: Vec<String> = plain.split_whitespace().map(str::to_string).collect();
+                let numeric =
+                    |t: &[String]| !t.is_empty() && t.iter().all(|c| cell_value(c).is_some());
+                if pending.is_some() && numeric(&tokens) {
+                    // The next cells of a row split over lines.
+                    tokens
+                } else if header_seen
+                    && tokens.len() == 1
+                    && (instance_like(&tokens[0]) || label(&tokens[0]) != Label::Other)
+                {
+                    // A row's name alone on its line: its cells follow.
+                    tokens
+                } else {
+                    // A non-row line after the rows ends the table; blank lines and text before
+                    // the header are allowed.
+                    if header_seen && !plain.is_empty() {
+                        if let Some(p) = pending.take() {
+                            unfinished(table, p, &mut warnings)?;
+                        }
+                        current = None;
+                    }
+                    continue;
                 }
-                for (i, want) in IO12_COLUMNS.iter().enumerate() {
-                    let got = header.as_ref().map(|h| h[i + 1].as_str()).unwrap_or("");
-                    if !got.starts_with(want.trim_end_matches(')')) && got != *want {
-                        return Err(err(
-                            table.title(),
-                            format!("line {line_no}"),
-                            format!("column {} is \"{got}\", expected \"{want}\"", i + 2),
+            }
+        };
+        let numeric_row = row
+            .iter()
+            .all(|c| c.trim().is_empty() || cell_value(c).is_some());
+        if let Some((first, mut cells_so_far)) = pending.take() {
+            if numeric_row {
+                cells_so_far.extend(row);
+                if cells_so_far.len() < table.width() {
+                    pending = Some((first, cells_so_far));
+                } else {
+                    if cells_so_far.len() > table.width() {
+                        let msg = format!("expected {} cells, found {} (a row split over lines that does not add up): give the row its cells", table.width(), cells_so_far.len());
+                        let name = cells_so_far[0].clone();
+                        if table.needed() {
+                            return Err(err(table.title(), format!("line {first} ({name})"), msg));
+                        }
+                        warnings.push(format!(
+                            "line {first}: {} row {name}: {msg}; skipped (no summary needs it)",
+                            table.title()
                         ));
+                        continue;
+                    }
+                    warnings.push(format!(
+                        "line {first}: the cells of row {} were on several lines; joined",
+                        cells_so_far[0]
+                    ));
+                    rows.push((table, first, cells_so_far));
+                }
+                continue;
+            }
+            unfinished(table, (first, cells_so_far), &mut warnings)?;
+        }
+        if !header_seen {
+            header_seen = true;
+            let figures = row.get(1..).unwrap_or_default();
+            let has_numbers = figures.iter().any(|c| cell_value(c).is_some());
+            if !has_numbers {
+                // The header row.
+                if table.width() == 13 {
+                    // The first cell ("MSExchange Database ==> Instances") may be the one dropped.
+                    let figures = if row.first().is_some_and(|c| squash(c).starts_with("i/o")) {
+                        &row[..]
+                    } else {
+                        figures
+                    };
+                    match check_header(figures) {
+                        Ok(0) => {}
+                        Ok(dropped) => warnings.push(format!(
+                            "line {line_no}: {} header has {} of its 12 column names; the columns are taken in Jetstress's order",
+                            table.title(),
+                            12 - dropped
+                        )),
+                        Err((i, got)) => {
+                            let want = IO12_COLUMNS.get(i).copied().unwrap_or("");
+                            let msg = format!("column {} is \"{got}\", expected \"{want}\"", i + 2);
+                            if table.needed() {
+                                return Err(err(table.title(), format!("line {line_no}"), msg));
+                            }
+                            warnings.push(format!("line {line_no}: {}: {msg}; table skipped (no summary needs it)", table.title()));
+                            current = None;
+                        }
                     }
                 }
+                continue;
             }
+            warnings.push(format!(
+                "line {line_no}: {} has no header row; the columns are taken in Jetstress's order",
+                table.title()
+            ));
+        }
+        let name_only = row.len() < table.width()
+            && row.first().is_some_and(|c| cell_value(c).is_none())
+            && row
+                .get(1..)
+                .unwrap_or_default()
+                .iter()
+                .all(|c| cell_value(c).is_some());
+        if name_only && (table.width() == 13 || row.len() == 1) {
+            pending = Some((line_no, row));
             continue;
         }
-        let name = row[0].clone();
-        let rowname = format!("line {line_no} ({name})");
-        let num = |i: usize| -> Result<f64, ImportError> {
-            let cell = row.get(i).map(String::as_str).unwrap_or("");
-            cell_number(cell).ok_or_else(|| {
-                err(
-                    table.title(),
-                    rowname.clone(),
-                    format!("column {} ('{cell}') is not a number", i + 1),
-                )
-            })
-        };
-        match table {
-            Table::Transactional | Table::Total => {
-                if row.len() != 13 {
-                    return Err(err(
-                        table.title(),
-                        rowname,
-                        format!("expected 13 cells, found {}", row.len()),
-                    ));
-                }
-                let v: Vec<f64> = (1..13).map(&num).collect::<Result<_, _>>()?;
-                let io = Io12 {
-                    db_read_avg_latency_ms: v[0],
-                    db_write_avg_latency_ms: v[1],
-                    db_reads_per_s: v[2],
-                    db_writes_per_s: v[3],
-                    db_read_avg_bytes: v[4],
-                    db_write_avg_bytes: v[5],
-                    log_read_avg_latency_ms: v[6],
-                    log_write_avg_latency_ms: v[7],
-                    log_reads_per_s: v[8],
-                    log_writes_per_s: v[9],
-                    log_read_avg_bytes: v[10],
-                    log_write_avg_bytes: v[11],
-                };
-                let dest = if table == Table::Transactional {
-                    &mut r.transactional
-                } else {
-                    &mut r.total
-                };
-                dest.push(InstanceIo { instance: name, io });
+        rows.push((table, line_no, row));
+    }
+    if let (Some(p), Some(table)) = (pending.take(), current) {
+        unfinished(table, p, &mut warnings)?;
+    }
+    for (table, line_no, row) in rows {
+        match import_row(&mut r, table, line_no, row, path, &mut warnings) {
+            Ok(()) => {}
+            Err(ImportError::Malformed { row, reason, .. }) if !table.needed() => {
+                warnings.push(format!(
+                    "{row}: {}: {reason}; skipped (no summary needs it)",
+                    table.title()
+                ));
             }
-            Table::Bdm | Table::Replication => {
-                let rr = RateRow {
-                    instance: name,
-                    reads_per_s: num(1)?,
-                    read_avg_bytes: num(2)?,
-                };
-                if table == Table::Bdm {
-                    r.bdm.push(rr)
-                } else {
-                    r.log_replication.push(rr)
-                }
-            }
-            Table::Backup => {
-                let last = row
-                    .iter()
-                    .rev()
-                    .find(|c| !c.is_empty())
-                    .cloned()
-                    .unwrap_or_default();
-                match name.as_str() {
-                    "Avg" => r.backup_avg_typed = cell_number(&last),
-                    "Sum" => r.backup_sum_typed = cell_number(&last),
-                    _ => {
-                        let elapsed = row.get(2).cloned().unwrap_or_default();
-                        let elapsed_s = hms(&elapsed).ok_or_else(|| {
-                            err(
-                                table.title(),
-                                rowname.clone(),
-                                format!("elapsed time '{elapsed}' is not hh:mm:ss"),
-                            )
-                        })?;
-                        r.backup.push(BackupRow {
-                            instance: name,
-                            database_size_mb: num(1)?,
-                            elapsed_s,
-                            mb_per_s: num(3)?,
-                        });
-                    }
-                }
-            }
-            Table::SoftRecovery => match name.as_str() {
-                "Avg" => {
-                    let (logs, secs) = (num(1)?, num(2)?);
-                    r.soft_recovery_avg_typed = Some((logs, secs));
-                    r.seconds_per_log_typed = Some(SoftRecoveryRow::seconds_per_log(logs, secs));
-                }
-                "Sum" => {}
-                _ => {
-                    let logs = num(1)?;
-                    // A count: whole, not negative, and within u64 (so the cast is exact).
-                    if !(logs >= 0.0 && logs.fract() == 0.0 && logs < 18_446_744_073_709_551_616.0)
-                    {
-                        return Err(err(
-                            table.title(),
-                            rowname,
-                            format!("column 2 ('{logs}') is not a number of log files"),
-                        ));
-                    }
-                    r.soft_recovery.push(SoftRecoveryRow {
-                        instance: name,
-                        log_files_replayed: logs as u64,
-                        elapsed_s: num(2)?,
-                    })
-                }
-            },
+            Err(e) => return Err(e),
         }
     }
+    r.warnings = warnings;
     if r.transactional.is_empty()
         && r.backup.is_empty()
         && r.soft_recovery.is_empty()
@@ -621,6 +815,166 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
     check_summaries(&mut r);
     r.flags = report_flags(r.overall_result.as_deref());
     Ok(r)
+}
+
+/// One data row of `table` into `r`.
+fn import_row(
+    r: &mut ImportedReport,
+    table: Table,
+    line_no: usize,
+    row: Vec<String>,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<(), ImportError> {
+    let err = |row: String, reason: String| ImportError::Malformed {
+        path: path.to_path_buf(),
+        table: table.title().to_string(),
+        row,
+        reason,
+    };
+    let written = row.first().cloned().unwrap_or_default();
+    // An instance name with stray spaces is read without them.
+    let name = if instance_like(&written) && written.contains(char::is_whitespace) {
+        let joined: String = written.split_whitespace().collect();
+        warnings.push(format!(
+            "line {line_no}: instance name \"{written}\" read as \"{joined}\""
+        ));
+        joined
+    } else {
+        written.clone()
+    };
+    let rowname = format!("line {line_no} ({name})");
+    let mut commas = Vec::new();
+    let mut num = |i: usize| -> Result<f64, ImportError> {
+        let cell = row.get(i).map(String::as_str).unwrap_or("");
+        let (v, comma) = cell_value(cell).ok_or_else(|| {
+            err(
+                rowname.clone(),
+                format!("column {} ('{cell}') is not a number: fix the cell", i + 1),
+            )
+        })?;
+        if comma {
+            commas.push(format!(
+                "line {line_no}: \"{cell}\" (column {}) read with a decimal comma as {v}",
+                i + 1
+            ));
+        }
+        Ok(v)
+    };
+    let lbl = label(&name);
+    let summary_row = lbl != Label::Other && !instance_like(&name);
+    match table {
+        Table::Transactional | Table::Total => {
+            if row.len() != 13 {
+                return Err(err(
+                    rowname,
+                    format!("expected 13 cells, found {}", row.len()),
+                ));
+            }
+            let v: Vec<f64> = (1..13).map(&mut num).collect::<Result<_, _>>()?;
+            if !instance_like(&name) {
+                warnings.push(format!(
+                    "line {line_no}: instance name \"{name}\" looks damaged; kept as written"
+                ));
+            }
+            let io = Io12 {
+                db_read_avg_latency_ms: v[0],
+                db_write_avg_latency_ms: v[1],
+                db_reads_per_s: v[2],
+                db_writes_per_s: v[3],
+                db_read_avg_bytes: v[4],
+                db_write_avg_bytes: v[5],
+                log_read_avg_latency_ms: v[6],
+                log_write_avg_latency_ms: v[7],
+                log_reads_per_s: v[8],
+                log_writes_per_s: v[9],
+                log_read_avg_bytes: v[10],
+                log_write_avg_bytes: v[11],
+            };
+            let dest = if table == Table::Transactional {
+                &mut r.transactional
+            } else {
+                &mut r.total
+            };
+            dest.push(InstanceIo { instance: name, io });
+        }
+        Table::Bdm | Table::Replication => {
+            let rr = RateRow {
+                instance: name,
+                reads_per_s: num(1)?,
+                read_avg_bytes: num(2)?,
+            };
+            if table == Table::Bdm {
+                r.bdm.push(rr)
+            } else {
+                r.log_replication.push(rr)
+            }
+        }
+        Table::Backup => {
+            let last = row
+                .iter()
+                .rev()
+                .find(|c| !c.is_empty())
+                .cloned()
+                .unwrap_or_default();
+            let elapsed = row.get(2).cloned().unwrap_or_default();
+            match (summary_row, lbl) {
+                (true, Label::Avg) => r.backup_avg_typed = cell_value(&last).map(|v| v.0),
+                (true, _) => r.backup_sum_typed = cell_value(&last).map(|v| v.0),
+                _ if !instance_like(&name) && elapsed.trim().is_empty() => {
+                    // A summary row whose label is unreadable: not a database, and which
+                    // summary it is cannot be told. The summaries come from the databases.
+                    warnings.push(format!(
+                        "line {line_no}: row \"{name}\" is neither a database nor a readable Avg or Sum row; ignored (the summaries are computed from the databases)"
+                    ));
+                }
+                _ => {
+                    let elapsed_s = hms(&elapsed).ok_or_else(|| {
+                        err(
+                            rowname.clone(),
+                            format!("elapsed time '{elapsed}' is not hh:mm:ss"),
+                        )
+                    })?;
+                    r.backup.push(BackupRow {
+                        instance: name,
+                        database_size_mb: num(1)?,
+                        elapsed_s,
+                        mb_per_s: num(3)?,
+                    });
+                }
+            }
+        }
+        Table::SoftRecovery => match (summary_row, lbl) {
+            (true, Label::Avg) => {
+                let (logs, secs) = (num(1)?, num(2)?);
+                r.soft_recovery_avg_typed = Some((logs, secs));
+                r.seconds_per_log_typed = Some(SoftRecoveryRow::seconds_per_log(logs, secs));
+            }
+            (true, _) => {}
+            _ if !instance_like(&name) => {
+                warnings.push(format!(
+                    "line {line_no}: row \"{name}\" is neither a database nor a readable Avg or Sum row; ignored (the summaries are computed from the databases)"
+                ));
+            }
+            _ => {
+                let logs = num(1)?;
+                // A count: whole, not negative, and within u64 (so the cast is exact).
+                if !(logs >= 0.0 && logs.fract() == 0.0 && logs < 18_446_744_073_709_551_616.0) {
+                    return Err(err(
+                        rowname,
+                        format!("column 2 ('{logs}') is not a number of log files"),
+                    ));
+                }
+                r.soft_recovery.push(SoftRecoveryRow {
+                    instance: name,
+                    log_files_replayed: logs as u64,
+                    elapsed_s: num(2)?,
+                })
+            }
+        },
+    }
+    warnings.extend(commas);
+    Ok(())
 }
 
 /// Records typed summaries that disagree with per-instance data by more than rounding.

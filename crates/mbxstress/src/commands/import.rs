@@ -51,6 +51,9 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     for f in &r.flags {
         text.push_str(&format!("  warning: {}\n", f.message));
     }
+    for w in &r.warnings {
+        text.push_str(&format!("  damaged input: {w}\n"));
+    }
     write!(out, "{text}").context("writing to stdout")?;
     Ok(ExitCode::SUCCESS)
 }

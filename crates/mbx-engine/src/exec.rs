@@ -84,6 +84,8 @@ pub(crate) struct Engine<'o> {
     scratch: Vec<u8>,
     /// Damaged pages of the read being verified (reused).
     found: Vec<(u64, verify::Finding)>,
+    /// Sessions whose commits a log write made durable (reused).
+    done: Vec<usize>,
     next_tick: Instant,
     last_tick: Instant,
     tick_ios: u64,
@@ -127,6 +129,7 @@ impl<'o> Engine<'o> {
             pass_report: None,
             scratch: vec![0u8; mbx_store::page::PAGE_SIZE],
             found: Vec::new(),
+            done: Vec::new(),
             next_tick: now + Duration::from_secs(1),
             last_tick: now,
             tick_ios: 0,
@@ -200,6 +203,7 @@ impl<'o> Engine<'o> {
                     pass_inbox,
                     settings,
                     found,
+                    done,
                     ..
                 } = self;
                 let mut cx = RouteCtx {
@@ -207,6 +211,7 @@ impl<'o> Engine<'o> {
                     txn_ios,
                     pass_inbox,
                     found,
+                    done,
                     cont: settings.continue_on_errors,
                     copies: settings.copies,
                     compressibility_pct: settings.compressibility_pct,
@@ -423,6 +428,8 @@ struct RouteCtx<'a> {
     txn_ios: &'a mut u64,
     pass_inbox: &'a mut Vec<PassChunk>,
     found: &'a mut Vec<(u64, verify::Finding)>,
+    /// Sessions whose commits a log write made durable (reused).
+    done: &'a mut Vec<usize>,
     /// `continue_on_errors`.
     cont: bool,
     /// Copies per database: above 1, damaged pages are patched.
@@ -488,9 +495,10 @@ fn route(
             if ok {
                 dbs[db].stats.record(Stream::LogWrite, bytes, c.latency);
             }
-            let mut done = Vec::new();
-            dbs[db].log.written(gen, end_lsn, &mut done);
-            for s in done {
+            let done = &mut *cx.done;
+            done.clear();
+            dbs[db].log.written(gen, end_lsn, done);
+            for &s in done.iter() {
                 work.finish(s, dbs, now)?;
             }
         }

@@ -52,6 +52,8 @@ pub(crate) struct Workload {
     /// Transactions completed (all phases).
     pub txns_done: u64,
     entries: Vec<RedoEntry>,
+    /// Sessions a read completion made ready (reused).
+    ready: Vec<usize>,
     /// Start slots that meet the target (told about every transactional I/O and transaction).
     pub pacer: Pacer,
 }
@@ -76,6 +78,7 @@ impl Workload {
             mailboxes,
             txns_done: 0,
             entries: Vec::new(),
+            ready: Vec::new(),
         }
     }
 
@@ -178,7 +181,7 @@ impl Workload {
             match db.cache.state(a.page) {
                 Some(FrameState::Reading) => {
                     db.cache.pin(a.page);
-                    db.waiters.entry(a.page).or_default().push(s);
+                    db.waiters.push(a.page, s);
                     pending += 1;
                 }
                 Some(_) => db.cache.pin(a.page),
@@ -198,7 +201,7 @@ impl Workload {
                         }
                     }
                     for p in a.page..a.page + pages {
-                        db.waiters.entry(p).or_default().push(s);
+                        db.waiters.push(p, s);
                         pending += 1;
                     }
                     self.sessions[s].reads += 1;
@@ -238,23 +241,28 @@ impl Workload {
         dbs: &mut [Database],
         now: Instant,
     ) -> Result<(), EngineError> {
-        let mut ready = Vec::new();
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
         for p in first..first + pages {
             dbs[i].cache.end_read(p);
-            if let Some(ws) = dbs[i].waiters.remove(&p) {
-                for s in ws {
-                    let sess = &mut self.sessions[s];
-                    sess.pending = sess.pending.saturating_sub(1);
-                    if sess.pending == 0 && sess.state == SState::Reading {
-                        ready.push(s);
-                    }
+            let sessions = &mut self.sessions;
+            dbs[i].waiters.take(p, |s| {
+                let sess = &mut sessions[s];
+                sess.pending = sess.pending.saturating_sub(1);
+                if sess.pending == 0 && sess.state == SState::Reading {
+                    ready.push(s);
                 }
+            });
+        }
+        let mut result = Ok(());
+        for &s in &ready {
+            result = self.apply(s, dbs, now);
+            if result.is_err() {
+                break;
             }
         }
-        for s in ready {
-            self.apply(s, dbs, now)?;
-        }
-        Ok(())
+        self.ready = ready;
+        result
     }
 
     /// All pages are in: modify, log, commit.

@@ -14,7 +14,7 @@ use crate::plan::Plan;
 use crate::reactor::{Owner, Reactor};
 use crate::sampling::{HostSeries, Sampler};
 use crate::stats::Stream;
-use crate::workload::session::{SState, Workload};
+use crate::workload::session::Workload;
 use crate::{EngineError, Observer, Phase, Progress, RunEvent};
 
 /// A completed sequential-pass read, kept for the pass phase to verify on its next tick (the
@@ -234,13 +234,15 @@ impl<'o> Engine<'o> {
             return Ok(());
         }
         if self.mode != Mode::Stopping {
-            for s in 0..self.work.sessions.len() {
-                if self.work.sessions[s].state != SState::Idle {
-                    continue;
-                }
+            // The sessions idle now, each once (one whose transaction ends at once is idle
+            // again, for the next turn): work in proportion to the transactions started.
+            for _ in 0..self.work.idle_count() {
                 if self.mode == Mode::Paced && !self.work.pacer.take_slot(now) {
                     break;
                 }
+                let Some(s) = self.work.next_idle() else {
+                    break;
+                };
                 self.work.start(s, &mut self.dbs, &mut self.reactor, now)?;
             }
         }
@@ -303,7 +305,7 @@ impl<'o> Engine<'o> {
         if self.phase == Phase::Measure {
             wake = wake.min(self.sampler.next);
         }
-        if self.mode == Mode::Paced && self.work.sessions.iter().any(|s| s.state == SState::Idle) {
+        if self.mode == Mode::Paced && self.work.idle_count() > 0 {
             if let Some(t) = self.work.pacer.next_slot_at() {
                 wake = wake.min(t);
             }

@@ -2,6 +2,7 @@
 //! (Idle -> Reading -> [Committing] -> Idle, or Stalled while the cache has no free frame).
 //! Transitions are checked: an illegal one is an internal error, never silently ignored.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use mbx_config::OpMix;
@@ -54,6 +55,11 @@ pub(crate) struct Workload {
     entries: Vec<RedoEntry>,
     /// Sessions a read completion made ready (reused).
     ready: Vec<usize>,
+    /// Idle sessions, in the order they became idle: the executor starts transactions from
+    /// here without looking at the other sessions.
+    idle: VecDeque<usize>,
+    /// Sessions in each state (indexed by `SState as usize`).
+    counts: [usize; 4],
     /// Start slots that meet the target (told about every transactional I/O and transaction).
     pub pacer: Pacer,
 }
@@ -79,6 +85,8 @@ impl Workload {
             txns_done: 0,
             entries: Vec::new(),
             ready: Vec::new(),
+            idle: (0..sessions).collect(),
+            counts: [sessions, 0, 0, 0],
         }
     }
 
@@ -89,20 +97,33 @@ impl Workload {
                 "internal: session {s} cannot go from {st:?} to {to:?}"
             )));
         }
+        self.counts[*st as usize] -= 1;
+        self.counts[to as usize] += 1;
         *st = to;
+        if to == SState::Idle {
+            self.idle.push_back(s);
+        }
         Ok(())
     }
 
     /// True if no session is reading or committing (shutdown may drain the cache).
     pub fn quiescent(&self) -> bool {
-        self.sessions
-            .iter()
-            .all(|s| matches!(s.state, SState::Idle | SState::Stalled))
+        self.counts[SState::Reading as usize] == 0 && self.counts[SState::Committing as usize] == 0
     }
 
     /// True if no session has a transaction in progress.
     pub fn all_idle(&self) -> bool {
-        self.sessions.iter().all(|s| s.state == SState::Idle)
+        self.counts[SState::Idle as usize] == self.sessions.len()
+    }
+
+    /// Idle sessions.
+    pub fn idle_count(&self) -> usize {
+        self.idle.len()
+    }
+
+    /// The session idle longest, taken out of the idle queue (to start a transaction on it).
+    pub fn next_idle(&mut self) -> Option<usize> {
+        self.idle.pop_front()
     }
 
     /// Starts a transaction on idle session `s`, on the database its mailbox lives in.

@@ -320,9 +320,7 @@ impl<'o> Engine<'o> {
                 wake = wake.min(db.checkpointer.next_at);
             }
             // An aged page waiting for the log (write-ahead) is woken by the log write instead.
-            if db.flusher.writes < crate::db::flusher::MAX_FLUSH_WRITES
-                && db.flusher.wal_wait.is_none()
-            {
+            if db.flusher.writes < db.flusher.max_writes && db.flusher.wal_wait.is_none() {
                 if let Some(t) = db.cache.oldest_dirty_at() {
                     wake = wake.min(t + self.settings.max_dirty_age);
                 }

@@ -204,8 +204,8 @@ fn the_engine_ceiling_on_a_fast_simulated_device() {
     let sim = s1.saturating_sub(s0).as_secs_f64();
     let ios = r.achieved_iops * r.test.duration_s;
     eprintln!(
-        "simulated: {:.3} s measured at {:.0} transactional IOPS",
-        r.test.duration_s, r.achieved_iops
+        "simulated: {:.3} s measured at {:.0} transactional IOPS, {:.0} page fault stalls/s",
+        r.test.duration_s, r.achieved_iops, r.host.page_fault_stalls_per_s.avg
     );
     assert!(ios > 10_000.0, "{ios}");
     eprintln!(

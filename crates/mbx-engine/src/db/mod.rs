@@ -97,6 +97,8 @@ pub(crate) struct DbParams {
     pub circular_logging: bool,
     pub replicated: bool,
     pub checkpoint_every: std::time::Duration,
+    /// Most page writes in flight ([`flusher::max_flush_writes`]).
+    pub flush_writes: usize,
 }
 
 impl Database {
@@ -148,7 +150,10 @@ impl Database {
             pages: pages::PageTracker::new(tracked),
             waiters: Waiters::default(),
             stalled: VecDeque::new(),
-            flusher: flusher::Flusher::default(),
+            flusher: flusher::Flusher {
+                max_writes: p.flush_writes,
+                ..flusher::Flusher::default()
+            },
             checkpointer: checkpoint::Checkpointer::new(
                 ckpt_file,
                 spec.log.checkpoint_sequence,

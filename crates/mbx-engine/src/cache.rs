@@ -5,7 +5,7 @@
 //! real one without holding its bytes. "Available" pages are unused frames plus clean, unpinned
 //! frames (evictable); the flusher keeps them between the start and stop thresholds.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::Instant;
 
 /// The checkpoint depth is this fraction of the cache (1 / this): ESE writes a dirty page once
@@ -33,12 +33,25 @@ pub enum FrameState {
     },
 }
 
+/// No frame (the end of a list).
+const NIL: u32 = u32::MAX;
+
+/// Which order a frame is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum On {
+    /// Neither (pinned, being read or being written).
+    None,
+    /// The LRU order (clean, unpinned: evictable).
+    Lru,
+    /// The dirty order (flush order).
+    Dirty,
+}
+
 #[derive(Debug, Clone)]
 struct Frame {
+    page: u64,
     state: FrameState,
     pins: u32,
-    lru_stamp: u64,
-    dirty_stamp: u64,
     dirtied_at: Instant,
     /// Log position of the first change not yet written (the checkpoint may not pass it).
     first_dirty_lsn: u64,
@@ -49,17 +62,41 @@ struct Frame {
     redirty_lsn: u64,
     /// The page's write generation after its last change.
     gen: u64,
+    /// The order the frame is in, and its neighbours there (frame slots).
+    on: On,
+    prev: u32,
+    next: u32,
 }
 
-/// The cache of one database.
+/// A list of frames through their `prev`/`next` links, oldest first: frames join at the tail,
+/// so the order is the order they joined (as by a stamp that only grows).
+#[derive(Debug, Clone, Copy)]
+struct List {
+    head: u32,
+    tail: u32,
+    len: usize,
+}
+
+impl List {
+    const EMPTY: List = List {
+        head: NIL,
+        tail: NIL,
+        len: 0,
+    };
+}
+
+/// The cache of one database. Frames live in a slab indexed by slot (at most `max_frames`,
+/// reused on eviction); the LRU and dirty orders are intrusive lists through them, so no
+/// cache transition allocates once the cache is full.
 #[derive(Debug)]
 pub struct Cache {
-    frames: HashMap<u64, Frame>,
+    /// Page -> frame slot.
+    index: HashMap<u64, u32>,
+    frames: Vec<Frame>,
     /// Clean, unpinned frames by last use (evictable).
-    lru: BTreeMap<u64, u64>,
+    lru: List,
     /// Dirty frames by the time they became dirty (flush order).
-    dirty: BTreeMap<u64, u64>,
-    stamp: u64,
+    dirty: List,
     /// Most frames.
     pub max_frames: usize,
     /// Flushing starts below this many available frames.
@@ -83,11 +120,13 @@ impl Cache {
                 .min(max_frames / 4)
                 .max(1)
         };
+        // Slots are u32 (NIL excluded): far beyond any cache (2^32 pages of 32 KiB is 128 TiB).
+        let max_frames = max_frames.min(NIL as usize - 1);
         Cache {
-            frames: HashMap::with_capacity(max_frames),
-            lru: BTreeMap::new(),
-            dirty: BTreeMap::new(),
-            stamp: 0,
+            index: HashMap::with_capacity(max_frames),
+            frames: Vec::with_capacity(max_frames),
+            lru: List::EMPTY,
+            dirty: List::EMPTY,
             max_frames,
             start_threshold: t(start_pct, 16),
             stop_threshold: t(stop_pct, 32).max(t(start_pct, 16) + 1),
@@ -96,41 +135,98 @@ impl Cache {
         }
     }
 
-    fn next_stamp(&mut self) -> u64 {
-        self.stamp += 1;
-        self.stamp
+    /// Upper estimate of the memory this cache's bookkeeping takes when full: a frame (with its
+    /// list links) and its hash-map slot. Frames carry no page bytes.
+    pub fn metadata_bytes(&self) -> usize {
+        let per_frame = std::mem::size_of::<Frame>() + std::mem::size_of::<(u64, u32)>() + 16;
+        self.max_frames.saturating_mul(per_frame)
     }
 
-    /// Upper estimate of the memory this cache's bookkeeping takes when full: a frame, its
-    /// hash-map slot and its place in the LRU or dirty order. Frames carry no page bytes.
-    pub fn metadata_bytes(&self) -> usize {
-        let per_frame = std::mem::size_of::<Frame>() + 2 * std::mem::size_of::<u64>() + 64;
-        self.max_frames.saturating_mul(per_frame)
+    fn list(&mut self, on: On) -> &mut List {
+        match on {
+            On::Dirty => &mut self.dirty,
+            _ => &mut self.lru,
+        }
+    }
+
+    /// Appends frame `slot` (in no list) to the tail of `on`'s list.
+    fn push_back(&mut self, on: On, slot: u32) {
+        let tail = self.list(on).tail;
+        {
+            let f = &mut self.frames[slot as usize];
+            debug_assert_eq!(f.on, On::None);
+            f.on = on;
+            f.prev = tail;
+            f.next = NIL;
+        }
+        if tail == NIL {
+            self.list(on).head = slot;
+        } else {
+            self.frames[tail as usize].next = slot;
+        }
+        let l = self.list(on);
+        l.tail = slot;
+        l.len += 1;
+    }
+
+    /// Takes frame `slot` out of the list it is in, if any.
+    fn unlink(&mut self, slot: u32) {
+        let (on, prev, next) = {
+            let f = &self.frames[slot as usize];
+            (f.on, f.prev, f.next)
+        };
+        if on == On::None {
+            return;
+        }
+        if prev == NIL {
+            self.list(on).head = next;
+        } else {
+            self.frames[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.list(on).tail = prev;
+        } else {
+            self.frames[next as usize].prev = prev;
+        }
+        let l = self.list(on);
+        l.len -= 1;
+        let f = &mut self.frames[slot as usize];
+        f.on = On::None;
+        f.prev = NIL;
+        f.next = NIL;
+    }
+
+    fn slot(&self, page: u64) -> Option<u32> {
+        self.index.get(&page).copied()
+    }
+
+    fn frame(&self, page: u64) -> Option<&Frame> {
+        self.slot(page).map(|s| &self.frames[s as usize])
     }
 
     /// State of `page`, if cached.
     pub fn state(&self, page: u64) -> Option<FrameState> {
-        self.frames.get(&page).map(|f| f.state)
+        self.frame(page).map(|f| f.state)
     }
 
     /// Frames in use.
     pub fn len(&self) -> usize {
-        self.frames.len()
+        self.index.len()
     }
 
     /// True if no page is cached.
     pub fn is_empty(&self) -> bool {
-        self.frames.is_empty()
+        self.index.is_empty()
     }
 
     /// Fraction of the cache in use (the "cache prerequisite" is 90%).
     pub fn fill(&self) -> f64 {
-        self.frames.len() as f64 / self.max_frames.max(1) as f64
+        self.index.len() as f64 / self.max_frames.max(1) as f64
     }
 
     /// Unused frames plus evictable clean frames.
     pub fn available(&self) -> usize {
-        self.max_frames.saturating_sub(self.frames.len()) + self.lru.len()
+        self.max_frames.saturating_sub(self.index.len()) + self.lru.len
     }
 
     /// Frames being written.
@@ -140,48 +236,67 @@ impl Cache {
 
     /// Dirty frames (not being written).
     pub fn dirty_count(&self) -> usize {
-        self.dirty.len()
+        self.dirty.len
     }
 
-    /// Makes room for one frame, evicting the least recently used clean page if needed.
-    fn make_room(&mut self) -> bool {
-        if self.frames.len() < self.max_frames {
-            return true;
+    /// A frame slot for a new page, evicting the least recently used clean page if needed.
+    fn make_room(&mut self) -> Option<u32> {
+        if self.index.len() < self.max_frames && self.frames.len() < self.max_frames {
+            return Some(self.frames.len() as u32);
         }
-        let Some((&stamp, &page)) = self.lru.iter().next() else {
-            return false;
-        };
-        self.lru.remove(&stamp);
-        self.frames.remove(&page);
-        true
+        let slot = self.lru.head;
+        if slot == NIL {
+            return None;
+        }
+        self.unlink(slot);
+        let page = self.frames[slot as usize].page;
+        self.index.remove(&page);
+        Some(slot)
+    }
+
+    /// Puts `f` in frame `slot` (from [`Cache::make_room`]) as `page`'s.
+    fn insert(&mut self, slot: u32, f: Frame) {
+        self.index.insert(f.page, slot);
+        if slot as usize == self.frames.len() {
+            self.frames.push(f);
+        } else {
+            self.frames[slot as usize] = f;
+        }
+    }
+
+    fn new_frame(page: u64, state: FrameState, pins: u32, now: Instant) -> Frame {
+        Frame {
+            page,
+            state,
+            pins,
+            dirtied_at: now,
+            first_dirty_lsn: 0,
+            last_lsn: 0,
+            redirty_lsn: 0,
+            gen: 0,
+            on: On::None,
+            prev: NIL,
+            next: NIL,
+        }
     }
 
     /// Starts reading `page` into a new, pinned frame. False if no frame is available (a page
     /// fault stall).
     pub fn begin_read(&mut self, page: u64, now: Instant) -> bool {
-        if self.frames.contains_key(&page) || !self.make_room() {
+        if self.index.contains_key(&page) {
             return false;
         }
-        self.frames.insert(
-            page,
-            Frame {
-                state: FrameState::Reading,
-                pins: 1,
-                lru_stamp: 0,
-                dirty_stamp: 0,
-                dirtied_at: now,
-                first_dirty_lsn: 0,
-                last_lsn: 0,
-                redirty_lsn: 0,
-                gen: 0,
-            },
-        );
+        let Some(slot) = self.make_room() else {
+            return false;
+        };
+        self.insert(slot, Cache::new_frame(page, FrameState::Reading, 1, now));
         true
     }
 
     /// The read of `page` completed.
     pub fn end_read(&mut self, page: u64) {
-        if let Some(f) = self.frames.get_mut(&page) {
+        if let Some(s) = self.slot(page) {
+            let f = &mut self.frames[s as usize];
             if f.state == FrameState::Reading {
                 f.state = FrameState::Clean;
             }
@@ -190,24 +305,24 @@ impl Cache {
 
     /// Pins a cached page (it cannot be evicted until unpinned).
     pub fn pin(&mut self, page: u64) {
-        let stamp = self.next_stamp();
-        if let Some(f) = self.frames.get_mut(&page) {
+        if let Some(s) = self.slot(page) {
+            let f = &self.frames[s as usize];
             if f.pins == 0 && f.state == FrameState::Clean {
-                self.lru.remove(&f.lru_stamp);
+                self.unlink(s);
             }
-            f.pins += 1;
-            f.lru_stamp = stamp;
+            self.frames[s as usize].pins += 1;
         }
     }
 
     /// Releases a pin; an unpinned clean page becomes evictable (most recently used).
     pub fn unpin(&mut self, page: u64) {
-        let stamp = self.next_stamp();
-        if let Some(f) = self.frames.get_mut(&page) {
+        if let Some(s) = self.slot(page) {
+            let f = &mut self.frames[s as usize];
             f.pins = f.pins.saturating_sub(1);
             if f.pins == 0 && f.state == FrameState::Clean {
-                f.lru_stamp = stamp;
-                self.lru.insert(stamp, page);
+                // Most recently used: to the tail (from wherever it was).
+                self.unlink(s);
+                self.push_back(On::Lru, s);
             }
         }
     }
@@ -216,21 +331,19 @@ impl Cache {
     /// the change is logged in the record ending at `lsn` and gives the page generation `gen`.
     /// Returns false if a new page found no frame.
     pub fn modify(&mut self, page: u64, now: Instant, lsn: u64, gen: u64) -> bool {
-        let stamp = self.next_stamp();
-        match self.frames.get_mut(&page) {
-            Some(f) => {
+        match self.slot(page) {
+            Some(s) => {
+                let f = &mut self.frames[s as usize];
                 f.gen = gen;
                 f.last_lsn = lsn;
                 match f.state {
                     FrameState::Clean => {
-                        if f.pins == 0 {
-                            self.lru.remove(&f.lru_stamp);
-                        }
                         f.state = FrameState::Dirty;
-                        f.dirty_stamp = stamp;
                         f.dirtied_at = now;
                         f.first_dirty_lsn = lsn;
-                        self.dirty.insert(stamp, page);
+                        // Out of the LRU order (if unpinned), into the dirty order.
+                        self.unlink(s);
+                        self.push_back(On::Dirty, s);
                     }
                     FrameState::Flushing { redirty } => {
                         if !redirty {
@@ -243,24 +356,15 @@ impl Cache {
                 true
             }
             None => {
-                if !self.make_room() {
+                let Some(slot) = self.make_room() else {
                     return false;
-                }
-                self.frames.insert(
-                    page,
-                    Frame {
-                        state: FrameState::Dirty,
-                        pins: 0,
-                        lru_stamp: 0,
-                        dirty_stamp: stamp,
-                        dirtied_at: now,
-                        first_dirty_lsn: lsn,
-                        last_lsn: lsn,
-                        redirty_lsn: 0,
-                        gen,
-                    },
-                );
-                self.dirty.insert(stamp, page);
+                };
+                let mut f = Cache::new_frame(page, FrameState::Dirty, 0, now);
+                f.first_dirty_lsn = lsn;
+                f.last_lsn = lsn;
+                f.gen = gen;
+                self.insert(slot, f);
+                self.push_back(On::Dirty, slot);
                 true
             }
         }
@@ -268,11 +372,8 @@ impl Cache {
 
     /// When the oldest dirty page became dirty.
     pub fn oldest_dirty_at(&self) -> Option<Instant> {
-        self.dirty
-            .iter()
-            .next()
-            .and_then(|(_, p)| self.frames.get(p))
-            .map(|f| f.dirtied_at)
+        let head = self.dirty.head;
+        (head != NIL).then(|| self.frames[head as usize].dirtied_at)
     }
 
     /// Takes the oldest dirty page and its dirty neighbours after it (up to `max_pages`
@@ -284,24 +385,25 @@ impl Cache {
         max_pages: u64,
         durable_lsn: u64,
     ) -> Result<Option<(u64, u64)>, u64> {
-        let Some((&stamp, &first)) = self.dirty.iter().next() else {
+        let head = self.dirty.head;
+        if head == NIL {
             return Ok(None);
-        };
-        if let Some(f) = self.frames.get(&first) {
-            if f.last_lsn > durable_lsn {
-                return Err(f.last_lsn);
-            }
         }
-        self.dirty.remove(&stamp);
-        self.set_flushing(first);
+        let f = &self.frames[head as usize];
+        if f.last_lsn > durable_lsn {
+            return Err(f.last_lsn);
+        }
+        let first = f.page;
+        self.set_flushing(head);
         let mut n = 1;
         while n < max_pages {
             let next = first + n;
-            match self.frames.get(&next) {
-                Some(f) if f.state == FrameState::Dirty && f.last_lsn <= durable_lsn => {
-                    let s = f.dirty_stamp;
-                    self.dirty.remove(&s);
-                    self.set_flushing(next);
+            match self.slot(next) {
+                Some(s)
+                    if self.frames[s as usize].state == FrameState::Dirty
+                        && self.frames[s as usize].last_lsn <= durable_lsn =>
+                {
+                    self.set_flushing(s);
                     n += 1;
                 }
                 _ => break,
@@ -312,34 +414,33 @@ impl Cache {
 
     /// The generation a cached page has after its last change (what a flush writes).
     pub fn generation(&self, page: u64) -> Option<u64> {
-        self.frames.get(&page).map(|f| f.gen)
+        self.frame(page).map(|f| f.gen)
     }
 
-    fn set_flushing(&mut self, page: u64) {
-        if let Some(f) = self.frames.get_mut(&page) {
-            f.state = FrameState::Flushing { redirty: false };
-            self.flushing += 1;
-        }
+    /// A dirty frame leaves the dirty order for a write.
+    fn set_flushing(&mut self, slot: u32) {
+        self.unlink(slot);
+        self.frames[slot as usize].state = FrameState::Flushing { redirty: false };
+        self.flushing += 1;
     }
 
     /// The write of `page` completed.
     pub fn end_flush(&mut self, page: u64, now: Instant) {
-        let stamp = self.next_stamp();
-        if let Some(f) = self.frames.get_mut(&page) {
-            if let FrameState::Flushing { redirty } = f.state {
-                self.flushing -= 1;
-                if redirty {
-                    f.state = FrameState::Dirty;
-                    f.dirty_stamp = stamp;
-                    f.dirtied_at = now;
-                    f.first_dirty_lsn = f.redirty_lsn;
-                    self.dirty.insert(stamp, page);
-                } else {
-                    f.state = FrameState::Clean;
-                    if f.pins == 0 {
-                        f.lru_stamp = stamp;
-                        self.lru.insert(stamp, page);
-                    }
+        let Some(s) = self.slot(page) else {
+            return;
+        };
+        let f = &mut self.frames[s as usize];
+        if let FrameState::Flushing { redirty } = f.state {
+            self.flushing -= 1;
+            if redirty {
+                f.state = FrameState::Dirty;
+                f.dirtied_at = now;
+                f.first_dirty_lsn = f.redirty_lsn;
+                self.push_back(On::Dirty, s);
+            } else {
+                f.state = FrameState::Clean;
+                if f.pins == 0 {
+                    self.push_back(On::Lru, s);
                 }
             }
         }
@@ -348,7 +449,7 @@ impl Cache {
     /// The oldest log position a dirty or flushing page still depends on (for the checkpoint).
     pub fn min_dirty_lsn(&self) -> Option<u64> {
         self.frames
-            .values()
+            .iter()
             .filter(|f| matches!(f.state, FrameState::Dirty | FrameState::Flushing { .. }))
             .map(|f| f.first_dirty_lsn)
             .min()

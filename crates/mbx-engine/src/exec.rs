@@ -14,7 +14,7 @@ use crate::plan::Plan;
 use crate::reactor::{Owner, Reactor};
 use crate::sampling::{HostSeries, Sampler};
 use crate::stats::Stream;
-use crate::workload::session::{SState, Workload};
+use crate::workload::session::Workload;
 use crate::{EngineError, Observer, Phase, Progress, RunEvent};
 
 /// A completed sequential-pass read, kept for the pass phase to verify on its next tick (the
@@ -84,6 +84,8 @@ pub(crate) struct Engine<'o> {
     scratch: Vec<u8>,
     /// Damaged pages of the read being verified (reused).
     found: Vec<(u64, verify::Finding)>,
+    /// Sessions whose commits a log write made durable (reused).
+    done: Vec<usize>,
     next_tick: Instant,
     last_tick: Instant,
     tick_ios: u64,
@@ -127,6 +129,7 @@ impl<'o> Engine<'o> {
             pass_report: None,
             scratch: vec![0u8; mbx_store::page::PAGE_SIZE],
             found: Vec::new(),
+            done: Vec::new(),
             next_tick: now + Duration::from_secs(1),
             last_tick: now,
             tick_ios: 0,
@@ -200,6 +203,7 @@ impl<'o> Engine<'o> {
                     pass_inbox,
                     settings,
                     found,
+                    done,
                     ..
                 } = self;
                 let mut cx = RouteCtx {
@@ -207,6 +211,7 @@ impl<'o> Engine<'o> {
                     txn_ios,
                     pass_inbox,
                     found,
+                    done,
                     cont: settings.continue_on_errors,
                     copies: settings.copies,
                     compressibility_pct: settings.compressibility_pct,
@@ -229,13 +234,15 @@ impl<'o> Engine<'o> {
             return Ok(());
         }
         if self.mode != Mode::Stopping {
-            for s in 0..self.work.sessions.len() {
-                if self.work.sessions[s].state != SState::Idle {
-                    continue;
-                }
+            // The sessions idle now, each once (one whose transaction ends at once is idle
+            // again, for the next turn): work in proportion to the transactions started.
+            for _ in 0..self.work.idle_count() {
                 if self.mode == Mode::Paced && !self.work.pacer.take_slot(now) {
                     break;
                 }
+                let Some(s) = self.work.next_idle() else {
+                    break;
+                };
                 self.work.start(s, &mut self.dbs, &mut self.reactor, now)?;
             }
         }
@@ -298,7 +305,7 @@ impl<'o> Engine<'o> {
         if self.phase == Phase::Measure {
             wake = wake.min(self.sampler.next);
         }
-        if self.mode == Mode::Paced && self.work.sessions.iter().any(|s| s.state == SState::Idle) {
+        if self.mode == Mode::Paced && self.work.idle_count() > 0 {
             if let Some(t) = self.work.pacer.next_slot_at() {
                 wake = wake.min(t);
             }
@@ -313,9 +320,7 @@ impl<'o> Engine<'o> {
                 wake = wake.min(db.checkpointer.next_at);
             }
             // An aged page waiting for the log (write-ahead) is woken by the log write instead.
-            if db.flusher.writes < crate::db::flusher::MAX_FLUSH_WRITES
-                && db.flusher.wal_wait.is_none()
-            {
+            if db.flusher.writes < db.flusher.max_writes && db.flusher.wal_wait.is_none() {
                 if let Some(t) = db.cache.oldest_dirty_at() {
                     wake = wake.min(t + self.settings.max_dirty_age);
                 }
@@ -423,6 +428,8 @@ struct RouteCtx<'a> {
     txn_ios: &'a mut u64,
     pass_inbox: &'a mut Vec<PassChunk>,
     found: &'a mut Vec<(u64, verify::Finding)>,
+    /// Sessions whose commits a log write made durable (reused).
+    done: &'a mut Vec<usize>,
     /// `continue_on_errors`.
     cont: bool,
     /// Copies per database: above 1, damaged pages are patched.
@@ -488,9 +495,10 @@ fn route(
             if ok {
                 dbs[db].stats.record(Stream::LogWrite, bytes, c.latency);
             }
-            let mut done = Vec::new();
-            dbs[db].log.written(gen, end_lsn, &mut done);
-            for s in done {
+            let done = &mut *cx.done;
+            done.clear();
+            dbs[db].log.written(gen, end_lsn, done);
+            for &s in done.iter() {
                 work.finish(s, dbs, now)?;
             }
         }

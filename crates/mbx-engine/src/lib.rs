@@ -367,7 +367,8 @@ pub fn queue_depth(cfg: &RunConfig, databases: usize) -> usize {
         0
     };
     cfg.sessions() as usize * model::MAX_OPS_PER_TXN * model::MAX_READS_PER_OP
-        + databases * (db::flusher::MAX_FLUSH_WRITES + 6 + patches)
+        + databases
+            * (db::flusher::max_flush_writes(cfg.sessions() as usize, databases) + 6 + patches)
 }
 
 /// Room per database for page patching writes (copies > 1); beyond it a damaged page is counted
@@ -430,6 +431,7 @@ pub fn run_plan(
             circular_logging: cfg.circular_logging,
             replicated: cfg.profile.copies_per_database > 1,
             checkpoint_every: Duration::from_secs_f64(cfg.cache.checkpoint_interval_s),
+            flush_writes: db::flusher::max_flush_writes(cfg.sessions() as usize, n as usize),
         };
         dbs.push(Database::open(spec, params, &mut reactor, ref_instant)?);
     }

@@ -6,6 +6,7 @@
 //! A reactor is self-contained (no globals): a later step of the engine runs several, one per
 //! thread, each owning some databases.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,7 +49,9 @@ pub(crate) enum Owner {
     },
 }
 
-/// Most buffers of one size kept for reuse.
+/// Buffers of one size kept for reuse: at least this many, and as many as the queue holds
+/// requests (a size never has more buffers out at once), so that no size in use misses once
+/// the run has seen its peak.
 const POOL_PER_SIZE: usize = 64;
 
 /// An I/O in flight: who submitted it, when, and what it is (for the hung-I/O report).
@@ -80,7 +83,10 @@ pub(crate) struct Reactor {
     clock: Arc<dyn Clock>,
     owners: Vec<Option<Slot>>,
     free: Vec<usize>,
-    pool: Vec<(usize, Vec<AlignedBuf>)>,
+    /// Free buffers by size (every size in use: pages, coalesced writes, log records).
+    pool: HashMap<usize, Vec<AlignedBuf>>,
+    /// Most buffers kept per size.
+    pool_cap: usize,
     batch: Vec<IoCompletion>,
     /// Submissions plus completions so far: a sequence number for "happened before" questions
     /// (a write that completed at a higher number than a read's submission raced it).
@@ -91,10 +97,11 @@ impl Reactor {
     pub fn new(queue: Box<dyn IoQueue>) -> Reactor {
         Reactor {
             clock: queue.clock(),
+            pool_cap: POOL_PER_SIZE.max(queue.depth()),
             queue,
             owners: Vec::new(),
             free: Vec::new(),
-            pool: Vec::new(),
+            pool: HashMap::new(),
             batch: Vec::new(),
             events: 0,
         }
@@ -140,22 +147,16 @@ impl Reactor {
     /// A buffer of `len` bytes (reused when one is free; contents unspecified).
     pub fn buf(&mut self, len: usize) -> AlignedBuf {
         self.pool
-            .iter_mut()
-            .find(|(l, _)| *l == len)
-            .and_then(|(_, v)| v.pop())
+            .get_mut(&len)
+            .and_then(Vec::pop)
             .unwrap_or_else(|| AlignedBuf::zeroed(len))
     }
 
     /// Returns a buffer to the pool.
     pub fn give_back(&mut self, b: AlignedBuf) {
-        let len = b.len();
-        match self.pool.iter_mut().find(|(l, _)| *l == len) {
-            Some((_, v)) => {
-                if v.len() < POOL_PER_SIZE {
-                    v.push(b);
-                }
-            }
-            None => self.pool.push((len, vec![b])),
+        let v = self.pool.entry(b.len()).or_default();
+        if v.len() < self.pool_cap {
+            v.push(b);
         }
     }
 
@@ -346,6 +347,31 @@ impl IoQueue for Abandoned {
 
 #[cfg(test)]
 mod tests {
+    /// The pool keeps every buffer of a size up to the queue's depth (beyond the old fixed 64),
+    /// and hands the same ones back: a run with more I/Os of one size in flight than 64 does not
+    /// allocate per I/O.
+    #[test]
+    fn the_pool_keeps_as_many_buffers_as_the_queue_holds() {
+        use mbx_io::sim::{LatencyModel, SimClock, SimDevice, SimQueue};
+        let clock = std::sync::Arc::new(SimClock::new());
+        let q = SimQueue::new(SimDevice::new(), clock, 300, LatencyModel::typical(), 1);
+        let mut r = super::Reactor::new(Box::new(q));
+        let bufs: Vec<_> = (0..300).map(|_| r.buf(32768)).collect();
+        let addrs: std::collections::HashSet<usize> = bufs
+            .iter()
+            .map(|b| b.as_slice().as_ptr() as usize)
+            .collect();
+        for b in bufs {
+            r.give_back(b);
+        }
+        r.give_back(mbx_io::AlignedBuf::zeroed(32768));
+        assert_eq!(r.pool.get(&32768).map(Vec::len), Some(300));
+        for _ in 0..300 {
+            let b = r.buf(32768);
+            assert!(addrs.contains(&(b.as_slice().as_ptr() as usize)));
+        }
+    }
+
     /// A reactor (and so each database it owns) can move to its own thread: the engine's way to
     /// use every core is several reactors, each with some databases.
     #[test]

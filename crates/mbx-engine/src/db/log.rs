@@ -146,6 +146,8 @@ pub(crate) struct LogWriter {
     tail: u64,
     pending: VecDeque<Pending>,
     entries: VecDeque<RedoEntry>,
+    /// The entries of the record being encoded (reused: no allocation per record).
+    record_entries: Vec<RedoEntry>,
     buffered_bytes: u64,
     /// Sequence just past the last change appended.
     pub seq_buffered: u64,
@@ -196,6 +198,7 @@ impl LogWriter {
             tail: LOG_SECTOR as u64,
             pending: VecDeque::new(),
             entries: VecDeque::new(),
+            record_entries: Vec::new(),
             buffered_bytes: 0,
             seq_buffered: 0,
             seq_durable: 0,
@@ -401,9 +404,16 @@ impl LogWriter {
         self.buffered_bytes -= payload;
         let seq_end = self.seq_buffered - self.buffered_bytes;
         self.placed.place(seq_end, lsn);
-        let entries: Vec<RedoEntry> = self.entries.drain(..n_entries).collect();
+        self.record_entries.clear();
+        self.record_entries.extend(self.entries.drain(..n_entries));
         let mut buf = reactor.buf(size as usize);
-        encode_record(buf.as_mut_slice(), lsn, payload as usize, ops, &entries);
+        encode_record(
+            buf.as_mut_slice(),
+            lsn,
+            payload as usize,
+            ops,
+            &self.record_entries,
+        );
         self.in_flight = true;
         self.records_written += 1;
         reactor.submit(

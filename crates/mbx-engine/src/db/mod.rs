@@ -61,7 +61,7 @@ pub(crate) struct Database {
     pub cache: Cache,
     pub pages: pages::PageTracker,
     /// Sessions waiting for a page being read.
-    pub waiters: HashMap<u64, Vec<usize>>,
+    pub waiters: Waiters,
     /// Sessions waiting for free cache frames.
     pub stalled: VecDeque<usize>,
     pub flusher: flusher::Flusher,
@@ -97,6 +97,8 @@ pub(crate) struct DbParams {
     pub circular_logging: bool,
     pub replicated: bool,
     pub checkpoint_every: std::time::Duration,
+    /// Most page writes in flight ([`flusher::max_flush_writes`]).
+    pub flush_writes: usize,
 }
 
 impl Database {
@@ -146,9 +148,12 @@ impl Database {
         Ok(Database {
             cache: Cache::new(p.cache_frames, p.flush_start_pct, p.flush_stop_pct),
             pages: pages::PageTracker::new(tracked),
-            waiters: HashMap::new(),
+            waiters: Waiters::default(),
             stalled: VecDeque::new(),
-            flusher: flusher::Flusher::default(),
+            flusher: flusher::Flusher {
+                max_writes: p.flush_writes,
+                ..flusher::Flusher::default()
+            },
             checkpointer: checkpoint::Checkpointer::new(
                 ckpt_file,
                 spec.log.checkpoint_sequence,
@@ -191,5 +196,104 @@ impl Database {
     pub fn new_generation(&mut self) -> u64 {
         self.next_gen += 1;
         self.next_gen
+    }
+}
+
+/// No node (the end of a waiter chain).
+const NIL: usize = usize::MAX;
+
+/// The sessions waiting for each page being read, in the order they began to wait: a chain per
+/// page through a pool of nodes reused from one read to the next, so a page miss allocates
+/// nothing once the pool and the map have grown to the most waits outstanding at once.
+#[derive(Debug)]
+pub(crate) struct Waiters {
+    /// Page -> (first node, last node) of its chain.
+    chains: HashMap<u64, (usize, usize)>,
+    /// (session, next node) for each node; free nodes are chained through `free`.
+    nodes: Vec<(usize, usize)>,
+    /// The first free node (`NIL`: none).
+    free: usize,
+}
+
+impl Default for Waiters {
+    fn default() -> Self {
+        Waiters {
+            chains: HashMap::new(),
+            nodes: Vec::new(),
+            free: NIL,
+        }
+    }
+}
+
+impl Waiters {
+    /// Session `s` waits for `page`.
+    pub fn push(&mut self, page: u64, s: usize) {
+        let node = if self.free < self.nodes.len() {
+            let n = self.free;
+            self.free = self.nodes[n].1;
+            self.nodes[n] = (s, NIL);
+            n
+        } else {
+            self.nodes.push((s, NIL));
+            self.nodes.len() - 1
+        };
+        match self.chains.get_mut(&page) {
+            Some((_, last)) => {
+                self.nodes[*last].1 = node;
+                *last = node;
+            }
+            None => {
+                self.chains.insert(page, (node, node));
+            }
+        }
+    }
+
+    /// Ends the wait for `page`: calls `f` with every session that waited for it, in order.
+    pub fn take(&mut self, page: u64, mut f: impl FnMut(usize)) {
+        let Some((mut n, _)) = self.chains.remove(&page) else {
+            return;
+        };
+        while n != NIL {
+            let (s, next) = self.nodes[n];
+            self.nodes[n].1 = self.free;
+            self.free = n;
+            f(s);
+            n = next;
+        }
+    }
+
+    /// Pages waited for.
+    #[cfg(test)]
+    pub fn pages(&self) -> usize {
+        self.chains.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Waiters;
+
+    #[test]
+    fn waiters_come_back_in_order_and_nodes_are_reused() {
+        let mut w = Waiters::default();
+        w.push(7, 1);
+        w.push(9, 2);
+        w.push(7, 3);
+        w.push(7, 0);
+        let mut got = Vec::new();
+        w.take(7, |s| got.push(s));
+        assert_eq!(got, [1, 3, 0]);
+        assert_eq!(w.pages(), 1);
+        w.take(7, |_| panic!("page 7 has no waiter left"));
+        // The three freed nodes serve the next waits: the pool does not grow.
+        for s in 10..13 {
+            w.push(8, s);
+        }
+        assert_eq!(w.nodes.len(), 4);
+        got.clear();
+        w.take(8, |s| got.push(s));
+        w.take(9, |s| got.push(s));
+        assert_eq!(got, [10, 11, 12, 2]);
+        assert_eq!(w.pages(), 0);
     }
 }

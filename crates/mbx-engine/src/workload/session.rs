@@ -2,6 +2,7 @@
 //! (Idle -> Reading -> [Committing] -> Idle, or Stalled while the cache has no free frame).
 //! Transitions are checked: an illegal one is an internal error, never silently ignored.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use mbx_config::OpMix;
@@ -52,6 +53,13 @@ pub(crate) struct Workload {
     /// Transactions completed (all phases).
     pub txns_done: u64,
     entries: Vec<RedoEntry>,
+    /// Sessions a read completion made ready (reused).
+    ready: Vec<usize>,
+    /// Idle sessions, in the order they became idle: the executor starts transactions from
+    /// here without looking at the other sessions.
+    idle: VecDeque<usize>,
+    /// Sessions in each state (indexed by `SState as usize`).
+    counts: [usize; 4],
     /// Start slots that meet the target (told about every transactional I/O and transaction).
     pub pacer: Pacer,
 }
@@ -76,6 +84,9 @@ impl Workload {
             mailboxes,
             txns_done: 0,
             entries: Vec::new(),
+            ready: Vec::new(),
+            idle: (0..sessions).collect(),
+            counts: [sessions, 0, 0, 0],
         }
     }
 
@@ -86,20 +97,33 @@ impl Workload {
                 "internal: session {s} cannot go from {st:?} to {to:?}"
             )));
         }
+        self.counts[*st as usize] -= 1;
+        self.counts[to as usize] += 1;
         *st = to;
+        if to == SState::Idle {
+            self.idle.push_back(s);
+        }
         Ok(())
     }
 
     /// True if no session is reading or committing (shutdown may drain the cache).
     pub fn quiescent(&self) -> bool {
-        self.sessions
-            .iter()
-            .all(|s| matches!(s.state, SState::Idle | SState::Stalled))
+        self.counts[SState::Reading as usize] == 0 && self.counts[SState::Committing as usize] == 0
     }
 
     /// True if no session has a transaction in progress.
     pub fn all_idle(&self) -> bool {
-        self.sessions.iter().all(|s| s.state == SState::Idle)
+        self.counts[SState::Idle as usize] == self.sessions.len()
+    }
+
+    /// Idle sessions.
+    pub fn idle_count(&self) -> usize {
+        self.idle.len()
+    }
+
+    /// The session idle longest, taken out of the idle queue (to start a transaction on it).
+    pub fn next_idle(&mut self) -> Option<usize> {
+        self.idle.pop_front()
     }
 
     /// Starts a transaction on idle session `s`, on the database its mailbox lives in.
@@ -178,7 +202,7 @@ impl Workload {
             match db.cache.state(a.page) {
                 Some(FrameState::Reading) => {
                     db.cache.pin(a.page);
-                    db.waiters.entry(a.page).or_default().push(s);
+                    db.waiters.push(a.page, s);
                     pending += 1;
                 }
                 Some(_) => db.cache.pin(a.page),
@@ -198,7 +222,7 @@ impl Workload {
                         }
                     }
                     for p in a.page..a.page + pages {
-                        db.waiters.entry(p).or_default().push(s);
+                        db.waiters.push(p, s);
                         pending += 1;
                     }
                     self.sessions[s].reads += 1;
@@ -238,23 +262,28 @@ impl Workload {
         dbs: &mut [Database],
         now: Instant,
     ) -> Result<(), EngineError> {
-        let mut ready = Vec::new();
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
         for p in first..first + pages {
             dbs[i].cache.end_read(p);
-            if let Some(ws) = dbs[i].waiters.remove(&p) {
-                for s in ws {
-                    let sess = &mut self.sessions[s];
-                    sess.pending = sess.pending.saturating_sub(1);
-                    if sess.pending == 0 && sess.state == SState::Reading {
-                        ready.push(s);
-                    }
+            let sessions = &mut self.sessions;
+            dbs[i].waiters.take(p, |s| {
+                let sess = &mut sessions[s];
+                sess.pending = sess.pending.saturating_sub(1);
+                if sess.pending == 0 && sess.state == SState::Reading {
+                    ready.push(s);
                 }
+            });
+        }
+        let mut result = Ok(());
+        for &s in &ready {
+            result = self.apply(s, dbs, now);
+            if result.is_err() {
+                break;
             }
         }
-        for s in ready {
-            self.apply(s, dbs, now)?;
-        }
-        Ok(())
+        self.ready = ready;
+        result
     }
 
     /// All pages are in: modify, log, commit.

@@ -1,0 +1,219 @@
+//! The engine's own ceiling (issue 11): a Performance run, unpaced in effect (a target far above
+//! what it can reach), on a simulated device whose every I/O takes a fixed 100 us (zero would
+//! freeze the simulated clock: nothing would ever be due later), with many sessions. It prints
+//! the transactional I/Os of the measured phase per second of this thread's CPU: with the
+//! simulator's work (the `SimQueue` and `SimDevice`, standing in for the kernel and the device),
+//! and without it (the CPU spent inside the queue's calls is measured and taken off).
+//! `bench/ceiling.sh` runs it in release and keeps the figures; the test itself asserts only that
+//! the run is complete and correct (no timed assertion: the machine is shared).
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mbx_config::RunConfig;
+use mbx_engine::result::StopReason;
+use mbx_engine::{run_plan, InstanceSpec, LogStart, Observer, Phase, Plan, RunEvent};
+use mbx_io::sim::{Latency, LatencyModel, SimClock, SimDevice, SimQueue};
+use mbx_io::{Clock, FileTable, IoCompletion, IoError, IoQueue, IoRequest, OpenMode};
+use mbx_store::header::HEADER_PAGES;
+use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
+
+/// This thread's CPU time, at nanosecond resolution (the simulator's share is made of many
+/// short calls; /proc's 10 ms ticks cannot measure them).
+fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+thread_local! {
+    /// CPU time this thread spent inside the simulated queue's calls.
+    static SIM_CPU: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+}
+
+/// Runs `f`, adding its CPU time to [`SIM_CPU`].
+fn in_sim<T>(f: impl FnOnce() -> T) -> T {
+    let t0 = thread_cpu();
+    let r = f();
+    let spent = thread_cpu().saturating_sub(t0);
+    SIM_CPU.with(|c| c.set(c.get() + spent));
+    r
+}
+
+/// The simulated queue, its CPU time measured.
+struct Timed(SimQueue);
+
+impl IoQueue for Timed {
+    fn submit(&mut self, req: IoRequest) -> Result<(), IoError> {
+        in_sim(|| self.0.submit(req))
+    }
+    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        in_sim(|| self.0.reap(min, out))
+    }
+    fn reap_timeout(
+        &mut self,
+        min: usize,
+        timeout: Duration,
+        out: &mut Vec<IoCompletion>,
+    ) -> Result<(), IoError> {
+        in_sim(|| self.0.reap_timeout(min, timeout, out))
+    }
+    fn in_flight(&self) -> usize {
+        self.0.in_flight()
+    }
+    fn depth(&self) -> usize {
+        self.0.depth()
+    }
+    fn files(&self) -> &FileTable {
+        self.0.files()
+    }
+    fn engine_name(&self) -> &'static str {
+        self.0.engine_name()
+    }
+    fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
+        in_sim(|| self.0.open_file(path, mode))
+    }
+    fn close_file(&mut self, index: usize) {
+        in_sim(|| self.0.close_file(index))
+    }
+    fn remove_file(&mut self, path: &Path) -> Result<(), IoError> {
+        in_sim(|| self.0.remove_file(path))
+    }
+    fn wait_removals(&mut self) -> Result<(), IoError> {
+        in_sim(|| self.0.wait_removals())
+    }
+    fn file_len(&self, index: usize) -> Result<u64, IoError> {
+        self.0.file_len(index)
+    }
+    fn file_path(&self, index: usize) -> PathBuf {
+        self.0.file_path(index)
+    }
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.0.clock()
+    }
+}
+
+/// CPU times (all, in the simulator) at the measured phase's start and end.
+#[derive(Default)]
+struct Marks {
+    start: Option<(Duration, Duration)>,
+    end: Option<(Duration, Duration)>,
+}
+
+impl Observer for Marks {
+    fn on_event(&mut self, e: RunEvent<'_>) {
+        if let RunEvent::Phase(p) = e {
+            let now = (thread_cpu(), SIM_CPU.with(Cell::get));
+            if p == Phase::Measure {
+                self.start = Some(now);
+            } else if self.start.is_some() && self.end.is_none() {
+                self.end = Some(now);
+            }
+        }
+    }
+}
+
+/// Data pages per database, each written at generation 1 as `prepare` would.
+const PAGES: u64 = 16384;
+
+fn spec(dev: &SimDevice, i: usize) -> InstanceSpec {
+    let db_path = PathBuf::from(format!("/sim/db/ceiling{i}.edb"));
+    dev.create(&db_path, (HEADER_PAGES + PAGES) * PAGE_SIZE as u64);
+    let database_id = 90 + i as u64;
+    let mut page = vec![0u8; PAGE_SIZE];
+    for n in HEADER_PAGES..HEADER_PAGES + PAGES {
+        let h = PageHeader {
+            page_number: n,
+            database_id,
+            generation: 1,
+            kind: KIND_DATA,
+            compressibility_pct: 0,
+        };
+        build_data_page(&mut page, &h);
+        dev.write_at(&db_path, n * PAGE_SIZE as u64, &page)
+            .expect("write page");
+    }
+    InstanceSpec {
+        name: format!("Instance.{}", i + 1),
+        db_path,
+        log_dir: PathBuf::from(format!("/sim/logs/{i}")),
+        database_id,
+        data_pages: PAGES,
+        log: LogStart {
+            next_generation: 1,
+            ..LogStart::default()
+        },
+    }
+}
+
+/// Sessions (`MBX_CEILING_SESSIONS`, default 64) on two databases.
+#[test]
+#[ignore = "a benchmark (half a minute in release): bench/ceiling.sh runs it"]
+fn the_engine_ceiling_on_a_fast_simulated_device() {
+    let sessions: u32 = std::env::var("MBX_CEILING_SESSIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
+    let dev = SimDevice::new();
+    let mut cfg = RunConfig::default();
+    cfg.profile.databases = 2;
+    cfg.profile.mailboxes = 2 * PAGES / 32;
+    // Far above what one thread reaches: the pacer never holds a session back.
+    cfg.profile.iops_per_mailbox = 1e9 / cfg.profile.mailboxes as f64;
+    cfg.threads = sessions;
+    cfg.duration_s = std::env::var("MBX_CEILING_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.05);
+    cfg.sample_interval_s = 1.0;
+    cfg.cache.max_dirty_age_s = 0.5;
+    let specs = vec![spec(&dev, 0), spec(&dev, 1)];
+    let clock = Arc::new(SimClock::new());
+    let model = LatencyModel::uniform(Latency::fixed(Duration::from_micros(100)));
+    let depth = mbx_engine::queue_depth(&cfg, 2);
+    let queue = SimQueue::new(dev, clock, depth, model, 5);
+    let mut marks = Marks::default();
+    let r = run_plan(
+        &cfg,
+        &Plan::performance(&cfg),
+        specs,
+        Box::new(Timed(queue)),
+        &mut marks,
+        &AtomicBool::new(false),
+    )
+    .expect("run");
+    // The target is out of reach on purpose: the verdict fails, the run is complete.
+    assert!(
+        matches!(
+            r.stopped.reason,
+            StopReason::Completed | StopReason::VerdictFailed
+        ),
+        "{:?}",
+        r.stopped
+    );
+    assert!(r.integrity.clean(), "{:?}", r.integrity);
+    let (Some((c0, s0)), Some((c1, s1))) = (marks.start, marks.end) else {
+        panic!("no measured phase seen");
+    };
+    let cpu = c1.saturating_sub(c0).as_secs_f64();
+    let sim = s1.saturating_sub(s0).as_secs_f64();
+    let ios = r.achieved_iops * r.test.duration_s;
+    eprintln!(
+        "simulated: {:.3} s measured at {:.0} transactional IOPS, {:.0} page fault stalls/s",
+        r.test.duration_s, r.achieved_iops, r.host.page_fault_stalls_per_s.avg
+    );
+    assert!(ios > 10_000.0, "{ios}");
+    eprintln!(
+        "ceiling: {sessions} sessions, 2 databases: {ios:.0} transactional I/Os in {cpu:.3} s CPU \
+         ({sim:.3} s of it in the simulator): {:.0} transactional IOPS per core with the \
+         simulator, {:.0} without it ({:.2} us of engine CPU per transactional I/O)",
+        ios / cpu.max(1e-9),
+        ios / (cpu - sim).max(1e-9),
+        (cpu - sim) * 1e6 / ios.max(1.0)
+    );
+}

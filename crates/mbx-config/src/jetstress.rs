@@ -71,7 +71,7 @@ pub struct JetstressImport {
     pub config: RunConfig,
     /// `Type`.
     pub test: TestKind,
-    /// `SuppressTuning` false: Jetstress would tune the thread count.
+    /// `SuppressTuning` false: the thread count is tuned (the configuration's `threads` is 0).
     pub tuning: bool,
     /// `DatabaseSource` Open: the databases must exist (attach), not be created.
     pub attach_existing: bool,
@@ -667,9 +667,12 @@ impl Builder {
             },
             _ => cfg.thresholds,
         };
+        // With tuning on, Jetstress tunes the thread count (ThreadCount is its answer from the
+        // last run, not an input): so does mbxstress (threads 0).
         match thread_count {
+            _ if tuning => cfg.threads = 0,
             Some(n) => cfg.threads = n as u32,
-            None if !thread_count_element && !tuning => self.problems.push(
+            None if !thread_count_element => self.problems.push(
                 "<ThreadCount> is missing and tuning is suppressed; give a thread count".into(),
             ),
             None => {}
@@ -1002,7 +1005,7 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
         ("RunDatabaseMaintenancePerformance", b(c.bdm).into()),
         ("RunDatabaseMaintenanceSoftRecovery", "false".into()),
         ("ContinueOnErrors", b(c.continue_on_errors).into()),
-        ("SuppressTuning", "true".into()),
+        ("SuppressTuning", b(c.threads != 0).into()),
         ("UseEseCounters", "true".into()),
         ("PreloadJetCache", "0.9".into()),
         ("BackupToDisk", "false".into()),

@@ -71,6 +71,142 @@ impl Default for CacheConfig {
     }
 }
 
+/// Automatic tuning (`threads` 0 on a Performance or Stress test, Jetstress's default): after
+/// the databases are ready, short steps at different session counts find the smallest count
+/// whose IOPS meet the target with every threshold met; the test then runs with it. Each step
+/// waits until every instance's database read latency is stable (the slope of its per-window
+/// averages), then measures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TuningConfig {
+    /// Measured seconds per step; 0 = automatic: the test's duration / 40, within 5..=180 s
+    /// (a 2-hour test measures 3 minutes per step, as Jetstress 2013 did). 0 or 1..=3600.
+    pub step_s: f64,
+    /// Seconds per latency window of the stability check; 0 = automatic: a quarter of the
+    /// step, within 0.25..=5 s (Jetstress logs every 5 s while tuning). 0 or 0.1..=600.
+    pub window_s: f64,
+    /// Windows the slope is fitted over (at least this many before a step can measure): 2..=100.
+    pub windows: u32,
+    /// Largest slope of the per-window average read latency, ms per window, counted as stable
+    /// (older Jetstress: 0.5 ms per sample): above 0, at most 1,000.
+    pub slope_ms: f64,
+    /// Longest wait for stable latency per step, seconds; the step then measures anyway and says
+    /// so. 0 = automatic: the step's measured length, at least the fitted windows. 0 or
+    /// 1..=3600.
+    pub stabilize_max_s: f64,
+    /// Sessions of the first step; 0 = 4 per database (Jetstress 2013 began with 16 for 4
+    /// databases). 0..=1024.
+    pub start: u32,
+    /// Most steps (a search that has not converged then keeps the best passing count): 1..=64.
+    pub max_steps: u32,
+}
+
+impl Default for TuningConfig {
+    fn default() -> Self {
+        TuningConfig {
+            step_s: 0.0,
+            window_s: 0.0,
+            windows: 4,
+            slope_ms: 0.5,
+            stabilize_max_s: 0.0,
+            start: 0,
+            max_steps: 8,
+        }
+    }
+}
+
+impl TuningConfig {
+    /// Measured seconds per step for a test of `duration_s` seconds.
+    pub fn step_for(&self, duration_s: f64) -> f64 {
+        if self.step_s > 0.0 {
+            self.step_s
+        } else {
+            (duration_s / 40.0).clamp(5.0, 180.0)
+        }
+    }
+
+    /// Seconds per latency window for steps of `step_s` seconds.
+    pub fn window_for(&self, step_s: f64) -> f64 {
+        if self.window_s > 0.0 {
+            self.window_s
+        } else {
+            (step_s / 4.0).clamp(0.25, 5.0)
+        }
+    }
+
+    /// Longest wait for stable latency per step, seconds, for steps of `step_s` seconds.
+    pub fn stabilize_max_for(&self, step_s: f64) -> f64 {
+        if self.stabilize_max_s > 0.0 {
+            self.stabilize_max_s
+        } else {
+            step_s.max(self.window_for(step_s) * f64::from(self.windows))
+        }
+    }
+
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        let within = |v: f64, lo: f64, hi: f64| v.is_finite() && (lo..=hi).contains(&v);
+        let show = crate::show_number;
+        if !(self.step_s == 0.0 || within(self.step_s, 1.0, 3600.0)) {
+            return Err((
+                "tuning.step_s",
+                format!(
+                    "must be 0 (automatic) or 1..=3600 s, got {}",
+                    show(self.step_s)
+                ),
+            ));
+        }
+        if !(self.window_s == 0.0 || within(self.window_s, 0.1, 600.0)) {
+            return Err((
+                "tuning.window_s",
+                format!(
+                    "must be 0 (automatic) or 0.1..=600 s, got {}",
+                    show(self.window_s)
+                ),
+            ));
+        }
+        if !(2..=100).contains(&self.windows) {
+            return Err((
+                "tuning.windows",
+                format!("must be 2..=100, got {}", self.windows),
+            ));
+        }
+        if !(self.slope_ms.is_finite() && self.slope_ms > 0.0 && self.slope_ms <= 1000.0) {
+            return Err((
+                "tuning.slope_ms",
+                format!(
+                    "must be above 0 and at most 1000, got {}",
+                    show(self.slope_ms)
+                ),
+            ));
+        }
+        if !(self.stabilize_max_s == 0.0 || within(self.stabilize_max_s, 1.0, 3600.0)) {
+            return Err((
+                "tuning.stabilize_max_s",
+                format!(
+                    "must be 0 (automatic) or 1..=3600 s, got {}",
+                    show(self.stabilize_max_s)
+                ),
+            ));
+        }
+        if self.start > MAX_THREADS {
+            return Err((
+                "tuning.start",
+                format!(
+                    "must be at most {MAX_THREADS} (0 = 4 per database), got {}",
+                    self.start
+                ),
+            ));
+        }
+        if !(1..=64).contains(&self.max_steps) {
+            return Err((
+                "tuning.max_steps",
+                format!("must be 1..=64, got {}", self.max_steps),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Longest hung-I/O threshold, seconds (a day).
 pub const MAX_HUNG_IO_S: f64 = 86_400.0;
 
@@ -137,7 +273,8 @@ pub struct RunConfig {
     /// (mailboxes x IOPS per mailbox) must be 1..=1,000,000 IOPS.
     #[serde(flatten)]
     pub profile: Profile,
-    /// Sessions (Jetstress "threads"), global across databases; 0 = 4 per database: 0..=1024.
+    /// Sessions (Jetstress "threads"), global across databases: 0..=1024. 0 = automatic: a
+    /// Performance or Stress test tunes it ([`TuningConfig`]); other tests use 4 per database.
     pub threads: u32,
     /// Measured duration, seconds (Jetstress Performance default: 2 h): 1..=2,592,000 (30 days).
     pub duration_s: f64,
@@ -175,6 +312,8 @@ pub struct RunConfig {
     /// them, instead of stopping at the first one (Jetstress `ContinueOnErrors`; off). The
     /// verdict fails either way.
     pub continue_on_errors: bool,
+    /// Automatic tuning (with `threads` 0).
+    pub tuning: TuningConfig,
 }
 
 /// The built-in quick demonstration: 2 databases of 500 MiB, 200 target IOPS, 60 s measured.
@@ -201,6 +340,7 @@ impl Default for RunConfig {
             thresholds: Thresholds::default(),
             seed: 1,
             continue_on_errors: false,
+            tuning: TuningConfig::default(),
         }
     }
 }
@@ -338,6 +478,7 @@ impl RunConfig {
                 ),
             );
         }
+        self.tuning.check()?;
         if self.compressibility_pct > 99 {
             return bad("compressibility_pct", "must be 0..=99".into());
         }

@@ -29,7 +29,8 @@ fn the_complete_file_maps_every_value() {
     assert!(j.attach_existing, "DatabaseSource Open");
     assert_eq!(c.duration_s, 900.0);
     assert_eq!(c.sample_interval_s, 15.0);
-    assert_eq!(c.threads, 4);
+    // Tuning on: the thread count is tuned (ThreadCount 4 is not used).
+    assert_eq!(c.threads, 0);
     assert_eq!(c.profile.mailboxes, 300);
     assert_eq!(c.profile.mailbox_quota_mb, 100);
     assert_eq!(c.profile.iops_per_mailbox, 1.0);
@@ -245,6 +246,24 @@ fn export_then_import_round_trips_changed_values() {
         assert_eq!(j.test, test);
         assert!(j.attach_existing);
         assert!(!j.tuning);
+        // Tuning on round-trips too.
+        let tuned = RunConfig {
+            threads: 0,
+            ..c.clone()
+        };
+        let xml = to_xml(&ExportSpec {
+            config: &tuned,
+            test,
+            attach_existing: true,
+            map: &map,
+        });
+        assert!(
+            xml.contains("<SuppressTuning>false</SuppressTuning>"),
+            "{xml}"
+        );
+        let j = from_str(&xml, Path::new("x.xml"), &map).unwrap_or_else(|e| panic!("{test}: {e}"));
+        assert!(j.tuning);
+        assert_eq!(j.config.threads, 0);
         assert!(
             xml.contains("<Path>E:\\db</Path>")
                 && xml.contains("<LogPath>E:\\log\\db002</LogPath>"),

@@ -18,7 +18,9 @@ pub mod plan;
 mod reactor;
 mod runner;
 mod sampling;
+pub mod search;
 pub mod stats;
+pub mod tune;
 pub mod workload;
 
 /// The result model (`result.json`, samples, rows): the `mbx-result` crate, under the path this
@@ -36,10 +38,10 @@ use mbx_store::{DbState, PreparedDatabase, StoreError};
 use db::{Database, DbParams};
 pub use db::{InstanceSpec, LogStart};
 use exec::{Engine, Settings};
-pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec};
+pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec};
 use reactor::Reactor;
 use result::*;
-pub use runner::{execute, Executed};
+pub use runner::{execute, tunes, Executed};
 use stats::{Counter, Stream};
 use workload::pacing::{Pacer, PacerConfig};
 use workload::session::Workload;
@@ -86,6 +88,8 @@ pub enum Phase {
     Attain,
     /// Paced at the target for one dirty-page age, so flushing reaches steady state.
     Settle,
+    /// Automatic tuning: waiting until read latency is stable before a step measures.
+    Stabilize,
     /// The measured phase.
     Measure,
     /// Finishing transactions, flushing cache and logs.
@@ -108,6 +112,7 @@ impl Phase {
         match self {
             Phase::Attain => "attaining cache prerequisite",
             Phase::Settle => "settling",
+            Phase::Stabilize => "waiting for stable latency",
             Phase::Measure => "measuring",
             Phase::Shutdown => "shutting down",
             Phase::Backup => "backing up databases",
@@ -779,6 +784,7 @@ pub fn unmeasured_result(
         stopped,
         errors: Vec::new(),
         notes: Vec::new(),
+        tuning: None,
         sections: Sections::default(),
     }
 }
@@ -998,6 +1004,7 @@ fn build_result(
         stopped,
         errors,
         notes: Vec::new(),
+        tuning: None,
         sections: Sections::default(),
     }
 }

@@ -7,6 +7,7 @@ use mbx_config::{RunConfig, TestKind};
 
 use crate::exec::Engine;
 use crate::phase::seqpass::SeqPass;
+use crate::phase::stabilize::Stabilize;
 use crate::phase::PhaseRun;
 use crate::phase::{attain::Attain, measure::Measure, settle::Settle, shutdown::Shutdown};
 use crate::phase::{generate::GenerateLogs, replay::Replay, stop_dirty::StopDirty};
@@ -18,6 +19,9 @@ pub enum PhaseSpec {
     Attain,
     /// Paced, not measured, for this long.
     Settle(Duration),
+    /// Paced, not measured, until every instance's database read latency is stable (automatic
+    /// tuning's check before each step measures).
+    Stabilize(StabilizeSpec),
     /// Paced and measured for this long.
     Measure(Duration),
     /// Drain and checkpoint (always runs, also after an interruption).
@@ -38,6 +42,19 @@ pub enum PhaseSpec {
     /// Soft Recovery, phase 2: replay the logs from the checkpoint into the databases (always
     /// runs, so an interrupted test still leaves them consistent).
     Replay,
+}
+
+/// How a stability check runs ([`PhaseSpec::Stabilize`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StabilizeSpec {
+    /// Length of one latency window.
+    pub window: Duration,
+    /// Windows the slope is fitted over.
+    pub windows: usize,
+    /// Largest slope counted as stable, ms per window.
+    pub slope_ms: f64,
+    /// Longest wait.
+    pub max: Duration,
 }
 
 /// What a sequential pass over the databases is for.
@@ -87,6 +104,7 @@ impl PhaseSpec {
         match self {
             PhaseSpec::Attain => Box::new(Attain::new(now)),
             PhaseSpec::Settle(d) => Box::new(Settle::new(*d)),
+            PhaseSpec::Stabilize(s) => Box::new(Stabilize::new(*s)),
             PhaseSpec::Measure(d) => Box::new(Measure::new(*d)),
             PhaseSpec::Shutdown => Box::new(Shutdown::default()),
             PhaseSpec::SeqPass(spec) => Box::new(SeqPass::new(*spec)),
@@ -138,6 +156,29 @@ impl Plan {
             phases: vec![
                 PhaseSpec::Attain,
                 PhaseSpec::Settle(Duration::from_secs_f64(cfg.cache.max_dirty_age_s)),
+                PhaseSpec::Measure(Duration::from_secs_f64(cfg.duration_s)),
+                PhaseSpec::Shutdown,
+            ],
+        }
+    }
+
+    /// One step of automatic tuning or find-max: attain the cache prerequisite, wait until read
+    /// latency is stable ([`PhaseSpec::Stabilize`], which also waits out the attain phase's
+    /// dirty pages), measure for `cfg.duration_s`, shut down.
+    pub fn search_step(cfg: &RunConfig) -> Plan {
+        let t = &cfg.tuning;
+        let window = t.window_for(cfg.duration_s);
+        Plan {
+            kind: TestKind::Performance,
+            databases: Databases::Prepare,
+            phases: vec![
+                PhaseSpec::Attain,
+                PhaseSpec::Stabilize(StabilizeSpec {
+                    window: Duration::from_secs_f64(window),
+                    windows: t.windows as usize,
+                    slope_ms: t.slope_ms,
+                    max: Duration::from_secs_f64(t.stabilize_max_for(cfg.duration_s)),
+                }),
                 PhaseSpec::Measure(Duration::from_secs_f64(cfg.duration_s)),
                 PhaseSpec::Shutdown,
             ],

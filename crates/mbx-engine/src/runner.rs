@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::SystemTime;
 
-use mbx_config::RunConfig;
+use mbx_config::{RunConfig, TestKind};
 use mbx_store::{CreateEvent, CreateParams, DatabaseSpec, PreparedDatabase, StoreError};
 
 use crate::plan::{Databases, Plan};
@@ -41,8 +41,30 @@ pub fn execute(
     wrap: Option<&QueueWrapper>,
 ) -> Executed {
     let started = SystemTime::now();
-    let outcome = ready_databases(plan, specs, create, observer, cancel)
-        .and_then(|prepared| run_test(cfg, plan, &prepared, observer, cancel, wrap));
+    let outcome = ready_databases(plan, specs, create, observer, cancel).and_then(|prepared| {
+        if !tunes(cfg, plan) {
+            return run_test(cfg, plan, &prepared, observer, cancel, wrap);
+        }
+        let tuned = crate::tune::tune(cfg, observer, cancel, &mut |c, p, o| {
+            run_test(c, p, &prepared, o, cancel, wrap)
+        })?;
+        let Some(sessions) = tuned.tuning.sessions else {
+            return Ok(untuned_result(cfg, started, tuned));
+        };
+        let mut c = cfg.clone();
+        c.threads = sessions;
+        let mut r = run_test(&c, plan, &prepared, observer, cancel, wrap)?;
+        r.notes.insert(
+            0,
+            format!(
+                "Automatic tuning chose {sessions} sessions in {} steps ({:.0} s).",
+                tuned.tuning.steps.len(),
+                tuned.tuning.elapsed_s
+            ),
+        );
+        r.tuning = Some(tuned.tuning);
+        Ok(r)
+    });
     let (mut result, error) = match outcome {
         Ok(result) => (result, None),
         Err(e) => (stopped_result(cfg, started, &e), Some(e)),
@@ -155,6 +177,45 @@ fn attach_databases(
     }
     observer.on_event(RunEvent::Log("Preparations for testing are complete."));
     Ok(out)
+}
+
+/// Whether `plan` tunes its session count first: a Performance or Stress test without a thread
+/// count (Jetstress's default; `SuppressTuning` is a thread count).
+pub fn tunes(cfg: &RunConfig, plan: &Plan) -> bool {
+    cfg.threads == 0 && matches!(plan.kind, TestKind::Performance | TestKind::Stress)
+}
+
+/// The result of a test whose tuning found no session count to run it with (or was stopped):
+/// the last step's measurements, the tuning record, and why the test did not run.
+fn untuned_result(cfg: &RunConfig, started: SystemTime, tuned: crate::tune::Tuned) -> RunResult {
+    let mut r = tuned
+        .last
+        .unwrap_or_else(|| unmeasured_result(cfg, started, Stopped::default()));
+    r.config = cfg.clone();
+    let end = tuned.tuning.end.as_str();
+    if !matches!(end, "interrupted" | "error") {
+        r.stopped = Stopped {
+            reason: StopReason::VerdictFailed,
+            message: format!(
+                "automatic tuning found no session count up to {} that meets {:.1} IOPS within every threshold: the storage cannot carry this target (the steps are in `tuning`); lower the target or give --threads to run the test anyway",
+                tuned.tuning.steps.iter().map(|s| s.sessions).max().unwrap_or(0),
+                cfg.target_iops()
+            ),
+        };
+        r.verdict.checks.push(crate::result::Check::new(
+            "automatic_tuning",
+            0.0,
+            1.0,
+            false,
+        ));
+    }
+    r.verdict.pass = false;
+    r.notes.insert(
+        0,
+        "The test did not run: these are the measurements of the last tuning step.".into(),
+    );
+    r.tuning = Some(tuned.tuning);
+    r
 }
 
 /// The result of a test that an error stopped before the engine could produce one.

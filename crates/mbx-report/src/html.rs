@@ -278,6 +278,16 @@ pub fn render(run: &RunFolder) -> String {
                     }
                 }
                 p { "Overall: " span class=(verdict_class) { (if r.verdict.pass { "Pass" } else { "Fail" }) } }
+                @if let Some(t) = &r.tuning {
+                    h2 { "Automatic Tuning" }
+                    p {
+                        @match t.sessions {
+                            Some(n) => { "Chose " (n) " sessions: the smallest count whose IOPS met the target with every threshold met, in " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s)." }
+                            None => { "No session count chosen (" (t.end) ") after " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s): the test did not run." }
+                        }
+                    }
+                    (crate::steps::section(&t.steps, crate::steps::Axis::Sessions))
+                }
                 (pass_sections(r))
                 @if !r.errors.is_empty() {
                     h2 { "Errors" }

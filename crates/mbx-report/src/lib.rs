@@ -17,6 +17,7 @@ pub mod html;
 pub mod import;
 pub mod input;
 pub mod report;
+pub mod steps;
 pub mod svg;
 
 pub use esrp::{load, summarize, EsrpSummary, Warning};

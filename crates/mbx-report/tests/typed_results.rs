@@ -198,3 +198,59 @@ fn soft_recovery_rows_from_jetstress_and_mbxstress_summarize_alike() {
     assert_eq!(s.discrepancies.len(), 1, "{:?}", s.discrepancies);
     assert!(s.discrepancies[0].contains("seconds per log stated as 3"));
 }
+
+/// A result with automatic tuning's steps: they round-trip through result.json and the report
+/// shows them (a row per step with its outcome, the count chosen, the charts); a result without
+/// them has no such section and no `tuning` key.
+#[test]
+fn tuning_steps_round_trip_and_are_reported() {
+    use mbx_result::{SearchStep, Tuning};
+    let step = |sessions: u32, iops: f64, pass: bool| SearchStep {
+        sessions,
+        mailboxes: 1000,
+        target_iops: 200.0,
+        achieved_iops: iops,
+        db_read_avg_ms: 4.0,
+        db_read_p99_ms: 9.0,
+        db_read_p999_ms: 12.0,
+        log_write_avg_ms: 1.0,
+        log_write_p99_ms: 2.0,
+        page_fault_stalls_per_s: 0.0,
+        stable: true,
+        measured_s: 5.0,
+        pass,
+        failed_checks: if pass {
+            vec![]
+        } else {
+            vec!["achieved_transactional_iops".into()]
+        },
+    };
+    let mut r = result();
+    let plain = serde_json::to_value(&r).expect("json");
+    assert!(plain.get("tuning").is_none(), "no key without tuning");
+    r.tuning = Some(Tuning {
+        steps: vec![
+            step(8, 201.0, true),
+            step(2, 120.5, false),
+            step(4, 199.9, true),
+        ],
+        sessions: Some(4),
+        end: "converged".into(),
+        elapsed_s: 61.0,
+    });
+    let text = serde_json::to_string_pretty(&r).expect("json");
+    let back: RunResult = serde_json::from_str(&text).expect("a result");
+    assert_eq!(back, r);
+    let dir = folder_with_samples(&old_samples());
+    std::fs::write(dir.path().join("result.json"), text).expect("write");
+    write_report_as(dir.path(), None, &[mbx_report::Format::Html]).expect("report");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("html");
+    assert!(html.contains("<h2>Automatic Tuning</h2>"), "section");
+    assert!(html.contains("Chose 4 sessions"), "chosen");
+    assert!(
+        html.contains("Fail: achieved_transactional_iops"),
+        "failed step"
+    );
+    assert!(html.contains("120.5"), "step figures");
+    assert!(html.contains("Transactional IOPS per step"), "chart");
+}

@@ -14,8 +14,10 @@
 mod rows;
 mod run;
 mod sample;
+mod search;
 
 pub use mbx_config::{Profile, RunConfig, TestKind};
 pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
 pub use run::*;
 pub use sample::{Sample, SampleHost, SampleInstance};
+pub use search::{SearchStep, Tuning};

@@ -355,6 +355,9 @@ pub struct RunResult {
     /// Things about the run the user must know (a prerequisite not met, a repaired header).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Automatic tuning, when the test tuned its session count first (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuning: Option<crate::Tuning>,
     /// The per-database rows of the test types other than Performance (absent from a
     /// Performance result: every field is skipped when empty).
     #[serde(flatten)]

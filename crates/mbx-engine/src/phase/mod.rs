@@ -8,6 +8,7 @@ pub(crate) mod replay;
 pub(crate) mod seqpass;
 pub(crate) mod settle;
 pub(crate) mod shutdown;
+pub(crate) mod stabilize;
 pub(crate) mod stop_dirty;
 
 use std::time::{Duration, Instant};

@@ -30,10 +30,9 @@ pub fn load(args: &JetstressArgs) -> anyhow::Result<Option<JetstressImport>> {
 pub fn notes(j: &JetstressImport) -> Vec<String> {
     let mut out = Vec::new();
     if j.tuning {
-        out.push(format!(
-            "SuppressTuning is false: mbxstress does not tune the thread count yet; it runs {} sessions (ThreadCount)",
-            j.config.threads
-        ));
+        out.push(
+            "SuppressTuning is false: the session count is tuned automatically, as Jetstress would (ThreadCount is not used)".into(),
+        );
     }
     // One line per reason, naming its elements.
     let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();

@@ -46,6 +46,7 @@ pub(crate) fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfi
     set!(args.databases, cfg.profile.databases);
     set!(args.copies, cfg.profile.copies_per_database);
     set!(args.threads, cfg.threads);
+    set!(args.tuning_step.map(|d| d.as_secs_f64()), cfg.tuning.step_s);
     set!(args.duration.map(|d| d.as_secs_f64()), cfg.duration_s);
     set!(
         args.sample_interval.map(|d| d.as_secs_f64()),
@@ -130,6 +131,9 @@ const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
     ("databases", "--databases", |a| a.databases.is_some()),
     ("copies_per_database", "--copies", |a| a.copies.is_some()),
     ("threads", "--threads", |a| a.threads.is_some()),
+    ("tuning.step_s", "--tuning-step", |a| {
+        a.tuning_step.is_some()
+    }),
     ("duration_s", "--duration", |a| a.duration.is_some()),
     ("sample_interval_s", "--sample-interval", |a| {
         a.sample_interval.is_some()
@@ -295,6 +299,9 @@ impl RunObserver {
         }
         if self.mode == "jsonl" {
             let _ = outln!("{}", serde_json::json!({ "event": "log", "text": text }));
+        } else if self.mode == "human" && mbx_engine::tune::is_tuning_line(text) {
+            self.clear_status();
+            errln!("{text}");
         }
     }
 
@@ -514,7 +521,7 @@ pub(crate) fn run_one(
         errln!("Results: {}", dir.display());
     } else if human {
         errln!(
-            "{} test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {} sessions, {} measured{}",
+            "{} test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {}, {} measured{}",
             capitalize(kind.name()),
             num(p.mailboxes as f64, 0),
             p.iops_per_mailbox,
@@ -523,7 +530,14 @@ pub(crate) fn run_one(
             num(data_pages as f64 / 32.0, 0),
             p.copies_per_database,
             if p.copies_per_database == 1 { "y" } else { "ies" },
-            cfg.sessions(),
+            if mbx_engine::tunes(&cfg, &plan_for(&cfg)) {
+                format!(
+                    "sessions tuned first (steps of {})",
+                    fmt_secs(cfg.tuning.step_for(cfg.duration_s))
+                )
+            } else {
+                format!("{} sessions", cfg.sessions())
+            },
             fmt_secs(cfg.duration_s),
             if kind == TestKind::Stress {
                 ", then a checksum of every page"
@@ -723,6 +737,46 @@ fn print_checksum(rows: &[mbx_engine::result::ChecksumRow]) -> std::io::Result<(
     Ok(())
 }
 
+/// Automatic tuning's steps, one line each, and what it chose.
+fn print_tuning(t: &mbx_engine::result::Tuning) -> std::io::Result<()> {
+    match t.sessions {
+        Some(n) => outln!(
+            "  automatic tuning: {n} sessions, chosen in {} steps ({})",
+            t.steps.len(),
+            fmt_secs(t.elapsed_s)
+        )?,
+        None => outln!(
+            "  automatic tuning: no session count chosen ({}) after {} steps ({})",
+            t.end,
+            t.steps.len(),
+            fmt_secs(t.elapsed_s)
+        )?,
+    }
+    outln!(
+        "    {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}  result",
+        "sessions",
+        "IOPS",
+        "target",
+        "read ms",
+        "read p99",
+        "log ms"
+    )?;
+    for s in &t.steps {
+        outln!(
+            "    {:>8} {:>10} {:>10} {:>9.2} {:>9.2} {:>9.2}  {}{}",
+            s.sessions,
+            num(s.achieved_iops, 1),
+            num(s.target_iops, 1),
+            s.db_read_avg_ms,
+            s.db_read_p99_ms,
+            s.log_write_avg_ms,
+            if s.pass { "pass" } else { "fail: " },
+            s.failed_checks.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
 fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::Result<()> {
     outln!()?;
     if r.test.test_type == TestKind::SoftRecovery {
@@ -751,6 +805,9 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
                 ""
             }
         )?;
+    }
+    if let Some(t) = &r.tuning {
+        print_tuning(t)?;
     }
     outln!("  {:<32} {:>12} {:>12}  result", "check", "value", "limit")?;
     for c in &r.verdict.checks {

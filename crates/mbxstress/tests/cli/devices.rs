@@ -271,6 +271,8 @@ fn mounted_device_is_refused_by_prepare_and_run() {
     let out = fs.scratch("results");
     let run = mbx(&[
         "run",
+        "--threads",
+        "4",
         "--databases",
         "1",
         "--mailboxes",

@@ -32,7 +32,8 @@ fn the_template_is_refused_naming_its_elements() {
 
 /// JetTest's file: unmapped E:\ paths are named with the flag; it attaches existing databases
 /// (refused until they are prepared); prepared from the same file (smaller mailboxes given as
-/// flags, which override it), it runs with its 4 instances, 3 copies and 4 sessions.
+/// flags, which override it), it runs with its 4 instances and 3 copies, tuning its session count
+/// first (SuppressTuning false).
 #[test]
 fn the_complete_file_prepares_and_runs_with_mapped_paths() {
     let dir = scratch("jetstress-complete");
@@ -52,6 +53,8 @@ fn the_complete_file_prepares_and_runs_with_mapped_paths() {
         "--duration",
         "2s",
         "--sample-interval",
+        "1s",
+        "--tuning-step",
         "1s",
         "--progress",
         "quiet",
@@ -86,7 +89,24 @@ fn the_complete_file_prepares_and_runs_with_mapped_paths() {
     assert_eq!(r["test"]["type"], "performance");
     assert_eq!(r["config"]["copies_per_database"], 3);
     assert_eq!(r["config"]["databases"], 4);
-    assert_eq!(r["config"]["threads"], 4);
+    // SuppressTuning false: the session count was tuned first (its steps are in the result),
+    // from 4 per database. Databases this small fit the cache, so a 1-second step may measure
+    // no transactional I/O at all: then tuning says no count meets the target and the test
+    // does not run; otherwise the test ran with the count chosen.
+    let steps = r["tuning"]["steps"].as_array().cloned().unwrap_or_default();
+    assert!(!steps.is_empty(), "{}", r["tuning"]);
+    assert_eq!(steps[0]["sessions"], 16, "4 per database first");
+    match r["tuning"]["sessions"].as_u64() {
+        Some(n) => assert_eq!(r["config"]["threads"], n, "{}", r["tuning"]),
+        None => {
+            assert_eq!(run.code, 1, "{}", run.stderr);
+            let why = r["stopped"]["message"].as_str().unwrap_or_default();
+            assert!(
+                why.starts_with("automatic tuning found no session count"),
+                "{why}"
+            );
+        }
+    }
     assert_eq!(r["config"]["mailboxes"], 8);
     assert_eq!(r["config"]["duration_s"], 2.0);
     assert_eq!(r["instances"].as_array().map(Vec::len), Some(4));

@@ -9,6 +9,8 @@ fn run_test(dir: &std::path::Path, test: &str, out: &str) -> crate::common::Run 
         Some(dir),
         &[
             "run",
+            "--threads",
+            "4",
             "--test",
             test,
             "--mailboxes",
@@ -137,6 +139,8 @@ fn stress_runs_the_workload_then_checksums_every_page() {
         Some(&dir),
         &[
             "run",
+            "--threads",
+            "4",
             "--test",
             "stress",
             "--config",

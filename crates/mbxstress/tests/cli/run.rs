@@ -20,6 +20,8 @@ pub(crate) fn small_run(dir: &std::path::Path, out: &str, extra: &[&str]) -> cra
     std::fs::write(dir.join("fast.toml"), FAST).expect("write config");
     let mut args = vec![
         "run",
+        "--threads",
+        "8",
         "--config",
         "fast.toml",
         "--mailboxes",
@@ -138,6 +140,8 @@ fn failed_threshold_exits_1_with_the_failing_check() {
         Some(&dir),
         &[
             "run",
+            "--threads",
+            "4",
             "--config",
             "strict.toml",
             "--mailboxes",
@@ -209,6 +213,8 @@ fn ctrl_c_writes_a_partial_result() {
         &dir,
         &[
             "run",
+            "--threads",
+            "4",
             "--config",
             "fast.toml",
             "--mailboxes",
@@ -265,6 +271,8 @@ fn closed_stdout_is_not_a_crash() {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mbxstress"))
         .args([
             "run",
+            "--threads",
+            "4",
             "--config",
             "fast.toml",
             "--mailboxes",

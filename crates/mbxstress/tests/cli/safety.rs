@@ -42,6 +42,8 @@ const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.
 fn run_args<'a>(duration: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec![
         "run",
+        "--threads",
+        "4",
         "--config",
         "fast.toml",
         "--mailboxes",
@@ -118,6 +120,8 @@ fn overflowing_sizes_are_refused_before_writing() {
         ],
         &[
             "run",
+            "--threads",
+            "4",
             "--databases",
             "1",
             "--mailboxes",
@@ -325,6 +329,8 @@ fn interruption_during_prepare_still_writes_a_result() {
         d,
         &[
             "run",
+            "--threads",
+            "4",
             "--config",
             "fast.toml",
             "--mailboxes",

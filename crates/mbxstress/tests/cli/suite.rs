@@ -24,6 +24,8 @@ fn suite(dir: &std::path::Path) -> Run {
         Some(dir),
         &[
             "run",
+            "--threads",
+            "4",
             "--test",
             "suite",
             "--config",

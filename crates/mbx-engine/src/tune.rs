@@ -1,0 +1,184 @@
+//! Automatic tuning (Jetstress's default, `threads` 0): short steps at different session
+//! counts, each a [`Plan::search_step`] on the same databases, find the smallest count whose
+//! transactional IOPS meet the target with every threshold met ([`crate::search`] chooses the
+//! counts). Running a step is the caller's: the CLI runs it on the prepared databases, a test on
+//! the simulated device.
+//!
+//! The log says what Jetstress's says ("Automatic tuning is starting.", "N sessions have actual
+//! X IOPS (target IOPS: T)"), plus why a step failed; the steps go into result.json (`tuning`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use mbx_config::{RunConfig, MAX_THREADS};
+
+use crate::plan::Plan;
+use crate::result::{RunResult, SearchStep, StopReason, Tuning};
+use crate::search::{Direction, Search, SearchEnd, SearchSpec, StepOutcome};
+use crate::{EngineError, Observer, RunEvent};
+
+/// The line a stability check logs (and notes) when latency did not settle: a step whose
+/// result carries it measured unstable latency.
+pub(crate) const UNSTABLE: &str = "Read latency did not settle";
+
+/// What tuning found: the record, and the session count to run the test with (none when no
+/// count passed or tuning was stopped).
+#[derive(Debug)]
+pub struct Tuned {
+    /// The record for result.json.
+    pub tuning: Tuning,
+    /// The last step's result (what a test that cannot go on reports).
+    pub last: Option<RunResult>,
+}
+
+/// Passes a step's events on: its log lines prefixed with the step and its progress; its phases
+/// and samples are the step's own, not the test's, and are dropped.
+struct StepObserver<'a> {
+    inner: &'a mut dyn Observer,
+    prefix: String,
+}
+
+impl Observer for StepObserver<'_> {
+    fn on_event(&mut self, e: RunEvent<'_>) {
+        match e {
+            RunEvent::Log(line) => {
+                let line = format!("{}{line}", self.prefix);
+                self.inner.on_event(RunEvent::Log(&line));
+            }
+            // The step's own phases and samples are not the test's: progress says where it is.
+            RunEvent::Sample(_) | RunEvent::Phase(_) => {}
+            other => self.inner.on_event(other),
+        }
+    }
+}
+
+/// Whether a test-log line is one of tuning's own (what a terminal shows while it tunes): its
+/// start, a step's outcome and its end.
+pub fn is_tuning_line(line: &str) -> bool {
+    line.starts_with("Automatic tuning")
+        || line
+            .split_once(" sessions have actual ")
+            .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+}
+
+/// The configuration of a step at `sessions` sessions: the test's, measured for the step's
+/// length.
+pub fn step_config(cfg: &RunConfig, sessions: u32) -> RunConfig {
+    let mut c = cfg.clone();
+    c.threads = sessions.max(1);
+    c.duration_s = cfg.tuning.step_for(cfg.duration_s);
+    c
+}
+
+/// Runs one step: its configuration and plan, the observer its events go to; gives its result.
+pub type StepRunner<'a> =
+    dyn FnMut(&RunConfig, &Plan, &mut dyn Observer) -> Result<RunResult, EngineError> + 'a;
+
+/// Runs automatic tuning for `cfg` (whose `threads` is 0). `run_step` runs one step's plan
+/// with its configuration and returns its result (an error ends tuning with it).
+pub fn tune(
+    cfg: &RunConfig,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+    run_step: &mut StepRunner<'_>,
+) -> Result<Tuned, EngineError> {
+    let t = &cfg.tuning;
+    let start = if t.start > 0 {
+        t.start
+    } else {
+        cfg.profile.databases.saturating_mul(4).min(256)
+    };
+    let mut search = Search::new(SearchSpec {
+        direction: Direction::SmallestPassing,
+        start: u64::from(start),
+        min: 1,
+        max: u64::from(MAX_THREADS),
+        growth: 4.0,
+        resolution: 0.0,
+        max_steps: t.max_steps as usize,
+    });
+    let started = Instant::now();
+    let step_s = t.step_for(cfg.duration_s);
+    observer.on_event(RunEvent::Log(&format!(
+        "Automatic tuning is starting: steps of {step_s:.0} s measured after read latency is stable, at most {} steps, for the smallest session count that meets {:.1} IOPS within every threshold.",
+        t.max_steps,
+        cfg.target_iops()
+    )));
+    let mut tuning = Tuning::default();
+    let mut last = None;
+    let mut end = None;
+    while let Some(n) = search.next() {
+        let sessions = u32::try_from(n).unwrap_or(MAX_THREADS);
+        let step_cfg = step_config(cfg, sessions);
+        let plan = Plan::search_step(&step_cfg);
+        let mut obs = StepObserver {
+            inner: observer,
+            prefix: format!("Tuning step {} ({sessions} sessions): ", search.steps() + 1),
+        };
+        let r = run_step(&step_cfg, &plan, &mut obs)?;
+        let stable = !r.notes.iter().any(|n| n.starts_with(UNSTABLE));
+        let step = SearchStep::of_result(&r, sessions, stable);
+        let why = if step.pass {
+            "meets every threshold".to_string()
+        } else {
+            format!("fails {}", step.failed_checks.join(", "))
+        };
+        observer.on_event(RunEvent::Log(&format!(
+            "{sessions} sessions have actual {:.1} IOPS (target IOPS: {:.1}): {why}.",
+            step.achieved_iops, step.target_iops
+        )));
+        let interrupted =
+            r.stopped.reason == StopReason::Interrupted || cancel.load(Ordering::Relaxed);
+        let broken = matches!(
+            r.stopped.reason,
+            StopReason::IoError | StopReason::IntegrityError | StopReason::Error
+        );
+        search.record(StepOutcome {
+            value: n,
+            pass: step.pass,
+            achieved_ratio: (step.target_iops > 0.0).then(|| step.achieved_iops / step.target_iops),
+        });
+        tuning.steps.push(step);
+        last = Some(r);
+        if interrupted {
+            end = Some("interrupted");
+            break;
+        }
+        if broken {
+            end = Some("error");
+            break;
+        }
+    }
+    tuning.end = end
+        .unwrap_or(match search.end() {
+            Some(SearchEnd::Converged) | None => "converged",
+            Some(SearchEnd::Bound) => "bound",
+            Some(SearchEnd::Steps) => "steps",
+        })
+        .to_string();
+    tuning.elapsed_s = started.elapsed().as_secs_f64();
+    if end.is_none() {
+        tuning.sessions = search
+            .answer()
+            .map(|a| u32::try_from(a).unwrap_or(MAX_THREADS));
+    }
+    let line = match (tuning.sessions, tuning.end.as_str()) {
+        (Some(s), "steps") => format!(
+            "Automatic tuning used its {} steps: {s} sessions is the smallest count that passed; a smaller one may too.",
+            t.max_steps
+        ),
+        (Some(s), _) => format!(
+            "Automatic tuning chose {s} sessions (the smallest count that meets the target within every threshold), in {:.0} s.",
+            tuning.elapsed_s
+        ),
+        (None, "interrupted") => "Automatic tuning was interrupted.".to_string(),
+        (None, "error") => "Automatic tuning stopped: a step met an error.".to_string(),
+        (None, _) => format!(
+            "Automatic tuning failed: no session count tried (up to {}) meets {:.1} IOPS within every threshold.",
+            tuning.steps.iter().map(|s| s.sessions).max().unwrap_or(0),
+            cfg.target_iops()
+        ),
+    };
+    observer.on_event(RunEvent::Log(&line));
+    Ok(Tuned { tuning, last })
+}

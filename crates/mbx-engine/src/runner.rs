@@ -45,9 +45,10 @@ pub fn execute(
         if !tunes(cfg, plan) {
             return run_test(cfg, plan, &prepared, observer, cancel, wrap);
         }
-        let tuned = crate::tune::tune(cfg, observer, cancel, &mut |c, p, o| {
-            run_test(c, p, &prepared, o, cancel, wrap)
-        })?;
+        let tuned =
+            crate::tune::tune(cfg, observer, cancel, &mbx_io::RealClock, &mut |c, p, o| {
+                run_test(c, p, &prepared, o, cancel, wrap)
+            })?;
         let Some(sessions) = tuned.tuning.sessions else {
             return Ok(untuned_result(cfg, started, tuned));
         };

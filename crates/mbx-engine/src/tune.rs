@@ -8,7 +8,6 @@
 //! X IOPS (target IOPS: T)"), plus why a step failed; the steps go into result.json (`tuning`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 use mbx_config::{RunConfig, MAX_THREADS};
 
@@ -75,11 +74,13 @@ pub type StepRunner<'a> =
     dyn FnMut(&RunConfig, &Plan, &mut dyn Observer) -> Result<RunResult, EngineError> + 'a;
 
 /// Runs automatic tuning for `cfg` (whose `threads` is 0). `run_step` runs one step's plan
-/// with its configuration and returns its result (an error ends tuning with it).
+/// with its configuration and returns its result (an error ends tuning with it); `clock` is the
+/// steps' clock (the time budget `tuning.max_s` is counted on it).
 pub fn tune(
     cfg: &RunConfig,
     observer: &mut dyn Observer,
     cancel: &AtomicBool,
+    clock: &dyn mbx_io::Clock,
     run_step: &mut StepRunner<'_>,
 ) -> Result<Tuned, EngineError> {
     let t = &cfg.tuning;
@@ -97,7 +98,7 @@ pub fn tune(
         resolution: 0.0,
         max_steps: t.max_steps as usize,
     });
-    let started = Instant::now();
+    let started = clock.now();
     let step_s = t.step_for(cfg.duration_s);
     observer.on_event(RunEvent::Log(&format!(
         "Automatic tuning is starting: steps of {step_s:.0} s measured after read latency is stable, at most {} steps, for the smallest session count that meets {:.1} IOPS within every threshold.",
@@ -107,7 +108,15 @@ pub fn tune(
     let mut tuning = Tuning::default();
     let mut last = None;
     let mut end = None;
+    let mut last_step = std::time::Duration::ZERO;
     while let Some(n) = search.next() {
+        // The time budget: a step that would end past it by the last one's length is not run.
+        let elapsed = clock.now().saturating_duration_since(started);
+        if !last_step.is_zero() && (elapsed + last_step).as_secs_f64() > t.max_s {
+            end = Some("time");
+            break;
+        }
+        let step_started = clock.now();
         let sessions = u32::try_from(n).unwrap_or(MAX_THREADS);
         let step_cfg = step_config(cfg, sessions);
         let plan = Plan::search_step(&step_cfg);
@@ -140,6 +149,7 @@ pub fn tune(
         });
         tuning.steps.push(step);
         last = Some(r);
+        last_step = clock.now().saturating_duration_since(step_started);
         if interrupted {
             end = Some("interrupted");
             break;
@@ -156,8 +166,8 @@ pub fn tune(
             Some(SearchEnd::Steps) => "steps",
         })
         .to_string();
-    tuning.elapsed_s = started.elapsed().as_secs_f64();
-    if end.is_none() {
+    tuning.elapsed_s = clock.now().saturating_duration_since(started).as_secs_f64();
+    if matches!(end, None | Some("time")) {
         tuning.sessions = search
             .answer()
             .map(|a| u32::try_from(a).unwrap_or(MAX_THREADS));
@@ -166,6 +176,10 @@ pub fn tune(
         (Some(s), "steps") => format!(
             "Automatic tuning used its {} steps: {s} sessions is the smallest count that passed; a smaller one may too.",
             t.max_steps
+        ),
+        (Some(s), "time") => format!(
+            "Automatic tuning used its {:.0} s: {s} sessions is the smallest count that passed; a smaller one may too.",
+            t.max_s
         ),
         (Some(s), _) => format!(
             "Automatic tuning chose {s} sessions (the smallest count that meets the target within every threshold), in {:.0} s.",

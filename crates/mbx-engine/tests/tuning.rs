@@ -133,9 +133,14 @@ fn tuning_picks_the_smallest_session_count_that_passes() {
     let mut sim = Sim::new(model);
     let cfg = config(3000.0);
     let mut lines = Lines::default();
-    let tuned = tune(&cfg, &mut lines, &AtomicBool::new(false), &mut |c, p, o| {
-        sim.step(c, p, o)
-    })
+    let clock = sim.clock.clone();
+    let tuned = tune(
+        &cfg,
+        &mut lines,
+        &AtomicBool::new(false),
+        &*clock,
+        &mut |c, p, o| sim.step(c, p, o),
+    )
     .expect("tuning");
     let t = &tuned.tuning;
     for s in &t.steps {
@@ -181,9 +186,14 @@ fn tuning_fails_clearly_when_no_count_meets_the_target() {
     let mut cfg = config(3000.0);
     cfg.tuning.max_steps = 3;
     let mut lines = Lines::default();
-    let tuned = tune(&cfg, &mut lines, &AtomicBool::new(false), &mut |c, p, o| {
-        sim.step(c, p, o)
-    })
+    let clock = sim.clock.clone();
+    let tuned = tune(
+        &cfg,
+        &mut lines,
+        &AtomicBool::new(false),
+        &*clock,
+        &mut |c, p, o| sim.step(c, p, o),
+    )
     .expect("tuning");
     let t = &tuned.tuning;
     assert_eq!(t.sessions, None, "{t:#?}");
@@ -197,4 +207,35 @@ fn tuning_fails_clearly_when_no_count_meets_the_target() {
         last.starts_with("Automatic tuning failed: no session count tried"),
         "{last}"
     );
+}
+
+#[test]
+fn tuning_stops_within_its_time_budget_with_the_best_count_so_far() {
+    let model = LatencyModel::uniform(Latency::fixed(ms(2)))
+        .reads(Latency::fixed(ms(10)))
+        .log_writes(Latency::fixed(ms(1)));
+    let mut sim = Sim::new(model);
+    let mut cfg = config(3000.0);
+    // The unbounded search above takes 5 steps of about 15 simulated seconds: 40 s allows 2.
+    cfg.tuning.max_s = 40.0;
+    cfg.tuning.start = 16;
+    let clock = sim.clock.clone();
+    let t0 = clock.elapsed();
+    let mut lines = Lines::default();
+    let tuned = tune(
+        &cfg,
+        &mut lines,
+        &AtomicBool::new(false),
+        &*clock,
+        &mut |c, p, o| sim.step(c, p, o),
+    )
+    .expect("tuning");
+    let t = &tuned.tuning;
+    assert_eq!(t.end, "time", "{t:#?}");
+    assert!(t.elapsed_s <= 40.0, "{t:#?}");
+    assert!((clock.elapsed() - t0).as_secs_f64() <= 40.0);
+    assert_eq!(t.steps[0].sessions, 16);
+    assert_eq!(t.sessions, Some(16), "the only pass so far");
+    let last = lines.0.last().expect("a line");
+    assert!(last.starts_with("Automatic tuning used its 40 s"), "{last}");
 }

@@ -78,7 +78,8 @@ pub struct Tuning {
     /// The session count chosen (the smallest that passed), if any did.
     pub sessions: Option<u32>,
     /// Why the search ended: "converged" (a pass next to a fail), "bound" (no count up to the
-    /// most sessions passed), "steps" (the step budget ran out), "interrupted" or "error".
+    /// most sessions passed), "steps" (the step budget ran out), "time" (`tuning.max_s` ran
+    /// out), "interrupted" or "error".
     pub end: String,
     /// Seconds the tuning took, wall clock.
     pub elapsed_s: f64,

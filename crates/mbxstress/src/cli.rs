@@ -279,8 +279,8 @@ pub struct RunArgs {
     /// suppresses tuning.
     #[arg(long, value_name = "N|auto", value_parser = parse_threads, allow_negative_numbers = true)]
     pub threads: Option<u32>,
-    /// Measured length of each automatic tuning step (1s..=1h) [default: the duration / 40,
-    /// within 5s..=3m]; the step first waits for stable read latency (at most as long again).
+    /// Measured length of each automatic tuning step (1s..=1h) [default: the duration / 120,
+    /// within 5s..=1m]; the step first waits for stable read latency (at most as long again).
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub tuning_step: Option<std::time::Duration>,
     /// Measured duration, e.g. 90s, 30m, 2h (1s..=30d) [default: 60s for the demonstration].

@@ -11,6 +11,7 @@
 pub mod cache;
 mod db;
 mod exec;
+pub mod findmax;
 pub mod host;
 pub mod model;
 mod phase;
@@ -41,7 +42,7 @@ use exec::{Engine, Settings};
 pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec};
 use reactor::Reactor;
 use result::*;
-pub use runner::{execute, tunes, Executed};
+pub use runner::{execute, execute_find_max, tunes, Executed};
 use stats::{Counter, Stream};
 use workload::pacing::{Pacer, PacerConfig};
 use workload::session::Workload;

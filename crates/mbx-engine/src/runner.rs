@@ -180,6 +180,28 @@ fn attach_databases(
     Ok(out)
 }
 
+/// find-max from start to end: the databases made ready (created, resumed or attached, as for
+/// a Performance test), then [`crate::findmax::find_max`] with each step run on them.
+pub fn execute_find_max(
+    cfg: &RunConfig,
+    spec: crate::findmax::FindMaxSpec,
+    specs: &[DatabaseSpec],
+    create: &CreateParams,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+) -> Result<crate::findmax::Found, EngineError> {
+    let plan = Plan::search_step(cfg);
+    let prepared = ready_databases(&plan, specs, create, observer, cancel)?;
+    crate::findmax::find_max(
+        cfg,
+        spec,
+        observer,
+        cancel,
+        &mbx_io::RealClock,
+        &mut |c, p, o| run_test(c, p, &prepared, o, cancel, None),
+    )
+}
+
 /// Whether `plan` tunes its session count first: a Performance or Stress test without a thread
 /// count (Jetstress's default; `SuppressTuning` is a thread count).
 pub fn tunes(cfg: &RunConfig, plan: &Plan) -> bool {

@@ -6,7 +6,7 @@
 //!
 //! The strategy, for both directions:
 //! - **Ramp.** From the start value, jump towards the boundary: by a factor
-//!   ([`SearchSpec::growth`]) or, going up after a step that fell short of its target, by the
+//!   ([`SearchSpec::growth`]) or, when tuning goes up after a step that fell short of its target, by the
 //!   estimate its achievement gives (a step that reached 40% of its target with 4 sessions
 //!   suggests 12 with a 20% margin, since each session carries its share: Little's law at
 //!   constant latency), bounded to the growth factor and at least one more than before.
@@ -208,7 +208,7 @@ impl Search {
                 }
                 let factor = match last.achieved_ratio {
                     // A step that fell short says how far off it was: aim a little past it.
-                    Some(r) if up && r.is_finite() && r > 0.0 && r < 1.0 => {
+                    Some(r) if up && smallest && r.is_finite() && r > 0.0 && r < 1.0 => {
                         (1.2 / r).clamp(1.0, s.growth)
                     }
                     _ if up => s.growth,

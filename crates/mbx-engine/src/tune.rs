@@ -51,13 +51,18 @@ impl Observer for StepObserver<'_> {
     }
 }
 
-/// Whether a test-log line is one of tuning's own (what a terminal shows while it tunes): its
-/// start, a step's outcome and its end.
+/// Whether a test-log line is one of tuning's or find-max's own (what a terminal shows while
+/// they search): the start, a step's outcome and the end.
 pub fn is_tuning_line(line: &str) -> bool {
+    let counted = |sep: &str| {
+        line.split_once(sep)
+            .is_some_and(|(n, _)| n.parse::<u64>().is_ok())
+    };
     line.starts_with("Automatic tuning")
-        || line
-            .split_once(" sessions have actual ")
-            .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+        || line.starts_with("find-max: ")
+        || line.starts_with("find-max is starting")
+        || counted(" sessions have actual ")
+        || counted(" mailboxes (")
 }
 
 /// The configuration of a step at `sessions` sessions: the test's, measured for the step's
@@ -72,6 +77,114 @@ pub fn step_config(cfg: &RunConfig, sessions: u32) -> RunConfig {
 /// Runs one step: its configuration and plan, the observer its events go to; gives its result.
 pub type StepRunner<'a> =
     dyn FnMut(&RunConfig, &Plan, &mut dyn Observer) -> Result<RunResult, EngineError> + 'a;
+
+/// "meets every threshold" or "fails" and the checks that failed.
+pub(crate) fn outcome(s: &SearchStep) -> String {
+    if s.pass {
+        "meets every threshold".to_string()
+    } else {
+        format!("fails {}", s.failed_checks.join(", "))
+    }
+}
+
+/// How [`drive`] sets up and logs the steps of a search.
+pub(crate) struct Driver<'a> {
+    /// The strategy.
+    pub search: &'a mut Search,
+    /// Time budget, seconds on the steps' clock.
+    pub max_s: f64,
+    /// The configuration of the step at a value, and its sessions.
+    pub config: &'a dyn Fn(u64) -> (RunConfig, u32),
+    /// The prefix of a step's own log lines (step number from 1, value).
+    pub prefix: &'a dyn Fn(usize, u64) -> String,
+    /// The line logged after a step.
+    pub line: &'a dyn Fn(&SearchStep) -> String,
+}
+
+/// What [`drive`] ran and found.
+pub(crate) struct Driven {
+    pub steps: Vec<SearchStep>,
+    /// The last step's result.
+    pub last: Option<RunResult>,
+    /// "converged", "bound", "steps", "time", "interrupted" or "error".
+    pub end: &'static str,
+    /// The best passing value (none after an interruption or an error).
+    pub answer: Option<u64>,
+    pub elapsed_s: f64,
+}
+
+/// Runs a search's steps ([`Plan::search_step`] at each value the search proposes) until it
+/// ends, the time budget would be passed, the user interrupts or a step meets an error.
+pub(crate) fn drive(
+    d: Driver<'_>,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+    clock: &dyn mbx_io::Clock,
+    run_step: &mut StepRunner<'_>,
+) -> Result<Driven, EngineError> {
+    let started = clock.now();
+    let mut steps = Vec::new();
+    let mut last = None;
+    let mut end = None;
+    let mut last_step = std::time::Duration::ZERO;
+    while let Some(n) = d.search.next() {
+        // The time budget: a step that would end past it by the last one's length is not run.
+        let elapsed = clock.now().saturating_duration_since(started);
+        if !last_step.is_zero() && (elapsed + last_step).as_secs_f64() > d.max_s {
+            end = Some("time");
+            break;
+        }
+        let step_started = clock.now();
+        let (step_cfg, sessions) = (d.config)(n);
+        let plan = Plan::search_step(&step_cfg);
+        let mut obs = StepObserver {
+            inner: observer,
+            prefix: (d.prefix)(d.search.steps() + 1, n),
+        };
+        let r = run_step(&step_cfg, &plan, &mut obs)?;
+        let stable = !r.notes.iter().any(|n| n.starts_with(UNSTABLE));
+        let mut step = SearchStep::of_result(&r, sessions, stable);
+        step.mailboxes = step_cfg.profile.mailboxes;
+        observer.on_event(RunEvent::Log(&(d.line)(&step)));
+        let interrupted =
+            r.stopped.reason == StopReason::Interrupted || cancel.load(Ordering::Relaxed);
+        let broken = matches!(
+            r.stopped.reason,
+            StopReason::IoError | StopReason::IntegrityError | StopReason::Error
+        );
+        d.search.record(StepOutcome {
+            value: n,
+            pass: step.pass,
+            achieved_ratio: (step.target_iops > 0.0).then(|| step.achieved_iops / step.target_iops),
+        });
+        steps.push(step);
+        last = Some(r);
+        last_step = clock.now().saturating_duration_since(step_started);
+        if interrupted {
+            end = Some("interrupted");
+            break;
+        }
+        if broken {
+            end = Some("error");
+            break;
+        }
+    }
+    let answer = match end {
+        None | Some("time") => d.search.answer(),
+        _ => None,
+    };
+    Ok(Driven {
+        steps,
+        last,
+        end: end.unwrap_or(match d.search.end() {
+            Some(SearchEnd::Converged) | None => "converged",
+            Some(SearchEnd::Bound) => "bound",
+            Some(SearchEnd::Steps) => "steps",
+        }),
+        answer,
+        elapsed_s: clock.now().saturating_duration_since(started).as_secs_f64(),
+    })
+}
 
 /// Runs automatic tuning for `cfg` (whose `threads` is 0). `run_step` runs one step's plan
 /// with its configuration and returns its result (an error ends tuning with it); `clock` is the
@@ -98,80 +211,45 @@ pub fn tune(
         resolution: 0.0,
         max_steps: t.max_steps as usize,
     });
-    let started = clock.now();
     let step_s = t.step_for(cfg.duration_s);
     observer.on_event(RunEvent::Log(&format!(
         "Automatic tuning is starting: steps of {step_s:.0} s measured after read latency is stable, at most {} steps, for the smallest session count that meets {:.1} IOPS within every threshold.",
         t.max_steps,
         cfg.target_iops()
     )));
-    let mut tuning = Tuning::default();
-    let mut last = None;
-    let mut end = None;
-    let mut last_step = std::time::Duration::ZERO;
-    while let Some(n) = search.next() {
-        // The time budget: a step that would end past it by the last one's length is not run.
-        let elapsed = clock.now().saturating_duration_since(started);
-        if !last_step.is_zero() && (elapsed + last_step).as_secs_f64() > t.max_s {
-            end = Some("time");
-            break;
-        }
-        let step_started = clock.now();
-        let sessions = u32::try_from(n).unwrap_or(MAX_THREADS);
-        let step_cfg = step_config(cfg, sessions);
-        let plan = Plan::search_step(&step_cfg);
-        let mut obs = StepObserver {
-            inner: observer,
-            prefix: format!("Tuning step {} ({sessions} sessions): ", search.steps() + 1),
-        };
-        let r = run_step(&step_cfg, &plan, &mut obs)?;
-        let stable = !r.notes.iter().any(|n| n.starts_with(UNSTABLE));
-        let step = SearchStep::of_result(&r, sessions, stable);
-        let why = if step.pass {
-            "meets every threshold".to_string()
-        } else {
-            format!("fails {}", step.failed_checks.join(", "))
-        };
-        observer.on_event(RunEvent::Log(&format!(
-            "{sessions} sessions have actual {:.1} IOPS (target IOPS: {:.1}): {why}.",
-            step.achieved_iops, step.target_iops
-        )));
-        let interrupted =
-            r.stopped.reason == StopReason::Interrupted || cancel.load(Ordering::Relaxed);
-        let broken = matches!(
-            r.stopped.reason,
-            StopReason::IoError | StopReason::IntegrityError | StopReason::Error
-        );
-        search.record(StepOutcome {
-            value: n,
-            pass: step.pass,
-            achieved_ratio: (step.target_iops > 0.0).then(|| step.achieved_iops / step.target_iops),
-        });
-        tuning.steps.push(step);
-        last = Some(r);
-        last_step = clock.now().saturating_duration_since(step_started);
-        if interrupted {
-            end = Some("interrupted");
-            break;
-        }
-        if broken {
-            end = Some("error");
-            break;
-        }
-    }
-    tuning.end = end
-        .unwrap_or(match search.end() {
-            Some(SearchEnd::Converged) | None => "converged",
-            Some(SearchEnd::Bound) => "bound",
-            Some(SearchEnd::Steps) => "steps",
-        })
-        .to_string();
-    tuning.elapsed_s = clock.now().saturating_duration_since(started).as_secs_f64();
-    if matches!(end, None | Some("time")) {
-        tuning.sessions = search
-            .answer()
-            .map(|a| u32::try_from(a).unwrap_or(MAX_THREADS));
-    }
+    let driven = drive(
+        Driver {
+            search: &mut search,
+            max_s: t.max_s,
+            config: &|n| {
+                let sessions = u32::try_from(n).unwrap_or(MAX_THREADS);
+                (step_config(cfg, sessions), sessions)
+            },
+            prefix: &|i, n| format!("Tuning step {i} ({n} sessions): "),
+            line: &|s| {
+                format!(
+                    "{} sessions have actual {:.1} IOPS (target IOPS: {:.1}): {}.",
+                    s.sessions,
+                    s.achieved_iops,
+                    s.target_iops,
+                    outcome(s)
+                )
+            },
+        },
+        observer,
+        cancel,
+        clock,
+        run_step,
+    )?;
+    let tuning = Tuning {
+        steps: driven.steps,
+        sessions: driven
+            .answer
+            .map(|a| u32::try_from(a).unwrap_or(MAX_THREADS)),
+        end: driven.end.to_string(),
+        elapsed_s: driven.elapsed_s,
+    };
+    let last = driven.last;
     let line = match (tuning.sessions, tuning.end.as_str()) {
         (Some(s), "steps") => format!(
             "Automatic tuning used its {} steps: {s} sessions is the smallest count that passed; a smaller one may too.",

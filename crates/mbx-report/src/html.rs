@@ -400,6 +400,46 @@ pub fn render(run: &RunFolder) -> String {
     markup.into_string()
 }
 
+/// find-max.html: the answer, the curve of steps (a table and charts against the target) and
+/// the configuration.
+pub fn render_find_max(f: &mbx_result::FindMax) -> String {
+    let cfg = &f.config;
+    let markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="generator" content="mbxstress";
+                title { "mbxstress find-max: " (f.machine) }
+                style { (PreEscaped(CSS)) }
+            }
+            body {
+                h1 { "mbxstress find-max" }
+                @match (f.mailboxes, f.iops) {
+                    (Some(m), Some(iops)) => {
+                        p.pass { (m) " mailboxes at " (f.iops_per_mailbox) " IOPS per mailbox (" (format!("{iops:.1}")) " transactional IOPS) is the largest count whose load passed every threshold." }
+                    }
+                    _ => { p.fail { "No mailbox count passed every threshold." } }
+                }
+                (kv(&[
+                    ("Machine Name", f.machine.clone()),
+                    ("Start", f.start.clone()),
+                    ("mbxstress Version", f.tool_version.clone()),
+                    ("Search", format!("{} steps, ended: {}, {:.0} s", f.steps.len(), f.end, f.elapsed_s)),
+                    ("Databases", format!("{} database(s) sized for {} mailboxes x {} MB, {} cop{}", cfg.profile.databases, cfg.profile.mailboxes, cfg.profile.mailbox_quota_mb, cfg.profile.copies_per_database, if cfg.profile.copies_per_database == 1 { "y" } else { "ies" })),
+                    ("Thresholds", format!("read avg {} / max {} ms, log write avg {} / max {} ms, stalls {}/s, IOPS within {}% of target", cfg.thresholds.db_read_avg_ms, cfg.thresholds.db_read_max_ms, cfg.thresholds.log_write_avg_ms, cfg.thresholds.log_write_max_ms, cfg.thresholds.page_fault_stalls_per_s, cfg.thresholds.iops_margin * 100.0)),
+                ]))
+                p.note { "Each step is a short Performance run on the same databases at the target of its mailbox count: attain the cache, wait until read latency is stable, measure. Confirm the answer with a full-length run (`mbxstress run --mailboxes N`)." }
+                h2 { "Steps" }
+                (crate::steps::section(&f.steps, crate::steps::Axis::TargetIops))
+                h2 { "Resolved Configuration" }
+                pre { (serde_json::to_string_pretty(cfg).unwrap_or_default()) }
+            }
+        }
+    };
+    markup.into_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::{errors_per_instance, errors_per_volume};

@@ -20,4 +20,4 @@ pub use mbx_config::{Profile, RunConfig, TestKind};
 pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
 pub use run::*;
 pub use sample::{Sample, SampleHost, SampleInstance};
-pub use search::{SearchStep, Tuning};
+pub use search::{FindMax, SearchStep, Tuning, FIND_MAX_SCHEMA};

@@ -84,3 +84,40 @@ pub struct Tuning {
     /// Seconds the tuning took, wall clock.
     pub elapsed_s: f64,
 }
+
+/// The schema of find-max.json.
+pub const FIND_MAX_SCHEMA: &str = "mbxstress.find-max/1";
+
+/// What `mbxstress find-max` found (find-max.json): the largest mailbox count at the profile's
+/// IOPS per mailbox that passed every threshold, and the curve of steps that shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindMax {
+    /// [`FIND_MAX_SCHEMA`].
+    #[serde(default)]
+    pub schema: String,
+    /// Machine the search ran on.
+    #[serde(default)]
+    pub machine: String,
+    /// mbxstress version.
+    #[serde(default)]
+    pub tool_version: String,
+    /// Start, RFC 3339.
+    #[serde(default)]
+    pub start: String,
+    /// The answer: the largest passing mailbox count (none when no count passed).
+    pub mailboxes: Option<u64>,
+    /// Its transactional IOPS (mailboxes x IOPS per mailbox).
+    pub iops: Option<f64>,
+    /// IOPS per mailbox of the profile.
+    pub iops_per_mailbox: f64,
+    /// The steps, in the order they ran (`STEP` as in `tuning.steps`).
+    pub steps: Vec<SearchStep>,
+    /// Why the search ended: "converged", "bound" (every count passed up to the most the
+    /// target range allows, or none down to 1), "steps", "time", "interrupted" or "error".
+    pub end: String,
+    /// Seconds the search took.
+    pub elapsed_s: f64,
+    /// The configuration (its profile is where the search started; the databases' size).
+    #[serde(deserialize_with = "crate::read_config_leniently")]
+    pub config: crate::RunConfig,
+}

@@ -41,6 +41,11 @@ pub enum Command {
     /// Jetstress's thresholds (with no arguments: a quick demonstration, about 2 minutes).
     #[command(after_help = RUN_HELP)]
     Run(RunArgs),
+    /// How many mailboxes can this storage carry? The largest mailbox count, at the profile's
+    /// IOPS per mailbox, that passes every threshold: a ramp then a bisection of short measured
+    /// steps on the same databases (run flags apply; --tuning-step sets a step's length).
+    #[command(name = "find-max", after_help = FIND_MAX_HELP)]
+    FindMax(FindMaxArgs),
     /// Write another tool's configuration for the same test (today: Jetstress's XML), so the
     /// test can be run there side by side.
     #[command(subcommand)]
@@ -150,6 +155,38 @@ pub struct EsrpArgs {
     /// Print JSON (servers, aggregate, backup, soft_recovery, discrepancies).
     #[arg(long)]
     pub json: bool,
+}
+
+const FIND_MAX_HELP: &str = "\
+Each step is a short Performance run (attain the cache, wait until every instance's read latency
+is stable, measure for --tuning-step) at the target of its mailbox count, with --threads sessions
+or one per 25 IOPS of target. The databases are prepared once for --mailboxes x --quota-mb.
+Outputs in --out: find-max.json (the answer and every step: IOPS and latency percentiles),
+find-max.html (table and charts), test.log. Exit 0 with an answer, 1 when no count passed.
+
+Example: mbxstress find-max --mailboxes 1000 --iops-per-mailbox 0.12 --quota-mb 10 --databases 2";
+
+/// `find-max` flags: the run flags, plus the search's.
+#[derive(Debug, clap::Args)]
+pub struct FindMaxArgs {
+    /// The run flags (profile, paths, thresholds...); --mailboxes is where the ramp starts.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Most steps (1..=64).
+    #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub max_steps: u32,
+    /// Stop when a passing and a failing count are within this percent of each other (0.1..=50).
+    #[arg(long, value_name = "PCT", default_value_t = 2.0, value_parser = parse_resolution)]
+    pub resolution_pct: f64,
+}
+
+fn parse_resolution(s: &str) -> Result<f64, String> {
+    let v = parse_number(s)?;
+    if (0.1..=50.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside 0.1..=50"))
+    }
 }
 
 const RUN_HELP: &str = "\

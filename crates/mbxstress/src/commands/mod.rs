@@ -4,6 +4,7 @@ mod compare;
 mod engine;
 mod esrp;
 mod export;
+mod findmax;
 mod import;
 mod iobench;
 mod jetstress;
@@ -23,6 +24,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Export(cmd) => export::run(cmd),
+        Command::FindMax(args) => findmax::run(args),
         Command::Size(args) => size::run(args),
         Command::Prepare(args) => prepare::run(args),
         Command::Verify(args) => verify::run(args),

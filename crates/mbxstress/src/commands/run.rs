@@ -106,8 +106,10 @@ pub(crate) fn resolve_for(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunC
 }
 
 /// Files a run writes into its results folder.
-const RESULT_FILES: [&str; 6] = [
+const RESULT_FILES: [&str; 8] = [
     "result.json",
+    "find-max.json",
+    "find-max.html",
     "test.log",
     "samples.jsonl",
     "report.html",
@@ -221,7 +223,7 @@ pub(crate) fn config_sets(path: &std::path::Path, key: &str) -> bool {
     value.is_some()
 }
 
-fn results_dir(out: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub(crate) fn results_dir(out: Option<&Path>) -> anyhow::Result<PathBuf> {
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None => {
@@ -247,20 +249,20 @@ fn results_dir(out: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 /// Persists and renders engine events: test.log and samples.jsonl are written (and flushed) as
 /// events arrive, so a crash loses at most the current interval.
-struct RunObserver {
+pub(crate) struct RunObserver {
     log: BufWriter<File>,
     samples: BufWriter<File>,
     mode: String,
     tty: bool,
     last_line_len: usize,
     last_plain: f64,
-    errors: Vec<String>,
+    pub(crate) errors: Vec<String>,
     /// The database creation progress bar (human mode only).
     create: crate::progress::CreateProgress,
 }
 
 impl RunObserver {
-    fn new(dir: &Path, mode: &str, databases: usize) -> anyhow::Result<Self> {
+    pub(crate) fn new(dir: &Path, mode: &str, databases: usize) -> anyhow::Result<Self> {
         let open = |name: &str| -> anyhow::Result<BufWriter<File>> {
             let path = dir.join(name);
             let f = fs_err::OpenOptions::new()
@@ -284,7 +286,7 @@ impl RunObserver {
     }
 
     /// Removes the creation progress bar, if one is shown.
-    fn finish_preparing(&self) {
+    pub(crate) fn finish_preparing(&self) {
         self.create.finish();
     }
 
@@ -305,7 +307,7 @@ impl RunObserver {
         }
     }
 
-    fn clear_status(&mut self) {
+    pub(crate) fn clear_status(&mut self) {
         if self.tty && self.last_line_len > 0 {
             errp!("\r{:width$}\r", "", width = self.last_line_len);
             self.last_line_len = 0;
@@ -368,7 +370,7 @@ impl RunObserver {
     }
 }
 
-fn fmt_secs(s: f64) -> String {
+pub(crate) fn fmt_secs(s: f64) -> String {
     mbx_engine::human_duration(std::time::Duration::from_secs_f64(s.max(0.0)))
 }
 

@@ -2,6 +2,7 @@
 
 mod common;
 mod devices;
+mod findmax;
 mod inputs;
 mod iobench;
 mod jetstress;

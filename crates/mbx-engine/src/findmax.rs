@@ -1,0 +1,193 @@
+//! find-max: the largest mailbox count, at the profile's IOPS per mailbox, whose load passes
+//! every threshold, on the same databases. A ramp from the profile's count (doubling while
+//! steps pass, halving while they fail) then a bisection to within a resolution, each step a
+//! short measured run ([`Plan::search_step`]) at that count's target; the curve (achieved IOPS
+//! and latency percentiles at every step) is the evidence.
+//!
+//! The databases stay as prepared (sized for the profile's mailboxes): a step stands for `m`
+//! mailboxes by its target, `m` x IOPS per mailbox, spread over the same pages. The sessions of
+//! a step are the configuration's `threads`, or enough for the target at the read-latency
+//! threshold: one per [`IOPS_PER_SESSION`] of target, at least 4 per database.
+
+use std::sync::atomic::AtomicBool;
+
+use mbx_config::{RunConfig, MAX_TARGET_IOPS, MAX_THREADS};
+
+use crate::result::{FindMax, RunResult};
+use crate::search::{Direction, Search, SearchSpec};
+use crate::tune::{drive, outcome, Driver, StepRunner};
+use crate::{EngineError, Observer, RunEvent};
+
+/// Target IOPS one session is given when find-max chooses the sessions: a session at the
+/// 20 ms read-latency threshold, with about 2.5 reads per transaction done one after the other
+/// plus the writes they cause, carries about 50; half that leaves room.
+pub const IOPS_PER_SESSION: f64 = 25.0;
+
+/// How a find-max search runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FindMaxSpec {
+    /// Most steps.
+    pub max_steps: usize,
+    /// The search ends when its bracket is at most this fraction of the answer wide.
+    pub resolution: f64,
+    /// Longest search, seconds.
+    pub max_s: f64,
+}
+
+impl Default for FindMaxSpec {
+    fn default() -> Self {
+        FindMaxSpec {
+            max_steps: 12,
+            resolution: 0.02,
+            max_s: 4.0 * 3600.0,
+        }
+    }
+}
+
+/// The sessions of a find-max step at `target_iops`.
+pub fn sessions_for(cfg: &RunConfig, target_iops: f64) -> u32 {
+    if cfg.threads > 0 {
+        return cfg.threads;
+    }
+    let least = cfg
+        .profile
+        .databases
+        .saturating_mul(4)
+        .clamp(1, MAX_THREADS);
+    let want = (target_iops / IOPS_PER_SESSION).ceil();
+    if want.is_finite() && want > 0.0 {
+        (want.min(f64::from(MAX_THREADS)) as u32).clamp(least, MAX_THREADS)
+    } else {
+        least
+    }
+}
+
+/// The configuration of a find-max step standing for `mailboxes` mailboxes: the target
+/// `mailboxes` x IOPS per mailbox on the profile's databases (same mailbox count and size),
+/// measured for the tuning step's length.
+pub fn step_config(cfg: &RunConfig, mailboxes: u64) -> RunConfig {
+    let mut c = cfg.clone();
+    let target = mailboxes as f64 * cfg.profile.iops_per_mailbox;
+    c.profile.iops_per_mailbox = target / cfg.profile.mailboxes.max(1) as f64;
+    c.threads = sessions_for(cfg, target);
+    c.duration_s = cfg.tuning.step_for(cfg.duration_s);
+    c
+}
+
+/// The mailboxes a target stands for at `ipm` IOPS per mailbox.
+fn mailboxes_of(target_iops: f64, ipm: f64) -> u64 {
+    if ipm > 0.0 && target_iops.is_finite() && target_iops >= 0.0 {
+        (target_iops / ipm).round().min(u64::MAX as f64) as u64
+    } else {
+        0
+    }
+}
+
+/// What find-max found, and the last step's result (for a caller that reports it).
+#[derive(Debug)]
+pub struct Found {
+    /// The record (find-max.json).
+    pub find_max: FindMax,
+    /// The last step's result.
+    pub last: Option<RunResult>,
+}
+
+/// Runs find-max for `cfg` (its profile's mailboxes are where the ramp starts).
+pub fn find_max(
+    cfg: &RunConfig,
+    spec: FindMaxSpec,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+    clock: &dyn mbx_io::Clock,
+    run_step: &mut StepRunner<'_>,
+) -> Result<Found, EngineError> {
+    let ipm = cfg.profile.iops_per_mailbox;
+    let max = if ipm > 0.0 {
+        (MAX_TARGET_IOPS / ipm).floor().min(u64::MAX as f64) as u64
+    } else {
+        1
+    };
+    let mut search = Search::new(SearchSpec {
+        direction: Direction::LargestPassing,
+        start: cfg.profile.mailboxes,
+        min: 1,
+        max,
+        growth: 2.0,
+        resolution: spec.resolution,
+        max_steps: spec.max_steps,
+    });
+    let started = clock.wall();
+    observer.on_event(RunEvent::Log(&format!(
+        "find-max is starting: from {} mailboxes x {} IOPS, steps of {:.0} s measured after read latency is stable, at most {} steps, to within {:.0}%.",
+        cfg.profile.mailboxes,
+        ipm,
+        cfg.tuning.step_for(cfg.duration_s),
+        spec.max_steps,
+        spec.resolution * 100.0
+    )));
+    let driven = drive(
+        Driver {
+            search: &mut search,
+            max_s: spec.max_s,
+            config: &|m| {
+                let c = step_config(cfg, m);
+                let sessions = c.threads;
+                (c, sessions)
+            },
+            prefix: &|i, m| format!("find-max step {i} ({m} mailboxes): "),
+            line: &|s| {
+                format!(
+                    "{} mailboxes ({} sessions) have actual {:.1} IOPS (target IOPS: {:.1}), database reads {:.2} ms average, {:.2} ms p99: {}.",
+                    mailboxes_of(s.target_iops, ipm),
+                    s.sessions,
+                    s.achieved_iops,
+                    s.target_iops,
+                    s.db_read_avg_ms,
+                    s.db_read_p99_ms,
+                    outcome(s)
+                )
+            },
+        },
+        observer,
+        cancel,
+        clock,
+        run_step,
+    )?;
+    let mut steps = driven.steps;
+    // A step stands for the mailboxes its target is, not the databases' mailbox count.
+    for s in &mut steps {
+        s.mailboxes = mailboxes_of(s.target_iops, ipm);
+    }
+    let answer = driven.answer;
+    let line = match answer {
+        Some(m) => format!(
+            "find-max: {m} mailboxes ({:.1} IOPS) is the largest count that passed every threshold ({}, {} steps, {:.0} s).",
+            m as f64 * ipm,
+            driven.end,
+            steps.len(),
+            driven.elapsed_s
+        ),
+        None => format!(
+            "find-max: no mailbox count passed ({}, {} steps).",
+            driven.end,
+            steps.len()
+        ),
+    };
+    observer.on_event(RunEvent::Log(&line));
+    Ok(Found {
+        find_max: FindMax {
+            schema: crate::result::FIND_MAX_SCHEMA.into(),
+            machine: crate::hostname(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            start: crate::rfc3339(started),
+            mailboxes: answer,
+            iops: answer.map(|m| m as f64 * ipm),
+            iops_per_mailbox: ipm,
+            steps,
+            end: driven.end.to_string(),
+            elapsed_s: driven.elapsed_s,
+            config: cfg.clone(),
+        },
+        last: driven.last,
+    })
+}

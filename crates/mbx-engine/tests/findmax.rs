@@ -1,0 +1,68 @@
+//! find-max on the simulated device (issue 12): it returns the known capacity of the device
+//! model within 5%.
+
+#[path = "support/steps.rs"]
+mod steps;
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use mbx_engine::findmax::{find_max, FindMaxSpec};
+use mbx_io::sim::{Latency, LatencyModel};
+use steps::{config, Lines, Sim};
+
+#[test]
+fn find_max_returns_the_known_capacity_of_the_model() {
+    // Four requests at a time, database reads and writes 10 ms each, log writes and everything
+    // else free: the database can do 400 transactional I/Os per second, whatever the sessions.
+    let ten = Latency::fixed(Duration::from_millis(10));
+    let model = LatencyModel::uniform(Latency::ZERO)
+        .reads(ten)
+        .writes(ten)
+        .channels(4);
+    let mut sim = Sim::new(model);
+    // 100 mailboxes x 1 IOPS to start; the verdict's limits are the capacity, not latency
+    // (queueing at saturation would fail a latency threshold first): achieved IOPS within 1%.
+    let mut cfg = config(100.0);
+    cfg.profile.mailboxes = 100;
+    cfg.profile.iops_per_mailbox = 1.0;
+    cfg.bdm = false;
+    cfg.threads = 64;
+    cfg.thresholds.iops_margin = 0.01;
+    cfg.thresholds.db_read_avg_ms = 100_000.0;
+    cfg.thresholds.db_read_max_ms = 100_000.0;
+    cfg.thresholds.log_write_avg_ms = 100_000.0;
+    cfg.thresholds.log_write_max_ms = 100_000.0;
+    cfg.thresholds.page_fault_stalls_per_s = 100_000.0;
+    let clock = sim.clock.clone();
+    let mut lines = Lines::default();
+    let found = find_max(
+        &cfg,
+        FindMaxSpec {
+            max_steps: 16,
+            resolution: 0.02,
+            max_s: 86_400.0,
+        },
+        &mut lines,
+        &AtomicBool::new(false),
+        &*clock,
+        &mut |c, p, o| sim.step(c, p, o),
+    )
+    .expect("find-max");
+    let f = &found.find_max;
+    for s in &f.steps {
+        eprintln!(
+            "{} mailboxes: target {:.0}, achieved {:.1} IOPS, read {:.1} ms, pass {}",
+            s.mailboxes, s.target_iops, s.achieved_iops, s.db_read_avg_ms, s.pass
+        );
+    }
+    let iops = f.iops.unwrap_or_else(|| panic!("no answer: {f:#?}"));
+    assert_eq!(f.end, "converged", "{f:#?}");
+    assert!((380.0..=420.0).contains(&iops), "{iops} IOPS: {f:#?}");
+    assert_eq!(f.mailboxes.map(|m| m as f64), Some(iops));
+    // The ramp went up from 100 by doubling, then bisected: a pass and a fail bracket it.
+    assert_eq!(f.steps[0].mailboxes, 100);
+    assert!(f.steps.iter().any(|s| !s.pass));
+    let last = lines.0.last().expect("a line");
+    assert!(last.starts_with("find-max: "), "{last}");
+}

@@ -1,0 +1,145 @@
+//! `mbxstress find-max`: the largest mailbox count (at the profile's IOPS per mailbox) this
+//! storage carries within every threshold, by a ramp and a bisection of short measured steps on
+//! the same databases. Writes find-max.json, find-max.html and test.log.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use mbx_config::TestKind;
+use mbx_engine::findmax::FindMaxSpec;
+use mbx_store::{plan_paths, CreateParams, LockMode, StoreLock};
+
+use super::run::{fmt_secs, resolve_for, results_dir, RunObserver};
+use crate::cli::{FindMaxArgs, RunTest};
+use crate::exit::usage;
+use crate::render::num;
+
+/// Runs find-max.
+pub fn run(args: FindMaxArgs) -> anyhow::Result<ExitCode> {
+    let a = &args.run;
+    if !matches!(a.test, None | Some(RunTest::Kind(TestKind::Performance))) {
+        return Err(usage(
+            "find-max measures the Performance workload: leave out --test",
+        ));
+    }
+    let cfg = resolve_for(a, TestKind::Performance)?;
+    let spec = FindMaxSpec {
+        max_steps: args.max_steps as usize,
+        resolution: args.resolution_pct / 100.0,
+        ..FindMaxSpec::default()
+    };
+    let p = &cfg.profile;
+    let data_pages = mbx_store::create::CreateParams::data_pages_for(
+        p.mailboxes,
+        p.mailbox_quota_mb,
+        p.databases,
+    )
+    .ok_or_else(|| {
+        usage("invalid --mailboxes x --quota-mb / --databases: the databases would be too large")
+    })?;
+    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
+    let dir = results_dir(a.out.as_deref())?;
+    let lock = StoreLock::acquire(&specs, LockMode::Exclusive)?;
+    fs_err::create_dir_all(&dir).context("creating the results folder")?;
+    let human = a.progress == "human";
+    if human {
+        errln!(
+            "find-max: from {} mailboxes x {} IOPS on {} database(s) of {} MiB, steps of {} (each after stable read latency), at most {} steps, to within {}%",
+            num(p.mailboxes as f64, 0),
+            p.iops_per_mailbox,
+            p.databases,
+            num(data_pages as f64 / 32.0, 0),
+            fmt_secs(cfg.tuning.step_for(cfg.duration_s)),
+            args.max_steps,
+            args.resolution_pct
+        );
+        errln!("Results: {}", dir.display());
+    }
+    let mut observer = RunObserver::new(&dir, &a.progress, specs.len())?;
+    let create = CreateParams {
+        data_pages,
+        mailboxes: p.mailboxes,
+        quota_mb: p.mailbox_quota_mb,
+        databases: p.databases,
+        compressibility_pct: cfg.compressibility_pct,
+        engine: cfg.engine,
+        direct: cfg.direct,
+        force: a.force,
+        allow_device: a.allow_device,
+        queue_depth: 4,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let cancel = crate::interrupt::install();
+    let found = mbx_engine::execute_find_max(&cfg, spec, &specs, &create, &mut observer, &cancel);
+    observer.finish_preparing();
+    observer.clear_status();
+    drop(lock);
+    for e in &observer.errors {
+        errln!("warning: {e}");
+    }
+    let found = found.map_err(anyhow::Error::new)?;
+    let f = &found.find_max;
+    let json = dir.join("find-max.json");
+    let text = serde_json::to_string_pretty(f).context("encoding find-max.json")?;
+    fs_err::write(&json, text + "\n").context("writing find-max.json")?;
+    let html = dir.join("find-max.html");
+    if let Err(e) = fs_err::write(&html, mbx_report::html::render_find_max(f)) {
+        errln!("warning: could not write the HTML report: {e}");
+    }
+    if a.progress == "jsonl" {
+        outln!(
+            "{}",
+            serde_json::json!({ "event": "find_max", "path": json, "mailboxes": f.mailboxes, "iops": f.iops, "end": f.end })
+        )?;
+    } else {
+        outln!()?;
+        outln!(
+            "  {:>10} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}  result",
+            "mailboxes",
+            "sessions",
+            "target",
+            "IOPS",
+            "read ms",
+            "read p99",
+            "log ms"
+        )?;
+        for s in &f.steps {
+            outln!(
+                "  {:>10} {:>8} {:>10} {:>10} {:>9.2} {:>9.2} {:>9.2}  {}{}",
+                num(s.mailboxes as f64, 0),
+                s.sessions,
+                num(s.target_iops, 1),
+                num(s.achieved_iops, 1),
+                s.db_read_avg_ms,
+                s.db_read_p99_ms,
+                s.log_write_avg_ms,
+                if s.pass { "pass" } else { "fail: " },
+                s.failed_checks.join(", ")
+            )?;
+        }
+        match (f.mailboxes, f.iops) {
+            (Some(m), Some(iops)) => outln!(
+                "ANSWER | {} mailboxes x {} IOPS = {} transactional IOPS pass every threshold ({}, {} steps, {})",
+                num(m as f64, 0),
+                f.iops_per_mailbox,
+                num(iops, 1),
+                f.end,
+                f.steps.len(),
+                fmt_secs(f.elapsed_s)
+            )?,
+            _ => outln!(
+                "NO ANSWER | no mailbox count passed every threshold ({}, {} steps)",
+                f.end,
+                f.steps.len()
+            )?,
+        }
+        outln!("Result: {}", json.display())?;
+        outln!("Report: {}", html.display())?;
+    }
+    Ok(match (f.end.as_str(), f.mailboxes) {
+        ("interrupted", _) => ExitCode::from(crate::interrupt::INTERRUPTED),
+        ("error", _) => ExitCode::from(crate::exit::RUNTIME),
+        (_, Some(_)) => ExitCode::SUCCESS,
+        (_, None) => ExitCode::from(1),
+    })
+}

@@ -1,0 +1,88 @@
+//! `find-max` end to end on small databases: the steps run, find-max.json and find-max.html
+//! are written, the exit code says whether a count passed; wrong flags exit 2.
+
+use crate::common::{mbx_in, scratch};
+
+#[test]
+fn find_max_writes_its_curve_and_answers_or_says_none_passed() {
+    let dir = scratch("find-max");
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "find-max",
+            "--mailboxes",
+            "64",
+            "--iops-per-mailbox",
+            "0.5",
+            "--quota-mb",
+            "1",
+            "--databases",
+            "1",
+            "--tuning-step",
+            "1s",
+            "--max-steps",
+            "3",
+            "--out",
+            "fm",
+        ],
+    );
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    let f: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("fm/find-max.json")).expect("find-max.json"),
+    )
+    .expect("json");
+    assert_eq!(f["schema"], "mbxstress.find-max/1");
+    let steps = f["steps"].as_array().cloned().unwrap_or_default();
+    assert!(!steps.is_empty() && steps.len() <= 3, "{f}");
+    // The ramp starts at the profile's count: 64 mailboxes x 0.5 = 32 IOPS.
+    assert_eq!(steps[0]["mailboxes"], 64);
+    assert_eq!(steps[0]["target_iops"], 32.0);
+    match f["mailboxes"].as_u64() {
+        Some(m) => {
+            assert_eq!(run.code, 0);
+            assert!(
+                run.stdout.contains(&format!("ANSWER | {m} mailboxes")),
+                "{}",
+                run.stdout
+            );
+            assert!(steps
+                .iter()
+                .any(|s| s["pass"] == true && s["mailboxes"] == m));
+        }
+        None => {
+            assert_eq!(run.code, 1);
+            assert!(run.stdout.contains("NO ANSWER"), "{}", run.stdout);
+        }
+    }
+    let html = std::fs::read_to_string(dir.join("fm/find-max.html")).expect("html");
+    assert!(
+        html.contains("<h2>Steps</h2>") && html.contains("<svg"),
+        "report"
+    );
+    assert!(dir.join("fm/test.log").is_file());
+    // The same folder is never written over.
+    let again = mbx_in(Some(&dir), &["find-max", "--out", "fm", "--max-steps", "1"]);
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(again.stderr.contains("already holds"), "{}", again.stderr);
+}
+
+#[test]
+fn find_max_refuses_other_test_types_and_bad_numbers() {
+    let dir = scratch("find-max-flags");
+    for (args, needle) in [
+        (vec!["find-max", "--test", "backup"], "leave out --test"),
+        (vec!["find-max", "--max-steps", "0"], "--max-steps"),
+        (
+            vec!["find-max", "--resolution-pct", "90"],
+            "--resolution-pct",
+        ),
+    ] {
+        let run = mbx_in(Some(&dir), &args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
+    }
+    assert!(
+        std::fs::read_dir(&*dir).expect("dir").next().is_none(),
+        "nothing written"
+    );
+}

@@ -15,7 +15,7 @@ mod rows;
 mod run;
 mod sample;
 
-pub use mbx_config::{Profile, RunConfig, TestKind};
+pub use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
 pub use run::*;
-pub use sample::{Sample, SampleHost, SampleInstance};
+pub use sample::{Sample, SampleHost, SampleInstance, SamplePacing};

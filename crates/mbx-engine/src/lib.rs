@@ -589,6 +589,22 @@ pub fn run_plan(
     );
     engine.observer.on_event(RunEvent::Log(&line));
     result.notes.extend(engine.notes.iter().cloned());
+    // A test with no more samples than the maximum-latency checks tolerate cannot fail them:
+    // say so, rather than let a short test pass them silently.
+    let samples = engine
+        .dbs
+        .iter()
+        .map(|d| d.stats.maxima[0].samples)
+        .min()
+        .unwrap_or(0);
+    let tolerated = u64::from(cfg.thresholds.max_latency_errors);
+    if result.max_latency.is_some() && samples > 0 && samples <= tolerated {
+        let line = format!(
+            "The maximum-latency checks could not fail: the test had {samples} sample(s) per instance and {tolerated} over the limit are tolerated (--max-latency-errors); the strict maxima are in max_latency. Run longer, sample more often or lower the tolerance."
+        );
+        engine.observer.on_event(RunEvent::Log(&line));
+        result.notes.push(line);
+    }
     if let Err(e) = outcome {
         stop_with_error(&mut result, &e, clock.wall());
     }

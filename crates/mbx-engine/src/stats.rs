@@ -170,6 +170,8 @@ pub struct SampleMaxima {
     pub top: Vec<f64>,
     /// Samples whose average was over the limit.
     pub over: u64,
+    /// Samples seen.
+    pub samples: u64,
 }
 
 impl SampleMaxima {
@@ -180,11 +182,13 @@ impl SampleMaxima {
             limit_ms,
             top: Vec::new(),
             over: 0,
+            samples: 0,
         }
     }
 
     /// One sample's average latency, ms.
     pub fn add(&mut self, avg_ms: f64) {
+        self.samples += 1;
         if avg_ms > self.limit_ms {
             self.over += 1;
         }

@@ -250,4 +250,24 @@ fn max_latency_errors_tolerates_that_many_slow_samples_and_no_more() {
     let c = check(&strict);
     assert!(!c.pass && c.value > 15.0, "{c:?}");
     assert!(!strict.verdict.pass);
+    // 30 one-second samples: more than tolerated, so no note that the check could not fail.
+    assert!(!lenient.notes.iter().any(|n| n.contains("could not fail")));
+}
+
+#[test]
+fn a_test_too_short_for_the_tolerance_says_so() {
+    // 10 s of 5 s samples: 2 samples, 6 tolerated: the maximum-latency checks cannot fail.
+    let cfg = config(200.0, 10.0, 8, Pacing::Closed);
+    let (r, samples) = run(&cfg, fast(), Vec::new());
+    assert!(samples.len() <= 6);
+    assert!(
+        r.notes.iter().any(|n| n.contains("could not fail")),
+        "{:?}",
+        r.notes
+    );
+    // Strict: nothing to say.
+    let mut cfg = cfg;
+    cfg.thresholds.max_latency_errors = 0;
+    let (r, _) = run(&cfg, fast(), Vec::new());
+    assert!(!r.notes.iter().any(|n| n.contains("could not fail")));
 }

@@ -25,6 +25,10 @@ use crate::workload::pacing::Pacer;
 /// A transaction that starts more than this after it was due is late.
 pub const LATE_AFTER: Duration = Duration::from_millis(1);
 
+/// Most arrivals the backlog holds, whatever `max_backlog_s` allows (16 MiB of instants): beyond
+/// it the oldest are dropped (counted), so memory stays bounded at any target.
+pub const MAX_BACKLOG_TXNS: usize = 1 << 20;
+
 /// The open-loop backlog: arrivals waiting for a session, oldest first.
 #[derive(Debug)]
 pub(crate) struct OpenLoop {
@@ -32,6 +36,8 @@ pub(crate) struct OpenLoop {
     rng: Rng,
     queue: VecDeque<Instant>,
     max_wait: Duration,
+    /// Most arrivals held ([`MAX_BACKLOG_TXNS`]).
+    max_len: usize,
 }
 
 impl OpenLoop {
@@ -43,6 +49,7 @@ impl OpenLoop {
             rng: Rng::new(seed ^ 0x6f70_656e_6c6f_6f70),
             queue: VecDeque::new(),
             max_wait,
+            max_len: MAX_BACKLOG_TXNS,
         }
     }
 
@@ -69,7 +76,8 @@ impl OpenLoop {
         }
         let mut dropped = 0u64;
         while let Some(&oldest) = self.queue.front() {
-            if now.saturating_duration_since(oldest) <= self.max_wait {
+            let too_old = now.saturating_duration_since(oldest) > self.max_wait;
+            if !too_old && self.queue.len() <= self.max_len {
                 break;
             }
             self.queue.pop_front();
@@ -313,5 +321,12 @@ mod tests {
         let s = stats.take_interval(dropped, open.len());
         assert_eq!(s.dropped, dropped);
         assert_eq!(s.arrived, 28);
+        // However long arrivals may wait, the backlog holds at most its bound: the oldest go.
+        let mut p = paced(1000.0, t0);
+        let mut open = OpenLoop::new(Arrivals::Uniform, 1, Duration::from_secs(3600));
+        open.max_len = 10;
+        open.arrive(&mut p, t0 + Duration::from_millis(98), &mut stats);
+        assert_eq!(open.len(), 10);
+        assert_eq!(p.dropped_slots(), 15);
     }
 }

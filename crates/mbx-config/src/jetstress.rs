@@ -436,6 +436,7 @@ impl Builder {
         }
         let mut strict = None;
         let mut lenient = None;
+        let mut max_latency_errors = None;
         let mut thread_count: Option<u64> = None;
         let mut thread_count_element = false;
         for section in &root.children {
@@ -529,7 +530,12 @@ impl Builder {
                             "LogFilesToChecksum" => self.ignore(&e.name, "the Checksum test verifies every log file kept"),
                             "LogInterval2" => self.ignore(&e.name, "the tuning sample interval: mbxstress does not tune yet"),
                             "MaximumChecksumBuffers" | "MaximumChecksumThreads" => self.ignore(&e.name, "the checksum pass has a fixed queue depth per file"),
-                            "MaximumLatencyErrors" | "SluggishSessions" => self.ignore(&e.name, "no equivalent: thresholds are judged on the samples"),
+                            "MaximumLatencyErrors" => {
+                                if let Some(n) = self.count(e, 0, u64::from(crate::MAX_LATENCY_ERRORS)) {
+                                    max_latency_errors = Some(n as u32);
+                                }
+                            }
+                            "SluggishSessions" => self.ignore(&e.name, "no equivalent: thresholds are judged on the samples"),
                             "RetrieveLVOnRead" | "RetrieveLVOnScan" | "PrereadOnRead" | "PrereadOnScan"
                             | "UpdateLV" | "ScanPercentage" | "BatchRecords" | "BatchUpdates"
                             | "Bulky1Percentage" => self.ignore(&e.name, RECORD_LEVEL),
@@ -667,6 +673,9 @@ impl Builder {
             },
             _ => cfg.thresholds,
         };
+        if let Some(n) = max_latency_errors {
+            cfg.thresholds.max_latency_errors = n;
+        }
         // With tuning on, Jetstress tunes the thread count (ThreadCount is its answer from the
         // last run, not an input): so does mbxstress (threads 0).
         match thread_count {
@@ -1035,11 +1044,12 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
         line(2, &format!("<{k}>{v}</{k}>"));
     }
     line(2, "<RestoreBackupPath />");
+    let max_latency_errors = c.thresholds.max_latency_errors.to_string();
     for (k, v) in [
         ("OutputPath", "."),
         ("MaximumChecksumBuffers", "20971520"),
         ("MaximumChecksumThreads", "400"),
-        ("MaximumLatencyErrors", "6"),
+        ("MaximumLatencyErrors", &max_latency_errors),
         ("SluggishSessions", "1"),
         ("BatchRecords", "1"),
         ("BatchUpdates", "16"),

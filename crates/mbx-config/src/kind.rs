@@ -196,6 +196,95 @@ impl IoBackend {
 
 named_choice!(IoBackend, "I/O backend");
 
+/// How transactions are started (`--pacing`; `pacing` in a configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "&'static str")]
+pub enum Pacing {
+    /// Paced closed loop (Jetstress's model, the default): an idle session takes the next due
+    /// start slot; a slot nobody is free to take waits at most a second, then is dropped, so a
+    /// slow storage sets its own rate and the time transactions waited for a session is not
+    /// seen in any latency.
+    #[default]
+    Closed,
+    /// Open loop: transactions arrive on a schedule that yields the target whatever the
+    /// storage does; an arrival with no idle session waits in a backlog (FIFO), and latency is
+    /// measured from the arrival as well as from the submission.
+    Open,
+}
+
+impl Pacing {
+    /// Both modes.
+    pub const ALL: [Pacing; 2] = [Pacing::Closed, Pacing::Open];
+
+    /// The name in flags, configurations and results: "closed", "open".
+    pub fn name(self) -> &'static str {
+        match self {
+            Pacing::Closed => "closed",
+            Pacing::Open => "open",
+        }
+    }
+
+    /// Other spellings accepted.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Pacing::Closed => &["closed-loop", "closed_loop"],
+            Pacing::Open => &["open-loop", "open_loop"],
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn help(self) -> &'static str {
+        match self {
+            Pacing::Closed => "idle sessions take due start slots (Jetstress's model, the default)",
+            Pacing::Open => "transactions arrive on schedule; latency also from the arrival",
+        }
+    }
+}
+
+named_choice!(Pacing, "pacing");
+
+/// How open-loop arrivals are spaced (`--arrivals`; `arrivals` in a configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "&'static str")]
+pub enum Arrivals {
+    /// Exponentially distributed gaps (a Poisson process: independent users).
+    #[default]
+    Poisson,
+    /// Evenly spaced arrivals.
+    Uniform,
+}
+
+impl Arrivals {
+    /// Both kinds.
+    pub const ALL: [Arrivals; 2] = [Arrivals::Poisson, Arrivals::Uniform];
+
+    /// The name in flags, configurations and results: "poisson", "uniform".
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Poisson => "poisson",
+            Arrivals::Uniform => "uniform",
+        }
+    }
+
+    /// Other spellings accepted.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Arrivals::Poisson => &["exponential"],
+            Arrivals::Uniform => &["even", "constant"],
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn help(self) -> &'static str {
+        match self {
+            Arrivals::Poisson => "exponential gaps, as independent users (the default)",
+            Arrivals::Uniform => "evenly spaced arrivals",
+        }
+    }
+}
+
+named_choice!(Arrivals, "arrivals");
+
 #[cfg(test)]
 mod tests {
     use super::*;

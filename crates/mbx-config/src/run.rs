@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ConfigError, IoBackend, Profile};
+use crate::{Arrivals, ConfigError, IoBackend, Pacing, Profile};
 
 /// Operation mix (Jetstress: insert 40, delete 20, replace 5, read 35; lazy commits 70). Each
 /// percentage is 0..=100, and insert + delete + replace + read = 100.
@@ -241,6 +241,11 @@ pub struct Thresholds {
     /// An I/O outstanding for longer than this is a hung I/O, seconds (60): reported while it is
     /// still outstanding, and it fails the test. Above 0 and at most 86,400.
     pub hung_io_s: f64,
+    /// Jetstress `MaximumLatencyErrors` (6): per instance, how many samples may have an average
+    /// latency above a maximum-latency threshold (`db_read_max_ms`, `log_write_max_ms`) before
+    /// that check fails. 0 is strict (the maximum of the per-sample averages); at most
+    /// [`MAX_LATENCY_ERRORS`].
+    pub max_latency_errors: u32,
 }
 
 impl Default for Thresholds {
@@ -253,6 +258,7 @@ impl Default for Thresholds {
             page_fault_stalls_per_s: 1.0,
             iops_margin: 0.05,
             hung_io_s: 60.0,
+            max_latency_errors: 6,
         }
     }
 }
@@ -325,6 +331,15 @@ pub struct RunConfig {
     pub continue_on_errors: bool,
     /// Automatic tuning (with `threads` 0).
     pub tuning: TuningConfig,
+    /// How transactions are started: "closed" (the default, Jetstress's paced closed loop) or
+    /// "open" (arrivals on a schedule, a backlog when no session is free, latency measured from
+    /// the arrival too). See docs/method.md, "Pacing".
+    pub pacing: Pacing,
+    /// Open loop: how arrivals are spaced, "poisson" (the default) or "uniform".
+    pub arrivals: Arrivals,
+    /// Open loop: an arrival that waited longer than this for a session is dropped (counted,
+    /// never silently skipped), seconds (10): 0.001..=3600.
+    pub max_backlog_s: f64,
 }
 
 /// The built-in quick demonstration: 2 databases of 500 MiB, 200 target IOPS, 60 s measured.
@@ -352,6 +367,9 @@ impl Default for RunConfig {
             seed: 1,
             continue_on_errors: false,
             tuning: TuningConfig::default(),
+            pacing: Pacing::Closed,
+            arrivals: Arrivals::Poisson,
+            max_backlog_s: 10.0,
         }
     }
 }
@@ -586,6 +604,24 @@ impl RunConfig {
                 ),
             );
         }
+        if t.max_latency_errors > MAX_LATENCY_ERRORS {
+            return bad(
+                "thresholds.max_latency_errors",
+                format!(
+                    "must be at most {MAX_LATENCY_ERRORS} samples, got {}",
+                    t.max_latency_errors
+                ),
+            );
+        }
+        if !within(self.max_backlog_s, 0.001, MAX_BACKLOG_S) {
+            return bad(
+                "max_backlog_s",
+                format!(
+                    "must be 0.001 s to {MAX_BACKLOG_S} s, got {} s",
+                    show(self.max_backlog_s)
+                ),
+            );
+        }
         if self.db_paths.is_empty() || self.log_paths.is_empty() {
             return bad(
                 "db_paths",
@@ -653,6 +689,13 @@ pub const MAX_THREADS: u32 = 1024;
 pub const MAX_LOG_FILES_TO_REPLAY: u64 = 100_000;
 /// Largest latency (ms) or stall-rate threshold.
 pub const MAX_THRESHOLD: f64 = 1_000_000.0;
+
+/// Most samples over a maximum-latency threshold that can be tolerated
+/// ([`Thresholds::max_latency_errors`]).
+pub const MAX_LATENCY_ERRORS: u32 = 10_000;
+
+/// Longest an open-loop arrival may wait for a session, seconds ([`RunConfig::max_backlog_s`]).
+pub const MAX_BACKLOG_S: f64 = 3600.0;
 
 #[cfg(test)]
 mod tests {

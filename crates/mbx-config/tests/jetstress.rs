@@ -221,6 +221,7 @@ fn export_then_import_round_trips_changed_values() {
     c.thresholds.log_write_avg_ms = 5.0;
     c.thresholds.log_write_max_ms = 50.0;
     c.thresholds.iops_margin = 0.1;
+    c.thresholds.max_latency_errors = 2;
     c.db_paths = vec![PathBuf::from("/mnt/e/db")];
     c.log_paths = vec![PathBuf::from("/mnt/e/log")];
     let map = e_drive();

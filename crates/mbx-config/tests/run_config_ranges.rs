@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mbx_config::{CacheConfig, IoBackend, OpMix, Profile, RunConfig, Thresholds};
+use mbx_config::{Arrivals, CacheConfig, IoBackend, OpMix, Pacing, Profile, RunConfig, Thresholds};
 use proptest::prelude::*;
 
 fn awkward_f64() -> impl Strategy<Value = f64> {
@@ -104,8 +104,9 @@ fn thresholds() -> impl Strategy<Value = Thresholds> {
         f64_in(0.0, 1e6),
         f64_in(0.0, 0.99),
         f64_in(0.0, 86_400.0),
+        u32_in(0, 20_000),
     )
-        .prop_map(|(a, b, c, d, e, m, h)| Thresholds {
+        .prop_map(|(a, b, c, d, e, m, h, n)| Thresholds {
             db_read_avg_ms: a,
             db_read_max_ms: b,
             log_write_avg_ms: c,
@@ -113,6 +114,7 @@ fn thresholds() -> impl Strategy<Value = Thresholds> {
             page_fault_stalls_per_s: e,
             iops_margin: m,
             hung_io_s: h,
+            max_latency_errors: n,
         })
 }
 
@@ -157,11 +159,26 @@ fn config() -> impl Strategy<Value = RunConfig> {
         thresholds(),
         any::<u64>(),
         prop_oneof![10 => Just(false), 1 => Just(true)],
+        prop::sample::select(Pacing::ALL.to_vec()),
+        prop::sample::select(Arrivals::ALL.to_vec()),
+        f64_in(0.0, 7200.0),
     );
     (numbers, rest).prop_map(
         |(
             ((mailboxes, ipm), quota, dbs, copies, threads, duration, sample, bdm, bdm_rate),
-            (engine, direct, compress, op_mix, cache, thresholds, seed, no_paths),
+            (
+                engine,
+                direct,
+                compress,
+                op_mix,
+                cache,
+                thresholds,
+                seed,
+                no_paths,
+                pacing,
+                arrivals,
+                max_backlog,
+            ),
         )| RunConfig {
             profile: Profile {
                 mailboxes,
@@ -192,6 +209,9 @@ fn config() -> impl Strategy<Value = RunConfig> {
             seed,
             continue_on_errors: false,
             tuning: Default::default(),
+            pacing,
+            arrivals,
+            max_backlog_s: max_backlog,
         },
     )
 }

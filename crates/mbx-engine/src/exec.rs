@@ -236,14 +236,28 @@ impl<'o> Engine<'o> {
         if self.mode != Mode::Stopping {
             // The sessions idle now, each once (one whose transaction ends at once is idle
             // again, for the next turn): work in proportion to the transactions started.
+            let w = &mut self.work;
+            if let (Mode::Paced, Some(open)) = (self.mode, &mut w.open) {
+                // Open loop: arrivals join the backlog whether or not a session is free.
+                open.arrive(&mut w.pacer, now, &mut w.txn);
+            }
             for _ in 0..self.work.idle_count() {
-                if self.mode == Mode::Paced && !self.work.pacer.take_slot(now) {
+                let w = &mut self.work;
+                // When the transaction was due: its arrival (open loop), its start slot
+                // (closed loop), or now (unpaced).
+                let due = match (self.mode, &mut w.open) {
+                    (Mode::Paced, Some(open)) => open.pop(&mut w.pacer),
+                    (Mode::Paced, None) => w.pacer.take_slot_at(now),
+                    _ => Some(now),
+                };
+                let Some(due) = due else {
                     break;
-                }
+                };
                 let Some(s) = self.work.next_idle() else {
                     break;
                 };
-                self.work.start(s, &mut self.dbs, &mut self.reactor, now)?;
+                self.work
+                    .start(s, &mut self.dbs, &mut self.reactor, now, due)?;
             }
         }
         let stopping = self.mode == Mode::Stopping;
@@ -306,7 +320,12 @@ impl<'o> Engine<'o> {
             wake = wake.min(self.sampler.next);
         }
         if self.mode == Mode::Paced && self.work.idle_count() > 0 {
-            if let Some(t) = self.work.pacer.next_slot_at() {
+            let next = if self.work.open.is_some() {
+                self.work.pacer.next_arrival_at()
+            } else {
+                self.work.pacer.next_slot_at()
+            };
+            if let Some(t) = next {
                 wake = wake.min(t);
             }
         }

@@ -37,6 +37,14 @@ impl Running {
         self.max = self.max.max(v);
     }
 
+    /// Adds another series' figures (the same interval on another reactor: maxima of maxima).
+    pub fn merge(&mut self, o: &Running) {
+        self.sum += o.sum;
+        self.n += o.n;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
     pub fn amm(&self) -> Amm {
         if self.n == 0 {
             return Amm::default();
@@ -65,6 +73,7 @@ pub(crate) fn sample(
     observer: &mut dyn Observer,
     timestamp: String,
     secs: f64,
+    pacing: Option<crate::result::SamplePacing>,
 ) {
     let secs = secs.max(1e-3);
     let host = crate::host::sample();
@@ -77,6 +86,8 @@ pub(crate) fn sample(
         let lw = c(Stream::LogWrite);
         st.max_sample_avgs.0 = st.max_sample_avgs.0.max(rd.avg_ms());
         st.max_sample_avgs.1 = st.max_sample_avgs.1.max(lw.avg_ms());
+        st.maxima[0].add(rd.avg_ms());
+        st.maxima[1].add(lw.avg_ms());
         stalls += st.stalls_interval;
         instances.push(crate::result::SampleInstance {
             name: db.spec.name.clone(),
@@ -104,6 +115,7 @@ pub(crate) fn sample(
         timestamp,
         phase: "measure".into(),
         interval_s: secs,
+        pacing,
         instances,
         host: crate::result::SampleHost {
             cpu_pct: host.cpu_pct,

@@ -152,6 +152,64 @@ pub struct InstanceStats {
     pub measuring: bool,
     /// What shaped the measured I/O.
     pub shape: Shape,
+    /// The per-sample averages the maximum-latency checks judge, with their tolerance.
+    pub maxima: [SampleMaxima; 2],
+}
+
+/// The highest per-sample average latencies of one stream of one instance, for a
+/// maximum-latency check with Jetstress's `MaximumLatencyErrors` tolerance: the `tolerated + 1`
+/// highest are kept (memory does not grow with the test's length), and the samples over the
+/// limit are counted.
+#[derive(Debug, Clone, Default)]
+pub struct SampleMaxima {
+    /// Samples over the limit that are tolerated.
+    pub tolerated: usize,
+    /// The limit, ms.
+    pub limit_ms: f64,
+    /// The highest per-sample averages, highest first (at most `tolerated + 1`).
+    pub top: Vec<f64>,
+    /// Samples whose average was over the limit.
+    pub over: u64,
+    /// Samples seen.
+    pub samples: u64,
+}
+
+impl SampleMaxima {
+    /// Tracks a check of `limit_ms` that tolerates `tolerated` samples over it.
+    pub fn new(tolerated: usize, limit_ms: f64) -> SampleMaxima {
+        SampleMaxima {
+            tolerated,
+            limit_ms,
+            top: Vec::new(),
+            over: 0,
+            samples: 0,
+        }
+    }
+
+    /// One sample's average latency, ms.
+    pub fn add(&mut self, avg_ms: f64) {
+        self.samples += 1;
+        if avg_ms > self.limit_ms {
+            self.over += 1;
+        }
+        let at = self.top.partition_point(|&v| v >= avg_ms);
+        if at <= self.tolerated {
+            self.top.insert(at, avg_ms);
+            self.top.truncate(self.tolerated.saturating_add(1));
+        }
+    }
+
+    /// The largest per-sample average (0 with no sample).
+    pub fn strict(&self) -> f64 {
+        self.top.first().copied().unwrap_or(0.0)
+    }
+
+    /// The largest per-sample average once the `tolerated` highest are set aside (0 when there
+    /// were no more samples than that): within the limit exactly when at most `tolerated`
+    /// samples are over it.
+    pub fn tolerated_value(&self) -> f64 {
+        self.top.get(self.tolerated).copied().unwrap_or(0.0)
+    }
 }
 
 impl Default for InstanceStats {
@@ -167,6 +225,7 @@ impl Default for InstanceStats {
             txns_total: 0,
             measuring: false,
             shape: Shape::default(),
+            maxima: [SampleMaxima::default(), SampleMaxima::default()],
         }
     }
 }
@@ -199,6 +258,30 @@ impl InstanceStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sample_maxima_tolerate_the_given_number_of_samples_over_the_limit() {
+        let mut m = SampleMaxima::new(2, 100.0);
+        for v in [10.0, 150.0, 20.0, 120.0, 30.0] {
+            m.add(v);
+        }
+        // Two samples over 100 ms, two tolerated: the third highest (30 ms) is judged.
+        assert_eq!(m.over, 2);
+        assert_eq!(m.strict(), 150.0);
+        assert_eq!(m.tolerated_value(), 30.0);
+        // A third one over the limit: the judged value is over it.
+        m.add(101.0);
+        assert_eq!(m.over, 3);
+        assert_eq!(m.tolerated_value(), 101.0);
+        assert_eq!(m.top, vec![150.0, 120.0, 101.0]);
+        // Strict (none tolerated): the maximum.
+        let mut s = SampleMaxima::new(0, 100.0);
+        s.add(5.0);
+        s.add(7.0);
+        assert_eq!(s.tolerated_value(), 7.0);
+        // Fewer samples than tolerated: nothing is judged over the limit.
+        assert_eq!(SampleMaxima::new(6, 1.0).tolerated_value(), 0.0);
+    }
 
     #[test]
     fn shape_line_names_every_cause_of_the_log_writes() {

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mbx_config::RunConfig;
+use mbx_config::{Pacing, RunConfig};
 use mbx_engine::result::RunResult;
 use mbx_engine::{run_plan, InstanceSpec, LogStart, Observer, Plan, RunEvent};
 use mbx_io::sim::{Latency, LatencyModel, SimClock, SimDevice, SimQueue};
@@ -29,6 +29,17 @@ const PAGES: u64 = 4096;
 
 /// One run of `seconds` at `rate` IOPS with `sessions` sessions on one database with 2 copies.
 fn run(rate: f64, sessions: u32, seconds: f64, model: LatencyModel) -> RunResult {
+    run_paced(rate, sessions, seconds, model, Pacing::Closed)
+}
+
+/// [`run`] with the given pacing.
+fn run_paced(
+    rate: f64,
+    sessions: u32,
+    seconds: f64,
+    model: LatencyModel,
+    pacing: Pacing,
+) -> RunResult {
     let dev = SimDevice::new();
     let db_path = PathBuf::from("/sim/db/shape.edb");
     dev.create(&db_path, (HEADER_PAGES + PAGES) * PAGE_SIZE as u64);
@@ -53,6 +64,7 @@ fn run(rate: f64, sessions: u32, seconds: f64, model: LatencyModel) -> RunResult
     cfg.threads = sessions;
     cfg.duration_s = seconds;
     cfg.bdm = false;
+    cfg.pacing = pacing;
     let clock = Arc::new(SimClock::new());
     let queue = SimQueue::new(dev, clock, mbx_engine::queue_depth(&cfg, 1), model, 11);
     run_plan(
@@ -172,4 +184,43 @@ fn only_log_writes_slower_than_jetstress_allows_merge_enough_commits_to_lower_th
     let (slow, latency) = ratio(&run(500.0, 16, 36.0, slow_log(ms(40))));
     eprintln!("log writes {latency:.1} ms on average: ratio {slow:.3}");
     assert!(slow < 0.21 && latency > 10.0, "{slow} at {latency} ms");
+}
+
+#[test]
+fn open_loop_pacing_keeps_the_shape() {
+    // The same grid as above with transactions arriving on a Poisson schedule: what the I/O
+    // looks like does not depend on how transactions are started, only on the mix.
+    let mut seen = Vec::new();
+    for (rate, sessions) in [(50.0, 1), (50.0, 16), (500.0, 1), (500.0, 16)] {
+        let r = run_paced(rate, sessions, 18_000.0 / rate, seed_like(), Pacing::Open);
+        let i = &r.instances[0];
+        let t = &i.transactional;
+        let ratio = t.log_writes_per_s / t.db_writes_per_s;
+        let read_share = t.db_reads_per_s / (t.db_reads_per_s + t.db_writes_per_s);
+        let point = format!(
+            "open, {rate} IOPS, {sessions} sessions: ratio {ratio:.3}, read share \
+             {read_share:.3}, DB writes {:.0} B, log writes {:.0} B, DB reads {:.0} B, {:.1} IOPS",
+            t.db_write_avg_bytes, t.log_write_avg_bytes, t.db_read_avg_bytes, r.achieved_iops
+        );
+        eprintln!("{point}");
+        assert!((0.22..=0.26).contains(&ratio), "{point}");
+        assert!((0.67..=0.72).contains(&read_share), "{point}");
+        assert!(
+            (34_900.0..=36_700.0).contains(&t.db_write_avg_bytes),
+            "{point}"
+        );
+        assert!(
+            (8_192.0..=24_576.0).contains(&t.log_write_avg_bytes),
+            "{point}"
+        );
+        assert!((t.db_read_avg_bytes - 33_000.0).abs() < 600.0, "{point}");
+        let written = t.log_writes_per_s * t.log_write_avg_bytes;
+        let read = i.log_replication.reads_per_s * i.log_replication.read_avg_bytes;
+        assert!((0.85..=1.1).contains(&(read / written)), "{point}");
+        seen.push(ratio);
+    }
+    let (lo, hi) = seen
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    assert!(hi - lo < 0.02, "{seen:?}");
 }

@@ -163,6 +163,28 @@ fn charts(samples: &[Sample], names: &[String]) -> Markup {
             series: series(samples, names, f),
         });
     }
+    if samples.iter().any(|s| s.pacing.is_some()) {
+        // Open loop: how far the sessions fell behind the arrivals, per sample.
+        let mut t = 0.0;
+        let mut lines: [Series; 3] = ["backlog (max)", "late", "dropped"].map(|n| Series {
+            name: n.into(),
+            points: Vec::new(),
+        });
+        for s in samples {
+            t += s.interval_s;
+            if let Some(p) = s.pacing {
+                for (line, v) in lines.iter_mut().zip([p.backlog_max, p.late, p.dropped]) {
+                    line.points.push((t, v as f64));
+                }
+            }
+        }
+        list.push(LineChart {
+            title: "Open loop: arrivals waiting (most at once), late and dropped transactions per sample".into(),
+            x_label: "seconds of measurement".into(),
+            y_label: "transactions".into(),
+            series: lines.into(),
+        });
+    }
     html! { div.charts { @for c in &list { (c.render()) } } }
 }
 
@@ -372,6 +394,37 @@ pub fn render(run: &RunFolder) -> String {
                         @for (stream, p) in [("DB reads", i.latency_ms.db_read), ("DB writes", i.latency_ms.db_write), ("Log writes", i.latency_ms.log_write)] {
                             tr { td { (i.name) } td { (stream) } td { (f3(p.avg)) } td { (f3(p.p50)) } td { (f3(p.p90)) } td { (f3(p.p99)) } td { (f3(p.p999)) } td { (f3(p.max)) } }
                         }
+                    }
+                }
+
+                @if let Some(m) = &r.max_latency {
+                    h2 { "Maximum Latency" }
+                    p.note { "Jetstress's maximum latency is the largest per-sample average. With MaximumLatencyErrors = " (m.max_latency_errors) ", an instance fails a maximum-latency check only when more than " (m.max_latency_errors) " of its samples are over the limit; the judged value sets those aside. The strict figures are shown for honesty (docs/method.md, \"Maximum latency\")." }
+                    table id="max-latency" {
+                        tr { th { "Stream" } th { "Judged (ms)" } th { "Limit (ms)" } th { "Samples over" } th { "Strict sample maximum (ms)" } th { "Slowest I/O (ms)" } th { "Result" } }
+                        @for (stream, x) in [("DB reads", &m.db_read), ("Log writes", &m.log_write)] {
+                            tr { td { (stream) } td { (f3(x.tolerated_ms)) } td { (f3(x.limit_ms)) } td { (x.samples_over) } td { (f3(x.sample_max_ms)) } td { (f3(x.per_io_max_ms)) } td class=(if x.pass { "pass" } else { "fail" }) { (if x.pass { "Pass" } else { "Fail" }) } }
+                        }
+                    }
+                }
+                @if let Some(p) = &r.pacing {
+                    h2 { "Pacing and Transaction Latency" }
+                    (kv(&[
+                        ("Pacing", match p.arrivals { Some(a) => format!("{} loop, {a} arrivals", p.mode), None => format!("{} loop (Jetstress's model)", p.mode) }),
+                        ("Transactions due", p.transactions_arrived.to_string()),
+                        ("Transactions started", p.transactions_started.to_string()),
+                        (&*format!("Late (started more than {} ms after due)", f3(p.late_threshold_ms)), p.transactions_late.to_string()),
+                        ("Dropped (waited too long, counted, never retried)", p.transactions_dropped.to_string()),
+                        ("Backlog, most arrivals waiting at once", p.backlog_max.to_string()),
+                    ]))
+                    table id="transaction-latency" {
+                        tr { th { "Transaction latency (ms)" } th { "avg" } th { "p50" } th { "p90" } th { "p99" } th { "p99.9" } th { "max" } }
+                        @for (what, x) in [("from submission (service)", p.transaction_latency_ms), ("from arrival (what a user waits)", p.latency_from_arrival_ms)] {
+                            tr { td { (what) } td { (f3(x.avg)) } td { (f3(x.p50)) } td { (f3(x.p90)) } td { (f3(x.p99)) } td { (f3(x.p999)) } td { (f3(x.max)) } }
+                        }
+                    }
+                    @if p.transactions_dropped > 0 {
+                        p.fail { (p.transactions_dropped) " transaction(s) were dropped: the storage (or the sessions) fell behind the target." }
                     }
                 }
 

@@ -75,6 +75,94 @@ fn a_torn_last_sample_is_skipped_with_a_note() {
     assert!(w.notes.is_empty(), "{:?}", w.notes);
 }
 
+/// An open-loop result: report.html shows the pacing block (both transaction latencies, late and
+/// dropped counts), the backlog chart from the samples, and the maximum-latency checks with their
+/// tolerance and strict figures; a result without these blocks (the fixture, an earlier
+/// version's) has none of these sections.
+#[test]
+fn pacing_and_max_latency_are_shown_when_the_result_has_them() {
+    use mbx_result::{
+        Arrivals, MaxLatency, MaxLatencyChecks, Pacing, PacingResult, Percentiles, Sample,
+        SamplePacing,
+    };
+    let dir = folder_with_samples(&old_samples());
+    let html = |dir: &Path| {
+        write_report_as(dir, None, &Format::DEFAULT).expect("report");
+        std::fs::read_to_string(dir.join("report.html")).expect("html")
+    };
+    let before = html(dir.path());
+    assert!(!before.contains("Pacing and Transaction Latency"));
+    assert!(!before.contains("id=\"max-latency\""));
+
+    let mut r = result();
+    let pct = |p99: f64| Percentiles {
+        p99,
+        ..Percentiles::default()
+    };
+    r.pacing = Some(PacingResult {
+        mode: Pacing::Open,
+        arrivals: Some(Arrivals::Poisson),
+        late_threshold_ms: 1.0,
+        transactions_arrived: 6021,
+        transactions_started: 5999,
+        transactions_late: 733,
+        transactions_dropped: 22,
+        backlog_max: 31,
+        backlog_max_per_sample: Default::default(),
+        transaction_latency_ms: pct(9.125),
+        latency_from_arrival_ms: pct(268.5),
+    });
+    let m = MaxLatency {
+        limit_ms: 100.0,
+        per_io_max_ms: 4005.5,
+        sample_max_ms: 130.25,
+        tolerated_ms: 12.5,
+        samples_over: 2,
+        pass: true,
+    };
+    r.max_latency = Some(MaxLatencyChecks {
+        max_latency_errors: 6,
+        db_read: m,
+        log_write: MaxLatency::default(),
+    });
+    std::fs::write(
+        dir.path().join("result.json"),
+        serde_json::to_string(&r).expect("json"),
+    )
+    .expect("write");
+    let mut samples = String::new();
+    for line in old_samples().lines() {
+        let mut s: Sample = serde_json::from_str(line).expect("sample");
+        s.pacing = Some(SamplePacing {
+            arrived: 600,
+            backlog_max: 31,
+            dropped: 11,
+            late: 300,
+            started: 589,
+        });
+        samples.push_str(&serde_json::to_string(&s).expect("json"));
+        samples.push('\n');
+    }
+    std::fs::write(dir.path().join("samples.jsonl"), samples).expect("write");
+    let after = html(dir.path());
+    for want in [
+        "Pacing and Transaction Latency",
+        "open loop, poisson arrivals",
+        "from arrival (what a user waits)",
+        "268.500",
+        "9.125",
+        "733",
+        "22 transaction(s) were dropped",
+        "Open loop: arrivals waiting",
+        "id=\"max-latency\"",
+        "MaximumLatencyErrors = 6",
+        "4005.500",
+        "130.250",
+    ] {
+        assert!(after.contains(want), "report.html lacks {want}");
+    }
+}
+
 /// Only an unfinished last line is forgiven: a complete line (it ends with a line feed) that is
 /// not a sample is an error naming it, wherever it is.
 #[test]

@@ -16,8 +16,8 @@ mod run;
 mod sample;
 mod search;
 
-pub use mbx_config::{Profile, RunConfig, TestKind};
+pub use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
 pub use run::*;
-pub use sample::{Sample, SampleHost, SampleInstance};
+pub use sample::{Sample, SampleHost, SampleInstance, SamplePacing};
 pub use search::{FindMax, SearchStep, Tuning, FIND_MAX_SCHEMA};

@@ -1,6 +1,6 @@
 //! `result.json` as in ../shared/spec/result-contract.md.
 
-use mbx_config::{Profile, RunConfig, TestKind};
+use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
@@ -358,10 +358,88 @@ pub struct RunResult {
     /// Automatic tuning, when the test tuned its session count first (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuning: Option<crate::Tuning>,
+    /// How transactions were started and what they waited (Performance and Stress; absent
+    /// from the other test types and from results of earlier versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<PacingResult>,
+    /// The maximum-latency checks in full: the strict figures and the value Jetstress's
+    /// `MaximumLatencyErrors` tolerance judges (Performance and Stress; absent from the other
+    /// test types and from results of earlier versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_latency: Option<MaxLatencyChecks>,
     /// The per-database rows of the test types other than Performance (absent from a
     /// Performance result: every field is skipped when empty).
     #[serde(flatten)]
     pub sections: Sections,
+}
+
+/// `pacing` in result.json: how transactions were started over the measured phase, and the
+/// latency of a transaction both from its submission and from when it was due.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PacingResult {
+    /// "closed" or "open" (`config.pacing`).
+    pub mode: Pacing,
+    /// Open loop: how arrivals were spaced (`config.arrivals`); absent for closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<Arrivals>,
+    /// A transaction that starts more than this after it was due is late, ms.
+    pub late_threshold_ms: f64,
+    /// Transactions due in the measured phase (open loop: arrivals; closed loop: start slots
+    /// taken).
+    pub transactions_arrived: u64,
+    /// Transactions started in the measured phase.
+    pub transactions_started: u64,
+    /// Of them, started more than `late_threshold_ms` after they were due.
+    pub transactions_late: u64,
+    /// Transactions dropped in the measured phase: due but not started within
+    /// `config.max_backlog_s` (open loop), or start slots nobody was free to take within a second
+    /// (closed loop). Counted, never silently skipped.
+    pub transactions_dropped: u64,
+    /// Most arrivals waiting for a session at once (open loop; 0 for closed loop).
+    pub backlog_max: u64,
+    /// The per-sample maxima of the backlog (open loop; zeros for closed loop).
+    pub backlog_max_per_sample: Amm,
+    /// Latency of a transaction from its submission (its first read) to its end (commit durable,
+    /// or lazy commit), ms: the service time.
+    pub transaction_latency_ms: Percentiles,
+    /// Latency of a transaction from when it was due (open loop: its arrival; closed loop: its
+    /// start slot) to its end, ms: what a user waits, without coordinated omission.
+    pub latency_from_arrival_ms: Percentiles,
+}
+
+/// One maximum-latency check in full (`max_latency.db_read`, `max_latency.log_write`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct MaxLatency {
+    /// The threshold, ms (`thresholds.db_read_max_ms` or `thresholds.log_write_max_ms`).
+    pub limit_ms: f64,
+    /// The strict per-I/O maximum: the slowest single I/O of the measured phase, any instance,
+    /// ms (no threshold applies to it; reported for honesty).
+    pub per_io_max_ms: f64,
+    /// The largest per-sample average, any instance, ms (Jetstress's "maximum" without
+    /// tolerance).
+    pub sample_max_ms: f64,
+    /// The value judged: per instance, the largest per-sample average once the
+    /// `max_latency_errors` highest are tolerated; the worst instance's, ms. The check passes
+    /// when it is within `limit_ms`, that is when no instance has more than
+    /// `max_latency_errors` samples over the limit.
+    pub tolerated_ms: f64,
+    /// The most samples over the limit of any instance.
+    pub samples_over: u64,
+    /// `tolerated_ms <= limit_ms`.
+    pub pass: bool,
+}
+
+/// `max_latency` in result.json: both maximum-latency checks with Jetstress's
+/// `MaximumLatencyErrors` tolerance.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct MaxLatencyChecks {
+    /// Samples per instance allowed over a maximum-latency threshold
+    /// (`thresholds.max_latency_errors`).
+    pub max_latency_errors: u32,
+    /// Database reads.
+    pub db_read: MaxLatency,
+    /// Log writes.
+    pub log_write: MaxLatency,
 }
 
 /// The rows backup, soft-recovery and checksum runs add to result.json, at its top level (keys as

@@ -37,10 +37,31 @@ pub struct Sample {
     /// Length of the interval, seconds.
     #[serde(deserialize_with = "null_as_zero")]
     pub interval_s: f64,
+    /// Open-loop pacing over the interval (`--pacing open`); absent in closed-loop runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<SamplePacing>,
     /// The phase the interval belongs to ("measure").
     pub phase: String,
     /// End of the interval, RFC 3339 (UTC).
     pub timestamp: String,
+}
+
+/// Open-loop pacing over a sample interval: how far the storage (or the sessions) fell behind
+/// the arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct SamplePacing {
+    /// Transactions that arrived in the interval.
+    pub arrived: u64,
+    /// Most arrivals waiting for a session at once during the interval.
+    pub backlog_max: u64,
+    /// Arrivals dropped in the interval: they waited longer than `config.max_backlog_s`.
+    pub dropped: u64,
+    /// Transactions started in the interval more than `pacing.late_threshold_ms` after their
+    /// arrival.
+    pub late: u64,
+    /// Transactions started in the interval.
+    pub started: u64,
 }
 
 /// One instance's rates and average latencies over a sample interval.

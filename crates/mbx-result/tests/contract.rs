@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use mbx_result::{
-    BackupRow, ChecksumRow, RunResult, Sample, SampleHost, SampleInstance, SoftRecoveryRow,
-    TestKind,
+    BackupRow, ChecksumRow, MaxLatencyChecks, PacingResult, RunResult, Sample, SampleHost,
+    SampleInstance, SamplePacing, SoftRecoveryRow, TestKind,
 };
 use serde_json::Value;
 
@@ -72,6 +72,7 @@ fn typed_sample_round_trip_has_the_documented_keys() {
             ..Default::default()
         }],
         interval_s: 15.0,
+        pacing: None,
         phase: "measure".into(),
         timestamp: "2026-11-22T01:33:09Z".into(),
     };
@@ -85,6 +86,72 @@ fn typed_sample_round_trip_has_the_documented_keys() {
     // The documentation lists the same keys.
     let doc = read("../../docs/results.md");
     for k in SAMPLE_KEYS.iter().chain(&INSTANCE_KEYS).chain(&HOST_KEYS) {
+        assert!(
+            doc.contains(&format!("`{k}`")),
+            "docs/results.md lacks `{k}`"
+        );
+    }
+}
+
+/// An open-loop sample adds `pacing` with the documented keys, in alphabetical order, and reads
+/// back equal; a closed-loop one has no such key (above).
+#[test]
+fn open_loop_sample_has_the_documented_pacing_keys() {
+    let sample = Sample {
+        interval_s: 5.0,
+        pacing: Some(SamplePacing {
+            arrived: 600,
+            backlog_max: 12,
+            dropped: 1,
+            late: 40,
+            started: 598,
+        }),
+        phase: "measure".into(),
+        ..Sample::default()
+    };
+    let line = serde_json::to_string(&sample).expect("serializes");
+    let v: Value = serde_json::from_str(&line).expect("JSON");
+    let pacing_keys = ["arrived", "backlog_max", "dropped", "late", "started"];
+    assert_eq!(keys(&v["pacing"]), set(&pacing_keys));
+    assert!(line.find("\"interval_s\"") < line.find("\"pacing\""));
+    assert!(line.find("\"pacing\"") < line.find("\"phase\""));
+    let back: Sample = serde_json::from_str(&line).expect("reads back");
+    assert_eq!(back, sample);
+    let doc = read("../../docs/results.md");
+    for k in pacing_keys.iter().chain(&["pacing"]) {
+        assert!(
+            doc.contains(&format!("`{k}`")),
+            "docs/results.md lacks `{k}`"
+        );
+    }
+}
+
+/// The `pacing` and `max_latency` blocks of result.json: every key documented, and a result
+/// without them (an earlier version's) still reads.
+#[test]
+fn pacing_and_max_latency_blocks_are_documented() {
+    let doc = read("../../docs/results.md");
+    let r = MaxLatencyChecks::default();
+    let p = PacingResult {
+        mode: mbx_result::Pacing::Open,
+        arrivals: Some(mbx_result::Arrivals::Poisson),
+        late_threshold_ms: 1.0,
+        transactions_arrived: 1,
+        transactions_started: 1,
+        transactions_late: 0,
+        transactions_dropped: 0,
+        backlog_max: 0,
+        backlog_max_per_sample: Default::default(),
+        transaction_latency_ms: Default::default(),
+        latency_from_arrival_ms: Default::default(),
+    };
+    let pv = serde_json::to_value(&p).expect("pacing");
+    let mv = serde_json::to_value(r).expect("max_latency");
+    let mut all = keys(&pv);
+    all.extend(keys(&mv));
+    all.extend(keys(&mv["db_read"]));
+    all.extend(["pacing".to_string(), "max_latency".to_string()]);
+    for k in all {
         assert!(
             doc.contains(&format!("`{k}`")),
             "docs/results.md lacks `{k}`"

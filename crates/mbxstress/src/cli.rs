@@ -366,6 +366,23 @@ pub struct RunArgs {
     /// The verdict fails either way.
     #[arg(long)]
     pub continue_on_errors: bool,
+    /// How transactions start: closed (idle sessions take due start slots, as Jetstress does;
+    /// the default) or open (transactions arrive on schedule whatever the storage does, wait in
+    /// a backlog when no session is free, and latency is also measured from the arrival).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub pacing: Option<mbx_config::Pacing>,
+    /// --pacing open: how arrivals are spaced [default: poisson].
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub arrivals: Option<mbx_config::Arrivals>,
+    /// --pacing open: an arrival waiting longer than this for a session is dropped (counted),
+    /// e.g. 0.5s, 10s, 2m (0.001s..=1h) [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub max_backlog: Option<std::time::Duration>,
+    /// Samples per instance whose average latency may exceed a maximum-latency threshold before
+    /// that check fails (Jetstress MaximumLatencyErrors; 0 = strict; at most 10,000)
+    /// [default: 6].
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub max_latency_errors: Option<u32>,
 }
 
 /// What `run --test` runs: one test type, or the whole suite (a sequence of runs, not a test

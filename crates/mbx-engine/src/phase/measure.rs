@@ -26,6 +26,8 @@ impl Measure {
         if now > e.sampler.last + Duration::from_millis(500) {
             take_sample(e, now);
         }
+        let dropped = e.work.pacer.dropped_slots();
+        e.work.txn.end_measure(dropped);
         let mut lines = Vec::new();
         for db in &mut e.dbs {
             db.stats.measuring = false;
@@ -45,7 +47,16 @@ impl Measure {
 fn take_sample(e: &mut Engine<'_>, now: Instant) {
     let secs = now.duration_since(e.sampler.last).as_secs_f64();
     let stamp = crate::rfc3339(e.reactor.clock().wall());
-    crate::sampling::sample(&mut e.dbs, &mut e.host, e.observer, stamp, secs);
+    let w = &mut e.work;
+    let dropped = w.pacer.dropped_slots();
+    // Open loop: how far behind the arrivals the sessions were (closed-loop samples are as
+    // they always were).
+    let pacing = w
+        .open
+        .as_ref()
+        .map(|o| o.len())
+        .map(|waiting| w.txn.take_interval(dropped, waiting));
+    crate::sampling::sample(&mut e.dbs, &mut e.host, e.observer, stamp, secs, pacing);
     e.sampler.last = now;
 }
 
@@ -70,6 +81,8 @@ impl PhaseRun for Measure {
         e.sampler.last = now;
         e.sampler.next = now + e.sampler.every;
         e.work.pacer.begin_measure(now);
+        let dropped = e.work.pacer.dropped_slots();
+        e.work.txn.begin_measure(dropped);
         e.log("Performance logging started.", false);
         Ok(())
     }

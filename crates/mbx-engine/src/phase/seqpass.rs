@@ -656,7 +656,7 @@ pub(crate) fn run_reads(
     };
     let pacer = Pacer::new(PacerConfig::default(), 1.0, ref_instant)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
-    let work = Workload::new(0, cfg.seed, cfg.op_mix.clone(), 1, pacer);
+    let work = Workload::new(0, cfg.seed, cfg.op_mix.clone(), 1, pacer, None);
     let mut engine = crate::exec::Engine::new(settings, reactor, Vec::new(), work, observer);
     engine.pass_specs = specs;
     let outcome = engine.execute(plan, cancel);
@@ -673,6 +673,9 @@ pub(crate) fn run_reads(
     let wall = |t: Instant| crate::wall(t, ref_instant, ref_wall);
     let mut result = build_result(cfg, &engine, &times, &wall, engine_name);
     result.test.test_type = plan.kind;
+    // Nothing paced, no transaction: neither block means anything.
+    result.pacing = None;
+    result.max_latency = None;
     result.target_iops = 0.0;
     result.achieved_iops = 0.0;
     result.notes.extend(engine.notes.iter().cloned());

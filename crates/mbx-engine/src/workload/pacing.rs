@@ -80,6 +80,11 @@ pub struct PacerConfig {
     pub max_burst: Duration,
     /// Weight the unpaced phase's estimate keeps when pacing starts, in time at the paced rate.
     pub carry_over: Duration,
+    /// Charge the schedule the difference between the reads a finished transaction issued and
+    /// the average (closed loop: reads are paced exactly, per-second IOPS stay steady). Off for
+    /// open loop: there a slot is an arrival that already happened, and a completion must not
+    /// move arrivals (the integral term alone keeps the total on target).
+    pub charge_actual_reads: bool,
 }
 
 impl Default for PacerConfig {
@@ -95,6 +100,7 @@ impl Default for PacerConfig {
             catch_up: 1.25,
             max_burst: Duration::from_millis(10),
             carry_over: Duration::from_secs(1),
+            charge_actual_reads: true,
         }
     }
 }
@@ -174,6 +180,11 @@ pub struct Pacer {
     ios_total: u64,
     txns_total: u64,
     dropped: f64,
+    /// Open loop: arrivals waiting for a session (told by the driver, [`Pacer::set_backlog`]).
+    backlog: f64,
+    /// Open loop: the transaction rate arrivals are spaced at, and the time it was computed at:
+    /// every arrival caught up at one instant is spaced at the same rate.
+    arrival_rate: (f64, f64),
     /// Measured phase: its start and the I/O count then.
     measure: Option<(f64, u64)>,
 }
@@ -228,9 +239,16 @@ impl Pacer {
             ios_total: 0,
             txns_total: 0,
             dropped: 0.0,
+            backlog: 0.0,
+            arrival_rate: (f64::NAN, 0.0),
             measure: None,
             cfg,
         })
+    }
+
+    /// The instant the pacer's time counts from.
+    pub fn origin(&self) -> Instant {
+        self.origin
     }
 
     /// Target transactional IOPS.
@@ -273,14 +291,19 @@ impl Pacer {
     /// Reads that slots already due but not yet taken stand for: the backlog makes them up, so
     /// the integral term must not make them up as well.
     fn owed(&self) -> f64 {
-        if self.mode == PacerMode::Unpaced || self.next_slot >= self.now {
+        if self.mode == PacerMode::Unpaced {
             return 0.0;
+        }
+        // Open loop: the arrivals waiting for a session stand for their reads.
+        let waiting = self.backlog * self.reads_per_txn();
+        if self.next_slot >= self.now {
+            return waiting;
         }
         let uncorrected = (self.target - self.background_iops()).clamp(
             self.cfg.min_read_share * self.target,
             (1.0 + self.cfg.max_correction) * self.target,
         );
-        (self.now - self.next_slot) * uncorrected
+        (self.now - self.next_slot) * uncorrected + waiting
     }
 
     /// The rate of transactions' own reads being paced for, per second.
@@ -339,7 +362,7 @@ impl Pacer {
     pub fn on_txn(&mut self, now: Instant, reads: u64) {
         self.advance(now);
         let own = reads as f64;
-        if self.mode == PacerMode::Paced {
+        if self.mode == PacerMode::Paced && self.cfg.charge_actual_reads {
             // The slot was charged the average; charge the schedule what it really cost.
             self.next_slot += (own - self.reads_per_txn()) / self.read_rate();
         }
@@ -396,20 +419,77 @@ impl Pacer {
     /// An idle session asks to start a transaction now: true if a slot is due (and is taken).
     /// Unpaced, always true. Busy sessions do not ask.
     pub fn take_slot(&mut self, now: Instant) -> bool {
+        self.take_slot_at(now).is_some()
+    }
+
+    /// [`Pacer::take_slot`], returning when the slot taken was due (`now` when unpaced): a
+    /// transaction's latency from when it was due starts there.
+    pub fn take_slot_at(&mut self, now: Instant) -> Option<Instant> {
         self.advance(now);
         if self.mode == PacerMode::Unpaced {
-            return true;
+            return Some(now);
         }
         let t = self.now;
         let spacing = 1.0 / self.txn_rate();
         if self.next_slot <= t && self.catch_up_at <= t {
             let burst = self.cfg.max_burst.as_secs_f64();
             self.catch_up_at = self.catch_up_at.max(t - burst) + spacing / self.cfg.catch_up;
+            let due = self.instant(self.next_slot).min(now);
             self.next_slot += spacing;
-            true
+            Some(due)
         } else {
-            false
+            None
         }
+    }
+
+    /// Open loop: the next arrival due by `now`, whether or not a session is free, with the
+    /// time it arrived; `None` when none is due (or unpaced: the driver starts every idle
+    /// session then). The arrivals follow the schedule of start slots, each gap `gap()` times
+    /// the current spacing (`gap` has mean 1: always 1 for evenly spaced arrivals, an
+    /// exponential draw for a Poisson process). No catch-up limit applies: an arrival is a
+    /// moment, not a start. The driver keeps arrivals waiting in its backlog and reports its
+    /// length ([`Pacer::set_backlog`]) and any arrival it drops ([`Pacer::drop_arrivals`]).
+    pub fn take_arrival(&mut self, now: Instant, gap: impl FnOnce() -> f64) -> Option<Instant> {
+        self.advance(now);
+        if self.mode == PacerMode::Unpaced || self.next_slot > self.now {
+            return None;
+        }
+        let at = self.instant(self.next_slot).min(now);
+        let g = gap();
+        let g = if g.is_finite() && g >= 0.0 { g } else { 1.0 };
+        if self.arrival_rate.0 != self.now {
+            self.arrival_rate = (self.now, self.txn_rate());
+        }
+        self.next_slot += g / self.arrival_rate.1;
+        Some(at)
+    }
+
+    /// When the next open-loop arrival is due; `None` when unpaced.
+    pub fn next_arrival_at(&self) -> Option<Instant> {
+        if self.mode == PacerMode::Unpaced {
+            return None;
+        }
+        Some(self.instant(self.next_slot) + Duration::from_micros(1))
+    }
+
+    /// Open loop: `n` arrivals are waiting for a session. Their reads are owed by the backlog,
+    /// so the integral term does not make them up as well.
+    pub fn set_backlog(&mut self, n: usize) {
+        self.backlog = n as f64;
+    }
+
+    /// Open loop: `n` arrivals waited too long and were dropped. Like slots dropped in the
+    /// closed loop, the I/O they stood for is taken out of the deficit (the run does not make up
+    /// the shortfall in a burst when the storage recovers), and they count in
+    /// [`Pacer::dropped_slots`].
+    pub fn drop_arrivals(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let lost = n as f64 * self.reads_per_txn();
+        let limit = self.windup_limit();
+        self.deficit = (self.deficit - lost).clamp(-limit, limit);
+        self.dropped += n as f64;
     }
 
     /// When the next slot can be taken (possibly already past); `None` when unpaced (any time).

@@ -15,6 +15,7 @@ use crate::db::logfmt::RedoEntry;
 use crate::db::Database;
 use crate::model::{self, Access, Rng};
 use crate::reactor::{Owner, Reactor};
+use crate::workload::open::{OpenLoop, TxnStats};
 use crate::workload::pacing::Pacer;
 use crate::EngineError;
 
@@ -42,6 +43,10 @@ pub(crate) struct Session {
     /// Read I/Os the current transaction issued itself (for the pacer).
     reads: u64,
     ops: u32,
+    /// When the current transaction was due (its arrival or start slot).
+    due: Instant,
+    /// When it was submitted.
+    started: Instant,
 }
 
 /// The sessions, the transaction generator and the pacer.
@@ -62,12 +67,26 @@ pub(crate) struct Workload {
     counts: [usize; 4],
     /// Start slots that meet the target (told about every transactional I/O and transaction).
     pub pacer: Pacer,
+    /// Open loop (`--pacing open`): the arrivals waiting for a session; `None` for closed loop.
+    pub open: Option<OpenLoop>,
+    /// Per-transaction latencies and counts of the measured phase.
+    pub txn: TxnStats,
 }
 
 impl Workload {
-    pub fn new(sessions: usize, seed: u64, mix: OpMix, mailboxes: u64, pacer: Pacer) -> Workload {
+    pub fn new(
+        sessions: usize,
+        seed: u64,
+        mix: OpMix,
+        mailboxes: u64,
+        pacer: Pacer,
+        open: Option<OpenLoop>,
+    ) -> Workload {
+        let now = pacer.origin();
         Workload {
             pacer,
+            open,
+            txn: TxnStats::default(),
             sessions: (0..sessions)
                 .map(|_| Session {
                     state: SState::Idle,
@@ -77,6 +96,8 @@ impl Workload {
                     log_bytes: 0,
                     reads: 0,
                     ops: 0,
+                    due: now,
+                    started: now,
                 })
                 .collect(),
             rng: Rng::new(seed),
@@ -126,14 +147,17 @@ impl Workload {
         self.idle.pop_front()
     }
 
-    /// Starts a transaction on idle session `s`, on the database its mailbox lives in.
+    /// Starts a transaction on idle session `s`, on the database its mailbox lives in; it was
+    /// due at `due` (its arrival or start slot).
     pub fn start(
         &mut self,
         s: usize,
         dbs: &mut [Database],
         reactor: &mut Reactor,
         now: Instant,
+        due: Instant,
     ) -> Result<(), EngineError> {
+        self.txn.started(due, now, self.open.is_none());
         let n = dbs.len() as u64;
         // With fewer mailboxes than databases every database still gets transactions (each
         // holds at least one mailbox), so every cache can fill and every database is tested.
@@ -157,6 +181,8 @@ impl Workload {
         sess.log_bytes = log_bytes;
         sess.reads = 0;
         sess.ops = ops as u32;
+        sess.due = due;
+        sess.started = now;
         self.acquire(s, dbs, reactor, now)
     }
 
@@ -345,6 +371,8 @@ impl Workload {
     ) -> Result<(), EngineError> {
         let i = self.sessions[s].db;
         self.pacer.on_txn(now, self.sessions[s].reads);
+        let sess = &self.sessions[s];
+        self.txn.finished(sess.due, sess.started, now);
         let st = &mut dbs[i].stats;
         st.txns_interval += 1;
         st.txns_total += 1;

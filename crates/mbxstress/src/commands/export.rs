@@ -88,5 +88,11 @@ fn losses(c: &mbx_config::RunConfig) -> Vec<String> {
     if c.bdm_reads_per_s != d.bdm_reads_per_s {
         out.push(format!("bdm_reads_per_s = {}", c.bdm_reads_per_s));
     }
+    if c.pacing != d.pacing {
+        out.push(format!(
+            "pacing = \"{}\" (arrivals {}, max_backlog_s {}): Jetstress paces closed loop only",
+            c.pacing, c.arrivals, c.max_backlog_s
+        ));
+    }
     out
 }

@@ -59,6 +59,23 @@ pub(crate) fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfi
     if args.continue_on_errors {
         cfg.continue_on_errors = true;
     }
+    set!(args.pacing, cfg.pacing);
+    set!(args.arrivals, cfg.arrivals);
+    set!(args.max_backlog.map(|d| d.as_secs_f64()), cfg.max_backlog_s);
+    set!(args.max_latency_errors, cfg.thresholds.max_latency_errors);
+    // The open-loop settings mean nothing to a closed loop: say so rather than ignore them.
+    if cfg.pacing == mbx_config::Pacing::Closed {
+        for (given, flag) in [
+            (args.arrivals.is_some(), "--arrivals"),
+            (args.max_backlog.is_some(), "--max-backlog"),
+        ] {
+            if given {
+                return Err(usage(format!(
+                    "{flag} applies to open-loop pacing only; add --pacing open (or set `pacing = \"open\"` in the --config file), or drop {flag}"
+                )));
+            }
+        }
+    }
     set!(args.engine.engine, cfg.engine);
     if args.engine.buffered {
         cfg.direct = false;
@@ -151,6 +168,16 @@ const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
     ("continue_on_errors", "--continue-on-errors", |a| {
         a.continue_on_errors
     }),
+    ("pacing", "--pacing", |a| a.pacing.is_some()),
+    ("arrivals", "--arrivals", |a| a.arrivals.is_some()),
+    ("max_backlog_s", "--max-backlog", |a| {
+        a.max_backlog.is_some()
+    }),
+    (
+        "thresholds.max_latency_errors",
+        "--max-latency-errors",
+        |a| a.max_latency_errors.is_some(),
+    ),
     ("engine", "--engine", |a| a.engine.engine.is_some()),
     ("direct", "--buffered", |a| a.engine.buffered),
     ("db_paths", "--db-path", |a| !a.paths.db_path.is_empty()),
@@ -846,6 +873,8 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
             i.bdm.reads_per_s
         )?;
     }
+    print_latency_tolerance(r)?;
+    print_pacing(r)?;
     if !r.sections.soft_recovery.is_empty() {
         print_soft_recovery(r)?;
     }
@@ -857,6 +886,84 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
     outln!("Result: {}", path.display())?;
     if let Some(p) = report {
         outln!("Report: {}", p.display())?;
+    }
+    Ok(())
+}
+
+/// The maximum-latency checks in full: the judged value with its tolerance, and the strict
+/// figures (nothing for results without them).
+fn print_latency_tolerance(r: &RunResult) -> std::io::Result<()> {
+    let Some(m) = &r.max_latency else {
+        return Ok(());
+    };
+    outln!(
+        "  maximum latency, {} sample(s) over the limit tolerated per instance (--max-latency-errors):",
+        m.max_latency_errors
+    )?;
+    for (name, x) in [("db read", &m.db_read), ("log write", &m.log_write)] {
+        outln!(
+            "    {name:<10} judged {:.2} ms (limit {:.0}) | samples over {} | strict: sample max {:.2} ms, slowest I/O {:.2} ms",
+            x.tolerated_ms,
+            x.limit_ms,
+            x.samples_over,
+            x.sample_max_ms,
+            x.per_io_max_ms
+        )?;
+    }
+    Ok(())
+}
+
+/// How transactions were started and what they waited (nothing for results without it).
+fn print_pacing(r: &RunResult) -> std::io::Result<()> {
+    let Some(p) = &r.pacing else {
+        return Ok(());
+    };
+    let mode = match p.arrivals {
+        Some(a) => format!("{} loop, {a} arrivals", p.mode),
+        None => format!("{} loop", p.mode),
+    };
+    outln!(
+        "  pacing: {mode} | transactions due {}, started {}, late (> {} ms) {}, dropped {} | backlog max {}",
+        p.transactions_arrived,
+        p.transactions_started,
+        num(p.late_threshold_ms, 0),
+        p.transactions_late,
+        p.transactions_dropped,
+        p.backlog_max
+    )?;
+    outln!(
+        "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "transaction latency",
+        "avg ms",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max"
+    )?;
+    for (name, x) in [
+        ("from submission", &p.transaction_latency_ms),
+        ("from arrival", &p.latency_from_arrival_ms),
+    ] {
+        outln!(
+            "  {name:<22} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            x.avg,
+            x.p50,
+            x.p90,
+            x.p99,
+            x.p999,
+            x.max
+        )?;
+    }
+    if p.transactions_dropped > 0 {
+        outln!(
+            "  note: {} transaction(s) were dropped: the storage (or the sessions) fell behind the arrivals by more than {}",
+            p.transactions_dropped,
+            match p.mode {
+                mbx_config::Pacing::Open => format!("{} s (--max-backlog)", num(r.config.max_backlog_s, 3)),
+                mbx_config::Pacing::Closed => "1 s".to_string(),
+            }
+        )?;
     }
     Ok(())
 }
@@ -1070,6 +1177,51 @@ mod resolve_tests {
                 .expect("resolves")
                 .continue_on_errors
         );
+    }
+
+    /// Closed loop by default; --pacing open takes --arrivals and --max-backlog, which a closed
+    /// loop refuses naming the flag and the fix; --max-latency-errors sets the tolerance and
+    /// its range is checked naming the flag.
+    #[test]
+    fn pacing_and_latency_tolerance_flags() {
+        let perf = TestKind::Performance;
+        let c = resolve(&args(&[]), perf).expect("resolves");
+        assert_eq!(c.pacing, mbx_config::Pacing::Closed);
+        assert_eq!(c.thresholds.max_latency_errors, 6);
+        let c = resolve(
+            &args(&[
+                "--pacing",
+                "open",
+                "--arrivals",
+                "uniform",
+                "--max-backlog",
+                "2.5s",
+                "--max-latency-errors",
+                "0",
+            ]),
+            perf,
+        )
+        .expect("resolves");
+        assert_eq!(c.pacing, mbx_config::Pacing::Open);
+        assert_eq!(c.arrivals, mbx_config::Arrivals::Uniform);
+        assert_eq!(c.max_backlog_s, 2.5);
+        assert_eq!(c.thresholds.max_latency_errors, 0);
+        for flags in [["--arrivals", "uniform"], ["--max-backlog", "5s"]] {
+            let e = resolve(&args(&flags), perf).expect_err("closed loop refuses it");
+            let msg = format!("{e:#}");
+            assert!(
+                msg.contains(flags[0]) && msg.contains("--pacing open"),
+                "{msg}"
+            );
+        }
+        let e = resolve(&args(&["--max-latency-errors", "10001"]), perf).expect_err("range");
+        assert!(
+            format!("{e:#}").contains("invalid --max-latency-errors"),
+            "{e:#}"
+        );
+        let e =
+            resolve(&args(&["--pacing", "open", "--max-backlog", "2h"]), perf).expect_err("range");
+        assert!(format!("{e:#}").contains("invalid --max-backlog"), "{e:#}");
     }
 
     #[test]

@@ -196,3 +196,33 @@ fn export_writes_a_configuration_run_reads_back() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--jetstress-config"), "{}", r.stderr);
 }
+
+/// The latency tolerance is exported as MaximumLatencyErrors; open-loop pacing has no Jetstress
+/// element and is named on stderr rather than dropped silently.
+#[test]
+fn export_carries_the_latency_tolerance_and_names_open_loop_pacing() {
+    let dir = scratch("jetstress-export-pacing");
+    let r = mbx_in(
+        Some(&dir),
+        &[
+            "export",
+            "jetstress-config",
+            "--pacing",
+            "open",
+            "--max-latency-errors",
+            "3",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("<MaximumLatencyErrors>3</MaximumLatencyErrors>"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("pacing = \"open\"") && r.stderr.contains("closed loop only"),
+        "{}",
+        r.stderr
+    );
+}

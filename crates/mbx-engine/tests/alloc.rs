@@ -47,7 +47,7 @@ fn counted() {
         c.get()
     });
     let every = TRACE_EVERY.with(Cell::get);
-    if every > 0 && n % every == 0 {
+    if every > 0 && n.is_multiple_of(every) {
         SUSPENDED.with(|s| s.set(true));
         let bt = std::backtrace::Backtrace::force_capture().to_string();
         TRACES.with(|t| t.borrow_mut().push(bt));

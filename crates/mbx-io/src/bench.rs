@@ -195,7 +195,7 @@ pub fn memory_budget() -> u64 {
 /// Checks `--bs` (bytes) and converts it: a multiple of 4 KiB from 4 KiB to [`MAX_BS`].
 pub fn check_bs(bs: u64) -> Result<usize, BenchError> {
     let align = crate::ALIGN as u64;
-    if bs == 0 || bs % align != 0 || bs > MAX_BS {
+    if bs == 0 || !bs.is_multiple_of(align) || bs > MAX_BS {
         return Err(BenchError::Invalid(format!(
             "--bs must be a multiple of 4k from 4k to 64M, got {bs} bytes"
         )));

@@ -246,7 +246,7 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             // u32 x u32 always fits u64.
             let copies_hosted = d as u64 * servers as u64;
             let total = copies_hosted.div_ceil(copies as u64);
-            if copies_hosted % copies as u64 != 0 {
+            if !copies_hosted.is_multiple_of(copies as u64) {
                 warn(
                     "uneven-database-copies",
                     format!(
@@ -313,7 +313,7 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             ),
         );
     }
-    if input.mailboxes % databases_total as u64 != 0 {
+    if !input.mailboxes.is_multiple_of(databases_total as u64) {
         warn(
             "uneven-mailboxes-per-database",
             format!(

@@ -59,7 +59,7 @@ impl Bdm {
             self.next_at = now + self.interval;
         }
         // One pass over the data pages; a finished pass starts again from the first.
-        if self.pass.as_ref().map_or(true, SeqPass::finished) {
+        if self.pass.as_ref().is_none_or(SeqPass::finished) {
             let range = HEADER_PAGES * PAGE..(HEADER_PAGES + data_pages) * PAGE;
             self.pass = Some(
                 SeqPass::new(range, BDM_BYTES as usize, 1, SeqOp::Read)

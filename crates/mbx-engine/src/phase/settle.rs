@@ -44,7 +44,7 @@ pub(crate) fn settled(
     mut oldest_dirty: impl Iterator<Item = Option<Instant>>,
 ) -> bool {
     let cap = start + (end - start) * MAX_LENGTHS;
-    now >= cap || (now >= end && oldest_dirty.all(|t| t.map_or(true, |t| t >= end)))
+    now >= cap || (now >= end && oldest_dirty.all(|t| t.is_none_or(|t| t >= end)))
 }
 
 impl PhaseRun for Settle {

@@ -182,7 +182,7 @@ impl SimFile {
             let versions = self.pending.entry(k).or_default();
             match versions.last_mut() {
                 // No pending sync covers the previous version without this one: keep only this.
-                Some(prev) if newest_sync.map_or(true, |w| w <= prev.0) => *prev = (number, b),
+                Some(prev) if newest_sync.is_none_or(|w| w <= prev.0) => *prev = (number, b),
                 _ => versions.push((number, b)),
             }
         }

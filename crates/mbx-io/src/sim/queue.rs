@@ -187,7 +187,8 @@ impl SimQueue {
         let transfer = matches!(req.op, IoOp::Read | IoOp::Write);
         if transfer
             && h.mode.direct
-            && (req.offset % DIRECT_ALIGN != 0 || len as u64 % DIRECT_ALIGN != 0)
+            && (!req.offset.is_multiple_of(DIRECT_ALIGN)
+                || !(len as u64).is_multiple_of(DIRECT_ALIGN))
         {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

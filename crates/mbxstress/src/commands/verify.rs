@@ -55,7 +55,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let (engine, direct) = engine_and_direct(&args.engine);
     let read_bytes = args.read_size.unwrap_or(1 << 20);
     // Buffers are read_size x queue depth (4): 64 MiB keeps them at 256 MiB.
-    if read_bytes == 0 || read_bytes % 32768 != 0 || read_bytes > MAX_READ_SIZE {
+    if read_bytes == 0 || !read_bytes.is_multiple_of(32768) || read_bytes > MAX_READ_SIZE {
         return Err(usage(format!(
             "invalid --read-size: must be a multiple of 32k from 32k to 64M, got {read_bytes} bytes"
         )));

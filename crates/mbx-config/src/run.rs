@@ -175,6 +175,9 @@ pub struct RunConfig {
     /// them, instead of stopping at the first one (Jetstress `ContinueOnErrors`; off). The
     /// verdict fails either way.
     pub continue_on_errors: bool,
+    /// Reactors (event-loop threads) the databases are partitioned among: 0 = one per core,
+    /// never more than the databases; 1 runs everything on one thread: 0..=1024.
+    pub reactors: u32,
 }
 
 /// The built-in quick demonstration: 2 databases of 500 MiB, 200 target IOPS, 60 s measured.
@@ -201,6 +204,7 @@ impl Default for RunConfig {
             thresholds: Thresholds::default(),
             seed: 1,
             continue_on_errors: false,
+            reactors: 0,
         }
     }
 }
@@ -297,6 +301,15 @@ impl RunConfig {
                 format!(
                     "must be at most {MAX_THREADS} (0 = automatic), got {}",
                     self.threads
+                ),
+            );
+        }
+        if self.reactors > MAX_REACTORS {
+            return bad(
+                "reactors",
+                format!(
+                    "must be at most {MAX_REACTORS} (0 = one per core), got {}",
+                    self.reactors
                 ),
             );
         }
@@ -497,6 +510,8 @@ pub const MAX_DIRTY_AGE_S: f64 = 3600.0;
 pub const MAX_CACHE_MB_PER_DB: u64 = 65_536;
 /// Most sessions.
 pub const MAX_THREADS: u32 = 1024;
+/// Most reactors (`reactors`).
+pub const MAX_REACTORS: u32 = 1024;
 /// Most log files per database a Soft Recovery test generates and replays (1 MiB each).
 pub const MAX_LOG_FILES_TO_REPLAY: u64 = 100_000;
 /// Largest latency (ms) or stall-rate threshold.

@@ -191,6 +191,7 @@ fn config() -> impl Strategy<Value = RunConfig> {
             thresholds,
             seed,
             continue_on_errors: false,
+            reactors: 0,
         },
     )
 }

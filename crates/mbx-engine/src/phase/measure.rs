@@ -45,7 +45,14 @@ impl Measure {
 fn take_sample(e: &mut Engine<'_>, now: Instant) {
     let secs = now.duration_since(e.sampler.last).as_secs_f64();
     let stamp = crate::rfc3339(e.reactor.clock().wall());
-    crate::sampling::sample(&mut e.dbs, &mut e.host, e.observer, stamp, secs);
+    crate::sampling::sample(
+        &mut e.dbs,
+        &mut e.host,
+        e.observer,
+        stamp,
+        secs,
+        e.sample_host,
+    );
     e.sampler.last = now;
 }
 

@@ -276,6 +276,10 @@ pub struct RunArgs {
     /// Sessions ("threads"), global across databases (1..=1024) [default: 4 per database].
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub threads: Option<u32>,
+    /// Reactors (event-loop threads) the databases are partitioned among (0..=1024; 1 runs the
+    /// whole test on one thread; 0 = one per core, never more than the databases) [default: 0].
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub reactors: Option<u32>,
     /// Measured duration, e.g. 90s, 30m, 2h (1s..=30d) [default: 60s for the demonstration].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub duration: Option<std::time::Duration>,

@@ -46,6 +46,7 @@ pub(crate) fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfi
     set!(args.databases, cfg.profile.databases);
     set!(args.copies, cfg.profile.copies_per_database);
     set!(args.threads, cfg.threads);
+    set!(args.reactors, cfg.reactors);
     set!(args.duration.map(|d| d.as_secs_f64()), cfg.duration_s);
     set!(
         args.sample_interval.map(|d| d.as_secs_f64()),
@@ -130,6 +131,7 @@ const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
     ("databases", "--databases", |a| a.databases.is_some()),
     ("copies_per_database", "--copies", |a| a.copies.is_some()),
     ("threads", "--threads", |a| a.threads.is_some()),
+    ("reactors", "--reactors", |a| a.reactors.is_some()),
     ("duration_s", "--duration", |a| a.duration.is_some()),
     ("sample_interval_s", "--sample-interval", |a| {
         a.sample_interval.is_some()

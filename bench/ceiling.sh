@@ -24,18 +24,19 @@ sessions=("$@")
   echo "CPU time of the test's thread, not wall time."
   echo
   for s in "${sessions[@]}"; do
-    cmd="MBX_CEILING_SESSIONS=$s cargo test --release -q -p mbx-engine --test ceiling -- --ignored --nocapture"
-    line=$(cd "$root" && MBX_CEILING_SESSIONS=$s cargo test --release -q -p mbx-engine --test ceiling -- --ignored --nocapture 2>&1 | grep "^ceiling:")
+    cmd="MBX_CEILING_SESSIONS=$s cargo test --release -q -p mbx-engine --test ceiling -- --ignored --nocapture --exact the_engine_ceiling_on_a_fast_simulated_device"
+    line=$(cd "$root" && MBX_CEILING_SESSIONS=$s cargo test --release -q -p mbx-engine --test ceiling -- --ignored --nocapture --exact the_engine_ceiling_on_a_fast_simulated_device 2>&1 | grep "^ceiling:")
     echo "- \`$cmd\`"
     echo "  $line"
   done
   echo
   echo "## Reactors (wall time: the machine's load shows in the cores busy; load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
   echo
-  cmd="MBX_CEILING_SESSIONS=64 MBX_CEILING_REACTORS='1 2' cargo test --release -q -p mbx-engine --test ceiling -- --ignored --nocapture the_engine_ceiling_with_several_reactors"
+  cmd="MBX_CEILING_SESSIONS=64 MBX_CEILING_REACTORS='1 2' cargo test --release -q -p mbx-engine --test ceiling -- --ignored --nocapture --exact the_engine_ceiling_with_several_reactors"
   echo "- \`$cmd\`"
   for round in $(seq 1 "${MBX_CEILING_ROUNDS:-3}"); do
-    (cd "$root" && MBX_CEILING_SESSIONS=64 MBX_CEILING_REACTORS="${MBX_CEILING_REACTORS:-1 2}" cargo test --release -q -p mbx-engine --test ceiling -- --ignored --nocapture the_engine_ceiling_with_several_reactors 2>&1 | grep "^reactors:" | sed "s/^/  round $round: /")
+    echo "  round $round, load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    (cd "$root" && MBX_CEILING_SESSIONS=64 MBX_CEILING_REACTORS="${MBX_CEILING_REACTORS:-1 2}" cargo test --release -q -p mbx-engine --test ceiling -- --ignored --nocapture --exact the_engine_ceiling_with_several_reactors 2>&1 | grep "^reactors:" | sed "s/^/  round $round: /")
   done
 } >"$out/ceiling.md"
 cat "$out/ceiling.md"

@@ -42,7 +42,8 @@ fn process_cpu() -> Duration {
     )
 }
 
-/// CPU time spent inside the simulated queues' calls, nanoseconds, all threads.
+/// CPU time spent inside the simulated queues' calls, nanoseconds, all threads (run one test
+/// at a time: `--exact`, as bench/ceiling.sh does, or the two would count each other's).
 static SIM_NS: AtomicU64 = AtomicU64::new(0);
 
 fn sim_cpu() -> Duration {

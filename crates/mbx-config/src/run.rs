@@ -340,6 +340,9 @@ pub struct RunConfig {
     /// Open loop: an arrival that waited longer than this for a session is dropped (counted,
     /// never silently skipped), seconds (10): 0.001..=3600.
     pub max_backlog_s: f64,
+    /// Reactors (event-loop threads) the databases are partitioned among: 0 = one per core,
+    /// never more than the databases; 1 runs everything on one thread: 0..=1024.
+    pub reactors: u32,
 }
 
 /// The built-in quick demonstration: 2 databases of 500 MiB, 200 target IOPS, 60 s measured.
@@ -370,6 +373,7 @@ impl Default for RunConfig {
             pacing: Pacing::Closed,
             arrivals: Arrivals::Poisson,
             max_backlog_s: 10.0,
+            reactors: 0,
         }
     }
 }
@@ -466,6 +470,15 @@ impl RunConfig {
                 format!(
                     "must be at most {MAX_THREADS} (0 = automatic), got {}",
                     self.threads
+                ),
+            );
+        }
+        if self.reactors > MAX_REACTORS {
+            return bad(
+                "reactors",
+                format!(
+                    "must be at most {MAX_REACTORS} (0 = one per core), got {}",
+                    self.reactors
                 ),
             );
         }
@@ -685,6 +698,8 @@ pub const MAX_DIRTY_AGE_S: f64 = 3600.0;
 pub const MAX_CACHE_MB_PER_DB: u64 = 65_536;
 /// Most sessions.
 pub const MAX_THREADS: u32 = 1024;
+/// Most reactors (`reactors`).
+pub const MAX_REACTORS: u32 = 1024;
 /// Most log files per database a Soft Recovery test generates and replays (1 MiB each).
 pub const MAX_LOG_FILES_TO_REPLAY: u64 = 100_000;
 /// Largest latency (ms) or stall-rate threshold.

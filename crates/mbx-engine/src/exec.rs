@@ -17,6 +17,9 @@ use crate::stats::Stream;
 use crate::workload::session::Workload;
 use crate::{EngineError, Observer, Phase, Progress, RunEvent};
 
+/// How often a reactor done with a phase looks whether the others are done too.
+const GATE_POLL: Duration = Duration::from_millis(10);
+
 /// A completed sequential-pass read, kept for the pass phase to verify on its next tick (the
 /// completion's own buffer goes back to the pool when routing ends).
 pub(crate) struct PassChunk {
@@ -89,6 +92,12 @@ pub(crate) struct Engine<'o> {
     next_tick: Instant,
     last_tick: Instant,
     tick_ios: u64,
+    /// With several reactors: this one's place at the phase gate they share (`None`: the only
+    /// reactor, nothing to wait for).
+    pub gate: Option<crate::multi::Link>,
+    /// Read the host's counters (CPU, memory) at each sample: only one reactor does, the CPU
+    /// figure covers the time since the previous reading, whoever took it.
+    pub sample_host: bool,
 }
 
 impl<'o> Engine<'o> {
@@ -133,6 +142,8 @@ impl<'o> Engine<'o> {
             next_tick: now + Duration::from_secs(1),
             last_tick: now,
             tick_ios: 0,
+            gate: None,
+            sample_host: true,
         }
     }
 
@@ -168,11 +179,30 @@ impl<'o> Engine<'o> {
             })
     }
 
-    /// Runs the plan. Returns when the last phase is done (or an error stopped the test).
+    /// True when the user asked to stop, or (with several reactors) another reactor stopped.
+    fn stop_asked(&self, cancel: &AtomicBool) -> bool {
+        cancel.load(Ordering::Relaxed) || self.gate.as_ref().is_some_and(|g| g.stopped())
+    }
+
+    /// Runs the plan. Returns when the last phase is done (or an error stopped the test). With
+    /// several reactors, each enters a phase only when all do, and a phase ends only when it is
+    /// done on all (this one keeps working meanwhile); an interruption or an error of any stops
+    /// them all ([`crate::multi`]).
     pub fn execute(&mut self, plan: &Plan, cancel: &AtomicBool) -> Result<(), EngineError> {
+        let outcome = self.execute_phases(plan, cancel);
+        if let (Err(_), Some(g)) = (&outcome, &self.gate) {
+            g.halt();
+        }
+        outcome
+    }
+
+    fn execute_phases(&mut self, plan: &Plan, cancel: &AtomicBool) -> Result<(), EngineError> {
         let mut idx = 0;
         while let Some(spec) = plan.phases.get(idx) {
             let mut phase = spec.build(self);
+            if let Some(g) = &self.gate {
+                g.enter(idx);
+            }
             let now = self.reactor.now();
             self.phase = phase.kind();
             self.phase_start = now;
@@ -180,8 +210,11 @@ impl<'o> Engine<'o> {
             phase.enter(self, now)?;
             loop {
                 let now = self.reactor.now();
-                if cancel.load(Ordering::Relaxed) && !self.marks.interrupted {
+                if !self.marks.interrupted && self.stop_asked(cancel) {
                     self.marks.interrupted = true;
+                    if let Some(g) = &self.gate {
+                        g.halt();
+                    }
                     if phase.interrupt(self, now)? == Flow::Done {
                         break;
                     }
@@ -189,34 +222,23 @@ impl<'o> Engine<'o> {
                 if phase.tick(self, now)? == Flow::Done {
                     break;
                 }
-                self.step(now)?;
-                self.per_second(now, &*phase);
-                let wake = phase
-                    .wake_at()
-                    .map_or_else(|| self.wake_at(), |t| t.min(self.wake_at()));
-                let Engine {
-                    reactor,
-                    dbs,
-                    work,
-                    scratch,
-                    txn_ios,
-                    pass_inbox,
-                    settings,
-                    found,
-                    done,
-                    ..
-                } = self;
-                let mut cx = RouteCtx {
-                    scratch,
-                    txn_ios,
-                    pass_inbox,
-                    found,
-                    done,
-                    cont: settings.continue_on_errors,
-                    copies: settings.copies,
-                    compressibility_pct: settings.compressibility_pct,
-                };
-                reactor.wait(wake, |r, owner, c| route(r, dbs, work, &mut cx, owner, c))?;
+                self.turn(now, &*phase, None)?;
+            }
+            // Done here: with several reactors, keep working until the phase is done on all
+            // (the last phase needs no gate: nothing follows it).
+            if !self.marks.interrupted && idx + 1 < plan.phases.len() {
+                if let Some(g) = self.gate.clone() {
+                    g.done(idx);
+                    while !g.all_done(idx) {
+                        let now = self.reactor.now();
+                        if self.stop_asked(cancel) {
+                            self.marks.interrupted = true;
+                            g.halt();
+                            break;
+                        }
+                        self.turn(now, &*phase, Some(now + GATE_POLL))?;
+                    }
+                }
             }
             idx = if self.marks.interrupted {
                 // An interrupted test goes straight to the phase that must always run.
@@ -226,6 +248,47 @@ impl<'o> Engine<'o> {
             };
         }
         Ok(())
+    }
+
+    /// One loop turn: start what is due, tick once per second, wait for the next completion
+    /// or timer (or `until`, if earlier) and route what completed.
+    fn turn(
+        &mut self,
+        now: Instant,
+        phase: &dyn PhaseRun,
+        until: Option<Instant>,
+    ) -> Result<(), EngineError> {
+        self.step(now)?;
+        self.per_second(now, phase);
+        let mut wake = phase
+            .wake_at()
+            .map_or_else(|| self.wake_at(), |t| t.min(self.wake_at()));
+        if let Some(t) = until {
+            wake = wake.min(t);
+        }
+        let Engine {
+            reactor,
+            dbs,
+            work,
+            scratch,
+            txn_ios,
+            pass_inbox,
+            settings,
+            found,
+            done,
+            ..
+        } = self;
+        let mut cx = RouteCtx {
+            scratch,
+            txn_ios,
+            pass_inbox,
+            found,
+            done,
+            cont: settings.continue_on_errors,
+            copies: settings.copies,
+            compressibility_pct: settings.compressibility_pct,
+        };
+        reactor.wait(wake, |r, owner, c| route(r, dbs, work, &mut cx, owner, c))
     }
 
     /// Starts due transactions and lets every database's components work.

@@ -14,6 +14,7 @@ mod exec;
 pub mod findmax;
 pub mod host;
 pub mod model;
+mod multi;
 mod phase;
 pub mod plan;
 mod reactor;
@@ -40,6 +41,7 @@ use db::{Database, DbParams};
 pub use db::{InstanceSpec, LogStart};
 use exec::{Engine, Settings};
 use mbx_config::Pacing;
+pub use multi::{reactors_for, run_plan_reactors, QueueFactory};
 pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec};
 use reactor::Reactor;
 use result::*;
@@ -183,7 +185,7 @@ pub trait Observer {
 }
 
 /// Wraps the run's I/O queue (tests inject faults, e.g. latency, with it).
-pub type QueueWrapper = dyn Fn(Box<dyn IoQueue>) -> Box<dyn IoQueue>;
+pub type QueueWrapper = dyn Fn(Box<dyn IoQueue>) -> Box<dyn IoQueue> + Sync;
 
 /// The current time as RFC 3339 (UTC, seconds).
 pub fn rfc3339_now() -> String {
@@ -302,16 +304,17 @@ pub fn run_test(
     for d in databases.iter().filter(|_| writes) {
         mbx_store::create::set_database_state(&d.spec.path, DbState::Dirty)?;
     }
-    let q = open_queue(
-        engine,
-        Files::new(Vec::new()),
-        queue_depth(cfg, specs.len()),
-    )?;
-    let q = match wrap {
-        Some(w) => w(q),
-        None => q,
+    // One queue per reactor, each with the depth of its share, made on the reactor's thread
+    // (an io_uring ring accepts submissions only from the thread that set it up).
+    let queue_for = |_reactor: usize, depth: usize| -> Result<Box<dyn IoQueue>, EngineError> {
+        let q = open_queue(engine, Files::new(Vec::new()), depth)?;
+        Ok(match wrap {
+            Some(w) => w(q),
+            None => q,
+        })
     };
-    let mut result = run_plan(cfg, plan, specs, q, observer, cancel)?;
+    let reactors = reactors_for(cfg, plan, specs.len());
+    let mut result = run_plan_reactors(cfg, plan, specs, reactors, &queue_for, observer, cancel)?;
     // A run stopped by an error leaves its databases marked dirty (pages were not all flushed):
     // that is the truth, and the next run attaches them all the same.
     if result.stopped.reason.ran_to_completion() || result.stopped.reason == StopReason::Interrupted
@@ -369,14 +372,18 @@ pub fn run_test(
 /// copies > 1, a few page patching writes. A smaller
 /// queue overflows when the storage is slow, which is exactly when the test must keep going.
 pub fn queue_depth(cfg: &RunConfig, databases: usize) -> usize {
+    queue_depth_for(cfg, cfg.sessions() as usize, databases)
+}
+
+/// [`queue_depth`] of one reactor running `sessions` sessions on `databases` databases.
+pub fn queue_depth_for(cfg: &RunConfig, sessions: usize, databases: usize) -> usize {
     let patches = if cfg.profile.copies_per_database > 1 {
         PATCH_SLOTS
     } else {
         0
     };
-    cfg.sessions() as usize * model::MAX_OPS_PER_TXN * model::MAX_READS_PER_OP
-        + databases
-            * (db::flusher::max_flush_writes(cfg.sessions() as usize, databases) + 6 + patches)
+    sessions * model::MAX_OPS_PER_TXN * model::MAX_READS_PER_OP
+        + databases * (db::flusher::max_flush_writes(sessions, databases) + 6 + patches)
 }
 
 /// Room per database for page patching writes (copies > 1); beyond it a damaged page is counted
@@ -401,7 +408,8 @@ pub fn log_start(dir: &Path, database_id: u64) -> Result<LogStart, EngineError> 
 
 /// Runs `plan` on the databases `specs` through `queue` (a real backend or a simulated device):
 /// opens them, executes every phase, and returns the result with its verdict. Figures measured
-/// before an error stopped the test are kept in the result, with the error.
+/// before an error stopped the test are kept in the result, with the error. One reactor on one
+/// thread; [`run_plan_reactors`] runs several.
 pub fn run_plan(
     cfg: &RunConfig,
     plan: &Plan,
@@ -416,6 +424,41 @@ pub fn run_plan(
     if plan.reads_only() {
         return phase::seqpass::run_reads(cfg, plan, specs, queue, observer, cancel);
     }
+    let share = multi::Share::whole(cfg, specs.len());
+    let part = run_part(cfg, plan, specs, &share, queue, observer, cancel, None)?;
+    Ok(finish(cfg, plan, vec![part], None, observer))
+}
+
+/// What one reactor leaves when its phases are done: its databases (with their counters and
+/// histograms), what it found, and when things happened on its clock.
+pub(crate) struct Part {
+    dbs: Vec<Database>,
+    hung: Vec<ErrorEntry>,
+    notes: Vec<String>,
+    host: sampling::HostSeries,
+    pass_report: Option<phase::seqpass::PassReport>,
+    times: RunTimes,
+    ref_instant: Instant,
+    ref_wall: std::time::SystemTime,
+    engine_name: &'static str,
+    /// Its transactions' figures (pacing and latency from arrival).
+    txn: workload::open::TxnStats,
+    /// The error that stopped this reactor, if one did.
+    outcome: Result<(), EngineError>,
+}
+
+/// Runs `plan` on one reactor over the databases `specs`, its `share` of the test.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_part(
+    cfg: &RunConfig,
+    plan: &Plan,
+    specs: Vec<InstanceSpec>,
+    share: &multi::Share,
+    queue: Box<dyn IoQueue>,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+    gate: Option<multi::Link>,
+) -> Result<Part, EngineError> {
     let mut reactor = Reactor::new(queue);
     let clock = reactor.clock().clone();
     let (ref_instant, ref_wall) = (clock.now(), clock.wall());
@@ -424,28 +467,31 @@ pub fn run_plan(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0);
-    let n = specs.len() as u64;
+    let n = share.total_dbs as u64;
+    let local = specs.len();
     let mut dbs = Vec::new();
     for (i, spec) in specs.into_iter().enumerate() {
+        // The database's number in the whole test (its mailboxes depend on it).
+        let global = (share.first_db + i) as u64;
         let params = DbParams {
             index: i,
             cache_frames: cache_frames(cfg, spec.data_pages)?,
             flush_start_pct: cfg.cache.flush_start_pct,
             flush_stop_pct: cfg.cache.flush_stop_pct,
-            mailboxes: (cfg.profile.mailboxes + n - 1 - i as u64) / n,
+            mailboxes: (cfg.profile.mailboxes + n - 1 - global) / n,
             direct: cfg.direct,
             bdm_reads_per_s: cfg.bdm_reads_per_s,
             gen_base,
             circular_logging: cfg.circular_logging,
             replicated: cfg.profile.copies_per_database > 1,
             checkpoint_every: Duration::from_secs_f64(cfg.cache.checkpoint_interval_s),
-            flush_writes: db::flusher::max_flush_writes(cfg.sessions() as usize, n as usize),
+            flush_writes: db::flusher::max_flush_writes(share.sessions, local),
         };
         dbs.push(Database::open(spec, params, &mut reactor, ref_instant)?);
     }
     let engine_name = reactor.engine_name();
     let settings = Settings {
-        target_iops: cfg.target_iops(),
+        target_iops: share.target_iops,
         max_dirty_age: Duration::from_secs_f64(cfg.cache.max_dirty_age_s),
         sample_every: Duration::from_secs_f64(cfg.sample_interval_s),
         bdm: cfg.bdm,
@@ -473,20 +519,26 @@ pub fn run_plan(
                 charge_actual_reads: false,
                 ..PacerConfig::default()
             },
-            Some(OpenLoop::new(cfg.arrivals, cfg.seed, max_backlog)),
+            Some(OpenLoop::new(cfg.arrivals, share.seed, max_backlog)),
         ),
     };
-    let pacer = Pacer::new(pacer_cfg, cfg.target_iops(), ref_instant)
+    let pacer = Pacer::new(pacer_cfg, share.target_iops, ref_instant)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
     let work = Workload::new(
-        cfg.sessions() as usize,
-        cfg.seed,
+        share.sessions,
+        share.seed,
         cfg.op_mix.clone(),
-        cfg.profile.mailboxes,
+        share.mailboxes,
         pacer,
         open,
     );
     let mut engine = Engine::new(settings, reactor, dbs, work, observer);
+    engine.sample_host = share.index == 0;
+    engine.gate = gate;
+    // With several reactors, the first logs the test's settings once (its sessions: all of
+    // them); each logs its own bookkeeping.
+    let several = engine.gate.is_some();
+    let settings_lines = !several || share.index == 0;
     let c = &engine.dbs[0].cache;
     let line = format!(
         "Database cache settings per database: maximum {:.1} MB; flush thresholds: start {} pages, stop {} pages.",
@@ -494,38 +546,52 @@ pub fn run_plan(
         c.start_threshold,
         c.stop_threshold
     );
-    engine.log(&line, false);
+    if settings_lines {
+        engine.log(&line, false);
+    }
     let (cache_meta, tracker): (usize, usize) = engine.dbs.iter().fold((0, 0), |(c, t), d| {
         (c + d.cache.metadata_bytes(), t + d.pages.memory_bytes())
     });
+    let whose = if several {
+        format!(" of reactor {}'s databases", share.index + 1)
+    } else {
+        String::new()
+    };
     let line = format!(
-        "Engine bookkeeping (bounded, whatever the database size or test length): cache metadata {:.1} MiB, page write tracker {:.1} MiB.",
+        "Engine bookkeeping{whose} (bounded, whatever the database size or test length): cache metadata {:.1} MiB, page write tracker {:.1} MiB.",
         cache_meta as f64 / (1 << 20) as f64,
         tracker as f64 / (1 << 20) as f64
     );
     engine.log(&line, false);
-    let t = &cfg.thresholds;
-    let line = format!(
-        "Database read latency thresholds: (average: {} msec/read, maximum: {} msec/read).",
-        t.db_read_avg_ms, t.db_read_max_ms
-    );
-    engine.log(&line, false);
-    let line = format!(
-        "Log write latency thresholds: (average: {} msec/write, maximum: {} msec/write).",
-        t.log_write_avg_ms, t.log_write_max_ms
-    );
-    engine.log(&line, false);
-    let m = &cfg.op_mix;
-    let line = format!(
-        "Operation mix: Sessions {}, Inserts {}%, Deletes {}%, Replaces {}%, Reads {}%, Lazy Commits {}%.",
-        cfg.sessions(),
-        m.insert_pct,
-        m.delete_pct,
-        m.replace_pct,
-        m.read_pct,
-        m.lazy_commit_pct
-    );
-    engine.log(&line, false);
+    if settings_lines {
+        let t = &cfg.thresholds;
+        let line = format!(
+            "Database read latency thresholds: (average: {} msec/read, maximum: {} msec/read).",
+            t.db_read_avg_ms, t.db_read_max_ms
+        );
+        engine.log(&line, false);
+        let line = format!(
+            "Log write latency thresholds: (average: {} msec/write, maximum: {} msec/write).",
+            t.log_write_avg_ms, t.log_write_max_ms
+        );
+        engine.log(&line, false);
+        let m = &cfg.op_mix;
+        let sessions = if several {
+            cfg.sessions() as usize
+        } else {
+            share.sessions
+        };
+        let line = format!(
+            "Operation mix: Sessions {}, Inserts {}%, Deletes {}%, Replaces {}%, Reads {}%, Lazy Commits {}%.",
+            sessions,
+            m.insert_pct,
+            m.delete_pct,
+            m.replace_pct,
+            m.read_pct,
+            m.lazy_commit_pct
+        );
+        engine.log(&line, false);
+    }
     let outcome = engine.execute(plan, cancel);
     // Retired log files are deleted in the background: a failure there is the test's too.
     let outcome = outcome.and_then(|()| Ok(engine.reactor.wait_removals()?));
@@ -539,8 +605,118 @@ pub fn run_plan(
         interrupted: marks.interrupted,
         measured: marks.measure_start.is_some(),
     };
+    Ok(Part {
+        dbs: std::mem::take(&mut engine.dbs),
+        hung: std::mem::take(&mut engine.hung),
+        notes: std::mem::take(&mut engine.notes),
+        host: std::mem::take(&mut engine.host),
+        pass_report: engine.pass_report.take(),
+        times,
+        ref_instant,
+        ref_wall,
+        engine_name,
+        txn: std::mem::take(&mut engine.work.txn),
+        outcome,
+    })
+}
+
+/// Measured seconds of a part (0 when nothing was measured: no rate means anything then).
+fn measured_secs(t: &RunTimes) -> f64 {
+    if t.measured {
+        t.measure_end
+            .saturating_duration_since(t.measure_start)
+            .as_secs_f64()
+    } else {
+        0.0
+    }
+}
+
+/// The result of the reactors' `parts` (one, or one per reactor in reactor order, so their
+/// databases come in database order): rows concatenated, counters summed, histograms kept per
+/// database, the host series `host` when several reactors were merged (their merged samples),
+/// otherwise the one reactor's.
+pub(crate) fn finish(
+    cfg: &RunConfig,
+    plan: &Plan,
+    parts: Vec<Part>,
+    host: Option<sampling::HostSeries>,
+    observer: &mut dyn Observer,
+) -> RunResult {
+    let several = parts.len() > 1;
+    let mut dbs = Vec::new();
+    let mut db_secs = Vec::new();
+    let mut hung = Vec::new();
+    let mut txns = Vec::new();
+    let mut notes = Vec::new();
+    let mut pass_report = None;
+    let mut error = None;
+    let mut parts = parts.into_iter().enumerate();
+    let Some((_, first)) = parts.next() else {
+        return unmeasured_result(
+            cfg,
+            std::time::SystemTime::now(),
+            Stopped {
+                reason: StopReason::Error,
+                message: "no reactor ran".into(),
+            },
+        );
+    };
+    let (ref_instant, ref_wall, engine_name) =
+        (first.ref_instant, first.ref_wall, first.engine_name);
+    let mut times = first.times;
+    let mut min_secs = measured_secs(&first.times);
+    let host = host.unwrap_or(first.host);
+    let mut error_at = ref_wall;
+    for (r, p) in std::iter::once((
+        0,
+        Part {
+            host: Default::default(),
+            ..first
+        },
+    ))
+    .chain(parts)
+    {
+        let secs = measured_secs(&p.times);
+        min_secs = min_secs.min(secs);
+        times.interrupted |= p.times.interrupted;
+        times.measured &= p.times.measured;
+        db_secs.extend(std::iter::repeat_n(secs, p.dbs.len()));
+        dbs.extend(p.dbs);
+        hung.extend(p.hung);
+        txns.push(p.txn);
+        if several {
+            notes.extend(
+                p.notes
+                    .into_iter()
+                    .map(|n| format!("Reactor {}: {n}", r + 1)),
+            );
+        } else {
+            notes.extend(p.notes);
+        }
+        if pass_report.is_none() {
+            pass_report = p.pass_report;
+        }
+        if let (Err(e), None) = (p.outcome, &error) {
+            if several {
+                notes.push(format!(
+                    "Reactor {} stopped with an error; the other reactors were stopped with it.",
+                    r + 1
+                ));
+            }
+            error_at = p.ref_wall + p.times.ended.saturating_duration_since(p.ref_instant);
+            error = Some(e);
+        }
+    }
     let wall = |t: Instant| wall(t, ref_instant, ref_wall);
-    let mut result = build_result(cfg, &engine, &times, &wall, engine_name);
+    let view = Measured {
+        dbs: &dbs,
+        db_secs: &db_secs,
+        secs: min_secs,
+        hung: &hung,
+        host: &host,
+        txns: &txns,
+    };
+    let mut result = build_result(cfg, &view, &times, &wall, engine_name);
     result.test.test_type = plan.test_kind();
     if !plan.test_kind().paced() {
         // No transaction was paced (Soft Recovery generates its logs flat out).
@@ -548,13 +724,12 @@ pub fn run_plan(
         result.max_latency = None;
     }
     if plan.final_pass().is_some() {
-        let report = engine.pass_report.take();
-        let line = phase::seqpass::add_final_pass(&mut result, report, times.interrupted);
-        engine.log(&line, false);
+        let line = phase::seqpass::add_final_pass(&mut result, pass_report, times.interrupted);
+        observer.on_event(RunEvent::Log(&line));
     }
     if plan.test_kind() == TestKind::SoftRecovery {
         let files = plan.log_files_to_replay().unwrap_or(0);
-        phase::replay::into_result(&mut result, &engine.dbs, files, times.interrupted);
+        phase::replay::into_result(&mut result, &dbs, files, times.interrupted);
     }
     for inst in &result.instances {
         for (what, v) in [
@@ -572,12 +747,12 @@ pub fn run_plan(
             ),
         ] {
             let line = format!("{} has {:.1} for {what}.", inst.name, v);
-            engine.observer.on_event(RunEvent::Log(&line));
+            observer.on_event(RunEvent::Log(&line));
         }
     }
     // Checkpoints (database sync + slot write) and log file preallocation go through the queue
     // and are measured, outside the Jetstress streams (ESE does not count them as log I/O).
-    for db in &engine.dbs {
+    for db in &dbs {
         let o = db.stats.measured[Stream::Other as usize];
         if o.ios > 0 {
             let line = format!(
@@ -586,19 +761,18 @@ pub fn run_plan(
                 o.ios,
                 o.avg_ms()
             );
-            engine.observer.on_event(RunEvent::Log(&line));
+            observer.on_event(RunEvent::Log(&line));
         }
     }
     let line = format!(
         "Test has {:.1} Maximum Database Page Fault Stalls/sec.",
         result.host.page_fault_stalls_per_s.max
     );
-    engine.observer.on_event(RunEvent::Log(&line));
-    result.notes.extend(engine.notes.iter().cloned());
+    observer.on_event(RunEvent::Log(&line));
+    result.notes.extend(notes);
     // A test with no more samples than the maximum-latency checks tolerate cannot fail them:
     // say so, rather than let a short test pass them silently.
-    let samples = engine
-        .dbs
+    let samples = dbs
         .iter()
         .map(|d| d.stats.maxima[0].samples)
         .min()
@@ -608,13 +782,13 @@ pub fn run_plan(
         let line = format!(
             "The maximum-latency checks could not fail: the test had {samples} sample(s) per instance and {tolerated} over the limit are tolerated (--max-latency-errors); the strict maxima are in max_latency. Run longer, sample more often or lower the tolerance."
         );
-        engine.observer.on_event(RunEvent::Log(&line));
+        observer.on_event(RunEvent::Log(&line));
         result.notes.push(line);
     }
-    if let Err(e) = outcome {
-        stop_with_error(&mut result, &e, clock.wall());
+    if let Some(e) = error {
+        stop_with_error(&mut result, &e, error_at);
     }
-    Ok(result)
+    result
 }
 
 /// How a test that ran to its end (or was interrupted) stopped: `messages` for interrupted,
@@ -812,6 +986,7 @@ pub fn unmeasured_result(
             engine: cfg.engine.name().into(),
             direct: cfg.direct,
             interrupted: stopped.reason == StopReason::Interrupted,
+            reactors: 1,
         },
         config: cfg.clone(),
         profile: ProfileBlock::of(cfg),
@@ -861,30 +1036,58 @@ fn io12(
     }
 }
 
-fn build_result(
+/// What the result is built from: every database (in database order), the seconds each was
+/// measured (its reactor's), the shortest of them, the hung I/Os, the host series.
+pub(crate) struct Measured<'a> {
+    dbs: &'a [Database],
+    db_secs: &'a [f64],
+    secs: f64,
+    hung: &'a [ErrorEntry],
+    host: &'a sampling::HostSeries,
+    /// Every reactor's transaction figures (merged into `pacing`).
+    txns: &'a [workload::open::TxnStats],
+}
+
+/// The result of one engine (a plan run on one reactor) over `times`.
+pub(crate) fn engine_result(
     cfg: &RunConfig,
     engine: &Engine<'_>,
     times: &RunTimes,
     wall: &dyn Fn(Instant) -> String,
     engine_name: &str,
 ) -> RunResult {
+    let secs = measured_secs(times);
+    let db_secs = vec![secs; engine.dbs.len()];
+    let view = Measured {
+        dbs: &engine.dbs,
+        db_secs: &db_secs,
+        secs,
+        hung: &engine.hung,
+        host: &engine.host,
+        txns: std::slice::from_ref(&engine.work.txn),
+    };
+    build_result(cfg, &view, times, wall, engine_name)
+}
+
+fn build_result(
+    cfg: &RunConfig,
+    engine: &Measured<'_>,
+    times: &RunTimes,
+    wall: &dyn Fn(Instant) -> String,
+    engine_name: &str,
+) -> RunResult {
     // No measured phase, no rates: an interruption during attain must not report "1000 IOPS
     // over 0.001 s".
-    let secs = if times.measured {
-        times
-            .measure_end
-            .saturating_duration_since(times.measure_start)
-            .as_secs_f64()
-    } else {
-        0.0
-    };
+    let secs = engine.secs;
     let mut instances = Vec::new();
     let mut integrity = Integrity::default();
     let mut worst_read_avg = 0f64;
     let mut worst_read_max = 0f64;
     let mut worst_log_avg = 0f64;
     let mut worst_log_max = 0f64;
-    for inst in &engine.dbs {
+    for (k, inst) in engine.dbs.iter().enumerate() {
+        // Rates over the time this database's reactor measured.
+        let secs = engine.db_secs.get(k).copied().unwrap_or(secs);
         let st = &inst.stats;
         let m = |s: Stream| st.measured[s as usize];
         let zero = Counter::default();
@@ -945,7 +1148,7 @@ fn build_result(
     };
     let t = &cfg.thresholds;
     let target = cfg.target_iops();
-    let max_latency = max_latency_checks(cfg, &engine.dbs, worst_read_max, worst_log_max);
+    let max_latency = max_latency_checks(cfg, engine.dbs, worst_read_max, worst_log_max);
     let check = Check::new;
     let mut checks = vec![
         check(
@@ -989,7 +1192,7 @@ fn build_result(
             check("data_integrity_errors", errors, 0.0, errors == 0.0)
         },
     ];
-    let errors: Vec<ErrorEntry> = integrity_errors(&engine.dbs)
+    let errors: Vec<ErrorEntry> = integrity_errors(engine.dbs)
         .into_iter()
         .chain(engine.dbs.iter().flat_map(|d| d.io_errors.iter().cloned()))
         .chain(engine.hung.iter().cloned())
@@ -1038,6 +1241,7 @@ fn build_result(
             engine: engine_name.into(),
             direct: cfg.direct,
             interrupted: times.interrupted,
+            reactors: 1,
         },
         config: cfg.clone(),
         profile: ProfileBlock::of(cfg),
@@ -1054,7 +1258,7 @@ fn build_result(
         errors,
         notes: Vec::new(),
         tuning: None,
-        pacing: Some(pacing_result(cfg, [&engine.work.txn])),
+        pacing: Some(pacing_result(cfg, engine.txns)),
         max_latency: Some(max_latency),
         sections: Sections::default(),
     }

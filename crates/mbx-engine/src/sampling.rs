@@ -66,7 +66,8 @@ pub(crate) struct HostSeries {
 }
 
 /// Takes one sample over the `secs` since the previous one, emits it and resets the interval
-/// counters.
+/// counters. The host's counters are read only when `read_host` (one reactor of several reads
+/// them; the others leave them zero).
 pub(crate) fn sample(
     dbs: &mut [Database],
     host_series: &mut HostSeries,
@@ -74,9 +75,14 @@ pub(crate) fn sample(
     timestamp: String,
     secs: f64,
     pacing: Option<crate::result::SamplePacing>,
+    read_host: bool,
 ) {
     let secs = secs.max(1e-3);
-    let host = crate::host::sample();
+    let host = if read_host {
+        crate::host::sample()
+    } else {
+        crate::host::HostSample::default()
+    };
     let mut instances = Vec::new();
     let mut stalls = 0u64;
     for db in dbs.iter_mut() {

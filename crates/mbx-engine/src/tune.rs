@@ -142,7 +142,7 @@ pub(crate) fn drive(
             prefix: (d.prefix)(d.search.steps() + 1, n),
         };
         let r = run_step(&step_cfg, &plan, &mut obs)?;
-        let stable = !r.notes.iter().any(|n| n.starts_with(UNSTABLE));
+        let stable = !r.notes.iter().any(|n| n.contains(UNSTABLE));
         let mut step = SearchStep::of_result(&r, sessions, stable);
         step.mailboxes = step_cfg.profile.mailboxes;
         observer.on_event(RunEvent::Log(&(d.line)(&step)));

@@ -347,6 +347,7 @@ pub fn render(run: &RunFolder) -> String {
                 h2 { (SECTIONS[2]) }
                 (kv(&[
                     ("Thread Count", r.profile.threads.to_string()),
+                    ("Reactors (event-loop threads, databases partitioned among them)", r.test.reactors.to_string()),
                     ("Minimum Database Cache (per database)", format!("{} MB", cfg.cache.min_mb_per_db)),
                     ("Maximum Database Cache (per database, before scaling to 1/8 of the database)", format!("{} MB", cfg.cache.max_mb_per_db)),
                     ("Insert Operations", pct(cfg.op_mix.insert_pct)),

@@ -281,6 +281,14 @@ pub struct TestInfo {
     pub direct: bool,
     /// Stopped early by the user.
     pub interrupted: bool,
+    /// Reactors (event-loop threads) the databases were partitioned among (1 in results of
+    /// versions that had one).
+    #[serde(default = "one")]
+    pub reactors: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// The profile block of the contract: the [`Profile`] (flattened: its keys sit in the block) and

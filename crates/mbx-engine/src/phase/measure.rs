@@ -56,7 +56,15 @@ fn take_sample(e: &mut Engine<'_>, now: Instant) {
         .as_ref()
         .map(|o| o.len())
         .map(|waiting| w.txn.take_interval(dropped, waiting));
-    crate::sampling::sample(&mut e.dbs, &mut e.host, e.observer, stamp, secs, pacing);
+    crate::sampling::sample(
+        &mut e.dbs,
+        &mut e.host,
+        e.observer,
+        stamp,
+        secs,
+        pacing,
+        e.sample_host,
+    );
     e.sampler.last = now;
 }
 

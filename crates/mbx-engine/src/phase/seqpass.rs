@@ -26,9 +26,7 @@ use crate::reactor::{Owner, Reactor};
 use crate::result::{BackupRow, Check, ChecksumRow, ErrorEntry, Integrity, RunResult, Verdict};
 use crate::workload::pacing::{Pacer, PacerConfig};
 use crate::workload::session::Workload;
-use crate::{
-    build_result, rfc3339, EngineError, InstanceSpec, Observer, PassBytes, Phase, RunTimes,
-};
+use crate::{rfc3339, EngineError, InstanceSpec, Observer, PassBytes, Phase, RunTimes};
 
 /// Problem pages listed one by one per file; beyond that they are counted per class.
 const LISTED_PER_FILE: usize = 20;
@@ -671,7 +669,7 @@ pub(crate) fn run_reads(
         measured: false,
     };
     let wall = |t: Instant| crate::wall(t, ref_instant, ref_wall);
-    let mut result = build_result(cfg, &engine, &times, &wall, engine_name);
+    let mut result = crate::engine_result(cfg, &engine, &times, &wall, engine_name);
     result.test.test_type = plan.kind;
     // Nothing paced, no transaction: neither block means anything.
     result.pacing = None;

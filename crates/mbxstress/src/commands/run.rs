@@ -47,6 +47,7 @@ pub(crate) fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfi
     set!(args.copies, cfg.profile.copies_per_database);
     set!(args.threads, cfg.threads);
     set!(args.tuning_step.map(|d| d.as_secs_f64()), cfg.tuning.step_s);
+    set!(args.reactors, cfg.reactors);
     set!(args.duration.map(|d| d.as_secs_f64()), cfg.duration_s);
     set!(
         args.sample_interval.map(|d| d.as_secs_f64()),
@@ -153,6 +154,7 @@ const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
     ("tuning.step_s", "--tuning-step", |a| {
         a.tuning_step.is_some()
     }),
+    ("reactors", "--reactors", |a| a.reactors.is_some()),
     ("duration_s", "--duration", |a| a.duration.is_some()),
     ("sample_interval_s", "--sample-interval", |a| {
         a.sample_interval.is_some()

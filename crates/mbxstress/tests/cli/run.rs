@@ -98,6 +98,9 @@ fn passing_run_writes_result_samples_and_log_then_attaches() {
         })
         .sum();
     assert!((r["achieved_iops"].as_f64().expect("achieved") - sum).abs() < 1e-6);
+    // One reactor per core by default, never more than the 2 databases.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(r["test"]["reactors"].as_u64(), Some(cores.min(2) as u64));
     let samples = std::fs::read_to_string(dir.join("r1/samples.jsonl")).expect("samples");
     assert!(samples.lines().count() >= 2, "{samples}");
     for line in samples.lines() {
@@ -114,9 +117,21 @@ fn passing_run_writes_result_samples_and_log_then_attaches() {
         "{log}"
     );
 
-    // The second run attaches the same databases.
-    let run = small_run(&dir, "r2", &[]);
+    // The second run attaches the same databases (on one reactor, as asked).
+    let run = small_run(&dir, "r2", &["--reactors", "1"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r2/result.json")).expect("result"))
+            .expect("json");
+    assert_eq!(r["test"]["reactors"].as_u64(), Some(1));
+    // Out of range: the flag is named, with its range.
+    let run = small_run(&dir, "r3", &["--reactors", "5000"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--reactors") && run.stderr.contains("1024"),
+        "{}",
+        run.stderr
+    );
     let log = std::fs::read_to_string(dir.join("r2/test.log")).expect("log");
     assert!(
         log.contains("Attach mbxstress-data/databases/mbxstress002.edb"),

@@ -1,8 +1,9 @@
 //! find-max: the largest mailbox count, at the profile's IOPS per mailbox, whose load passes
 //! every threshold, on the same databases. A ramp from the profile's count (doubling while
 //! steps pass, halving while they fail) then a bisection to within a resolution, each step a
-//! short measured run ([`Plan::search_step`]) at that count's target; the curve (achieved IOPS
-//! and latency percentiles at every step) is the evidence.
+//! short measured run ([`Plan::search_step`]) at that count's target; then the answer is
+//! confirmed by a run three steps long (backing off 5% while a confirmation fails). The curve
+//! (achieved IOPS and latency percentiles at every step) is the evidence.
 //!
 //! The databases stay as prepared (sized for the profile's mailboxes): a step stands for `m`
 //! mailboxes by its target, `m` x IOPS per mailbox, spread over the same pages. The sessions of
@@ -13,9 +14,11 @@ use std::sync::atomic::AtomicBool;
 
 use mbx_config::{RunConfig, MAX_TARGET_IOPS, MAX_THREADS};
 
+use crate::plan::Plan;
+use crate::result::SearchStep;
 use crate::result::{FindMax, RunResult};
 use crate::search::{Direction, Search, SearchSpec};
-use crate::tune::{drive, outcome, Driver, StepRunner};
+use crate::tune::{drive, outcome, Driver, StepObserver, StepRunner};
 use crate::{EngineError, Observer, RunEvent};
 
 /// Target IOPS one session is given when find-max chooses the sessions: a session at the
@@ -32,7 +35,16 @@ pub struct FindMaxSpec {
     pub resolution: f64,
     /// Longest search, seconds.
     pub max_s: f64,
+    /// Confirmation runs: the answer is run again for [`CONFIRM_LENGTHS`] step lengths; one that
+    /// fails moves the answer down by [`CONFIRM_BACKOFF`] and confirms again, at most this many
+    /// times (0: no confirmation).
+    pub confirmations: usize,
 }
+
+/// A confirmation run lasts this many step lengths.
+pub const CONFIRM_LENGTHS: f64 = 3.0;
+/// A failed confirmation moves the answer down by this fraction.
+pub const CONFIRM_BACKOFF: f64 = 0.05;
 
 impl Default for FindMaxSpec {
     fn default() -> Self {
@@ -40,6 +52,7 @@ impl Default for FindMaxSpec {
             max_steps: 12,
             resolution: 0.02,
             max_s: 4.0 * 3600.0,
+            confirmations: 3,
         }
     }
 }
@@ -158,18 +171,66 @@ pub fn find_max(
     for s in &mut steps {
         s.mailboxes = mailboxes_of(s.target_iops, ipm);
     }
-    let answer = driven.answer;
+    let mut answer = driven.answer;
+    let mut end = driven.end.to_string();
+    // A short step that passed near the edge may have been lucky: confirm the answer with a
+    // longer run at it, backing off until one holds.
+    if spec.confirmations > 0 && end != "interrupted" && end != "error" {
+        let mut tries = 0;
+        while let Some(m) = answer {
+            if tries == spec.confirmations {
+                answer = None;
+                end = "unconfirmed".into();
+                break;
+            }
+            tries += 1;
+            let mut c = step_config(cfg, m);
+            c.duration_s *= CONFIRM_LENGTHS;
+            let plan = Plan::search_step(&c);
+            let mut obs = StepObserver {
+                inner: observer,
+                prefix: format!("find-max confirmation {tries} ({m} mailboxes): "),
+            };
+            let r = run_step(&c, &plan, &mut obs)?;
+            let stable = !r.notes.iter().any(|n| n.contains(crate::tune::UNSTABLE));
+            let mut step = SearchStep::of_result(&r, c.threads, stable);
+            step.mailboxes = m;
+            step.confirmation = true;
+            let pass = step.pass;
+            observer.on_event(RunEvent::Log(&format!(
+                "find-max confirmation: {m} mailboxes for {:.0} s have actual {:.1} IOPS (target IOPS: {:.1}), database reads {:.2} ms average: {}.",
+                c.duration_s,
+                step.achieved_iops,
+                step.target_iops,
+                step.db_read_avg_ms,
+                outcome(&step)
+            )));
+            steps.push(step);
+            if r.stopped.reason == crate::result::StopReason::Interrupted
+                || cancel.load(std::sync::atomic::Ordering::Relaxed)
+            {
+                answer = None;
+                end = "interrupted".into();
+                break;
+            }
+            if pass {
+                break;
+            }
+            let lower = ((m as f64) * (1.0 - CONFIRM_BACKOFF)).floor() as u64;
+            answer = (lower >= 1 && lower < m).then_some(lower);
+        }
+    }
     let line = match answer {
         Some(m) => format!(
             "find-max: {m} mailboxes ({:.1} IOPS) is the largest count that passed every threshold ({}, {} steps, {:.0} s).",
             m as f64 * ipm,
-            driven.end,
+            end,
             steps.len(),
             driven.elapsed_s
         ),
         None => format!(
             "find-max: no mailbox count passed ({}, {} steps).",
-            driven.end,
+            end,
             steps.len()
         ),
     };
@@ -184,7 +245,7 @@ pub fn find_max(
             iops: answer.map(|m| m as f64 * ipm),
             iops_per_mailbox: ipm,
             steps,
-            end: driven.end.to_string(),
+            end,
             elapsed_s: driven.elapsed_s,
             config: cfg.clone(),
         },

@@ -32,9 +32,9 @@ pub struct Tuned {
 
 /// Passes a step's events on: its log lines prefixed with the step and its progress; its phases
 /// and samples are the step's own, not the test's, and are dropped.
-struct StepObserver<'a> {
-    inner: &'a mut dyn Observer,
-    prefix: String,
+pub(crate) struct StepObserver<'a> {
+    pub inner: &'a mut dyn Observer,
+    pub prefix: String,
 }
 
 impl Observer for StepObserver<'_> {

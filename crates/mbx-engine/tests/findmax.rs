@@ -42,6 +42,7 @@ fn find_max_returns_the_known_capacity_of_the_model() {
             max_steps: 16,
             resolution: 0.02,
             max_s: 86_400.0,
+            confirmations: 2,
         },
         &mut lines,
         &AtomicBool::new(false),
@@ -63,6 +64,15 @@ fn find_max_returns_the_known_capacity_of_the_model() {
     // The ramp went up from 100 by doubling, then bisected: a pass and a fail bracket it.
     assert_eq!(f.steps[0].mailboxes, 100);
     assert!(f.steps.iter().any(|s| !s.pass));
+    // The answer held in a confirmation run three steps long (the last step).
+    let last_step = f.steps.last().expect("steps");
+    assert!(last_step.confirmation && last_step.pass, "{last_step:?}");
+    assert_eq!(Some(last_step.mailboxes), f.mailboxes);
+    assert!(
+        (last_step.measured_s - 30.0).abs() < 1.0,
+        "{}",
+        last_step.measured_s
+    );
     let last = lines.0.last().expect("a line");
     assert!(last.starts_with("find-max: "), "{last}");
 }

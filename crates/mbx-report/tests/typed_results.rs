@@ -312,6 +312,7 @@ fn tuning_steps_round_trip_and_are_reported() {
         } else {
             vec!["achieved_transactional_iops".into()]
         },
+        confirmation: false,
     };
     let mut r = result();
     let plain = serde_json::to_value(&r).expect("json");

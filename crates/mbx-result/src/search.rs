@@ -37,6 +37,9 @@ pub struct SearchStep {
     pub pass: bool,
     /// The checks that failed, by name (as in `verdict.checks`).
     pub failed_checks: Vec<String>,
+    /// find-max: a confirmation of the answer (a longer run at it), not a search step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confirmation: bool,
 }
 
 impl SearchStep {
@@ -66,6 +69,7 @@ impl SearchStep {
                 .filter(|c| !c.pass)
                 .map(|c| c.name.clone())
                 .collect(),
+            confirmation: false,
         }
     }
 }
@@ -113,7 +117,8 @@ pub struct FindMax {
     /// The steps, in the order they ran (`STEP` as in `tuning.steps`).
     pub steps: Vec<SearchStep>,
     /// Why the search ended: "converged", "bound" (every count passed up to the most the
-    /// target range allows, or none down to 1), "steps", "time", "interrupted" or "error".
+    /// target range allows, or none down to 1), "steps", "time", "interrupted", "error" or
+    /// "unconfirmed" (no answer held in its confirmation runs).
     pub end: String,
     /// Seconds the search took.
     pub elapsed_s: f64,

@@ -115,6 +115,11 @@ pub fn run(args: FindMaxArgs) -> anyhow::Result<ExitCode> {
                 s.log_write_avg_ms,
                 if s.pass { "pass" } else { "fail: " },
                 s.failed_checks.join(", ")
+                    + if s.confirmation {
+                        " (confirmation)"
+                    } else {
+                        ""
+                    }
             )?;
         }
         match (f.mailboxes, f.iops) {

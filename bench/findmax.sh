@@ -7,7 +7,8 @@
 #
 # Usage: bench/findmax.sh [DIR]   DIR: where the databases go (default bench/scratch; removed after)
 # Environment: MAILBOXES (ramp start, 2000), IPM (IOPS per mailbox, 1), QUOTA_MB (1: databases
-#   of MAILBOXES x QUOTA_MB / DBS), DBS (2), STEP (find-max step, 10s), VERIFY (verification
+#   of MAILBOXES x QUOTA_MB / DBS), DBS (2), STEP (find-max step, 20s: its confirmation runs
+#   last 3 steps, as long as VERIFY), VERIFY (verification
 #   runs, 60s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,7 +18,7 @@ mailboxes=${MAILBOXES:-2000}
 ipm=${IPM:-1}
 quota=${QUOTA_MB:-1}
 dbs=${DBS:-2}
-step=${STEP:-10s}
+step=${STEP:-20s}
 verify=${VERIFY:-60s}
 command -v python3 >/dev/null || { echo "python3 is needed to read the results" >&2; exit 2; }
 git_state="$(cd "$root" && git rev-parse --short HEAD)$(cd "$root" && git diff --quiet HEAD || echo '+uncommitted changes')"

@@ -15,10 +15,9 @@ use std::sync::atomic::AtomicBool;
 use mbx_config::{RunConfig, MAX_TARGET_IOPS, MAX_THREADS};
 
 use crate::plan::Plan;
-use crate::result::SearchStep;
 use crate::result::{FindMax, RunResult};
 use crate::search::{Direction, Search, SearchSpec};
-use crate::tune::{drive, outcome, Driver, StepObserver, StepRunner};
+use crate::tune::{drive, outcome, step_of, Driver, StepObserver, StepRunner};
 use crate::{EngineError, Observer, RunEvent};
 
 /// Target IOPS one session is given when find-max chooses the sessions: a session at the
@@ -192,8 +191,7 @@ pub fn find_max(
                 prefix: format!("find-max confirmation {tries} ({m} mailboxes): "),
             };
             let r = run_step(&c, &plan, &mut obs)?;
-            let stable = !r.notes.iter().any(|n| n.contains(crate::tune::UNSTABLE));
-            let mut step = SearchStep::of_result(&r, c.threads, stable);
+            let mut step = step_of(&r, c.threads);
             step.mailboxes = m;
             step.confirmation = true;
             let pass = step.pass;

@@ -78,6 +78,12 @@ pub fn step_config(cfg: &RunConfig, sessions: u32) -> RunConfig {
 pub type StepRunner<'a> =
     dyn FnMut(&RunConfig, &Plan, &mut dyn Observer) -> Result<RunResult, EngineError> + 'a;
 
+/// The step a step run's result describes (stable unless its stability check said otherwise).
+pub(crate) fn step_of(r: &RunResult, sessions: u32) -> SearchStep {
+    let stable = !r.notes.iter().any(|n| n.contains(UNSTABLE));
+    SearchStep::of_result(r, sessions, stable)
+}
+
 /// "meets every threshold" or "fails" and the checks that failed.
 pub(crate) fn outcome(s: &SearchStep) -> String {
     if s.pass {
@@ -142,8 +148,7 @@ pub(crate) fn drive(
             prefix: (d.prefix)(d.search.steps() + 1, n),
         };
         let r = run_step(&step_cfg, &plan, &mut obs)?;
-        let stable = !r.notes.iter().any(|n| n.contains(UNSTABLE));
-        let mut step = SearchStep::of_result(&r, sessions, stable);
+        let mut step = step_of(&r, sessions);
         step.mailboxes = step_cfg.profile.mailboxes;
         observer.on_event(RunEvent::Log(&(d.line)(&step)));
         let interrupted =

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use mbx_config::TestKind;
 use mbx_engine::findmax::FindMaxSpec;
-use mbx_store::{plan_paths, CreateParams, LockMode, StoreLock};
+use mbx_store::{plan_paths, LockMode, StoreLock};
 
-use super::run::{fmt_secs, resolve_for, results_dir, RunObserver};
+use super::run::{create_params, fmt_secs, resolve_for, results_dir, RunObserver};
 use crate::cli::{FindMaxArgs, RunTest};
 use crate::exit::usage;
 use crate::render::num;
@@ -56,19 +56,7 @@ pub fn run(args: FindMaxArgs) -> anyhow::Result<ExitCode> {
         errln!("Results: {}", dir.display());
     }
     let mut observer = RunObserver::new(&dir, &a.progress, specs.len())?;
-    let create = CreateParams {
-        data_pages,
-        mailboxes: p.mailboxes,
-        quota_mb: p.mailbox_quota_mb,
-        databases: p.databases,
-        compressibility_pct: cfg.compressibility_pct,
-        engine: cfg.engine,
-        direct: cfg.direct,
-        force: a.force,
-        allow_device: a.allow_device,
-        queue_depth: 4,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-    };
+    let create = create_params(a, &cfg, data_pages);
     let cancel = crate::interrupt::install();
     let found = mbx_engine::execute_find_max(&cfg, spec, &specs, &create, &mut observer, &cancel);
     observer.finish_preparing();

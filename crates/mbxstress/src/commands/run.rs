@@ -479,6 +479,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(run_one(&args, kind, cfg, args.out.as_deref(), &cancel)?.code)
 }
 
+/// How the databases of `cfg` are created (or attached) for a test: `data_pages` each.
+pub(crate) fn create_params(args: &RunArgs, cfg: &RunConfig, data_pages: u64) -> CreateParams {
+    let p = &cfg.profile;
+    CreateParams {
+        data_pages,
+        mailboxes: p.mailboxes,
+        quota_mb: p.mailbox_quota_mb,
+        databases: p.databases,
+        compressibility_pct: cfg.compressibility_pct,
+        engine: cfg.engine,
+        direct: cfg.direct,
+        force: args.force,
+        allow_device: args.allow_device,
+        queue_depth: 4,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
 /// How one test ended (what the suite needs to go on or stop).
 pub(crate) struct Ran {
     /// The exit code of the test alone.
@@ -579,19 +597,7 @@ pub(crate) fn run_one(
         errln!("Results: {}", dir.display());
     }
     let plan = plan_for(&cfg);
-    let create = CreateParams {
-        data_pages,
-        mailboxes: p.mailboxes,
-        quota_mb: p.mailbox_quota_mb,
-        databases: p.databases,
-        compressibility_pct: cfg.compressibility_pct,
-        engine: cfg.engine,
-        direct: cfg.direct,
-        force: args.force,
-        allow_device: args.allow_device,
-        queue_depth: 4,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-    };
+    let create = create_params(args, &cfg, data_pages);
     let Executed { result, error } =
         mbx_engine::execute(&cfg, &plan, &specs, &create, &mut observer, cancel, None);
     observer.finish_preparing();

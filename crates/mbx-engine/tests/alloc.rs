@@ -7,6 +7,9 @@
 //! Set `MBX_ALLOC_TRACE=N` to print where every Nth counted allocation of the measured phase
 //! comes from (a diagnostic: backtraces, aggregated).
 
+#[path = "support/simdb.rs"]
+mod simdb;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -17,11 +20,9 @@ use std::time::Duration;
 
 use mbx_config::RunConfig;
 use mbx_engine::result::StopReason;
-use mbx_engine::{run_plan, InstanceSpec, LogStart, Observer, Phase, Plan, RunEvent};
+use mbx_engine::{run_plan, InstanceSpec, Observer, Phase, Plan, RunEvent};
 use mbx_io::sim::{Latency, LatencyModel, SimClock, SimDevice, SimQueue};
 use mbx_io::{Clock, FileTable, IoCompletion, IoError, IoQueue, IoRequest, OpenMode};
-use mbx_store::header::HEADER_PAGES;
-use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
 
 thread_local! {
     /// Allocations counted on this thread.
@@ -172,33 +173,14 @@ impl Observer for Marks {
 const PAGES: u64 = 8192;
 
 fn spec(dev: &SimDevice, i: usize) -> InstanceSpec {
-    let db_path = PathBuf::from(format!("/sim/db/alloc{i}.edb"));
-    dev.create(&db_path, (HEADER_PAGES + PAGES) * PAGE_SIZE as u64);
-    let database_id = 40 + i as u64;
-    let mut page = vec![0u8; PAGE_SIZE];
-    for n in HEADER_PAGES..HEADER_PAGES + PAGES {
-        let h = PageHeader {
-            page_number: n,
-            database_id,
-            generation: 1,
-            kind: KIND_DATA,
-            compressibility_pct: 0,
-        };
-        build_data_page(&mut page, &h);
-        dev.write_at(&db_path, n * PAGE_SIZE as u64, &page)
-            .expect("write page");
-    }
-    InstanceSpec {
-        name: format!("Instance.{}", i + 1),
-        db_path,
-        log_dir: PathBuf::from(format!("/sim/logs/{i}")),
-        database_id,
-        data_pages: PAGES,
-        log: LogStart {
-            next_generation: 1,
-            ..LogStart::default()
-        },
-    }
+    simdb::database(
+        dev,
+        &format!("/sim/db/alloc{i}.edb"),
+        40 + i as u64,
+        PAGES,
+        &format!("Instance.{}", i + 1),
+        &format!("/sim/logs/{i}"),
+    )
 }
 
 /// Storage like the seed reports' (reads 5 ms, page writes 2 ms, log writes 0.4 ms).

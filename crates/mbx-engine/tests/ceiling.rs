@@ -7,6 +7,9 @@
 //! `bench/ceiling.sh` runs it in release and keeps the figures; the test itself asserts only that
 //! the run is complete and correct (no timed assertion: the machine is shared).
 
+#[path = "support/simdb.rs"]
+mod simdb;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,13 +18,10 @@ use std::time::Duration;
 use mbx_config::RunConfig;
 use mbx_engine::result::StopReason;
 use mbx_engine::{
-    run_plan, run_plan_reactors, EngineError, InstanceSpec, LogStart, Observer, Phase, Plan,
-    RunEvent,
+    run_plan, run_plan_reactors, EngineError, InstanceSpec, Observer, Phase, Plan, RunEvent,
 };
 use mbx_io::sim::{Latency, LatencyModel, SimClock, SimDevice, SimQueue};
 use mbx_io::{Clock, FileTable, IoCompletion, IoError, IoQueue, IoRequest, OpenMode};
-use mbx_store::header::HEADER_PAGES;
-use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
 
 /// This thread's CPU time, at nanosecond resolution (the simulator's share is made of many
 /// short calls; /proc's 10 ms ticks cannot measure them).
@@ -139,33 +139,14 @@ impl Observer for Marks {
 const PAGES: u64 = 16384;
 
 fn spec(dev: &SimDevice, i: usize) -> InstanceSpec {
-    let db_path = PathBuf::from(format!("/sim/db/ceiling{i}.edb"));
-    dev.create(&db_path, (HEADER_PAGES + PAGES) * PAGE_SIZE as u64);
-    let database_id = 90 + i as u64;
-    let mut page = vec![0u8; PAGE_SIZE];
-    for n in HEADER_PAGES..HEADER_PAGES + PAGES {
-        let h = PageHeader {
-            page_number: n,
-            database_id,
-            generation: 1,
-            kind: KIND_DATA,
-            compressibility_pct: 0,
-        };
-        build_data_page(&mut page, &h);
-        dev.write_at(&db_path, n * PAGE_SIZE as u64, &page)
-            .expect("write page");
-    }
-    InstanceSpec {
-        name: format!("Instance.{}", i + 1),
-        db_path,
-        log_dir: PathBuf::from(format!("/sim/logs/{i}")),
-        database_id,
-        data_pages: PAGES,
-        log: LogStart {
-            next_generation: 1,
-            ..LogStart::default()
-        },
-    }
+    simdb::database(
+        dev,
+        &format!("/sim/db/ceiling{i}.edb"),
+        90 + i as u64,
+        PAGES,
+        &format!("Instance.{}", i + 1),
+        &format!("/sim/logs/{i}"),
+    )
 }
 
 /// Sessions (`MBX_CEILING_SESSIONS`, default 64) on two databases.

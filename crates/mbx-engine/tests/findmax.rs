@@ -1,6 +1,8 @@
 //! find-max on the simulated device (issue 12): it returns the known capacity of the device
 //! model within 5%.
 
+#[path = "support/simdb.rs"]
+mod simdb;
 #[path = "support/steps.rs"]
 mod steps;
 

@@ -1,17 +1,17 @@
 //! The flusher keeps up with many sessions (issue 11): with 256 sessions on one database at a
 //! rate the simulated device serves easily, sessions do not stall for want of free cache frames.
 
-use std::path::PathBuf;
+#[path = "support/simdb.rs"]
+mod simdb;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mbx_config::RunConfig;
 use mbx_engine::result::StopReason;
-use mbx_engine::{run_plan, InstanceSpec, LogStart, Observer, Plan, RunEvent};
+use mbx_engine::{run_plan, InstanceSpec, Observer, Plan, RunEvent};
 use mbx_io::sim::{Latency, LatencyModel, SimClock, SimDevice, SimQueue};
-use mbx_store::header::HEADER_PAGES;
-use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
 
 const PAGES: u64 = 16384;
 
@@ -21,32 +21,14 @@ impl Observer for Quiet {
 }
 
 fn spec(dev: &SimDevice) -> InstanceSpec {
-    let db_path = PathBuf::from("/sim/db/flusher.edb");
-    dev.create(&db_path, (HEADER_PAGES + PAGES) * PAGE_SIZE as u64);
-    let mut page = vec![0u8; PAGE_SIZE];
-    for n in HEADER_PAGES..HEADER_PAGES + PAGES {
-        let h = PageHeader {
-            page_number: n,
-            database_id: 5,
-            generation: 1,
-            kind: KIND_DATA,
-            compressibility_pct: 0,
-        };
-        build_data_page(&mut page, &h);
-        dev.write_at(&db_path, n * PAGE_SIZE as u64, &page)
-            .expect("write page");
-    }
-    InstanceSpec {
-        name: "Instance.1".into(),
-        db_path,
-        log_dir: PathBuf::from("/sim/logs"),
-        database_id: 5,
-        data_pages: PAGES,
-        log: LogStart {
-            next_generation: 1,
-            ..LogStart::default()
-        },
-    }
+    simdb::database(
+        dev,
+        "/sim/db/flusher.edb",
+        5,
+        PAGES,
+        "Instance.1",
+        "/sim/logs",
+    )
 }
 
 #[test]

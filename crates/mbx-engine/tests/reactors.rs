@@ -5,53 +5,32 @@
 //! totals and the shape of the result against one reactor, and that an error or an interruption
 //! on one stops them all.
 
-use std::path::PathBuf;
+#[path = "support/simdb.rs"]
+mod simdb;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use mbx_config::RunConfig;
 use mbx_engine::result::{RunResult, Sample, StopReason};
-use mbx_engine::{
-    run_plan_reactors, EngineError, InstanceSpec, LogStart, Observer, Plan, RunEvent,
-};
+use mbx_engine::{run_plan_reactors, EngineError, InstanceSpec, Observer, Plan, RunEvent};
 use mbx_io::sim::{Latency, LatencyModel, SimClock, SimDevice, SimQueue};
 use mbx_io::{FaultKind, FaultRule, IoOp, IoQueue};
-use mbx_store::header::HEADER_PAGES;
-use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
 
 /// Data pages per database, each written at generation 1 as `prepare` would.
 const PAGES: u64 = 1024;
 const DATABASES: usize = 4;
 
 fn spec(dev: &SimDevice, i: usize) -> InstanceSpec {
-    let db_path = PathBuf::from(format!("/sim/db/r{i}.edb"));
-    dev.create(&db_path, (HEADER_PAGES + PAGES) * PAGE_SIZE as u64);
-    let database_id = 40 + i as u64;
-    let mut page = vec![0u8; PAGE_SIZE];
-    for n in HEADER_PAGES..HEADER_PAGES + PAGES {
-        let h = PageHeader {
-            page_number: n,
-            database_id,
-            generation: 1,
-            kind: KIND_DATA,
-            compressibility_pct: 0,
-        };
-        build_data_page(&mut page, &h);
-        dev.write_at(&db_path, n * PAGE_SIZE as u64, &page)
-            .expect("write page");
-    }
-    InstanceSpec {
-        name: format!("Instance.{}", i + 1),
-        db_path,
-        log_dir: PathBuf::from(format!("/sim/logs/{i}")),
-        database_id,
-        data_pages: PAGES,
-        log: LogStart {
-            next_generation: 1,
-            ..LogStart::default()
-        },
-    }
+    simdb::database(
+        dev,
+        &format!("/sim/db/r{i}.edb"),
+        40 + i as u64,
+        PAGES,
+        &format!("Instance.{}", i + 1),
+        &format!("/sim/logs/{i}"),
+    )
 }
 
 fn config() -> RunConfig {

@@ -2,6 +2,8 @@
 //! that passes (checked by running the counts next to it), and fails clearly when no count can
 //! meet the target.
 
+#[path = "support/simdb.rs"]
+mod simdb;
 #[path = "support/steps.rs"]
 mod steps;
 

@@ -10,8 +10,6 @@ use mbx_config::RunConfig;
 use mbx_engine::result::RunResult;
 use mbx_engine::{run_plan, EngineError, InstanceSpec, LogStart, Observer, Plan, RunEvent};
 use mbx_io::sim::{LatencyModel, SimClock, SimDevice, SimQueue};
-use mbx_store::header::HEADER_PAGES;
-use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
 
 const PAGES: u64 = 8192;
 
@@ -26,22 +24,7 @@ impl Observer for Lines {
 }
 
 fn database(dev: &SimDevice) -> PathBuf {
-    let db_path = PathBuf::from("/sim/db/tune.edb");
-    dev.create(&db_path, (HEADER_PAGES + PAGES) * PAGE_SIZE as u64);
-    let mut page = vec![0u8; PAGE_SIZE];
-    for n in HEADER_PAGES..HEADER_PAGES + PAGES {
-        let h = PageHeader {
-            page_number: n,
-            database_id: 7,
-            generation: 1,
-            kind: KIND_DATA,
-            compressibility_pct: 0,
-        };
-        build_data_page(&mut page, &h);
-        dev.write_at(&db_path, n * PAGE_SIZE as u64, &page)
-            .expect("write page");
-    }
-    db_path
+    crate::simdb::database(dev, "/sim/db/tune.edb", 7, PAGES, "Instance.1", "/sim/logs").db_path
 }
 
 /// Runs steps on one simulated device and clock, each with its own log folder (a fresh log,

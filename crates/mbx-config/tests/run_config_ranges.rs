@@ -212,6 +212,7 @@ fn config() -> impl Strategy<Value = RunConfig> {
             pacing,
             arrivals,
             max_backlog_s: max_backlog,
+            ..RunConfig::default()
         },
     )
 }

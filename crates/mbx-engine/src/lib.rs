@@ -21,6 +21,7 @@ mod runner;
 mod sampling;
 pub mod search;
 pub mod stats;
+pub mod throughput;
 pub mod tune;
 pub mod workload;
 
@@ -43,7 +44,7 @@ use mbx_config::Pacing;
 pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec};
 use reactor::Reactor;
 use result::*;
-pub use runner::{execute, execute_find_max, tunes, Executed};
+pub use runner::{execute, execute_find_max, execute_throughput, tunes, Executed};
 use stats::{Counter, Stream};
 use workload::open::OpenLoop;
 use workload::pacing::{Pacer, PacerConfig};
@@ -833,6 +834,7 @@ pub fn unmeasured_result(
         tuning: None,
         pacing: None,
         max_latency: None,
+        throughput: None,
         sections: Sections::default(),
     }
 }
@@ -1056,6 +1058,7 @@ fn build_result(
         tuning: None,
         pacing: Some(pacing_result(cfg, [&engine.work.txn])),
         max_latency: Some(max_latency),
+        throughput: None,
         sections: Sections::default(),
     }
 }

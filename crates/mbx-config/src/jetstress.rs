@@ -544,7 +544,24 @@ impl Builder {
                     }
                 }
                 "ExchangeProfile" => {
+                    // Capacity sizing has no mailbox profile: its elements may be left empty.
+                    let capacity = section
+                        .child("DatabaseSizing")
+                        .is_some_and(|d| is_capacity_sizing(d.text.trim()));
                     for e in &section.children {
+                        if capacity
+                            && matches!(
+                                e.name.as_str(),
+                                "MailboxCount" | "MailboxQuota" | "MailboxIops"
+                            )
+                            && e.text.trim().is_empty()
+                        {
+                            self.ignore(
+                                &e.name,
+                                "empty, and capacity sizing has no mailbox profile",
+                            );
+                            continue;
+                        }
                         match e.name.as_str() {
                             "ThreadCount" => {
                                 thread_count_element = true;
@@ -586,8 +603,12 @@ impl Builder {
                             }
                             "DatabaseSizing" => {
                                 if let Some(t) = self.text(e) {
-                                    if !t.eq_ignore_ascii_case("profile") {
-                                        self.problem("DatabaseSizing", format!("is '{t}'; only Profile (databases sized from mailboxes x quota) is supported yet"));
+                                    if t.eq_ignore_ascii_case("profile") {
+                                        cfg.sizing = crate::Sizing::Profile;
+                                    } else if is_capacity_sizing(t) {
+                                        cfg.sizing = crate::Sizing::Capacity;
+                                    } else {
+                                        self.problem("DatabaseSizing", format!("is '{t}'; mbxstress reads Profile (databases sized from mailboxes x quota) or Capacity (the disk subsystem throughput test: sized from CapacityPercentage of the free space, held at ThroughputPercentage of the maximum IOPS)"));
                                     }
                                 }
                             }
@@ -606,12 +627,30 @@ impl Builder {
                             "TransPerSec" => {
                                 self.ignore(&e.name, "the target is mailboxes x IOPS per mailbox")
                             }
-                            "ThroughputPercentage" | "CapacityPercentage" => self.ignore(
-                                &e.name,
-                                "used with DatabaseSizing other than Profile, not supported yet",
-                            ),
+                            "ThroughputPercentage" => {
+                                if let Some(v) = self.number(e, 1.0, 100.0) {
+                                    cfg.throughput_pct = v;
+                                }
+                            }
+                            "CapacityPercentage" => {
+                                if let Some(v) = self.number(e, 0.0, 100.0) {
+                                    if v > 0.0 {
+                                        cfg.capacity_pct = v;
+                                    } else {
+                                        self.problem(
+                                            &e.name,
+                                            "is 0; give a percentage of the free space above 0"
+                                                .into(),
+                                        );
+                                    }
+                                }
+                            }
                             "DatabaseSpaceReserved" => {
-                                self.ignore(&e.name, "capacity-based sizing is not supported yet")
+                                if let Some(v) = self.number(e, 0.0, 100.0) {
+                                    if v != crate::CAPACITY_RESERVE * 100.0 {
+                                        self.problem(&e.name, format!("is {v}; mbxstress reserves 25% of capacity-sized databases for growth, as Jetstress does by default: set it to 25"));
+                                    }
+                                }
                             }
                             "LongPadLength" | "ShortPadLength" => {
                                 self.ignore(&e.name, RECORD_LEVEL)
@@ -1078,13 +1117,20 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
     for (k, v) in [
         ("ThreadCount", c.sessions().to_string()),
         ("TransPerSec", "0".into()),
-        ("ThroughputPercentage", "100".into()),
+        ("ThroughputPercentage", format!("{}", c.throughput_pct)),
         (
             "DatabaseSource",
             if spec.attach_existing { "Open" } else { "New" }.into(),
         ),
-        ("DatabaseSizing", "Profile".into()),
-        ("CapacityPercentage", "100".into()),
+        (
+            "DatabaseSizing",
+            match c.sizing {
+                crate::Sizing::Profile => "Profile",
+                crate::Sizing::Capacity => "Capacity",
+            }
+            .into(),
+        ),
+        ("CapacityPercentage", format!("{}", c.capacity_pct)),
         ("MailboxCount", p.mailboxes.to_string()),
         ("MailboxQuota", p.mailbox_quota_mb.to_string()),
         ("MailboxIops", format!("{}", p.iops_per_mailbox)),
@@ -1125,4 +1171,11 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
     line(1, "</JetSystemParams>");
     line(0, "</configuration>");
     x
+}
+
+/// Whether a `DatabaseSizing` value is the disk subsystem throughput category. The real files
+/// we have carry only `Profile`; `Capacity` (what `export jetstress-config` writes) and
+/// `Throughput` are read as it.
+fn is_capacity_sizing(t: &str) -> bool {
+    t.eq_ignore_ascii_case("capacity") || t.eq_ignore_ascii_case("throughput")
 }

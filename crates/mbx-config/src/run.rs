@@ -276,6 +276,34 @@ impl Thresholds {
     }
 }
 
+/// How the databases are sized: Jetstress's two test categories (`DatabaseSizing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sizing {
+    /// "Test an Exchange mailbox profile": databases of mailboxes x quota, the target
+    /// mailboxes x IOPS per mailbox (the default).
+    #[default]
+    Profile,
+    /// "Test disk subsystem throughput": databases sized from `capacity_pct` of the free space
+    /// of their volumes (25% of it reserved for growth), the maximum transactional IOPS found
+    /// on them by a search, and the test held at `throughput_pct` of it.
+    Capacity,
+}
+
+impl Sizing {
+    /// The name in a `--config` file and in result.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sizing::Profile => "profile",
+            Sizing::Capacity => "capacity",
+        }
+    }
+}
+
+/// Share of the capacity-sized databases Jetstress reserves for growth (`DatabaseSpaceReserved`
+/// 25): the databases get `capacity_pct` of the free space times `1 - this`.
+pub const CAPACITY_RESERVE: f64 = 0.25;
+
 /// A resolved run configuration. In a `--config` file every key is optional (missing keys keep
 /// these defaults) and unknown keys are errors. Every number has a range, checked by
 /// [`RunConfig::validate`]; within them the derived values ([`RunConfig::target_iops`],
@@ -343,6 +371,17 @@ pub struct RunConfig {
     /// Reactors (event-loop threads) the databases are partitioned among: 0 = one per core,
     /// never more than the databases; 1 runs everything on one thread: 0..=1024.
     pub reactors: u32,
+    /// How the databases are sized: "profile" (the default: mailboxes x quota, target
+    /// mailboxes x IOPS per mailbox) or "capacity" (Jetstress's disk subsystem throughput test:
+    /// `capacity_pct` and `throughput_pct`; Performance and Stress tests only).
+    pub sizing: Sizing,
+    /// Capacity sizing: percent of the free space of the database volume(s) the databases are
+    /// sized from, 25% of it reserved for growth (Jetstress `CapacityPercentage`, 100): above 0,
+    /// at most 100.
+    pub capacity_pct: f64,
+    /// Capacity sizing: percent of the maximum transactional IOPS found on the databases that
+    /// the test holds (Jetstress `ThroughputPercentage`, 100): 1..=100.
+    pub throughput_pct: f64,
 }
 
 /// The built-in quick demonstration: 2 databases of 500 MiB, 200 target IOPS, 60 s measured.
@@ -374,6 +413,9 @@ impl Default for RunConfig {
             arrivals: Arrivals::Poisson,
             max_backlog_s: 10.0,
             reactors: 0,
+            sizing: Sizing::Profile,
+            capacity_pct: 100.0,
+            throughput_pct: 100.0,
         }
     }
 }
@@ -635,6 +677,35 @@ impl RunConfig {
                 ),
             );
         }
+        if !(self.capacity_pct > 0.0 && self.capacity_pct <= 100.0) {
+            return bad(
+                "capacity_pct",
+                format!(
+                    "must be above 0 and at most 100 (percent of the free space), got {}",
+                    show(self.capacity_pct)
+                ),
+            );
+        }
+        if !within(self.throughput_pct, 1.0, 100.0) {
+            return bad(
+                "throughput_pct",
+                format!(
+                    "must be 1..=100 (percent of the maximum IOPS found), got {}",
+                    show(self.throughput_pct)
+                ),
+            );
+        }
+        if self.sizing == Sizing::Capacity
+            && !matches!(kind, crate::TestKind::Performance | crate::TestKind::Stress)
+        {
+            return bad(
+                "sizing",
+                format!(
+                    "capacity sizing (the disk subsystem throughput test) runs Performance or Stress tests, not {}: use sizing = \"profile\" for it",
+                    kind.name()
+                ),
+            );
+        }
         if self.db_paths.is_empty() || self.log_paths.is_empty() {
             return bad(
                 "db_paths",
@@ -818,5 +889,43 @@ mod tests {
         let mut c = RunConfig::default();
         c.profile.mailboxes = 0;
         assert_eq!(c.validate().map_err(|e| e.0), Err("mailboxes"));
+    }
+
+    #[test]
+    fn capacity_sizing_keys_are_checked_by_name() {
+        let key = |f: &dyn Fn(&mut RunConfig), kind: crate::TestKind| {
+            let mut c = RunConfig::default();
+            f(&mut c);
+            c.validate_for(kind).map_err(|e| e.0)
+        };
+        let perf = crate::TestKind::Performance;
+        for pct in [0.0, -5.0, 100.5, f64::NAN] {
+            assert_eq!(key(&|c| c.capacity_pct = pct, perf), Err("capacity_pct"));
+        }
+        assert_eq!(key(&|c| c.capacity_pct = 0.001, perf), Ok(()));
+        for pct in [0.5, 101.0, f64::INFINITY] {
+            assert_eq!(
+                key(&|c| c.throughput_pct = pct, perf),
+                Err("throughput_pct")
+            );
+        }
+        let capacity = |c: &mut RunConfig| c.sizing = Sizing::Capacity;
+        assert_eq!(key(&capacity, perf), Ok(()));
+        assert_eq!(key(&capacity, crate::TestKind::Stress), Ok(()));
+        assert_eq!(key(&capacity, crate::TestKind::Backup), Err("sizing"));
+        // In a file: lowercase names, and the defaults are Jetstress's (100, 100).
+        let c =
+            RunConfig::from_toml("sizing = \"capacity\"\ncapacity_pct = 20\nthroughput_pct = 80\n")
+                .expect("parse");
+        assert_eq!(
+            (c.sizing, c.capacity_pct, c.throughput_pct),
+            (Sizing::Capacity, 20.0, 80.0)
+        );
+        let d = RunConfig::default();
+        assert_eq!(
+            (d.sizing, d.capacity_pct, d.throughput_pct),
+            (Sizing::Profile, 100.0, 100.0)
+        );
+        assert!(RunConfig::from_toml("sizing = \"throughput\"\n").is_err());
     }
 }

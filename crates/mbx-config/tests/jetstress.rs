@@ -272,3 +272,102 @@ fn export_then_import_round_trips_changed_values() {
         );
     }
 }
+
+/// The disk subsystem throughput category survives export and import: DatabaseSizing,
+/// CapacityPercentage and ThroughputPercentage carry `sizing`, `capacity_pct` and
+/// `throughput_pct`; the exported file still has only elements real files have; empty mailbox
+/// elements are accepted with capacity sizing (it has no profile) and refused without it.
+#[test]
+fn capacity_sizing_round_trips_and_needs_no_mailbox_profile() {
+    use mbx_config::jetstress::{from_str, to_xml, ExportSpec};
+    use mbx_config::{RunConfig, Sizing};
+    let c = RunConfig {
+        sizing: Sizing::Capacity,
+        capacity_pct: 40.0,
+        throughput_pct: 80.0,
+        db_paths: vec![PathBuf::from("/mnt/e/db")],
+        log_paths: vec![PathBuf::from("/mnt/e/log")],
+        ..RunConfig::default()
+    };
+    let map = e_drive();
+    for test in [TestKind::Performance, TestKind::Stress] {
+        let xml = to_xml(&ExportSpec {
+            config: &c,
+            test,
+            attach_existing: false,
+            map: &map,
+        });
+        for element in [
+            "<DatabaseSizing>Capacity</DatabaseSizing>",
+            "<CapacityPercentage>40</CapacityPercentage>",
+            "<ThroughputPercentage>80</ThroughputPercentage>",
+            "<DatabaseSpaceReserved>25</DatabaseSpaceReserved>",
+        ] {
+            assert!(xml.contains(element), "{element}: {xml}");
+        }
+        let j = from_str(&xml, Path::new("x.xml"), &map).unwrap_or_else(|e| panic!("{test}: {e}"));
+        assert_eq!(j.config.sizing, Sizing::Capacity);
+        assert_eq!(
+            (j.config.capacity_pct, j.config.throughput_pct),
+            (40.0, 80.0)
+        );
+        assert_eq!(j.test, test);
+        let real = element_names(
+            &std::fs::read_to_string(fixture("jettest-performance-4db.xml")).expect("read"),
+        );
+        let extra: Vec<_> = element_names(&xml).difference(&real).cloned().collect();
+        assert!(extra.is_empty(), "{extra:?}");
+        // A profile file keeps Profile sizing and Jetstress's 100s.
+        let p = to_xml(&ExportSpec {
+            config: &RunConfig {
+                sizing: Sizing::Profile,
+                ..c.clone()
+            },
+            test,
+            attach_existing: false,
+            map: &map,
+        });
+        assert!(
+            p.contains("<DatabaseSizing>Profile</DatabaseSizing>"),
+            "{p}"
+        );
+        let blank = xml
+            .replace(
+                &format!("<MailboxCount>{}</MailboxCount>", c.profile.mailboxes),
+                "<MailboxCount />",
+            )
+            .replace(
+                &format!("<MailboxIops>{}</MailboxIops>", c.profile.iops_per_mailbox),
+                "<MailboxIops></MailboxIops>",
+            );
+        assert_ne!(blank, xml);
+        let j = from_str(&blank, Path::new("x.xml"), &map).expect("no profile needed");
+        assert_eq!(j.config.sizing, Sizing::Capacity);
+        let profile_blank = blank.replace(
+            "<DatabaseSizing>Capacity</DatabaseSizing>",
+            "<DatabaseSizing>Profile</DatabaseSizing>",
+        );
+        let e = from_str(&profile_blank, Path::new("x.xml"), &map).expect_err("profile needed");
+        assert!(e.to_string().contains("MailboxCount"), "{e}");
+    }
+    // Out-of-range percentages are problems naming their elements.
+    let xml = to_xml(&ExportSpec {
+        config: &c,
+        test: TestKind::Performance,
+        attach_existing: false,
+        map: &map,
+    })
+    .replace("<CapacityPercentage>40<", "<CapacityPercentage>0<")
+    .replace("<ThroughputPercentage>80<", "<ThroughputPercentage>150<")
+    .replace("<DatabaseSpaceReserved>25<", "<DatabaseSpaceReserved>10<");
+    let e = from_str(&xml, Path::new("x.xml"), &map)
+        .expect_err("refused")
+        .to_string();
+    for element in [
+        "CapacityPercentage",
+        "ThroughputPercentage",
+        "DatabaseSpaceReserved",
+    ] {
+        assert!(e.contains(element), "{element}: {e}");
+    }
+}

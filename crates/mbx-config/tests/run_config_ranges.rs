@@ -212,7 +212,7 @@ fn config() -> impl Strategy<Value = RunConfig> {
             pacing,
             arrivals,
             max_backlog_s: max_backlog,
-            reactors: 0,
+            ..RunConfig::default()
         },
     )
 }

@@ -250,3 +250,99 @@ pub fn find_max(
         last: driven.last,
     })
 }
+
+/// The configuration of a test at `target_iops` transactional IOPS on the configuration's
+/// databases: the mailboxes kept (they only slice the pages into regions) unless the target
+/// would need more than [`mbx_config::MAX_IOPS_PER_MAILBOX`] each, then just enough mailboxes.
+pub fn iops_config(cfg: &RunConfig, target_iops: f64) -> RunConfig {
+    let mut c = cfg.clone();
+    let least = (target_iops / mbx_config::MAX_IOPS_PER_MAILBOX).ceil();
+    if least.is_finite() && least > c.profile.mailboxes as f64 {
+        c.profile.mailboxes = (least as u64).min(mbx_config::MAX_MAILBOXES);
+    }
+    c.profile.iops_per_mailbox = target_iops / c.profile.mailboxes.max(1) as f64;
+    c
+}
+
+/// What [`find_max_iops`] found.
+#[derive(Debug)]
+pub struct FoundIops {
+    /// The largest passing target, whole transactional IOPS (none when no target passed, or
+    /// after an interruption or an error).
+    pub iops: Option<u64>,
+    /// The steps, in the order they ran (each step's `mailboxes` is the databases' slicing).
+    pub steps: Vec<crate::result::SearchStep>,
+    /// "converged", "bound", "steps", "time", "interrupted" or "error".
+    pub end: &'static str,
+    /// Seconds the search took, on the steps' clock.
+    pub elapsed_s: f64,
+    /// The last step's result.
+    pub last: Option<RunResult>,
+}
+
+/// find-max in IOPS terms (the disk subsystem throughput test): the largest target
+/// transactional IOPS that passes every threshold on the configuration's databases, by the same
+/// ramp (from `start_iops`, doubling while steps pass) and bisection as [`find_max`], each step
+/// a short measured run ([`Plan::search_step`](crate::Plan::search_step)) with its sessions
+/// from [`sessions_for`].
+pub fn find_max_iops(
+    cfg: &RunConfig,
+    spec: FindMaxSpec,
+    start_iops: u64,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+    clock: &dyn mbx_io::Clock,
+    run_step: &mut StepRunner<'_>,
+) -> Result<FoundIops, EngineError> {
+    let mut search = Search::new(SearchSpec {
+        direction: Direction::LargestPassing,
+        start: start_iops.clamp(1, MAX_TARGET_IOPS as u64),
+        min: 1,
+        max: MAX_TARGET_IOPS as u64,
+        growth: 2.0,
+        resolution: spec.resolution,
+        max_steps: spec.max_steps,
+    });
+    observer.on_event(RunEvent::Log(&format!(
+        "Searching for the maximum transactional IOPS: from {start_iops} IOPS, steps of {:.0} s measured after read latency is stable, at most {} steps, to within {:.0}%.",
+        cfg.tuning.step_for(cfg.duration_s),
+        spec.max_steps,
+        spec.resolution * 100.0
+    )));
+    let driven = drive(
+        Driver {
+            search: &mut search,
+            max_s: spec.max_s,
+            config: &|t| {
+                let mut c = iops_config(cfg, t as f64);
+                c.threads = sessions_for(cfg, t as f64);
+                c.duration_s = cfg.tuning.step_for(cfg.duration_s);
+                let sessions = c.threads;
+                (c, sessions)
+            },
+            prefix: &|i, t| format!("throughput step {i} ({t} IOPS): "),
+            line: &|s| {
+                format!(
+                    "{} sessions have actual {:.1} IOPS (target IOPS: {:.1}), database reads {:.2} ms average, {:.2} ms p99: {}.",
+                    s.sessions,
+                    s.achieved_iops,
+                    s.target_iops,
+                    s.db_read_avg_ms,
+                    s.db_read_p99_ms,
+                    outcome(s)
+                )
+            },
+        },
+        observer,
+        cancel,
+        clock,
+        run_step,
+    )?;
+    Ok(FoundIops {
+        iops: driven.answer,
+        steps: driven.steps,
+        end: driven.end,
+        elapsed_s: driven.elapsed_s,
+        last: driven.last,
+    })
+}

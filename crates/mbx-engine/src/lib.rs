@@ -22,6 +22,7 @@ mod runner;
 mod sampling;
 pub mod search;
 pub mod stats;
+pub mod throughput;
 pub mod tune;
 pub mod workload;
 
@@ -45,7 +46,7 @@ pub use multi::{reactors_for, run_plan_reactors, QueueFactory};
 pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec};
 use reactor::Reactor;
 use result::*;
-pub use runner::{execute, execute_find_max, tunes, Executed};
+pub use runner::{execute, execute_find_max, execute_throughput, tunes, Executed};
 use stats::{Counter, Stream};
 use workload::open::OpenLoop;
 use workload::pacing::{Pacer, PacerConfig};
@@ -1008,6 +1009,7 @@ pub fn unmeasured_result(
         tuning: None,
         pacing: None,
         max_latency: None,
+        throughput: None,
         sections: Sections::default(),
     }
 }
@@ -1260,6 +1262,7 @@ fn build_result(
         tuning: None,
         pacing: Some(pacing_result(cfg, engine.txns)),
         max_latency: Some(max_latency),
+        throughput: None,
         sections: Sections::default(),
     }
 }

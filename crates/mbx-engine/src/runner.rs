@@ -66,6 +66,18 @@ pub fn execute(
         r.tuning = Some(tuned.tuning);
         Ok(r)
     });
+    finish(cfg, plan, started, outcome, observer)
+}
+
+/// The end of a test: the result (or one that says why there is none), its type, and the last
+/// test-log line.
+fn finish(
+    cfg: &RunConfig,
+    plan: &Plan,
+    started: SystemTime,
+    outcome: Result<RunResult, EngineError>,
+    observer: &mut dyn Observer,
+) -> Executed {
     let (mut result, error) = match outcome {
         Ok(result) => (result, None),
         Err(e) => (stopped_result(cfg, started, &e), Some(e)),
@@ -200,6 +212,58 @@ pub fn execute_find_max(
         &mbx_io::RealClock,
         &mut |c, p, o| run_test(c, p, &prepared, o, cancel, None),
     )
+}
+
+/// The disk subsystem throughput test from start to end (`sizing = "capacity"`): the
+/// databases made ready as `plan` says (already sized by the caller: `create.data_pages`), the
+/// search for the maximum transactional IOPS on them, then `plan`'s test type held at
+/// `throughput_pct` of it ([`crate::throughput::throughput`]); the result carries `throughput`
+/// whatever happened.
+#[allow(clippy::too_many_arguments)]
+pub fn execute_throughput(
+    cfg: &RunConfig,
+    plan: &Plan,
+    spec: crate::findmax::FindMaxSpec,
+    sized: crate::throughput::Sized,
+    specs: &[DatabaseSpec],
+    create: &CreateParams,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+) -> Executed {
+    let started = SystemTime::now();
+    let kind = plan.kind;
+    let plan_for = move |c: &RunConfig| match kind {
+        TestKind::Stress => Plan::stress(c),
+        _ => Plan::performance(c),
+    };
+    let (outcome, record) = match ready_databases(plan, specs, create, observer, cancel) {
+        Err(e) => (Err(e), None),
+        Ok(prepared) => {
+            let run = crate::throughput::throughput(
+                cfg,
+                spec,
+                sized,
+                &plan_for,
+                observer,
+                cancel,
+                &mbx_io::RealClock,
+                &mut |c, p, o| run_test(c, p, &prepared, o, cancel, None),
+            );
+            (run.outcome, Some(run.record))
+        }
+    };
+    let mut executed = finish(cfg, plan, started, outcome, observer);
+    executed.result.throughput = record.or_else(|| {
+        Some(crate::result::Throughput {
+            capacity_pct: cfg.capacity_pct,
+            throughput_pct: cfg.throughput_pct,
+            free_bytes: sized.free_bytes,
+            database_bytes: sized.database_bytes,
+            end: "error".into(),
+            ..Default::default()
+        })
+    });
+    executed
 }
 
 /// Whether `plan` tunes its session count first: a Performance or Stress test without a thread

@@ -310,6 +310,19 @@ pub fn render(run: &RunFolder) -> String {
                     }
                     (crate::steps::section(&t.steps, crate::steps::Axis::Sessions))
                 }
+                @if let Some(t) = &r.throughput {
+                    h2 { "Disk Subsystem Throughput" }
+                    p {
+                        "Databases of " (format!("{:.1}", t.database_bytes as f64 / 1_048_576.0)) " MiB in all, from "
+                        (t.capacity_pct) "% of " (format!("{:.1}", t.free_bytes as f64 / 1_048_576.0))
+                        " MiB free (25% reserved for growth). "
+                        @match (t.max_iops, t.held_iops) {
+                            (Some(max), Some(held)) => { "Maximum found: " (format!("{max:.0}")) " transactional IOPS in " (t.steps.len()) " steps (" (t.end) ", " (format!("{:.0}", t.elapsed_s)) " s); the test held " (t.throughput_pct) "% of it: " (format!("{held:.1}")) " IOPS." }
+                            _ => { "No target passed every threshold (" (t.end) ", " (t.steps.len()) " steps): the test did not run." }
+                        }
+                    }
+                    (crate::steps::section(&t.steps, crate::steps::Axis::TargetIops))
+                }
                 (pass_sections(r))
                 @if !r.errors.is_empty() {
                     h2 { "Errors" }

@@ -375,6 +375,10 @@ pub struct RunResult {
     /// test types and from results of earlier versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_latency: Option<MaxLatencyChecks>,
+    /// The disk subsystem throughput test (capacity sizing): the sizing, the maximum found and
+    /// the target held (absent from profile-sized tests and results of earlier versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<crate::Throughput>,
     /// The per-database rows of the test types other than Performance (absent from a
     /// Performance result: every field is skipped when empty).
     #[serde(flatten)]

@@ -89,6 +89,36 @@ pub struct Tuning {
     pub elapsed_s: f64,
 }
 
+/// The disk subsystem throughput test's record in result.json (`throughput`, with
+/// `config.sizing` "capacity"): how the databases were sized from the free space, the maximum
+/// transactional IOPS a search found on them, and the target the test held.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Throughput {
+    /// Percent of the free space the databases were sized from (`config.capacity_pct`).
+    pub capacity_pct: f64,
+    /// Percent of the maximum the test held (`config.throughput_pct`).
+    pub throughput_pct: f64,
+    /// Free bytes of the database volume(s) when sized (the set's own database files counted
+    /// as free).
+    pub free_bytes: u64,
+    /// Bytes of all database files: at most free x capacity_pct x 0.75 (25% reserved for
+    /// growth), per volume.
+    pub database_bytes: u64,
+    /// The largest transactional IOPS that passed every threshold (null when none passed: the
+    /// test then did not run).
+    pub max_iops: Option<f64>,
+    /// The target the test held: max_iops x throughput_pct / 100 (null when none passed).
+    pub held_iops: Option<f64>,
+    /// Sessions of the held test.
+    pub sessions: Option<u32>,
+    /// The search's steps, in the order they ran (`STEP` as in `tuning.steps`).
+    pub steps: Vec<SearchStep>,
+    /// Why the search ended: "converged", "bound", "steps", "time", "interrupted" or "error".
+    pub end: String,
+    /// Seconds the search took.
+    pub elapsed_s: f64,
+}
+
 /// The schema of find-max.json.
 pub const FIND_MAX_SCHEMA: &str = "mbxstress.find-max/1";
 

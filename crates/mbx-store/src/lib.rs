@@ -14,6 +14,7 @@
 //!   records that carry redo entries, scans of byte images and of log directories, the
 //!   checkpoint that continues across runs, and the redo set replay computes.
 
+pub mod capacity;
 pub mod checkpoint;
 pub mod create;
 mod fastsum;

@@ -387,6 +387,18 @@ pub struct RunArgs {
     /// [default: 6].
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub max_latency_errors: Option<u32>,
+    /// The disk subsystem throughput test (Jetstress's second category): size the databases
+    /// from this percent of the free space of their volume(s), 25% of it reserved for growth
+    /// (above 0, at most 100; fractions allowed), find the maximum transactional IOPS on them,
+    /// then run the test at --throughput-pct of it. Replaces the mailbox profile.
+    #[arg(long, value_name = "PCT", value_parser = parse_number, allow_negative_numbers = true,
+          conflicts_with_all = ["mailboxes", "quota_mb", "iops_per_mailbox", "profile"])]
+    pub capacity_pct: Option<f64>,
+    /// The disk subsystem throughput test: percent of the maximum IOPS found that the test
+    /// holds (1..=100) [default: 100].
+    #[arg(long, value_name = "PCT", value_parser = parse_number, allow_negative_numbers = true,
+          conflicts_with_all = ["mailboxes", "quota_mb", "iops_per_mailbox", "profile"])]
+    pub throughput_pct: Option<f64>,
 }
 
 /// What `run --test` runs: one test type, or the whole suite (a sequence of runs, not a test

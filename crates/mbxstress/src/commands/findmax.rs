@@ -23,6 +23,11 @@ pub fn run(args: FindMaxArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let cfg = resolve_for(a, TestKind::Performance)?;
+    if cfg.sizing == mbx_config::Sizing::Capacity {
+        return Err(usage(
+            "find-max answers in mailboxes of a profile; the disk subsystem throughput test (--capacity-pct, sizing = \"capacity\") finds the maximum IOPS itself: use `mbxstress run --capacity-pct N --throughput-pct P`",
+        ));
+    }
     let spec = FindMaxSpec {
         max_steps: args.max_steps as usize,
         resolution: args.resolution_pct / 100.0,

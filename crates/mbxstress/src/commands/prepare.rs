@@ -37,6 +37,11 @@ struct Summary {
 /// (mailboxes, quota_mb, databases, data pages) from the flags or the profile.
 fn sizing(args: &PrepareArgs) -> anyhow::Result<(u64, u64, u32, u64)> {
     if let Some(j) = super::jetstress::load(&args.jetstress)? {
+        if j.config.sizing == mbx_config::Sizing::Capacity {
+            return Err(usage(
+                "the --jetstress-config file sizes the databases by capacity (DatabaseSizing Capacity): `mbxstress run --jetstress-config` measures the free space and creates them; to prepare databases of a chosen size give --database-size-mb without the file",
+            ));
+        }
         // The file's profile; --mailboxes, --quota-mb and --databases override it.
         let p = &j.config.profile;
         let dbs = args.databases.unwrap_or(p.databases);

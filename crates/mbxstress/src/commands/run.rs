@@ -64,6 +64,31 @@ pub(crate) fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfi
     set!(args.arrivals, cfg.arrivals);
     set!(args.max_backlog.map(|d| d.as_secs_f64()), cfg.max_backlog_s);
     set!(args.max_latency_errors, cfg.thresholds.max_latency_errors);
+    if let Some(pct) = args.capacity_pct {
+        cfg.sizing = mbx_config::Sizing::Capacity;
+        cfg.capacity_pct = pct;
+    }
+    set!(args.throughput_pct, cfg.throughput_pct);
+    // The two categories do not mix: a profile flag means nothing to capacity sizing, and the
+    // throughput percentage nothing to a profile.
+    if cfg.sizing == mbx_config::Sizing::Capacity {
+        for (given, flag) in [
+            (args.mailboxes.is_some(), "--mailboxes"),
+            (args.quota_mb.is_some(), "--quota-mb"),
+            (args.iops_per_mailbox.is_some(), "--iops-per-mailbox"),
+            (args.profile.is_some(), "--profile"),
+        ] {
+            if given {
+                return Err(usage(format!(
+                    "{flag} belongs to the mailbox profile test, and this is the disk subsystem throughput test (sizing = \"capacity\", --capacity-pct): the databases are sized from the free space and the target is a percentage of the maximum found; drop {flag}, or set sizing = \"profile\" in the --config file"
+                )));
+            }
+        }
+    } else if args.throughput_pct.is_some() {
+        return Err(usage(
+            "--throughput-pct applies to the disk subsystem throughput test: add --capacity-pct N (the databases' share of the free space), or give the target as --mailboxes x --iops-per-mailbox instead",
+        ));
+    }
     // The open-loop settings mean nothing to a closed loop: say so rather than ignore them.
     if cfg.pacing == mbx_config::Pacing::Closed {
         for (given, flag) in [
@@ -180,6 +205,13 @@ const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
         "--max-latency-errors",
         |a| a.max_latency_errors.is_some(),
     ),
+    ("capacity_pct", "--capacity-pct", |a| {
+        a.capacity_pct.is_some()
+    }),
+    ("throughput_pct", "--throughput-pct", |a| {
+        a.throughput_pct.is_some()
+    }),
+    ("sizing", "--capacity-pct", |a| a.capacity_pct.is_some()),
     ("engine", "--engine", |a| a.engine.engine.is_some()),
     ("direct", "--buffered", |a| a.engine.buffered),
     ("db_paths", "--db-path", |a| !a.paths.db_path.is_empty()),
@@ -526,14 +558,31 @@ pub(crate) fn run_one(
     };
     let human = args.progress == "human";
     let p = &cfg.profile;
-    let data_pages = CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
+    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
+    // Capacity sizing measures the free space now, before anything is created: a share that
+    // cannot hold a database stops here.
+    let sized = if cfg.sizing == mbx_config::Sizing::Capacity {
+        Some(
+            mbx_store::capacity::size_databases(&specs, cfg.capacity_pct).map_err(|e| match e {
+                mbx_store::StoreError::Invalid(m) => usage(format!("--capacity-pct: {m}")),
+                other => {
+                    anyhow::Error::new(other).context("measuring the free space for --capacity-pct")
+                }
+            })?,
+        )
+    } else {
+        None
+    };
+    let data_pages = match &sized {
+        Some(s) => s.data_pages,
+        None => CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
             .ok_or_else(|| {
                 usage(format!(
                     "invalid --mailboxes x --quota-mb / --databases: each database would be larger than {} TiB (the most mbxstress creates); use fewer mailboxes, a smaller quota or more databases",
                     mbx_store::create::MAX_DATABASE_BYTES >> 40
                 ))
-            })?;
-    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
+            })?,
+    };
     // Jetstress's DatabaseSource Open attaches existing databases: never create one here.
     if super::jetstress::load(&args.jetstress)?.is_some_and(|j| j.attach_existing) {
         if let Some(missing) = specs.iter().find(|s| !s.path.exists()) {
@@ -568,6 +617,25 @@ pub(crate) fn run_one(
             num(data_pages as f64 / 32.0, 0),
         );
         errln!("Results: {}", dir.display());
+    } else if let (true, Some(s)) = (human, &sized) {
+        errln!(
+            "{} test, disk subsystem throughput: {} database(s) of {} MiB ({}% of {} MiB free, 25% reserved for growth{}); first the maximum transactional IOPS (steps of {}), then {}% of it for {}{}",
+            capitalize(kind.name()),
+            p.databases,
+            num(data_pages as f64 / 32.0, 0),
+            mbx_config::show_number(cfg.capacity_pct),
+            num((s.free_bytes >> 20) as f64, 0),
+            if s.reused { "; the existing databases kept" } else { "" },
+            fmt_secs(cfg.tuning.step_for(cfg.duration_s)),
+            mbx_config::show_number(cfg.throughput_pct),
+            fmt_secs(cfg.duration_s),
+            if kind == TestKind::Stress {
+                ", then a checksum of every page"
+            } else {
+                ""
+            }
+        );
+        errln!("Results: {}", dir.display());
     } else if human {
         errln!(
             "{} test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {}, {} measured{}",
@@ -598,8 +666,22 @@ pub(crate) fn run_one(
     }
     let plan = plan_for(&cfg);
     let create = create_params(args, &cfg, data_pages);
-    let Executed { result, error } =
-        mbx_engine::execute(&cfg, &plan, &specs, &create, &mut observer, cancel, None);
+    let Executed { result, error } = match &sized {
+        Some(s) => mbx_engine::execute_throughput(
+            &cfg,
+            &plan,
+            throughput_spec(args, &cfg),
+            mbx_engine::throughput::Sized {
+                free_bytes: s.free_bytes,
+                database_bytes: s.database_bytes,
+            },
+            &specs,
+            &create,
+            &mut observer,
+            cancel,
+        ),
+        None => mbx_engine::execute(&cfg, &plan, &specs, &create, &mut observer, cancel, None),
+    };
     observer.finish_preparing();
     observer.clear_status();
     let error = error.map(into_anyhow);
@@ -814,6 +896,77 @@ fn print_tuning(t: &mbx_engine::result::Tuning) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The throughput search's budgets: find-max's (12 steps, 4 h), unless the --config file sets
+/// `tuning.max_steps` or `tuning.max_s` (the search is this test category's tuning).
+fn throughput_spec(args: &RunArgs, cfg: &RunConfig) -> mbx_engine::findmax::FindMaxSpec {
+    let set = |key: &str| args.config.as_deref().is_some_and(|p| config_sets(p, key));
+    let d = mbx_engine::findmax::FindMaxSpec::default();
+    mbx_engine::findmax::FindMaxSpec {
+        max_steps: if set("tuning.max_steps") {
+            cfg.tuning.max_steps as usize
+        } else {
+            d.max_steps
+        },
+        max_s: if set("tuning.max_s") {
+            cfg.tuning.max_s
+        } else {
+            d.max_s
+        },
+        ..d
+    }
+}
+
+/// The disk subsystem throughput test: the sizing, the maximum found, the target held, and the
+/// search's steps.
+fn print_throughput(t: &mbx_engine::result::Throughput) -> std::io::Result<()> {
+    outln!(
+        "  disk subsystem throughput: databases of {} MiB in all from {}% of {} MiB free (25% reserved for growth)",
+        num((t.database_bytes >> 20) as f64, 0),
+        mbx_config::show_number(t.capacity_pct),
+        num((t.free_bytes >> 20) as f64, 0)
+    )?;
+    match (t.max_iops, t.held_iops) {
+        (Some(max), Some(held)) => outln!(
+            "  maximum found: {} transactional IOPS ({}, {} steps, {}); held target: {}% of it = {} IOPS with {} sessions",
+            num(max, 0),
+            t.end,
+            t.steps.len(),
+            fmt_secs(t.elapsed_s),
+            mbx_config::show_number(t.throughput_pct),
+            num(held, 1),
+            t.sessions.unwrap_or(0)
+        )?,
+        _ => outln!(
+            "  maximum found: none: no target passed every threshold ({}, {} steps)",
+            t.end,
+            t.steps.len()
+        )?,
+    }
+    outln!(
+        "    {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}  result",
+        "sessions",
+        "target",
+        "IOPS",
+        "read ms",
+        "read p99",
+        "log ms"
+    )?;
+    for s in &t.steps {
+        outln!(
+            "    {:>8} {:>10} {:>10} {:>9.2} {:>9.2} {:>9.2}  {}{}",
+            s.sessions,
+            num(s.target_iops, 1),
+            num(s.achieved_iops, 1),
+            s.db_read_avg_ms,
+            s.db_read_p99_ms,
+            s.log_write_avg_ms,
+            if s.pass { "pass" } else { "fail: " },
+            s.failed_checks.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
 fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::Result<()> {
     outln!()?;
     if r.test.test_type == TestKind::SoftRecovery {
@@ -845,6 +998,9 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
     }
     if let Some(t) = &r.tuning {
         print_tuning(t)?;
+    }
+    if let Some(t) = &r.throughput {
+        print_throughput(t)?;
     }
     outln!("  {:<32} {:>12} {:>12}  result", "check", "value", "limit")?;
     for c in &r.verdict.checks {

@@ -14,3 +14,4 @@ mod safety;
 mod size;
 mod store;
 mod suite;
+mod throughput;

@@ -42,6 +42,7 @@ pub use db::{InstanceSpec, LogStart};
 use exec::{Engine, Settings};
 use mbx_config::Pacing;
 pub use multi::{reactors_for, run_plan_reactors, QueueFactory};
+pub use phase::wait_start::StartGate;
 pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec};
 use reactor::Reactor;
 use result::*;
@@ -95,6 +96,8 @@ pub enum Phase {
     Settle,
     /// Automatic tuning: waiting until read latency is stable before a step measures.
     Stabilize,
+    /// Paced, not measured, until the synchronized start of a multi-server run (`fleet run`).
+    WaitStart,
     /// The measured phase.
     Measure,
     /// Finishing transactions, flushing cache and logs.
@@ -118,6 +121,7 @@ impl Phase {
             Phase::Attain => "attaining cache prerequisite",
             Phase::Settle => "settling",
             Phase::Stabilize => "waiting for stable latency",
+            Phase::WaitStart => "waiting for the synchronized start",
             Phase::Measure => "measuring",
             Phase::Shutdown => "shutting down",
             Phase::Backup => "backing up databases",
@@ -717,6 +721,16 @@ pub(crate) fn finish(
         txns: &txns,
     };
     let mut result = build_result(cfg, &view, &times, &wall, engine_name);
+    if times.measured {
+        let at = if times.measure_start >= ref_instant {
+            ref_wall.checked_add(times.measure_start - ref_instant)
+        } else {
+            ref_wall.checked_sub(ref_instant - times.measure_start)
+        };
+        result.test.collection_start_unix_s = at
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs_f64());
+    }
     result.test.test_type = plan.test_kind();
     if !plan.test_kind().paced() {
         // No transaction was paced (Soft Recovery generates its logs flat out).
@@ -987,6 +1001,7 @@ pub fn unmeasured_result(
             direct: cfg.direct,
             interrupted: stopped.reason == StopReason::Interrupted,
             reactors: 1,
+            collection_start_unix_s: None,
         },
         config: cfg.clone(),
         profile: ProfileBlock::of(cfg),
@@ -1242,6 +1257,7 @@ fn build_result(
             direct: cfg.direct,
             interrupted: times.interrupted,
             reactors: 1,
+            collection_start_unix_s: None,
         },
         config: cfg.clone(),
         profile: ProfileBlock::of(cfg),

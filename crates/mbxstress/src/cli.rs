@@ -387,6 +387,11 @@ pub struct RunArgs {
     /// [default: 6].
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub max_latency_errors: Option<u32>,
+    /// Plumbing for `fleet run`: after the settle phase, print a `ready` event and keep the
+    /// workload paced but unmeasured until a line `start <unix seconds>` on stdin; the measured
+    /// phase begins at that wall time. `stop` on stdin, or its end, interrupts the test.
+    #[arg(long, value_name = "stdin", value_parser = ["stdin"], hide = true)]
+    pub start_gate: Option<String>,
 }
 
 /// What `run --test` runs: one test type, or the whole suite (a sequence of runs, not a test

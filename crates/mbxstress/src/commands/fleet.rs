@@ -463,6 +463,8 @@ struct Live {
     target: f64,
     read_ms: f64,
     result_seen: bool,
+    /// Its ssh was started (there is a remote folder to copy back).
+    started: bool,
     stderr_path: PathBuf,
 }
 
@@ -649,7 +651,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             .collect()
     });
     let mut lives: Vec<Live> = Vec::new();
-    let mut usage_errors = Vec::new();
+    let mut usage_error = false;
     for (h, c) in hosts.iter().zip(checks) {
         let dir = out.join(&h.name);
         fs_err::create_dir_all(&dir)?;
@@ -672,7 +674,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             }
             Err(e) => {
                 if e.chain().any(|c| c.is::<crate::exit::UsageError>()) {
-                    usage_errors.push(format!("{e:#}"));
+                    usage_error = true;
                 }
                 errln!("  {:<16} FAILED: {e:#}", h.name);
                 (State::Failed(format!("{e:#}")), Checked::default())
@@ -689,17 +691,24 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             target: 0.0,
             read_ms: 0.0,
             result_seen: false,
+            started: false,
             stderr_path: dir.join("ssh-stderr.log"),
         });
     }
-    if lives.iter().all(|l| matches!(l.state, State::Failed(_)))
-        || args.abort_on_host_failure && lives.iter().any(|l| matches!(l.state, State::Failed(_)))
-    {
-        write_fleet(&out, &run_id, &lives, None, true, false)?;
-        return Err(if usage_errors.is_empty() {
-            anyhow!("fleet run: the checks failed; nothing was started (see above)")
+    // A host that fails its checks is a setup to fix: nothing runs anywhere.
+    let failed = lives
+        .iter()
+        .filter(|l| matches!(l.state, State::Failed(_)))
+        .count();
+    if failed > 0 {
+        let msg = format!(
+            "fleet run: {failed} of {} host(s) failed the checks (see above); nothing was started",
+            lives.len()
+        );
+        return Err(if usage_error {
+            usage(msg)
         } else {
-            usage(usage_errors.join("\n"))
+            anyhow!(msg)
         });
     }
 
@@ -713,7 +722,10 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         let flags = forwarded_flags(&argv, &run_dir);
         let cmd = remote_command(&l.host, &l.checked.bin, &run_dir, &flags);
         l.state = match spawn_run(&ssh, i, l, &cmd, tx.clone()) {
-            Ok(()) => State::Running,
+            Ok(()) => {
+                l.started = true;
+                State::Running
+            }
             Err(e) => State::Failed(format!("{e:#}")),
         };
     }
@@ -806,7 +818,13 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if human && last_draw.elapsed() >= Duration::from_secs(1) {
+        // On a terminal redrawn every second; in a log every 15 s.
+        let every = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            1
+        } else {
+            15
+        };
+        if human && last_draw.elapsed() >= Duration::from_secs(every) {
             last_draw = Instant::now();
             draw(&lives, &mut drawn);
         }
@@ -817,7 +835,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
 
     // 3. Results back, and the aggregate.
     for l in &mut lives {
-        if matches!(l.state, State::Checking) {
+        if !l.started {
             continue;
         }
         let run_dir = format!("{}/fleet/{run_id}", l.host.work_dir);

@@ -442,6 +442,8 @@ pub(crate) struct Part {
     host: sampling::HostSeries,
     pass_report: Option<phase::seqpass::PassReport>,
     times: RunTimes,
+    /// The wall clock when its measured phase began.
+    measure_start_wall: Option<std::time::SystemTime>,
     ref_instant: Instant,
     ref_wall: std::time::SystemTime,
     engine_name: &'static str,
@@ -616,6 +618,7 @@ pub(crate) fn run_part(
         host: std::mem::take(&mut engine.host),
         pass_report: engine.pass_report.take(),
         times,
+        measure_start_wall: marks.measure_start_wall,
         ref_instant,
         ref_wall,
         engine_name,
@@ -667,6 +670,7 @@ pub(crate) fn finish(
     };
     let (ref_instant, ref_wall, engine_name) =
         (first.ref_instant, first.ref_wall, first.engine_name);
+    let measure_start_wall = first.measure_start_wall;
     let mut times = first.times;
     let mut min_secs = measured_secs(&first.times);
     let host = host.unwrap_or(first.host);
@@ -722,12 +726,7 @@ pub(crate) fn finish(
     };
     let mut result = build_result(cfg, &view, &times, &wall, engine_name);
     if times.measured {
-        let at = if times.measure_start >= ref_instant {
-            ref_wall.checked_add(times.measure_start - ref_instant)
-        } else {
-            ref_wall.checked_sub(ref_instant - times.measure_start)
-        };
-        result.test.collection_start_unix_s = at
+        result.test.collection_start_unix_s = measure_start_wall
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_secs_f64());
     }

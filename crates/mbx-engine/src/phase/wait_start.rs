@@ -81,8 +81,9 @@ impl PhaseRun for WaitStart {
         Ok(())
     }
 
-    fn tick(&mut self, _e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
-        match self.gate.remaining(SystemTime::now()) {
+    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+        // The queue's clock: the system's wall clock on a real queue, the simulated one in tests.
+        match self.gate.remaining(e.reactor.clock().wall()) {
             Some(left) if left.is_zero() => Ok(Flow::Done),
             Some(left) => {
                 self.next = Some(now + left.min(POLL));

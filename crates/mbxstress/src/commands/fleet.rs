@@ -712,6 +712,11 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         });
     }
 
+    if cancel.load(Ordering::SeqCst) {
+        errln!("interrupted during the checks: nothing was started");
+        return Ok(ExitCode::from(crate::interrupt::INTERRUPTED));
+    }
+
     // 2. The runs.
     let (tx, rx) = mpsc::channel();
     for (i, l) in lives.iter_mut().enumerate() {

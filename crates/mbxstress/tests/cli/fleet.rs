@@ -436,3 +436,60 @@ fn ctrl_c_stops_every_remote_run_and_keeps_partial_results() {
         assert_eq!(r["test"]["interrupted"], true, "{}", p.display());
     }
 }
+
+#[test]
+fn abort_on_host_failure_stops_the_others() {
+    let lab = lab("fleet-abort", 2, false);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(
+        d,
+        &[
+            "--duration",
+            "60s",
+            "--progress",
+            "jsonl",
+            "--abort-on-host-failure",
+        ],
+    );
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"measure\"")
+    });
+    let daemon = lab.daemons.get(1).expect("h2").id();
+    kill_tree(daemon, "sshd");
+    let (code, out, err) = finish(child, rx);
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert_no_remote_runs(d);
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(f["partial"], true, "{f}");
+    assert_eq!(f["hosts"][1]["state"], "failed", "{f}");
+    // Host 1 was stopped long before its 60 s: its partial result came back.
+    assert_eq!(f["hosts"][0]["state"], "interrupted", "{f}");
+    let r = json(&d.join("out/h1/result.json"));
+    assert_eq!(r["test"]["interrupted"], true);
+}
+
+#[test]
+fn paths_come_from_the_hosts_file_not_the_flags() {
+    let dir = scratch("fleet-flags");
+    fs_err::write(
+        dir.join("hosts.toml"),
+        "[[host]]\nssh = \"h1\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+    )
+    .expect("hosts");
+    let r = crate::common::mbx_in(
+        Some(&dir),
+        &["fleet", "run", "--hosts", "hosts.toml", "--db-path", "/x"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("db_path and log_path for each [[host]]"),
+        "{}",
+        r.stderr
+    );
+    let r = crate::common::mbx_in(
+        Some(&dir),
+        &["fleet", "run", "--hosts", "hosts.toml", "--test", "suite"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--test performance"), "{}", r.stderr);
+}

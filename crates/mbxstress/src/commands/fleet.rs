@@ -462,6 +462,8 @@ struct Live {
     iops: f64,
     target: f64,
     read_ms: f64,
+    /// Seconds left in the current phase, when its length is known.
+    eta_s: Option<f64>,
     result_seen: bool,
     /// Its ssh was started (there is a remote folder to copy back).
     started: bool,
@@ -690,6 +692,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             iops: 0.0,
             target: 0.0,
             read_ms: 0.0,
+            eta_s: None,
             result_seen: false,
             started: false,
             stderr_path: dir.join("ssh-stderr.log"),
@@ -918,6 +921,10 @@ fn on_line(l: &mut Live, line: &str, json_out: bool) {
             l.iops = p["iops"].as_f64().unwrap_or(0.0);
             l.target = p["target_iops"].as_f64().unwrap_or(0.0);
             l.read_ms = p["db_read_avg_ms"].as_f64().unwrap_or(0.0);
+            l.eta_s = p["phase_total_s"]
+                .as_f64()
+                .zip(p["phase_elapsed_s"].as_f64())
+                .map(|(t, e)| (t - e).max(0.0));
         }
         Some("result") => l.result_seen = true,
         _ => {}
@@ -949,12 +956,15 @@ fn draw(lives: &[Live], drawn: &mut usize) {
     for l in lives {
         let what = match &l.state {
             State::Running => format!(
-                "[{}] IOPS {:.0} (target {:.0}) | DB read {:.2} ms",
+                "[{}{}] IOPS {:.0} (target {:.0}) | DB read {:.2} ms",
                 if l.phase.is_empty() {
                     "starting"
                 } else {
                     &l.phase
                 },
+                l.eta_s
+                    .map(|e| format!(", ETA {}", super::run::fmt_secs(e)))
+                    .unwrap_or_default(),
                 l.iops,
                 l.target,
                 l.read_ms

@@ -56,6 +56,10 @@ pub(crate) struct Settings {
 pub(crate) struct Marks {
     pub started: Instant,
     pub measure_start: Option<Instant>,
+    /// The clock's wall time when the measured phase began (what a synchronized start is
+    /// judged by: the wall clock itself, not the start-time reference moved by the monotonic
+    /// clock, which drifts from it over a long preparation).
+    pub measure_start_wall: Option<std::time::SystemTime>,
     pub measure_end: Option<Instant>,
     pub interrupted: bool,
 }
@@ -127,6 +131,7 @@ impl<'o> Engine<'o> {
             marks: Marks {
                 started: now,
                 measure_start: None,
+                measure_start_wall: None,
                 measure_end: None,
                 interrupted: false,
             },

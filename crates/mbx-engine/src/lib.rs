@@ -43,6 +43,7 @@ pub use db::{InstanceSpec, LogStart};
 use exec::{Engine, Settings};
 use mbx_config::Pacing;
 pub use multi::{reactors_for, run_plan_reactors, QueueFactory};
+pub use phase::wait_start::StartGate;
 pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec};
 use reactor::Reactor;
 use result::*;
@@ -96,6 +97,8 @@ pub enum Phase {
     Settle,
     /// Automatic tuning: waiting until read latency is stable before a step measures.
     Stabilize,
+    /// Paced, not measured, until the synchronized start of a multi-server run (`fleet run`).
+    WaitStart,
     /// The measured phase.
     Measure,
     /// Finishing transactions, flushing cache and logs.
@@ -119,6 +122,7 @@ impl Phase {
             Phase::Attain => "attaining cache prerequisite",
             Phase::Settle => "settling",
             Phase::Stabilize => "waiting for stable latency",
+            Phase::WaitStart => "waiting for the synchronized start",
             Phase::Measure => "measuring",
             Phase::Shutdown => "shutting down",
             Phase::Backup => "backing up databases",
@@ -439,6 +443,8 @@ pub(crate) struct Part {
     host: sampling::HostSeries,
     pass_report: Option<phase::seqpass::PassReport>,
     times: RunTimes,
+    /// The wall clock when its measured phase began.
+    measure_start_wall: Option<std::time::SystemTime>,
     ref_instant: Instant,
     ref_wall: std::time::SystemTime,
     engine_name: &'static str,
@@ -613,6 +619,7 @@ pub(crate) fn run_part(
         host: std::mem::take(&mut engine.host),
         pass_report: engine.pass_report.take(),
         times,
+        measure_start_wall: marks.measure_start_wall,
         ref_instant,
         ref_wall,
         engine_name,
@@ -664,6 +671,7 @@ pub(crate) fn finish(
     };
     let (ref_instant, ref_wall, engine_name) =
         (first.ref_instant, first.ref_wall, first.engine_name);
+    let measure_start_wall = first.measure_start_wall;
     let mut times = first.times;
     let mut min_secs = measured_secs(&first.times);
     let host = host.unwrap_or(first.host);
@@ -718,6 +726,11 @@ pub(crate) fn finish(
         txns: &txns,
     };
     let mut result = build_result(cfg, &view, &times, &wall, engine_name);
+    if times.measured {
+        result.test.collection_start_unix_s = measure_start_wall
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs_f64());
+    }
     result.test.test_type = plan.test_kind();
     if !plan.test_kind().paced() {
         // No transaction was paced (Soft Recovery generates its logs flat out).
@@ -988,6 +1001,7 @@ pub fn unmeasured_result(
             direct: cfg.direct,
             interrupted: stopped.reason == StopReason::Interrupted,
             reactors: 1,
+            collection_start_unix_s: None,
         },
         config: cfg.clone(),
         profile: ProfileBlock::of(cfg),
@@ -1244,6 +1258,7 @@ fn build_result(
             direct: cfg.direct,
             interrupted: times.interrupted,
             reactors: 1,
+            collection_start_unix_s: None,
         },
         config: cfg.clone(),
         profile: ProfileBlock::of(cfg),

@@ -8,6 +8,7 @@ use mbx_config::{RunConfig, TestKind};
 use crate::exec::Engine;
 use crate::phase::seqpass::SeqPass;
 use crate::phase::stabilize::Stabilize;
+use crate::phase::wait_start::{StartGate, WaitStart};
 use crate::phase::PhaseRun;
 use crate::phase::{attain::Attain, measure::Measure, settle::Settle, shutdown::Shutdown};
 use crate::phase::{generate::GenerateLogs, replay::Replay, stop_dirty::StopDirty};
@@ -22,6 +23,9 @@ pub enum PhaseSpec {
     /// Paced, not measured, until every instance's database read latency is stable (automatic
     /// tuning's check before each step measures).
     Stabilize(StabilizeSpec),
+    /// Paced, not measured, until the gate's wall-clock start time (a multi-server run's
+    /// synchronized start; see [`Plan::wait_for_start`]).
+    WaitStart(GateRef),
     /// Paced and measured for this long.
     Measure(Duration),
     /// Drain and checkpoint (always runs, also after an interruption).
@@ -42,6 +46,16 @@ pub enum PhaseSpec {
     /// Soft Recovery, phase 2: replay the logs from the checkpoint into the databases (always
     /// runs, so an interrupted test still leaves them consistent).
     Replay,
+}
+
+/// A shared [`StartGate`] in a plan (equal when it is the same gate).
+#[derive(Debug, Clone)]
+pub struct GateRef(pub std::sync::Arc<StartGate>);
+
+impl PartialEq for GateRef {
+    fn eq(&self, other: &GateRef) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// How a stability check runs ([`PhaseSpec::Stabilize`]).
@@ -105,6 +119,7 @@ impl PhaseSpec {
             PhaseSpec::Attain => Box::new(Attain::new(now)),
             PhaseSpec::Settle(d) => Box::new(Settle::new(*d)),
             PhaseSpec::Stabilize(s) => Box::new(Stabilize::new(*s)),
+            PhaseSpec::WaitStart(g) => Box::new(WaitStart::new(std::sync::Arc::clone(&g.0))),
             PhaseSpec::Measure(d) => Box::new(Measure::new(*d)),
             PhaseSpec::Shutdown => Box::new(Shutdown::default()),
             PhaseSpec::SeqPass(spec) => Box::new(SeqPass::new(*spec)),
@@ -147,6 +162,23 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Inserts a [`PhaseSpec::WaitStart`] on `gate` before the plan's measured phase (after the
+    /// cache prerequisite and the settle phase), so the measured phase begins at the gate's
+    /// time. Returns false, leaving the plan as it was, when it has no measured phase.
+    pub fn wait_for_start(&mut self, gate: std::sync::Arc<StartGate>) -> bool {
+        match self
+            .phases
+            .iter()
+            .position(|p| matches!(p, PhaseSpec::Measure(_)))
+        {
+            Some(i) => {
+                self.phases.insert(i, PhaseSpec::WaitStart(GateRef(gate)));
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The Performance test: attain the cache prerequisite, settle for one dirty-page age,
     /// measure for the duration, shut down.
     pub fn performance(cfg: &RunConfig) -> Plan {

@@ -14,9 +14,11 @@ use std::time::Duration;
 
 use mbx_config::RunConfig;
 use mbx_engine::result::{RunResult, Sample, StopReason};
-use mbx_engine::{run_plan_reactors, EngineError, InstanceSpec, Observer, Plan, RunEvent};
+use mbx_engine::{
+    run_plan_reactors, EngineError, InstanceSpec, Observer, Phase, Plan, RunEvent, StartGate,
+};
 use mbx_io::sim::{Latency, LatencyModel, SimClock, SimDevice, SimQueue};
-use mbx_io::{FaultKind, FaultRule, IoOp, IoQueue};
+use mbx_io::{Clock, FaultKind, FaultRule, IoOp, IoQueue};
 
 /// Data pages per database, each written at generation 1 as `prepare` would.
 const PAGES: u64 = 1024;
@@ -253,4 +255,105 @@ fn an_interruption_stops_every_reactor() {
     for i in &r.instances {
         assert!(i.transactional.db_reads_per_s > 0.0, "{}", i.name);
     }
+}
+
+/// Keeps the phases it saw; interrupts the test when it enters the wait, when given `cancel`.
+struct AtTheGate<'a> {
+    cancel: Option<&'a AtomicBool>,
+    phases: Vec<Phase>,
+}
+
+impl Observer for AtTheGate<'_> {
+    fn on_event(&mut self, e: RunEvent<'_>) {
+        if let RunEvent::Phase(p) = e {
+            self.phases.push(p);
+            if let (Phase::WaitStart, Some(c)) = (p, self.cancel) {
+                c.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Seconds after the simulated clocks' start when the gate opens: well after attain and
+/// settle.
+const GATE_AT_S: f64 = 300.0;
+
+/// A performance test on two reactors, its measured phase gated to `GATE_AT_S` on the
+/// simulated wall clock.
+fn gated(cancel: Option<&AtomicBool>) -> (RunResult, Vec<Phase>, f64) {
+    let mut cfg = config();
+    cfg.duration_s = 15.0;
+    let gate = StartGate::new();
+    let epoch = SimClock::new()
+        .wall()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("sim epoch")
+        .as_secs_f64();
+    let opens = epoch + GATE_AT_S;
+    assert!(gate.open_at(opens));
+    let mut plan = Plan::performance(&cfg);
+    assert!(plan.wait_for_start(Arc::clone(&gate)));
+    let mut seen = AtTheGate {
+        cancel,
+        phases: Vec::new(),
+    };
+    let dev = SimDevice::new();
+    let specs: Vec<_> = (0..DATABASES).map(|i| spec(&dev, i)).collect();
+    let queue_for = |r: usize, depth: usize| -> Result<Box<dyn IoQueue>, EngineError> {
+        let clock = Arc::new(SimClock::new());
+        let q = SimQueue::new(dev.clone(), clock, depth, model(), 11 + r as u64);
+        Ok(Box::new(q))
+    };
+    let never = AtomicBool::new(false);
+    let r = run_plan_reactors(
+        &cfg,
+        &plan,
+        specs,
+        2,
+        &queue_for,
+        &mut seen,
+        cancel.unwrap_or(&never),
+    )
+    .expect("run");
+    (r, seen.phases, opens)
+}
+
+#[test]
+fn a_start_gate_holds_every_reactor_until_its_wall_time() {
+    let (r, phases, opens) = gated(None);
+    assert_eq!(
+        phases,
+        [
+            Phase::Attain,
+            Phase::Settle,
+            Phase::WaitStart,
+            Phase::Measure,
+            Phase::Shutdown
+        ]
+    );
+    assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.stopped);
+    // The measured phase began when the gate's wall time came (the gate is looked at every
+    // 5 ms), on every reactor (the phase gate holds them together), and it is recorded.
+    let start = r.test.collection_start_unix_s.expect("precise start");
+    assert!(
+        (0.0..0.01).contains(&(start - opens)),
+        "measured from {start}, gate at {opens}"
+    );
+    assert!(
+        (r.test.duration_s - 15.0).abs() < 0.1,
+        "{}",
+        r.test.duration_s
+    );
+    for i in &r.instances {
+        assert!(i.transactional.db_reads_per_s > 0.0, "{}", i.name);
+    }
+}
+
+#[test]
+fn an_interruption_at_the_start_gate_measures_nothing() {
+    let cancel = AtomicBool::new(false);
+    let (r, phases, _) = gated(Some(&cancel));
+    assert_eq!(r.stopped.reason, StopReason::Interrupted, "{:?}", r.stopped);
+    assert!(!phases.contains(&Phase::Measure), "{phases:?}");
+    assert_eq!(r.test.collection_start_unix_s, None);
 }

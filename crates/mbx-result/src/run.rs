@@ -285,6 +285,11 @@ pub struct TestInfo {
     /// versions that had one).
     #[serde(default = "one")]
     pub reactors: u32,
+    /// Start of the measured phase in seconds since the Unix epoch, with fractions (absent when
+    /// nothing was measured, and in results of earlier versions): `fleet run` computes the skew
+    /// of a synchronized start from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collection_start_unix_s: Option<f64>,
 }
 
 fn one() -> u32 {

@@ -79,6 +79,71 @@ pub enum Command {
     /// The ESRP summary across servers from mbxstress results and Jetstress reports, mixed.
     #[command(after_help = ESRP_HELP)]
     Esrp(EsrpArgs),
+    /// Several servers at once over SSH: one command runs the test on every host of a hosts
+    /// file, starts their measured phases at the same instant and writes one report.
+    #[command(subcommand)]
+    Fleet(FleetCommand),
+}
+
+/// `mbxstress fleet`.
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Run the test on every host of --hosts over SSH (the system `ssh` client, so
+    /// ~/.ssh/config, agents, keys and jump hosts apply), with a synchronized measured phase.
+    #[command(after_help = FLEET_RUN_HELP)]
+    Run(FleetRunArgs),
+}
+
+const FLEET_RUN_HELP: &str = "\
+The hosts file (TOML), one [[host]] table per server:
+  [[host]]
+  ssh = \"admin@mbx1.example.com\"   # a destination as ssh takes it (aliases of ~/.ssh/config too)
+  name = \"mbx1\"                     # the results folder under --out [default: from ssh]
+  db_path = [\"/mnt/db1\", \"/mnt/db2\"] # as --db-path: a folder, or one path per database
+  log_path = \"/mnt/log\"             # as --log-path
+  profile = \"mbx1-profile.toml\"     # optional: a local profile file, copied to the host
+  mbxstress = \"/opt/mbxstress\"      # optional: the remote binary [default: mbxstress on PATH]
+  work_dir = \".mbxstress\"           # optional: remote folder for runs and pushed binaries
+
+Before anything runs, every host is checked at once: reachable (ssh with BatchMode=yes: keys or
+an agent, never a password), the same mbxstress version (or --push: the local binary is copied
+to WORK_DIR/bin and verified by SHA-256), its clock offset measured. Every host then prepares its
+databases, meets the cache prerequisite and settles; once all are ready the coordinator sends each
+the same start time (now + --start-margin, in each host's clock) and they measure together.
+Results: --out/<name>/ (each host's folder, copied back), --out/fleet.json (hosts, clock
+offsets, start skew, the ESRP summary across servers) and --out/fleet.html. A host that fails
+is reported with its last state; the others complete and the aggregate is marked partial.
+Ctrl-C stops every remote run cleanly and collects the partial results.
+
+Run flags (all but --db-path, --log-path, --jetstress-config and --test suite) apply to every
+host; --config and --profile files are copied to each host.
+
+Example:
+  mbxstress fleet run --hosts hosts.toml --mailboxes 2000 --iops-per-mailbox 0.1 \\
+      --quota-mb 1024 --databases 4 --threads 16 --duration 2h --out fleet-results";
+
+/// `mbxstress fleet run`.
+#[derive(Debug, Args)]
+pub struct FleetRunArgs {
+    /// The hosts file (TOML, `[[host]]` tables; see below).
+    #[arg(long, value_name = "FILE")]
+    pub hosts: PathBuf,
+    /// An ssh configuration file, passed to every ssh as `-F FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// Copy this mbxstress binary to hosts whose version differs (or that have none).
+    #[arg(long)]
+    pub push: bool,
+    /// Time between the last host being ready and the synchronized start (0.1s..=10m), enough
+    /// for the start line to reach every host.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = crate::units::parse_duration)]
+    pub start_margin: std::time::Duration,
+    /// Stop every host when one fails (default: the others go on).
+    #[arg(long)]
+    pub abort_on_host_failure: bool,
+    /// The run flags, applied to every host.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 const IMPORT_HELP: &str = "\
@@ -399,6 +464,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "PCT", value_parser = parse_number, allow_negative_numbers = true,
           conflicts_with_all = ["mailboxes", "quota_mb", "iops_per_mailbox", "profile"])]
     pub throughput_pct: Option<f64>,
+    /// Plumbing for `fleet run`: after the settle phase, print a `ready` event and keep the
+    /// workload paced but unmeasured until a line `start <unix seconds>` on stdin; the measured
+    /// phase begins at that wall time. `stop` on stdin, or its end, interrupts the test.
+    #[arg(long, value_name = "stdin", value_parser = ["stdin"], hide = true)]
+    pub start_gate: Option<String>,
 }
 
 /// What `run --test` runs: one test type, or the whole suite (a sequence of runs, not a test

@@ -81,6 +81,7 @@ impl PhaseRun for Measure {
         e.mode = Mode::Paced;
         self.end = Some(now + self.length);
         e.marks.measure_start = Some(now);
+        e.marks.measure_start_wall = Some(e.reactor.clock().wall());
         // The sample series starts clean.
         e.reset_intervals();
         for db in &mut e.dbs {

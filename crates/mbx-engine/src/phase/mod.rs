@@ -10,6 +10,7 @@ pub(crate) mod settle;
 pub(crate) mod shutdown;
 pub(crate) mod stabilize;
 pub(crate) mod stop_dirty;
+pub(crate) mod wait_start;
 
 use std::time::{Duration, Instant};
 

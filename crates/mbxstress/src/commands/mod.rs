@@ -5,6 +5,7 @@ mod engine;
 mod esrp;
 mod export;
 mod findmax;
+mod fleet;
 mod import;
 mod iobench;
 mod jetstress;
@@ -33,5 +34,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Esrp(args) => esrp::run(args),
+        Command::Fleet(crate::cli::FleetCommand::Run(args)) => fleet::run(args),
     }
 }

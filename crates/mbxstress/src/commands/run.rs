@@ -6,7 +6,8 @@ use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::Context;
 use mbx_config::{RunConfig, TestKind, Thresholds};
@@ -449,6 +450,13 @@ impl Observer for RunObserver {
                 } else if self.mode == "jsonl" {
                     let _ = outln!("{}", serde_json::json!({ "event": "phase", "phase": p }));
                 }
+                if p == mbx_engine::Phase::WaitStart {
+                    // `fleet run` waits for this line from every host before it sends the start.
+                    let _ = outln!(
+                        "{}",
+                        serde_json::json!({ "event": "ready", "pid": std::process::id() })
+                    );
+                }
             }
             RunEvent::Progress(p) => self.progress(&p),
             RunEvent::Sample(v) => {
@@ -498,6 +506,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let kind = match test {
+        RunTest::Suite if args.start_gate.is_some() => {
+            return Err(usage(
+                "--start-gate (used by `fleet run`) runs one test type: choose --test performance, stress or soft-recovery",
+            ))
+        }
         RunTest::Suite => return super::suite::run(&args),
         RunTest::Kind(kind) => kind,
     };
@@ -508,7 +521,42 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let cfg = resolve_for(&args, kind)?;
     let cancel = crate::interrupt::install();
-    Ok(run_one(&args, kind, cfg, args.out.as_deref(), &cancel)?.code)
+    let gate = args
+        .start_gate
+        .as_ref()
+        .map(|_| start_gate_from_stdin(Arc::clone(&cancel)));
+    Ok(run_one(
+        &args,
+        kind,
+        cfg,
+        args.out.as_deref(),
+        &cancel,
+        gate.as_ref(),
+    )?
+    .code)
+}
+
+/// `--start-gate stdin`: a thread reads the coordinator's lines: `start <unix seconds>` opens
+/// the gate, `stop` (or the end of stdin: the coordinator or its connection is gone) stops the
+/// test as Ctrl-C does, so no run outlives its coordinator.
+fn start_gate_from_stdin(cancel: Arc<AtomicBool>) -> Arc<mbx_engine::StartGate> {
+    use std::io::BufRead;
+    let gate = mbx_engine::StartGate::new();
+    let g = Arc::clone(&gate);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            let mut words = line.split_whitespace();
+            match (words.next(), words.next(), words.next()) {
+                (Some("start"), Some(t), None)
+                    if t.parse::<f64>().is_ok_and(|t| g.open_at(t)) => {}
+                (Some("stop"), None, None) => cancel.store(true, Ordering::SeqCst),
+                _ => errln!("warning: --start-gate: ignoring the line {line:?} (expected `start <unix seconds>` or `stop`)"),
+            }
+        }
+        cancel.store(true, Ordering::SeqCst);
+    });
+    gate
 }
 
 /// How the databases of `cfg` are created (or attached) for a test: `data_pages` each.
@@ -548,6 +596,7 @@ pub(crate) fn run_one(
     cfg: RunConfig,
     out: Option<&Path>,
     cancel: &AtomicBool,
+    gate: Option<&Arc<mbx_engine::StartGate>>,
 ) -> anyhow::Result<Ran> {
     let plan_for: fn(&RunConfig) -> Plan = match kind {
         TestKind::Performance => Plan::performance,
@@ -664,7 +713,15 @@ pub(crate) fn run_one(
         );
         errln!("Results: {}", dir.display());
     }
-    let plan = plan_for(&cfg);
+    let mut plan = plan_for(&cfg);
+    if let Some(g) = gate {
+        if !plan.wait_for_start(Arc::clone(g)) {
+            return Err(usage(format!(
+                "--start-gate (used by `fleet run`) needs a test with a measured phase, and the {} test has none: use --test performance, stress or soft-recovery",
+                kind.name()
+            )));
+        }
+    }
     let create = create_params(args, &cfg, data_pages);
     let Executed { result, error } = match &sized {
         Some(s) => mbx_engine::execute_throughput(

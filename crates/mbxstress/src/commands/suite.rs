@@ -174,7 +174,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 dir.display()
             );
         }
-        let ran = match run_one(args, kind, cfg, Some(&dir), &cancel) {
+        let ran = match run_one(args, kind, cfg, Some(&dir), &cancel, None) {
             Ok(ran) => ran,
             Err(e) => {
                 print_summary(&outcomes, Some(name), &root)?;

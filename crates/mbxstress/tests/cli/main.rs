@@ -3,6 +3,7 @@
 mod common;
 mod devices;
 mod findmax;
+mod fleet;
 mod inputs;
 mod iobench;
 mod jetstress;

@@ -1,0 +1,133 @@
+//! Waiting for a synchronized start (`fleet run`): paced at the target, not measured, until the
+//! [`StartGate`] is opened and its wall-clock time has come, so that several servers begin
+//! measuring at the same instant. The settle phase has ended before it: the workload simply
+//! keeps running as it did, and the measured phase begins when the gate's time comes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::{interrupted_before_measuring, Flow, Mode, PhaseRun};
+use crate::exec::Engine;
+use crate::{EngineError, Phase};
+
+/// How often an unopened gate is looked at (the loop turns at least this often).
+const POLL: Duration = Duration::from_millis(5);
+
+/// A start time shared between whoever decides it (the CLI, reading the coordinator's
+/// `start <unix seconds>` line) and the reactors waiting in [`PhaseSpec::WaitStart`]
+/// (crate::PhaseSpec). Unset until [`StartGate::open_at`] is called.
+#[derive(Debug, Default)]
+pub struct StartGate {
+    /// Nanoseconds since the Unix epoch; 0 while unset.
+    at_unix_ns: AtomicU64,
+}
+
+impl StartGate {
+    /// An unopened gate.
+    pub fn new() -> Arc<StartGate> {
+        Arc::new(StartGate::default())
+    }
+
+    /// Opens the gate at wall time `unix_s` (seconds since the Unix epoch, with fractions).
+    /// Returns false, leaving the gate as it was, for a time that is not finite and positive or
+    /// lies beyond the year 2500.
+    pub fn open_at(&self, unix_s: f64) -> bool {
+        if !unix_s.is_finite() || unix_s <= 0.0 || unix_s > 16_725_225_600.0 {
+            return false;
+        }
+        // In range by the check above: at most 1.7e19 ns < u64::MAX.
+        let ns = (unix_s * 1e9) as u64;
+        self.at_unix_ns.store(ns.max(1), Ordering::SeqCst);
+        true
+    }
+
+    /// The wall time the gate opens at, once set.
+    pub fn opens_at(&self) -> Option<SystemTime> {
+        match self.at_unix_ns.load(Ordering::SeqCst) {
+            0 => None,
+            ns => Some(UNIX_EPOCH + Duration::from_nanos(ns)),
+        }
+    }
+
+    /// How long from `now` (wall time) until the gate opens: `None` while unset, zero once due.
+    pub fn remaining(&self, now: SystemTime) -> Option<Duration> {
+        self.opens_at()
+            .map(|t| t.duration_since(now).unwrap_or(Duration::ZERO))
+    }
+}
+
+/// The phase: done once the gate's time has come.
+#[derive(Debug)]
+pub(crate) struct WaitStart {
+    gate: Arc<StartGate>,
+    next: Option<Instant>,
+}
+
+impl WaitStart {
+    pub fn new(gate: Arc<StartGate>) -> WaitStart {
+        WaitStart { gate, next: None }
+    }
+}
+
+impl PhaseRun for WaitStart {
+    fn kind(&self) -> Phase {
+        Phase::WaitStart
+    }
+
+    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
+        e.mode = Mode::Paced;
+        self.next = Some(now);
+        Ok(())
+    }
+
+    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+        // The queue's clock: the system's wall clock on a real queue, the simulated one in tests.
+        match self.gate.remaining(e.reactor.clock().wall()) {
+            Some(left) if left.is_zero() => Ok(Flow::Done),
+            Some(left) => {
+                self.next = Some(now + left.min(POLL));
+                Ok(Flow::Continue)
+            }
+            None => {
+                self.next = Some(now + POLL);
+                Ok(Flow::Continue)
+            }
+        }
+    }
+
+    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+        interrupted_before_measuring(e);
+        Ok(Flow::Done)
+    }
+
+    fn wake_at(&self) -> Option<Instant> {
+        self.next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gate_opens_only_at_a_valid_time() {
+        let g = StartGate::new();
+        assert_eq!(g.remaining(SystemTime::now()), None);
+        assert!(!g.open_at(f64::NAN));
+        assert!(!g.open_at(-1.0));
+        assert!(!g.open_at(1e30));
+        assert_eq!(g.opens_at(), None);
+        assert!(g.open_at(1_000.5));
+        assert_eq!(
+            g.opens_at(),
+            Some(UNIX_EPOCH + Duration::from_millis(1_000_500))
+        );
+        let before = UNIX_EPOCH + Duration::from_secs(999);
+        assert_eq!(g.remaining(before), Some(Duration::from_millis(1_500)));
+        assert_eq!(
+            g.remaining(UNIX_EPOCH + Duration::from_secs(2_000)),
+            Some(Duration::ZERO)
+        );
+    }
+}

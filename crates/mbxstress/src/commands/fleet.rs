@@ -1,0 +1,1273 @@
+//! `mbxstress fleet run`: the test on several servers at once over SSH (issue 14).
+//!
+//! The coordinator only drives the system `ssh` client (`std::process::Command`, BatchMode=yes:
+//! keys or an agent, never a password): checks every host in parallel (reachable, version or
+//! `--push`, clock offset), starts `mbxstress run --progress jsonl --start-gate stdin` on each,
+//! reads their event streams, sends every host the same start time once all are ready, and
+//! copies each result folder back (`tar` over ssh). The aggregate is the `esrp` summary of the
+//! per-host result.json files. Stopping: `stop` on a run's stdin, or the end of it (the
+//! coordinator or its connection gone), interrupts that run cleanly, so no remote run outlives
+//! the coordinator.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, ExitCode, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, Context};
+use serde::Deserialize;
+
+use crate::cli::{FleetRunArgs, RunTest};
+use crate::exit::usage;
+
+/// A database or log location in the hosts file: one path or a list.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Paths {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Paths {
+    fn list(&self) -> Vec<String> {
+        match self {
+            Paths::One(p) => vec![p.clone()],
+            Paths::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// One `[[host]]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostEntry {
+    ssh: String,
+    name: Option<String>,
+    db_path: Paths,
+    log_path: Paths,
+    profile: Option<PathBuf>,
+    mbxstress: Option<String>,
+    work_dir: Option<String>,
+}
+
+/// The hosts file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostsFile {
+    host: Vec<HostEntry>,
+}
+
+/// A host ready to be driven: its entry, checked, with the folder name its results go to.
+#[derive(Debug, Clone)]
+struct Host {
+    name: String,
+    entry: HostEntry,
+    work_dir: String,
+}
+
+fn default_name(ssh: &str) -> String {
+    let host = ssh.rsplit('@').next().unwrap_or(ssh);
+    host.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Reads and checks the hosts file: strict keys, non-empty `ssh` and paths, unique safe names.
+fn load_hosts(path: &Path) -> anyhow::Result<Vec<Host>> {
+    let text = fs_err::read_to_string(path).map_err(|e| usage(format!("--hosts: {e}")))?;
+    let file: HostsFile = toml::from_str(&text).map_err(|e| {
+        usage(format!(
+            "--hosts {}: {e}\nexpected [[host]] tables with ssh, db_path, log_path and optionally name, profile, mbxstress, work_dir",
+            path.display()
+        ))
+    })?;
+    if file.host.is_empty() {
+        return Err(usage(format!(
+            "--hosts {}: no [[host]] table",
+            path.display()
+        )));
+    }
+    let mut names = BTreeSet::new();
+    let mut hosts = Vec::new();
+    for (i, e) in file.host.into_iter().enumerate() {
+        let which = format!("--hosts {}: host {} ({:?})", path.display(), i + 1, e.ssh);
+        if e.ssh.trim().is_empty() || e.ssh.starts_with('-') {
+            return Err(usage(format!(
+                "{which}: key `ssh` must be a destination such as user@server"
+            )));
+        }
+        let name = e.name.clone().unwrap_or_else(|| default_name(&e.ssh));
+        if name.is_empty()
+            || name.starts_with('.')
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        {
+            return Err(usage(format!(
+                "{which}: key `name` {name:?} must be letters, digits, '.', '-' or '_' (it names the results folder)"
+            )));
+        }
+        if !names.insert(name.clone()) {
+            return Err(usage(format!(
+                "{which}: key `name` {name:?} is used by another host: give each host its own name"
+            )));
+        }
+        for (key, p) in [("db_path", &e.db_path), ("log_path", &e.log_path)] {
+            if p.list().is_empty() || p.list().iter().any(|s| s.trim().is_empty()) {
+                return Err(usage(format!("{which}: key `{key}` has an empty path")));
+            }
+        }
+        if let Some(p) = &e.profile {
+            if !p.is_file() {
+                return Err(usage(format!(
+                    "{which}: key `profile` {} is not a file here (it is a local file, copied to the host)",
+                    p.display()
+                )));
+            }
+        }
+        let work_dir = e.work_dir.clone().unwrap_or_else(|| ".mbxstress".into());
+        hosts.push(Host {
+            name,
+            entry: e,
+            work_dir,
+        });
+    }
+    Ok(hosts)
+}
+
+/// Quotes a word for the remote POSIX shell (ssh joins its arguments into one command line).
+fn sh(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// Builds ssh and tar commands with the user's options.
+#[derive(Debug, Clone)]
+struct Ssh {
+    config: Option<PathBuf>,
+}
+
+impl Ssh {
+    fn cmd(&self, dest: &str, remote: &str) -> Command {
+        let mut c = Command::new("ssh");
+        if let Some(f) = &self.config {
+            c.arg("-F").arg(f);
+        }
+        c.args([
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ConnectTimeout=15",
+            "-o",
+            "ServerAliveInterval=5",
+            "-o",
+            "ServerAliveCountMax=3",
+            "-T",
+        ]);
+        c.arg("--").arg(dest).arg(remote);
+        // Its own process group: Ctrl-C at the terminal reaches the coordinator only, which then
+        // stops the remote runs cleanly instead of having their connections cut.
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
+        c
+    }
+
+    /// Runs `remote` on `dest` with `input` on its stdin; its stdout, or an error with its
+    /// stderr.
+    fn output(&self, dest: &str, remote: &str, input: Option<&Path>) -> anyhow::Result<String> {
+        let mut c = self.cmd(dest, remote);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        match input {
+            Some(p) => c.stdin(fs_err::File::open(p)?.into_parts().0),
+            None => c.stdin(Stdio::null()),
+        };
+        let out = c
+            .output()
+            .context("starting ssh (is the OpenSSH client installed?)")?;
+        if !out.status.success() {
+            return Err(anyhow!(
+                "`ssh {dest} {remote}` failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+/// What the checks found on one host.
+#[derive(Debug, Clone, Default)]
+struct Checked {
+    /// The remote binary to run.
+    bin: String,
+    /// Remote clock minus local clock, seconds.
+    offset_s: f64,
+    /// The round trip of the best clock reading, seconds.
+    rtt_s: f64,
+    /// The local binary was copied there.
+    pushed: bool,
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The remote clock against ours, in one connection: the remote prints its time for each line we
+/// send; the offset is taken from the round trip with the smallest time, at its midpoint.
+fn clock_offset(ssh: &Ssh, dest: &str) -> anyhow::Result<(f64, f64)> {
+    let mut child = ssh
+        .cmd(dest, "echo ok; while read x; do date +%s.%N; done")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting ssh (is the OpenSSH client installed?)")?;
+    let result = (|| -> anyhow::Result<(f64, f64)> {
+        let mut stdin = child.stdin.take().context("ssh stdin")?;
+        let mut out = BufReader::new(child.stdout.take().context("ssh stdout")?);
+        let mut line = String::new();
+        out.read_line(&mut line)?;
+        if line.trim() != "ok" {
+            return Err(anyhow!("no answer"));
+        }
+        let mut best: Option<(f64, f64)> = None;
+        for _ in 0..5 {
+            let t0 = unix_now();
+            stdin.write_all(b"x\n")?;
+            stdin.flush()?;
+            line.clear();
+            out.read_line(&mut line)?;
+            let t1 = unix_now();
+            let remote: f64 = line.trim().parse().map_err(|_| {
+                anyhow!(
+                    "`date +%s.%N` printed {:?}: GNU date is needed",
+                    line.trim()
+                )
+            })?;
+            let rtt = t1 - t0;
+            if best.is_none_or_rtt(rtt) {
+                best = Some((remote - (t0 + t1) / 2.0, rtt));
+            }
+        }
+        best.ok_or_else(|| anyhow!("no clock reading"))
+    })();
+    let _ = child.kill();
+    let status = child.wait();
+    result.map_err(|e| {
+        let mut err = String::new();
+        if let Some(mut s) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut s, &mut err);
+        }
+        anyhow!(
+            "unreachable over ssh ({e}; {}): {}",
+            status.map_or_else(|e| e.to_string(), |s| s.to_string()),
+            err.trim()
+        )
+    })
+}
+
+/// `Option::is_none_or` is above the MSRV: the best reading is the one with the smallest RTT.
+trait BestRtt {
+    fn is_none_or_rtt(&self, rtt: f64) -> bool;
+}
+
+impl BestRtt for Option<(f64, f64)> {
+    fn is_none_or_rtt(&self, rtt: f64) -> bool {
+        match self {
+            None => true,
+            Some((_, r)) => rtt < *r,
+        }
+    }
+}
+
+fn sha256_local(path: &Path) -> anyhow::Result<String> {
+    let out = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .context("running sha256sum (coreutils) on the local binary")?;
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .map(str::to_string)
+        .ok_or_else(|| anyhow!("sha256sum printed nothing for {}", path.display()))
+}
+
+/// Reachable, version (or push), clock offset, and the run folder with its input files.
+fn check_host(
+    ssh: &Ssh,
+    h: &Host,
+    push: bool,
+    run_dir: &str,
+    uploads: &[(PathBuf, String)],
+) -> anyhow::Result<Checked> {
+    let dest = &h.entry.ssh;
+    let (offset_s, rtt_s) = clock_offset(ssh, dest)?;
+    let version = format!("mbxstress {}", env!("CARGO_PKG_VERSION"));
+    let mut bin = h
+        .entry
+        .mbxstress
+        .clone()
+        .unwrap_or_else(|| "mbxstress".into());
+    let found = ssh
+        .output(dest, &format!("{} --version 2>&1 || true", sh(&bin)), None)
+        .unwrap_or_default();
+    let mut pushed = false;
+    if found.trim() != version {
+        if !push {
+            return Err(usage(format!(
+                "host {}: `{bin} --version` says {:?}, not {version:?}: install the same version there, set `mbxstress = \"/path\"` for the host, or add --push to copy this binary",
+                h.name,
+                found.trim()
+            )));
+        }
+        let exe = std::env::current_exe().context("finding this binary for --push")?;
+        let sum = sha256_local(&exe)?;
+        let dir = format!("{}/bin", h.work_dir);
+        let target = format!("{dir}/mbxstress-{}", env!("CARGO_PKG_VERSION"));
+        let part = format!("{target}.part");
+        let remote_sum = ssh.output(
+            dest,
+            &format!(
+                "mkdir -p {d} && cat > {p} && chmod 755 {p} && sha256sum {p}",
+                d = sh(&dir),
+                p = sh(&part)
+            ),
+            Some(&exe),
+        )?;
+        if remote_sum.split_whitespace().next() != Some(sum.as_str()) {
+            return Err(anyhow!(
+                "host {}: --push: the copy's SHA-256 is {:?}, the local binary's {sum}: the transfer was damaged, run again",
+                h.name,
+                remote_sum.trim()
+            ));
+        }
+        ssh.output(dest, &format!("mv -f {} {}", sh(&part), sh(&target)), None)?;
+        bin = target;
+        pushed = true;
+    }
+    ssh.output(dest, &format!("mkdir -p {}", sh(run_dir)), None)?;
+    for (local, name) in uploads {
+        ssh.output(
+            dest,
+            &format!("cat > {}", sh(&format!("{run_dir}/{name}"))),
+            Some(local),
+        )
+        .with_context(|| format!("copying {} to host {}", local.display(), h.name))?;
+    }
+    Ok(Checked {
+        bin,
+        offset_s,
+        rtt_s,
+        pushed,
+    })
+}
+
+/// Flags of `fleet run` that the coordinator consumes: (flag, takes a value).
+const OWN_FLAGS: [(&str, bool); 7] = [
+    ("--hosts", true),
+    ("--ssh-config", true),
+    ("--push", false),
+    ("--start-margin", true),
+    ("--abort-on-host-failure", false),
+    ("--out", true),
+    ("--progress", true),
+];
+
+/// The run flags to pass on: the command line after `fleet run`, less the coordinator's own
+/// flags; `--config` and `--profile` point at the copies in the remote run folder.
+fn forwarded_flags(argv: &[String], run_dir: &str) -> Vec<String> {
+    let start = argv
+        .iter()
+        .position(|a| a == "fleet")
+        .map_or(argv.len(), |i| i + 2);
+    let mut out = Vec::new();
+    let mut it = argv.iter().skip(start);
+    while let Some(a) = it.next() {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if a.starts_with("--") => (f, Some(v)),
+            _ => (a.as_str(), None),
+        };
+        if let Some((_, takes)) = OWN_FLAGS.iter().find(|(f, _)| *f == flag) {
+            if *takes && inline.is_none() {
+                it.next();
+            }
+            continue;
+        }
+        if flag == "--config" || flag == "--profile" {
+            if inline.is_none() {
+                it.next();
+            }
+            out.push(flag.to_string());
+            out.push(format!("{run_dir}/{}", &flag[2..]));
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
+/// The remote command line of one host's run.
+fn remote_command(h: &Host, bin: &str, run_dir: &str, flags: &[String]) -> String {
+    let mut words = vec![bin.to_string(), "run".into()];
+    words.extend(flags.iter().cloned());
+    if h.entry.profile.is_some() {
+        words.extend(["--profile".into(), format!("{run_dir}/host-profile")]);
+    }
+    for p in h.entry.db_path.list() {
+        words.extend(["--db-path".into(), p]);
+    }
+    for p in h.entry.log_path.list() {
+        words.extend(["--log-path".into(), p]);
+    }
+    words.extend([
+        "--out".into(),
+        format!("{run_dir}/result"),
+        "--progress".into(),
+        "jsonl".into(),
+        "--start-gate".into(),
+        "stdin".into(),
+    ]);
+    let line: Vec<String> = words.iter().map(|w| sh(w)).collect();
+    format!("exec {}", line.join(" "))
+}
+
+/// How a host's run ended.
+#[derive(Debug, Clone, PartialEq)]
+enum State {
+    Checking,
+    Running,
+    /// The remote run exited (its exit code).
+    Exited(i32),
+    /// ssh or the check failed: why.
+    Failed(String),
+}
+
+/// A host during the run.
+struct Live {
+    host: Host,
+    checked: Checked,
+    state: State,
+    stdin: Option<ChildStdin>,
+    ready: bool,
+    phase: String,
+    iops: f64,
+    target: f64,
+    read_ms: f64,
+    /// Seconds left in the current phase, when its length is known.
+    eta_s: Option<f64>,
+    result_seen: bool,
+    /// Its ssh was started (there is a remote folder to copy back).
+    started: bool,
+    stderr_path: PathBuf,
+}
+
+enum Msg {
+    Line(usize, String),
+    Exit(usize, Option<i32>),
+}
+
+fn spawn_run(
+    ssh: &Ssh,
+    idx: usize,
+    live: &mut Live,
+    remote: &str,
+    tx: mpsc::Sender<Msg>,
+) -> anyhow::Result<()> {
+    let err = fs_err::File::create(&live.stderr_path)?.into_parts().0;
+    let mut child = ssh
+        .cmd(&live.host.entry.ssh, remote)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(err))
+        .spawn()
+        .context("starting ssh")?;
+    live.stdin = child.stdin.take();
+    let out = child.stdout.take().context("ssh stdout")?;
+    // Every line first, then the exit: the result line must arrive before the end.
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(Msg::Line(idx, line)).is_err() {
+                break;
+            }
+        }
+        let code = child.wait().ok().and_then(|s| s.code());
+        let _ = tx.send(Msg::Exit(idx, code));
+    });
+    Ok(())
+}
+
+fn last_line(path: &Path) -> String {
+    fs_err::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// Copies `run_dir/result` of a host into `dest` (tar over ssh).
+fn copy_back(ssh: &Ssh, h: &Host, run_dir: &str, dest: &Path) -> anyhow::Result<()> {
+    fs_err::create_dir_all(dest)?;
+    let mut remote = ssh
+        .cmd(
+            &h.entry.ssh,
+            &format!("tar -C {} -cf - .", sh(&format!("{run_dir}/result"))),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting ssh")?;
+    let pipe = remote.stdout.take().context("ssh stdout")?;
+    let untar = Command::new("tar")
+        .arg("-C")
+        .arg(dest)
+        .arg("-xf")
+        .arg("-")
+        .stdin(Stdio::from(pipe))
+        .output()
+        .context("running tar")?;
+    let ssh_out = remote.wait_with_output()?;
+    if !ssh_out.status.success() || !untar.status.success() {
+        return Err(anyhow!(
+            "copying the results of host {} back failed: {} {}",
+            h.name,
+            String::from_utf8_lossy(&ssh_out.stderr).trim(),
+            String::from_utf8_lossy(&untar.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+fn jsonl(v: serde_json::Value) {
+    let _ = outln!("{v}");
+}
+
+/// `mbxstress fleet run`.
+pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
+    let r = &args.run;
+    if !r.paths.db_path.is_empty() || !r.paths.log_path.is_empty() {
+        return Err(usage(
+            "fleet run: --db-path and --log-path differ per host: set db_path and log_path for each [[host]] in the --hosts file",
+        ));
+    }
+    if r.jetstress.jetstress_config.is_some() {
+        return Err(usage(
+            "fleet run: --jetstress-config is not passed to hosts; use --config or --profile (copied to each host)",
+        ));
+    }
+    if r.start_gate.is_some() {
+        return Err(usage(
+            "--start-gate is set by fleet run itself for every host; leave it out",
+        ));
+    }
+    let kind = match r.test {
+        Some(RunTest::Suite) => {
+            return Err(usage(
+                "fleet run runs one test type with a synchronized measured phase: --test performance, stress or soft-recovery (run the suite's tests one by one)",
+            ))
+        }
+        Some(RunTest::Kind(k)) => k,
+        None => mbx_config::TestKind::Performance,
+    };
+    if !(0.1..=600.0).contains(&args.start_margin.as_secs_f64()) {
+        return Err(usage("--start-margin must be within 0.1s..=10m"));
+    }
+    // The run flags must make sense before any host is touched.
+    super::run::resolve_for(r, kind)?;
+    let hosts = load_hosts(&args.hosts)?;
+    let out = super::run::results_dir(r.out.as_deref())?;
+    fs_err::create_dir_all(&out).context("creating the results folder")?;
+    for h in &hosts {
+        if out.join(&h.name).exists() {
+            return Err(usage(format!(
+                "--out {}: {} exists already; choose a new or empty folder",
+                out.display(),
+                h.name
+            )));
+        }
+    }
+    let human = r.progress == "human";
+    let json_out = r.progress == "jsonl";
+    let ssh = Ssh {
+        config: args.ssh_config.clone(),
+    };
+    let run_id = format!(
+        "fleet-{}-{}",
+        mbx_engine::rfc3339_now().replace(':', ""),
+        std::process::id()
+    );
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| usage(format!("a flag is not valid UTF-8: {a:?}")))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let mut uploads: Vec<(PathBuf, String)> = Vec::new();
+    if let Some(c) = &r.config {
+        uploads.push((c.clone(), "config".into()));
+    }
+    if let Some(p) = &r.profile {
+        uploads.push((p.clone(), "profile".into()));
+    }
+    let cancel = crate::interrupt::install();
+
+    // 1. Checks, every host at once.
+    if human {
+        errln!(
+            "Checking {} host(s): reachable, version, clock ...",
+            hosts.len()
+        );
+    }
+    let checks: Vec<anyhow::Result<Checked>> = std::thread::scope(|s| {
+        let handles: Vec<_> = hosts
+            .iter()
+            .map(|h| {
+                let run_dir = format!("{}/fleet/{run_id}", h.work_dir);
+                let mut up = uploads.clone();
+                if let Some(p) = &h.entry.profile {
+                    up.push((p.clone(), "host-profile".into()));
+                }
+                let ssh = &ssh;
+                s.spawn(move || check_host(ssh, h, args.push, &run_dir, &up))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|j| {
+                j.join()
+                    .unwrap_or_else(|_| Err(anyhow!("the check thread panicked")))
+            })
+            .collect()
+    });
+    let mut lives: Vec<Live> = Vec::new();
+    let mut usage_error = false;
+    for (h, c) in hosts.iter().zip(checks) {
+        let dir = out.join(&h.name);
+        fs_err::create_dir_all(&dir)?;
+        let (state, checked) = match c {
+            Ok(c) => {
+                if human {
+                    errln!(
+                        "  {:<16} ok: clock offset {:+.1} ms (round trip {:.1} ms){}",
+                        h.name,
+                        c.offset_s * 1e3,
+                        c.rtt_s * 1e3,
+                        if c.pushed {
+                            ", binary pushed and verified"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+                (State::Checking, c)
+            }
+            Err(e) => {
+                if e.chain().any(|c| c.is::<crate::exit::UsageError>()) {
+                    usage_error = true;
+                }
+                errln!("  {:<16} FAILED: {e:#}", h.name);
+                (State::Failed(format!("{e:#}")), Checked::default())
+            }
+        };
+        lives.push(Live {
+            host: h.clone(),
+            checked,
+            state,
+            stdin: None,
+            ready: false,
+            phase: String::new(),
+            iops: 0.0,
+            target: 0.0,
+            read_ms: 0.0,
+            eta_s: None,
+            result_seen: false,
+            started: false,
+            stderr_path: dir.join("ssh-stderr.log"),
+        });
+    }
+    // A host that fails its checks is a setup to fix: nothing runs anywhere.
+    let failed = lives
+        .iter()
+        .filter(|l| matches!(l.state, State::Failed(_)))
+        .count();
+    if failed > 0 {
+        let msg = format!(
+            "fleet run: {failed} of {} host(s) failed the checks (see above); nothing was started",
+            lives.len()
+        );
+        return Err(if usage_error {
+            usage(msg)
+        } else {
+            anyhow!(msg)
+        });
+    }
+
+    if cancel.load(Ordering::SeqCst) {
+        errln!("interrupted during the checks: nothing was started");
+        return Ok(ExitCode::from(crate::interrupt::INTERRUPTED));
+    }
+
+    // 2. The runs.
+    let (tx, rx) = mpsc::channel();
+    for (i, l) in lives.iter_mut().enumerate() {
+        if l.state != State::Checking {
+            continue;
+        }
+        let run_dir = format!("{}/fleet/{run_id}", l.host.work_dir);
+        let flags = forwarded_flags(&argv, &run_dir);
+        let cmd = remote_command(&l.host, &l.checked.bin, &run_dir, &flags);
+        l.state = match spawn_run(&ssh, i, l, &cmd, tx.clone()) {
+            Ok(()) => {
+                l.started = true;
+                State::Running
+            }
+            Err(e) => State::Failed(format!("{e:#}")),
+        };
+    }
+    drop(tx);
+    let mut start_at: Option<f64> = None;
+    let mut stopping = false;
+    let mut last_draw = Instant::now();
+    let mut drawn = 0usize;
+    loop {
+        let running = lives.iter().filter(|l| l.state == State::Running).count();
+        if running == 0 {
+            break;
+        }
+        if !stopping
+            && (cancel.load(Ordering::SeqCst)
+                || args.abort_on_host_failure
+                    && lives.iter().any(|l| matches!(l.state, State::Failed(_))))
+        {
+            stopping = true;
+            for l in &mut lives {
+                if let Some(s) = l.stdin.as_mut() {
+                    let _ = s.write_all(b"stop\n").and_then(|_| s.flush());
+                }
+            }
+            if human {
+                errln!("stopping every host's run (partial results are kept) ...");
+            }
+        }
+        // Every host still running is ready: one start time for all, in each host's clock.
+        if start_at.is_none()
+            && !stopping
+            && lives
+                .iter()
+                .filter(|l| l.state == State::Running)
+                .all(|l| l.ready)
+        {
+            let t = unix_now() + args.start_margin.as_secs_f64();
+            start_at = Some(t);
+            for l in &mut lives {
+                if let Some(s) = l.stdin.as_mut() {
+                    let line = format!("start {:.6}\n", t + l.checked.offset_s);
+                    let _ = s.write_all(line.as_bytes()).and_then(|_| s.flush());
+                }
+            }
+            if json_out {
+                jsonl(serde_json::json!({"event": "fleet_start", "start_at_unix_s": t}));
+            } else if human {
+                clear(&mut drawn);
+                errln!(
+                    "All {} host(s) ready: measuring starts in {:.1} s",
+                    running,
+                    args.start_margin.as_secs_f64()
+                );
+            }
+        }
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(Msg::Line(i, line)) => {
+                if let Some(l) = lives.get_mut(i) {
+                    on_line(l, &line, json_out);
+                }
+            }
+            Ok(Msg::Exit(i, code)) => {
+                if let Some(l) = lives.get_mut(i) {
+                    l.stdin = None;
+                    l.state = match code {
+                        // 255: ssh itself failed (connection lost); no result line: the run
+                        // did not end on its own.
+                        Some(255) | None => State::Failed(format!(
+                            "the ssh connection ended ({}) in phase {:?}: {}",
+                            code.map_or("killed".into(), |c| format!("exit {c}")),
+                            l.phase,
+                            last_line(&l.stderr_path)
+                        )),
+                        Some(c) if !l.result_seen => State::Failed(format!(
+                            "the remote run exited with {c} before writing its result: {}",
+                            last_line(&l.stderr_path)
+                        )),
+                        Some(c) => State::Exited(c),
+                    };
+                    if json_out {
+                        jsonl(
+                            serde_json::json!({"event": "host_end", "host": l.host.name, "state": state_name(&l.state), "message": state_message(&l.state)}),
+                        );
+                    } else if human {
+                        clear(&mut drawn);
+                        errln!("{}: {}", l.host.name, describe(&l.state));
+                    }
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        // On a terminal redrawn every second; in a log every 15 s.
+        let every = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            1
+        } else {
+            15
+        };
+        if human && last_draw.elapsed() >= Duration::from_secs(every) {
+            last_draw = Instant::now();
+            draw(&lives, &mut drawn);
+        }
+    }
+    if human {
+        clear(&mut drawn);
+    }
+
+    // 3. Results back, and the aggregate.
+    for l in &mut lives {
+        if !l.started {
+            continue;
+        }
+        let run_dir = format!("{}/fleet/{run_id}", l.host.work_dir);
+        if let Err(e) = copy_back(&ssh, &l.host, &run_dir, &out.join(&l.host.name)) {
+            let msg = format!("{e:#}");
+            errln!("{}: {msg}", l.host.name);
+            if !matches!(l.state, State::Failed(_)) {
+                l.state = State::Failed(msg);
+            }
+        }
+    }
+    let interrupted = cancel.load(Ordering::SeqCst);
+    let partial = interrupted
+        || lives.iter().any(|l| {
+            !matches!(l.state, State::Exited(0 | 1))
+                || !out.join(&l.host.name).join("result.json").exists()
+        });
+    let summary = write_fleet(&out, &run_id, &lives, start_at, partial, interrupted)?;
+    if json_out {
+        jsonl(
+            serde_json::json!({"event": "fleet_result", "path": out.join("fleet.json"), "partial": partial, "skew_ms": summary.skew_ms}),
+        );
+    } else {
+        let mut text = String::new();
+        text.push_str(&super::esrp::text(&summary.esrp));
+        for h in &summary.hosts {
+            text.push_str(&format!(
+                "{:<16} {}{}\n",
+                h.name,
+                h.state,
+                h.message
+                    .as_deref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            ));
+        }
+        if let Some(s) = summary.skew_ms {
+            text.push_str(&format!(
+                "start skew across hosts: {s:.1} ms (measured windows, clock offsets corrected)\n"
+            ));
+        }
+        text.push_str(&format!(
+            "{}Fleet report: {}\n",
+            if partial {
+                "PARTIAL (a host failed or the run was interrupted). "
+            } else {
+                ""
+            },
+            out.join("fleet.html").display()
+        ));
+        outln!("{text}").context("writing the summary to stdout")?;
+    }
+    let code = if interrupted {
+        ExitCode::from(crate::interrupt::INTERRUPTED)
+    } else if lives.iter().any(|l| matches!(l.state, State::Failed(_))) {
+        ExitCode::from(crate::exit::RUNTIME)
+    } else if lives.iter().all(|l| l.state == State::Exited(0)) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
+    Ok(code)
+}
+
+fn on_line(l: &mut Live, line: &str, json_out: bool) {
+    let Ok(mut v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return;
+    };
+    match v["event"].as_str() {
+        Some("ready") => l.ready = true,
+        Some("phase") => l.phase = v["phase"].as_str().unwrap_or("").to_string(),
+        Some("progress") => {
+            let p = &v["progress"];
+            l.phase = p["phase"].as_str().unwrap_or("").to_string();
+            l.iops = p["iops"].as_f64().unwrap_or(0.0);
+            l.target = p["target_iops"].as_f64().unwrap_or(0.0);
+            l.read_ms = p["db_read_avg_ms"].as_f64().unwrap_or(0.0);
+            l.eta_s = p["phase_total_s"]
+                .as_f64()
+                .zip(p["phase_elapsed_s"].as_f64())
+                .map(|(t, e)| (t - e).max(0.0));
+        }
+        Some("result") => l.result_seen = true,
+        _ => {}
+    }
+    if json_out {
+        if let Some(o) = v.as_object_mut() {
+            o.insert("host".into(), l.host.name.clone().into());
+        }
+        jsonl(v);
+    }
+}
+
+fn clear(drawn: &mut usize) {
+    if *drawn > 0 {
+        errp!("\x1b[{}A\x1b[J", *drawn);
+        *drawn = 0;
+    }
+}
+
+/// One line per host and the total (on a terminal redrawn in place, else every line printed).
+fn draw(lives: &[Live], drawn: &mut usize) {
+    use std::io::IsTerminal;
+    let tty = std::io::stderr().is_terminal();
+    if tty {
+        clear(drawn);
+    }
+    let mut lines = Vec::new();
+    let (mut iops, mut target, mut read, mut n) = (0.0, 0.0, 0.0, 0usize);
+    for l in lives {
+        let what = match &l.state {
+            State::Running => format!(
+                "[{}{}] IOPS {:.0} (target {:.0}) | DB read {:.2} ms",
+                if l.phase.is_empty() {
+                    "starting"
+                } else {
+                    &l.phase
+                },
+                l.eta_s
+                    .map(|e| format!(", ETA {}", super::run::fmt_secs(e)))
+                    .unwrap_or_default(),
+                l.iops,
+                l.target,
+                l.read_ms
+            ),
+            s => describe(s),
+        };
+        if l.state == State::Running {
+            iops += l.iops;
+            target += l.target;
+            read += l.read_ms;
+            n += 1;
+        }
+        lines.push(format!("{:<16} {what}", l.host.name));
+    }
+    lines.push(format!(
+        "{:<16} IOPS {iops:.0} (target {target:.0}) | DB read {:.2} ms (mean of hosts)",
+        "total",
+        if n > 0 { read / n as f64 } else { 0.0 }
+    ));
+    for line in &lines {
+        errln!("{line}");
+    }
+    if tty {
+        *drawn = lines.len();
+    }
+}
+
+fn state_name(s: &State) -> &'static str {
+    match s {
+        State::Checking => "not started",
+        State::Running => "running",
+        State::Exited(0) => "passed",
+        State::Exited(1) => "failed_verdict",
+        State::Exited(130) => "interrupted",
+        State::Exited(_) => "stopped",
+        State::Failed(_) => "failed",
+    }
+}
+
+fn state_message(s: &State) -> Option<String> {
+    match s {
+        State::Failed(m) => Some(m.clone()),
+        State::Exited(c) if !matches!(c, 0 | 1 | 130) => {
+            Some(format!("the remote run exited with {c}"))
+        }
+        _ => None,
+    }
+}
+
+fn describe(s: &State) -> String {
+    match state_message(s) {
+        Some(m) => format!("{}: {m}", state_name(s)),
+        None => state_name(s).to_string(),
+    }
+}
+
+/// One host in fleet.json.
+#[derive(Debug, serde::Serialize)]
+struct HostSummary {
+    name: String,
+    ssh: String,
+    state: &'static str,
+    message: Option<String>,
+    clock_offset_ms: f64,
+    clock_rtt_ms: f64,
+    pushed: bool,
+    last_phase: String,
+    /// The measured phase's start in the coordinator's clock (offset corrected).
+    collection_start_unix_s: Option<f64>,
+    /// Its distance from the start time sent, ms.
+    start_error_ms: Option<f64>,
+    result: Option<String>,
+}
+
+/// fleet.json.
+#[derive(Debug, serde::Serialize)]
+struct FleetSummary {
+    schema: &'static str,
+    run_id: String,
+    partial: bool,
+    interrupted: bool,
+    start_at_unix_s: Option<f64>,
+    /// Latest minus earliest measured-phase start across hosts with a result, ms.
+    skew_ms: Option<f64>,
+    hosts: Vec<HostSummary>,
+    esrp: mbx_report::EsrpSummary,
+}
+
+fn write_fleet(
+    out: &Path,
+    run_id: &str,
+    lives: &[Live],
+    start_at: Option<f64>,
+    partial: bool,
+    interrupted: bool,
+) -> anyhow::Result<FleetSummary> {
+    let mut inputs = Vec::new();
+    let mut hosts = Vec::new();
+    for l in lives {
+        let path = out.join(&l.host.name).join("result.json");
+        let mut start = None;
+        let mut rel = None;
+        if path.exists() {
+            match mbx_report::load(&path) {
+                Ok(mut imported) => {
+                    imported.machine = Some(l.host.name.clone());
+                    inputs.push(imported);
+                    rel = Some(format!("{}/result.json", l.host.name));
+                }
+                Err(e) => errln!("warning: {}: {e}", path.display()),
+            }
+            start = fs_err::read_to_string(&path)
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v["test"]["collection_start_unix_s"].as_f64())
+                .map(|s| s - l.checked.offset_s);
+        }
+        hosts.push(HostSummary {
+            name: l.host.name.clone(),
+            ssh: l.host.entry.ssh.clone(),
+            state: state_name(&l.state),
+            message: state_message(&l.state),
+            clock_offset_ms: l.checked.offset_s * 1e3,
+            clock_rtt_ms: l.checked.rtt_s * 1e3,
+            pushed: l.checked.pushed,
+            last_phase: l.phase.clone(),
+            collection_start_unix_s: start,
+            start_error_ms: start.zip(start_at).map(|(s, t)| (s - t) * 1e3),
+            result: rel,
+        });
+    }
+    let starts: Vec<f64> = hosts
+        .iter()
+        .filter_map(|h| h.collection_start_unix_s)
+        .collect();
+    let skew_ms = if starts.len() >= 2 {
+        let max = starts.iter().copied().fold(f64::MIN, f64::max);
+        let min = starts.iter().copied().fold(f64::MAX, f64::min);
+        Some((max - min) * 1e3)
+    } else {
+        None
+    };
+    let summary = FleetSummary {
+        schema: "mbxstress-fleet/1",
+        run_id: run_id.to_string(),
+        partial,
+        interrupted,
+        start_at_unix_s: start_at,
+        skew_ms,
+        hosts,
+        esrp: mbx_report::summarize(&inputs),
+    };
+    let json = serde_json::to_string_pretty(&summary)?;
+    fs_err::write(out.join("fleet.json"), json + "\n")?;
+    fs_err::write(out.join("fleet.html"), html(&summary))?;
+    Ok(summary)
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// fleet.html: the aggregate first, then a section per host with a link to its report.
+fn html(s: &FleetSummary) -> String {
+    let mut h = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>mbxstress fleet run</title>\
+         <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
+         td,th{border:1px solid #999;padding:4px 8px;text-align:right}th{background:#eee}\
+         .bad{color:#b00;font-weight:bold}</style></head><body>",
+    );
+    h.push_str(&format!("<h1>Fleet run {}</h1>", esc(&s.run_id)));
+    if s.partial {
+        h.push_str("<p class=\"bad\">Partial: a host failed or the run was interrupted; the aggregate covers the results that exist.</p>");
+    }
+    if let Some(k) = s.skew_ms {
+        h.push_str(&format!(
+            "<p>Measured phases started within {k:.1} ms of each other (clock offsets corrected).</p>"
+        ));
+    }
+    h.push_str("<h2>Aggregate (ESRP: sums of sums, means of means)</h2><table><tr><th>server</th><th>transfers/s</th><th>reads/s</th><th>writes/s</th><th>read ms</th><th>write ms</th><th>log writes/s</th><th>log write ms</th><th>flags</th></tr>");
+    for f in s.esrp.aggregate.iter().chain(s.esrp.servers.iter()) {
+        h.push_str(&format!(
+            "<tr><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.4}</td><td>{}</td></tr>",
+            esc(&f.machine),
+            f.db_transfers_per_s,
+            f.db_reads_per_s,
+            f.db_writes_per_s,
+            f.db_read_avg_latency_ms,
+            f.db_write_avg_latency_ms,
+            f.log_writes_per_s,
+            f.log_write_avg_latency_ms,
+            esc(&f.flags.join(", "))
+        ));
+    }
+    h.push_str("</table>");
+    for w in &s.esrp.warnings {
+        h.push_str(&format!(
+            "<p>warning: {}: {}</p>",
+            esc(&w.source),
+            esc(&w.message)
+        ));
+    }
+    for host in &s.hosts {
+        h.push_str(&format!(
+            "<h2 id=\"{n}\">{n}</h2><p>ssh {ssh}: <span class=\"{cls}\">{st}</span>{msg}</p>\
+             <p>clock offset {off:+.1} ms (round trip {rtt:.1} ms){start}</p>",
+            n = esc(&host.name),
+            ssh = esc(&host.ssh),
+            cls = if host.state == "failed" { "bad" } else { "" },
+            st = host.state,
+            msg = host
+                .message
+                .as_deref()
+                .map(|m| format!(": {}", esc(m)))
+                .unwrap_or_default(),
+            off = host.clock_offset_ms,
+            rtt = host.clock_rtt_ms,
+            start = host
+                .start_error_ms
+                .map(|e| format!("; measured from {e:+.1} ms of the agreed start"))
+                .unwrap_or_default(),
+        ));
+        if host.result.is_some() {
+            h.push_str(&format!(
+                "<p><a href=\"{n}/report.html\">report</a> · <a href=\"{n}/result.json\">result.json</a> · <a href=\"{n}/test.log\">test.log</a></p>",
+                n = esc(&host.name)
+            ));
+        } else {
+            h.push_str("<p>No result (last phase: ");
+            h.push_str(&esc(&host.last_phase));
+            h.push_str(")</p>");
+        }
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_flags_are_dropped_and_files_point_at_the_copies() {
+        let argv: Vec<String> = [
+            "mbxstress",
+            "fleet",
+            "run",
+            "--hosts",
+            "h.toml",
+            "--push",
+            "--threads",
+            "4",
+            "--out=x",
+            "--config",
+            "c.toml",
+            "--progress",
+            "jsonl",
+            "--duration",
+            "3s",
+            "--profile=p.toml",
+            "--ssh-config",
+            "cfg",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            forwarded_flags(&argv, "D"),
+            [
+                "--threads",
+                "4",
+                "--config",
+                "D/config",
+                "--duration",
+                "3s",
+                "--profile",
+                "D/profile"
+            ]
+        );
+    }
+
+    #[test]
+    fn words_are_quoted_for_the_remote_shell() {
+        assert_eq!(sh("a b"), "'a b'");
+        assert_eq!(sh("it's"), "'it'\\''s'");
+    }
+
+    #[test]
+    fn the_hosts_file_is_strict_and_names_the_host() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("h.toml");
+        let write = |t: &str| fs_err::write(&p, t).expect("write");
+        write("[[host]]\nssh = \"a\"\ndb_path = \"/d\"\nlog_path = [\"/l\"]\n[[host]]\nssh = \"u@b\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n");
+        let h = load_hosts(&p).expect("valid");
+        assert_eq!((h[0].name.as_str(), h[1].name.as_str()), ("a", "b"));
+        write("[[host]]\nssh = \"a\"\ndb_pth = \"/d\"\nlog_path = \"/l\"\n");
+        let e = format!("{:#}", load_hosts(&p).expect_err("unknown key"));
+        assert!(e.contains("db_pth"), "{e}");
+        write("[[host]]\nssh = \"a\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n[[host]]\nssh = \"x@a\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n");
+        let e = format!("{:#}", load_hosts(&p).expect_err("duplicate"));
+        assert!(e.contains("host 2") && e.contains("`name`"), "{e}");
+    }
+}

@@ -1,0 +1,495 @@
+//! `mbxstress fleet run` against real sshd instances: one per test host, each listening only on
+//! 127.0.0.1 on its own port, with host and user keys generated into the scratch folder and an
+//! ssh_config (passed with --ssh-config) mapping the aliases h1, h2, h3 to them. The tests need
+//! openssh-server (`.ci/run` installs it) and fail, never skip, without it.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::common::{scratch, signal, Scratch};
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+/// Small, fast runs (as run.rs's): a one-second settle, generous thresholds.
+const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.9\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n";
+
+/// sshd daemons and the files to reach them; the daemons (and their sessions) are killed on drop.
+struct Lab {
+    dir: Scratch,
+    daemons: Vec<Child>,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for d in &mut self.daemons {
+            kill_tree(d.id(), "sshd");
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+    }
+}
+
+fn keygen(path: &Path) {
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .status()
+        .expect("fleet tests need ssh-keygen (openssh-client); .ci/run installs it");
+    assert!(st.success(), "ssh-keygen failed");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind a free port")
+        .port()
+}
+
+fn user() -> String {
+    let out = Command::new("id").arg("-un").output().expect("id -un");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Starts `n` sshd daemons (h1..hN) and writes the ssh_config and hosts file for them.
+fn lab(name: &str, n: usize, push_last: bool) -> Lab {
+    assert!(
+        Path::new(SSHD).exists(),
+        "fleet tests need openssh-server ({SSHD} is missing): apt-get install openssh-server (.ci/run does)"
+    );
+    let dir = scratch(name);
+    let d = dir.to_path_buf();
+    keygen(&d.join("client_key"));
+    fs_err::copy(d.join("client_key.pub"), d.join("authorized_keys")).expect("authorized_keys");
+    // As root, sshd wants its privilege separation folder (a package install makes it at boot).
+    if user() == "root" {
+        let _ = std::fs::create_dir_all("/run/sshd");
+    }
+    let mut ssh_config = String::new();
+    let mut hosts = String::new();
+    let mut daemons = Vec::new();
+    for i in 1..=n {
+        let key = d.join(format!("host_key_{i}"));
+        keygen(&key);
+        let port = free_port();
+        let cfg = d.join(format!("sshd_{i}.conf"));
+        fs_err::write(
+            &cfg,
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\nStrictModes no\nPidFile {}\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\nLogLevel ERROR\n",
+                key.display(),
+                d.join("authorized_keys").display(),
+                d.join(format!("sshd_{i}.pid")).display()
+            ),
+        )
+        .expect("sshd config");
+        let log = fs_err::File::create(d.join(format!("sshd_{i}.log")))
+            .expect("log")
+            .into_parts()
+            .0;
+        let child = Command::new(SSHD)
+            .arg("-f")
+            .arg(&cfg)
+            .args(["-D", "-e"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start sshd");
+        daemons.push(child);
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "sshd {i} does not listen on port {port}: {}",
+                std::fs::read_to_string(d.join(format!("sshd_{i}.log"))).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        ssh_config.push_str(&format!(
+            "Host h{i}\n  HostName 127.0.0.1\n  Port {port}\n  User {}\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  StrictHostKeyChecking accept-new\n  LogLevel ERROR\n",
+            user(),
+            d.join("client_key").display(),
+            d.join("known_hosts").display()
+        ));
+        let h = d.join(format!("h{i}"));
+        hosts.push_str(&format!(
+            "[[host]]\nssh = \"h{i}\"\ndb_path = \"{}\"\nlog_path = [\"{}\"]\nwork_dir = \"{}\"\n",
+            h.join("db").display(),
+            h.join("log").display(),
+            h.join("work").display()
+        ));
+        if !(push_last && i == n) {
+            hosts.push_str(&format!(
+                "mbxstress = \"{}\"\n",
+                env!("CARGO_BIN_EXE_mbxstress")
+            ));
+        }
+    }
+    fs_err::write(d.join("ssh_config"), ssh_config).expect("ssh_config");
+    fs_err::write(d.join("hosts.toml"), hosts).expect("hosts");
+    fs_err::write(d.join("fast.toml"), FAST).expect("fast.toml");
+    Lab { dir, daemons }
+}
+
+const RUN_FLAGS: [&str; 20] = [
+    "--hosts",
+    "hosts.toml",
+    "--ssh-config",
+    "ssh_config",
+    "--config",
+    "fast.toml",
+    "--threads",
+    "4",
+    "--mailboxes",
+    "8",
+    "--iops-per-mailbox",
+    "5",
+    "--quota-mb",
+    "2",
+    "--databases",
+    "1",
+    "--sample-interval",
+    "1s",
+    "--out",
+    "out",
+];
+
+/// Starts `fleet run` with `extra` flags; its stdout lines arrive on the receiver.
+fn spawn_fleet(dir: &Path, extra: &[&str]) -> (Child, mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mbxstress"))
+        .args(["fleet", "run"])
+        .args(RUN_FLAGS)
+        .args(extra)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mbxstress");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// Reads lines until `want` matches one (panics after `limit`); returns the lines read.
+fn wait_line(
+    rx: &mpsc::Receiver<String>,
+    limit: Duration,
+    want: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    while start.elapsed() < limit {
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
+            let hit = want(&l);
+            seen.push(l);
+            if hit {
+                return seen;
+            }
+        }
+    }
+    panic!(
+        "no matching line within {limit:?}; saw:\n{}",
+        seen.join("\n")
+    );
+}
+
+fn finish(mut child: Child, rx: mpsc::Receiver<String>) -> (i32, String, String) {
+    let status = child.wait().expect("wait");
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    let out: Vec<String> = rx.try_iter().collect();
+    (status.code().unwrap_or(-1), out.join("\n"), err)
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .expect("json")
+}
+
+/// (pid, parent pid, comm, cmdline) of every process.
+fn processes() -> Vec<(u32, u32, String, String)> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // comm is in parentheses and may hold spaces: the fields after the last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = stat[open + 1..close].to_string();
+        let ppid = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        let cmd = std::fs::read(e.path().join("cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default();
+        v.push((pid, ppid, comm, cmd));
+    }
+    v
+}
+
+/// Kills (SIGKILL, by pid) the descendants of `root` whose command name starts with `comm`.
+fn kill_tree(root: u32, comm: &str) {
+    let ps = processes();
+    let mut tree = vec![root];
+    let mut i = 0;
+    while let Some(&p) = tree.get(i) {
+        tree.extend(ps.iter().filter(|q| q.1 == p).map(|q| q.0));
+        i += 1;
+    }
+    for (pid, _, c, _) in &ps {
+        if *pid != root && tree.contains(pid) && c.starts_with(comm) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+/// mbxstress processes whose command line names `dir`.
+fn remote_runs_in(dir: &Path) -> Vec<String> {
+    let d = dir.display().to_string();
+    processes()
+        .into_iter()
+        .filter(|p| p.2.starts_with("mbxstress") && p.3.contains(" run ") && p.3.contains(&d))
+        .map(|p| p.3)
+        .collect()
+}
+
+fn assert_no_remote_runs(dir: &Path) {
+    let start = Instant::now();
+    loop {
+        let left = remote_runs_in(dir);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "remote mbxstress processes remain: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn per_host(out: &Path) -> Vec<PathBuf> {
+    ["h1", "h2", "h3"]
+        .iter()
+        .map(|h| out.join(h).join("result.json"))
+        .collect()
+}
+
+#[test]
+fn three_hosts_start_together_and_the_aggregate_is_the_esrp_summary() {
+    let lab = lab("fleet-ok", 3, true);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(d, &["--duration", "3s", "--push", "--progress", "quiet"]);
+    let (code, out, err) = finish(child, rx);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(f["partial"], false, "{f}");
+    for (i, h) in f["hosts"].as_array().expect("hosts").iter().enumerate() {
+        assert_eq!(h["state"], "passed", "{h}");
+        assert_eq!(h["name"], format!("h{}", i + 1));
+        // The host without an `mbxstress` key got the local binary, verified by checksum.
+        assert_eq!(h["pushed"], i == 2, "{h}");
+        assert!(
+            h["start_error_ms"].as_f64().expect("start error").abs() < 100.0,
+            "{h}"
+        );
+    }
+    let skew = f["skew_ms"].as_f64().expect("skew reported");
+    assert!(skew < 100.0, "measured windows {skew} ms apart");
+    // The aggregate equals `esrp` over the copied-back results.
+    let files = per_host(&d.join("out"));
+    let mut args: Vec<&str> = vec!["esrp", "--json"];
+    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    args.extend(names.iter().map(String::as_str));
+    let e = crate::common::mbx(&args).json();
+    for key in [
+        "db_transfers_per_s",
+        "db_reads_per_s",
+        "db_writes_per_s",
+        "db_read_avg_latency_ms",
+        "log_writes_per_s",
+        "log_write_avg_latency_ms",
+    ] {
+        let a = f["esrp"]["aggregate"][key].as_f64().expect(key);
+        let b = e["aggregate"][key].as_f64().expect(key);
+        assert!(
+            (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+            "{key}: {a} vs {b}"
+        );
+        let sum: f64 = f["esrp"]["servers"]
+            .as_array()
+            .expect("servers")
+            .iter()
+            .map(|s| s[key].as_f64().expect(key))
+            .sum();
+        assert!(
+            sum > 0.0 || key.contains("latency") || key.contains("writes"),
+            "{key}"
+        );
+    }
+    assert!(
+        f["esrp"]["aggregate"]["db_transfers_per_s"]
+            .as_f64()
+            .expect("t")
+            > 0.0
+    );
+    let html = std::fs::read_to_string(d.join("out/fleet.html")).expect("html");
+    let agg = html.find("Aggregate").expect("aggregate section");
+    assert!(html.find("id=\"h1\"").is_some_and(|h| h > agg), "{html}");
+    assert!(d.join("out/h2/report.html").exists());
+    assert_no_remote_runs(d);
+}
+
+#[test]
+fn a_host_whose_sshd_dies_fails_and_the_others_complete() {
+    let lab = lab("fleet-drop", 3, false);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(d, &["--duration", "4s", "--progress", "jsonl"]);
+    // Once measuring has started everywhere, host 2's sshd (daemon and sessions) goes away.
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"measure\"")
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    let daemon = lab.daemons.get(1).expect("h2").id();
+    kill_tree(daemon, "sshd");
+    let _ = Command::new("kill")
+        .args(["-KILL", &daemon.to_string()])
+        .status();
+    let (code, out, err) = finish(child, rx);
+    assert_eq!(code, 3, "{out}\n{err}");
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(f["partial"], true, "{f}");
+    let state = |i: usize| f["hosts"][i]["state"].as_str().unwrap_or("").to_string();
+    assert_eq!(state(1), "failed", "{f}");
+    assert_eq!(
+        (state(0).as_str(), state(2).as_str()),
+        ("passed", "passed"),
+        "{f}"
+    );
+    assert!(d.join("out/h1/result.json").exists() && d.join("out/h3/result.json").exists());
+    assert_eq!(
+        f["esrp"]["servers"].as_array().map(Vec::len),
+        Some(2),
+        "{f}"
+    );
+    // The combined stream tags every event with its host.
+    assert!(out
+        .lines()
+        .any(|l| l.contains("\"host\":\"h3\"") && l.contains("\"progress\"")));
+    let why = f["hosts"][1]["message"].as_str().unwrap_or("");
+    assert!(why.contains("\"measure\""), "{why}");
+    // Host 2's run saw its connection end and stopped itself, keeping its partial result there.
+    assert_no_remote_runs(d);
+    let runs = d.join("h2/work/fleet");
+    let run = std::fs::read_dir(&runs)
+        .expect("h2's run folder")
+        .flatten()
+        .next()
+        .expect("one run");
+    let r = json(&run.path().join("result/result.json"));
+    assert_eq!(r["test"]["interrupted"], true, "{r}");
+}
+
+#[test]
+fn ctrl_c_stops_every_remote_run_and_keeps_partial_results() {
+    let lab = lab("fleet-int", 3, false);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(d, &["--duration", "60s", "--progress", "jsonl"]);
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"phase\":\"measure\"")
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, "INT");
+    let (code, out, err) = finish(child, rx);
+    assert_eq!(code, 130, "{out}\n{err}");
+    assert_no_remote_runs(d);
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(
+        (f["partial"].clone(), f["interrupted"].clone()),
+        (true.into(), true.into()),
+        "{f}"
+    );
+    for p in per_host(&d.join("out")) {
+        let r = json(&p);
+        assert_eq!(r["test"]["interrupted"], true, "{}", p.display());
+    }
+}
+
+#[test]
+fn abort_on_host_failure_stops_the_others() {
+    let lab = lab("fleet-abort", 2, false);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(
+        d,
+        &[
+            "--duration",
+            "60s",
+            "--progress",
+            "jsonl",
+            "--abort-on-host-failure",
+        ],
+    );
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"measure\"")
+    });
+    let daemon = lab.daemons.get(1).expect("h2").id();
+    kill_tree(daemon, "sshd");
+    let (code, out, err) = finish(child, rx);
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert_no_remote_runs(d);
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(f["partial"], true, "{f}");
+    assert_eq!(f["hosts"][1]["state"], "failed", "{f}");
+    // Host 1 was stopped long before its 60 s: its partial result came back.
+    assert_eq!(f["hosts"][0]["state"], "interrupted", "{f}");
+    let r = json(&d.join("out/h1/result.json"));
+    assert_eq!(r["test"]["interrupted"], true);
+}
+
+#[test]
+fn paths_come_from_the_hosts_file_not_the_flags() {
+    let dir = scratch("fleet-flags");
+    fs_err::write(
+        dir.join("hosts.toml"),
+        "[[host]]\nssh = \"h1\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+    )
+    .expect("hosts");
+    let r = crate::common::mbx_in(
+        Some(&dir),
+        &["fleet", "run", "--hosts", "hosts.toml", "--db-path", "/x"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("db_path and log_path for each [[host]]"),
+        "{}",
+        r.stderr
+    );
+    let r = crate::common::mbx_in(
+        Some(&dir),
+        &["fleet", "run", "--hosts", "hosts.toml", "--test", "suite"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--test performance"), "{}", r.stderr);
+}

@@ -1008,6 +1008,7 @@ pub fn unmeasured_result(
         tuning: None,
         pacing: None,
         max_latency: None,
+        doctor: None,
         sections: Sections::default(),
     }
 }
@@ -1260,6 +1261,7 @@ fn build_result(
         tuning: None,
         pacing: Some(pacing_result(cfg, engine.txns)),
         max_latency: Some(max_latency),
+        doctor: None,
         sections: Sections::default(),
     }
 }

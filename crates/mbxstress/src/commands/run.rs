@@ -598,8 +598,12 @@ pub(crate) fn run_one(
     }
     let plan = plan_for(&cfg);
     let create = create_params(args, &cfg, data_pages);
-    let Executed { result, error } =
+    // The fast subset of `mbxstress doctor` (about a second): recorded, never a verdict.
+    let doctor = super::doctor::inspect(&cfg, &specs, &create, super::doctor::ProbePlan::FAST);
+    super::doctor::announce(&doctor, human);
+    let Executed { mut result, error } =
         mbx_engine::execute(&cfg, &plan, &specs, &create, &mut observer, cancel, None);
+    result.doctor = Some(doctor);
     observer.finish_preparing();
     observer.clear_status();
     let error = error.map(into_anyhow);
@@ -843,6 +847,7 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
             }
         )?;
     }
+    super::doctor::print_write_through(r)?;
     if let Some(t) = &r.tuning {
         print_tuning(t)?;
     }

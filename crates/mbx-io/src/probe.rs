@@ -559,7 +559,8 @@ mod linux {
             let text = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n\
                         30 24 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=1k\n\
                         50 27 7:3 / /mnt/my\\040disk rw - xfs /dev/loop3 rw\n";
-            let m = mount_of(text, Path::new("/mnt/my disk/db"), Some("7:3")).expect("the loop mount");
+            let m =
+                mount_of(text, Path::new("/mnt/my disk/db"), Some("7:3")).expect("the loop mount");
             assert_eq!(m.fs_type, "xfs");
             assert_eq!(m.mount_point, PathBuf::from("/mnt/my disk"));
             assert_eq!(m.source, "/dev/loop3");

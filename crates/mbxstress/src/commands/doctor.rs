@@ -1116,3 +1116,134 @@ pub(crate) fn print_write_through(r: &mbx_engine::result::RunResult) -> std::io:
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk(write_cache: &str, nr: u64, start: Option<u64>) -> DeviceFacts {
+        DeviceFacts {
+            dev: "8:1".into(),
+            name: Some("sda1".into()),
+            disk: Some("sda".into()),
+            kind: if start.is_some() {
+                DeviceKind::Partition
+            } else {
+                DeviceKind::Disk
+            },
+            write_cache: Some(write_cache.into()),
+            fua: Some(false),
+            nr_requests: Some(nr),
+            scsi_queue_depth: Some(32),
+            rotational: Some(false),
+            discard_max_bytes: Some(0),
+            partition_start_sector: start,
+            drivers: vec!["sd".into(), "vmw_pvscsi".into()],
+            slaves: Vec::new(),
+            loop_backing_file: None,
+        }
+    }
+
+    fn probe(median_us: f64) -> std::io::Result<ProbeResult> {
+        Ok(ProbeResult {
+            writes: 200,
+            write_bytes: 4096,
+            direct: true,
+            median_us,
+            p99_us: median_us * 2.0,
+        })
+    }
+
+    #[test]
+    fn an_early_acknowledgement_warns_on_a_disk_and_ram_always_warns() {
+        assert_eq!(
+            probe_check("x", Some(&probe(12.0)), false).status,
+            DoctorStatus::Warn
+        );
+        assert_eq!(
+            probe_check("x", Some(&probe(180.0)), false).status,
+            DoctorStatus::Ok
+        );
+        let ram = probe_check("x", Some(&probe(180.0)), true);
+        assert_eq!(ram.status, DoctorStatus::Warn);
+        assert!(ram.fact.contains("measures memory"));
+        assert_eq!(probe_check("x", None, false).status, DoctorStatus::Unknown);
+    }
+
+    #[test]
+    fn write_back_warns_and_write_through_does_not() {
+        let wb = write_cache_check("x", Some(&disk("write back", 64, None)), false);
+        assert_eq!(wb.status, DoctorStatus::Warn);
+        assert!(!wb.fix.is_empty());
+        let wt = write_cache_check("x", Some(&disk("write through", 64, None)), false);
+        assert_eq!(wt.status, DoctorStatus::Ok);
+    }
+
+    /// The Pure lesson: 2,500 IOPS at 20 ms want 50 outstanding; a SCSI queue depth of 32 caps it.
+    #[test]
+    fn the_smallest_depth_along_the_path_caps_the_planned_outstanding_io() {
+        let need = QueueNeed {
+            sessions: 16.0,
+            iops: 2500.0,
+            engine_depth: 10_000.0,
+        };
+        assert_eq!(need.outstanding(), 50);
+        let c = queue_depth_check("x", Some(&disk("write through", 256, None)), &need, 0);
+        assert_eq!(c.status, DoctorStatus::Warn);
+        assert!(c.fact.contains("caps it at 32"), "{}", c.fact);
+        let low = QueueNeed {
+            iops: 500.0,
+            ..need
+        };
+        assert_eq!(low.outstanding(), 16);
+        let c = queue_depth_check("x", Some(&disk("write through", 256, None)), &low, 0);
+        assert_eq!(c.status, DoctorStatus::Ok);
+        // Never more than the engine keeps outstanding.
+        let capped = QueueNeed {
+            engine_depth: 20.0,
+            ..need
+        };
+        assert_eq!(capped.outstanding(), 20);
+    }
+
+    #[test]
+    fn capacity_fails_short_warns_without_the_reserve_and_passes_with_it() {
+        let mib = 1u64 << 20;
+        let c = |free| capacity_check("x", 100 * mib, 100 * mib, Some(free), "").status;
+        assert_eq!(c(99 * mib), DoctorStatus::Fail);
+        assert_eq!(c(110 * mib), DoctorStatus::Warn);
+        assert_eq!(c(125 * mib), DoctorStatus::Ok);
+        assert_eq!(
+            capacity_check("x", 1, 1, None, "").status,
+            DoctorStatus::Unknown
+        );
+    }
+
+    #[test]
+    fn a_partition_off_the_mebibyte_grid_warns() {
+        let at = |s| alignment_check("x", Some(&disk("write back", 64, Some(s)))).status;
+        assert_eq!(at(63), DoctorStatus::Warn);
+        assert_eq!(at(2048), DoctorStatus::Ok);
+    }
+
+    #[test]
+    fn pvscsi_points_to_the_tintri_measurement() {
+        let host = HostFacts {
+            cpus: Some(4),
+            hypervisor: Some(true),
+            sys_vendor: Some("VMware, Inc.".into()),
+            product_name: Some("VMware Virtual Platform".into()),
+            memory_total_bytes: None,
+            memory_available_bytes: None,
+            clock_synced: Some(true),
+        };
+        let c = virtualization_check(
+            &host,
+            &[("sda".into(), vec!["sd".into(), "vmw_pvscsi".into()])],
+        );
+        assert_eq!(c.status, DoctorStatus::Warn);
+        assert!(c.why.contains("Tintri"));
+        let c = virtualization_check(&host, &[("sda".into(), vec!["sd".into(), "mptsas".into()])]);
+        assert_eq!(c.status, DoctorStatus::Ok);
+    }
+}

@@ -2,6 +2,7 @@
 
 mod common;
 mod devices;
+mod doctor;
 mod findmax;
 mod inputs;
 mod iobench;

@@ -32,7 +32,7 @@ const PLANNED_LATENCY_S: f64 = 0.020;
 /// for growth: spec/jetstress-model.md section 2).
 const GROWTH_RESERVE: f64 = 0.25;
 
-const SRC_FUA: &str = "Exchange is supported only on storage that honours write-through (FUA): data on persistent media before the write is acknowledged (spec/jetstress-model.md section 7)";
+const SRC_FUA: &str = "Exchange is supported only on storage that honours write-through (FUA): data on persistent media before the write is acknowledged (spec/jetstress-model.md section 11)";
 const SRC_PURE: &str = "Pure Storage's first 100,000-mailbox Jetstress run failed on the iSCSI queue depth, not the array; it passed after raising it (seeds/pure-storage-100k-mailbox-jetstress.txt)";
 const SRC_TINTRI: &str = "Tintri measured PVSCSI raising read latency to over 5 ms and write latency to 16 ms against LSI Logic SAS on the same storage (seeds/tintri-vmstore-exchange2013-best-practices.txt, 'Considerations on SCSI controllers')";
 
@@ -365,7 +365,11 @@ pub(crate) fn write_cache_check(
         Some(false) => "no FUA (each write-through write costs a cache flush)",
         None => "FUA unknown",
     };
-    let fact = format!("{disk}: queue/write_cache '{mode}', {fua}");
+    let over = match &d.loop_backing_file {
+        Some(f) => format!("; a loop device over {f}: that file's filesystem decides durability"),
+        None => String::new(),
+    };
+    let fact = format!("{disk}: queue/write_cache '{mode}', {fua}{over}");
     if mode == "write back" {
         check(
             "write_cache",
@@ -385,7 +389,7 @@ pub(crate) fn probe_check(
     probed: Option<&std::io::Result<ProbeResult>>,
     ram: bool,
 ) -> DoctorCheck {
-    let why = "a 4 KiB write-through (O_DSYNC) write must reach persistent media before it completes; far below what media can do (under 50 us) means a volatile cache acknowledges early, and the test then measures that cache, not the storage (spec/jetstress-model.md section 7)";
+    let why = "a 4 KiB write-through (O_DSYNC) write must reach persistent media before it completes; far below what media can do (under 50 us) means a volatile cache acknowledges early, and the test then measures that cache, not the storage (spec/jetstress-model.md section 11)";
     match probed {
         None => check(
             "write_through_probe",

@@ -79,6 +79,19 @@ pub struct DeviceFacts {
     pub slaves: Vec<String>,
     /// A loop device's backing file.
     pub loop_backing_file: Option<String>,
+    /// The queues of the disks under a device-mapper or md device (for multipath, each path).
+    pub slave_queues: Vec<SlaveQueue>,
+}
+
+/// The queue of one disk under a device-mapper or md device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlaveQueue {
+    /// Its name (`sdb`; a partition `sdb1` is read through its disk).
+    pub name: String,
+    /// `queue/nr_requests`.
+    pub nr_requests: Option<u64>,
+    /// `device/queue_depth`.
+    pub scsi_queue_depth: Option<u64>,
 }
 
 /// The filesystem holding a path (/proc/self/mountinfo and statvfs).
@@ -137,6 +150,7 @@ pub fn device_facts(path: &Path) -> io::Result<DeviceFacts> {
             drivers: Vec::new(),
             slaves: Vec::new(),
             loop_backing_file: None,
+            slave_queues: Vec::new(),
         })
     }
 }
@@ -392,6 +406,7 @@ mod linux {
             drivers: Vec::new(),
             slaves: Vec::new(),
             loop_backing_file: None,
+            slave_queues: Vec::new(),
         };
         let Ok(node) = std::fs::canonicalize(Path::new("/sys/dev/block").join(&dev)) else {
             // tmpfs, NFS, FUSE, overlay: an anonymous device with no sysfs entry.
@@ -438,6 +453,21 @@ mod linux {
         f.scsi_queue_depth = read_u64(&disk_node.join("device/queue_depth"));
         f.slaves = names_in(&disk_node.join("slaves"));
         f.loop_backing_file = read_trim(&disk_node.join("loop/backing_file"));
+        for slave in &f.slaves {
+            let Ok(mut s) = std::fs::canonicalize(Path::new("/sys/class/block").join(slave)) else {
+                continue;
+            };
+            if s.join("partition").exists() {
+                if let Some(p) = s.parent() {
+                    s = p.to_path_buf();
+                }
+            }
+            f.slave_queues.push(super::SlaveQueue {
+                name: slave.clone(),
+                nr_requests: read_u64(&s.join("queue/nr_requests")),
+                scsi_queue_depth: read_u64(&s.join("device/queue_depth")),
+            });
+        }
         // The drivers from the disk's device up to the controller (the first few levels).
         if let Ok(mut cur) = std::fs::canonicalize(disk_node.join("device")) {
             for _ in 0..6 {

@@ -571,18 +571,30 @@ pub(crate) fn queue_depth_check(
     if let Some(q) = d.scsi_queue_depth {
         parts.push(format!("device queue_depth {q}"));
     }
-    let cap = [d.nr_requests, d.scsi_queue_depth]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(u64::MAX);
-    let extra = if d.kind == DeviceKind::DeviceMapper || d.kind == DeviceKind::Md {
-        format!(
-            "; the devices under it ({}) have their own",
-            d.slaves.join(", ")
+    let own = |nr: Option<u64>, qd: Option<u64>| [nr, qd].into_iter().flatten().min();
+    let stacked = matches!(d.kind, DeviceKind::DeviceMapper | DeviceKind::Md);
+    // A stacked device (LVM, multipath, md) queues nothing itself that bounds the disks: its
+    // I/O spreads over the devices under it, each with its own depth (multipath: one per path).
+    let under: Vec<(String, u64)> = d
+        .slave_queues
+        .iter()
+        .filter_map(|q| Some((q.name.clone(), own(q.nr_requests, q.scsi_queue_depth)?)))
+        .collect();
+    let (cap, extra) = if stacked && !under.is_empty() {
+        let sum = under
+            .iter()
+            .map(|(_, c)| *c)
+            .fold(0u64, u64::saturating_add);
+        let list: Vec<String> = under.iter().map(|(n, c)| format!("{n} {c}")).collect();
+        (
+            sum,
+            format!("; under it: {} (together {sum})", list.join(", ")),
         )
     } else {
-        String::new()
+        (
+            own(d.nr_requests, d.scsi_queue_depth).unwrap_or(u64::MAX),
+            String::new(),
+        )
     };
     let fact = format!("{disk}: {}{extra}; {plan}", parts.join(", "));
     let needed = wanted.max(logs as u64);
@@ -1081,10 +1093,14 @@ fn print_table(r: &DoctorReport) -> std::io::Result<()> {
     Ok(())
 }
 
-/// What `run` says before the test about its preflight checks (human mode): one line per
-/// warning or failure, on stderr.
-pub(crate) fn announce(r: &DoctorReport, human: bool) {
-    if !human {
+/// What `run` says before the test about its preflight checks: in human mode one line per
+/// warning or failure on stderr; in jsonl mode one `doctor` event with every check.
+pub(crate) fn announce(r: &DoctorReport, progress: &str) {
+    if progress == "jsonl" {
+        let _ = outln!("{}", serde_json::json!({ "event": "doctor", "doctor": r }));
+        return;
+    }
+    if progress != "human" {
         return;
     }
     let notable: Vec<&DoctorCheck> = r
@@ -1145,6 +1161,7 @@ mod tests {
             drivers: vec!["sd".into(), "vmw_pvscsi".into()],
             slaves: Vec::new(),
             loop_backing_file: None,
+            slave_queues: Vec::new(),
         }
     }
 
@@ -1208,6 +1225,35 @@ mod tests {
             ..need
         };
         assert_eq!(capped.outstanding(), 20);
+    }
+
+    /// Multipath: two paths of depth 16 carry 32 together, less than the 50 wanted.
+    #[test]
+    fn a_stacked_device_is_capped_by_the_devices_under_it_together() {
+        let need = QueueNeed {
+            sessions: 16.0,
+            iops: 2500.0,
+            engine_depth: 10_000.0,
+        };
+        let path = |name: &str| mbx_io::probe::SlaveQueue {
+            name: name.into(),
+            nr_requests: Some(256),
+            scsi_queue_depth: Some(16),
+        };
+        let mut dm = disk("write through", 128, None);
+        dm.kind = DeviceKind::DeviceMapper;
+        dm.scsi_queue_depth = None;
+        dm.slaves = vec!["sdb".into(), "sdc".into()];
+        dm.slave_queues = vec![path("sdb"), path("sdc")];
+        let c = queue_depth_check("x", Some(&dm), &need, 0);
+        assert_eq!(c.status, DoctorStatus::Warn, "{}", c.fact);
+        assert!(c.fact.contains("together 32"), "{}", c.fact);
+        dm.slave_queues.push(path("sdd"));
+        dm.slave_queues.push(path("sde"));
+        assert_eq!(
+            queue_depth_check("x", Some(&dm), &need, 0).status,
+            DoctorStatus::Ok
+        );
     }
 
     #[test]

@@ -600,7 +600,7 @@ pub(crate) fn run_one(
     let create = create_params(args, &cfg, data_pages);
     // The fast subset of `mbxstress doctor` (about a second): recorded, never a verdict.
     let doctor = super::doctor::inspect(&cfg, &specs, &create, super::doctor::ProbePlan::FAST);
-    super::doctor::announce(&doctor, human);
+    super::doctor::announce(&doctor, &args.progress);
     let Executed { mut result, error } =
         mbx_engine::execute(&cfg, &plan, &specs, &create, &mut observer, cancel, None);
     result.doctor = Some(doctor);

@@ -369,7 +369,12 @@ pub(crate) fn write_cache_check(
         Some(f) => format!("; a loop device over {f}: that file's filesystem decides durability"),
         None => String::new(),
     };
-    let fact = format!("{disk}: queue/write_cache '{mode}', {fua}{over}");
+    let media = match d.rotational {
+        Some(true) => " (rotational)",
+        Some(false) => " (non-rotational)",
+        None => "",
+    };
+    let fact = format!("{disk}{media}: queue/write_cache '{mode}', {fua}{over}");
     if mode == "write back" {
         check(
             "write_cache",

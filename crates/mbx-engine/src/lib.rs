@@ -1024,6 +1024,7 @@ pub fn unmeasured_result(
         pacing: None,
         max_latency: None,
         throughput: None,
+        doctor: None,
         sections: Sections::default(),
     }
 }
@@ -1278,6 +1279,7 @@ fn build_result(
         pacing: Some(pacing_result(cfg, engine.txns)),
         max_latency: Some(max_latency),
         throughput: None,
+        doctor: None,
         sections: Sections::default(),
     }
 }

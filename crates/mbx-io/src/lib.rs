@@ -28,6 +28,7 @@ mod fault;
 mod file;
 mod hist;
 pub mod platform;
+pub mod probe;
 mod queue;
 mod remove;
 pub mod seq;

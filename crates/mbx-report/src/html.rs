@@ -71,6 +71,7 @@ table.kv td:first-child { font-weight: 600; background: #f6f8fa; }
 table.kv td { text-align: left; }
 .pass { color: #006b3c; font-weight: bold; }
 .fail { color: #b00020; font-weight: bold; }
+.warn { color: #8a5a00; }
 pre { background: #f6f8fa; border: 1px solid #ddd; padding: 8px; overflow-x: auto; font-size: 11px; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; }
 .note { color: #555; }
@@ -219,6 +220,25 @@ fn pass_sections(r: &mbx_result::RunResult) -> Markup {
 }
 
 /// Errors counted per volume (an entry without one counts under "-"), in volume order.
+/// `mbxstress doctor`'s checks as the run performed them first (they never change the verdict).
+fn doctor_section(d: &mbx_result::DoctorReport) -> Markup {
+    html! {
+        h2 id="doctor" { "Preflight Checks" }
+        p.note { "What `mbxstress doctor` found before the test (the fast subset); findings never change the verdict." }
+        table id="doctor-checks" {
+            tr { th { "Status" } th { "Check" } th { "Subject" } th { "Fact" } th { "Fix" } }
+            @for c in &d.checks {
+                @let class = match c.status {
+                    mbx_result::DoctorStatus::Fail => "fail",
+                    mbx_result::DoctorStatus::Warn => "warn",
+                    _ => "",
+                };
+                tr class=(class) { td { (c.status.name()) } td { (c.name) } td { (c.subject) } td { (c.fact) } td { (c.fix) } }
+            }
+        }
+    }
+}
+
 fn errors_per_volume(errors: &[mbx_result::ErrorEntry]) -> Vec<(String, u64)> {
     let mut per: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for e in errors {
@@ -300,6 +320,11 @@ pub fn render(run: &RunFolder) -> String {
                     }
                 }
                 p { "Overall: " span class=(verdict_class) { (if r.verdict.pass { "Pass" } else { "Fail" }) } }
+                @if let Some(d) = &r.doctor {
+                    @for c in d.write_through_findings() {
+                        p.fail id="write-through-finding" { "Write-through " (c.status.name()) " (" (c.subject) "): " (c.fact) ". The figures may measure a volatile cache, not the storage; see Preflight Checks." }
+                    }
+                }
                 @if let Some(t) = &r.tuning {
                     h2 { "Automatic Tuning" }
                     p {
@@ -324,6 +349,9 @@ pub fn render(run: &RunFolder) -> String {
                     (crate::steps::section(&t.steps, crate::steps::Axis::TargetIops))
                 }
                 (pass_sections(r))
+                @if let Some(d) = &r.doctor {
+                    (doctor_section(d))
+                }
                 @if !r.errors.is_empty() {
                     h2 { "Errors" }
                     p.note { "Errors are logged against the volume where they occurred, as Jetstress 2013 does; a single one fails the test." }

@@ -11,11 +11,13 @@
 //! ([`TestKind`]) are defined in `mbx-config`, the first stage of the pipeline, and re-exported
 //! here because a result embeds them.
 
+mod doctor;
 mod rows;
 mod run;
 mod sample;
 mod search;
 
+pub use doctor::{DoctorCheck, DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
 pub use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
 pub use run::*;

@@ -384,6 +384,11 @@ pub struct RunResult {
     /// the target held (absent from profile-sized tests and results of earlier versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput: Option<crate::Throughput>,
+    /// The preflight checks `run` performed before the test (`mbxstress doctor`'s fast
+    /// subset); they never change the verdict. Absent from results of earlier versions and of
+    /// runs that did not check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doctor: Option<crate::DoctorReport>,
     /// The per-database rows of the test types other than Performance (absent from a
     /// Performance result: every field is skipped when empty).
     #[serde(flatten)]

@@ -50,6 +50,10 @@ pub enum Command {
     /// test can be run there side by side.
     #[command(subcommand)]
     Export(ExportCommand),
+    /// Preflight checks of the storage stack and the host for the test the run flags describe
+    /// (write-through, queue depth, layout, capacity, virtualization, host), in seconds.
+    #[command(after_help = DOCTOR_HELP)]
+    Doctor(DoctorArgs),
     /// Size mailbox servers: CPU, memory, storage and IOPS, with a test profile for `run`.
     #[command(after_help = SIZE_HELP)]
     Size(SizeArgs),
@@ -297,6 +301,39 @@ Examples:
   mbxstress run --profile esrp-server.toml --duration 2h --db-path /mnt/db --log-path /mnt/log
   mbxstress run --mailboxes 5000 --iops-per-mailbox 0.12 --quota-mb 2048 --databases 6 --copies 2 \\
       --threads 26 --duration 30m --progress jsonl";
+
+const DOCTOR_HELP: &str = "\
+Checks every database and log location of the test the run flags describe (--profile, --db-path,
+--log-path, ...): the device's write cache and FUA, a write-through probe (--probe-writes 4 KiB
+O_DIRECT|O_DSYNC writes in a temporary file in the log folder, removed after; data files are never
+touched), the queue depth along the path against the I/O the test will keep outstanding, the
+filesystem, partition alignment, O_DIRECT, discard, databases and logs on one device, free space
+with a 25% growth reserve, data reduction, the hypervisor and virtual controller, CPUs, clock
+synchronization and memory. Each check: ok, warn, fail or unknown, the measured fact, why it
+matters (with the source) and the fix. `run` performs the fast subset first and records it in
+result.json (`doctor`); a finding never changes a verdict.
+
+Exit code 0 when nothing fails (warnings included), 1 when a check fails, 2 on a usage error.
+--json prints {schema: \"mbxstress.doctor/1\", fast, checks: [{name, subject, status, fact, why,
+fix}]}.
+
+Examples:
+  mbxstress doctor --db-path /mnt/db --log-path /mnt/log --profile esrp-server.toml
+  mbxstress doctor --mailboxes 5000 --iops-per-mailbox 0.5 --quota-mb 2048 --databases 4 --json";
+
+/// `mbxstress doctor`: the run flags, plus doctor's own.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// The run flags (profile, paths, thresholds...) of the test to check for.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Print the checks as JSON (schema mbxstress.doctor/1) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Writes of the write-through probe per location (10..=10,000; at most 10 s).
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(10..=10_000))]
+    pub probe_writes: u32,
+}
 
 /// A Jetstress configuration as the starting point (`run`, `prepare`).
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! One file per subcommand: glue from parsed flags to the library crates and the renderers.
 
 mod compare;
+mod doctor;
 mod engine;
 mod esrp;
 mod export;
@@ -26,6 +27,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args),
         Command::Export(cmd) => export::run(cmd),
         Command::FindMax(args) => findmax::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Size(args) => size::run(args),
         Command::Prepare(args) => prepare::run(args),
         Command::Verify(args) => verify::run(args),

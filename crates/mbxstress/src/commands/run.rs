@@ -723,7 +723,10 @@ pub(crate) fn run_one(
         }
     }
     let create = create_params(args, &cfg, data_pages);
-    let Executed { result, error } = match &sized {
+    // The fast subset of `mbxstress doctor` (about a second): recorded, never a verdict.
+    let doctor = super::doctor::inspect(&cfg, &specs, &create, super::doctor::ProbePlan::FAST);
+    super::doctor::announce(&doctor, &args.progress);
+    let Executed { mut result, error } = match &sized {
         Some(s) => mbx_engine::execute_throughput(
             &cfg,
             &plan,
@@ -739,6 +742,7 @@ pub(crate) fn run_one(
         ),
         None => mbx_engine::execute(&cfg, &plan, &specs, &create, &mut observer, cancel, None),
     };
+    result.doctor = Some(doctor);
     observer.finish_preparing();
     observer.clear_status();
     let error = error.map(into_anyhow);
@@ -1053,6 +1057,7 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
             }
         )?;
     }
+    super::doctor::print_write_through(r)?;
     if let Some(t) = &r.tuning {
         print_tuning(t)?;
     }

@@ -2,6 +2,7 @@
 
 mod common;
 mod devices;
+mod doctor;
 mod findmax;
 mod fleet;
 mod inputs;

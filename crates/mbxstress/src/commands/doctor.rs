@@ -1,0 +1,1304 @@
+//! `mbxstress doctor`: preflight checks of the storage stack and the host for the test the run
+//! flags describe, in seconds, before a 2-hour test finds the same problem. `run` performs the
+//! fast subset first and records it in result.json (`doctor`); a finding never changes a
+//! verdict.
+//!
+//! Facts come from `mbx_io::probe` (sysfs, mountinfo, a write-through probe; "unknown" off
+//! Linux); the judgements below are pure functions of those facts, unit-tested with made-up
+//! facts.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mbx_config::{RunConfig, TestKind};
+use mbx_engine::result::{DoctorCheck, DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
+use mbx_io::probe::{self, DeviceFacts, DeviceKind, FsFacts, HostFacts, ProbeResult};
+use mbx_store::{CreateParams, DatabaseSpec};
+
+use crate::cli::{DoctorArgs, RunTest};
+use crate::render::num;
+
+/// Below this median write-through latency a non-RAM device acknowledges from a volatile cache:
+/// no media (not even NVMe flash with power-loss protection behind a driver and a filesystem)
+/// commits a 4 KiB write in less.
+pub(crate) const EARLY_ACK_US: f64 = 50.0;
+
+/// The read latency the queue-depth estimate assumes: Jetstress's 20 ms average threshold, the
+/// worst latency a passing test may have (Little's law: outstanding = IOPS x latency).
+const PLANNED_LATENCY_S: f64 = 0.020;
+
+/// Growth reserve on top of the planned databases (Jetstress reserves 25% of the database size
+/// for growth: spec/jetstress-model.md section 2).
+const GROWTH_RESERVE: f64 = 0.25;
+
+const SRC_FUA: &str = "Exchange is supported only on storage that honours write-through (FUA): data on persistent media before the write is acknowledged (spec/jetstress-model.md section 11)";
+const SRC_PURE: &str = "Pure Storage's first 100,000-mailbox Jetstress run failed on the iSCSI queue depth, not the array; it passed after raising it (seeds/pure-storage-100k-mailbox-jetstress.txt)";
+const SRC_TINTRI: &str = "Tintri measured PVSCSI raising read latency to over 5 ms and write latency to 16 ms against LSI Logic SAS on the same storage (seeds/tintri-vmstore-exchange2013-best-practices.txt, 'Considerations on SCSI controllers')";
+
+/// How long and how much the write-through probe writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProbePlan {
+    /// Writes at most.
+    pub writes: u32,
+    /// Time budget.
+    pub budget: Duration,
+    /// True for the subset `run` performs.
+    pub fast: bool,
+}
+
+impl ProbePlan {
+    /// What `run` does first: at most about a second of probe writes.
+    pub(crate) const FAST: ProbePlan = ProbePlan {
+        writes: 200,
+        budget: Duration::from_secs(1),
+        fast: true,
+    };
+}
+
+/// `mbxstress doctor`.
+pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    let kind = match args.run.test {
+        Some(RunTest::Kind(k)) => k,
+        Some(RunTest::Suite) | None => TestKind::Performance,
+    };
+    let cfg = super::run::resolve_for(&args.run, kind)?;
+    let p = &cfg.profile;
+    let data_pages = CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
+        .ok_or_else(|| {
+            crate::exit::usage(
+                "invalid --mailboxes x --quota-mb / --databases: each database would be too large; use fewer mailboxes, a smaller quota or more databases",
+            )
+        })?;
+    let specs = mbx_store::plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
+    let create = super::run::create_params(&args.run, &cfg, data_pages);
+    let plan = ProbePlan {
+        writes: args.probe_writes,
+        budget: Duration::from_secs(10),
+        fast: false,
+    };
+    let report = inspect(&cfg, &specs, &create, plan);
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        print_table(&report)?;
+    }
+    Ok(if report.worst() == DoctorStatus::Fail {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One location doctor inspects: a device (or filesystem) holding databases and/or logs.
+struct Location {
+    /// A path on it (existing: the nearest existing ancestor of the planned path).
+    path: PathBuf,
+    /// Its `major:minor`, or the path when the device cannot be read.
+    key: String,
+    device: Option<DeviceFacts>,
+    fs: Option<FsFacts>,
+    /// Databases on it.
+    databases: usize,
+    /// Log folders on it.
+    logs: usize,
+    /// A folder on it where the probe may write its temporary file (None: only block devices).
+    probe_dir: Option<PathBuf>,
+}
+
+impl Location {
+    fn subject(&self) -> String {
+        let dev = self.device.as_ref().and_then(|d| d.name.clone());
+        match dev {
+            Some(d) => format!("{} ({d})", self.path.display()),
+            None => self.path.display().to_string(),
+        }
+    }
+
+    /// tmpfs, ramfs or a RAM disk: whatever is measured here is memory.
+    fn is_ram(&self) -> bool {
+        let fs_ram = self
+            .fs
+            .as_ref()
+            .and_then(|f| f.fs_type.as_deref())
+            .is_some_and(|t| matches!(t, "tmpfs" | "ramfs"));
+        fs_ram
+            || self
+                .device
+                .as_ref()
+                .is_some_and(|d| d.kind == DeviceKind::Ram)
+    }
+}
+
+fn locations(specs: &[DatabaseSpec]) -> Vec<Location> {
+    let mut out: Vec<Location> = Vec::new();
+    let mut add = |planned: &Path, is_db: bool| {
+        let is_dev = mbx_io::platform::is_block_device(planned).unwrap_or(false);
+        let anchor = if is_dev {
+            planned.to_path_buf()
+        } else if is_db {
+            probe::existing_ancestor(planned.parent().unwrap_or(planned))
+        } else {
+            probe::existing_ancestor(planned)
+        };
+        let device = probe::device_facts(&anchor).ok();
+        let key = device
+            .as_ref()
+            .map(|d| d.dev.clone())
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| anchor.display().to_string());
+        let loc = match out.iter_mut().position(|l| l.key == key) {
+            Some(i) => &mut out[i],
+            None => {
+                out.push(Location {
+                    fs: if is_dev {
+                        None
+                    } else {
+                        probe::fs_facts(&anchor).ok()
+                    },
+                    path: anchor.clone(),
+                    key,
+                    device,
+                    databases: 0,
+                    logs: 0,
+                    probe_dir: None,
+                });
+                let last = out.len() - 1;
+                &mut out[last]
+            }
+        };
+        if is_db {
+            loc.databases += 1;
+        } else {
+            loc.logs += 1;
+        }
+        // Logs first: the probe measures log-sized writes where the logs will be.
+        if !is_dev && (loc.probe_dir.is_none() || (!is_db && loc.logs == 1)) {
+            loc.probe_dir = Some(if anchor.is_dir() {
+                anchor.clone()
+            } else {
+                anchor
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or(anchor.clone())
+            });
+        }
+    };
+    for s in specs {
+        add(&s.log_dir, false);
+    }
+    for s in specs {
+        add(&s.path, true);
+    }
+    out
+}
+
+/// Every check for the test `cfg` on `specs`.
+pub(crate) fn inspect(
+    cfg: &RunConfig,
+    specs: &[DatabaseSpec],
+    create: &CreateParams,
+    plan: ProbePlan,
+) -> DoctorReport {
+    let locs = locations(specs);
+    let host = probe::host_facts();
+    let mut checks = Vec::new();
+    let dbs = specs.len().max(1);
+    let need = QueueNeed::of(cfg, dbs);
+    for loc in &locs {
+        let subject = loc.subject();
+        checks.push(filesystem_check(
+            &subject,
+            loc.fs.as_ref(),
+            loc.device.as_ref(),
+        ));
+        checks.push(write_cache_check(
+            &subject,
+            loc.device.as_ref(),
+            loc.is_ram(),
+        ));
+        let probed = loc
+            .probe_dir
+            .as_ref()
+            .map(|d| probe::write_through_probe(d, plan.writes, plan.budget));
+        checks.push(probe_check(&subject, probed.as_ref(), loc.is_ram()));
+        checks.push(direct_io_check(
+            &subject,
+            probed.as_ref().and_then(|r| r.as_ref().ok()),
+            loc.is_ram(),
+            cfg.direct,
+        ));
+        checks.push(queue_depth_check(
+            &subject,
+            loc.device.as_ref(),
+            &need.share(loc.databases, dbs),
+            loc.logs,
+        ));
+        checks.push(alignment_check(&subject, loc.device.as_ref()));
+        checks.push(discard_check(
+            &subject,
+            loc.device.as_ref(),
+            loc.fs.as_ref(),
+        ));
+    }
+    checks.push(layout_check(specs, cfg.profile.copies_per_database));
+    checks.extend(capacity_checks(specs, create));
+    checks.push(data_reduction_check(cfg.compressibility_pct));
+    let drivers: Vec<(String, Vec<String>)> = locs
+        .iter()
+        .filter_map(|l| {
+            let d = l.device.as_ref()?;
+            Some((d.disk.clone()?, d.drivers.clone()))
+        })
+        .collect();
+    checks.push(virtualization_check(&host, &drivers));
+    checks.push(cpu_check(&host, cfg, dbs));
+    checks.push(clock_check(&host));
+    checks.push(memory_check(&host, cfg, create, dbs));
+    DoctorReport {
+        schema: DOCTOR_SCHEMA.to_string(),
+        fast: plan.fast,
+        checks,
+    }
+}
+
+fn check(
+    name: &str,
+    subject: &str,
+    status: DoctorStatus,
+    fact: String,
+    why: &str,
+    fix: &str,
+) -> DoctorCheck {
+    DoctorCheck {
+        name: name.to_string(),
+        subject: subject.to_string(),
+        status,
+        fact,
+        why: why.to_string(),
+        fix: fix.to_string(),
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    num(bytes as f64 / f64::from(1u32 << 20), 0)
+}
+
+pub(crate) fn filesystem_check(
+    subject: &str,
+    fs: Option<&FsFacts>,
+    dev: Option<&DeviceFacts>,
+) -> DoctorCheck {
+    let why = "the filesystem and its allocation unit shape every database I/O; Exchange guidance is NTFS/ReFS with a 64 KB allocation unit (seeds/dell-equallogic-ps6210e-esrp-5000-mailbox.txt); on Linux ext4 and XFS with O_DIRECT are the equivalents";
+    let Some(fs) = fs else {
+        if let Some(d) = dev.filter(|d| d.kind != DeviceKind::None) {
+            return check(
+                "filesystem",
+                subject,
+                DoctorStatus::Ok,
+                format!("a raw block device ({}), no filesystem", d.kind.name()),
+                why,
+                "",
+            );
+        }
+        return check(
+            "filesystem",
+            subject,
+            DoctorStatus::Unknown,
+            "the filesystem could not be read".into(),
+            why,
+            "",
+        );
+    };
+    let ty = fs.fs_type.as_deref().unwrap_or("unknown type");
+    let fact = format!(
+        "{ty}{}{}, {}-byte blocks",
+        fs.source
+            .as_deref()
+            .map(|s| format!(" on {s}"))
+            .unwrap_or_default(),
+        fs.mount_point
+            .as_ref()
+            .map(|m| format!(" mounted at {}", m.display()))
+            .unwrap_or_default(),
+        fs.block_size.map_or("?".into(), |b| b.to_string()),
+    );
+    let (status, fix) = match ty {
+        "tmpfs" | "ramfs" => (
+            DoctorStatus::Warn,
+            "this is memory, not storage: point --db-path and --log-path at the volumes under test",
+        ),
+        "nfs" | "nfs4" | "cifs" | "smb3" | "fuse" | "overlay" | "9p" | "virtiofs" => (
+            DoctorStatus::Warn,
+            "a network, FUSE or overlay filesystem: its caching may answer for the storage; test a block volume (Exchange does not support NAS for databases)",
+        ),
+        "unknown type" => (DoctorStatus::Unknown, ""),
+        _ => (DoctorStatus::Ok, ""),
+    };
+    check("filesystem", subject, status, fact, why, fix)
+}
+
+pub(crate) fn write_cache_check(
+    subject: &str,
+    dev: Option<&DeviceFacts>,
+    ram: bool,
+) -> DoctorCheck {
+    let why = SRC_FUA;
+    let Some(d) = dev.filter(|d| d.write_cache.is_some()) else {
+        let (status, fact) = if ram {
+            (
+                DoctorStatus::Warn,
+                "memory (tmpfs/RAM disk): nothing is persistent".to_string(),
+            )
+        } else {
+            (
+                DoctorStatus::Unknown,
+                "no block device queue to read (network filesystem, or not Linux)".to_string(),
+            )
+        };
+        return check("write_cache", subject, status, fact, why, "");
+    };
+    let mode = d.write_cache.as_deref().unwrap_or("");
+    let disk = d.disk.as_deref().unwrap_or("?");
+    let fua = match d.fua {
+        Some(true) => "FUA supported",
+        Some(false) => "no FUA (each write-through write costs a cache flush)",
+        None => "FUA unknown",
+    };
+    let over = match &d.loop_backing_file {
+        Some(f) => format!("; a loop device over {f}: that file's filesystem decides durability"),
+        None => String::new(),
+    };
+    let media = match d.rotational {
+        Some(true) => " (rotational)",
+        Some(false) => " (non-rotational)",
+        None => "",
+    };
+    let fact = format!("{disk}{media}: queue/write_cache '{mode}', {fua}{over}");
+    if mode == "write back" {
+        check(
+            "write_cache",
+            subject,
+            DoctorStatus::Warn,
+            fact,
+            why,
+            "a volatile write cache: log writes are durable only if the device honours the flushes the kernel sends (virtual disks with cache=unsafe or writeback do not). Use a cache with power-loss protection, or disable the volatile cache (hdparm -W0 / sdparm --clear WCE / the hypervisor's cache=none or writethrough); if the cache is protected, `echo 'write through' > /sys/block/DISK/queue/write_cache` tells the kernel",
+        )
+    } else {
+        check("write_cache", subject, DoctorStatus::Ok, fact, why, "")
+    }
+}
+
+pub(crate) fn probe_check(
+    subject: &str,
+    probed: Option<&std::io::Result<ProbeResult>>,
+    ram: bool,
+) -> DoctorCheck {
+    let why = "a 4 KiB write-through (O_DSYNC) write must reach persistent media before it completes; far below what media can do (under 50 us) means a volatile cache acknowledges early, and the test then measures that cache, not the storage (spec/jetstress-model.md section 11)";
+    match probed {
+        None => check(
+            "write_through_probe",
+            subject,
+            DoctorStatus::Unknown,
+            "not probed: a block device is written only by the test itself".into(),
+            why,
+            "",
+        ),
+        Some(Err(e)) => check(
+            "write_through_probe",
+            subject,
+            DoctorStatus::Unknown,
+            format!("the probe could not write its temporary file: {e}"),
+            why,
+            "make the log folder writable, or run doctor as the user that runs the test",
+        ),
+        Some(Ok(r)) => {
+            let fact = format!(
+                "{} x {} KiB O_DSYNC{} writes: median {} us, p99 {} us",
+                r.writes,
+                r.write_bytes / 1024,
+                if r.direct { "|O_DIRECT" } else { " (buffered)" },
+                num(r.median_us, 1),
+                num(r.p99_us, 1)
+            );
+            if ram {
+                check(
+                    "write_through_probe",
+                    subject,
+                    DoctorStatus::Warn,
+                    format!("{fact}: this measures memory (tmpfs/RAM disk)"),
+                    why,
+                    "point --log-path at the log volume under test",
+                )
+            } else if r.median_us < EARLY_ACK_US {
+                check(
+                    "write_through_probe",
+                    subject,
+                    DoctorStatus::Warn,
+                    format!("{fact}: below {EARLY_ACK_US} us, a volatile cache acknowledges early"),
+                    why,
+                    "disable the volatile write cache or make the device honour flushes/FUA (hypervisor: cache=none or writethrough, not unsafe/writeback); results until then measure the cache",
+                )
+            } else {
+                check(
+                    "write_through_probe",
+                    subject,
+                    DoctorStatus::Ok,
+                    fact,
+                    why,
+                    "",
+                )
+            }
+        }
+    }
+}
+
+pub(crate) fn direct_io_check(
+    subject: &str,
+    probed: Option<&ProbeResult>,
+    ram: bool,
+    direct_planned: bool,
+) -> DoctorCheck {
+    let why = "mbxstress bypasses the page cache (O_DIRECT) so that it measures storage; a filesystem that refuses O_DIRECT, or accepts it but serves from memory (tmpfs), measures memory instead";
+    let Some(r) = probed else {
+        return check(
+            "direct_io",
+            subject,
+            DoctorStatus::Unknown,
+            "not probed".into(),
+            why,
+            "",
+        );
+    };
+    let planned = if direct_planned {
+        ""
+    } else {
+        "; this test runs --buffered"
+    };
+    match (r.direct, ram) {
+        (true, true) => check(
+            "direct_io",
+            subject,
+            DoctorStatus::Warn,
+            format!("O_DIRECT accepted, but the filesystem is memory{planned}"),
+            why,
+            "point the paths at the storage under test",
+        ),
+        (false, _) => check(
+            "direct_io",
+            subject,
+            DoctorStatus::Warn,
+            format!("O_DIRECT refused (EINVAL){planned}"),
+            why,
+            "use a filesystem that supports O_DIRECT (ext4, XFS) or run with --buffered knowing it measures the page cache",
+        ),
+        (true, false) => check(
+            "direct_io",
+            subject,
+            if direct_planned { DoctorStatus::Ok } else { DoctorStatus::Warn },
+            format!("O_DIRECT accepted{planned}"),
+            why,
+            if direct_planned { "" } else { "drop --buffered" },
+        ),
+    }
+}
+
+/// The outstanding I/O a test will want on a device.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct QueueNeed {
+    /// Sessions (each keeps at least one I/O outstanding in a closed loop).
+    pub sessions: f64,
+    /// Transactional IOPS.
+    pub iops: f64,
+    /// The most the engine keeps outstanding (its queue depth).
+    pub engine_depth: f64,
+}
+
+impl QueueNeed {
+    fn of(cfg: &RunConfig, dbs: usize) -> Self {
+        QueueNeed {
+            sessions: f64::from(cfg.sessions()),
+            iops: cfg.target_iops(),
+            engine_depth: mbx_engine::queue_depth(cfg, dbs) as f64,
+        }
+    }
+
+    /// The part of the test on `on` of `of` databases.
+    fn share(&self, on: usize, of: usize) -> QueueNeed {
+        let f = on as f64 / of.max(1) as f64;
+        QueueNeed {
+            sessions: self.sessions * f,
+            iops: self.iops * f,
+            engine_depth: self.engine_depth * f,
+        }
+    }
+
+    /// Outstanding I/Os: the sessions, or the target IOPS at Jetstress's 20 ms read latency
+    /// threshold (Little's law) if more, within the engine's depth.
+    pub(crate) fn outstanding(&self) -> u64 {
+        let little = self.iops * PLANNED_LATENCY_S;
+        self.sessions.max(little).min(self.engine_depth).ceil() as u64
+    }
+}
+
+pub(crate) fn queue_depth_check(
+    subject: &str,
+    dev: Option<&DeviceFacts>,
+    need: &QueueNeed,
+    logs: usize,
+) -> DoctorCheck {
+    let why = SRC_PURE;
+    let wanted = need.outstanding();
+    let plan = if wanted == 0 {
+        format!("logs only: about {logs} outstanding (one log writer per database)")
+    } else {
+        format!(
+            "the test wants ~{wanted} outstanding I/Os ({} IOPS x 20 ms, {} sessions)",
+            num(need.iops, 0),
+            num(need.sessions, 0)
+        )
+    };
+    let Some(d) = dev.filter(|d| d.nr_requests.is_some() || d.scsi_queue_depth.is_some()) else {
+        return check(
+            "queue_depth",
+            subject,
+            DoctorStatus::Unknown,
+            format!("no block queue to read; {plan}"),
+            why,
+            "",
+        );
+    };
+    let disk = d.disk.as_deref().unwrap_or("?");
+    let mut parts = Vec::new();
+    if let Some(n) = d.nr_requests {
+        parts.push(format!("nr_requests {n}"));
+    }
+    if let Some(q) = d.scsi_queue_depth {
+        parts.push(format!("device queue_depth {q}"));
+    }
+    let own = |nr: Option<u64>, qd: Option<u64>| [nr, qd].into_iter().flatten().min();
+    let stacked = matches!(d.kind, DeviceKind::DeviceMapper | DeviceKind::Md);
+    // A stacked device (LVM, multipath, md) queues nothing itself that bounds the disks: its
+    // I/O spreads over the devices under it, each with its own depth (multipath: one per path).
+    let under: Vec<(String, u64)> = d
+        .slave_queues
+        .iter()
+        .filter_map(|q| Some((q.name.clone(), own(q.nr_requests, q.scsi_queue_depth)?)))
+        .collect();
+    let (cap, extra) = if stacked && !under.is_empty() {
+        let sum = under
+            .iter()
+            .map(|(_, c)| *c)
+            .fold(0u64, u64::saturating_add);
+        let list: Vec<String> = under.iter().map(|(n, c)| format!("{n} {c}")).collect();
+        (
+            sum,
+            format!("; under it: {} (together {sum})", list.join(", ")),
+        )
+    } else {
+        (
+            own(d.nr_requests, d.scsi_queue_depth).unwrap_or(u64::MAX),
+            String::new(),
+        )
+    };
+    let fact = format!("{disk}: {}{extra}; {plan}", parts.join(", "));
+    let needed = wanted.max(logs as u64);
+    if cap < needed {
+        check(
+            "queue_depth",
+            subject,
+            DoctorStatus::Warn,
+            format!("{fact}: the path caps it at {cap}"),
+            why,
+            "raise the queue depth along the path: /sys/block/DISK/queue/nr_requests, /sys/block/DISK/device/queue_depth, the HBA or iSCSI initiator (e.g. node.session.queue_depth in iscsid.conf), the hypervisor's per-disk queue",
+        )
+    } else {
+        check("queue_depth", subject, DoctorStatus::Ok, fact, why, "")
+    }
+}
+
+pub(crate) fn alignment_check(subject: &str, dev: Option<&DeviceFacts>) -> DoctorCheck {
+    let why = "a partition that does not start on a 1 MiB boundary splits I/Os across stripe and flash-page boundaries (Exchange guidance: the default alignment of Windows 2008 or later, 1 MiB; seeds/dell-equallogic-ps6110e-exchange2013-sizing.txt)";
+    let Some(d) = dev.filter(|d| d.kind != DeviceKind::None) else {
+        return check(
+            "alignment",
+            subject,
+            DoctorStatus::Unknown,
+            "no block device to read".into(),
+            why,
+            "",
+        );
+    };
+    match d.partition_start_sector {
+        Some(start) => {
+            let bytes = start.saturating_mul(512);
+            let aligned = bytes % (1 << 20) == 0;
+            check(
+                "alignment",
+                subject,
+                if aligned {
+                    DoctorStatus::Ok
+                } else {
+                    DoctorStatus::Warn
+                },
+                format!(
+                    "partition {} starts at sector {start} ({bytes} bytes){}",
+                    d.name.as_deref().unwrap_or("?"),
+                    if aligned {
+                        ": 1 MiB aligned"
+                    } else {
+                        ": not 1 MiB aligned"
+                    }
+                ),
+                why,
+                if aligned {
+                    ""
+                } else {
+                    "recreate the partition at a 1 MiB boundary (parted -a optimal)"
+                },
+            )
+        }
+        None => check(
+            "alignment",
+            subject,
+            DoctorStatus::Ok,
+            format!(
+                "whole {} {}: no partition offset",
+                d.kind.name(),
+                d.name.as_deref().unwrap_or("?")
+            ),
+            why,
+            "",
+        ),
+    }
+}
+
+pub(crate) fn discard_check(
+    subject: &str,
+    dev: Option<&DeviceFacts>,
+    fs: Option<&FsFacts>,
+) -> DoctorCheck {
+    let why = "thin-provisioned volumes grow as pages are first written and shrink on discard: mbxstress writes every page when it creates a database, so the test measures a fully allocated volume, as a grown Exchange database is";
+    let Some(max) = dev.and_then(|d| d.discard_max_bytes) else {
+        return check(
+            "discard",
+            subject,
+            DoctorStatus::Unknown,
+            "no block queue to read".into(),
+            why,
+            "",
+        );
+    };
+    let mount_discard = fs
+        .and_then(|f| f.options.as_deref())
+        .is_some_and(|o| o.split(',').any(|x| x == "discard"));
+    let fact = if max > 0 {
+        format!(
+            "discard supported (up to {} MiB per request){}: possibly thin-provisioned",
+            mib(max),
+            if mount_discard {
+                ", mounted with online discard"
+            } else {
+                ""
+            }
+        )
+    } else {
+        "no discard: thick-provisioned or a device without TRIM/UNMAP".to_string()
+    };
+    check("discard", subject, DoctorStatus::Ok, fact, why, "")
+}
+
+pub(crate) fn layout_check(specs: &[DatabaseSpec], copies: u32) -> DoctorCheck {
+    let why = "Exchange guidance separated databases and logs so that losing one volume does not lose both; with database copies (DAG) placing them together is supported (seeds/dell-equallogic-ps6110e-exchange2013-sizing.txt)";
+    let dev = |p: &Path| {
+        let a = probe::existing_ancestor(p);
+        probe::device_facts(&a)
+            .ok()
+            .map(|d| d.dev)
+            .filter(|d| !d.is_empty())
+    };
+    let shared: Vec<String> = specs
+        .iter()
+        .filter(|s| {
+            let d = dev(s.path.parent().unwrap_or(&s.path));
+            d.is_some() && d == dev(&s.log_dir)
+        })
+        .map(|s| format!("#{}", s.index + 1))
+        .collect();
+    if shared.is_empty() {
+        return check(
+            "layout",
+            "databases and logs",
+            DoctorStatus::Ok,
+            "databases and logs on separate devices".into(),
+            why,
+            "",
+        );
+    }
+    let fact = format!(
+        "database and log on the same device for {} of {} database(s) ({})",
+        shared.len(),
+        specs.len(),
+        shared.join(", ")
+    );
+    if copies > 1 {
+        check(
+            "layout",
+            "databases and logs",
+            DoctorStatus::Ok,
+            format!("{fact}; {copies} copies"),
+            why,
+            "",
+        )
+    } else {
+        check(
+            "layout",
+            "databases and logs",
+            DoctorStatus::Warn,
+            format!("{fact}; 1 copy"),
+            why,
+            "put the logs on another volume (--log-path), or test with the copies the deployment will have (--copies)",
+        )
+    }
+}
+
+/// Free space against what the test will write, plus the growth reserve, per filesystem.
+fn capacity_checks(specs: &[DatabaseSpec], create: &CreateParams) -> Vec<DoctorCheck> {
+    let why = "the databases and logs must fit, with 25% of the database size reserved for growth as Jetstress reserves it (spec/jetstress-model.md section 2)";
+    let needs = match mbx_store::create::space_needed(specs, create) {
+        Ok(n) => n,
+        Err(e) => {
+            return vec![check(
+                "capacity",
+                "databases and logs",
+                DoctorStatus::Unknown,
+                format!("{e}"),
+                why,
+                "",
+            )];
+        }
+    };
+    // Planned database bytes per filesystem (for the reserve), keyed by a path on it.
+    let mut planned: Vec<(u64, PathBuf, u64)> = Vec::new();
+    for s in specs {
+        if mbx_io::platform::is_block_device(&s.path).unwrap_or(false) {
+            continue;
+        }
+        let anchor = probe::existing_ancestor(s.path.parent().unwrap_or(&s.path));
+        let Ok(id) = mbx_io::platform::filesystem_id(&anchor) else {
+            continue;
+        };
+        match planned.iter_mut().find(|(i, _, _)| *i == id) {
+            Some(e) => e.2 = e.2.saturating_add(create.file_bytes()),
+            None => planned.push((id, anchor, create.file_bytes())),
+        }
+    }
+    for (anchor, _) in &needs {
+        if let Ok(id) = mbx_io::platform::filesystem_id(anchor) {
+            if !planned.iter().any(|(i, _, _)| *i == id) {
+                planned.push((id, anchor.clone(), 0));
+            }
+        }
+    }
+    planned
+        .into_iter()
+        .map(|(id, anchor, db_bytes)| {
+            let to_write = needs
+                .iter()
+                .filter(|(a, _)| mbx_io::platform::filesystem_id(a).ok() == Some(id))
+                .map(|(_, b)| *b)
+                .sum::<u64>();
+            let free = mbx_io::platform::free_space(&anchor).ok();
+            capacity_check(&anchor.display().to_string(), to_write, db_bytes, free, why)
+        })
+        .collect()
+}
+
+pub(crate) fn capacity_check(
+    subject: &str,
+    to_write: u64,
+    db_bytes: u64,
+    free: Option<u64>,
+    why: &str,
+) -> DoctorCheck {
+    let Some(free) = free else {
+        return check(
+            "capacity",
+            subject,
+            DoctorStatus::Unknown,
+            "free space could not be read".into(),
+            why,
+            "",
+        );
+    };
+    let reserve = (db_bytes as f64 * GROWTH_RESERVE) as u64;
+    let fact = format!(
+        "{} MiB free; the test writes {} MiB more (databases of {} MiB in all) + {} MiB growth reserve",
+        mib(free),
+        mib(to_write),
+        mib(db_bytes),
+        mib(reserve)
+    );
+    if to_write > free {
+        check(
+            "capacity",
+            subject,
+            DoctorStatus::Fail,
+            fact,
+            why,
+            "free space, choose another --db-path / --log-path, or plan fewer mailboxes, a smaller --quota-mb or fewer databases",
+        )
+    } else if to_write.saturating_add(reserve) > free {
+        check(
+            "capacity",
+            subject,
+            DoctorStatus::Warn,
+            format!("{fact}: it fits, without the growth reserve"),
+            why,
+            "size the volume with 25% of the database size free",
+        )
+    } else {
+        check("capacity", subject, DoctorStatus::Ok, fact, why, "")
+    }
+}
+
+pub(crate) fn data_reduction_check(compressibility_pct: u8) -> DoctorCheck {
+    let why = "Jetstress duplicates one database, so deduplicating or compressing arrays store little and report flattering figures (Pure reports ~7:1 on Jetstress data; spec/jetstress-model.md section 6); mbxstress writes unique pages, each compressible by --compressibility-pct";
+    let fact = if compressibility_pct == 0 {
+        "pages are unique and incompressible (--compressibility-pct 0): the array stores every byte, the honest worst case".to_string()
+    } else {
+        format!("pages are unique and compress by about {compressibility_pct}% (--compressibility-pct): set it to the ratio the array achieves on real mailbox data")
+    };
+    check(
+        "data_reduction",
+        "databases",
+        DoctorStatus::Ok,
+        fact,
+        why,
+        "",
+    )
+}
+
+pub(crate) fn virtualization_check(
+    host: &HostFacts,
+    drivers: &[(String, Vec<String>)],
+) -> DoctorCheck {
+    let why = SRC_TINTRI;
+    let hv = match (host.hypervisor, &host.sys_vendor, &host.product_name) {
+        (Some(true), v, p) => format!(
+            "virtual machine{}",
+            match (v, p) {
+                (Some(v), Some(p)) => format!(" ({v} {p})"),
+                (Some(v), None) => format!(" ({v})"),
+                _ => String::new(),
+            }
+        ),
+        (Some(false), _, _) => "no hypervisor flag (bare metal)".to_string(),
+        (None, _, _) => "hypervisor unknown".to_string(),
+    };
+    let ctl: Vec<String> = drivers
+        .iter()
+        .map(|(disk, d)| {
+            if d.is_empty() {
+                format!("{disk}: no driver")
+            } else {
+                format!("{disk}: {}", d.join(" <- "))
+            }
+        })
+        .collect();
+    let fact = if ctl.is_empty() {
+        hv
+    } else {
+        format!("{hv}; {}", ctl.join("; "))
+    };
+    let pvscsi = drivers
+        .iter()
+        .any(|(_, d)| d.iter().any(|x| x == "vmw_pvscsi"));
+    let virtio = drivers
+        .iter()
+        .any(|(_, d)| d.iter().any(|x| x == "virtio_blk" || x == "virtio_scsi"));
+    if pvscsi {
+        check(
+            "virtualization",
+            "host",
+            DoctorStatus::Warn,
+            fact,
+            why,
+            "run the test with the LSI Logic SAS controller too and keep the better one; give each virtual disk its own controller and check the per-disk queue depth on the hypervisor",
+        )
+    } else if virtio {
+        check(
+            "virtualization",
+            "host",
+            DoctorStatus::Ok,
+            format!("{fact} (virtio: the queue depth per virtual disk is the host's queue size; the host's cache mode decides write-through)"),
+            why,
+            "",
+        )
+    } else {
+        check("virtualization", "host", DoctorStatus::Ok, fact, why, "")
+    }
+}
+
+pub(crate) fn cpu_check(host: &HostFacts, cfg: &RunConfig, dbs: usize) -> DoctorCheck {
+    let why = "mbxstress runs its sessions on event-loop threads (reactors), one per core at most; more reactors than CPUs, or a busy host, adds scheduling delay to every latency";
+    let Some(cpus) = host.cpus else {
+        return check(
+            "cpu",
+            "host",
+            DoctorStatus::Unknown,
+            "CPU count unknown".into(),
+            why,
+            "",
+        );
+    };
+    let reactors = if cfg.reactors == 0 {
+        cpus.min(dbs)
+    } else {
+        cfg.reactors as usize
+    };
+    let fact = format!(
+        "{cpus} CPU(s); {} session(s){} on {reactors} reactor(s)",
+        cfg.sessions(),
+        if cfg.threads == 0 {
+            " before tuning"
+        } else {
+            ""
+        }
+    );
+    if reactors > cpus {
+        check(
+            "cpu",
+            "host",
+            DoctorStatus::Warn,
+            fact,
+            why,
+            "use --reactors 0 (one per core)",
+        )
+    } else {
+        check("cpu", "host", DoctorStatus::Ok, fact, why, "")
+    }
+}
+
+pub(crate) fn clock_check(host: &HostFacts) -> DoctorCheck {
+    let why = "results of several servers tested together (ESRP, fleet) are compared sample by sample by time: their clocks must agree";
+    match host.clock_synced {
+        Some(true) => check("clock", "host", DoctorStatus::Ok, "the kernel clock is synchronized (adjtimex)".into(), why, ""),
+        Some(false) => check(
+            "clock",
+            "host",
+            DoctorStatus::Warn,
+            "the kernel clock is not synchronized (adjtimex: unsynchronized)".into(),
+            why,
+            "enable NTP (chrony, systemd-timesyncd) on every server of a multi-server test; a single server's results are unaffected",
+        ),
+        None => check("clock", "host", DoctorStatus::Unknown, "clock synchronization unknown".into(), why, ""),
+    }
+}
+
+pub(crate) fn memory_check(
+    host: &HostFacts,
+    cfg: &RunConfig,
+    create: &CreateParams,
+    dbs: usize,
+) -> DoctorCheck {
+    let why = "the simulated database caches live in memory; if they do not fit, the host pages and every latency includes paging";
+    let Some(avail) = host.memory_available_bytes else {
+        return check(
+            "memory",
+            "host",
+            DoctorStatus::Unknown,
+            "available memory unknown".into(),
+            why,
+            "",
+        );
+    };
+    let per_db = (cfg.cache.max_mb_per_db << 20).min(create.file_bytes() / 8);
+    let caches = per_db.saturating_mul(dbs as u64);
+    let fact = format!(
+        "{} MiB available{}; database caches up to {} MiB ({} x {} MiB)",
+        mib(avail),
+        host.memory_total_bytes
+            .map(|t| format!(" of {} MiB", mib(t)))
+            .unwrap_or_default(),
+        mib(caches),
+        dbs,
+        mib(per_db)
+    );
+    if caches > avail / 2 {
+        check(
+            "memory",
+            "host",
+            DoctorStatus::Warn,
+            fact,
+            why,
+            "lower cache.max_mb_per_db in a --config file, or free memory",
+        )
+    } else {
+        check("memory", "host", DoctorStatus::Ok, fact, why, "")
+    }
+}
+
+/// The human table: status, check, subject, fact; then why and fix for what is not ok.
+fn print_table(r: &DoctorReport) -> std::io::Result<()> {
+    let count = |s: DoctorStatus| r.checks.iter().filter(|c| c.status == s).count();
+    outln!(
+        "mbxstress doctor: {} checks: {} ok, {} warn, {} fail, {} unknown",
+        r.checks.len(),
+        count(DoctorStatus::Ok),
+        count(DoctorStatus::Warn),
+        count(DoctorStatus::Fail),
+        count(DoctorStatus::Unknown)
+    )?;
+    outln!()?;
+    let w_name = r
+        .checks
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let w_subj = r
+        .checks
+        .iter()
+        .map(|c| c.subject.chars().count())
+        .max()
+        .unwrap_or(7)
+        .clamp(7, 40);
+    outln!(
+        "{:<7} {:<w_name$} {:<w_subj$} FACT",
+        "STATUS",
+        "CHECK",
+        "SUBJECT"
+    )?;
+    for c in &r.checks {
+        outln!(
+            "{:<7} {:<w_name$} {:<w_subj$} {}",
+            c.status.name(),
+            c.name,
+            c.subject,
+            c.fact
+        )?;
+    }
+    let notable: Vec<&DoctorCheck> = r
+        .checks
+        .iter()
+        .filter(|c| matches!(c.status, DoctorStatus::Warn | DoctorStatus::Fail))
+        .collect();
+    if !notable.is_empty() {
+        outln!()?;
+        for c in notable {
+            outln!("{} {} ({}):", c.status.name(), c.name, c.subject)?;
+            outln!("  why: {}", c.why)?;
+            if !c.fix.is_empty() {
+                outln!("  fix: {}", c.fix)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What `run` says before the test about its preflight checks: in human mode one line per
+/// warning or failure on stderr; in jsonl mode one `doctor` event with every check.
+pub(crate) fn announce(r: &DoctorReport, progress: &str) {
+    if progress == "jsonl" {
+        let _ = outln!("{}", serde_json::json!({ "event": "doctor", "doctor": r }));
+        return;
+    }
+    if progress != "human" {
+        return;
+    }
+    let notable: Vec<&DoctorCheck> = r
+        .checks
+        .iter()
+        .filter(|c| matches!(c.status, DoctorStatus::Warn | DoctorStatus::Fail))
+        .collect();
+    for c in &notable {
+        errln!(
+            "doctor: {} {} ({}): {}",
+            c.status.name(),
+            c.name,
+            c.subject,
+            c.fact
+        );
+    }
+    if !notable.is_empty() {
+        errln!("doctor: findings never change the verdict; `mbxstress doctor` with the same flags explains each and its fix");
+    }
+}
+
+/// Next to the verdict: the write-through findings that make the figures suspect.
+pub(crate) fn print_write_through(r: &mbx_engine::result::RunResult) -> std::io::Result<()> {
+    if let Some(d) = &r.doctor {
+        for c in d.write_through_findings() {
+            outln!(
+                "  write-through {}: {} ({}): the figures may measure a volatile cache",
+                c.status.name(),
+                c.fact,
+                c.subject
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk(write_cache: &str, nr: u64, start: Option<u64>) -> DeviceFacts {
+        DeviceFacts {
+            dev: "8:1".into(),
+            name: Some("sda1".into()),
+            disk: Some("sda".into()),
+            kind: if start.is_some() {
+                DeviceKind::Partition
+            } else {
+                DeviceKind::Disk
+            },
+            write_cache: Some(write_cache.into()),
+            fua: Some(false),
+            nr_requests: Some(nr),
+            scsi_queue_depth: Some(32),
+            rotational: Some(false),
+            discard_max_bytes: Some(0),
+            partition_start_sector: start,
+            drivers: vec!["sd".into(), "vmw_pvscsi".into()],
+            slaves: Vec::new(),
+            loop_backing_file: None,
+            slave_queues: Vec::new(),
+        }
+    }
+
+    fn probe(median_us: f64) -> std::io::Result<ProbeResult> {
+        Ok(ProbeResult {
+            writes: 200,
+            write_bytes: 4096,
+            direct: true,
+            median_us,
+            p99_us: median_us * 2.0,
+        })
+    }
+
+    #[test]
+    fn an_early_acknowledgement_warns_on_a_disk_and_ram_always_warns() {
+        assert_eq!(
+            probe_check("x", Some(&probe(12.0)), false).status,
+            DoctorStatus::Warn
+        );
+        assert_eq!(
+            probe_check("x", Some(&probe(180.0)), false).status,
+            DoctorStatus::Ok
+        );
+        let ram = probe_check("x", Some(&probe(180.0)), true);
+        assert_eq!(ram.status, DoctorStatus::Warn);
+        assert!(ram.fact.contains("measures memory"));
+        assert_eq!(probe_check("x", None, false).status, DoctorStatus::Unknown);
+    }
+
+    #[test]
+    fn write_back_warns_and_write_through_does_not() {
+        let wb = write_cache_check("x", Some(&disk("write back", 64, None)), false);
+        assert_eq!(wb.status, DoctorStatus::Warn);
+        assert!(!wb.fix.is_empty());
+        let wt = write_cache_check("x", Some(&disk("write through", 64, None)), false);
+        assert_eq!(wt.status, DoctorStatus::Ok);
+    }
+
+    /// The Pure lesson: 2,500 IOPS at 20 ms want 50 outstanding; a SCSI queue depth of 32 caps it.
+    #[test]
+    fn the_smallest_depth_along_the_path_caps_the_planned_outstanding_io() {
+        let need = QueueNeed {
+            sessions: 16.0,
+            iops: 2500.0,
+            engine_depth: 10_000.0,
+        };
+        assert_eq!(need.outstanding(), 50);
+        let c = queue_depth_check("x", Some(&disk("write through", 256, None)), &need, 0);
+        assert_eq!(c.status, DoctorStatus::Warn);
+        assert!(c.fact.contains("caps it at 32"), "{}", c.fact);
+        let low = QueueNeed {
+            iops: 500.0,
+            ..need
+        };
+        assert_eq!(low.outstanding(), 16);
+        let c = queue_depth_check("x", Some(&disk("write through", 256, None)), &low, 0);
+        assert_eq!(c.status, DoctorStatus::Ok);
+        // Never more than the engine keeps outstanding.
+        let capped = QueueNeed {
+            engine_depth: 20.0,
+            ..need
+        };
+        assert_eq!(capped.outstanding(), 20);
+    }
+
+    /// Multipath: two paths of depth 16 carry 32 together, less than the 50 wanted.
+    #[test]
+    fn a_stacked_device_is_capped_by_the_devices_under_it_together() {
+        let need = QueueNeed {
+            sessions: 16.0,
+            iops: 2500.0,
+            engine_depth: 10_000.0,
+        };
+        let path = |name: &str| mbx_io::probe::SlaveQueue {
+            name: name.into(),
+            nr_requests: Some(256),
+            scsi_queue_depth: Some(16),
+        };
+        let mut dm = disk("write through", 128, None);
+        dm.kind = DeviceKind::DeviceMapper;
+        dm.scsi_queue_depth = None;
+        dm.slaves = vec!["sdb".into(), "sdc".into()];
+        dm.slave_queues = vec![path("sdb"), path("sdc")];
+        let c = queue_depth_check("x", Some(&dm), &need, 0);
+        assert_eq!(c.status, DoctorStatus::Warn, "{}", c.fact);
+        assert!(c.fact.contains("together 32"), "{}", c.fact);
+        dm.slave_queues.push(path("sdd"));
+        dm.slave_queues.push(path("sde"));
+        assert_eq!(
+            queue_depth_check("x", Some(&dm), &need, 0).status,
+            DoctorStatus::Ok
+        );
+    }
+
+    #[test]
+    fn capacity_fails_short_warns_without_the_reserve_and_passes_with_it() {
+        let mib = 1u64 << 20;
+        let c = |free| capacity_check("x", 100 * mib, 100 * mib, Some(free), "").status;
+        assert_eq!(c(99 * mib), DoctorStatus::Fail);
+        assert_eq!(c(110 * mib), DoctorStatus::Warn);
+        assert_eq!(c(125 * mib), DoctorStatus::Ok);
+        assert_eq!(
+            capacity_check("x", 1, 1, None, "").status,
+            DoctorStatus::Unknown
+        );
+    }
+
+    #[test]
+    fn a_partition_off_the_mebibyte_grid_warns() {
+        let at = |s| alignment_check("x", Some(&disk("write back", 64, Some(s)))).status;
+        assert_eq!(at(63), DoctorStatus::Warn);
+        assert_eq!(at(2048), DoctorStatus::Ok);
+    }
+
+    #[test]
+    fn pvscsi_points_to_the_tintri_measurement() {
+        let host = HostFacts {
+            cpus: Some(4),
+            hypervisor: Some(true),
+            sys_vendor: Some("VMware, Inc.".into()),
+            product_name: Some("VMware Virtual Platform".into()),
+            memory_total_bytes: None,
+            memory_available_bytes: None,
+            clock_synced: Some(true),
+        };
+        let c = virtualization_check(
+            &host,
+            &[("sda".into(), vec!["sd".into(), "vmw_pvscsi".into()])],
+        );
+        assert_eq!(c.status, DoctorStatus::Warn);
+        assert!(c.why.contains("Tintri"));
+        let c = virtualization_check(&host, &[("sda".into(), vec!["sd".into(), "mptsas".into()])]);
+        assert_eq!(c.status, DoctorStatus::Ok);
+    }
+}

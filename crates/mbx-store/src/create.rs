@@ -518,6 +518,11 @@ fn check_logs(spec: &DatabaseSpec, params: &CreateParams) -> Result<(), StoreErr
     }
     for generation in list_log_generations(&spec.log_dir)? {
         let log = spec.log_dir.join(log_file_name(generation));
+        // An empty file holds nothing to lose: a run that stopped (disk full, crash) after
+        // creating a log file and before its header was written leaves one.
+        if std::fs::metadata(&log).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            continue;
+        }
         let mut head = vec![0u8; LOG_SECTOR];
         let ok = std::fs::File::open(&log)
             .and_then(|f| platform::read_exact_at(&f, &mut head, 0))
@@ -900,6 +905,7 @@ fn create_logs(
 ) -> Result<(), StoreError> {
     let dir = &spec.log_dir;
     std::fs::create_dir_all(dir).map_err(|e| mbx_io::IoError::new("create directory", dir, e))?;
+    drop_empty_newest_logs(dir)?;
     let state = describe_log_dir(dir, database_id)?;
     if !params.force && log_is_usable(&state) {
         return Ok(());
@@ -931,6 +937,21 @@ fn create_logs(
     c.encode(&mut image[off..off + SLOT]);
     f.write_all_at(&image, 0)?;
     f.sync_all()?;
+    Ok(())
+}
+
+/// Deletes the newest log files while they are empty: a run that stopped after creating the
+/// next generation's file and before writing its header (the disk filled, or a crash) leaves
+/// one. It holds no record, so the log ends before it and the next run creates it again.
+fn drop_empty_newest_logs(dir: &Path) -> Result<(), StoreError> {
+    for generation in list_log_generations(dir)?.into_iter().rev() {
+        let path = dir.join(log_file_name(generation));
+        let meta = std::fs::metadata(&path).map_err(|e| mbx_io::IoError::new("stat", &path, e))?;
+        if !meta.is_file() || meta.len() != 0 {
+            break;
+        }
+        std::fs::remove_file(&path).map_err(|e| mbx_io::IoError::new("delete", &path, e))?;
+    }
     Ok(())
 }
 

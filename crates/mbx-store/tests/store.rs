@@ -442,6 +442,13 @@ fn prepare_adopts_a_usable_log_and_restarts_a_broken_one() {
     );
     assert_eq!(state.checkpoint, Some(ran));
     assert_eq!(state.next_generation(), 5);
+    // The disk filled (or the run crashed) after generation 5's file was created and before
+    // its header was written: the empty file is not a foreign one, and the log still ends at 4.
+    std::fs::write(logs.join(mbx_store::log::log_file_name(5)), b"").expect("empty");
+    run(&specs, &params, None).0.expect("attached");
+    let state = describe_log_dir(logs, db).expect("describe");
+    assert_eq!(state.generations, vec![3, 4], "the empty file is dropped");
+    assert_eq!(state.checkpoint, Some(ran));
     // A generation the checkpoint needs is lost: the log cannot be continued and starts again.
     std::fs::remove_file(logs.join(mbx_store::log::log_file_name(3))).expect("lose");
     run(&specs, &params, None).0.expect("attached");

@@ -334,12 +334,17 @@ fn run_records_the_fast_subset() {
     let db = dir.join("db").to_string_lossy().into_owned();
     let log = dir.join("log").to_string_lossy().into_owned();
     let out = dir.join("out").to_string_lossy().into_owned();
+    let fast = dir.join("fast.toml");
+    std::fs::write(&fast, crate::common::FAST).expect("config");
+    let fast = fast.to_string_lossy().into_owned();
     let run = mbx(&[
         "run",
+        "--config",
+        &fast,
         "--mailboxes",
-        "20",
+        "8",
         "--quota-mb",
-        "10",
+        "1",
         "--databases",
         "1",
         "--threads",

@@ -11,9 +11,9 @@ fn find_max_writes_its_curve_and_answers_or_says_none_passed() {
         &[
             "find-max",
             "--mailboxes",
-            "64",
+            "16",
             "--iops-per-mailbox",
-            "0.5",
+            "2",
             "--quota-mb",
             "1",
             "--databases",
@@ -35,8 +35,8 @@ fn find_max_writes_its_curve_and_answers_or_says_none_passed() {
     let steps = f["steps"].as_array().cloned().unwrap_or_default();
     let search = steps.iter().filter(|s| s["confirmation"] != true).count();
     assert!((1..=3).contains(&search), "{f}");
-    // The ramp starts at the profile's count: 64 mailboxes x 0.5 = 32 IOPS.
-    assert_eq!(steps[0]["mailboxes"], 64);
+    // The ramp starts at the profile's count: 16 mailboxes x 2 = 32 IOPS.
+    assert_eq!(steps[0]["mailboxes"], 16);
     assert_eq!(steps[0]["target_iops"], 32.0);
     match f["mailboxes"].as_u64() {
         Some(m) => {

@@ -14,7 +14,7 @@ use crate::common::{scratch, signal, Scratch};
 const SSHD: &str = "/usr/sbin/sshd";
 
 /// Small, fast runs (as run.rs's): a one-second settle, generous thresholds.
-const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.9\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n";
+use crate::common::FAST;
 
 /// sshd daemons and the files to reach them; the daemons (and their sessions) are killed on drop.
 struct Lab {

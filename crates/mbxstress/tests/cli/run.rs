@@ -13,7 +13,7 @@ use crate::common::{mbx_in, scratch};
 /// a one-second settle, and latency and IOPS thresholds generous enough that other tests loading
 /// the same disk cannot fail them (a disk stall of a second costs a 3-second run a third of its
 /// I/O; 10% of the target passes). The verdict logic has its own tests (threshold failure, latency fault, paced IOPS).
-const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.9\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n";
+use crate::common::FAST;
 
 /// A passing 3-second run: 8 mailboxes x 5 IOPS on 2 databases of 8 MiB (40 IOPS target).
 pub(crate) fn small_run(dir: &std::path::Path, out: &str, extra: &[&str]) -> crate::common::Run {

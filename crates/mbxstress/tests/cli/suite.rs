@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use crate::common::{mbx_in, scratch, Run};
 
 /// A one-second settle and thresholds no loaded disk can fail (as `run.rs`'s small runs).
-pub(crate) const FAST: &str = "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.9\ndb_read_avg_ms = 10000\ndb_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n";
+pub(crate) use crate::common::FAST;
 
 const FOLDERS: [&str; 5] = [
     "1-performance",

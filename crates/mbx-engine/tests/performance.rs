@@ -297,7 +297,8 @@ fn fewer_mailboxes_than_databases_and_tiny_databases_complete() {
 #[test]
 fn the_log_of_a_run_is_continuous_and_the_database_matches_it() {
     let (mut cfg, dbs, _dir) = setup("log", 1, 8);
-    cfg.profile.iops_per_mailbox = 3.0; // several log files within the test
+    cfg.profile.iops_per_mailbox = 2.0; // several log files within the test
+    cfg.duration_s = 3.0;
     cfg.circular_logging = false; // keep every file to scan it
     let db = &dbs[0];
     let id = db.header.database_id;

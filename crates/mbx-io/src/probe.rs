@@ -209,14 +209,18 @@ impl Drop for TempFile {
 
 /// Measures write-through writes as the log writer issues them: up to `writes` sequential 4 KiB
 /// writes with O_DIRECT | O_DSYNC on Linux (O_DSYNC alone where O_DIRECT is refused; elsewhere a
-/// data sync after each write) into a new temporary file in `dir` (written once first, as a log
-/// file is preallocated, so the probe measures data writes, not block allocation), stopping
-/// early after `budget`. The file is removed afterwards; nothing else in `dir` is touched.
+/// data sync after each write) into a new temporary file in `dir` of at most a log file's size
+/// (1 MiB; written once first, as a log file is preallocated, so the probe measures data writes,
+/// not block allocation; more writes than it holds wrap around to its start), stopping early
+/// after `budget`. The file is removed afterwards; nothing else in `dir` is touched.
 pub fn write_through_probe(dir: &Path, writes: u32, budget: Duration) -> io::Result<ProbeResult> {
     const SIZE: usize = 4096;
+    /// Blocks in the file: 1 MiB, a log file.
+    const BLOCKS: u32 = 256;
     let writes = writes.max(1);
+    let blocks = writes.min(BLOCKS);
     let path = dir.join(format!(".mbxstress-doctor-{}.tmp", std::process::id()));
-    let total = SIZE.saturating_mul(writes as usize);
+    let total = SIZE.saturating_mul(blocks as usize);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -234,7 +238,7 @@ pub fn write_through_probe(dir: &Path, writes: u32, budget: Duration) -> io::Res
     let mut lat = Vec::with_capacity(writes as usize);
     let started = Instant::now();
     for i in 0..writes {
-        let offset = u64::from(i) * SIZE as u64;
+        let offset = u64::from(i % blocks) * SIZE as u64;
         let t = Instant::now();
         crate::platform::write_all_at(&file, buf.as_slice(), offset)?;
         #[cfg(not(target_os = "linux"))]
@@ -610,5 +614,26 @@ mod linux {
             assert_eq!(meminfo_kib(t, "MemTotal:"), Some(24_684_096));
             assert_eq!(meminfo_kib(t, "Nope:"), None);
         }
+    }
+}
+
+#[cfg(test)]
+mod probe_tests {
+    use super::*;
+
+    /// More writes than a log file holds wrap within it: every write is made, and the
+    /// temporary file is gone afterwards.
+    #[test]
+    fn the_probe_wraps_within_a_log_file_and_leaves_nothing() {
+        let dir = tempfile::Builder::new()
+            .prefix("mbx-probe-")
+            .tempdir()
+            .expect("scratch");
+        let r = write_through_probe(dir.path(), 300, Duration::from_secs(60)).expect("probe");
+        assert_eq!(r.writes, 300);
+        assert_eq!(r.write_bytes, 4096);
+        assert!(r.median_us > 0.0 && r.p99_us >= r.median_us, "{r:?}");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).expect("list").collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 }

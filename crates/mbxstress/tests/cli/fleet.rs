@@ -147,7 +147,7 @@ const RUN_FLAGS: [&str; 20] = [
     "--iops-per-mailbox",
     "5",
     "--quota-mb",
-    "2",
+    "1",
     "--databases",
     "1",
     "--sample-interval",

@@ -513,7 +513,10 @@ fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
     // stops.
     let filler = fs.mnt.join("filler");
     let mut f = std::fs::File::create(&filler).expect("filler");
-    let chunk = vec![0x5Au8; 1 << 20];
+    // MiB chunks until the first one fails, then 4 KiB ones: a write that fails for want of space
+    // is still charged to the writer (as bytes written, then cancelled), and the suite's write
+    // budget counts it.
+    let mut chunk = vec![0x5Au8; 1 << 20];
     let started = Instant::now();
     let mut child = child;
     // Drain the event stream while waiting, so a full pipe can never block the run.
@@ -525,6 +528,7 @@ fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
     });
     let status = loop {
         while std::io::Write::write_all(&mut f, &chunk).is_ok() {}
+        chunk.truncate(4096);
         let _ = f.sync_all();
         if let Some(s) = child.try_wait().expect("wait") {
             break s;

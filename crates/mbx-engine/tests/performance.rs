@@ -110,7 +110,7 @@ fn plant_checkpoint(db: &PreparedDatabase, sequence: u64) -> mbx_store::checkpoi
 
 #[test]
 fn passing_run_has_the_model_shape_and_consistent_totals() {
-    let (mut cfg, dbs, _dir) = setup("pass", 2, 16);
+    let (mut cfg, dbs, _dir) = setup("pass", 2, 8);
     cfg.cache.checkpoint_interval_s = 1.0;
     // An earlier run left checkpoint sequence 1001: this run's checkpoints must outrank it.
     let earlier = plant_checkpoint(&dbs[0], 1001);

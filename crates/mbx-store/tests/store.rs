@@ -526,11 +526,11 @@ fn sync_engine_and_buffered_io_work_too() {
 #[test]
 fn resume_needs_only_the_missing_space() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (specs, params) = setup(dir.path(), 1, 16);
-    // EIO on the 13th 1 MiB write: 12 MiB written, the header's watermark still 0.
+    let (specs, params) = setup(dir.path(), 1, 8);
+    // EIO on the 6th 1 MiB write: 5 MiB written, the header's watermark still 0.
     let wrap = faults(
         FaultRule::new(Some(IoOp::Write), FaultKind::Error(5))
-            .after(12)
+            .after(5)
             .times(1),
     );
     run(&specs, &params, Some(&wrap))
@@ -546,7 +546,7 @@ fn resume_needs_only_the_missing_space() {
     let log_and_checkpoint =
         (mbx_store::log::LOG_FILE_SIZE + 2 * mbx_store::checkpoint::SLOT) as u64;
     assert!(
-        needed <= (5 << 20) + log_and_checkpoint,
+        needed <= (4 << 20) + log_and_checkpoint,
         "asks for {} MiB again",
         needed >> 20
     );

@@ -150,7 +150,7 @@ fn stress_runs_the_workload_then_checksums_every_page() {
             "--iops-per-mailbox",
             "10",
             "--quota-mb",
-            "2",
+            "1",
             "--databases",
             "1",
             "--duration",
@@ -178,11 +178,11 @@ fn stress_runs_the_workload_then_checksums_every_page() {
     assert_eq!(r["instances"].as_array().map(Vec::len), Some(1));
     assert!(r["achieved_iops"].as_f64().expect("iops") > 0.0);
     let rows = r["checksum"].as_array().expect("checksum rows");
-    // The database file (4 MiB of data pages and 2 header pages), then its log folder.
+    // The database file (2 MiB of data pages and 2 header pages), then its log folder.
     assert_eq!(rows.len(), 2, "{rows:?}");
     for (k, row) in rows.iter().enumerate() {
         if k % 2 == 0 {
-            assert_eq!(row["seen_pages"], 128 + 2, "{row}");
+            assert_eq!(row["seen_pages"], 64 + 2, "{row}");
         } else {
             assert!(row["seen_pages"].as_u64().expect("pages") >= 32, "{row}");
         }

@@ -1,8 +1,8 @@
 //! `mbxstress run` end to end: small databases, seconds-long runs (a config file shortens the
 //! dirty-page age so the settle phase takes one second).
 //!
-//! Databases are 8 MiB each (a few mailboxes x 2 MB quota), never the 500 MiB demo default: a run
-//! writes about 20 MiB. Targets are 40 IOPS: few I/Os per session, so the sessions keep up even
+//! Databases are 4 MiB each (a few mailboxes x 1 MB quota), never the 500 MiB demo default: a run
+//! writes about 10 MiB. Targets are 40 IOPS: few I/Os per session, so the sessions keep up even
 //! when the disk is slow because the whole suite (and anything else on the machine) loads it.
 
 use std::time::Duration;
@@ -15,7 +15,7 @@ use crate::common::{mbx_in, scratch};
 /// I/O; 10% of the target passes). The verdict logic has its own tests (threshold failure, latency fault, paced IOPS).
 use crate::common::FAST;
 
-/// A passing 3-second run: 8 mailboxes x 5 IOPS on 2 databases of 8 MiB (40 IOPS target).
+/// A passing 3-second run: 8 mailboxes x 5 IOPS on 2 databases of 4 MiB (40 IOPS target).
 pub(crate) fn small_run(dir: &std::path::Path, out: &str, extra: &[&str]) -> crate::common::Run {
     std::fs::write(dir.join("fast.toml"), FAST).expect("write config");
     let mut args = vec![
@@ -29,7 +29,7 @@ pub(crate) fn small_run(dir: &std::path::Path, out: &str, extra: &[&str]) -> cra
         "--iops-per-mailbox",
         "5",
         "--quota-mb",
-        "2",
+        "1",
         "--databases",
         "2",
         "--duration",
@@ -164,7 +164,7 @@ fn failed_threshold_exits_1_with_the_failing_check() {
             "--iops-per-mailbox",
             "10",
             "--quota-mb",
-            "2",
+            "1",
             "--databases",
             "1",
             "--duration",
@@ -237,7 +237,7 @@ fn ctrl_c_writes_a_partial_result() {
             "--iops-per-mailbox",
             "10",
             "--quota-mb",
-            "2",
+            "1",
             "--databases",
             "1",
             "--duration",
@@ -295,7 +295,7 @@ fn closed_stdout_is_not_a_crash() {
             "--iops-per-mailbox",
             "10",
             "--quota-mb",
-            "2",
+            "1",
             "--databases",
             "1",
             "--duration",
@@ -323,7 +323,7 @@ fn closed_stdout_is_not_a_crash() {
     );
 }
 
-/// Soft Recovery end to end on 8 MiB databases: 1 log file per database generated (each costs
+/// Soft Recovery end to end on 4 MiB databases: 1 log file per database generated (each costs
 /// some 25 MB of log and page writes here; the replay logic has its simulated tests), the
 /// databases stopped dirty, the logs replayed; rows, seconds per log, summary and report table.
 #[test]

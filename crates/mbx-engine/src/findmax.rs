@@ -159,6 +159,7 @@ pub fn find_max(
                     outcome(s)
                 )
             },
+            kept_up_passes: false,
         },
         observer,
         cancel,
@@ -332,6 +333,7 @@ pub fn find_max_iops(
                     outcome(s)
                 )
             },
+            kept_up_passes: false,
         },
         observer,
         cancel,

@@ -313,6 +313,7 @@ fn tuning_steps_round_trip_and_are_reported() {
             vec!["achieved_transactional_iops".into()]
         },
         confirmation: false,
+        kept_up: false,
     };
     let mut r = result();
     let plain = serde_json::to_value(&r).expect("json");

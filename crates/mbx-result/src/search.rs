@@ -40,6 +40,12 @@ pub struct SearchStep {
     /// find-max: a confirmation of the answer (a longer run at it), not a search step.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub confirmation: bool,
+    /// Tuning: the step missed the IOPS target and nothing else, while every transaction that
+    /// came due found a session (none dropped, the margin's share started at most late), so it
+    /// counts as passed: the shortfall is counting noise over a short step, not a lack of
+    /// sessions more of them would fix.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept_up: bool,
 }
 
 impl SearchStep {
@@ -70,7 +76,19 @@ impl SearchStep {
                 .map(|c| c.name.clone())
                 .collect(),
             confirmation: false,
+            kept_up: false,
         }
+    }
+
+    /// Whether the sessions of `r` took every transaction that came due in its measured phase:
+    /// none dropped, and at least (1 - the IOPS margin) of them started.
+    pub fn sessions_kept_up(r: &RunResult) -> bool {
+        r.pacing.as_ref().is_some_and(|p| {
+            let margin = r.config.thresholds.iops_margin.clamp(0.0, 1.0);
+            p.transactions_dropped == 0
+                && p.transactions_arrived > 0
+                && p.transactions_started as f64 >= p.transactions_arrived as f64 * (1.0 - margin)
+        })
     }
 }
 

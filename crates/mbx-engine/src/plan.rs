@@ -195,8 +195,10 @@ impl Plan {
     }
 
     /// One step of automatic tuning or find-max: attain the cache prerequisite, wait until read
-    /// latency is stable ([`PhaseSpec::Stabilize`], which also waits out the attain phase's
-    /// dirty pages), measure for `cfg.duration_s`, shut down.
+    /// latency is stable ([`PhaseSpec::Stabilize`]), measure for `cfg.duration_s`, shut down.
+    /// The stability wait is at least its windows (4 x a quarter of the step, within 0.25..5 s
+    /// each); a step shorter than about a dirty-page age (15 s) can measure the flush of the
+    /// pages the attain phase dirtied (docs/method.md, "Short steps at small targets").
     pub fn search_step(cfg: &RunConfig) -> Plan {
         let t = &cfg.tuning;
         let window = t.window_for(cfg.duration_s);

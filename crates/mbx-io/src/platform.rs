@@ -26,6 +26,14 @@ pub(crate) fn windows_open_flags(mode: crate::OpenMode) -> u32 {
     flags
 }
 
+/// How direct (unbuffered) I/O is named on this OS, for messages: `O_DIRECT`, or on Windows the
+/// flag that gives it, `NO_BUFFERING`.
+pub const DIRECT_IO_NAME: &str = if cfg!(windows) {
+    "NO_BUFFERING"
+} else {
+    "O_DIRECT"
+};
+
 /// Bytes available to unprivileged users on the filesystem holding `path` (Windows: to the
 /// caller, per quota, on the volume of `path` or of its nearest existing folder).
 pub fn free_space(path: &Path) -> io::Result<u64> {

@@ -122,6 +122,23 @@ pub fn try_lock(f: &File, exclusive: bool) -> io::Result<bool> {
     }
 }
 
+/// Runs `f` when the console window is closed, or the user logs off or the system shuts down
+/// (Windows: a `SetConsoleCtrlHandler` handler that then holds the process up to 4.5 s, of the 5 s
+/// Windows allows, so the work can stop cleanly and write its results; Ctrl-C and Ctrl-Break are
+/// left to the other handlers). Returns false where there is nothing to do (elsewhere: SIGHUP
+/// and SIGTERM are signals) or a callback was already registered.
+pub fn on_console_close(f: impl Fn() + Send + Sync + 'static) -> io::Result<bool> {
+    #[cfg(windows)]
+    {
+        windows::on_console_close(Box::new(f))
+    }
+    #[cfg(not(windows))]
+    {
+        let _ = f;
+        Ok(false)
+    }
+}
+
 /// Opens a directory for reading, to hold a lock on it ([`try_lock`]): Windows opens folders only
 /// with FILE_FLAG_BACKUP_SEMANTICS.
 pub fn open_dir(path: &Path) -> io::Result<File> {

@@ -10,7 +10,8 @@
 #    which puts the bcryptprimitives.dll stand-in next to each .exe: Wine 8 lacks that DLL).
 # 3. Builds the release mbxstress.exe once and, under Wine: prepare + verify of two small
 #    databases at a Windows path (Z:\...\db, no --map-path), a short run writing result.json and
-#    report.html, the safety checks (a foreign file refused, the free-space check), and iobench.
+#    report.html, then report, compare, esrp and size, the safety checks (a foreign file refused,
+#    the free-space check), a Jetstress XML with drive paths used as written, and iobench.
 #    Wine emulates Windows on Linux: its figures measure Wine, not Windows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,6 +81,12 @@ expect "0 1" "result.json" -- run --mailboxes 8 --iops-per-mailbox 1 --quota-mb 
 test -s out/result.json && test -s out/report.html
 grep -q '"engine": *"iocp"' out/result.json || { echo "result.json does not say engine iocp" >&2; exit 1; }
 echo "ok: out/result.json and out/report.html written, engine iocp"
+# The other commands on that result: report (HTML and CSV again), compare, esrp; and size.
+mbx report "$win\\out" --out "$win\\rep" >/dev/null
+test -s rep/report.html && test -s rep/instances.csv
+expect 0 "iops" -- compare "$win\\out\\result.json" "$win\\out\\result.json"
+expect 0 "transfers/s" -- esrp "$win\\out\\result.json"
+expect 0 "16,000 mailboxes" -- size --example tintri
 # Safety: a file that is not ours is refused without --force, and left as it was.
 mkdir foreign && printf 'user data' >foreign/mbxstress001.edb
 expect 2 "--force" -- prepare --mailboxes 8 --quota-mb 1 --databases 1 \

@@ -253,7 +253,8 @@ impl IocpQueue {
     }
 
     /// One call to the port: waits up to `wait_ms` for at least one packet, takes up to
-    /// [`BATCH`]; returns the completions delivered (packets taken, for the batch test).
+    /// [`BATCH`]; returns the completions delivered and the packets taken (a full batch means
+    /// more may be waiting).
     fn take(
         &mut self,
         wait_ms: u32,

@@ -161,19 +161,24 @@ pub enum IoBackend {
     #[cfg_attr(target_os = "linux", default)]
     IoUring,
     /// Portable: `depth` threads doing positional reads and writes.
-    #[cfg_attr(not(target_os = "linux"), default)]
+    #[cfg_attr(not(any(target_os = "linux", windows)), default)]
     Sync,
+    /// Windows overlapped I/O on an I/O completion port: one thread keeps `depth` requests in
+    /// flight and reaps completions in batches (default on Windows).
+    #[cfg_attr(windows, default)]
+    Iocp,
 }
 
 impl IoBackend {
     /// Every backend.
-    pub const ALL: [IoBackend; 2] = [IoBackend::IoUring, IoBackend::Sync];
+    pub const ALL: [IoBackend; 3] = [IoBackend::IoUring, IoBackend::Sync, IoBackend::Iocp];
 
-    /// The name used in flags and results: "io_uring", "sync".
+    /// The name used in flags and results: "io_uring", "sync", "iocp".
     pub fn name(self) -> &'static str {
         match self {
             IoBackend::IoUring => "io_uring",
             IoBackend::Sync => "sync",
+            IoBackend::Iocp => "iocp",
         }
     }
 
@@ -182,6 +187,7 @@ impl IoBackend {
         match self {
             IoBackend::IoUring => &["io-uring", "iouring"],
             IoBackend::Sync => &["psync", "threads"],
+            IoBackend::Iocp => &["windowsaio"],
         }
     }
 
@@ -190,6 +196,9 @@ impl IoBackend {
         match self {
             IoBackend::IoUring => "Linux io_uring (the default on Linux)",
             IoBackend::Sync => "portable thread pool of positional reads and writes",
+            IoBackend::Iocp => {
+                "Windows overlapped I/O on a completion port (the default on Windows)"
+            }
         }
     }
 }
@@ -315,10 +324,13 @@ mod tests {
         let e = "posix".parse::<IoBackend>().expect_err("unknown");
         assert_eq!(
             e.to_string(),
-            "unknown I/O backend `posix`: expected io_uring, sync"
+            "unknown I/O backend `posix`: expected io_uring, sync, iocp"
         );
         let e = toml::from_str::<Wrap<IoBackend>>("v = \"posix\"").expect_err("unknown");
-        assert!(e.to_string().contains("expected io_uring, sync"), "{e}");
+        assert!(
+            e.to_string().contains("expected io_uring, sync, iocp"),
+            "{e}"
+        );
     }
 
     #[derive(Debug, Deserialize)]

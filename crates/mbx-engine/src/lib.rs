@@ -1392,6 +1392,8 @@ fn hostname() -> String {
         .ok()
         .filter(|s| !s.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
+        // Windows names the computer in the environment.
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
         .unwrap_or_else(|| "unknown".into())
 }
 

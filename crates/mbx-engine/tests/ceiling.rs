@@ -5,7 +5,9 @@
 //! simulator's work (the `SimQueue` and `SimDevice`, standing in for the kernel and the device),
 //! and without it (the CPU spent inside the queue's calls is measured and taken off).
 //! `bench/ceiling.sh` runs it in release and keeps the figures; the test itself asserts only that
-//! the run is complete and correct (no timed assertion: the machine is shared).
+//! the run is complete and correct (no timed assertion: the machine is shared). Unix only: it reads
+//! the CPU clocks through rustix.
+#![cfg(unix)]
 
 #[path = "support/simdb.rs"]
 mod simdb;

@@ -1,5 +1,6 @@
 //! Files opened for testing: O_DIRECT by default, optional write-through (O_DSYNC), and the
-//! synchronous operations every backend shares (size, sync, set_len).
+//! synchronous operations every backend shares (size, sync, set_len). On Windows the same modes
+//! are FILE_FLAG_NO_BUFFERING and FILE_FLAG_WRITE_THROUGH.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -64,6 +65,11 @@ impl IoFile {
                 flags |= libc::O_DSYNC;
             }
             o.custom_flags(flags);
+        }
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::OpenOptionsExt;
+            o.custom_flags(crate::platform::windows_open_flags(mode));
         }
         let file = o.open(path).map_err(|e| IoError::new("open", path, e))?;
         Ok(IoFile {

@@ -7,6 +7,8 @@
 //! - [`EngineKind::IoUring`] (Linux, default): one thread, up to `depth` requests in flight, one
 //!   system call per batch.
 //! - [`EngineKind::Sync`] (portable): `depth` threads doing positional reads and writes.
+//! - [`EngineKind::Iocp`] (Windows, default): overlapped I/O on an I/O completion port, one
+//!   thread, completions reaped in batches (`GetQueuedCompletionStatusEx`).
 //! - [`FaultQueue`]: wraps either and injects errors, short or torn transfers, latency, bit flips.
 //! - [`sim::SimQueue`]: a simulated device in virtual time ([`sim`]), for deterministic engine
 //!   tests: seeded latencies, fault rules, and a crash that keeps only what was made durable.
@@ -27,6 +29,8 @@ mod clock;
 mod fault;
 mod file;
 mod hist;
+#[cfg(windows)]
+mod iocp;
 pub mod platform;
 pub mod probe;
 mod queue;

@@ -1,14 +1,51 @@
-//! The operating-system specific pieces, behind portable functions. Linux (and other Unix) now;
-//! a Windows build needs these functions and a queue backend, nothing else.
+//! The operating-system specific pieces, behind portable functions: Linux (and other Unix), and
+//! Windows (`platform/windows.rs`, Win32 through `windows-sys`).
 
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Bytes available to unprivileged users on the filesystem holding `path`.
+#[cfg(windows)]
+mod windows;
+
+/// The CreateFile flags of an [`crate::OpenMode`] on Windows: FILE_FLAG_NO_BUFFERING for direct
+/// I/O (sector-aligned offsets, lengths and buffers, as O_DIRECT), FILE_FLAG_WRITE_THROUGH for
+/// write-through (each write on stable storage when it completes: the log files).
+#[cfg(windows)]
+pub(crate) fn windows_open_flags(mode: crate::OpenMode) -> u32 {
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_FLAG_NO_BUFFERING, FILE_FLAG_WRITE_THROUGH,
+    };
+    let mut flags = 0;
+    if mode.direct {
+        flags |= FILE_FLAG_NO_BUFFERING;
+    }
+    if mode.write_through {
+        flags |= FILE_FLAG_WRITE_THROUGH;
+    }
+    flags
+}
+
+/// How direct (unbuffered) I/O is named on this OS, for messages: `O_DIRECT`, or on Windows the
+/// flag that gives it, `NO_BUFFERING`.
+pub const DIRECT_IO_NAME: &str = if cfg!(windows) {
+    "NO_BUFFERING"
+} else {
+    "O_DIRECT"
+};
+
+/// Bytes available to unprivileged users on the filesystem holding `path` (Windows: to the
+/// caller, per quota, on the volume of `path` or of its nearest existing folder).
 pub fn free_space(path: &Path) -> io::Result<u64> {
-    let s = rustix::fs::statvfs(path).map_err(io::Error::from)?;
-    Ok(s.f_bavail.saturating_mul(s.f_frsize))
+    #[cfg(unix)]
+    {
+        let s = rustix::fs::statvfs(path).map_err(io::Error::from)?;
+        Ok(s.f_bavail.saturating_mul(s.f_frsize))
+    }
+    #[cfg(windows)]
+    {
+        windows::free_space(path)
+    }
 }
 
 /// An identifier of the filesystem (device) holding `path`, to add up space needs per filesystem.
@@ -18,44 +55,49 @@ pub fn filesystem_id(path: &Path) -> io::Result<u64> {
         use std::os::unix::fs::MetadataExt;
         Ok(std::fs::metadata(path)?.dev())
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
     {
-        let _ = path;
-        Ok(0)
+        windows::filesystem_id(path)
     }
 }
 
-/// True if `path` is a block device.
+/// True if `path` is a block device (Windows: a raw disk or volume in the device namespace,
+/// `\\.\PhysicalDrive1`, `\\.\E:`).
 pub fn is_block_device(path: &Path) -> io::Result<bool> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
         Ok(std::fs::metadata(path)?.file_type().is_block_device())
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
     {
-        let _ = path;
-        Ok(false)
+        if windows::is_device_path(path) {
+            return Ok(true);
+        }
+        // A missing path is an error, as on Unix.
+        std::fs::metadata(path).map(|_| false)
     }
 }
 
 /// Bytes actually allocated on disk for a file (a sparse file holds fewer than its length).
 pub fn allocated_bytes(path: &Path) -> io::Result<u64> {
-    let meta = std::fs::metadata(path)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        Ok(meta.blocks().saturating_mul(512))
+        Ok(std::fs::metadata(path)?.blocks().saturating_mul(512))
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
     {
-        Ok(meta.len())
+        windows::allocated_bytes(path)
     }
 }
 
 /// Takes an advisory lock on an open file or directory without waiting: exclusive, or shared
 /// (several readers). Returns false if another open file holds a conflicting lock. The lock lives
 /// as long as `f` is open, and the OS drops it when the process dies (even on kill -9).
+/// Windows: `LockFileEx` on one byte far past the end of the file (locked bytes cannot be read or
+/// written through other handles there, so the data itself is never locked); directories cannot
+/// be byte-range locked on Windows, so a directory's lock always succeeds there.
 pub fn try_lock(f: &File, exclusive: bool) -> io::Result<bool> {
     #[cfg(unix)]
     {
@@ -71,10 +113,47 @@ pub fn try_lock(f: &File, exclusive: bool) -> io::Result<bool> {
             Err(e) => Err(io::Error::from(e)),
         }
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
     {
-        let _ = (f, exclusive);
-        Ok(true)
+        if f.metadata()?.is_dir() {
+            return Ok(true);
+        }
+        windows::try_lock(f, exclusive)
+    }
+}
+
+/// Runs `f` when the console window is closed, or the user logs off or the system shuts down
+/// (Windows: a `SetConsoleCtrlHandler` handler that then holds the process up to 4.5 s, of the 5 s
+/// Windows allows, so the work can stop cleanly and write its results; Ctrl-C and Ctrl-Break are
+/// left to the other handlers). Returns false where there is nothing to do (elsewhere: SIGHUP
+/// and SIGTERM are signals) or a callback was already registered.
+pub fn on_console_close(f: impl Fn() + Send + Sync + 'static) -> io::Result<bool> {
+    #[cfg(windows)]
+    {
+        windows::on_console_close(Box::new(f))
+    }
+    #[cfg(not(windows))]
+    {
+        let _ = f;
+        Ok(false)
+    }
+}
+
+/// Opens a directory for reading, to hold a lock on it ([`try_lock`]): Windows opens folders only
+/// with FILE_FLAG_BACKUP_SEMANTICS.
+pub fn open_dir(path: &Path) -> io::Result<File> {
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_BACKUP_SEMANTICS;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+            .open(path)
+    }
+    #[cfg(not(windows))]
+    {
+        File::open(path)
     }
 }
 
@@ -222,9 +301,18 @@ pub fn allocate(f: &File, offset: u64, len: u64) -> io::Result<()> {
     }
 }
 
-/// CPU time (user + system) of the calling thread, from /proc on Linux (10 ms resolution);
-/// `None` elsewhere. Tests that must not depend on other processes' load measure with it.
+/// CPU time (user + system) of the calling thread, from /proc on Linux (10 ms resolution),
+/// `GetThreadTimes` on Windows; `None` elsewhere. Tests that must not depend on other processes'
+/// load measure with it.
 pub fn thread_cpu_time() -> Option<std::time::Duration> {
+    #[cfg(windows)]
+    return windows::thread_cpu_time();
+    #[cfg(not(windows))]
+    thread_cpu_time_proc()
+}
+
+#[cfg(not(windows))]
+fn thread_cpu_time_proc() -> Option<std::time::Duration> {
     let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
     // Fields after the command name (which may hold spaces), from field 3 (state) on; utime and
     // stime are fields 14 and 15, in clock ticks of 1/100 s.
@@ -255,9 +343,9 @@ pub fn cpu_times() -> (f64, f64) {
         let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
         (secs(usage.ru_utime), secs(usage.ru_stime))
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
     {
-        (0.0, 0.0)
+        windows::cpu_times()
     }
 }
 
@@ -275,9 +363,13 @@ pub fn system_cpu_ticks() -> Option<(u64, u64)> {
         let total: u64 = v.iter().sum();
         // idle + iowait are not busy.
         let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-        Some((total - idle, total))
+        Some((total.saturating_sub(idle), total))
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(windows)]
+    {
+        windows::system_cpu_ticks()
+    }
+    #[cfg(not(any(target_os = "linux", windows)))]
     {
         None
     }
@@ -290,9 +382,13 @@ pub fn available_memory_bytes() -> Option<u64> {
         let text = std::fs::read_to_string("/proc/meminfo").ok()?;
         let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
         let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kb * 1024)
+        Some(kb.saturating_mul(1024))
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(windows)]
+    {
+        windows::available_memory_bytes()
+    }
+    #[cfg(not(any(target_os = "linux", windows)))]
     {
         None
     }
@@ -305,9 +401,13 @@ pub fn peak_resident_memory_bytes() -> Option<u64> {
         let text = std::fs::read_to_string("/proc/self/status").ok()?;
         let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
         let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kb * 1024)
+        Some(kb.saturating_mul(1024))
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(windows)]
+    {
+        windows::peak_resident_memory_bytes()
+    }
+    #[cfg(not(any(target_os = "linux", windows)))]
     {
         None
     }
@@ -389,6 +489,7 @@ impl std::fmt::Display for DeviceUse {
 /// opens (the I/O queues) still work. Dropping it releases the device.
 #[derive(Debug)]
 pub struct DeviceClaim {
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     rdev: u64,
     /// `None` where the process already holds the device (see [`DeviceClaim::hold_for_process`])
     /// or the OS has no exclusive open.
@@ -440,7 +541,11 @@ pub fn claim_device(path: &Path) -> io::Result<DeviceStatus> {
     {
         linux_device::claim(path)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(windows)]
+    {
+        windows::claim(path)
+    }
+    #[cfg(not(any(target_os = "linux", windows)))]
     {
         if !is_block_device(path)? {
             return Ok(DeviceStatus::NotADevice);
@@ -613,7 +718,8 @@ mod linux_device {
 
 /// The volume a path is on: the mount point of the filesystem holding it (the longest mount
 /// point that is a prefix of the path, symlinks resolved as far as the path exists), or the path
-/// itself for a block device. `None` where mounts cannot be read (other platforms).
+/// itself for a block device (Windows: the volume path, `E:\\` or a mounted folder). `None`
+/// where mounts cannot be read (other platforms).
 pub fn volume_of(path: &Path) -> Option<String> {
     if is_block_device(path).unwrap_or(false) {
         return Some(path.display().to_string());
@@ -638,7 +744,11 @@ pub fn volume_of(path: &Path) -> Option<String> {
                 .map(|m| m.mount_point.as_str()),
         )
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(windows)]
+    {
+        windows::volume_path(path).ok()
+    }
+    #[cfg(not(any(target_os = "linux", windows)))]
     {
         None
     }

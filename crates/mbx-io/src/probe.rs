@@ -157,14 +157,22 @@ pub fn device_facts(path: &Path) -> io::Result<DeviceFacts> {
 
 /// The filesystem holding `path` (which must exist).
 pub fn fs_facts(path: &Path) -> io::Result<FsFacts> {
-    let st = rustix::fs::statvfs(path).map_err(io::Error::from)?;
+    #[cfg(unix)]
+    let (block_size, free_bytes) = {
+        let st = rustix::fs::statvfs(path).map_err(io::Error::from)?;
+        (Some(st.f_bsize), st.f_bavail.saturating_mul(st.f_frsize))
+    };
+    // Elsewhere (Windows) the free space only: the allocation unit is not asked for yet.
+    #[cfg(not(unix))]
+    let (block_size, free_bytes) = (None, crate::platform::free_space(path)?);
+    #[allow(unused_mut)] // filled in on Linux
     let mut facts = FsFacts {
         fs_type: None,
         mount_point: None,
         source: None,
         options: None,
-        block_size: Some(st.f_bsize),
-        free_bytes: Some(st.f_bavail.saturating_mul(st.f_frsize)),
+        block_size,
+        free_bytes: Some(free_bytes),
     };
     #[cfg(target_os = "linux")]
     {

@@ -340,6 +340,13 @@ pub fn open_queue(
             "io_uring is only available on Linux; use --engine sync".into(),
         )),
         EngineKind::Sync => Ok(Box::new(crate::threads::ThreadQueue::new(files, depth))),
+        #[cfg(windows)]
+        EngineKind::Iocp => Ok(Box::new(crate::iocp::IocpQueue::new(files, depth)?)),
+        #[cfg(not(windows))]
+        EngineKind::Iocp => Err(IoError::Unsupported(
+            "the iocp engine (I/O completion ports) is only available on Windows; use --engine sync"
+                .into(),
+        )),
     }
 }
 

@@ -4,15 +4,18 @@
 //! `fixtures/mbxstress-result.json` is a real result: a copy of
 //! bench/fidelity/2026-11-22T013237Z/copies2/result.json (complete, passing, 300 s measured).
 
+// The FIFO, socket and device cases are Unix only: their helpers are unused elsewhere.
+#![cfg_attr(not(unix), allow(unused))]
+
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use mbx_report::esrp::{load, summarize};
 use mbx_report::import::{import_file, ImportError};
-use mbx_report::input::{
-    for_each_line, read_bounded, read_bounded_bytes, InputError, REPORT_LIMIT, SAMPLES_LIMIT,
-};
+#[cfg(target_os = "linux")]
+use mbx_report::input::{for_each_line, read_bounded, read_bounded_bytes};
+use mbx_report::input::{InputError, REPORT_LIMIT, SAMPLES_LIMIT};
 use mbx_report::report::{write_report, write_report_with_flags, ReportError};
 
 fn fixture(name: &str) -> PathBuf {
@@ -56,6 +59,7 @@ fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
         .expect("did not return within 10 s: it blocked on the input")
 }
 
+#[cfg(unix)]
 fn mkfifo(path: &Path) {
     let ok = std::process::Command::new("mkfifo")
         .arg(path)
@@ -67,6 +71,7 @@ fn mkfifo(path: &Path) {
 
 /// `/dev/zero` is refused at once by every reader, naming it; nothing is read from it.
 #[test]
+#[cfg(unix)]
 fn character_device_is_refused_at_once() {
     let start = Instant::now();
     let dev = Path::new("/dev/zero");
@@ -95,6 +100,7 @@ fn character_device_is_refused_at_once() {
 
 /// A FIFO with no writer is refused without blocking; a directory and a socket are refused.
 #[test]
+#[cfg(unix)]
 fn fifo_directory_and_socket_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fifo = dir.path().join("report.txt");
@@ -213,6 +219,7 @@ fn invalid_utf8_is_an_error_and_a_bom_is_dropped() {
 /// that is a FIFO, samples.jsonl with invalid UTF-8 on line 2, and a report.html in the way
 /// that is a FIFO are each refused, naming the file; none blocks.
 #[test]
+#[cfg(unix)]
 fn report_inputs_are_bounded() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = dir.path().to_path_buf();

@@ -30,7 +30,8 @@ pub enum LockMode {
 #[derive(Debug)]
 struct Held {
     path: PathBuf,
-    _file: File,
+    /// Holds the lock; closed before cleaning up (Windows cannot remove an open folder).
+    _file: Option<File>,
     /// We created it (an empty database file, or a log directory) to lock it.
     created: bool,
     is_dir: bool,
@@ -96,7 +97,7 @@ impl StoreLock {
             if created {
                 std::fs::create_dir_all(path).map_err(|e| io("create directory", e))?;
             }
-            File::open(path).map_err(|e| io("open", e))?
+            platform::open_dir(path).map_err(|e| io("open", e))?
         } else {
             if created {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -122,7 +123,7 @@ impl StoreLock {
         }
         self.held.push(Held {
             path: path.to_path_buf(),
-            _file: file,
+            _file: Some(file),
             created,
             is_dir,
             top_created,
@@ -133,6 +134,10 @@ impl StoreLock {
 
 impl Drop for StoreLock {
     fn drop(&mut self) {
+        // Close first: Windows keeps an open file or folder (delete pending) until closed.
+        for h in &mut self.held {
+            h._file = None;
+        }
         // Files before directories (a database file may live in a log directory's parent).
         for h in self.held.iter().filter(|h| h.created && !h.is_dir) {
             if std::fs::metadata(&h.path).is_ok_and(|m| m.is_file() && m.len() == 0) {

@@ -179,19 +179,17 @@ fn compressibility_is_what_was_asked() {
 }
 
 fn write_at(path: &Path, offset: u64, bytes: &[u8]) {
-    use std::os::unix::fs::FileExt;
     let f = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
         .expect("open");
-    f.write_all_at(bytes, offset).expect("write");
+    mbx_io::platform::write_all_at(&f, bytes, offset).expect("write");
 }
 
 fn read_page(path: &Path, n: u64) -> Vec<u8> {
-    use std::os::unix::fs::FileExt;
     let f = std::fs::File::open(path).expect("open");
     let mut p = vec![0u8; PAGE_SIZE];
-    f.read_exact_at(&mut p, n * PAGE_SIZE as u64).expect("read");
+    mbx_io::platform::read_exact_at(&f, &mut p, n * PAGE_SIZE as u64).expect("read");
     p
 }
 
@@ -263,7 +261,9 @@ fn injected_eio_leaves_an_incomplete_database_that_resumes() {
     let err = r.expect_err("EIO must fail the creation");
     let msg = err.to_string();
     assert!(
-        msg.contains("mbxstress001.edb") && msg.contains("Input/output error"),
+        // Error 5 is EIO on Unix ("Input/output error"), ERROR_ACCESS_DENIED on Windows.
+        msg.contains("mbxstress001.edb")
+            && msg.contains(&std::io::Error::from_raw_os_error(5).to_string()),
         "{msg}"
     );
     assert!(!err.is_user_error());

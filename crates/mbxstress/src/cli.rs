@@ -598,7 +598,7 @@ pub struct StorePaths {
 /// I/O backend flags.
 #[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
-    /// I/O engine [default: io_uring on Linux, sync elsewhere].
+    /// I/O engine [default: io_uring on Linux, iocp on Windows, sync elsewhere].
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<IoBackend>,
     /// Use the page cache instead of O_DIRECT (results then measure memory, not storage).
@@ -698,7 +698,7 @@ pub struct IobenchArgs {
     /// How long to measure, 1s to 30 days (e.g. 30s, 5m).
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration, default_value = "30s")]
     pub runtime: std::time::Duration,
-    /// I/O engine [default: io_uring on Linux, sync elsewhere].
+    /// I/O engine [default: io_uring on Linux, iocp on Windows, sync elsewhere].
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<IoBackend>,
     /// 1 = O_DIRECT (default), 0 = through the page cache.

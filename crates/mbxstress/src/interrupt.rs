@@ -1,5 +1,5 @@
 //! Ctrl-C handling: the first press asks the running work to stop cleanly (what is done is kept);
-//! a second press exits at once.
+//! a second press exits at once. On Windows, closing the console window also stops cleanly.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -19,5 +19,9 @@ pub fn install() -> Arc<AtomicBool> {
         }
         errln!("\nstopping cleanly (work so far is kept); press Ctrl-C again to exit at once");
     });
+    // Windows: closing the console window ends the process as soon as a handler returns (the
+    // ctrlc crate's returns at once); this one holds it while the work stops and writes results.
+    let f = Arc::clone(&flag);
+    let _ = mbx_io::platform::on_console_close(move || f.store(true, Ordering::SeqCst));
     flag
 }

@@ -175,7 +175,11 @@ impl Ssh {
         c.arg("--").arg(dest).arg(remote);
         // Its own process group: Ctrl-C at the terminal reaches the coordinator only, which then
         // stops the remote runs cleanly instead of having their connections cut.
+        #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut c, 0);
+        // Windows: a new console process group (CREATE_NEW_PROCESS_GROUP), the same effect.
+        #[cfg(windows)]
+        std::os::windows::process::CommandExt::creation_flags(&mut c, 0x0000_0200);
         c
     }
 

@@ -44,7 +44,11 @@ pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
             spec.numjobs,
             spec.runtime.as_secs_f64(),
             spec.engine.name(),
-            if spec.direct { "O_DIRECT" } else { "buffered" }
+            if spec.direct {
+                mbx_io::platform::DIRECT_IO_NAME
+            } else {
+                "buffered"
+            }
         );
     }
     let prepared = match prepare_file(&spec, args.force, &cancel) {

@@ -159,7 +159,11 @@ pub fn run(args: PrepareArgs) -> anyhow::Result<ExitCode> {
             "Preparing {databases} database(s) of {} MiB each ({}, {}, compressibility {}%)",
             num(params.file_bytes() as f64 / (1 << 20) as f64, 1),
             engine.name(),
-            if direct { "O_DIRECT" } else { "buffered" },
+            if direct {
+                mbx_io::platform::DIRECT_IO_NAME
+            } else {
+                "buffered"
+            },
             params.compressibility_pct
         );
     }

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `mbxstress` binary, one module per area.
 
 mod common;
+#[cfg(target_os = "linux")]
 mod devices;
 mod doctor;
 mod findmax;

@@ -149,6 +149,7 @@ fn overflowing_sizes_are_refused_before_writing() {
 /// 8.4 and 8.11: two databases in one file or two log streams in one folder (also through a
 /// symlink or `..`), and a log path that is a file, are refused before anything is written.
 #[test]
+#[cfg(unix)] // symbolic links need a privilege on Windows
 fn duplicate_paths_and_a_file_as_log_folder_are_refused_first() {
     let dir = tmp();
     let d = &*dir;
@@ -446,7 +447,7 @@ fn a_damaged_header_copy_is_reported_by_run() {
         .write(true)
         .open(&db)
         .expect("open");
-    std::os::unix::fs::FileExt::write_all_at(&f, &[0xA5u8; 512], 32768 + 100).expect("damage");
+    mbx_io::platform::write_all_at(&f, &[0xA5u8; 512], 32768 + 100).expect("damage");
     drop(f);
     let run = in_dir(d, &run_args("2s", "r1", &[]));
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
@@ -470,6 +471,7 @@ fn a_damaged_header_copy_is_reported_by_run() {
 /// says why (no space, naming the file), test.log ends with the reason, the exit code is 3, and
 /// once space is freed the next run attaches the databases.
 #[test]
+#[cfg(target_os = "linux")]
 fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
     let dir = tmp();
     let d = &*dir;

@@ -1,6 +1,7 @@
 //! `prepare`, `verify` and `iobench` end to end: small databases (MiBs), short runs.
 
 use std::process::Command;
+#[cfg(unix)]
 use std::time::Duration;
 
 use crate::common::{mbx_in, scratch};
@@ -51,7 +52,7 @@ fn prepare_then_attach_then_verify() {
 
 #[test]
 fn verify_reports_damage_with_exit_1() {
-    use std::os::unix::fs::FileExt;
+    use mbx_io::platform::{read_exact_at, write_all_at};
     let dir = scratch("verify-damage");
     assert_eq!(prepare_small(&dir, &[]).code, 0);
     let db = dir.join("mbxstress-data/databases/mbxstress002.edb");
@@ -61,11 +62,9 @@ fn verify_reports_damage_with_exit_1() {
         .open(&db)
         .expect("open");
     let mut b = [0u8; 1];
-    f.read_exact_at(&mut b, 10 * 32768 + 5000).expect("read");
-    f.write_all_at(&[b[0] ^ 0x40], 10 * 32768 + 5000)
-        .expect("flip a bit");
-    f.write_all_at(&[0xAA; 32], 20 * 32768 + 100)
-        .expect("smash a page");
+    read_exact_at(&f, &mut b, 10 * 32768 + 5000).expect("read");
+    write_all_at(&f, &[b[0] ^ 0x40], 10 * 32768 + 5000).expect("flip a bit");
+    write_all_at(&f, &[0xAA; 32], 20 * 32768 + 100).expect("smash a page");
     let run = mbx_in(Some(&dir), &["verify"]);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     assert!(
@@ -268,6 +267,7 @@ fn iobench_reports_iops_latency_and_cpu() {
 /// creation is unfinished, queues the Ctrl-C (SIGINT) and lets the process continue (SIGCONT): the
 /// interrupt lands mid-creation whatever the load, with most of the 64 MiB still to write.
 #[test]
+#[cfg(unix)]
 fn ctrl_c_keeps_progress_and_the_next_run_resumes() {
     use std::os::unix::fs::MetadataExt;
     let dir = scratch("ctrl-c");

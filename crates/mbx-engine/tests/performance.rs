@@ -296,7 +296,7 @@ fn fewer_mailboxes_than_databases_and_tiny_databases_complete() {
 /// generation the log gives it (write-ahead logging and the final flush held).
 #[test]
 fn the_log_of_a_run_is_continuous_and_the_database_matches_it() {
-    let (mut cfg, dbs, _dir) = setup("log", 1, 8);
+    let (mut cfg, dbs, _dir) = setup("log", 1, 4);
     cfg.profile.iops_per_mailbox = 2.0; // several log files within the test
     cfg.duration_s = 3.0;
     cfg.circular_logging = false; // keep every file to scan it

@@ -422,6 +422,10 @@ pub struct RunArgs {
     /// within 5s..=1m]; the step first waits for stable read latency (at most as long again).
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub tuning_step: Option<std::time::Duration>,
+    /// Most automatic tuning steps before it settles for the best count so far, or fails if
+    /// none passed (1..=64) [default: 8].
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub tuning_max_steps: Option<u32>,
     /// Reactors (event-loop threads) the databases are partitioned among (0..=1024; 1 runs the
     /// whole test on one thread; 0 = one per core, never more than the databases) [default: 0].
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]

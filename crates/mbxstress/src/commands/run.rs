@@ -48,6 +48,7 @@ pub(crate) fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfi
     set!(args.copies, cfg.profile.copies_per_database);
     set!(args.threads, cfg.threads);
     set!(args.tuning_step.map(|d| d.as_secs_f64()), cfg.tuning.step_s);
+    set!(args.tuning_max_steps, cfg.tuning.max_steps);
     set!(args.reactors, cfg.reactors);
     set!(args.duration.map(|d| d.as_secs_f64()), cfg.duration_s);
     set!(
@@ -179,6 +180,9 @@ const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
     ("threads", "--threads", |a| a.threads.is_some()),
     ("tuning.step_s", "--tuning-step", |a| {
         a.tuning_step.is_some()
+    }),
+    ("tuning.max_steps", "--tuning-max-steps", |a| {
+        a.tuning_max_steps.is_some()
     }),
     ("reactors", "--reactors", |a| a.reactors.is_some()),
     ("duration_s", "--duration", |a| a.duration.is_some()),

@@ -145,7 +145,7 @@ const RUN_FLAGS: [&str; 20] = [
     "--mailboxes",
     "8",
     "--iops-per-mailbox",
-    "5",
+    "2",
     "--quota-mb",
     "1",
     "--databases",

@@ -11,7 +11,8 @@
 # 3. Builds the release mbxstress.exe once and, under Wine: prepare + verify of two small
 #    databases at a Windows path (Z:\...\db, no --map-path), a short run writing result.json and
 #    report.html, then report, compare, esrp and size, the safety checks (a foreign file refused,
-#    the free-space check), a Jetstress XML with drive paths used as written, and iobench.
+#    the free-space check), every other test type (Stress, Backup, Checksum, Soft Recovery),
+#    import of a Jetstress report, a Jetstress XML with drive paths used as written, and iobench.
 #    Wine emulates Windows on Linux: its figures measure Wine, not Windows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -91,6 +92,22 @@ test -s rep/report.html && test -s rep/instances.csv
 expect 0 "iops" -- compare "$win\\out\\result.json" "$win\\out\\result.json"
 expect 0 "transfers/s" -- esrp "$win\\out\\result.json"
 expect 0 "16,000 mailboxes" -- size --example tintri
+# Every other test type on the same databases (tiny, so the Wine run stays short): Stress (its
+# workload, then the checksum pass), Database Backup, Checksum, Soft Recovery (one log file
+# generated, the database stopped dirty, replayed).
+types=(--mailboxes 8 --iops-per-mailbox 1 --quota-mb 1 --databases 2 "${paths[@]}" --threads 2
+  --progress quiet)
+expect "0 1" "result.json" -- run --test stress --duration 2s "${types[@]}" --out "$win\\stress"
+grep -q '"checksum"' stress/result.json || { echo "stress: no checksum pass in result.json" >&2; exit 1; }
+expect 0 "result.json" -- run --test backup "${types[@]}" --out "$win\\backup"
+expect 0 "result.json" -- run --test checksum "${types[@]}" --out "$win\\checksum"
+expect 0 "seconds per log" -- run --test soft-recovery --log-files-to-replay 1 "${types[@]}" \
+  --out "$win\\soft"
+for t in stress backup checksum soft; do test -s "$t/report.html"; done
+echo "ok: Stress, Database Backup, Checksum and Soft Recovery ran and wrote their reports"
+# A Jetstress report read in.
+cp "$root/crates/mbx-report/tests/fixtures/tintri-t880-performance.txt" tintri.txt
+expect 0 "Instance11824.1" -- import "$win\\tintri.txt" --json
 # Safety: a file that is not ours is refused without --force, and left as it was.
 mkdir foreign && printf 'user data' >foreign/mbxstress001.edb
 expect 2 "--force" -- prepare --mailboxes 8 --quota-mb 1 --databases 1 \

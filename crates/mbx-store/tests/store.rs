@@ -322,7 +322,7 @@ fn short_write_fails_and_torn_write_is_caught_by_verification() {
 #[test]
 fn interrupted_creation_resumes_where_it_stopped() {
     let dir = scratch("interrupt");
-    let (specs, params) = setup(dir.path(), 1, 16);
+    let (specs, params) = setup(dir.path(), 1, 8);
     let cancel = AtomicBool::new(false);
     let r = prepare(
         &specs,

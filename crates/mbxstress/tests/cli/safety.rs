@@ -475,7 +475,7 @@ fn a_damaged_header_copy_is_reported_by_run() {
 fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
     let dir = tmp();
     let d = &*dir;
-    let Some(fs) = crate::devices::mounted_loop_fs(false, 32) else {
+    let Some(fs) = crate::devices::mounted_loop_fs(false, 24) else {
         return;
     };
     std::fs::write(d.join("fast.toml"), FAST).expect("config");

@@ -14,6 +14,21 @@ use mbx_engine::Plan;
 use mbx_io::sim::{Latency, LatencyModel};
 use steps::{config, ms, Lines, Sim};
 
+/// Tunes `cfg` on `sim`; the outcome and the log lines.
+fn run_tuning(sim: &mut Sim, cfg: &mbx_config::RunConfig) -> (mbx_engine::tune::Tuned, Lines) {
+    let mut lines = Lines::default();
+    let clock = sim.clock.clone();
+    let tuned = tune(
+        cfg,
+        &mut lines,
+        &AtomicBool::new(false),
+        &*clock,
+        &mut |c, p, o| sim.step(c, p, o),
+    )
+    .expect("tuning");
+    (tuned, lines)
+}
+
 #[test]
 fn tuning_picks_the_smallest_session_count_that_passes() {
     // Reads take 10 ms whatever the load: a session carries a fixed share, so the count that
@@ -23,16 +38,7 @@ fn tuning_picks_the_smallest_session_count_that_passes() {
         .log_writes(Latency::fixed(ms(1)));
     let mut sim = Sim::new(model);
     let cfg = config(3000.0);
-    let mut lines = Lines::default();
-    let clock = sim.clock.clone();
-    let tuned = tune(
-        &cfg,
-        &mut lines,
-        &AtomicBool::new(false),
-        &*clock,
-        &mut |c, p, o| sim.step(c, p, o),
-    )
-    .expect("tuning");
+    let (tuned, lines) = run_tuning(&mut sim, &cfg);
     let t = &tuned.tuning;
     for s in &t.steps {
         eprintln!(
@@ -76,16 +82,7 @@ fn tuning_fails_clearly_when_no_count_meets_the_target() {
     let mut sim = Sim::new(model);
     let mut cfg = config(3000.0);
     cfg.tuning.max_steps = 3;
-    let mut lines = Lines::default();
-    let clock = sim.clock.clone();
-    let tuned = tune(
-        &cfg,
-        &mut lines,
-        &AtomicBool::new(false),
-        &*clock,
-        &mut |c, p, o| sim.step(c, p, o),
-    )
-    .expect("tuning");
+    let (tuned, lines) = run_tuning(&mut sim, &cfg);
     let t = &tuned.tuning;
     assert_eq!(t.sessions, None, "{t:#?}");
     assert_eq!(t.steps.len(), 3);
@@ -146,16 +143,7 @@ fn a_short_step_at_a_small_target_is_not_failed_by_counting_noise() {
     cfg.tuning.start = 4;
     cfg.tuning.max_steps = 6;
     cfg.thresholds.iops_margin = 0.05;
-    let mut lines = Lines::default();
-    let clock = sim.clock.clone();
-    let tuned = tune(
-        &cfg,
-        &mut lines,
-        &AtomicBool::new(false),
-        &*clock,
-        &mut |c, p, o| sim.step(c, p, o),
-    )
-    .expect("tuning");
+    let (tuned, lines) = run_tuning(&mut sim, &cfg);
     let t = &tuned.tuning;
     for s in &t.steps {
         eprintln!(

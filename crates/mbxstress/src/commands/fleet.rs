@@ -20,6 +20,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, Context};
 use serde::Deserialize;
 
+use mbx_engine::result::{DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
+
 use crate::cli::{FleetRunArgs, RunTest};
 use crate::exit::usage;
 
@@ -217,6 +219,10 @@ struct Checked {
     rtt_s: f64,
     /// The local binary was copied there.
     pushed: bool,
+    /// `mbxstress doctor --json` on the host, for the host's paths and the run's flags.
+    doctor: Option<DoctorReport>,
+    /// How long that doctor took, seconds (ssh round trip included).
+    doctor_s: f64,
 }
 
 fn unix_now() -> f64 {
@@ -305,13 +311,80 @@ fn sha256_local(path: &Path) -> anyhow::Result<String> {
         .ok_or_else(|| anyhow!("sha256sum printed nothing for {}", path.display()))
 }
 
-/// Reachable, version (or push), clock offset, and the run folder with its input files.
+/// Writes of doctor's write-through probe per location in fleet's check (doctor's default is 200):
+/// enough to see an early-acknowledging cache, short enough not to slow the start.
+const FLEET_PROBE_WRITES: &str = "64";
+
+/// Runs `mbxstress doctor --json` on the host with the run's flags and the host's paths and
+/// profile (doctor creates nothing). Its exit status 1 (a check failed) is a report like 0; a
+/// capacity failure is a usage error naming the host, the fact and the fix: the databases
+/// would not fit, so nothing may start anywhere.
+fn doctor_host(
+    ssh: &Ssh,
+    h: &Host,
+    bin: &str,
+    run_dir: &str,
+    flags: &[String],
+) -> anyhow::Result<DoctorReport> {
+    let mut words = host_words(h, bin, "doctor", run_dir, flags);
+    words.extend([
+        "--json".into(),
+        "--probe-writes".into(),
+        FLEET_PROBE_WRITES.into(),
+    ]);
+    let line: Vec<String> = words.iter().map(|w| sh(w)).collect();
+    let out = ssh
+        .cmd(&h.entry.ssh, &line.join(" "))
+        .stdin(Stdio::null())
+        .output()
+        .context("starting ssh (is the OpenSSH client installed?)")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report: DoctorReport = match serde_json::from_str(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            let why = format!(
+                "host {}: `{bin} doctor --json` ({}) gave no report ({e}): {}",
+                h.name,
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            // Exit 2: doctor refused the flags, so would the run.
+            return Err(if out.status.code() == Some(2) {
+                usage(why)
+            } else {
+                anyhow!(why)
+            });
+        }
+    };
+    if report.schema != DOCTOR_SCHEMA {
+        return Err(anyhow!(
+            "host {}: doctor's report has schema {:?}, not {DOCTOR_SCHEMA:?}",
+            h.name,
+            report.schema
+        ));
+    }
+    if let Some(c) = report
+        .checks
+        .iter()
+        .find(|c| c.name == "capacity" && c.status == DoctorStatus::Fail)
+    {
+        return Err(usage(format!(
+            "host {}: not enough free space for the test at {}: {}; fix: {}",
+            h.name, c.subject, c.fact, c.fix
+        )));
+    }
+    Ok(report)
+}
+
+/// Reachable, version (or push), clock offset, the run folder with its input files, then
+/// doctor's checks of the host's locations.
 fn check_host(
     ssh: &Ssh,
     h: &Host,
     push: bool,
     run_dir: &str,
     uploads: &[(PathBuf, String)],
+    flags: &[String],
 ) -> anyhow::Result<Checked> {
     let dest = &h.entry.ssh;
     let (offset_s, rtt_s) = clock_offset(ssh, dest)?;
@@ -367,11 +440,15 @@ fn check_host(
         )
         .with_context(|| format!("copying {} to host {}", local.display(), h.name))?;
     }
+    let t0 = Instant::now();
+    let doctor = doctor_host(ssh, h, &bin, run_dir, flags)?;
     Ok(Checked {
         bin,
         offset_s,
         rtt_s,
         pushed,
+        doctor: Some(doctor),
+        doctor_s: t0.elapsed().as_secs_f64(),
     })
 }
 
@@ -419,9 +496,9 @@ fn forwarded_flags(argv: &[String], run_dir: &str) -> Vec<String> {
     out
 }
 
-/// The remote command line of one host's run.
-fn remote_command(h: &Host, bin: &str, run_dir: &str, flags: &[String]) -> String {
-    let mut words = vec![bin.to_string(), "run".into()];
+/// `bin sub` with the run flags and the host's profile and paths (for `run` and `doctor`).
+fn host_words(h: &Host, bin: &str, sub: &str, run_dir: &str, flags: &[String]) -> Vec<String> {
+    let mut words = vec![bin.to_string(), sub.into()];
     words.extend(flags.iter().cloned());
     if h.entry.profile.is_some() {
         words.extend(["--profile".into(), format!("{run_dir}/host-profile")]);
@@ -432,6 +509,12 @@ fn remote_command(h: &Host, bin: &str, run_dir: &str, flags: &[String]) -> Strin
     for p in h.entry.log_path.list() {
         words.extend(["--log-path".into(), p]);
     }
+    words
+}
+
+/// The remote command line of one host's run.
+fn remote_command(h: &Host, bin: &str, run_dir: &str, flags: &[String]) -> String {
+    let mut words = host_words(h, bin, "run", run_dir, flags);
     words.extend([
         "--out".into(),
         format!("{run_dir}/result"),
@@ -631,7 +714,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     // 1. Checks, every host at once.
     if human {
         errln!(
-            "Checking {} host(s): reachable, version, clock ...",
+            "Checking {} host(s): reachable, version, clock, doctor ...",
             hosts.len()
         );
     }
@@ -645,7 +728,8 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
                     up.push((p.clone(), "host-profile".into()));
                 }
                 let ssh = &ssh;
-                s.spawn(move || check_host(ssh, h, args.push, &run_dir, &up))
+                let flags = forwarded_flags(&argv, &run_dir);
+                s.spawn(move || check_host(ssh, h, args.push, &run_dir, &up, &flags))
             })
             .collect();
         handles
@@ -665,16 +749,30 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             Ok(c) => {
                 if human {
                     errln!(
-                        "  {:<16} ok: clock offset {:+.1} ms (round trip {:.1} ms){}",
+                        "  {:<16} ok: clock offset {:+.1} ms (round trip {:.1} ms), doctor {:.1} s{}",
                         h.name,
                         c.offset_s * 1e3,
                         c.rtt_s * 1e3,
+                        c.doctor_s,
                         if c.pushed {
                             ", binary pushed and verified"
                         } else {
                             ""
                         }
                     );
+                }
+                // A finding never stops the run (only a capacity failure did, above).
+                for f in c.doctor.iter().flat_map(|d| &d.checks) {
+                    if matches!(f.status, DoctorStatus::Warn | DoctorStatus::Fail) {
+                        errln!(
+                            "host {}: doctor: {} {} {}: {}",
+                            h.name,
+                            f.status.name(),
+                            f.name,
+                            f.subject,
+                            f.fact
+                        );
+                    }
                 }
                 (State::Checking, c)
             }
@@ -1041,6 +1139,10 @@ struct HostSummary {
     /// Its distance from the start time sent, ms.
     start_error_ms: Option<f64>,
     result: Option<String>,
+    /// `mbxstress doctor --json` on the host before the run (schema mbxstress.doctor/1).
+    doctor: Option<DoctorReport>,
+    /// How long that doctor took, seconds (ssh round trip included).
+    doctor_elapsed_s: Option<f64>,
 }
 
 /// fleet.json.
@@ -1098,6 +1200,8 @@ fn write_fleet(
             collection_start_unix_s: start,
             start_error_ms: start.zip(start_at).map(|(s, t)| (s - t) * 1e3),
             result: rel,
+            doctor: l.checked.doctor.clone(),
+            doctor_elapsed_s: l.checked.doctor.as_ref().map(|_| l.checked.doctor_s),
         });
     }
     let starts: Vec<f64> = hosts
@@ -1194,6 +1298,25 @@ fn html(s: &FleetSummary) -> String {
                 .map(|e| format!("; measured from {e:+.1} ms of the agreed start"))
                 .unwrap_or_default(),
         ));
+        if let Some(d) = &host.doctor {
+            h.push_str("<h3>Preflight checks (mbxstress doctor)</h3><table><tr><th>status</th><th>check</th><th>subject</th><th>fact</th><th>fix</th></tr>");
+            for c in &d.checks {
+                h.push_str(&format!(
+                    "<tr><td class=\"{cls}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    c.status.name(),
+                    esc(&c.name),
+                    esc(&c.subject),
+                    esc(&c.fact),
+                    esc(&c.fix),
+                    cls = if matches!(c.status, DoctorStatus::Warn | DoctorStatus::Fail) {
+                        "bad"
+                    } else {
+                        ""
+                    },
+                ));
+            }
+            h.push_str("</table>");
+        }
         if host.result.is_some() {
             h.push_str(&format!(
                 "<p><a href=\"{n}/report.html\">report</a> · <a href=\"{n}/result.json\">result.json</a> · <a href=\"{n}/test.log\">test.log</a></p>",

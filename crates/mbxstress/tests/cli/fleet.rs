@@ -315,6 +315,17 @@ fn three_hosts_start_together_and_the_aggregate_is_the_esrp_summary() {
             h["start_error_ms"].as_f64().expect("start error").abs() < 100.0,
             "{h}"
         );
+        // Doctor checked the host's locations first, and its report is kept.
+        assert_eq!(h["doctor"]["schema"], "mbxstress.doctor/1", "{h}");
+        let checks = h["doctor"]["checks"].as_array().expect("doctor checks");
+        let capacity: Vec<_> = checks.iter().filter(|c| c["name"] == "capacity").collect();
+        assert!(!capacity.is_empty(), "{h}");
+        assert!(capacity.iter().all(|c| c["status"] == "ok"), "{h}");
+        assert!(
+            checks.iter().any(|c| c["name"] == "write_through_probe"),
+            "{h}"
+        );
+        assert!(h["doctor_elapsed_s"].as_f64().expect("doctor time") > 0.0);
     }
     let skew = f["skew_ms"].as_f64().expect("skew reported");
     assert!(skew < 100.0, "measured windows {skew} ms apart");
@@ -356,10 +367,68 @@ fn three_hosts_start_together_and_the_aggregate_is_the_esrp_summary() {
             > 0.0
     );
     let html = std::fs::read_to_string(d.join("out/fleet.html")).expect("html");
+    assert_eq!(html.matches("Preflight checks").count(), 3, "{html}");
     let agg = html.find("Aggregate").expect("aggregate section");
     assert!(html.find("id=\"h1\"").is_some_and(|h| h > agg), "{html}");
     assert!(d.join("out/h2/report.html").exists());
     assert_no_remote_runs(d);
+}
+
+#[test]
+fn a_host_whose_volume_cannot_hold_the_databases_stops_the_run_before_anything_is_created() {
+    let lab = lab("fleet-full", 2, false);
+    let d = &lab.dir;
+    // h2's own profile (issue 14: `profile` per host) asks for 1 TiB of databases (10 x 100 GiB).
+    fs_err::write(
+        d.join("big.toml"),
+        "mailboxes = 1000\niops_per_mailbox = 0.1\nmailbox_quota_mb = 1024\ndatabases = 10\ncopies_per_database = 1\n",
+    )
+    .expect("profile");
+    let hosts = fs_err::read_to_string(d.join("hosts.toml")).expect("hosts");
+    let at = hosts.rfind("[[host]]").expect("h2");
+    let (h1, h2) = hosts.split_at(at);
+    let h2 = h2.replacen(
+        "\n",
+        &format!("\nprofile = \"{}\"\n", d.join("big.toml").display()),
+        1,
+    );
+    fs_err::write(d.join("hosts.toml"), format!("{h1}{h2}")).expect("hosts");
+    let out = Command::new(env!("CARGO_BIN_EXE_mbxstress"))
+        .args([
+            "fleet",
+            "run",
+            "--hosts",
+            "hosts.toml",
+            "--ssh-config",
+            "ssh_config",
+        ])
+        .args([
+            "--config",
+            "fast.toml",
+            "--threads",
+            "2",
+            "--duration",
+            "3s",
+        ])
+        .args(["--out", "out"])
+        .current_dir(d)
+        .output()
+        .expect("run fleet");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("host h2: not enough free space") && err.contains("nothing was started"),
+        "{err}"
+    );
+    assert!(!err.contains("host h1: not enough"), "{err}");
+    // Nothing was prepared anywhere: no database or log folder on either host.
+    for h in ["h1", "h2"] {
+        for sub in ["db", "log"] {
+            let p = d.join(h).join(sub);
+            assert!(!p.exists(), "{} was created", p.display());
+        }
+    }
+    assert!(!d.join("out/fleet.json").exists());
 }
 
 #[test]

@@ -375,8 +375,14 @@ pub fn system_cpu_ticks() -> Option<(u64, u64)> {
     }
 }
 
-/// Memory available for new work, bytes, where the OS exposes it.
+/// Memory available for new work, bytes, where the OS exposes it. A reported 0 is taken as
+/// unknown: Wine in some containers answers `GlobalMemoryStatusEx` with no available memory,
+/// and no machine running this code has none.
 pub fn available_memory_bytes() -> Option<u64> {
+    os_available_memory_bytes().filter(|&b| b > 0)
+}
+
+fn os_available_memory_bytes() -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
         let text = std::fs::read_to_string("/proc/meminfo").ok()?;

@@ -28,6 +28,8 @@ pub struct UringQueue {
     in_flight: usize,
     unsubmitted: usize,
     depth: usize,
+    /// The last read or write queued since the last submission: (file, end offset, is a write).
+    tail: Option<(usize, u64, bool)>,
 }
 
 impl UringQueue {
@@ -61,6 +63,7 @@ impl UringQueue {
             in_flight: 0,
             unsubmitted: 0,
             depth,
+            tail: None,
         })
     }
 
@@ -157,6 +160,23 @@ impl IoQueue for UringQueue {
         let fd = types::Fd(file.file().as_raw_fd());
         let file_guard = Arc::clone(&file);
         let len = req.len.min(req.buf.len()) as u32;
+        let rw = match req.op {
+            IoOp::Read => Some(false),
+            IoOp::Write => Some(true),
+            IoOp::Sync | IoOp::Allocate => None,
+        };
+        // A read or write that continues the previous one queued in this batch is submitted in
+        // a batch of its own. Several requests submitted at once are plugged and the block
+        // layer merges contiguous ones: sequential 256 KiB reads reached a virtio disk as 1 MiB
+        // requests, a quarter as many in flight, at 0.6x fio's MB/s (fio submits one at a
+        // time). What the device sees must be what the workload issues.
+        if self.unsubmitted > 0
+            && rw.is_some()
+            && self.tail == rw.map(|w| (req.file, req.offset, w))
+        {
+            self.enter(0)?;
+        }
+        self.tail = rw.map(|w| (req.file, req.offset.saturating_add(u64::from(len)), w));
         let entry = match req.op {
             IoOp::Read => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
                 .offset(req.offset)

@@ -638,6 +638,69 @@ fn copy_back(ssh: &Ssh, h: &Host, run_dir: &str, dest: &Path) -> anyhow::Result<
     Ok(())
 }
 
+/// Makes `out` ready for this run's files. A folder without our files is used as it is. One
+/// that holds an unfinished fleet run (its fleet.json says `partial`: interrupted, or a host
+/// failed) is the same command run again, the hosts resuming their preparation: that run's files
+/// (fleet.json, fleet.html, the host folders) move to `out/earlier/<its run id>/`, so nothing
+/// is replaced; returns that folder. A finished run, or host folders without a fleet.json of
+/// ours, are refused.
+fn set_aside_unfinished(out: &Path, hosts: &[Host]) -> anyhow::Result<Option<PathBuf>> {
+    let fleet = out.join("fleet.json");
+    let ours: Vec<PathBuf> = ["fleet.json", "fleet.html"]
+        .iter()
+        .map(|n| out.join(n))
+        .chain(hosts.iter().map(|h| out.join(&h.name)))
+        .filter(|p| p.exists())
+        .collect();
+    if ours.is_empty() {
+        return Ok(None);
+    }
+    let refuse = |why: &str| {
+        usage(format!(
+            "--out {}: {why}; choose a new or empty folder",
+            out.display()
+        ))
+    };
+    let earlier: Option<serde_json::Value> = fs_err::read_to_string(&fleet)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .filter(|v: &serde_json::Value| v["schema"] == "mbxstress-fleet/1");
+    let Some(earlier) = earlier else {
+        let first = ours.first().map_or_else(String::new, |p| {
+            p.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        });
+        return Err(refuse(&format!(
+            "{first} exists already and there is no fleet.json of an unfinished fleet run to resume"
+        )));
+    };
+    if earlier["partial"] != true {
+        return Err(refuse(
+            "it holds a finished fleet run (fleet.json); its results are kept",
+        ));
+    }
+    let id = earlier["run_id"].as_str().unwrap_or("");
+    if id.is_empty()
+        || id.starts_with('.')
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    {
+        return Err(refuse("its fleet.json has no valid run_id"));
+    }
+    let dest = out.join("earlier").join(id);
+    if dest.exists() {
+        return Err(refuse(&format!("{} exists already", dest.display())));
+    }
+    fs_err::create_dir_all(&dest).context("making the folder for the earlier run's results")?;
+    for p in &ours {
+        if let Some(name) = p.file_name() {
+            fs_err::rename(p, dest.join(name)).context("moving the earlier run's results aside")?;
+        }
+    }
+    Ok(Some(dest))
+}
+
 fn jsonl(v: serde_json::Value) {
     let _ = outln!("{v}");
 }
@@ -677,16 +740,16 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     let hosts = load_hosts(&args.hosts)?;
     let out = super::run::results_dir(r.out.as_deref())?;
     fs_err::create_dir_all(&out).context("creating the results folder")?;
-    for h in &hosts {
-        if out.join(&h.name).exists() {
-            return Err(usage(format!(
-                "--out {}: {} exists already; choose a new or empty folder",
+    let human = r.progress == "human";
+    if let Some(moved) = set_aside_unfinished(&out, &hosts)? {
+        if human {
+            errln!(
+                "--out {}: the earlier, unfinished fleet run's results were moved to {}",
                 out.display(),
-                h.name
-            )));
+                moved.display()
+            );
         }
     }
-    let human = r.progress == "human";
     let json_out = r.progress == "jsonl";
     let ssh = Ssh {
         config: args.ssh_config.clone(),
@@ -805,7 +868,15 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .filter(|l| matches!(l.state, State::Failed(_)))
         .count();
+    // Nothing started: the host folders made above are empty; removed, so the same command can
+    // be run again into the same --out once the setup is fixed.
+    let nothing_started = |lives: &[Live]| {
+        for l in lives {
+            let _ = std::fs::remove_dir(out.join(&l.host.name));
+        }
+    };
     if failed > 0 {
+        nothing_started(&lives);
         let msg = format!(
             "fleet run: {failed} of {} host(s) failed the checks (see above); nothing was started",
             lives.len()
@@ -818,6 +889,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     }
 
     if cancel.load(Ordering::SeqCst) {
+        nothing_started(&lives);
         errln!("interrupted during the checks: nothing was started");
         return Ok(ExitCode::from(crate::interrupt::INTERRUPTED));
     }
@@ -1374,6 +1446,49 @@ mod tests {
                 "D/profile"
             ]
         );
+    }
+
+    #[test]
+    fn an_unfinished_run_in_out_is_moved_aside_and_a_finished_one_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hosts_file = dir.path().join("h.toml");
+        fs_err::write(
+            &hosts_file,
+            "[[host]]\nssh = \"h1\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+        )
+        .expect("hosts");
+        let hosts = load_hosts(&hosts_file).expect("hosts");
+        let out = dir.path().join("out");
+        fs_err::create_dir_all(out.join("h1")).expect("mkdir");
+        fs_err::write(out.join("h1/result.json"), "{}").expect("write");
+        let fleet = |partial: bool| {
+            fs_err::write(
+                out.join("fleet.json"),
+                format!(
+                    r#"{{"schema":"mbxstress-fleet/1","run_id":"fleet-1","partial":{partial}}}"#
+                ),
+            )
+            .expect("write")
+        };
+        let err = |r: anyhow::Result<Option<PathBuf>>| format!("{:#}", r.expect_err("refused"));
+        // Host folders without a fleet.json of ours: nothing to resume, refused.
+        assert!(err(set_aside_unfinished(&out, &hosts)).contains("h1 exists already"));
+        // A finished run is kept: refused.
+        fleet(false);
+        assert!(err(set_aside_unfinished(&out, &hosts)).contains("finished fleet run"));
+        // An unfinished one moves to earlier/<run id>/, nothing replaced.
+        fleet(true);
+        let moved = set_aside_unfinished(&out, &hosts).expect("moved");
+        assert_eq!(moved, Some(out.join("earlier/fleet-1")));
+        assert!(out.join("earlier/fleet-1/h1/result.json").exists());
+        assert!(out.join("earlier/fleet-1/fleet.json").exists());
+        assert!(!out.join("h1").exists() && !out.join("fleet.json").exists());
+        assert_eq!(set_aside_unfinished(&out, &hosts).expect("empty"), None);
+        // The same run id twice: the earlier copy is never replaced.
+        fs_err::create_dir_all(out.join("h1")).expect("mkdir");
+        fleet(true);
+        assert!(err(set_aside_unfinished(&out, &hosts)).contains("exists already"));
+        assert!(out.join("h1").exists());
     }
 
     #[test]

@@ -15,7 +15,9 @@
 #   databases). fio's CPU is its process's user + system time over the run (/usr/bin/time).
 # Reported: transactional IOPS (database reads + writes, not log or BDM) of each, the ratio, and
 # CPU per transactional I/O (each tool's whole CPU, including its log and BDM work, divided by
-# its transactional I/Os). Medians over the rounds and each round's ratio.
+# its transactional I/Os). Medians over the rounds and each round's ratio, and the engine's page
+# fault stalls per second in each round (issue 11: at 128 and 512 sessions, stalls only where the
+# device's latency, seen by fio at the same depth, explains them: SESSIONS="128 512").
 #
 # Usage: bench/mix.sh [DIR]   DIR: scratch folder (default bench/scratch; needs 4 x DB_MIB MiB)
 # Environment: ROUNDS (default 5), RUNTIME measured seconds per run (default 20), DB_MIB per
@@ -158,14 +160,15 @@ done
 python3 - "$raw" <<'PY' | tee "$out/summary.md"
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print("| sessions | tool | median transactional IOPS | median CPU µs per transactional I/O | median read ms |")
-print("|---|---|---|---|---|")
+print("| sessions | tool | median transactional IOPS | median CPU µs per transactional I/O | median read ms | page fault stalls/s (each round) |")
+print("|---|---|---|---|---|---|")
 for s in sorted({x["sessions"] for x in rows}):
     for t in ("mbx", "fio"):
         m = [x["m"] for x in rows if x["sessions"] == s and x["tool"] == t]
+        stalls = ", ".join(f"{x['stalls_per_s']:.1f}" for x in m) if t == "mbx" else "n/a"
         print(f"| {s} | {t} | {statistics.median(x['iops'] for x in m):.0f} | "
               f"{statistics.median(x['cpu_us_per_io'] for x in m):.1f} | "
-              f"{statistics.median(x['read_ms'] for x in m):.2f} |")
+              f"{statistics.median(x['read_ms'] for x in m):.2f} | {stalls} |")
 print()
 for s in sorted({x["sessions"] for x in rows}):
     by = {(x["round"], x["tool"]): x["m"] for x in rows if x["sessions"] == s}

@@ -5,7 +5,7 @@
 //! real one without holding its bytes. "Available" pages are unused frames plus clean, unpinned
 //! frames (evictable); the flusher keeps them between the start and stop thresholds.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::time::Instant;
 
 /// The checkpoint depth is this fraction of the cache (1 / this): ESE writes a dirty page once
@@ -91,7 +91,7 @@ impl List {
 #[derive(Debug)]
 pub struct Cache {
     /// Page -> frame slot.
-    index: HashMap<u64, u32>,
+    index: FxHashMap<u64, u32>,
     frames: Vec<Frame>,
     /// Clean, unpinned frames by last use (evictable).
     lru: List,
@@ -123,7 +123,7 @@ impl Cache {
         // Slots are u32 (NIL excluded): far beyond any cache (2^32 pages of 32 KiB is 128 TiB).
         let max_frames = max_frames.min(NIL as usize - 1);
         Cache {
-            index: HashMap::with_capacity(max_frames),
+            index: FxHashMap::with_capacity_and_hasher(max_frames, Default::default()),
             frames: Vec::with_capacity(max_frames),
             lru: List::EMPTY,
             dirty: List::EMPTY,

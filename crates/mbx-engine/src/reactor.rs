@@ -6,7 +6,7 @@
 //! A reactor is self-contained (no globals): a later step of the engine runs several, one per
 //! thread, each owning some databases.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,7 +84,7 @@ pub(crate) struct Reactor {
     owners: Vec<Option<Slot>>,
     free: Vec<usize>,
     /// Free buffers by size (every size in use: pages, coalesced writes, log records).
-    pool: HashMap<usize, Vec<AlignedBuf>>,
+    pool: FxHashMap<usize, Vec<AlignedBuf>>,
     /// Most buffers kept per size.
     pool_cap: usize,
     batch: Vec<IoCompletion>,
@@ -101,7 +101,7 @@ impl Reactor {
             queue,
             owners: Vec::new(),
             free: Vec::new(),
-            pool: HashMap::new(),
+            pool: FxHashMap::default(),
             batch: Vec::new(),
             events: 0,
         }

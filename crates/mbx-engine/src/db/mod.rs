@@ -13,7 +13,9 @@ pub(crate) mod replay;
 pub(crate) mod replication;
 pub(crate) mod verify;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -208,7 +210,7 @@ const NIL: usize = usize::MAX;
 #[derive(Debug)]
 pub(crate) struct Waiters {
     /// Page -> (first node, last node) of its chain.
-    chains: HashMap<u64, (usize, usize)>,
+    chains: FxHashMap<u64, (usize, usize)>,
     /// (session, next node) for each node; free nodes are chained through `free`.
     nodes: Vec<(usize, usize)>,
     /// The first free node (`NIL`: none).
@@ -218,7 +220,7 @@ pub(crate) struct Waiters {
 impl Default for Waiters {
     fn default() -> Self {
         Waiters {
-            chains: HashMap::new(),
+            chains: FxHashMap::default(),
             nodes: Vec::new(),
             free: NIL,
         }

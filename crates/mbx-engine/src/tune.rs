@@ -92,7 +92,17 @@ pub(crate) fn outcome(s: &SearchStep) -> String {
             s.measured_s
         )
     } else if s.pass {
-        "meets every threshold".to_string()
+        if s.recheck {
+            "meets every threshold on a re-check (the failure before it was not repeated)"
+                .to_string()
+        } else {
+            "meets every threshold".to_string()
+        }
+    } else if s.recheck {
+        format!(
+            "fails {} again on a re-check: the upper bound",
+            s.failed_checks.join(", ")
+        )
     } else {
         format!("fails {}", s.failed_checks.join(", "))
     }
@@ -151,6 +161,7 @@ pub(crate) fn drive(
             break;
         }
         let step_started = clock.now();
+        let recheck = d.search.is_recheck();
         let (step_cfg, sessions) = (d.config)(n);
         let plan = Plan::search_step(&step_cfg);
         let mut obs = StepObserver {
@@ -160,6 +171,7 @@ pub(crate) fn drive(
         let r = run_step(&step_cfg, &plan, &mut obs)?;
         let mut step = step_of(&r, sessions);
         step.mailboxes = step_cfg.profile.mailboxes;
+        step.recheck = recheck;
         if d.kept_up_passes
             && !step.pass
             && step.failed_checks == ["achieved_transactional_iops"]

@@ -71,7 +71,7 @@ pub fn section(steps: &[SearchStep], axis: Axis) -> Markup {
             }
             @for (i, s) in steps.iter().enumerate() {
                 tr {
-                    td { (i + 1) @if s.confirmation { " (confirmation)" } } td { (s.sessions) } td { (s.mailboxes) }
+                    td { (i + 1) @if s.confirmation { " (confirmation)" } @if s.recheck { " (re-check)" } } td { (s.sessions) } td { (s.mailboxes) }
                     td { (format!("{:.1}", s.target_iops)) } td { (format!("{:.1}", s.achieved_iops)) }
                     td { (format!("{:.3}", s.db_read_avg_ms)) } td { (format!("{:.3}", s.db_read_p99_ms)) }
                     td { (format!("{:.3}", s.db_read_p999_ms)) } td { (format!("{:.3}", s.log_write_avg_ms)) }

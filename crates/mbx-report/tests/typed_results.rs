@@ -314,6 +314,7 @@ fn tuning_steps_round_trip_and_are_reported() {
         },
         confirmation: false,
         kept_up: false,
+        recheck: false,
     };
     let mut r = result();
     let plain = serde_json::to_value(&r).expect("json");

@@ -46,6 +46,10 @@ pub struct SearchStep {
     /// sessions more of them would fix.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kept_up: bool,
+    /// find-max: a second run at a value whose first run failed, before that failure was
+    /// trusted as the upper bound (only bounds more than 10% above the best pass are re-checked).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recheck: bool,
 }
 
 impl SearchStep {
@@ -77,6 +81,7 @@ impl SearchStep {
                 .collect(),
             confirmation: false,
             kept_up: false,
+            recheck: false,
         }
     }
 

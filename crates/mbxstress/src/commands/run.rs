@@ -1003,9 +1003,14 @@ fn print_steps(steps: &[mbx_engine::result::SearchStep]) -> std::io::Result<()> 
         let result = if s.kept_up {
             "pass (short by counting noise; the sessions kept up)".to_string()
         } else if s.pass {
-            "pass".to_string()
+            if s.recheck {
+                "pass (re-check)".to_string()
+            } else {
+                "pass".to_string()
+            }
         } else {
-            format!("fail: {}", s.failed_checks.join(", "))
+            let again = if s.recheck { " (re-check)" } else { "" };
+            format!("fail{again}: {}", s.failed_checks.join(", "))
         };
         outln!(
             "    {:>8} {:>10} {:>10} {:>9.2} {:>9.2} {:>9.2}  {result}",

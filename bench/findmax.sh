@@ -6,7 +6,7 @@
 # result.json files, the exact commands and versions).
 #
 # Usage: bench/findmax.sh [DIR]   DIR: where the databases go (default bench/scratch; removed after)
-# Environment: MAILBOXES (ramp start, 2000), IPM (IOPS per mailbox, 1), QUOTA_MB (1: databases
+# Environment: MAILBOXES (ramp start, 2000), IPM (IOPS per mailbox, 1), QUOTA_MB (4: databases
 #   of MAILBOXES x QUOTA_MB / DBS), DBS (2), STEP (find-max step, 20s: its confirmation runs
 #   last 3 steps, as long as VERIFY), VERIFY (verification
 #   runs, 60s).
@@ -16,7 +16,12 @@ root=$(dirname "$here")
 dir=${1:-$here/scratch}/findmax
 mailboxes=${MAILBOXES:-2000}
 ipm=${IPM:-1}
-quota=${QUOTA_MB:-1}
+# 4 MB per mailbox: databases of 4,000 MiB, whose caches reach the 256 MiB per-database maximum
+# (1/8 of the database below that). With 1 MB (1,000 MiB databases, 125 MiB caches) the 1,024
+# sessions of 30,000+ IOPS left so little cache slack that page fault stalls hovered around the
+# 1/s threshold from 29,000 to 32,000 mailboxes, passing and failing by luck
+# (bench/results/findmax-2026-11-23T042719Z).
+quota=${QUOTA_MB:-4}
 dbs=${DBS:-2}
 step=${STEP:-20s}
 verify=${VERIFY:-60s}

@@ -57,7 +57,7 @@ pub struct SearchSpec {
     /// The search ends when the bracket around the boundary is at most this fraction of the
     /// answer wide (and never narrower than 1).
     pub resolution: f64,
-    /// Most steps.
+    /// Most steps (re-checks of a failing bound not counted).
     pub max_steps: usize,
 }
 
@@ -98,6 +98,8 @@ pub struct Search {
     end: Option<SearchEnd>,
     /// The failing value being run again before it becomes the bound (find-max).
     recheck: Option<u64>,
+    /// Re-checks run: they do not count against [`SearchSpec::max_steps`].
+    rechecks: usize,
 }
 
 impl Search {
@@ -129,6 +131,7 @@ impl Search {
             steps: 0,
             end: None,
             recheck: None,
+            rechecks: 0,
         }
     }
 
@@ -160,7 +163,11 @@ impl Search {
 
     /// Records how the step at [`Search::next`] went and chooses the one after it.
     pub fn record(&mut self, o: StepOutcome) {
+        if self.is_recheck() {
+            self.rechecks += 1;
+        }
         self.steps += 1;
+        let budget_spent = self.steps.saturating_sub(self.rechecks) >= self.spec.max_steps;
         let smallest = self.spec.direction == Direction::SmallestPassing;
         // The best pass is the smallest (or largest) passing value; the bracket's fail is the
         // nearest failing one on the other side.
@@ -183,11 +190,9 @@ impl Search {
             if nearer && !smallest && far && self.recheck != Some(o.value) {
                 // A new upper bound: run it once more before trusting it.
                 self.recheck = Some(o.value);
+                // The re-check is not a search step: it does not spend the budget, so it can
+                // run even after the last step.
                 self.next = Some(o.value);
-                if self.steps >= self.spec.max_steps {
-                    self.next = None;
-                    self.end = Some(SearchEnd::Steps);
-                }
                 return;
             }
             if nearer {
@@ -196,7 +201,7 @@ impl Search {
         }
         self.recheck = None;
         self.next = self.choose(o);
-        if self.next.is_some() && self.steps >= self.spec.max_steps {
+        if self.next.is_some() && budget_spent {
             self.next = None;
             self.end = Some(SearchEnd::Steps);
         }
@@ -425,6 +430,20 @@ mod tests {
             tried,
             [1000, 2000, 4000, 8000, 8000, 6000, 6000, 5000, 5500, 5250, 5125, 5062]
         );
+    }
+
+    #[test]
+    fn re_checks_do_not_spend_the_step_budget() {
+        let spec = SearchSpec {
+            max_steps: 5,
+            ..find_max_spec()
+        };
+        // 1,000, 2,000, 4,000 pass; 8,000 fails (re-checked); 6,000 fails (re-checked): five
+        // search steps, seven runs.
+        let (s, tried) = run(spec, |m| (m <= 5000, None));
+        assert_eq!(tried, [1000, 2000, 4000, 8000, 8000, 6000, 6000]);
+        assert_eq!(s.end(), Some(SearchEnd::Steps));
+        assert_eq!(s.answer(), Some(4000));
     }
 
     #[test]

@@ -331,15 +331,7 @@ mod tests {
 
     #[test]
     fn find_max_brackets_the_capacity_within_the_resolution() {
-        let spec = SearchSpec {
-            direction: Direction::LargestPassing,
-            start: 1000,
-            min: 1,
-            max: 10_000_000,
-            growth: 2.0,
-            resolution: 0.02,
-            max_steps: 30,
-        };
+        let spec = find_max_spec();
         for capacity in [1u64, 700, 1000, 5000, 123_456] {
             let (s, tried) = run(spec, |m| (m <= capacity, None));
             let a = s.answer();

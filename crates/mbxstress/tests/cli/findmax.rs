@@ -33,8 +33,21 @@ fn find_max_writes_its_curve_and_answers_or_says_none_passed() {
     .expect("json");
     assert_eq!(f["schema"], "mbxstress.find-max/1");
     let steps = f["steps"].as_array().cloned().unwrap_or_default();
-    let search = steps.iter().filter(|s| s["confirmation"] != true).count();
+    // --max-steps counts search steps: not confirmations, not re-checks of a failing bound.
+    let search = steps
+        .iter()
+        .filter(|s| s["confirmation"] != true && s["recheck"] != true)
+        .count();
     assert!((1..=2).contains(&search), "{f}");
+    // A re-check repeats the step before it.
+    for (i, s) in steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s["recheck"] == true)
+    {
+        assert!(i > 0 && steps[i - 1]["mailboxes"] == s["mailboxes"], "{f}");
+        assert_eq!(steps[i - 1]["pass"], false, "{f}");
+    }
     // The ramp starts at the profile's count: 16 mailboxes x 2 = 32 IOPS.
     assert_eq!(steps[0]["mailboxes"], 16);
     assert_eq!(steps[0]["target_iops"], 32.0);

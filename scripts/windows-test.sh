@@ -37,10 +37,23 @@ export WINEPREFIX=${WINEPREFIX:-$HOME/.wine-mbxstress}
 
 echo "== Windows: mbx-io, mbx-store and mbx-config unit tests under Wine"
 log=$(mktemp)
-if ! cargo test --quiet --target "$target" -p mbx-io -p mbx-store -p mbx-config >"$log" 2>&1; then
-  cat "$log" >&2
-  echo "Windows unit tests failed: cargo test --target $target -p mbx-io -p mbx-store -p mbx-config" >&2
-  exit 1
+unit_tests() { cargo test --quiet --target "$target" -p mbx-io -p mbx-store -p mbx-config >"$log" 2>&1; }
+if ! unit_tests; then
+  # Wine's server exits a few seconds after its last client; a test binary that starts just then
+  # loses its connection ("wine client error:0: recvmsg: Connection reset by peer", seen once in a
+  # fresh-clone .ci/run, between two test binaries). That is Wine's race, not a test failure: say so and run the
+  # tests once more. Any other failure, or this one twice, fails the script.
+  passed=0
+  if grep -q "wine client error" "$log"; then
+    cat "$log" >&2
+    echo "Windows unit tests: Wine's server dropped a client (a Wine race, not a test result); running them again" >&2
+    unit_tests && passed=1
+  fi
+  if [ "$passed" = 0 ]; then
+    cat "$log" >&2
+    echo "Windows unit tests failed: cargo test --target $target -p mbx-io -p mbx-store -p mbx-config" >&2
+    exit 1
+  fi
 fi
 grep "^test result" "$log"
 rm -f "$log"

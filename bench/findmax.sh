@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # find-max on this machine (issue 12's acceptance): `mbxstress find-max` answers a mailbox count;
 # a verification run at that count must pass and one at +10% must fail. Both verification runs
-# use the same databases and the sessions find-max gave that load (one per 25 IOPS), measured
-# for VERIFY seconds. Results: bench/results/findmax-<date>/ (NOTE.md, find-max.json, the two
+# use the same databases and the sessions find-max gave the answer (its last passing run there:
+# Little's law at the latency its steps measured, with twice the headroom), +10% for +10%,
+# measured for VERIFY seconds. Results: bench/results/findmax-<date>/ (NOTE.md, find-max.json, the two
 # result.json files, the exact commands and versions).
 #
 # Usage: bench/findmax.sh [DIR]   DIR: where the databases go (default bench/scratch; removed after)
@@ -47,11 +48,16 @@ if [ "$answer" = 0 ]; then
 fi
 # The same databases (sized for $mailboxes mailboxes): a load of N mailboxes is the target
 # N x IPM, given as IOPS per mailbox over the databases' $mailboxes.
+# Sessions: those of find-max's last passing run at the answer (a confirmation, or the step).
+answer_sessions=$(python3 -c '
+import json, sys
+f = json.load(open(sys.argv[1]))
+runs = [s for s in f["steps"] if s["mailboxes"] == f["mailboxes"] and s["pass"]]
+print(runs[-1]["sessions"])' "$out/find-max.json")
 verify_at() {
-  local n=$1 label=$2
-  local per sessions
+  local n=$1 label=$2 sessions=$3
+  local per
   per=$(python3 -c "print($n * $ipm / $mailboxes)")
-  sessions=$(python3 -c "import math; print(max(4 * $dbs, min(1024, math.ceil($n * $ipm / 25))))")
   local cmd=("$mbx" run --mailboxes "$mailboxes" --iops-per-mailbox "$per" --threads "$sessions"
     --duration "$verify" "${common[@]}" --out "$dir/$label" --progress quiet)
   echo "${cmd[*]}" >>"$out/commands.txt"
@@ -67,17 +73,18 @@ print(f"| {sys.argv[3]} | {sys.argv[2]} | {r['target_iops']:.1f} | {r['achieved_
 EOF
 }
 plus=$(python3 -c "print(round($answer * 1.1))")
+plus_sessions=$(python3 -c "import math; print(math.ceil($answer_sessions * 1.1))")
 {
   echo "# find-max on this machine ($stamp, $git_state)"
   echo
   echo "$(rustc --version); $(uname -sr); $(nproc) cores; $("$mbx" --version)."
   echo "Shared machine: other work may run. Commands: commands.txt."
   echo
-  echo "find-max answered **$answer mailboxes** x $ipm IOPS (find-max.txt, find-max.json)."
-  echo "Verification runs of $verify on the same databases:"
+  echo "find-max answered **$answer mailboxes** x $ipm IOPS (find-max.txt, find-max.json), with $answer_sessions sessions."
+  echo "Verification runs of $verify on the same databases ($answer_sessions sessions at the answer, $plus_sessions at +10%):"
   echo
   echo "| run | mailboxes | target IOPS | achieved IOPS | verdict | failed checks |"
   echo "|---|---|---|---|---|---|"
-  verify_at "$answer" at-answer
-  verify_at "$plus" plus-10pct
+  verify_at "$answer" at-answer "$answer_sessions"
+  verify_at "$plus" plus-10pct "$plus_sessions"
 } | tee "$out/NOTE.md"

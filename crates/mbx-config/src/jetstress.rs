@@ -528,7 +528,7 @@ impl Builder {
                             "RunDatabaseMaintenanceSoftRecovery" => self.ignore(&e.name, "Soft Recovery replays with maintenance off"),
                             "BackupToDisk" => self.ignore(&e.name, "the Backup test reads the databases; where a backup would be written is not simulated"),
                             "LogFilesToChecksum" => self.ignore(&e.name, "the Checksum test verifies every log file kept"),
-                            "LogInterval2" => self.ignore(&e.name, "the tuning sample interval: mbxstress does not tune yet"),
+                            "LogInterval2" => self.ignore(&e.name, "the tuning sample interval: mbxstress's tuning measures each step whole, after read latency is stable (--tuning-step sets the step length)"),
                             "MaximumChecksumBuffers" | "MaximumChecksumThreads" => self.ignore(&e.name, "the checksum pass has a fixed queue depth per file"),
                             "MaximumLatencyErrors" => {
                                 if let Some(n) = self.count(e, 0, u64::from(crate::MAX_LATENCY_ERRORS)) {

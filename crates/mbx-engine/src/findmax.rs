@@ -7,23 +7,37 @@
 //!
 //! The databases stay as prepared (sized for the profile's mailboxes): a step stands for `m`
 //! mailboxes by its target, `m` x IOPS per mailbox, spread over the same pages. The sessions of
-//! a step are the configuration's `threads`, or enough for the target at the read-latency
-//! threshold: one per [`IOPS_PER_SESSION`] of target, at least 4 per database.
+//! a step are the configuration's `threads`, or as many as Little's law asks at the read
+//! and log latency the steps so far measured near that load, with twice the headroom
+//! ([`sessions_for`]); before any step has measured, as many as the read-latency threshold
+//! would ask (one per [`IOPS_PER_SESSION`]). More sessions than the load needs are not free:
+//! each holds cache frames for its transaction, and 1,024 sessions on a device carrying
+//! 30,000 IOPS at 3 ms ran the caches out of free frames whenever the device paused
+//! (bench/results/findmax-2026-11-23T044738Z), a failure of the tool's sizing, not of the
+//! storage.
 
 use std::sync::atomic::AtomicBool;
 
 use mbx_config::{RunConfig, MAX_TARGET_IOPS, MAX_THREADS};
 
 use crate::plan::Plan;
-use crate::result::{FindMax, RunResult};
+use crate::result::{FindMax, RunResult, SearchStep};
 use crate::search::{Direction, Search, SearchSpec};
 use crate::tune::{drive, outcome, step_of, Driver, StepObserver, StepRunner};
 use crate::{EngineError, Observer, RunEvent};
 
-/// Target IOPS one session is given when find-max chooses the sessions: a session at the
-/// 20 ms read-latency threshold, with about 2.5 reads per transaction done one after the other
-/// plus the writes they cause, carries about 50; half that leaves room.
+/// Target IOPS one session is given before a step has measured the read latency: a session at
+/// the 20 ms read-latency threshold, with about 2.5 reads per transaction done one after the
+/// other plus the writes they cause, carries about 50; half that leaves room.
 pub const IOPS_PER_SESSION: f64 = 25.0;
+
+/// Headroom over Little's law: a step gets sessions for twice the load at the latency measured
+/// (latency grows with load between steps, and a session also waits for commits).
+pub const SESSION_HEADROOM: f64 = 2.0;
+
+/// The least read latency sessions are sized for, seconds: below it the transaction's own
+/// work and the pacing's granularity, not the device, set what a session carries.
+pub const MIN_SIZING_LATENCY_S: f64 = 0.001;
 
 /// How a find-max search runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,8 +70,55 @@ impl Default for FindMaxSpec {
     }
 }
 
-/// The sessions of a find-max step at `target_iops`.
-pub fn sessions_for(cfg: &RunConfig, target_iops: f64) -> u32 {
+/// The latency, seconds, a session waits per transactional I/O to size a step at `target_iops`
+/// for, from the steps run so far: database read plus log write average (a session waits for
+/// its reads one after the other and for its durable commits) of the latest step with the
+/// largest target at or below it (latency grows with load: the headroom covers the rest), else
+/// of the one with the smallest target above it, among the steps that passed (a failed step's
+/// latency may be an overloaded device's, which more sessions only lengthen), else among all;
+/// none before a step has measured reads.
+pub fn sizing_latency_s(target_iops: f64, seen: &[SearchStep]) -> Option<f64> {
+    let measured = || {
+        seen.iter()
+            .filter(|s| s.db_read_avg_ms.is_finite() && s.db_read_avg_ms > 0.0)
+    };
+    let s = nearest(target_iops, measured().filter(|s| s.pass))
+        .or_else(|| nearest(target_iops, measured()))?;
+    let log = if s.log_write_avg_ms.is_finite() {
+        s.log_write_avg_ms.max(0.0)
+    } else {
+        0.0
+    };
+    Some((s.db_read_avg_ms + log) / 1000.0)
+}
+
+/// Of `steps`, the latest with the largest target at or below `target_iops`, else the first
+/// with the smallest target above it.
+fn nearest<'a>(
+    target_iops: f64,
+    steps: impl Iterator<Item = &'a SearchStep> + Clone,
+) -> Option<&'a SearchStep> {
+    let below = steps.clone().filter(|s| s.target_iops <= target_iops).fold(
+        None::<&SearchStep>,
+        |best, s| match best {
+            Some(b) if b.target_iops > s.target_iops => Some(b),
+            _ => Some(s),
+        },
+    );
+    below.or_else(|| {
+        steps.fold(None::<&SearchStep>, |best, s| match best {
+            Some(b) if b.target_iops <= s.target_iops => Some(b),
+            _ => Some(s),
+        })
+    })
+}
+
+/// The sessions of a find-max step at `target_iops`, given the steps run so far: the
+/// configuration's `threads`; else Little's law with [`SESSION_HEADROOM`] at the read latency
+/// they measured near this load ([`sizing_latency_s`], at least [`MIN_SIZING_LATENCY_S`], at
+/// most the read threshold); before any measurement, at the read threshold (one session per
+/// [`IOPS_PER_SESSION`] with the default 20 ms). At least 4 per database.
+pub fn sessions_for(cfg: &RunConfig, target_iops: f64, seen: &[SearchStep]) -> u32 {
     if cfg.threads > 0 {
         return cfg.threads;
     }
@@ -66,7 +127,14 @@ pub fn sessions_for(cfg: &RunConfig, target_iops: f64) -> u32 {
         .databases
         .saturating_mul(4)
         .clamp(1, MAX_THREADS);
-    let want = (target_iops / IOPS_PER_SESSION).ceil();
+    let threshold_s = cfg.thresholds.db_read_avg_ms / 1000.0;
+    let per_session = match sizing_latency_s(target_iops, seen) {
+        Some(l) if threshold_s.is_finite() && threshold_s > MIN_SIZING_LATENCY_S => {
+            1.0 / (SESSION_HEADROOM * l.clamp(MIN_SIZING_LATENCY_S, threshold_s))
+        }
+        _ => IOPS_PER_SESSION,
+    };
+    let want = (target_iops / per_session).ceil();
     if want.is_finite() && want > 0.0 {
         (want.min(f64::from(MAX_THREADS)) as u32).clamp(least, MAX_THREADS)
     } else {
@@ -76,12 +144,12 @@ pub fn sessions_for(cfg: &RunConfig, target_iops: f64) -> u32 {
 
 /// The configuration of a find-max step standing for `mailboxes` mailboxes: the target
 /// `mailboxes` x IOPS per mailbox on the profile's databases (same mailbox count and size),
-/// measured for the tuning step's length.
-pub fn step_config(cfg: &RunConfig, mailboxes: u64) -> RunConfig {
+/// measured for the tuning step's length, its sessions sized from the steps `seen` so far.
+pub fn step_config(cfg: &RunConfig, mailboxes: u64, seen: &[SearchStep]) -> RunConfig {
     let mut c = cfg.clone();
     let target = mailboxes as f64 * cfg.profile.iops_per_mailbox;
     c.profile.iops_per_mailbox = target / cfg.profile.mailboxes.max(1) as f64;
-    c.threads = sessions_for(cfg, target);
+    c.threads = sessions_for(cfg, target, seen);
     c.duration_s = cfg.tuning.step_for(cfg.duration_s);
     c
 }
@@ -130,10 +198,10 @@ pub fn find_max(
     });
     let started = clock.wall();
     observer.on_event(RunEvent::Log(&format!(
-        "find-max is starting: from {} mailboxes x {} IOPS, steps of {:.0} s measured after read latency is stable, at most {} steps, to within {:.0}%.",
+        "find-max is starting: from {} mailboxes x {} IOPS, steps of {} measured after read latency is stable, at most {} steps, to within {:.0}%.",
         cfg.profile.mailboxes,
         ipm,
-        cfg.tuning.step_for(cfg.duration_s),
+        crate::step_secs(cfg.tuning.step_for(cfg.duration_s)),
         spec.max_steps,
         spec.resolution * 100.0
     )));
@@ -141,8 +209,8 @@ pub fn find_max(
         Driver {
             search: &mut search,
             max_s: spec.max_s,
-            config: &|m| {
-                let c = step_config(cfg, m);
+            config: &|m, seen| {
+                let c = step_config(cfg, m, seen);
                 let sessions = c.threads;
                 (c, sessions)
             },
@@ -184,7 +252,7 @@ pub fn find_max(
                 break;
             }
             tries += 1;
-            let mut c = step_config(cfg, m);
+            let mut c = step_config(cfg, m, &steps);
             c.duration_s *= CONFIRM_LENGTHS;
             let plan = Plan::search_step(&c);
             let mut obs = StepObserver {
@@ -305,8 +373,8 @@ pub fn find_max_iops(
         max_steps: spec.max_steps,
     });
     observer.on_event(RunEvent::Log(&format!(
-        "Searching for the maximum transactional IOPS: from {start_iops} IOPS, steps of {:.0} s measured after read latency is stable, at most {} steps, to within {:.0}%.",
-        cfg.tuning.step_for(cfg.duration_s),
+        "Searching for the maximum transactional IOPS: from {start_iops} IOPS, steps of {} measured after read latency is stable, at most {} steps, to within {:.0}%.",
+        crate::step_secs(cfg.tuning.step_for(cfg.duration_s)),
         spec.max_steps,
         spec.resolution * 100.0
     )));
@@ -314,9 +382,9 @@ pub fn find_max_iops(
         Driver {
             search: &mut search,
             max_s: spec.max_s,
-            config: &|t| {
+            config: &|t, seen| {
                 let mut c = iops_config(cfg, t as f64);
-                c.threads = sessions_for(cfg, t as f64);
+                c.threads = sessions_for(cfg, t as f64, seen);
                 c.duration_s = cfg.tuning.step_for(cfg.duration_s);
                 let sessions = c.threads;
                 (c, sessions)
@@ -347,4 +415,83 @@ pub fn find_max_iops(
         elapsed_s: driven.elapsed_s,
         last: driven.last,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> RunConfig {
+        let mut c = RunConfig::default();
+        c.profile.databases = 2;
+        c.threads = 0;
+        c
+    }
+
+    fn step(target_iops: f64, read_ms: f64) -> SearchStep {
+        SearchStep {
+            target_iops,
+            db_read_avg_ms: read_ms,
+            ..SearchStep::default()
+        }
+    }
+
+    #[test]
+    fn before_any_measurement_sessions_are_sized_at_the_read_threshold() {
+        // 30,000 IOPS at the 20 ms threshold with twice the headroom: one per 25 IOPS.
+        assert_eq!(sessions_for(&cfg(), 30_000.0, &[]), 1_200.min(MAX_THREADS));
+        assert_eq!(sessions_for(&cfg(), 1_000.0, &[]), 40);
+        // At least 4 per database.
+        assert_eq!(sessions_for(&cfg(), 10.0, &[]), 8);
+    }
+
+    #[test]
+    fn measured_latency_sizes_the_sessions_by_littles_law() {
+        // 16,000 IOPS measured reads at 3 ms: 30,000 IOPS x 3 ms x 2 = 180 sessions, not the
+        // 1,024 of one per 25 IOPS (which ran the caches out of frames on this machine).
+        let seen = [step(2_000.0, 0.8), step(16_000.0, 3.0)];
+        assert_eq!(sessions_for(&cfg(), 30_000.0, &seen), 180);
+        // The nearest step at or below the target is the reference, not the one above.
+        let seen = [step(16_000.0, 3.0), step(32_000.0, 15.0)];
+        assert_eq!(sessions_for(&cfg(), 24_000.0, &seen), 144);
+        // Below every step: the smallest target above is the reference.
+        assert_eq!(sessions_for(&cfg(), 8_000.0, &seen), 48);
+        // The latest of equal targets wins (a re-run replaces what it measured).
+        let seen = [step(16_000.0, 3.0), step(16_000.0, 5.0)];
+        assert_eq!(sessions_for(&cfg(), 16_000.0, &seen), 160);
+    }
+
+    #[test]
+    fn passing_steps_are_the_reference_and_log_waits_count() {
+        let pass = |t, ms| SearchStep {
+            pass: true,
+            ..step(t, ms)
+        };
+        // A failed 30,000 at 40 ms (an overloaded device) does not size a second run there:
+        // the passing 16,000 at 3 ms does.
+        let seen = [pass(16_000.0, 3.0), step(30_000.0, 40.0)];
+        assert_eq!(sessions_for(&cfg(), 30_000.0, &seen), 180);
+        // With no pass, failed steps are still a reference (nearest below).
+        let seen = [step(16_000.0, 3.0), step(30_000.0, 40.0)];
+        assert_eq!(sessions_for(&cfg(), 24_000.0, &seen), 144);
+        // Durable commits wait for the log: 3 ms reads + 2 ms log writes size for 5 ms.
+        let slow_log = SearchStep {
+            log_write_avg_ms: 2.0,
+            ..pass(16_000.0, 3.0)
+        };
+        assert_eq!(sessions_for(&cfg(), 30_000.0, &[slow_log]), 300);
+    }
+
+    #[test]
+    fn sizing_latency_is_bounded_by_the_floor_and_the_threshold() {
+        // 0.2 ms reads count as 1 ms; 80 ms reads as the 20 ms threshold (one per 25 IOPS).
+        assert_eq!(sessions_for(&cfg(), 10_000.0, &[step(5_000.0, 0.2)]), 20);
+        assert_eq!(sessions_for(&cfg(), 10_000.0, &[step(5_000.0, 80.0)]), 400);
+        // Steps that measured no reads are not references.
+        assert_eq!(sessions_for(&cfg(), 1_000.0, &[step(500.0, 0.0)]), 40);
+        // A configured thread count is always used.
+        let mut fixed = cfg();
+        fixed.threads = 12;
+        assert_eq!(sessions_for(&fixed, 30_000.0, &[step(16_000.0, 3.0)]), 12);
+    }
 }

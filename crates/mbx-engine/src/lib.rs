@@ -1415,6 +1415,16 @@ pub fn human_duration(d: Duration) -> String {
     }
 }
 
+/// Seconds as a search step's length is shown ("8 s", "7.5 s"): the same words in the run's
+/// first line and in the tuning and find-max logs.
+pub fn step_secs(s: f64) -> String {
+    if (s - s.round()).abs() < 0.05 {
+        format!("{:.0} s", s)
+    } else {
+        format!("{:.1} s", s)
+    }
+}
+
 /// Writes `value` as pretty JSON to `path` atomically (temporary file + rename).
 pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
     let tmp = path.with_extension("json.tmp");

@@ -121,7 +121,7 @@ pub fn throughput(
     };
     let held = held_iops(max, cfg.throughput_pct);
     let mut c = iops_config(cfg, held);
-    c.threads = sessions_for(cfg, held);
+    c.threads = sessions_for(cfg, held, &record.steps);
     record.max_iops = Some(max);
     record.held_iops = Some(held);
     record.sessions = Some(c.threads);

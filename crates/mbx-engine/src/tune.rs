@@ -108,14 +108,18 @@ pub(crate) fn outcome(s: &SearchStep) -> String {
     }
 }
 
+/// The configuration of a search step at a value and its sessions, given the steps run so far.
+pub(crate) type StepConfig<'a> = dyn Fn(u64, &[SearchStep]) -> (RunConfig, u32) + 'a;
+
 /// How [`drive`] sets up and logs the steps of a search.
 pub(crate) struct Driver<'a> {
     /// The strategy.
     pub search: &'a mut Search,
     /// Time budget, seconds on the steps' clock.
     pub max_s: f64,
-    /// The configuration of the step at a value, and its sessions.
-    pub config: &'a dyn Fn(u64) -> (RunConfig, u32),
+    /// The configuration of the step at a value, and its sessions, given the steps run so far
+    /// (find-max sizes its sessions from the read latency they measured).
+    pub config: &'a StepConfig<'a>,
     /// The prefix of a step's own log lines (step number from 1, value).
     pub prefix: &'a dyn Fn(usize, u64) -> String,
     /// The line logged after a step.
@@ -162,7 +166,7 @@ pub(crate) fn drive(
         }
         let step_started = clock.now();
         let recheck = d.search.is_recheck();
-        let (step_cfg, sessions) = (d.config)(n);
+        let (step_cfg, sessions) = (d.config)(n, &steps);
         let plan = Plan::search_step(&step_cfg);
         let mut obs = StepObserver {
             inner: observer,
@@ -249,7 +253,8 @@ pub fn tune(
     });
     let step_s = t.step_for(cfg.duration_s);
     observer.on_event(RunEvent::Log(&format!(
-        "Automatic tuning is starting: steps of {step_s:.0} s measured after read latency is stable, at most {} steps, for the smallest session count that meets {:.1} IOPS within every threshold.",
+        "Automatic tuning is starting: steps of {} measured after read latency is stable, at most {} steps, for the smallest session count that meets {:.1} IOPS within every threshold.",
+        crate::step_secs(step_s),
         t.max_steps,
         cfg.target_iops()
     )));
@@ -257,7 +262,7 @@ pub fn tune(
         Driver {
             search: &mut search,
             max_s: t.max_s,
-            config: &|n| {
+            config: &|n, _| {
                 let sessions = u32::try_from(n).unwrap_or(MAX_THREADS);
                 (step_config(cfg, sessions), sessions)
             },

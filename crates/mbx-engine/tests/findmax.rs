@@ -78,3 +78,65 @@ fn find_max_returns_the_known_capacity_of_the_model() {
     let last = lines.0.last().expect("a line");
     assert!(last.starts_with("find-max: "), "{last}");
 }
+
+#[test]
+fn find_max_sizes_sessions_from_the_latency_it_measures() {
+    // A fast device: 1 ms reads and writes, four at a time (4,000 transactional IOPS at most),
+    // sessions left to find-max. One session per 25 IOPS would be 160 at the capacity; the
+    // latency measured (about 1 ms) asks for about a tenth of that, and the capacity is still
+    // found within 5%.
+    let one = Latency::fixed(Duration::from_millis(1));
+    let model = LatencyModel::uniform(Latency::ZERO)
+        .reads(one)
+        .writes(one)
+        .channels(4);
+    let mut sim = Sim::new(model);
+    let mut cfg = config(100.0);
+    cfg.profile.mailboxes = 500;
+    cfg.profile.iops_per_mailbox = 1.0;
+    cfg.bdm = false;
+    cfg.threads = 0;
+    cfg.thresholds.iops_margin = 0.01;
+    cfg.thresholds.db_read_max_ms = 100_000.0;
+    cfg.thresholds.log_write_max_ms = 100_000.0;
+    cfg.thresholds.page_fault_stalls_per_s = 100_000.0;
+    let clock = sim.clock.clone();
+    let mut lines = Lines::default();
+    let found = find_max(
+        &cfg,
+        FindMaxSpec {
+            max_steps: 16,
+            resolution: 0.02,
+            max_s: 86_400.0,
+            confirmations: 2,
+        },
+        &mut lines,
+        &AtomicBool::new(false),
+        &*clock,
+        &mut |c, p, o| sim.step(c, p, o),
+    )
+    .expect("find-max");
+    let f = &found.find_max;
+    for s in &f.steps {
+        eprintln!(
+            "{} mailboxes, {} sessions: target {:.0}, achieved {:.1} IOPS, read {:.2} ms, log {:.2} ms, pass {}",
+            s.mailboxes, s.sessions, s.target_iops, s.achieved_iops, s.db_read_avg_ms, s.log_write_avg_ms, s.pass
+        );
+    }
+    let iops = f.iops.unwrap_or_else(|| panic!("no answer: {f:#?}"));
+    assert!((3_800.0..=4_200.0).contains(&iops), "{iops} IOPS: {f:#?}");
+    // The first step, with nothing measured, is sized at the read threshold (one session per
+    // 25 IOPS); later ones by Little's law at what the steps measured: while the device keeps
+    // its 1 ms (the passing steps), under a quarter of that.
+    assert_eq!(f.steps[0].sessions, 20, "{f:#?}");
+    let later_passes: Vec<_> = f.steps[1..].iter().filter(|s| s.pass).collect();
+    assert!(later_passes.len() >= 3, "{f:#?}");
+    for s in later_passes {
+        assert!(
+            f64::from(s.sessions) < s.target_iops / 25.0 / 4.0,
+            "{} sessions for {} IOPS: {f:#?}",
+            s.sessions,
+            s.target_iops
+        );
+    }
+}

@@ -703,7 +703,7 @@ pub(crate) fn run_one(
             if mbx_engine::tunes(&cfg, &plan_for(&cfg)) {
                 format!(
                     "sessions tuned first (steps of {})",
-                    fmt_secs(cfg.tuning.step_for(cfg.duration_s))
+                    mbx_engine::step_secs(cfg.tuning.step_for(cfg.duration_s))
                 )
             } else {
                 format!("{} sessions", cfg.sessions())

@@ -21,7 +21,8 @@
 #
 # Usage: bench/mix.sh [DIR]   DIR: scratch folder (default bench/scratch; needs 4 x DB_MIB MiB)
 # Environment: ROUNDS (default 5), RUNTIME measured seconds per run (default 20), DB_MIB per
-#              database (default 2048), SESSIONS (default "8 32").
+#              database (default 2048), SESSIONS (default "8 32"), MBX_ARGS (more flags for
+#              mbxstress run, e.g. "--reactors 1"; recorded in versions.txt).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -30,6 +31,7 @@ rounds=${ROUNDS:-5}
 runtime=${RUNTIME:-20}
 db_mib=${DB_MIB:-2048}
 sessions=${SESSIONS:-8 32}
+read -r -a mbx_extra <<<"${MBX_ARGS:-}"
 command -v fio >/dev/null || { apt-get update -qq && apt-get install -y -qq fio >/dev/null; }
 command -v python3 >/dev/null || { echo "python3 is needed to parse results" >&2; exit 2; }
 [ -x /usr/bin/time ] || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
@@ -53,6 +55,7 @@ raw=$out/raw.jsonl
   echo "filesystem: $(df -T "$dir" | awk 'NR==2{print $2" on "$1}')"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "2 databases x $db_mib MiB, sessions: $sessions, rounds: $rounds, runtime: ${runtime}s"
+  echo "extra mbxstress run flags: ${MBX_ARGS:-none}"
 } >"$out/versions.txt"
 log() { echo "$*" | tee -a "$out/commands.txt" >&2; }
 cd "$dir"
@@ -74,7 +77,7 @@ drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 mbx_run() {
   rm -rf "$dir/out"
   local args=(run "${sizing[@]}" --iops-per-mailbox 100 --threads "$1" --duration "${runtime}s"
-    --sample-interval 5s --out "$dir/out" --progress jsonl)
+    --sample-interval 5s --out "$dir/out" --progress jsonl "${mbx_extra[@]}")
   log "$mbx ${args[*]}"
   python3 - "$mbx" "$dir/out/result.json" "${args[@]}" <<'PY'
 import json, os, subprocess, sys, time

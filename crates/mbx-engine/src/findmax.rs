@@ -48,14 +48,20 @@ pub struct FindMaxSpec {
     pub resolution: f64,
     /// Longest search, seconds.
     pub max_s: f64,
-    /// Confirmation runs: the answer is run again for [`CONFIRM_LENGTHS`] step lengths; one that
-    /// fails moves the answer down by [`CONFIRM_BACKOFF`] and confirms again, at most this many
+    /// Confirmation runs: the answer is run again for [`CONFIRM_LENGTHS`] step lengths until
+    /// [`CONFIRM_PASSES`] runs in a row pass; one that fails moves the answer down by
+    /// [`CONFIRM_BACKOFF`] and confirms again, at most this many
     /// times (0: no confirmation).
     pub confirmations: usize,
 }
 
 /// A confirmation run lasts this many step lengths.
 pub const CONFIRM_LENGTHS: f64 = 3.0;
+/// Confirmation runs in a row that must pass at the answer. One was not enough on this
+/// machine's disk, whose capacity moves by several percent from minute to minute: a 60 s
+/// confirmation at 38,000 passed and a 60 s run right after it failed
+/// (bench/results/findmax-2026-11-23T074312Z).
+pub const CONFIRM_PASSES: usize = 2;
 /// A failed confirmation moves the answer down by this fraction.
 pub const CONFIRM_BACKOFF: f64 = 0.05;
 
@@ -244,9 +250,9 @@ pub fn find_max(
     // A short step that passed near the edge may have been lucky: confirm the answer with a
     // longer run at it, backing off until one holds.
     if spec.confirmations > 0 && end != "interrupted" && end != "error" {
-        let mut tries = 0;
+        let (mut tries, mut failures, mut passes) = (0, 0, 0);
         while let Some(m) = answer {
-            if tries == spec.confirmations {
+            if failures == spec.confirmations {
                 answer = None;
                 end = "unconfirmed".into();
                 break;
@@ -281,8 +287,14 @@ pub fn find_max(
                 break;
             }
             if pass {
-                break;
+                passes += 1;
+                if passes == CONFIRM_PASSES {
+                    break;
+                }
+                continue;
             }
+            failures += 1;
+            passes = 0;
             let lower = ((m as f64) * (1.0 - CONFIRM_BACKOFF)).floor() as u64;
             answer = (lower >= 1 && lower < m).then_some(lower);
         }

@@ -10,7 +10,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use mbx_store::page::{
-    block_checksum, build_data_page, check_data_page, PageCheck, PageHeader, KIND_DATA, PAGE_SIZE,
+    block_checksum, build_data_page, build_data_page_with, check_data_page, PageCheck, PageHeader,
+    PayloadGenerator, KIND_DATA, PAGE_SIZE,
 };
 
 const ITERS: usize = 20_000;
@@ -152,16 +153,17 @@ fn round(t: &mut Tally, ring: &mut [Vec<u8>], f: &mut impl FnMut(usize, &mut [u8
     t.cpu += cpu().saturating_sub(c);
 }
 
-/// Runs `before` and `now` in alternating rounds (each on its own copy of the ring) and prints a
-/// table row.
+/// Runs `before` and `now` in alternating rounds (each on its own copy of its ring: `ring_b`
+/// holds pages made by the code it times) and prints a table row.
 fn case(
     name: &str,
-    ring: &[Vec<u8>],
+    ring_b: &[Vec<u8>],
+    ring_n: &[Vec<u8>],
     mut before: impl FnMut(usize, &mut [u8]),
     mut now: impl FnMut(usize, &mut [u8]),
 ) {
-    let mut ring_b = ring.to_vec();
-    let mut ring_n = ring.to_vec();
+    let mut ring_b = ring_b.to_vec();
+    let mut ring_n = ring_n.to_vec();
     let mut tb = Tally {
         cpu: Duration::ZERO,
         best_us: f64::MAX,
@@ -195,6 +197,7 @@ fn main() {
         case(
             &format!("build, {pct}% compressible"),
             &blank,
+            &blank,
             |i, p| {
                 before::build_data_page(p, &header(i as u64 + 2, 7, pct));
                 black_box(&p[8..16]);
@@ -205,13 +208,33 @@ fn main() {
             },
         );
     }
-    // Valid pages: each ring slot holds one.
+    // The payload generators alone, both in the current code: wyrand (id 0, every page written
+    // before the id existed) against the current one.
+    for pct in [0u8, 50] {
+        case(
+            &format!("build, {pct}% compressible: generator 0 (wyrand) vs current"),
+            &blank,
+            &blank,
+            |i, p| {
+                build_data_page_with(p, &header(i as u64 + 2, 7, pct), PayloadGenerator::Wyrand);
+                black_box(&p[8..16]);
+            },
+            |i, p| {
+                build_data_page(p, &header(i as u64 + 2, 7, pct));
+                black_box(&p[8..16]);
+            },
+        );
+    }
+    // Valid pages, each made by the code that checks it: each ring slot holds one.
     let mut good = blank.clone();
-    for (k, p) in good.iter_mut().enumerate() {
+    let mut good_b = blank.clone();
+    for (k, (p, q)) in good.iter_mut().zip(good_b.iter_mut()).enumerate() {
         build_data_page(p, &header(k as u64 + 2, 7, 0));
+        before::build_data_page(q, &header(k as u64 + 2, 7, 0));
     }
     case(
         "checksum only (block_checksum)",
+        &good_b,
         &good,
         |_, p| {
             black_box(before::block_checksum(black_box(p)));
@@ -222,6 +245,7 @@ fn main() {
     );
     case(
         "XXH3-64 one-shot of 32 KiB (floor for the hash)",
+        &good_b,
         &good,
         |_, p| {
             black_box(xxhash_rust::xxh3::xxh3_64(black_box(p)));
@@ -234,6 +258,7 @@ fn main() {
     let mut s2 = vec![0u8; PAGE_SIZE];
     case(
         "check, good page",
+        &good_b,
         &good,
         |i, p| {
             let c = before::check_data_page(black_box(p), (i % RING) as u64 + 2, DB, &mut s1);
@@ -246,11 +271,13 @@ fn main() {
     );
     // One flipped bit per page: the slow path (rebuild and compare).
     let mut flipped = good.clone();
-    for p in flipped.iter_mut() {
+    let mut flipped_b = good_b.clone();
+    for p in flipped.iter_mut().chain(flipped_b.iter_mut()) {
         p[20_000] ^= 0x10;
     }
     case(
         "check, one flipped bit (rebuild)",
+        &flipped_b,
         &flipped,
         |i, p| {
             let c = before::check_data_page(black_box(p), (i % RING) as u64 + 2, DB, &mut s1);

@@ -229,9 +229,9 @@ pub struct EsrpArgs {
 const FIND_MAX_HELP: &str = "\
 Each step is a short Performance run (attain the cache, wait until every instance's read latency
 is stable, measure for --tuning-step) at the target of its mailbox count, with --threads sessions
-or Little's law at the latency earlier steps measured (target x 2 x read + log write average;
-one per 25 IOPS before anything is measured). The databases are prepared once for --mailboxes
-x --quota-mb.
+or Little's law at the latency earlier steps measured (target x 2 x (read average + log write
+average / 4); one per 25 IOPS before anything is measured). The databases are prepared once for
+--mailboxes x --quota-mb.
 Outputs in --out: find-max.json (the answer and every step: IOPS and latency percentiles),
 find-max.html (table and charts), test.log. Exit 0 with an answer, 1 when no count passed.
 

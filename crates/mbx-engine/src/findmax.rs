@@ -35,9 +35,11 @@ pub const IOPS_PER_SESSION: f64 = 25.0;
 /// (latency grows with load between steps, and a session also waits for commits).
 pub const SESSION_HEADROOM: f64 = 2.0;
 
-/// The least read latency sessions are sized for, seconds: below it the transaction's own
-/// work and the pacing's granularity, not the device, set what a session carries.
-pub const MIN_SIZING_LATENCY_S: f64 = 0.001;
+/// The least latency sessions are sized for, seconds (a quarter of the 20 ms read threshold):
+/// a device answering in 0.3 ms still pauses, and sessions sized for 1 ms (16 at 8,000 IOPS)
+/// fell behind their target whenever this machine's disk had 100 ms pauses, capping the answer
+/// at 6,650 mailboxes where +10% passed too (findmax-2026-11-23T081645Z).
+pub const MIN_SIZING_LATENCY_S: f64 = 0.005;
 
 /// How a find-max search runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -467,18 +469,18 @@ mod tests {
 
     #[test]
     fn measured_latency_sizes_the_sessions_by_littles_law() {
-        // 16,000 IOPS measured reads at 3 ms: 30,000 IOPS x 3 ms x 2 = 180 sessions, not the
+        // 16,000 IOPS measured reads at 6 ms: 30,000 IOPS x 6 ms x 2 = 360 sessions, not the
         // 1,024 of one per 25 IOPS (which ran the caches out of frames on this machine).
-        let seen = [step(2_000.0, 0.8), step(16_000.0, 3.0)];
-        assert_eq!(sessions_for(&cfg(), 30_000.0, &seen), 180);
+        let seen = [step(2_000.0, 0.8), step(16_000.0, 6.0)];
+        assert_eq!(sessions_for(&cfg(), 30_000.0, &seen), 360);
         // The nearest step at or below the target is the reference, not the one above.
-        let seen = [step(16_000.0, 3.0), step(32_000.0, 15.0)];
-        assert_eq!(sessions_for(&cfg(), 24_000.0, &seen), 144);
+        let seen = [step(16_000.0, 6.0), step(32_000.0, 15.0)];
+        assert_eq!(sessions_for(&cfg(), 24_000.0, &seen), 288);
         // Below every step: the smallest target above is the reference.
-        assert_eq!(sessions_for(&cfg(), 8_000.0, &seen), 48);
+        assert_eq!(sessions_for(&cfg(), 8_000.0, &seen), 96);
         // The latest of equal targets wins (a re-run replaces what it measured).
-        let seen = [step(16_000.0, 3.0), step(16_000.0, 5.0)];
-        assert_eq!(sessions_for(&cfg(), 16_000.0, &seen), 160);
+        let seen = [step(16_000.0, 6.0), step(16_000.0, 8.0)];
+        assert_eq!(sessions_for(&cfg(), 16_000.0, &seen), 256);
     }
 
     #[test]
@@ -488,25 +490,25 @@ mod tests {
             ..step(t, ms)
         };
         // A failed 30,000 at 40 ms (an overloaded device) does not size a second run there:
-        // the passing 16,000 at 3 ms does.
-        let seen = [pass(16_000.0, 3.0), step(30_000.0, 40.0)];
-        assert_eq!(sessions_for(&cfg(), 30_000.0, &seen), 180);
+        // the passing 16,000 at 6 ms does.
+        let seen = [pass(16_000.0, 6.0), step(30_000.0, 40.0)];
+        assert_eq!(sessions_for(&cfg(), 30_000.0, &seen), 360);
         // With no pass, failed steps are still a reference (nearest below).
-        let seen = [step(16_000.0, 3.0), step(30_000.0, 40.0)];
-        assert_eq!(sessions_for(&cfg(), 24_000.0, &seen), 144);
-        // Durable commits wait for the log: 3 ms reads + a quarter of 8 ms log writes size for
-        // 5 ms.
+        let seen = [step(16_000.0, 6.0), step(30_000.0, 40.0)];
+        assert_eq!(sessions_for(&cfg(), 24_000.0, &seen), 288);
+        // Durable commits wait for the log: 6 ms reads + a quarter of 8 ms log writes size for
+        // 8 ms.
         let slow_log = SearchStep {
             log_write_avg_ms: 8.0,
-            ..pass(16_000.0, 3.0)
+            ..pass(16_000.0, 6.0)
         };
-        assert_eq!(sessions_for(&cfg(), 30_000.0, &[slow_log]), 300);
+        assert_eq!(sessions_for(&cfg(), 30_000.0, &[slow_log]), 480);
     }
 
     #[test]
     fn sizing_latency_is_bounded_by_the_floor_and_the_threshold() {
-        // 0.2 ms reads count as 1 ms; 80 ms reads as the 20 ms threshold (one per 25 IOPS).
-        assert_eq!(sessions_for(&cfg(), 10_000.0, &[step(5_000.0, 0.2)]), 20);
+        // 0.2 ms reads count as 5 ms; 80 ms reads as the 20 ms threshold (one per 25 IOPS).
+        assert_eq!(sessions_for(&cfg(), 10_000.0, &[step(5_000.0, 0.2)]), 100);
         assert_eq!(sessions_for(&cfg(), 10_000.0, &[step(5_000.0, 80.0)]), 400);
         // Steps that measured no reads are not references.
         assert_eq!(sessions_for(&cfg(), 1_000.0, &[step(500.0, 0.0)]), 40);

@@ -103,20 +103,20 @@ fn find_max_returns_the_known_capacity_of_the_model() {
 fn find_max_sizes_sessions_from_the_latency_it_measures() {
     // A fast device: 1 ms reads and writes, four at a time (4,000 transactional IOPS at most),
     // sessions left to find-max. One session per 25 IOPS would be 160 at the capacity; the
-    // latency measured (about 1 ms) asks for about a tenth of that, and the capacity is still
-    // found within 5%.
+    // latency measured (about 1 ms, counted as the 5 ms floor) asks for under half of that, and
+    // the capacity is still found within 5%.
     let (f, _) = search(Duration::from_millis(1), 500, 0, true);
     let iops = f.iops.unwrap_or_else(|| panic!("no answer: {f:#?}"));
     assert!((3_800.0..=4_200.0).contains(&iops), "{iops} IOPS: {f:#?}");
     // The first step, with nothing measured, is sized at the read threshold (one session per
     // 25 IOPS); later ones by Little's law at what the steps measured: while the device keeps
-    // its 1 ms (the passing steps), under a quarter of that.
+    // its 1 ms (the passing steps), at most half of that.
     assert_eq!(f.steps[0].sessions, 20, "{f:#?}");
     let later_passes: Vec<_> = f.steps[1..].iter().filter(|s| s.pass).collect();
     assert!(later_passes.len() >= 3, "{f:#?}");
     for s in later_passes {
         assert!(
-            f64::from(s.sessions) < s.target_iops / 25.0 / 4.0,
+            f64::from(s.sessions) <= s.target_iops / 25.0 / 2.0,
             "{} sessions for {} IOPS: {f:#?}",
             s.sessions,
             s.target_iops

@@ -38,7 +38,7 @@ pub const SESSION_HEADROOM: f64 = 2.0;
 /// The least latency sessions are sized for, seconds (a quarter of the 20 ms read threshold):
 /// a device answering in 0.3 ms still pauses, and sessions sized for 1 ms (16 at 8,000 IOPS)
 /// fell behind their target whenever this machine's disk had 100 ms pauses, capping the answer
-/// at 6,650 mailboxes where +10% passed too (findmax-2026-11-23T081645Z).
+/// at 6,650 mailboxes where +10% passed too (findmax-2026-11-23T081952Z).
 pub const MIN_SIZING_LATENCY_S: f64 = 0.005;
 
 /// How a find-max search runs.

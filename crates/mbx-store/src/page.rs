@@ -467,19 +467,21 @@ pub fn check_data_page(
 mod tests {
     use super::*;
 
-    fn page(n: u64, db: u64, gen: u64, pct: u8) -> Vec<u8> {
-        let mut p = vec![0u8; PAGE_SIZE];
-        build_data_page(
-            &mut p,
-            &PageHeader {
-                page_number: n,
-                database_id: db,
+    /// A data page header for every compressibility (0..=100) at three generations.
+    fn every_compressibility_and_generation() -> impl Iterator<Item = PageHeader> {
+        (0..=100u8).flat_map(|pct| {
+            [0u64, 1, 0x8000_0000_0000_0001].map(move |gen| PageHeader {
+                page_number: 3 + u64::from(pct),
+                database_id: 0x1234_5678_9abc_def0 ^ gen,
                 generation: gen,
                 kind: KIND_DATA,
                 compressibility_pct: pct,
-            },
-        );
-        p
+            })
+        })
+    }
+
+    fn page(n: u64, db: u64, gen: u64, pct: u8) -> Vec<u8> {
+        page_with(n, db, gen, pct, PayloadGenerator::CURRENT)
     }
 
     fn page_with(n: u64, db: u64, gen: u64, pct: u8, g: PayloadGenerator) -> Vec<u8> {
@@ -615,24 +617,16 @@ mod tests {
         }
         // Every compressibility (every length of the random prefix, including those that are
         // not a multiple of the four-word step) builds byte for byte what the one-word loop did.
-        for pct in 0..=100u8 {
-            for gen in [0u64, 1, 0x8000_0000_0000_0001] {
-                let h = PageHeader {
-                    page_number: 3 + u64::from(pct),
-                    database_id: 0x1234_5678_9abc_def0 ^ gen,
-                    generation: gen,
-                    kind: KIND_DATA,
-                    compressibility_pct: pct,
-                };
-                let mut p = vec![0xa5u8; PAGE_SIZE];
-                build_data_page_with(&mut p, &h, PayloadGenerator::Wyrand);
-                assert!(p == reference_page(&h), "pct {pct} gen {gen}");
-                // Both ways of taking the checksum (AVX2 present or not) give the same page.
-                for avx2 in [false, true] {
-                    let mut q = vec![0x5au8; PAGE_SIZE];
-                    build(&mut q, &h, PayloadGenerator::Wyrand, avx2);
-                    assert!(q == p, "pct {pct} gen {gen} avx2 {avx2}");
-                }
+        for h in every_compressibility_and_generation() {
+            let (pct, gen) = (h.compressibility_pct, h.generation);
+            let mut p = vec![0xa5u8; PAGE_SIZE];
+            build_data_page_with(&mut p, &h, PayloadGenerator::Wyrand);
+            assert!(p == reference_page(&h), "pct {pct} gen {gen}");
+            // Both ways of taking the checksum (AVX2 present or not) give the same page.
+            for avx2 in [false, true] {
+                let mut q = vec![0x5au8; PAGE_SIZE];
+                build(&mut q, &h, PayloadGenerator::Wyrand, avx2);
+                assert!(q == p, "pct {pct} gen {gen} avx2 {avx2}");
             }
         }
     }
@@ -742,22 +736,14 @@ mod tests {
         })
         .collect();
         assert_eq!(pinned, PINNED_XS, "{pinned:#x?}");
-        for pct in 0..=100u8 {
-            for gen in [0u64, 1, 0x8000_0000_0000_0001] {
-                let h = PageHeader {
-                    page_number: 3 + u64::from(pct),
-                    database_id: 0x1234_5678_9abc_def0 ^ gen,
-                    generation: gen,
-                    kind: KIND_DATA,
-                    compressibility_pct: pct,
-                };
-                let reference = reference_xs_page(&h);
-                // The baseline (SSE2) body and the AVX2 body build the same bytes.
-                for avx2 in [false, true] {
-                    let mut q = vec![0x5au8; PAGE_SIZE];
-                    build(&mut q, &h, PayloadGenerator::Xorshift8, avx2);
-                    assert!(q == reference, "pct {pct} gen {gen} avx2 {avx2}");
-                }
+        for h in every_compressibility_and_generation() {
+            let (pct, gen) = (h.compressibility_pct, h.generation);
+            let reference = reference_xs_page(&h);
+            // The baseline (SSE2) body and the AVX2 body build the same bytes.
+            for avx2 in [false, true] {
+                let mut q = vec![0x5au8; PAGE_SIZE];
+                build(&mut q, &h, PayloadGenerator::Xorshift8, avx2);
+                assert!(q == reference, "pct {pct} gen {gen} avx2 {avx2}");
             }
         }
         // And the fill alone, on every length and from the same lanes, ends in the same state.

@@ -11,7 +11,7 @@
 //! | 32 | 8 | write generation (0 when created, +1 per rewrite) |
 //! | 40 | 4 | kind (1 data, 2 database header) |
 //! | 44 | 1 | compressibility percent the payload was made with |
-//! | 45 | 1 | payload generator id ([`PayloadGenerator`]): 0 wyrand, 1 xorshift128+ x 8 |
+//! | 45 | 1 | payload generator id ([`PayloadGenerator`]): 0 wyrand, 1 xorshift128+ x 8, 2 the same with block stamps |
 //! | 46 | 18 | reserved, zero |
 //! | 64 | 32704 | payload |
 //!
@@ -23,6 +23,12 @@
 //! other block of any database holds (no deduplication), while compressors see about the requested
 //! ratio. Determinism lets the verifier rebuild what a page should contain, which is how it tells
 //! a single flipped bit (correctable) from real damage.
+//!
+//! Generator 2 (what new pages are written with) is generator 1 with the last 8 bytes of every
+//! 4 KiB block replaced by a stamp derived from (database id, page number, generation, block).
+//! [`quick_check_data_page`] checks the header and the eight stamps without reading the rest of
+//! the page (nine cache lines instead of 512): a misplaced, stale, torn or zeroed page fails it.
+//! Only the full checksum ([`check_data_page`]) sees damage inside a block's payload.
 
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
@@ -167,17 +173,22 @@ pub enum PayloadGenerator {
     /// Id 1: eight interleaved xorshift128+ lanes (word `i` of each 64-byte step from lane
     /// `i`), seeded by SplitMix64; shifts, xors and adds only, so it vectorises.
     Xorshift8,
+    /// Id 2: [`PayloadGenerator::Xorshift8`]'s bytes with the last 8 bytes of every 4 KiB block
+    /// replaced by the block's stamp ([`block_stamp`]), so a read can be checked by its header
+    /// and stamps alone ([`quick_check_data_page`]).
+    Stamped,
 }
 
 impl PayloadGenerator {
     /// The generator new pages are written with.
-    pub const CURRENT: PayloadGenerator = PayloadGenerator::Xorshift8;
+    pub const CURRENT: PayloadGenerator = PayloadGenerator::Stamped;
 
     /// The id stored in header byte 45.
     pub fn id(self) -> u8 {
         match self {
             PayloadGenerator::Wyrand => 0,
             PayloadGenerator::Xorshift8 => 1,
+            PayloadGenerator::Stamped => 2,
         }
     }
 
@@ -186,6 +197,7 @@ impl PayloadGenerator {
         match id {
             0 => Some(PayloadGenerator::Wyrand),
             1 => Some(PayloadGenerator::Xorshift8),
+            2 => Some(PayloadGenerator::Stamped),
             _ => None,
         }
     }
@@ -297,6 +309,57 @@ fn fill_xs(out: &mut [u8], l: &mut Lanes, avx2: bool) {
     xs_body(out, l)
 }
 
+/// The seed of a data page's payload: XXH3-64 of (database id, page number, generation).
+fn payload_seed(database_id: u64, page_number: u64, generation: u64) -> u64 {
+    let mut seed = [0u8; 24];
+    seed[..8].copy_from_slice(&database_id.to_le_bytes());
+    seed[8..16].copy_from_slice(&page_number.to_le_bytes());
+    seed[16..].copy_from_slice(&generation.to_le_bytes());
+    xxh3_64(&seed)
+}
+
+/// Where block `b`'s stamp sits: its last 8 bytes.
+const fn stamp_at(b: usize) -> usize {
+    b * BLOCK + BLOCK - 8
+}
+
+/// The stamp of block `b` (0..8) of a generator-2 page whose payload seed is `seed`: the
+/// SplitMix64 finaliser of `seed + (b + 1) * golden ratio`. It depends on the database, the page,
+/// the generation and the block, so a block left from another write, page or database, or
+/// zeroed, carries another value.
+pub fn block_stamp(seed: u64, b: usize) -> u64 {
+    let mut z = seed.wrapping_add((b as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The cheap check of a data page read from position `expected_page` of database
+/// `database_id`: the magic, the kind, the database id and page number, a generator-2 id, and
+/// the stamp of every 4 KiB block against the header's generation. It reads the header and the
+/// last 8 bytes of each block (nine cache lines), not the payload, and hashes nothing.
+///
+/// `Some(generation)` when all of that holds: the page is the one asked for, written whole by
+/// one write. `None` otherwise, including every page of generators 0 and 1 (they have no
+/// stamps): the caller then runs [`check_data_page`], which says what is wrong. Damage inside a
+/// block's payload passes this check; only the checksum sees it.
+pub fn quick_check_data_page(p: &[u8], expected_page: u64, database_id: u64) -> Option<u64> {
+    if p.len() != PAGE_SIZE
+        || &p[..8] != PAGE_MAGIC
+        || p[GENERATOR_AT] != PayloadGenerator::Stamped.id()
+    {
+        return None;
+    }
+    let h = PageHeader::read(p);
+    if h.kind != KIND_DATA || h.page_number != expected_page || h.database_id != database_id {
+        return None;
+    }
+    let seed = payload_seed(h.database_id, h.page_number, h.generation);
+    (0..PAGE_SIZE / BLOCK)
+        .all(|b| get_u64(p, stamp_at(b)) == block_stamp(seed, b))
+        .then_some(h.generation)
+}
+
 /// The random stream of a page being built.
 enum Stream {
     Wyrand(u64),
@@ -322,15 +385,14 @@ fn build(p: &mut [u8], h: &PageHeader, g: PayloadGenerator, avx2: bool) {
     debug_assert_eq!(p.len(), PAGE_SIZE);
     h.write(p);
     p[GENERATOR_AT] = g.id();
-    let mut seed = [0u8; 24];
-    seed[..8].copy_from_slice(&h.database_id.to_le_bytes());
-    seed[8..16].copy_from_slice(&h.page_number.to_le_bytes());
-    seed[16..].copy_from_slice(&h.generation.to_le_bytes());
-    let seed = xxh3_64(&seed);
+    let seed = payload_seed(h.database_id, h.page_number, h.generation);
     let mut stream = match g {
         PayloadGenerator::Wyrand => Stream::Wyrand(seed),
-        PayloadGenerator::Xorshift8 => Stream::Xorshift8(Lanes::seeded(seed)),
+        PayloadGenerator::Xorshift8 | PayloadGenerator::Stamped => {
+            Stream::Xorshift8(Lanes::seeded(seed))
+        }
     };
+    let stamped = g == PayloadGenerator::Stamped;
     let random = random_bytes_per_block(h.compressibility_pct);
     // With AVX2 the checksum is taken over the finished page; without it, with xxhash-rust block
     // by block as each block is made (still in the L1 cache): the faster way on each (pages.sh).
@@ -349,6 +411,9 @@ fn build(p: &mut [u8], h: &PageHeader, g: PayloadGenerator, avx2: bool) {
             Stream::Xorshift8(l) => fill_xs(&mut p[start..rand_end], l, avx2),
         }
         p[rand_end..block_start + BLOCK].fill(0);
+        if stamped {
+            put_u64(p, stamp_at(b), block_stamp(seed, b));
+        }
         if !whole {
             sum.update(&p[if b == 0 { 16 } else { block_start }..block_start + BLOCK]);
         }
@@ -714,27 +779,21 @@ mod tests {
     }
 
     #[test]
-    fn the_new_generator_is_pinned_and_the_same_with_and_without_avx2() {
-        // Checksums of generator-1 pages as first written (this commit): a change of the
-        // generator would make pages written before it unverifiable.
-        let pinned: Vec<u64> = [
-            (0x2u64, 0x1u64, 0x0u64, 0u8),
-            (0x3039, 0xdead_beef_0123_4567, 0x63, 0),
-            (0x7, 0x2a, 0x3, 50),
-            (1 << 40, u64::MAX, u64::MAX, 99),
-            (0x3, 0x5, 0x8, 33),
-        ]
-        .iter()
-        .map(|&(n, db, gen, pct)| {
-            let p = page(n, db, gen, pct);
-            assert_eq!(
-                PayloadGenerator::of_page(&p),
-                Some(PayloadGenerator::CURRENT)
-            );
-            assert_eq!(p[45], 1);
-            get_u64(&p, 8)
-        })
-        .collect();
+    fn generator_1_is_pinned_and_the_same_with_and_without_avx2() {
+        // Checksums of generator-1 pages as first written: a change of the generator would make
+        // pages written before it unverifiable.
+        let pinned: Vec<u64> = PINNED_CASES
+            .iter()
+            .map(|&(n, db, gen, pct)| {
+                let p = page_with(n, db, gen, pct, PayloadGenerator::Xorshift8);
+                assert_eq!(
+                    PayloadGenerator::of_page(&p),
+                    Some(PayloadGenerator::Xorshift8)
+                );
+                assert_eq!(p[45], 1);
+                get_u64(&p, 8)
+            })
+            .collect();
         assert_eq!(pinned, PINNED_XS, "{pinned:#x?}");
         for h in every_compressibility_and_generation() {
             let (pct, gen) = (h.compressibility_pct, h.generation);
@@ -763,6 +822,149 @@ mod tests {
         }
     }
 
+    /// Generator 2 written the plain way: generator 1's reference page with each block's last 8
+    /// bytes set to its stamp, sealed again.
+    fn reference_stamped_page(h: &PageHeader) -> Vec<u8> {
+        let mut p = reference_xs_page(h);
+        p[45] = 2;
+        let mut seed = [0u8; 24];
+        seed[..8].copy_from_slice(&h.database_id.to_le_bytes());
+        seed[8..16].copy_from_slice(&h.page_number.to_le_bytes());
+        seed[16..].copy_from_slice(&h.generation.to_le_bytes());
+        let seed = xxh3_64(&seed);
+        for b in 0..8 {
+            let mut z = seed.wrapping_add((b as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            let at = b * 4096 + 4088;
+            p[at..at + 8].copy_from_slice(&z.to_le_bytes());
+        }
+        seal(&mut p);
+        p
+    }
+
+    #[test]
+    fn generator_2_is_pinned_and_the_same_with_and_without_avx2() {
+        // Checksums of generator-2 pages as first written (this commit).
+        let pinned: Vec<u64> = PINNED_CASES
+            .iter()
+            .map(|&(n, db, gen, pct)| {
+                let p = page(n, db, gen, pct);
+                assert_eq!(
+                    PayloadGenerator::of_page(&p),
+                    Some(PayloadGenerator::Stamped)
+                );
+                assert_eq!(p[45], 2);
+                get_u64(&p, 8)
+            })
+            .collect();
+        assert_eq!(pinned, PINNED_STAMPED, "{pinned:#x?}");
+        for h in every_compressibility_and_generation() {
+            let (pct, gen) = (h.compressibility_pct, h.generation);
+            let reference = reference_stamped_page(&h);
+            for avx2 in [false, true] {
+                let mut q = vec![0x5au8; PAGE_SIZE];
+                build(&mut q, &h, PayloadGenerator::Stamped, avx2);
+                assert!(q == reference, "pct {pct} gen {gen} avx2 {avx2}");
+            }
+            // Generator 1's bytes everywhere but the stamps.
+            let xs = reference_xs_page(&h);
+            for (k, (a, b)) in reference
+                .chunks_exact(8)
+                .zip(xs.chunks_exact(8))
+                .enumerate()
+            {
+                let at = k * 8;
+                if at != 8 && at != 45 / 8 * 8 && at % BLOCK != BLOCK - 8 {
+                    assert_eq!(a, b, "pct {pct} gen {gen} byte {at}");
+                }
+            }
+        }
+    }
+
+    const PINNED_CASES: [(u64, u64, u64, u8); 5] = [
+        (0x2, 0x1, 0x0, 0),
+        (0x3039, 0xdead_beef_0123_4567, 0x63, 0),
+        (0x7, 0x2a, 0x3, 50),
+        (1 << 40, u64::MAX, u64::MAX, 99),
+        (0x3, 0x5, 0x8, 33),
+    ];
+
+    const PINNED_STAMPED: [u64; 5] = [
+        0x96c4_5b73_010c_5ba0,
+        0xd7f5_cf81_9f95_527a,
+        0x2cf0_8138_3a14_a1d9,
+        0x3378_e605_0d63_e9df,
+        0x4859_c085_2eb6_97b3,
+    ];
+
+    #[test]
+    fn the_quick_check_passes_whole_pages_and_fails_misplaced_stale_torn_and_zeroed_ones() {
+        let mut scratch = vec![0u8; PAGE_SIZE];
+        for pct in [0u8, 50, 99] {
+            let good = page(9, 1, 5, pct);
+            assert_eq!(quick_check_data_page(&good, 9, 1), Some(5), "pct {pct}");
+            // Another page, another database: not this page.
+            assert_eq!(quick_check_data_page(&good, 10, 1), None);
+            assert_eq!(quick_check_data_page(&good, 9, 2), None);
+            // A whole page of an older generation passes: the caller compares the generation
+            // with the one it last wrote (a lost write is stale, not damaged).
+            assert_eq!(quick_check_data_page(&page(9, 1, 4, pct), 9, 1), Some(4));
+            // Torn at every 4 KiB boundary, either way round: the blocks disagree with the
+            // header's generation.
+            let older = page(9, 1, 4, pct);
+            for cut in (BLOCK..PAGE_SIZE).step_by(BLOCK) {
+                for (head, tail) in [(&good, &older), (&older, &good)] {
+                    let mut torn = head.clone();
+                    torn[cut..].copy_from_slice(&tail[cut..]);
+                    assert_eq!(quick_check_data_page(&torn, 9, 1), None, "cut {cut}");
+                    assert_eq!(check_data_page(&torn, 9, 1, &mut scratch), PageCheck::Bad);
+                }
+                // The rest of the page never written (zeros).
+                let mut zeroed = good.clone();
+                zeroed[cut..].fill(0);
+                assert_eq!(quick_check_data_page(&zeroed, 9, 1), None, "cut {cut}");
+            }
+            // One block from the same page of another database (a misdirected block).
+            let mut mixed = good.clone();
+            let other = page(9, 2, 5, pct);
+            mixed[3 * BLOCK..4 * BLOCK].copy_from_slice(&other[3 * BLOCK..4 * BLOCK]);
+            assert_eq!(quick_check_data_page(&mixed, 9, 1), None);
+            // All zeros, a flipped bit in a stamp or the header: not passed.
+            assert_eq!(quick_check_data_page(&vec![0u8; PAGE_SIZE], 9, 1), None);
+            for at in [0usize, 17, 25, 33, 40, 45, BLOCK - 8, PAGE_SIZE - 1] {
+                let mut p = good.clone();
+                p[at] ^= 0x02;
+                assert_eq!(quick_check_data_page(&p, 9, 1), None, "byte {at}");
+            }
+            // What the quick check cannot see, by design: a flipped bit inside a block's
+            // payload. The checksum sees it.
+            let mut p = good.clone();
+            p[20_000] ^= 0x10;
+            assert_eq!(quick_check_data_page(&p, 9, 1), Some(5));
+            assert_eq!(
+                check_data_page(&p, 9, 1, &mut scratch),
+                PageCheck::Correctable
+            );
+        }
+        // Pages of generators 0 and 1 carry no stamps: never passed, always checksummed.
+        for g in [PayloadGenerator::Wyrand, PayloadGenerator::Xorshift8] {
+            let p = page_with(9, 1, 5, 0, g);
+            assert_eq!(quick_check_data_page(&p, 9, 1), None, "{g:?}");
+            assert_eq!(
+                check_data_page(&p, 9, 1, &mut scratch),
+                PageCheck::Good { generation: 5 }
+            );
+        }
+        // A short buffer is never passed.
+        assert_eq!(quick_check_data_page(&good_prefix(), 9, 1), None);
+    }
+
+    fn good_prefix() -> Vec<u8> {
+        page(9, 1, 5, 0)[..PAGE_SIZE - BLOCK].to_vec()
+    }
+
     const PINNED_XS: [u64; 5] = [
         0x1fb7_ba86_45c1_4a6f,
         0xba4e_e050_e1a5_80fe,
@@ -774,7 +976,11 @@ mod tests {
     #[test]
     fn pages_of_both_generators_verify_and_classify() {
         let mut scratch = vec![0u8; PAGE_SIZE];
-        for g in [PayloadGenerator::Wyrand, PayloadGenerator::Xorshift8] {
+        for g in [
+            PayloadGenerator::Wyrand,
+            PayloadGenerator::Xorshift8,
+            PayloadGenerator::Stamped,
+        ] {
             for pct in [0u8, 50, 99] {
                 let good = page_with(9, 1, 5, pct, g);
                 assert_eq!(PayloadGenerator::of_page(&good), Some(g));
@@ -818,8 +1024,12 @@ mod tests {
     #[test]
     fn an_unknown_generator_is_never_guessed() {
         let mut scratch = vec![0u8; PAGE_SIZE];
-        for g in [PayloadGenerator::Wyrand, PayloadGenerator::Xorshift8] {
-            for id in [2u8, 7, 0xff] {
+        for g in [
+            PayloadGenerator::Wyrand,
+            PayloadGenerator::Xorshift8,
+            PayloadGenerator::Stamped,
+        ] {
+            for id in [3u8, 7, 0xff] {
                 assert_eq!(PayloadGenerator::from_id(id), None);
                 // A sealed page naming an unknown generator: its checksum holds, so it is good
                 // (it was written as it is; nothing needs rebuilding).
@@ -857,7 +1067,11 @@ mod tests {
         // header): the hardest case. Every block of every page is kept by its full content hash.
         let mut seen = std::collections::HashSet::new();
         let mut blocks = 0usize;
-        for g in [PayloadGenerator::Xorshift8, PayloadGenerator::Wyrand] {
+        for g in [
+            PayloadGenerator::Stamped,
+            PayloadGenerator::Xorshift8,
+            PayloadGenerator::Wyrand,
+        ] {
             for db in [1u64, 2, 0xdead_beef_0123_4567] {
                 for gen in 0..4u64 {
                     for n in 0..300u64 {
@@ -879,7 +1093,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(blocks, (3 * 4 * 300 * 2 + 3 * 4 * 50 * 2) * 8);
+        assert_eq!(blocks, (2 * 3 * 4 * 300 * 2 + 3 * 4 * 50 * 2) * 8);
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub(crate) struct Settings {
     pub bdm: bool,
     pub copies: u32,
     pub compressibility_pct: u8,
+    /// Percent of transactional page reads checksummed whole (`checksum_reads_pct`).
+    pub checksum_reads_pct: u8,
     /// An I/O outstanding longer than this is reported as hung.
     pub hung_io: Duration,
     /// Files are opened for direct I/O (O_DIRECT).
@@ -292,6 +294,7 @@ impl<'o> Engine<'o> {
             cont: settings.continue_on_errors,
             copies: settings.copies,
             compressibility_pct: settings.compressibility_pct,
+            checksum_reads_pct: settings.checksum_reads_pct,
         };
         reactor.wait(wake, |r, owner, c| route(r, dbs, work, &mut cx, owner, c))
     }
@@ -522,6 +525,7 @@ struct RouteCtx<'a> {
     /// Copies per database: above 1, damaged pages are patched.
     copies: u32,
     compressibility_pct: u8,
+    checksum_reads_pct: u8,
 }
 
 /// Routes one completion to its owner. A failed I/O stops the test, unless
@@ -773,6 +777,7 @@ fn check_pages(
         pages,
         data,
         scan_seq,
+        cx.checksum_reads_pct,
         cx.scratch,
         cx.found,
     );

@@ -504,6 +504,7 @@ pub(crate) fn run_part(
         bdm: cfg.bdm,
         copies: cfg.profile.copies_per_database,
         compressibility_pct: cfg.compressibility_pct,
+        checksum_reads_pct: cfg.checksum_reads_pct,
         hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
         direct: cfg.direct,
         continue_on_errors: cfg.continue_on_errors,

@@ -103,6 +103,11 @@ pub struct LatencyPercentiles {
 pub struct Integrity {
     /// Pages verified (transactional and BDM reads).
     pub pages_verified: u64,
+    /// Of `pages_verified`: pages whose whole content was checksummed (the others passed by
+    /// header and block stamps; `checksum_reads_pct`). Equal to `pages_verified` in results of
+    /// earlier versions, where it is absent and read as 0.
+    #[serde(default)]
+    pub pages_checksummed: u64,
     /// Pages failing their checksum beyond one bit: torn or garbage, zeroed, another database's.
     pub bad_pages: u64,
     /// Single-bit errors.
@@ -138,6 +143,7 @@ impl Integrity {
     /// Adds another instance's counts.
     pub fn add(&mut self, o: &Integrity) {
         self.pages_verified += o.pages_verified;
+        self.pages_checksummed += o.pages_checksummed;
         self.bad_pages += o.bad_pages;
         self.correctable_pages += o.correctable_pages;
         self.wrong_page_number_pages += o.wrong_page_number_pages;

@@ -399,6 +399,7 @@ impl SeqPass {
                     _ => 0.0,
                 };
                 report.integrity.pages_verified += t.seen_pages;
+                report.integrity.pages_checksummed += t.seen_pages;
                 report.integrity.bad_pages += t.bad;
                 report.integrity.unwritten_pages += t.unwritten;
                 report.integrity.wrong_database_pages += t.wrong_database;
@@ -647,6 +648,8 @@ pub(crate) fn run_reads(
         bdm: false,
         copies: 1,
         compressibility_pct: cfg.compressibility_pct,
+        // A pass checks whole pages itself; no transactional read is verified here.
+        checksum_reads_pct: 100,
         hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
         direct: cfg.direct,
         // A pass counts what it finds and reads on; an I/O error stops it.

@@ -57,6 +57,7 @@ pub(crate) fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfi
     );
     set!(args.bdm.as_deref().map(|b| b == "on"), cfg.bdm);
     set!(args.compressibility_pct, cfg.compressibility_pct);
+    set!(args.checksum_reads_pct, cfg.checksum_reads_pct);
     set!(args.seed, cfg.seed);
     set!(args.log_files_to_replay, cfg.log_files_to_replay);
     if args.continue_on_errors {
@@ -192,6 +193,9 @@ const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
     ("bdm", "--bdm", |a| a.bdm.is_some()),
     ("compressibility_pct", "--compressibility-pct", |a| {
         a.compressibility_pct.is_some()
+    }),
+    ("checksum_reads_pct", "--checksum-reads-pct", |a| {
+        a.checksum_reads_pct.is_some()
     }),
     ("seed", "--seed", |a| a.seed.is_some()),
     ("log_files_to_replay", "--log-files-to-replay", |a| {

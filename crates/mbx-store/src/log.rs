@@ -149,7 +149,10 @@ pub fn encode_record(
     );
     let payload = payload_size(payload_len, entries.len());
     let out = &mut out[..size];
-    out.fill(0);
+    // Zero what is not written below: the header's gaps, the entries' reserved word and the
+    // padding to the sector (zeroing the whole record first cost a second pass over it).
+    out[..RECORD_HEADER + ENTRIES_HEADER].fill(0);
+    out[RECORD_HEADER + payload..].fill(0);
     out[..8].copy_from_slice(RECORD_MAGIC);
     out[16..24].copy_from_slice(&lsn.generation().to_le_bytes());
     out[24..32].copy_from_slice(&lsn.raw().to_le_bytes());
@@ -163,17 +166,31 @@ pub fn encode_record(
         slot[..8].copy_from_slice(&e.page.to_le_bytes());
         slot[8..].copy_from_slice(&e.generation.to_le_bytes());
     }
-    let mut x = lsn.raw() ^ 0x9e37_79b9_7f4a_7c15;
-    for chunk in filler.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let v = x.to_le_bytes();
-        chunk.copy_from_slice(&v[..chunk.len()]);
-    }
+    fill_filler(filler, lsn.raw() ^ 0x9e37_79b9_7f4a_7c15);
     let sum = block_checksum(out);
     out[8..16].copy_from_slice(&sum.to_le_bytes());
     size
+}
+
+/// The filler of a record's payload: xorshift64 words from `x`, little-endian, the last one
+/// cut to what is left. Whole words are stored as such: a copy of a variable-length slice per
+/// 8 bytes was a `memcpy` call each, 1.2% of the engine's CPU (perf, 32 sessions).
+fn fill_filler(filler: &mut [u8], mut x: u64) {
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x.to_le_bytes()
+    };
+    let mut words = filler.chunks_exact_mut(8);
+    for w in &mut words {
+        w.copy_from_slice(&next());
+    }
+    let rest = words.into_remainder();
+    let n = rest.len();
+    if n > 0 {
+        rest.copy_from_slice(&next()[..n]);
+    }
 }
 
 /// A valid record found by [`scan_log_file`].
@@ -486,6 +503,67 @@ mod tests {
             off += encode_record(&mut file[off..], lsn, *n, i as u32 + 1, entries);
         }
         file
+    }
+
+    /// A record as the format describes it, written the plain way: all zeros, the header
+    /// fields, the entries, and the xorshift64 filler byte by byte.
+    fn reference_record(lsn: Lsn, payload_len: usize, ops: u32, entries: &[RedoEntry]) -> Vec<u8> {
+        let payload = payload_size(payload_len, entries.len());
+        let mut out = vec![0u8; record_size(payload_len, entries.len())];
+        out[..8].copy_from_slice(RECORD_MAGIC);
+        out[16..24].copy_from_slice(&lsn.generation().to_le_bytes());
+        out[24..32].copy_from_slice(&lsn.raw().to_le_bytes());
+        out[32..36].copy_from_slice(&(payload as u32).to_le_bytes());
+        out[36..40].copy_from_slice(&ops.to_le_bytes());
+        let p = RECORD_HEADER;
+        out[p..p + 4].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+        for (i, e) in entries.iter().enumerate() {
+            let at = p + ENTRIES_HEADER + i * ENTRY_SIZE;
+            out[at..at + 8].copy_from_slice(&e.page.to_le_bytes());
+            out[at + 8..at + 16].copy_from_slice(&e.generation.to_le_bytes());
+        }
+        let mut x = lsn.raw() ^ 0x9e37_79b9_7f4a_7c15;
+        let start = p + ENTRIES_HEADER + entries.len() * ENTRY_SIZE;
+        for (k, b) in out[start..p + payload].iter_mut().enumerate() {
+            if k % 8 == 0 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+            }
+            *b = x.to_le_bytes()[k % 8];
+        }
+        let sum = block_checksum(&out);
+        out[8..16].copy_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn a_record_is_the_same_bytes_over_any_earlier_content() {
+        for (len, n) in [
+            (0usize, 0u64),
+            (1, 0),
+            (13, 1),
+            (4096, 3),
+            (49_999, 7),
+            (65_536, 40),
+        ] {
+            let lsn = Lsn::new(3, 4096);
+            let e = entries(n);
+            let want = reference_record(lsn, len, 5, &e);
+            for garbage in [0x00u8, 0xa5, 0xff] {
+                let mut out = vec![garbage; MAX_RECORD_SIZE];
+                let size = encode_record(&mut out, lsn, len, 5, &e);
+                assert_eq!(size, want.len());
+                assert!(
+                    out[..size] == want[..],
+                    "len {len} entries {n} over {garbage:#x}"
+                );
+                assert!(
+                    out[size..].iter().all(|&b| b == garbage),
+                    "wrote past the record"
+                );
+            }
+        }
     }
 
     fn plain(sizes: &[usize]) -> Vec<(usize, Vec<RedoEntry>)> {

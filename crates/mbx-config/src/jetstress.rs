@@ -501,10 +501,13 @@ impl Builder {
                                     }
                                 }
                             }
-                            "VerifyChecksum" => self.ignore(
-                                "VerifyChecksum",
-                                "mbxstress verifies every page it reads, always",
-                            ),
+                            // Jetstress (ESE) checksums every page it reads when this is on: 100.
+                            // Off: mbxstress still checks every read's header and block stamps.
+                            "VerifyChecksum" => {
+                                if let Some(v) = self.flag(e) {
+                                    cfg.checksum_reads_pct = if v { 100 } else { 0 };
+                                }
+                            }
                             "OperationMix" => self.op_mix(e, &mut cfg),
                             "Thresholds" => {
                                 let t = self.thresholds(e);
@@ -1049,7 +1052,7 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
     for (k, v) in [
         ("Duration", iso_duration(c.duration_s)),
         ("BinaryPerfLog", "true".into()),
-        ("VerifyChecksum", "true".into()),
+        ("VerifyChecksum", b(c.checksum_reads_pct > 0).into()),
         ("RunDatabaseMaintenancePerformance", b(c.bdm).into()),
         ("RunDatabaseMaintenanceSoftRecovery", "false".into()),
         ("ContinueOnErrors", b(c.continue_on_errors).into()),

@@ -57,6 +57,8 @@ fn the_complete_file_maps_every_value() {
     assert!(c.bdm);
     assert!(c.circular_logging);
     assert!(!c.continue_on_errors);
+    // VerifyChecksum true: every page read checksummed, as Jetstress does.
+    assert_eq!(c.checksum_reads_pct, 100);
     assert_eq!(c.log_files_to_replay, 500);
     let dbs: Vec<PathBuf> = (1..=4)
         .map(|i| PathBuf::from(format!("/mnt/e/db{i}/db")))
@@ -222,6 +224,8 @@ fn export_then_import_round_trips_changed_values() {
     c.thresholds.log_write_max_ms = 50.0;
     c.thresholds.iops_margin = 0.1;
     c.thresholds.max_latency_errors = 2;
+    // VerifyChecksum off: no read checksummed whole (the block stamps are still checked).
+    c.checksum_reads_pct = 0;
     c.db_paths = vec![PathBuf::from("/mnt/e/db")];
     c.log_paths = vec![PathBuf::from("/mnt/e/log")];
     let map = e_drive();
@@ -265,6 +269,25 @@ fn export_then_import_round_trips_changed_values() {
         let j = from_str(&xml, Path::new("x.xml"), &map).unwrap_or_else(|e| panic!("{test}: {e}"));
         assert!(j.tuning);
         assert_eq!(j.config.threads, 0);
+        // Jetstress's VerifyChecksum is on or off: any share above 0 exports as on, which
+        // checksums every read (the export names the difference on stderr).
+        for (pct, on, back) in [(10u8, true, 100u8), (100, true, 100), (0, false, 0)] {
+            let xml = to_xml(&ExportSpec {
+                config: &RunConfig {
+                    checksum_reads_pct: pct,
+                    ..c.clone()
+                },
+                test,
+                attach_existing: true,
+                map: &map,
+            });
+            assert!(
+                xml.contains(&format!("<VerifyChecksum>{on}</VerifyChecksum>")),
+                "{pct}: {xml}"
+            );
+            let j = from_str(&xml, Path::new("x.xml"), &map).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(j.config.checksum_reads_pct, back);
+        }
         assert!(
             xml.contains("<Path>E:\\db</Path>")
                 && xml.contains("<LogPath>E:\\log\\db002</LogPath>"),

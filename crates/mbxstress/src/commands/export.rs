@@ -85,6 +85,13 @@ fn losses(c: &mbx_config::RunConfig) -> Vec<String> {
     if c.compressibility_pct != d.compressibility_pct {
         out.push(format!("compressibility_pct = {}", c.compressibility_pct));
     }
+    if c.checksum_reads_pct > 0 && c.checksum_reads_pct < 100 {
+        out.push(format!(
+            "checksum_reads_pct = {}: Jetstress's VerifyChecksum is on or off; exported as true \
+             (Jetstress checksums every page read)",
+            c.checksum_reads_pct
+        ));
+    }
     if c.bdm_reads_per_s != d.bdm_reads_per_s {
         out.push(format!("bdm_reads_per_s = {}", c.bdm_reads_per_s));
     }

@@ -344,7 +344,7 @@ pub struct RunConfig {
     /// not picked for the checksum is checked by its header and stamps (a misplaced, stale, torn
     /// or zeroed page fails them). 100 checksums every page read, as ESE does. BDM reads, pages
     /// without stamps and pages failing the quick check are always checksummed. docs/method.md,
-    /// "Verifying reads".
+    /// "Verification of every read".
     pub checksum_reads_pct: u8,
     /// Circular logging (on): log files a checkpoint no longer needs are deleted. Off keeps
     /// every log file (what Soft Recovery replays; it needs the space).

@@ -348,6 +348,7 @@ fn reported_values_are_refused_naming_the_key() {
         "cache.max_mb_per_db"
     );
     assert_eq!(key(&|c| c.bdm_reads_per_s = 1e-300), "bdm_reads_per_s");
+    assert_eq!(key(&|c| c.checksum_reads_pct = 101), "checksum_reads_pct");
     assert_eq!(key(&|c| c.profile.mailboxes = u64::MAX), "mailboxes");
     assert_eq!(
         key(&|c| c.thresholds.db_read_avg_ms = 1e300),

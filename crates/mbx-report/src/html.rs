@@ -482,7 +482,7 @@ pub fn render(run: &RunFolder) -> String {
                     tr { td { "Available MBytes" } td { (f3(r.host.available_mb.avg)) } td { (f3(r.host.available_mb.min)) } td { (f3(r.host.available_mb.max)) } }
                     tr { td { "Database Page Fault Stalls/sec" } td { (f3(r.host.page_fault_stalls_per_s.avg)) } td { (f3(r.host.page_fault_stalls_per_s.min)) } td { (f3(r.host.page_fault_stalls_per_s.max)) } }
                 }
-                p.note { "mbxstress process peak resident memory: " (format!("{:.1}", r.host.process_peak_rss_mb)) " MB. Data integrity: " (r.integrity.pages_verified) " pages verified, " (r.integrity.bad_pages) " bad, " (r.integrity.correctable_pages) " correctable, " (r.integrity.wrong_page_number_pages) " misplaced, " (r.integrity.stale_pages) " stale." }
+                p.note { "mbxstress process peak resident memory: " (format!("{:.1}", r.host.process_peak_rss_mb)) " MB. Data integrity: " (r.integrity.pages_verified) " pages verified" (checksummed_note(&r.integrity)) ", " (r.integrity.bad_pages) " bad, " (r.integrity.correctable_pages) " correctable, " (r.integrity.wrong_page_number_pages) " misplaced, " (r.integrity.stale_pages) " stale." }
 
                 h2 { (SECTIONS[9]) }
                 pre { @for l in log { (l) "\n" } }
@@ -535,10 +535,22 @@ pub fn render_find_max(f: &mbx_result::FindMax) -> String {
     markup.into_string()
 }
 
+/// How many of the pages verified were checksummed whole (the rest passed by header and block
+/// stamps); nothing when all were, or for results of versions that checksummed every page and
+/// did not count them.
+fn checksummed_note(i: &mbx_result::Integrity) -> String {
+    match i.pages_checksummed {
+        Some(m) if m < i.pages_verified => {
+            format!(" ({m} checksummed whole, the others by header and block stamps)")
+        }
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{errors_per_instance, errors_per_volume};
-    use mbx_result::ErrorEntry;
+    use super::{checksummed_note, errors_per_instance, errors_per_volume};
+    use mbx_result::{ErrorEntry, Integrity};
 
     fn entry(volume: Option<&str>, count: u64) -> ErrorEntry {
         ErrorEntry {
@@ -585,5 +597,37 @@ mod tests {
                 ("/mnt/e".to_string(), 5)
             ]
         );
+    }
+
+    #[test]
+    fn the_integrity_note_says_how_many_pages_were_checksummed_whole() {
+        let some = Integrity {
+            pages_verified: 1000,
+            pages_checksummed: Some(104),
+            ..Integrity::default()
+        };
+        assert_eq!(
+            checksummed_note(&some),
+            " (104 checksummed whole, the others by header and block stamps)"
+        );
+        // None checksummed (--checksum-reads-pct 0, BDM off): said so.
+        let none = Integrity {
+            pages_verified: 1000,
+            pages_checksummed: Some(0),
+            ..Integrity::default()
+        };
+        assert_eq!(
+            checksummed_note(&none),
+            " (0 checksummed whole, the others by header and block stamps)"
+        );
+        // Every page checksummed, or a result of a version that did not count: nothing to add.
+        for (verified, checksummed) in [(1000, Some(1000)), (1000, None), (0, Some(0))] {
+            let i = Integrity {
+                pages_verified: verified,
+                pages_checksummed: checksummed,
+                ..Integrity::default()
+            };
+            assert_eq!(checksummed_note(&i), "");
+        }
     }
 }

@@ -104,10 +104,10 @@ pub struct Integrity {
     /// Pages verified (transactional and BDM reads).
     pub pages_verified: u64,
     /// Of `pages_verified`: pages whose whole content was checksummed (the others passed by
-    /// header and block stamps; `checksum_reads_pct`). Equal to `pages_verified` in results of
-    /// earlier versions, where it is absent and read as 0.
+    /// header and block stamps; `checksum_reads_pct`). `None` (absent or null) where nothing
+    /// counted them: results of earlier versions, which checksummed every page they verified.
     #[serde(default)]
-    pub pages_checksummed: u64,
+    pub pages_checksummed: Option<u64>,
     /// Pages failing their checksum beyond one bit: torn or garbage, zeroed, another database's.
     pub bad_pages: u64,
     /// Single-bit errors.
@@ -129,6 +129,11 @@ pub struct Integrity {
 }
 
 impl Integrity {
+    /// Counts `n` pages checksummed whole (0 still says that pages are being counted).
+    pub fn checksummed(&mut self, n: u64) {
+        self.pages_checksummed = Some(self.pages_checksummed.unwrap_or(0).saturating_add(n));
+    }
+
     /// Damaged pages found, all classes (saturating).
     pub fn damaged(&self) -> u64 {
         self.bad_pages
@@ -143,7 +148,10 @@ impl Integrity {
     /// Adds another instance's counts.
     pub fn add(&mut self, o: &Integrity) {
         self.pages_verified += o.pages_verified;
-        self.pages_checksummed += o.pages_checksummed;
+        self.pages_checksummed = match (self.pages_checksummed, o.pages_checksummed) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
         self.bad_pages += o.bad_pages;
         self.correctable_pages += o.correctable_pages;
         self.wrong_page_number_pages += o.wrong_page_number_pages;

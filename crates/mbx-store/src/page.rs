@@ -17,8 +17,8 @@
 //!
 //! The payload of a data page is a pure function of (database id, page number, generation,
 //! compressibility, generator): in each 4 KiB block, a pseudo-random prefix followed by zeros, the
-//! zero part being `compressibility` percent of the block. New pages use generator 1 (eight
-//! xorshift128+ lanes, several times cheaper than wyrand's 128-bit multiply per word); pages
+//! zero part being `compressibility` percent of the block. Generator 1 is eight xorshift128+
+//! lanes, several times cheaper than wyrand's 128-bit multiply per word (generator 0); pages
 //! written before the id existed hold 0 there (the byte was reserved) and keep verifying. Every 4 KiB block therefore holds bytes that no
 //! other block of any database holds (no deduplication), while compressors see about the requested
 //! ratio. Determinism lets the verifier rebuild what a page should contain, which is how it tells
@@ -335,8 +335,9 @@ pub fn block_stamp(seed: u64, b: usize) -> u64 {
 }
 
 /// The cheap check of a data page read from position `expected_page` of database
-/// `database_id`: the magic, the kind, the database id and page number, a generator-2 id, and
-/// the stamp of every 4 KiB block against the header's generation. It reads the header and the
+/// `database_id`: the magic, the kind, the database id and page number, a generator-2 id, the
+/// reserved header bytes (zero), and the stamp of every 4 KiB block against the header's
+/// generation. It reads the header and the
 /// last 8 bytes of each block (nine cache lines), not the payload, and hashes nothing.
 ///
 /// `Some(generation)` when all of that holds: the page is the one asked for, written whole by
@@ -347,6 +348,7 @@ pub fn quick_check_data_page(p: &[u8], expected_page: u64, database_id: u64) -> 
     if p.len() != PAGE_SIZE
         || &p[..8] != PAGE_MAGIC
         || p[GENERATOR_AT] != PayloadGenerator::Stamped.id()
+        || p[GENERATOR_AT + 1..PAGE_HEADER].iter().any(|&b| b != 0)
     {
         return None;
     }
@@ -933,7 +935,7 @@ mod tests {
             assert_eq!(quick_check_data_page(&mixed, 9, 1), None);
             // All zeros, a flipped bit in a stamp or the header: not passed.
             assert_eq!(quick_check_data_page(&vec![0u8; PAGE_SIZE], 9, 1), None);
-            for at in [0usize, 17, 25, 33, 40, 45, BLOCK - 8, PAGE_SIZE - 1] {
+            for at in [0usize, 17, 25, 33, 40, 45, 46, 63, BLOCK - 8, PAGE_SIZE - 1] {
                 let mut p = good.clone();
                 p[at] ^= 0x02;
                 assert_eq!(quick_check_data_page(&p, 9, 1), None, "byte {at}");

@@ -459,7 +459,7 @@ impl Replayer {
     fn page_read(&mut self, page: u64, data: &[u8], integrity: &mut Integrity, scratch: &mut [u8]) {
         self.pages_read += 1;
         integrity.pages_verified += 1;
-        integrity.pages_checksummed += 1;
+        integrity.checksummed(1);
         let state = match check_data_page(data, page, self.database_id, scratch) {
             PageCheck::Good { generation } => PageState::OnDisk(generation),
             check => {

@@ -189,8 +189,8 @@ impl Damage {
 }
 
 /// Whether the read of `page`, the `seen`-th page verified, checksums its whole page:
-/// `pct` percent of reads, picked by a SplitMix64 hash of both (deterministic, so a seeded run
-/// repeats; spread evenly over pages and time).
+/// `pct` percent of reads, picked by a SplitMix64 hash of both (spread evenly over pages and
+/// time; which reads are picked follows the order reads complete in).
 pub(crate) fn checksum_this(pct: u8, page: u64, seen: u64) -> bool {
     if pct >= 100 {
         return true;
@@ -245,9 +245,12 @@ pub(crate) fn verify_pages(
             None
         };
         let check = match quick {
-            Some(generation) => PageCheck::Good { generation },
+            Some(generation) => {
+                integrity.checksummed(0);
+                PageCheck::Good { generation }
+            }
             None => {
-                integrity.pages_checksummed += 1;
+                integrity.checksummed(1);
                 check_data_page(page, n, database_id, scratch)
             }
         };
@@ -340,10 +343,10 @@ mod tests {
             assert!(found.is_empty() && i.clean(), "pct {pct}");
             assert_eq!(i.pages_verified, 16);
             if pct == 0 {
-                assert_eq!(i.pages_checksummed, 0);
+                assert_eq!(i.pages_checksummed, Some(0));
             }
             if pct == 100 {
-                assert_eq!(i.pages_checksummed, 16);
+                assert_eq!(i.pages_checksummed, Some(16));
             }
         }
         // A torn page (second half from generation 0) and a misplaced page are found without
@@ -358,7 +361,7 @@ mod tests {
             vec![(3, Finding::Checksum), (5, Finding::WrongPage { found: 9 })]
         );
         assert_eq!((i.bad_pages, i.wrong_page_number_pages), (1, 1));
-        assert_eq!(i.pages_checksummed, 2);
+        assert_eq!(i.pages_checksummed, Some(2));
         // A flipped bit inside a block's payload: the stamps cannot see it, the checksum does
         // (every transactional read at 100%, every BDM read at any share).
         let mut flipped = good.clone();
@@ -370,6 +373,6 @@ mod tests {
         );
         let (i, found) = verify(&flipped, 0, 0, true);
         assert_eq!(found, vec![(7, Finding::Correctable)]);
-        assert_eq!(i.pages_checksummed, 16);
+        assert_eq!(i.pages_checksummed, Some(16));
     }
 }

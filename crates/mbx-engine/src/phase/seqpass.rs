@@ -399,7 +399,7 @@ impl SeqPass {
                     _ => 0.0,
                 };
                 report.integrity.pages_verified += t.seen_pages;
-                report.integrity.pages_checksummed += t.seen_pages;
+                report.integrity.checksummed(t.seen_pages);
                 report.integrity.bad_pages += t.bad;
                 report.integrity.unwritten_pages += t.unwritten;
                 report.integrity.wrong_database_pages += t.wrong_database;

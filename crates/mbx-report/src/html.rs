@@ -601,33 +601,25 @@ mod tests {
 
     #[test]
     fn the_integrity_note_says_how_many_pages_were_checksummed_whole() {
-        let some = Integrity {
-            pages_verified: 1000,
-            pages_checksummed: Some(104),
-            ..Integrity::default()
+        let note = |verified, checksummed| {
+            checksummed_note(&Integrity {
+                pages_verified: verified,
+                pages_checksummed: checksummed,
+                ..Integrity::default()
+            })
         };
         assert_eq!(
-            checksummed_note(&some),
+            note(1000, Some(104)),
             " (104 checksummed whole, the others by header and block stamps)"
         );
         // None checksummed (--checksum-reads-pct 0, BDM off): said so.
-        let none = Integrity {
-            pages_verified: 1000,
-            pages_checksummed: Some(0),
-            ..Integrity::default()
-        };
         assert_eq!(
-            checksummed_note(&none),
+            note(1000, Some(0)),
             " (0 checksummed whole, the others by header and block stamps)"
         );
         // Every page checksummed, or a result of a version that did not count: nothing to add.
         for (verified, checksummed) in [(1000, Some(1000)), (1000, None), (0, Some(0))] {
-            let i = Integrity {
-                pages_verified: verified,
-                pages_checksummed: checksummed,
-                ..Integrity::default()
-            };
-            assert_eq!(checksummed_note(&i), "");
+            assert_eq!(note(verified, checksummed), "");
         }
     }
 }

@@ -784,28 +784,11 @@ mod tests {
     fn generator_1_is_pinned_and_the_same_with_and_without_avx2() {
         // Checksums of generator-1 pages as first written: a change of the generator would make
         // pages written before it unverifiable.
-        let pinned: Vec<u64> = PINNED_CASES
-            .iter()
-            .map(|&(n, db, gen, pct)| {
-                let p = page_with(n, db, gen, pct, PayloadGenerator::Xorshift8);
-                assert_eq!(
-                    PayloadGenerator::of_page(&p),
-                    Some(PayloadGenerator::Xorshift8)
-                );
-                assert_eq!(p[45], 1);
-                get_u64(&p, 8)
-            })
-            .collect();
+        let pinned = pinned_checksums(PayloadGenerator::Xorshift8);
         assert_eq!(pinned, PINNED_XS, "{pinned:#x?}");
         for h in every_compressibility_and_generation() {
-            let (pct, gen) = (h.compressibility_pct, h.generation);
-            let reference = reference_xs_page(&h);
             // The baseline (SSE2) body and the AVX2 body build the same bytes.
-            for avx2 in [false, true] {
-                let mut q = vec![0x5au8; PAGE_SIZE];
-                build(&mut q, &h, PayloadGenerator::Xorshift8, avx2);
-                assert!(q == reference, "pct {pct} gen {gen} avx2 {avx2}");
-            }
+            builds_as(&h, PayloadGenerator::Xorshift8, &reference_xs_page(&h));
         }
         // And the fill alone, on every length and from the same lanes, ends in the same state.
         if !crate::fastsum::available() {
@@ -849,27 +832,13 @@ mod tests {
     #[test]
     fn generator_2_is_pinned_and_the_same_with_and_without_avx2() {
         // Checksums of generator-2 pages as first written (this commit).
-        let pinned: Vec<u64> = PINNED_CASES
-            .iter()
-            .map(|&(n, db, gen, pct)| {
-                let p = page(n, db, gen, pct);
-                assert_eq!(
-                    PayloadGenerator::of_page(&p),
-                    Some(PayloadGenerator::Stamped)
-                );
-                assert_eq!(p[45], 2);
-                get_u64(&p, 8)
-            })
-            .collect();
+        assert_eq!(PayloadGenerator::CURRENT, PayloadGenerator::Stamped);
+        let pinned = pinned_checksums(PayloadGenerator::Stamped);
         assert_eq!(pinned, PINNED_STAMPED, "{pinned:#x?}");
         for h in every_compressibility_and_generation() {
             let (pct, gen) = (h.compressibility_pct, h.generation);
             let reference = reference_stamped_page(&h);
-            for avx2 in [false, true] {
-                let mut q = vec![0x5au8; PAGE_SIZE];
-                build(&mut q, &h, PayloadGenerator::Stamped, avx2);
-                assert!(q == reference, "pct {pct} gen {gen} avx2 {avx2}");
-            }
+            builds_as(&h, PayloadGenerator::Stamped, &reference);
             // Generator 1's bytes everywhere but the stamps.
             let xs = reference_xs_page(&h);
             for (k, (a, b)) in reference
@@ -882,6 +851,33 @@ mod tests {
                     assert_eq!(a, b, "pct {pct} gen {gen} byte {at}");
                 }
             }
+        }
+    }
+
+    /// The checksums of the [`PINNED_CASES`] pages built with `g`, each naming `g` in byte 45.
+    fn pinned_checksums(g: PayloadGenerator) -> Vec<u64> {
+        PINNED_CASES
+            .iter()
+            .map(|&(n, db, gen, pct)| {
+                let p = page_with(n, db, gen, pct, g);
+                assert_eq!(PayloadGenerator::of_page(&p), Some(g));
+                assert_eq!(p[45], g.id());
+                get_u64(&p, 8)
+            })
+            .collect()
+    }
+
+    /// Both bodies (baseline and AVX2) build `reference` for `h` with `g`, over any earlier bytes.
+    fn builds_as(h: &PageHeader, g: PayloadGenerator, reference: &[u8]) {
+        for avx2 in [false, true] {
+            let mut q = vec![0x5au8; PAGE_SIZE];
+            build(&mut q, h, g, avx2);
+            assert!(
+                q == reference,
+                "{g:?} pct {} gen {} avx2 {avx2}",
+                h.compressibility_pct,
+                h.generation
+            );
         }
     }
 

@@ -341,8 +341,8 @@ pub struct RunConfig {
     pub compressibility_pct: u8,
     /// Percent of transactional page reads whose whole page is checksummed: 0..=100 (10). Every
     /// read is verified: pages written by this version carry a stamp per 4 KiB block, and a read
-    /// not picked for the checksum is checked by its header and stamps (a misplaced, stale, torn
-    /// or zeroed page fails them). 100 checksums every page read, as ESE does. BDM reads, pages
+    /// not picked for the checksum is checked by its header and stamps (a misplaced, torn or
+    /// zeroed page fails them; a stale one shows its older generation). 100 checksums every page read, as ESE does. BDM reads, pages
     /// without stamps and pages failing the quick check are always checksummed. docs/method.md,
     /// "Verification of every read".
     pub checksum_reads_pct: u8,

@@ -27,8 +27,9 @@
 //! Generator 2 (what new pages are written with) is generator 1 with the last 8 bytes of every
 //! 4 KiB block replaced by a stamp derived from (database id, page number, generation, block).
 //! [`quick_check_data_page`] checks the header and the eight stamps without reading the rest of
-//! the page (nine cache lines instead of 512): a misplaced, stale, torn or zeroed page fails it.
-//! Only the full checksum ([`check_data_page`]) sees damage inside a block's payload.
+//! the page (nine cache lines instead of 512): a misplaced, torn or zeroed page fails it, and a
+//! whole page of an older generation shows that generation (a lost write, for the caller to
+//! compare). Only the full checksum ([`check_data_page`]) sees damage inside a block's payload.
 
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 

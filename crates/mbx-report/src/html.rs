@@ -541,7 +541,10 @@ pub fn render_find_max(f: &mbx_result::FindMax) -> String {
 fn checksummed_note(i: &mbx_result::Integrity) -> String {
     match i.pages_checksummed {
         Some(m) if m < i.pages_verified => {
-            format!(" ({m} checksummed whole, the others by header and block stamps)")
+            format!(
+                " ({m} checksummed whole, every BDM read among them; the others by header and \
+                 block stamps)"
+            )
         }
         _ => String::new(),
     }
@@ -610,12 +613,12 @@ mod tests {
         };
         assert_eq!(
             note(1000, Some(104)),
-            " (104 checksummed whole, the others by header and block stamps)"
+            " (104 checksummed whole, every BDM read among them; the others by header and block stamps)"
         );
         // None checksummed (--checksum-reads-pct 0, BDM off): said so.
         assert_eq!(
             note(1000, Some(0)),
-            " (0 checksummed whole, the others by header and block stamps)"
+            " (0 checksummed whole, every BDM read among them; the others by header and block stamps)"
         );
         // Every page checksummed, or a result of a version that did not count: nothing to add.
         for (verified, checksummed) in [(1000, Some(1000)), (1000, None), (0, Some(0))] {

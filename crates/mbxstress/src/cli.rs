@@ -435,7 +435,7 @@ pub struct RunArgs {
     /// Percent of transactional page reads whose whole 32 KiB page is checksummed (0-100); the
     /// others are verified by header and per-4 KiB-block stamps; 100 checksums every read, as
     /// ESE does; BDM reads always checksum [default: 10].
-    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(0..=100))]
+    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(0..=100), allow_negative_numbers = true)]
     pub checksum_reads_pct: Option<u8>,
     /// Measured duration, e.g. 90s, 30m, 2h (1s..=30d) [default: 60s for the demonstration].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]

@@ -188,6 +188,14 @@ fn run_refuses_out_of_range_numbers_before_creating_anything() {
             &["run", "--mailboxes", "18446744073709551615"],
             "--mailboxes",
         ),
+        (
+            &["run", "--checksum-reads-pct", "101"],
+            "--checksum-reads-pct",
+        ),
+        (
+            &["run", "--checksum-reads-pct", "-1"],
+            "--checksum-reads-pct",
+        ),
     ];
     for (args, needle) in cases {
         let started = std::time::Instant::now();

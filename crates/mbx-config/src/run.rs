@@ -342,9 +342,9 @@ pub struct RunConfig {
     /// Percent of transactional page reads whose whole page is checksummed: 0..=100 (10). Every
     /// read is verified: pages written by this version carry a stamp per 4 KiB block, and a read
     /// not picked for the checksum is checked by its header and stamps (a misplaced, torn or
-    /// zeroed page fails them; a stale one shows its older generation). 100 checksums every page read, as ESE does. BDM reads, pages
-    /// without stamps and pages failing the quick check are always checksummed. docs/method.md,
-    /// "Verification of every read".
+    /// zeroed page fails them; a stale one shows its older generation). 100 checksums every
+    /// page read, as ESE does. BDM reads, pages without stamps and pages failing the quick check
+    /// are always checksummed. docs/method.md, "Verification of every read".
     pub checksum_reads_pct: u8,
     /// Circular logging (on): log files a checkpoint no longer needs are deleted. Off keeps
     /// every log file (what Soft Recovery replays; it needs the space).
@@ -784,8 +784,10 @@ pub const MAX_CACHE_MB_PER_DB: u64 = 65_536;
 /// Most sessions.
 pub const MAX_THREADS: u32 = 1024;
 /// Default `checksum_reads_pct`: one transactional read in ten checksums its whole page; the
-/// rest are checked by header and block stamps (bench/results/mix-*: a checksum of a 32 KiB page
-/// fresh from the device costs about 2-3 µs of memory reads, a fifth of the CPU of the I/O).
+/// rest are checked by header and block stamps. Checksumming a 32 KiB page fresh from the device
+/// reads all of it from memory: about 15% of the engine's CPU at 32 sessions, and CPU per I/O
+/// 1.14x fio's with every read checksummed, 1.00x with this default (bench/results/
+/// mix-2026-11-26T224233Z and mix-2026-11-26T231012Z).
 pub const DEFAULT_CHECKSUM_READS_PCT: u8 = 10;
 
 /// Most reactors (`reactors`).

@@ -231,11 +231,8 @@ impl Lanes {
     fn seeded(seed: u64) -> Lanes {
         let mut x = seed;
         let mut next = || {
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
+            x = x.wrapping_add(SPLITMIX_GAMMA);
+            splitmix64_mix(x)
         };
         let mut l = Lanes {
             a: [0; LANES],
@@ -329,7 +326,15 @@ const fn stamp_at(b: usize) -> usize {
 /// the generation and the block, so a block left from another write, page or database, or
 /// zeroed, carries another value.
 pub fn block_stamp(seed: u64, b: usize) -> u64 {
-    let mut z = seed.wrapping_add((b as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    splitmix64_mix(seed.wrapping_add((b as u64 + 1).wrapping_mul(SPLITMIX_GAMMA)))
+}
+
+/// SplitMix64's increment (the golden ratio in 64 bits).
+pub const SPLITMIX_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// SplitMix64's output function: a bijection of 64-bit words that mixes every input bit into
+/// every output bit (the lanes' seeding, the block stamps; the engine picks reads with it).
+pub fn splitmix64_mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)

@@ -12,7 +12,9 @@
 use std::path::Path;
 use std::time::SystemTime;
 
-use mbx_store::page::{check_data_page, quick_check_data_page, PageCheck, PAGE_SIZE};
+use mbx_store::page::{
+    check_data_page, quick_check_data_page, splitmix64_mix, PageCheck, PAGE_SIZE, SPLITMIX_GAMMA,
+};
 
 use super::pages::{Known, PageTracker};
 use crate::result::{ErrorEntry, Integrity};
@@ -195,10 +197,7 @@ pub(crate) fn checksum_this(pct: u8, page: u64, seen: u64) -> bool {
     if pct >= 100 {
         return true;
     }
-    let mut z = (page ^ seen.rotate_left(32)).wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
+    let z = splitmix64_mix((page ^ seen.rotate_left(32)).wrapping_add(SPLITMIX_GAMMA));
     z % 100 < u64::from(pct)
 }
 

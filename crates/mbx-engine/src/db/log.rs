@@ -92,6 +92,10 @@ pub(crate) struct LogFile {
     pub in_flight: u32,
     /// Bytes read by the replication reader.
     pub replicated_to: u64,
+    /// Bytes durable on disk: the header and every record whose write completed (records are
+    /// whole sectors, written one at a time, never rewritten), what replication may read of a
+    /// file still being written.
+    pub durable: u64,
     /// Its header is written (records may follow).
     pub ready: bool,
 }
@@ -262,6 +266,7 @@ impl LogWriter {
             closed: false,
             in_flight: 1,
             replicated_to: 0,
+            durable: 0,
             ready: false,
         });
         Ok(())
@@ -438,6 +443,9 @@ impl LogWriter {
         self.seq_durable = self.seq_durable.max(seq_end);
         if let Some(f) = self.files.iter_mut().find(|f| f.gen == gen) {
             f.in_flight = f.in_flight.saturating_sub(1);
+            // One record write is in flight at a time and `used` moves only when one is
+            // submitted, so everything up to it is on disk now.
+            f.durable = f.used;
         }
         let durable = self.seq_durable;
         self.commit_waiters.retain(|&(s, seq)| {

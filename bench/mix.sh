@@ -13,6 +13,9 @@
 #   fio writes random data, so it runs on files of the databases' size laid out by fio beside them
 #   on the same filesystem (the engine verifies every page it reads: fio must not write into the
 #   databases). fio's CPU is its process's user + system time over the run (/usr/bin/time).
+# Mean I/Os in flight of each side by Little's law (rate x mean latency over every stream, and
+# over the database reads and writes alone): equal sessions is not equal depth, since the
+# engine's flusher writes come on top of its sessions' reads.
 # Reported: transactional IOPS (database reads + writes, not log or BDM) of each, the ratio, and
 # CPU per transactional I/O (each tool's whole CPU, including its log and BDM work, divided by
 # its transactional I/Os). Medians over the rounds and each round's ratio, and the engine's page
@@ -100,7 +103,14 @@ writes = sum(i["transactional"]["db_writes_per_s"] for i in r["instances"])
 logs = [i["total"]["log_writes_per_s"] for i in r["instances"]]
 log_bytes = [i["total"]["log_write_avg_bytes"] for i in r["instances"]]
 ios = (reads + writes) * (t1 - t0)
+# Mean I/Os in flight by Little's law (rate x mean latency, every stream: database reads and
+# writes, BDM, log writes and replication reads), and the database's alone.
+def inflight(streams):
+    return sum(i["total"][f"{s}s_per_s"] * i["total"][f"{s}_avg_latency_ms"] / 1000
+               for i in r["instances"] for s in streams)
 print(json.dumps({
+    "inflight": inflight(("db_read", "db_write", "log_read", "log_write")),
+    "db_inflight": inflight(("db_read", "db_write")),
     "iops": reads + writes, "read_share": reads / max(reads + writes, 1e-9),
     "cpu_s": c1 - c0, "cpu_us_per_io": (c1 - c0) / max(ios, 1) * 1e6,
     "read_ms": sum(i["transactional"]["db_read_avg_latency_ms"] for i in r["instances"]) / len(r["instances"]),
@@ -137,7 +147,12 @@ db = [x for x in j["jobs"] if x["jobname"].startswith("db")]
 rt = max(x["job_runtime"] for x in db) / 1000
 ios = sum(x["read"]["total_ios"] + x["write"]["total_ios"] for x in db)
 reads = sum(x["read"]["total_ios"] for x in db)
+# Mean I/Os in flight by Little's law, as for mbxstress: every job's rate x mean latency.
+def inflight(jobs):
+    return sum(x[d]["total_ios"] / (x["job_runtime"] / 1000) * x[d]["lat_ns"]["mean"] / 1e9
+               for x in jobs for d in ("read", "write") if x[d]["total_ios"] and x["job_runtime"])
 print(json.dumps({
+    "inflight": inflight(j["jobs"]), "db_inflight": inflight(db),
     "iops": ios / rt, "read_share": reads / max(ios, 1), "cpu_s": u + s,
     "cpu_us_per_io": (u + s) / max(ios, 1) * 1e6,
     "read_ms": sum(x["read"]["clat_ns"]["mean"] for x in db) / len(db) / 1e6,
@@ -163,15 +178,17 @@ done
 python3 - "$raw" <<'PY' | tee "$out/summary.md"
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print("| sessions | tool | median transactional IOPS | median CPU µs per transactional I/O | median read ms | page fault stalls/s (each round) |")
-print("|---|---|---|---|---|---|")
+print("| sessions | tool | median transactional IOPS | median CPU µs per transactional I/O | median read ms | median I/Os in flight: all (database) | page fault stalls/s (each round) |")
+print("|---|---|---|---|---|---|---|")
 for s in sorted({x["sessions"] for x in rows}):
     for t in ("mbx", "fio"):
         m = [x["m"] for x in rows if x["sessions"] == s and x["tool"] == t]
         stalls = ", ".join(f"{x['stalls_per_s']:.1f}" for x in m) if t == "mbx" else "n/a"
         print(f"| {s} | {t} | {statistics.median(x['iops'] for x in m):.0f} | "
               f"{statistics.median(x['cpu_us_per_io'] for x in m):.1f} | "
-              f"{statistics.median(x['read_ms'] for x in m):.2f} | {stalls} |")
+              f"{statistics.median(x['read_ms'] for x in m):.2f} | "
+              f"{statistics.median(x.get('inflight', 0) for x in m):.1f} "
+              f"({statistics.median(x.get('db_inflight', 0) for x in m):.1f}) | {stalls} |")
 print()
 for s in sorted({x["sessions"] for x in rows}):
     by = {(x["round"], x["tool"]): x["m"] for x in rows if x["sessions"] == s}

@@ -253,7 +253,9 @@ pub fn run_performance(
 
 /// Runs `plan` on prepared databases, on the chosen I/O backend: marks them in use (dirty),
 /// continues their logs where the last run left them, executes the plan and marks them clean
-/// again when it ended cleanly.
+/// again when it ended cleanly, through the files held open since the start
+/// ([`mbx_store::HeldDatabases`]). An error marking them clean comes after the measurement: the
+/// result keeps its figures and stops with that error.
 pub fn run_test(
     cfg: &RunConfig,
     plan: &Plan,
@@ -282,10 +284,20 @@ pub fn run_test(
     // dirty: that repair is an integrity finding, never silent.
     // A plan that only reads its databases writes nothing to them: no state change, no header
     // repair (its pass reports a damaged header copy as a bad page).
+    // The database files stay open from here to the end: the end marks them clean through
+    // these descriptors, from the headers read now (never reopening a path: a file deleted or
+    // replaced meanwhile, or a read error there, cannot lose the measurement).
     let writes = !plan.reads_only();
+    let mut held = if writes {
+        let paths: Vec<&Path> = databases.iter().map(|d| d.spec.path.as_path()).collect();
+        Some(mbx_store::HeldDatabases::open(&paths, true, wrap)?)
+    } else {
+        None
+    };
     let mut header_errors = Vec::new();
-    for (k, d) in databases.iter().enumerate().filter(|_| writes) {
-        for copy in mbx_store::verify::damaged_header_copies(&d.spec.path)? {
+    for (k, d) in databases.iter().enumerate() {
+        let damaged = held.as_ref().map_or(&[][..], |h| h.damaged_copies(k));
+        for &copy in damaged {
             let line = format!(
                 "Database header copy {} of {} was damaged; it was rewritten from the intact copy.",
                 copy + 1,
@@ -306,8 +318,10 @@ pub fn run_test(
             });
         }
     }
-    for d in databases.iter().filter(|_| writes) {
-        mbx_store::create::set_database_state(&d.spec.path, DbState::Dirty)?;
+    if let Some(h) = held.as_mut() {
+        for k in 0..h.len() {
+            h.set_state(k, DbState::Dirty)?;
+        }
     }
     // One queue per reactor, each with the depth of its share, made on the reactor's thread
     // (an io_uring ring accepts submissions only from the thread that set it up).
@@ -322,18 +336,29 @@ pub fn run_test(
     let mut result = run_plan_reactors(cfg, plan, specs, reactors, &queue_for, observer, cancel)?;
     // A run stopped by an error leaves its databases marked dirty (pages were not all flushed):
     // that is the truth, and the next run attaches them all the same.
-    if result.stopped.reason.ran_to_completion() || result.stopped.reason == StopReason::Interrupted
-    {
-        for d in databases.iter().filter(|_| writes) {
-            mbx_store::create::set_database_state(&d.spec.path, DbState::Clean)?;
+    if let Some(h) = held.as_mut() {
+        let ended = result.stopped.reason.ran_to_completion()
+            || result.stopped.reason == StopReason::Interrupted;
+        if ended {
+            mark_clean(h, &mut result, observer);
+        }
+        for k in (0..h.len()).filter(|&k| !h.still_at_path(k)) {
+            let line = format!(
+                "Database file {} was deleted or replaced during the test: the figures are of the file the test held open from its start; that path no longer names it.",
+                h.path(k).unwrap_or(Path::new("?")).display()
+            );
+            observer.on_event(RunEvent::Log(&line));
+            result.notes.push(line);
         }
     }
     let final_bytes: u64 = databases
         .iter()
-        .map(|d| {
-            std::fs::metadata(&d.spec.path)
+        .enumerate()
+        .map(|(k, d)| match held.as_ref().map(|h| h.size_bytes(k)) {
+            Some(Ok(bytes)) => bytes,
+            _ => std::fs::metadata(&d.spec.path)
                 .map(|m| m.len())
-                .unwrap_or(0)
+                .unwrap_or(0),
         })
         .sum();
     result.database_size_bytes = DbSizes {
@@ -369,6 +394,34 @@ pub fn run_test(
         }
     }
     Ok(result)
+}
+
+/// Marks the held databases clean after a run that ended cleanly (or was interrupted). An error
+/// there comes after the measurement: the result keeps every figure and says the test stopped
+/// with that error (`errors[]` names it with its path, offset and errno); the database stays
+/// marked dirty, which the next run attaches all the same.
+fn mark_clean(
+    held: &mut mbx_store::HeldDatabases,
+    result: &mut RunResult,
+    observer: &mut dyn Observer,
+) {
+    let mut first = None;
+    for k in 0..held.len() {
+        let Err(e) = held.set_state(k, DbState::Clean) else {
+            continue;
+        };
+        let e = EngineError::from(e);
+        let line = format!(
+            "Could not mark the database clean after the test: {e}. The figures measured are kept; the database stays marked dirty."
+        );
+        observer.on_event(RunEvent::Log(&line));
+        let kept = first.clone();
+        stop_with_error(result, &e, std::time::SystemTime::now());
+        match kept {
+            Some(stopped) => result.stopped = stopped,
+            None => first = Some(result.stopped.clone()),
+        }
+    }
 }
 
 /// The most I/O a test can have in flight: every session's transaction reads (each operation

@@ -41,31 +41,32 @@ pub fn execute(
     wrap: Option<&QueueWrapper>,
 ) -> Executed {
     let started = SystemTime::now();
-    let outcome = ready_databases(plan, specs, create, observer, cancel).and_then(|prepared| {
-        if !tunes(cfg, plan) {
-            return run_test(cfg, plan, &prepared, observer, cancel, wrap);
-        }
-        let tuned =
-            crate::tune::tune(cfg, observer, cancel, &mbx_io::RealClock, &mut |c, p, o| {
-                run_test(c, p, &prepared, o, cancel, wrap)
-            })?;
-        let Some(sessions) = tuned.tuning.sessions else {
-            return Ok(untuned_result(cfg, started, tuned));
-        };
-        let mut c = cfg.clone();
-        c.threads = sessions;
-        let mut r = run_test(&c, plan, &prepared, observer, cancel, wrap)?;
-        r.notes.insert(
-            0,
-            format!(
-                "Automatic tuning chose {sessions} sessions in {} steps ({:.0} s).",
-                tuned.tuning.steps.len(),
-                tuned.tuning.elapsed_s
-            ),
-        );
-        r.tuning = Some(tuned.tuning);
-        Ok(r)
-    });
+    let outcome =
+        ready_databases(plan, specs, create, observer, cancel, wrap).and_then(|prepared| {
+            if !tunes(cfg, plan) {
+                return run_test(cfg, plan, &prepared, observer, cancel, wrap);
+            }
+            let tuned =
+                crate::tune::tune(cfg, observer, cancel, &mbx_io::RealClock, &mut |c, p, o| {
+                    run_test(c, p, &prepared, o, cancel, wrap)
+                })?;
+            let Some(sessions) = tuned.tuning.sessions else {
+                return Ok(untuned_result(cfg, started, tuned));
+            };
+            let mut c = cfg.clone();
+            c.threads = sessions;
+            let mut r = run_test(&c, plan, &prepared, observer, cancel, wrap)?;
+            r.notes.insert(
+                0,
+                format!(
+                    "Automatic tuning chose {sessions} sessions in {} steps ({:.0} s).",
+                    tuned.tuning.steps.len(),
+                    tuned.tuning.elapsed_s
+                ),
+            );
+            r.tuning = Some(tuned.tuning);
+            Ok(r)
+        });
     finish(cfg, plan, started, outcome, observer)
 }
 
@@ -105,17 +106,18 @@ fn finish(
 
 /// Makes the databases ready as `plan` says. The store creates databases on several threads;
 /// their events come back to this thread through a channel, so the observer is only ever called
-/// from here.
+/// from here. Attached databases' headers are read through a queue `wrap`ped as the test's are.
 fn ready_databases(
     plan: &Plan,
     specs: &[DatabaseSpec],
     create: &CreateParams,
     observer: &mut dyn Observer,
     cancel: &AtomicBool,
+    wrap: Option<&QueueWrapper>,
 ) -> Result<Vec<PreparedDatabase>, EngineError> {
     match plan.databases {
         Databases::Prepare => {}
-        Databases::Attach => return attach_databases(specs, observer),
+        Databases::Attach => return attach_databases(specs, observer, wrap),
     }
     observer.on_event(RunEvent::Log("Preparing for testing ..."));
     let (tx, rx) = mpsc::channel::<CreateEvent>();
@@ -147,10 +149,13 @@ fn ready_databases(
     Ok(prepared)
 }
 
-/// Attaches existing, complete databases without writing anything ([`Databases::Attach`]).
+/// Attaches existing, complete databases without writing anything ([`Databases::Attach`]). A
+/// header that cannot be read is an I/O error (its path, offset and errno in the result), never
+/// "not an mbxstress database".
 fn attach_databases(
     specs: &[DatabaseSpec],
     observer: &mut dyn Observer,
+    wrap: Option<&QueueWrapper>,
 ) -> Result<Vec<PreparedDatabase>, EngineError> {
     const FIRST: &str = "run `mbxstress prepare` or a performance test first";
     observer.on_event(RunEvent::Log("Attaching databases ..."));
@@ -162,8 +167,10 @@ fn attach_databases(
                 "no database at {path}: {FIRST}"
             )));
         }
-        let header = match mbx_store::verify::read_database_header(&s.path) {
-            Ok(h) => h,
+        let read = mbx_store::HeldDatabases::open(&[s.path.as_path()], false, wrap);
+        let header = match read.map(|h| h.header(0).cloned()) {
+            Ok(Some(h)) => h,
+            Ok(None) => return Err(EngineError::Invalid(format!("no header read from {path}"))),
             Err(StoreError::NotADatabase { .. }) => {
                 return Err(EngineError::Invalid(format!(
                     "{path} is not an mbxstress database: {FIRST}"
@@ -203,7 +210,7 @@ pub fn execute_find_max(
     cancel: &AtomicBool,
 ) -> Result<crate::findmax::Found, EngineError> {
     let plan = Plan::search_step(cfg);
-    let prepared = ready_databases(&plan, specs, create, observer, cancel)?;
+    let prepared = ready_databases(&plan, specs, create, observer, cancel, None)?;
     crate::findmax::find_max(
         cfg,
         spec,
@@ -236,7 +243,7 @@ pub fn execute_throughput(
         TestKind::Stress => Plan::stress(c),
         _ => Plan::performance(c),
     };
-    let (outcome, record) = match ready_databases(plan, specs, create, observer, cancel) {
+    let (outcome, record) = match ready_databases(plan, specs, create, observer, cancel, None) {
         Err(e) => (Err(e), None),
         Ok(prepared) => {
             let run = crate::throughput::throughput(

@@ -59,7 +59,7 @@ pub struct ServerFigures {
 pub struct Warning {
     /// The file.
     pub source: String,
-    /// The flag's code ("interrupted", "stopped", "verdict_failed", "too_short"), or
+    /// The flag's code ("interrupted", "stopped", "unfinished", "verdict_failed", "too_short"), or
     /// "damaged_input" for damage met while importing a report's text.
     pub code: &'static str,
     /// What it means.

@@ -87,17 +87,49 @@ pub fn export(
     Ok(paths)
 }
 
-/// Writes through a temporary file and a rename, so a reader never sees half a file.
+/// Writes a run's result.json at `path`, replacing the one written as the run started (a run
+/// owns its result folder: [`JsonExporter`], which never replaces a file, is for other folders).
+/// Atomic and durable, as [`write_atomic`]: after a crash the file is the old one or the new one,
+/// whole.
+pub fn write_result(path: &Path, result: &mbx_result::RunResult) -> Result<(), ReportError> {
+    write_atomic(path, &result_bytes(result, path)?)
+}
+
+/// Writes through a temporary file and a rename, so a reader never sees half a file; the data
+/// is made durable before the rename and the rename before returning (fsync of the file, then
+/// of its folder), so a power loss leaves the old file or the new one, never an empty one.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    use std::io::Write;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|error| ReportError::Write {
-            path: path.to_path_buf(),
-            error,
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
         })
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .and_then(|_| sync_folder_of(path));
+    written.map_err(|error| ReportError::Write {
+        path: path.to_path_buf(),
+        error,
+    })
+}
+
+/// Makes a rename in the folder of `path` durable.
+#[cfg(unix)]
+fn sync_folder_of(path: &Path) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Windows makes a rename durable with the file system's journal; a folder cannot be synced.
+#[cfg(not(unix))]
+fn sync_folder_of(_path: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// report.html ([`crate::html::render`]).
@@ -145,13 +177,7 @@ impl Exporter for JsonExporter {
     }
 
     fn render(&self, run: &RunFolder, path: &Path) -> Result<Vec<u8>, ReportError> {
-        let mut bytes =
-            serde_json::to_vec_pretty(&run.result).map_err(|e| ReportError::Invalid {
-                path: path.to_path_buf(),
-                reason: format!("cannot serialize the result: {e}"),
-            })?;
-        bytes.push(b'\n');
-        Ok(bytes)
+        result_bytes(&run.result, path)
     }
 
     fn check_destination(&self, path: &Path) -> Result<(), ReportError> {
@@ -164,6 +190,16 @@ impl Exporter for JsonExporter {
         }
         Ok(())
     }
+}
+
+/// result.json's bytes: the typed result, pretty-printed, with a final newline.
+fn result_bytes(result: &mbx_result::RunResult, path: &Path) -> Result<Vec<u8>, ReportError> {
+    let mut bytes = serde_json::to_vec_pretty(result).map_err(|e| ReportError::Invalid {
+        path: path.to_path_buf(),
+        reason: format!("cannot serialize the result: {e}"),
+    })?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 fn csv_bytes(rows: Vec<Vec<String>>, path: &Path) -> Result<Vec<u8>, ReportError> {

@@ -10,7 +10,8 @@ pub const MIN_MEANINGFUL_DURATION_S: f64 = 1.0;
 /// One reason a result is not a complete, passing measurement.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Flag {
-    /// Stable identifier: "interrupted", "stopped", "verdict_failed" or "too_short".
+    /// Stable identifier: "interrupted", "stopped", "unfinished", "verdict_failed" or
+    /// "too_short".
     pub code: &'static str,
     /// What it means, for people.
     pub message: String,
@@ -24,8 +25,9 @@ fn push(flags: &mut Vec<Flag>, code: &'static str, message: String) {
 
 /// Flags of an mbxstress `result.json` (as JSON, so that results written by older and newer
 /// versions are read alike): `test.interrupted`, a stop reason other than "completed"
-/// (`test.stop_reason`, or `stopped.reason` and `stopped.message`), `verdict.pass` false, and a
-/// measured `test.duration_s` under [`MIN_MEANINGFUL_DURATION_S`]. Absent keys raise no flag.
+/// (`test.stop_reason`, or `stopped.reason` and `stopped.message`; "running": a test that never
+/// finished), `verdict.pass` false, and a measured `test.duration_s` under
+/// [`MIN_MEANINGFUL_DURATION_S`]. Absent keys raise no flag.
 pub fn result_flags(v: &serde_json::Value) -> Vec<Flag> {
     let mut flags = Vec::new();
     let test = &v["test"];
@@ -55,6 +57,11 @@ pub fn result_flags(v: &serde_json::Value) -> Vec<Flag> {
                 format!("the test was interrupted before the end of its duration{detail}: a partial result"),
             ),
             "verdict_failed" => {}
+            "running" => push(
+                &mut flags,
+                "unfinished",
+                "the test never finished: its result.json still says `running` (written as the test started, it is replaced as the test ends; the process was killed, ran out of memory or lost power): not a measurement".into(),
+            ),
             _ => push(
                 &mut flags,
                 "stopped",
@@ -167,6 +174,19 @@ mod tests {
             ["verdict_failed"]
         );
         assert!(codes(json!({"stopped": {"reason": "completed"}})).is_empty());
+    }
+
+    /// Issue 24.7: a result.json that still says `running` is a test that never finished (the
+    /// process was killed): flagged as such, never as a measurement nor as an early stop.
+    #[test]
+    fn a_result_still_running_is_unfinished() {
+        let v = json!({"test": {"interrupted": false, "duration_s": 0.0},
+                       "stopped": {"reason": "running", "message": "the test has not finished"},
+                       "verdict": {"pass": false, "checks": []}});
+        let f = result_flags(&v);
+        let c: Vec<_> = f.iter().map(|f| f.code).collect();
+        assert_eq!(c, ["unfinished", "verdict_failed", "too_short"]);
+        assert!(f[0].message.contains("never finished"), "{}", f[0].message);
     }
 
     #[test]

@@ -550,6 +550,10 @@ pub enum StopReason {
     IntegrityError,
     /// Anything else stopped it (a store or configuration problem met while running).
     Error,
+    /// Not ended: the result written as the test starts, replaced as it ends. Read after the
+    /// test, it says the process never finished it (killed, out of memory, power lost): nothing
+    /// in it was measured.
+    Running,
 }
 
 impl StopReason {
@@ -562,6 +566,7 @@ impl StopReason {
             StopReason::IoError => "io_error",
             StopReason::IntegrityError => "integrity_error",
             StopReason::Error => "error",
+            StopReason::Running => "running",
         }
     }
 

@@ -10,6 +10,8 @@
 //!   block devices without `allow_device` and mounted or in-use devices always, check free
 //!   space first).
 //! - [`verify::verify_database`]: read a database sequentially and classify every page.
+//! - [`held::HeldDatabases`]: the database files of a run, held open from start to end; their
+//!   state (dirty, clean) written through the descriptors held, never by reopening a path.
 //! - [`log`], [`log_dir`], [`checkpoint`], [`redo`]: the transaction log in one [`Lsn`] space:
 //!   records that carry redo entries, scans of byte images and of log directories, the
 //!   checkpoint that continues across runs, and the redo set replay computes.
@@ -19,6 +21,7 @@ pub mod checkpoint;
 pub mod create;
 mod fastsum;
 pub mod header;
+pub mod held;
 pub mod lock;
 pub mod log;
 pub mod log_dir;
@@ -32,6 +35,7 @@ use std::path::PathBuf;
 
 pub use create::{plan_paths, prepare, CreateEvent, CreateParams, DatabaseSpec, PreparedDatabase};
 pub use header::{DbHeader, DbState};
+pub use held::HeldDatabases;
 pub use lock::{LockMode, StoreLock};
 pub use lsn::Lsn;
 pub use verify::{verify_database, VerifyOptions, VerifyReport};

@@ -149,7 +149,8 @@ pub fn damaged_header_copies(path: &Path) -> Result<Vec<u64>, StoreError> {
         .collect())
 }
 
-/// Reads the header of a database file; `NotADatabase` if it is not one.
+/// Reads the header of a database file: `NotADatabase` if it is readable and not one (too short,
+/// or neither header copy valid), an I/O error if it cannot be read.
 pub fn read_database_header(path: &Path) -> Result<DbHeader, StoreError> {
     let two = read_header_pages(path)?;
     DbHeader::from_first_pages(&two).ok_or_else(|| StoreError::NotADatabase {
@@ -157,8 +158,9 @@ pub fn read_database_header(path: &Path) -> Result<DbHeader, StoreError> {
     })
 }
 
-/// The two header pages of a database file (buffered read); `NotADatabase` if the file is too
-/// short to hold them.
+/// The two header pages of a database file (buffered read). A file that ends before them is
+/// `NotADatabase`; a read that fails is an I/O error naming the file, the offset and the OS error
+/// (a disk error is never mistaken for a foreign file).
 fn read_header_pages(path: &Path) -> Result<Vec<u8>, StoreError> {
     let f = IoFile::open(
         path,
@@ -168,13 +170,17 @@ fn read_header_pages(path: &Path) -> Result<Vec<u8>, StoreError> {
         },
     )?;
     let mut two = vec![0u8; 2 * PAGE_SIZE];
-    let short = f.len()? < two.len() as u64;
-    if short || f.read_exact_at(&mut two, 0).is_err() {
-        return Err(StoreError::NotADatabase {
-            path: path.to_path_buf(),
-        });
+    match f.read_exact_at(&mut two, 0) {
+        Ok(()) => Ok(two),
+        Err(mbx_io::IoError::Os { error, .. })
+            if error.kind() == std::io::ErrorKind::UnexpectedEof =>
+        {
+            Err(StoreError::NotADatabase {
+                path: path.to_path_buf(),
+            })
+        }
+        Err(e) => Err(e.into()),
     }
-    Ok(two)
 }
 
 /// Verifies every page of the database at `path`. `on_progress` gets the bytes read so far.

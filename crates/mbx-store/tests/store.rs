@@ -601,3 +601,51 @@ fn resume_needs_only_the_missing_space() {
     assert_eq!(actions(&events), ["resume"]);
     assert!(verify(&specs[0].path).is_clean());
 }
+
+/// Issue 24.6: a header that cannot be read is an I/O error naming the file, the offset and the
+/// errno (a runtime error, exit 3), never "not an mbxstress database" (a usage error, exit 2).
+/// The EIO is the kernel's own: /proc/self/mem read at address 0, which is never mapped. A file
+/// too short to hold a header, and a readable header that is not ours, stay "not a database".
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unreadable_header_is_an_io_error_not_a_foreign_file() {
+    const EIO: i32 = 5;
+    let mem = Path::new("/proc/self/mem");
+    let read = read_database_header(mem).expect_err("no header there");
+    let verified = verify_database(
+        mem,
+        &VerifyOptions::default(),
+        &AtomicBool::new(false),
+        &|_| {},
+    )
+    .expect_err("no database there");
+    for e in [read, verified] {
+        assert!(!e.is_user_error(), "{e}");
+        let StoreError::Io(mbx_io::IoError::Os {
+            path,
+            offset,
+            error,
+            ..
+        }) = &e
+        else {
+            panic!("not an I/O error: {e:?}");
+        };
+        assert_eq!(path, mem, "{e}");
+        assert_eq!(*offset, Some(0), "{e}");
+        assert_eq!(error.raw_os_error(), Some(EIO), "{e}");
+        assert!(!e.to_string().contains("not an mbxstress database"), "{e}");
+    }
+    let dir = scratch("foreign-header");
+    let short = dir.path().join("short.edb");
+    std::fs::write(&short, b"too short for a header").expect("write");
+    let foreign = dir.path().join("foreign.edb");
+    std::fs::write(&foreign, vec![0x5a; 2 * PAGE_SIZE]).expect("write");
+    for p in [&short, &foreign] {
+        let e = read_database_header(p).expect_err("not ours");
+        assert!(
+            matches!(&e, StoreError::NotADatabase { path } if path == p),
+            "{e:?}"
+        );
+        assert!(e.is_user_error());
+    }
+}

@@ -12,6 +12,8 @@ mod jetstress;
 mod numbers;
 mod passes;
 mod report;
+#[cfg(target_os = "linux")]
+mod result_file;
 mod run;
 mod safety;
 mod size;

@@ -606,6 +606,11 @@ pub(crate) fn run_part(
     // Retired log files are deleted in the background: a failure there is the test's too.
     let outcome = outcome.and_then(|()| Ok(engine.reactor.wait_removals()?));
     let end = engine.reactor.now();
+    // An error that stopped the test while it measured ended the measured phase too: what was
+    // in flight then is carried as at its end.
+    if engine.dbs.iter().any(|d| d.stats.measuring) {
+        engine.carry_in_flight(end);
+    }
     // I/O carried past the measured phase and still in flight counts with its age now.
     engine.settle_carried(end);
     let shutdown = engine

@@ -310,3 +310,35 @@ fn one_slow_read_in_flight_at_the_end_is_averaged_with_the_others() {
     assert!(check(&r, "db_read_latency_max_ms").pass);
     assert!(r.verdict.pass, "{:?}", r.verdict);
 }
+
+/// An I/O error that stops the test mid-measurement ends the measured phase too: the reads
+/// stalled in flight then count with their age, as at a normal end.
+#[test]
+fn an_error_stop_counts_the_reads_stalled_in_flight() {
+    let cfg = config(10.0);
+    let (_, t) = run(&cfg, Vec::new());
+    let start = t.entered(Phase::Measure);
+    let faults = vec![
+        FaultRule::new(
+            Some(IoOp::Read),
+            FaultKind::Latency(Duration::from_secs(30)),
+        )
+        .starting_at(start + Duration::from_secs(4)),
+        FaultRule::new(Some(IoOp::Write), FaultKind::Error(5))
+            .starting_at(start + Duration::from_secs(5))
+            .times(1),
+    ];
+    let (r, _) = run(&cfg, faults);
+    assert_eq!(r.stopped.reason, StopReason::IoError, "{:?}", r.stopped);
+    let inc = r.instances[0].incomplete_at_end.db_read;
+    assert!(
+        inc.count >= 1 && inc.never_completed == inc.count,
+        "{inc:?}"
+    );
+    assert!(inc.age_max_ms >= 1_000.0, "{inc:?}");
+    assert!(
+        r.instances[0].transactional.db_read_avg_latency_ms > 20.0,
+        "{:?}",
+        r.instances[0].transactional
+    );
+}

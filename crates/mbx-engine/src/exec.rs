@@ -104,6 +104,10 @@ pub(crate) struct Engine<'o> {
     /// Read the host's counters (CPU, memory) at each sample: only one reactor does, the CPU
     /// figure covers the time since the previous reading, whoever took it.
     pub sample_host: bool,
+    /// When the shutdown phase began (none yet: `None`).
+    pub shutdown_start: Option<Instant>,
+    /// Hung I/Os reported while shutting down (also in `hung`).
+    pub shutdown_hung: u64,
 }
 
 impl<'o> Engine<'o> {
@@ -151,6 +155,78 @@ impl<'o> Engine<'o> {
             tick_ios: 0,
             gate: None,
             sample_host: true,
+            shutdown_start: None,
+            shutdown_hung: 0,
+        }
+    }
+
+    /// The measured phase ends at `now`: every I/O in flight is carried past it. Each counts in
+    /// the last sample with its age so far, and in the measured figures once its latency is
+    /// known (docs/method.md, "I/O in flight at the end"). Logs what each database left in
+    /// flight.
+    pub fn carry_in_flight(&mut self, now: Instant) {
+        for (owner, age) in self.reactor.carry(now) {
+            if let Some((db, s)) = measured_stream(owner) {
+                if let Some(d) = self.dbs.get_mut(db) {
+                    d.stats.carried_at_end(s, age);
+                }
+            }
+        }
+        let mut lines = Vec::new();
+        for db in &self.dbs {
+            let inc = &db.stats.incomplete;
+            let parts: Vec<String> = [
+                (Stream::DbRead, "database reads"),
+                (Stream::DbWrite, "database writes"),
+                (Stream::LogWrite, "log writes"),
+                (Stream::LogRead, "log reads"),
+                (Stream::Bdm, "maintenance reads"),
+            ]
+            .iter()
+            .filter(|(s, _)| inc[*s as usize].count > 0)
+            .map(|&(s, what)| {
+                let i = &inc[s as usize];
+                format!(
+                    "{} {what} (the oldest {:.1} ms old)",
+                    i.count,
+                    i.oldest_at_end.as_secs_f64() * 1e3
+                )
+            })
+            .collect();
+            if !parts.is_empty() {
+                lines.push(format!(
+                    "{}: in flight when measuring ended: {}; each counts in the measured latency figures with its whole latency once known.",
+                    db.spec.name,
+                    parts.join(", ")
+                ));
+            }
+        }
+        for line in lines {
+            self.log(&line, false);
+        }
+    }
+
+    /// Hands the completions of carried I/Os to their databases' measured figures.
+    fn record_carried(&mut self) {
+        for (owner, lat, ok) in std::mem::take(&mut self.reactor.carried_done) {
+            if let (true, Some((db, s))) = (ok, measured_stream(owner)) {
+                if let Some(d) = self.dbs.get_mut(db) {
+                    d.stats.carried_done(s, lat, true);
+                }
+            }
+        }
+    }
+
+    /// The test stops waiting for the carried I/Os still in flight at `now` (it ends, or gives
+    /// up on them): each counts with its age.
+    pub fn settle_carried(&mut self, now: Instant) {
+        self.record_carried();
+        for (owner, age) in self.reactor.uncarry(now) {
+            if let Some((db, s)) = measured_stream(owner) {
+                if let Some(d) = self.dbs.get_mut(db) {
+                    d.stats.carried_done(s, age, false);
+                }
+            }
         }
     }
 
@@ -296,7 +372,11 @@ impl<'o> Engine<'o> {
             compressibility_pct: settings.compressibility_pct,
             checksum_reads_pct: settings.checksum_reads_pct,
         };
-        reactor.wait(wake, |r, owner, c| route(r, dbs, work, &mut cx, owner, c))
+        let waited = reactor.wait(wake, |r, owner, c| route(r, dbs, work, &mut cx, owner, c));
+        if !self.reactor.carried_done.is_empty() {
+            self.record_carried();
+        }
+        waited
     }
 
     /// Starts due transactions and lets every database's components work.
@@ -431,8 +511,14 @@ impl<'o> Engine<'o> {
             let in_database = db.is_some_and(|d| d.spec.db_path == h.path);
             let instance = db.map(|d| d.spec.name.clone());
             let what = h.op.noun();
+            let when = if self.phase == Phase::Shutdown {
+                self.shutdown_hung += 1;
+                " during shutdown"
+            } else {
+                ""
+            };
             let message = format!(
-                "Hung I/O: a {what} of {} bytes at offset {} of {} has been outstanding for {:.0} s (threshold {:.0} s).",
+                "Hung I/O{when}: a {what} of {} bytes at offset {} of {} has been outstanding for {:.0} s (threshold {:.0} s).",
                 h.len,
                 h.offset,
                 h.path.display(),
@@ -494,6 +580,22 @@ impl<'o> Engine<'o> {
             self.sampler.last = now;
         }
     }
+}
+
+/// The database and measured stream of an I/O (as [`route`] records it), if it has one.
+fn measured_stream(owner: Owner) -> Option<(usize, Stream)> {
+    Some(match owner {
+        Owner::TxnRead { db, .. } => (db, Stream::DbRead),
+        Owner::Flush { db, .. } => (db, Stream::DbWrite),
+        Owner::LogWrite { db, .. } | Owner::LogCreate { db, step: 0, .. } => (db, Stream::LogWrite),
+        Owner::LogCreate { db, .. } | Owner::Checkpoint { db, .. } | Owner::Patch { db, .. } => {
+            (db, Stream::Other)
+        }
+        Owner::Bdm { db, .. } => (db, Stream::Bdm),
+        Owner::Repl { db, .. } => (db, Stream::LogRead),
+        Owner::Replay { db, io } => (db, io.stream()),
+        Owner::Pass { .. } => return None,
+    })
 }
 
 /// Begins a checkpoint of database `i` at the oldest change not yet in the database file.

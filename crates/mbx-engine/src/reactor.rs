@@ -65,6 +65,9 @@ struct Slot {
     len: usize,
     /// Already reported as hung (each hung I/O is reported once, while outstanding).
     hung: bool,
+    /// In flight when the measured phase ended: its completion is handed to the measured
+    /// figures ([`Reactor::carried_done`]).
+    carried: bool,
 }
 
 /// An I/O that has been outstanding longer than the hung-I/O threshold.
@@ -91,6 +94,9 @@ pub(crate) struct Reactor {
     /// Submissions plus completions so far: a sequence number for "happened before" questions
     /// (a write that completed at a higher number than a read's submission raced it).
     pub events: u64,
+    /// Completions of I/Os carried past the end of the measured phase ([`Reactor::carry`]):
+    /// the owner, the latency, and whether it succeeded. The executor drains it after each wait.
+    pub carried_done: Vec<(Owner, Duration, bool)>,
 }
 
 impl Reactor {
@@ -104,6 +110,7 @@ impl Reactor {
             pool: FxHashMap::default(),
             batch: Vec::new(),
             events: 0,
+            carried_done: Vec::new(),
         }
     }
 
@@ -179,6 +186,7 @@ impl Reactor {
             offset,
             len,
             hung: false,
+            carried: false,
         };
         let tag = match self.free.pop() {
             Some(i) => {
@@ -227,13 +235,14 @@ impl Reactor {
         let mut result = Ok(());
         for mut c in batch.drain(..) {
             let tag = c.req.tag as usize;
-            let owner = self
-                .owners
-                .get_mut(tag)
-                .and_then(Option::take)
-                .map(|s| s.owner);
-            if owner.is_some() {
+            let slot = self.owners.get_mut(tag).and_then(Option::take);
+            let owner = slot.map(|s| s.owner);
+            if let Some(s) = slot {
                 self.free.push(tag);
+                if s.carried {
+                    self.carried_done
+                        .push((s.owner, c.latency, c.result.is_ok()));
+                }
             }
             self.events += 1;
             if let (Some(owner), true) = (owner, result.is_ok()) {
@@ -263,6 +272,33 @@ impl Reactor {
             }
         }
         out
+    }
+
+    /// Marks every I/O in flight as carried past the end of the measured phase (its completion
+    /// goes to [`Reactor::carried_done`] too) and returns each one's owner and age at `now`.
+    pub fn carry(&mut self, now: Instant) -> Vec<(Owner, Duration)> {
+        self.owners
+            .iter_mut()
+            .flatten()
+            .map(|s| {
+                s.carried = true;
+                (s.owner, now.saturating_duration_since(s.submitted))
+            })
+            .collect()
+    }
+
+    /// The carried I/Os still in flight, with their age at `now`, no longer carried: what the
+    /// test stops waiting for (it ends, or gives up on them).
+    pub fn uncarry(&mut self, now: Instant) -> Vec<(Owner, Duration)> {
+        self.owners
+            .iter_mut()
+            .flatten()
+            .filter(|s| s.carried)
+            .map(|s| {
+                s.carried = false;
+                (s.owner, now.saturating_duration_since(s.submitted))
+            })
+            .collect()
     }
 
     /// The I/O in flight the longest, with how long it has been outstanding at `now`.

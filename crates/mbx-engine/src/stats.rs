@@ -80,18 +80,26 @@ impl Shape {
 /// Count, bytes and latency sum.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Counter {
-    /// I/Os.
+    /// I/Os completed.
     pub ios: u64,
     /// Bytes.
     pub bytes: u64,
-    /// Sum of latencies, ns.
+    /// Sum of latencies, ns (of the completed I/Os and of the `pending` ones).
     pub lat_ns: u128,
+    /// I/Os counted in the latency only, not in the rates or sizes: I/Os in flight when the
+    /// measured phase ended (docs/method.md, "I/O in flight at the end").
+    pub pending: u64,
 }
 
 impl Counter {
     fn add(&mut self, bytes: u64, lat: Duration) {
         self.ios += 1;
         self.bytes += bytes;
+        self.lat_ns += lat.as_nanos();
+    }
+    /// Counts an I/O's latency only (an I/O the window ended on: see `pending`).
+    fn add_latency(&mut self, lat: Duration) {
+        self.pending += 1;
         self.lat_ns += lat.as_nanos();
     }
     /// Per second over `secs`.
@@ -110,12 +118,13 @@ impl Counter {
             self.bytes as f64 / self.ios as f64
         }
     }
-    /// Average latency, ms.
+    /// Average latency, ms (of the completed I/Os and of the `pending` ones).
     pub fn avg_ms(&self) -> f64 {
-        if self.ios == 0 {
+        let n = self.ios.saturating_add(self.pending);
+        if n == 0 {
             0.0
         } else {
-            self.lat_ns as f64 / self.ios as f64 / 1e6
+            self.lat_ns as f64 / n as f64 / 1e6
         }
     }
     /// Combines two counters.
@@ -124,6 +133,7 @@ impl Counter {
             ios: self.ios + o.ios,
             bytes: self.bytes + o.bytes,
             lat_ns: self.lat_ns + o.lat_ns,
+            pending: self.pending + o.pending,
         }
     }
 }
@@ -154,6 +164,41 @@ pub struct InstanceStats {
     pub shape: Shape,
     /// The per-sample averages the maximum-latency checks judge, with their tolerance.
     pub maxima: [SampleMaxima; 2],
+    /// Per stream, the I/Os in flight when the measured phase ended.
+    pub incomplete: [Incomplete; STREAMS],
+}
+
+/// The I/Os of one stream in flight when the measured phase ended (docs/method.md, "I/O in
+/// flight at the end"): each counts in the measured latency figures once, with its whole
+/// latency when it completes (during shutdown), or with its age when the test stopped waiting
+/// for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Incomplete {
+    /// How many were in flight.
+    pub count: u64,
+    /// The oldest one's age when measuring ended.
+    pub oldest_at_end: Duration,
+    /// The longest latency among them as finally known: to completion, or the age when the test
+    /// stopped waiting (at least `oldest_at_end`).
+    pub longest: Duration,
+    /// Of them, how many never completed (the test ended, or gave up on them, first).
+    pub never_completed: u64,
+    /// How many of them have a latency known (completed, or given up on; not those that failed).
+    pub known: u64,
+    /// The sum of those latencies.
+    pub known_total: Duration,
+}
+
+impl Incomplete {
+    /// The average latency of those whose latency is known, ms (0 with none): the figure the
+    /// maximum-latency check judges, as it judges a sample's average.
+    pub fn avg_ms(&self) -> f64 {
+        if self.known == 0 {
+            0.0
+        } else {
+            self.known_total.as_secs_f64() * 1e3 / self.known as f64
+        }
+    }
 }
 
 /// The highest per-sample average latencies of one stream of one instance, for a
@@ -226,6 +271,7 @@ impl Default for InstanceStats {
             measuring: false,
             shape: Shape::default(),
             maxima: [SampleMaxima::default(), SampleMaxima::default()],
+            incomplete: [Incomplete::default(); STREAMS],
         }
     }
 }
@@ -251,6 +297,33 @@ impl InstanceStats {
         if self.measuring {
             self.measured[s as usize].add(bytes, lat);
             self.hist[s as usize].record(lat);
+        }
+    }
+
+    /// An I/O of stream `s` in flight, `age` old, as the measured phase ends: it counts in the
+    /// last sample's average latency with that age (the sample is taken now), and is carried
+    /// to the measured figures, which take it once its latency is known ([`Self::carried_done`]).
+    pub(crate) fn carried_at_end(&mut self, s: Stream, age: Duration) {
+        self.interval[s as usize].add_latency(age);
+        let inc = &mut self.incomplete[s as usize];
+        inc.count += 1;
+        inc.oldest_at_end = inc.oldest_at_end.max(age);
+        inc.longest = inc.longest.max(age);
+    }
+
+    /// A carried I/O of stream `s` ([`Self::carried_at_end`]) is done with: it completed after
+    /// `lat` (`completed`), or the test stopped waiting for it when it was `lat` old. Its latency
+    /// enters the measured average and distribution (not the rates: it did not complete inside
+    /// the window).
+    pub(crate) fn carried_done(&mut self, s: Stream, lat: Duration, completed: bool) {
+        self.measured[s as usize].add_latency(lat);
+        self.hist[s as usize].record(lat);
+        let inc = &mut self.incomplete[s as usize];
+        inc.longest = inc.longest.max(lat);
+        inc.known += 1;
+        inc.known_total = inc.known_total.saturating_add(lat);
+        if !completed {
+            inc.never_completed += 1;
         }
     }
 }

@@ -35,9 +35,11 @@ pub enum FaultKind {
     },
 }
 
-/// Which requests a rule affects: requests that match `op` and `file` are counted; the first
-/// `skip` pass untouched; after them every `one_in`-th (1: each one) gets the fault, `count`
-/// times in all.
+/// Which requests a rule affects: requests that match `op` and `file` and are submitted inside
+/// its time window (`from`..`until`, the queue's time: virtual time since the simulated clock's
+/// start for `sim::SimQueue`, time since the queue was created for [`FaultQueue`]) are counted;
+/// the first `skip` pass untouched; after them every `one_in`-th (1: each one) gets the fault,
+/// `count` times in all.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultRule {
     /// Only this operation (None = any).
@@ -53,6 +55,10 @@ pub struct FaultRule {
     pub one_in: u64,
     /// The fault.
     pub kind: FaultKind,
+    /// Only requests submitted at or after this time (zero: from the start).
+    pub from: Duration,
+    /// Only requests submitted before this time (None: to the end).
+    pub until: Option<Duration>,
     seen: u64,
 }
 
@@ -66,8 +72,23 @@ impl FaultRule {
             count: u64::MAX,
             one_in: 1,
             kind,
+            from: Duration::ZERO,
+            until: None,
             seen: 0,
         }
+    }
+
+    /// Only requests submitted at or after `at` (queue time: see [`FaultRule`]), e.g. a stall
+    /// that begins at a chosen moment of a simulated run.
+    pub fn starting_at(mut self, at: Duration) -> Self {
+        self.from = at;
+        self
+    }
+
+    /// Only requests submitted before `at` (queue time: see [`FaultRule`]).
+    pub fn ending_at(mut self, at: Duration) -> Self {
+        self.until = Some(at);
+        self
     }
 
     /// Let `n` matching requests through first.
@@ -94,9 +115,13 @@ impl FaultRule {
         self
     }
 
-    /// Counts `req` if it matches; true if the fault applies to it.
-    fn applies(&mut self, req: &IoRequest) -> bool {
-        if self.op.is_some_and(|op| op != req.op) || self.file.is_some_and(|f| f != req.file) {
+    /// Counts `req`, submitted at queue time `at`, if it matches; true if the fault applies to it.
+    fn applies(&mut self, req: &IoRequest, at: Duration) -> bool {
+        if self.op.is_some_and(|op| op != req.op)
+            || self.file.is_some_and(|f| f != req.file)
+            || at < self.from
+            || self.until.is_some_and(|u| at >= u)
+        {
             return false;
         }
         self.seen += 1;
@@ -108,11 +133,16 @@ impl FaultRule {
     }
 }
 
-/// The fault of the first rule that applies to `req` (every matching rule counts it up to there).
-pub(crate) fn first_fault(rules: &mut [FaultRule], req: &IoRequest) -> Option<FaultKind> {
+/// The fault of the first rule that applies to `req`, submitted at queue time `at` (every
+/// matching rule counts it up to there).
+pub(crate) fn first_fault(
+    rules: &mut [FaultRule],
+    req: &IoRequest,
+    at: Duration,
+) -> Option<FaultKind> {
     rules
         .iter_mut()
-        .find_map(|r| r.applies(req).then_some(r.kind))
+        .find_map(|r| r.applies(req, at).then_some(r.kind))
 }
 
 /// The length a short or torn transfer of `len` bytes moves: half, kept sector-aligned when it is
@@ -148,6 +178,8 @@ pub struct FaultQueue {
     /// Per in-flight tag: the fault to finish at completion (flip after read, report full length).
     pending: Vec<(u64, FaultKind, usize)>,
     injected: u64,
+    /// When the queue was created: the zero of the rules' time windows.
+    created: Instant,
 }
 
 impl FaultQueue {
@@ -159,6 +191,7 @@ impl FaultQueue {
             held: VecDeque::new(),
             pending: Vec::new(),
             injected: 0,
+            created: Instant::now(),
         }
     }
 
@@ -224,7 +257,7 @@ impl IoQueue for FaultQueue {
                 self.depth()
             )));
         }
-        let Some(kind) = first_fault(&mut self.rules, &req) else {
+        let Some(kind) = first_fault(&mut self.rules, &req, self.created.elapsed()) else {
             return self.inner.submit(req);
         };
         self.injected += 1;
@@ -406,14 +439,16 @@ mod rule_tests {
         let mut hit = Vec::new();
         for i in 1..=100u64 {
             // Writes do not match and are not counted.
-            assert!(!r.applies(&req(IoOp::Write)));
-            if r.applies(&req(IoOp::Read)) {
+            assert!(!r.applies(&req(IoOp::Write), Duration::ZERO));
+            if r.applies(&req(IoOp::Read), Duration::ZERO) {
                 hit.push(i);
             }
         }
         assert_eq!(hit, vec![13, 23, 33, 43]);
         let mut all = FaultRule::new(None, FaultKind::Short).after(2).times(2);
-        let hits: Vec<bool> = (0..5).map(|_| all.applies(&req(IoOp::Read))).collect();
+        let hits: Vec<bool> = (0..5)
+            .map(|_| all.applies(&req(IoOp::Read), Duration::ZERO))
+            .collect();
         assert_eq!(hits, vec![false, false, true, true, false]);
     }
 }

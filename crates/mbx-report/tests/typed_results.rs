@@ -119,6 +119,7 @@ fn pacing_and_max_latency_are_shown_when_the_result_has_them() {
         tolerated_ms: 12.5,
         samples_over: 2,
         pass: true,
+        ..MaxLatency::default()
     };
     r.max_latency = Some(MaxLatencyChecks {
         max_latency_errors: 6,

@@ -192,6 +192,44 @@ pub struct InstanceResult {
     /// already counted, not another error).
     #[serde(default)]
     pub errors: u64,
+    /// The I/Os in flight when the measured phase ended, per stream: each counts in the measured
+    /// latency figures (average, percentiles, slowest I/O) with its whole latency, though not in
+    /// the rates (docs/method.md, "I/O in flight at the end"). All zero in results of earlier
+    /// versions.
+    #[serde(default)]
+    pub incomplete_at_end: IncompleteAtEnd,
+}
+
+/// `instances[].incomplete_at_end`: per stream, the I/Os in flight when the measured phase
+/// ended.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct IncompleteAtEnd {
+    /// Transactional database reads.
+    pub db_read: IncompleteIo,
+    /// Database writes.
+    pub db_write: IncompleteIo,
+    /// Log writes.
+    pub log_write: IncompleteIo,
+    /// Log replication reads.
+    pub log_read: IncompleteIo,
+    /// Background maintenance reads.
+    pub bdm: IncompleteIo,
+}
+
+/// The I/Os of one stream in flight when the measured phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct IncompleteIo {
+    /// How many.
+    pub count: u64,
+    /// The oldest one's age when measuring ended, ms.
+    pub age_max_ms: f64,
+    /// Their average latency, ms: each to its completion (during shutdown), or its age when the
+    /// test stopped waiting for it (one that failed is left out).
+    pub latency_avg_ms: f64,
+    /// The longest latency among them, ms (at least `age_max_ms`).
+    pub latency_max_ms: f64,
+    /// Of them, how many never completed (the test ended, or gave up on them, first).
+    pub never_completed: u64,
 }
 
 /// Average, minimum, maximum.
@@ -304,6 +342,11 @@ pub struct TestInfo {
     /// of a synchronized start from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collection_start_unix_s: Option<f64>,
+    /// Seconds the shutdown phase took (open transactions finished, caches and logs drained,
+    /// the final checkpoint written), the longest of any reactor's; absent for a test without
+    /// one (Backup, Checksum) and in results of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown_s: Option<f64>,
 }
 
 fn one() -> u32 {
@@ -461,8 +504,22 @@ pub struct MaxLatency {
     pub tolerated_ms: f64,
     /// The most samples over the limit of any instance.
     pub samples_over: u64,
-    /// `tolerated_ms <= limit_ms`.
+    /// `tolerated_ms <= limit_ms` and `incomplete_avg_ms <= limit_ms`.
     pub pass: bool,
+    /// I/Os of the stream in flight when the measured phase ended, all instances (0 in results
+    /// of earlier versions).
+    #[serde(default)]
+    pub incomplete_at_end: u64,
+    /// The average latency of those I/Os (to their completion during shutdown, or their age
+    /// when the test stopped waiting), the worst instance's, ms. Judged like one more sample,
+    /// without tolerance: a test whose measured phase ends in a stall does not pass. The check's
+    /// value is the larger of this and `tolerated_ms` (docs/method.md, "I/O in flight at the
+    /// end").
+    #[serde(default)]
+    pub incomplete_avg_ms: f64,
+    /// The slowest of those I/Os, any instance, ms (reported, not judged by itself).
+    #[serde(default)]
+    pub incomplete_max_ms: f64,
 }
 
 /// `max_latency` in result.json: both maximum-latency checks with Jetstress's

@@ -23,6 +23,8 @@ impl Measure {
 
     fn finish(&mut self, e: &mut Engine<'_>, now: Instant) {
         e.marks.measure_end = Some(now);
+        // The I/O in flight counts in this window (the last sample, then the measured figures).
+        e.carry_in_flight(now);
         if now > e.sampler.last + Duration::from_millis(500) {
             take_sample(e, now);
         }

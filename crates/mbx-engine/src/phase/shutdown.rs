@@ -19,8 +19,9 @@ impl PhaseRun for Shutdown {
         Phase::Shutdown
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<(), EngineError> {
+    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
         e.mode = Mode::Stopping;
+        e.shutdown_start = Some(now);
         Ok(())
     }
 
@@ -72,6 +73,8 @@ fn give_up_on_hung_io(e: &mut Engine<'_>, now: Instant) -> Result<(), EngineErro
         &format!("Shutdown: {message} ({}).", h.path.display()),
         false,
     );
+    // What was carried past the measured phase and never completed counts with its age now.
+    e.settle_carried(now);
     e.reactor.abandon();
     Err(EngineError::Io(mbx_io::IoError::Os {
         op: "complete a hung I/O on",

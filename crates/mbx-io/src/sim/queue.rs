@@ -270,7 +270,7 @@ impl IoQueue for SimQueue {
         let now = self.clock.elapsed();
         let number = self.submitted;
         self.submitted += 1;
-        let fault = first_fault(&mut self.rules, &req);
+        let fault = first_fault(&mut self.rules, &req, now);
         if fault.is_some() {
             self.injected += 1;
         }

@@ -767,6 +767,30 @@ fn injected_latency_is_virtual() {
     assert_eq!(clock.elapsed(), Duration::from_secs(3600) + ms(5));
 }
 
+/// A rule with a time window affects only the requests submitted inside it (virtual time),
+/// and counts only those: a stall can be placed at a chosen moment of a simulated run.
+#[test]
+fn a_rule_applies_only_inside_its_time_window() {
+    let rules = vec![
+        FaultRule::new(Some(IoOp::Read), FaultKind::Latency(ms(1000)))
+            .starting_at(ms(100))
+            .ending_at(ms(200)),
+    ];
+    let (device, clock, q) = queue(fixed(ms(5)), 1);
+    let mut q = q.with_faults(rules);
+    device.create(db(), 1 << 20);
+    let f = q.open_file(db(), create(false)).expect("open");
+    let mut latency_at = |at: Duration, tag: u64| {
+        clock.advance_to_elapsed(at);
+        run(&mut q, read(f, 0, 4096, tag)).latency
+    };
+    assert_eq!(latency_at(ms(0), 1), ms(5));
+    assert_eq!(latency_at(ms(99), 2), ms(5));
+    assert_eq!(latency_at(ms(150), 3), ms(1005));
+    assert_eq!(latency_at(ms(1300), 4), ms(5), "past the window");
+    assert_eq!(q.injected(), 1);
+}
+
 #[test]
 fn bit_flips_on_write_reach_the_device_and_on_read_the_buffer() {
     let rules = vec![

@@ -1179,6 +1179,7 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
     }
     print_latency_tolerance(r)?;
     print_pacing(r)?;
+    print_shutdown(r)?;
     if !r.sections.soft_recovery.is_empty() {
         print_soft_recovery(r)?;
     }
@@ -1213,6 +1214,23 @@ fn print_latency_tolerance(r: &RunResult) -> std::io::Result<()> {
             x.sample_max_ms,
             x.per_io_max_ms
         )?;
+        if x.incomplete_at_end > 0 {
+            outln!(
+                "    {:<10} in flight when measuring ended: {} I/O(s), {:.2} ms average (judged, no tolerance), slowest {:.2} ms",
+                "",
+                x.incomplete_at_end,
+                x.incomplete_avg_ms,
+                x.incomplete_max_ms
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// How long shutdown took (nothing for results without it).
+fn print_shutdown(r: &RunResult) -> std::io::Result<()> {
+    if let Some(s) = r.test.shutdown_s {
+        outln!("  shutdown took {s:.2} s")?;
     }
     Ok(())
 }

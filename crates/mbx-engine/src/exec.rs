@@ -687,6 +687,8 @@ fn route(
         Owner::LogWrite { db, gen, end_lsn } => {
             if ok {
                 dbs[db].stats.record(Stream::LogWrite, bytes, c.latency);
+            } else {
+                dbs[db].log.write_failed(gen);
             }
             let done = &mut *cx.done;
             done.clear();
@@ -704,6 +706,8 @@ fn route(
             };
             if ok {
                 dbs[db].stats.record(stream, bytes, c.latency);
+            } else {
+                dbs[db].log.write_failed(gen);
             }
             dbs[db].log.created(reactor, gen, step)?;
         }
@@ -750,7 +754,14 @@ fn route(
                 dbs[db].stats.record(Stream::LogRead, bytes, c.latency);
             }
             let d = &mut dbs[db];
-            d.repl.done(&mut d.log, gen);
+            let len = usize::try_from(bytes).unwrap_or(usize::MAX);
+            let data = ok.then(|| c.req.buf.as_slice().get(..len).unwrap_or_default());
+            if let Some(p) = d.repl.done(&mut d.log, gen, data, d.spec.database_id) {
+                let message = d.log_problem(&p, reactor.clock().wall());
+                if !cx.cont {
+                    return Err(EngineError::Integrity(message));
+                }
+            }
         }
         Owner::Pass { db, offset } => {
             let len = usize::try_from(bytes).unwrap_or(usize::MAX).min(c.req.len);

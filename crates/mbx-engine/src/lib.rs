@@ -1320,6 +1320,7 @@ fn build_result(
     ];
     let errors: Vec<ErrorEntry> = integrity_errors(engine.dbs)
         .into_iter()
+        .chain(engine.dbs.iter().flat_map(|d| d.log_errors.iter().cloned()))
         .chain(engine.dbs.iter().flat_map(|d| d.io_errors.iter().cloned()))
         .chain(engine.hung.iter().cloned())
         .collect();

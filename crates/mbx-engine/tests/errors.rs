@@ -458,3 +458,141 @@ fn shutdown_gives_up_on_a_hung_io_that_never_completes() {
     assert_eq!(io.offset, hung.offset);
     assert!(!r.verdict.pass);
 }
+
+/// Every write submitted: (path, file index, offset).
+type Writes = Arc<std::sync::Mutex<Vec<(PathBuf, usize, u64)>>>;
+
+/// Runs the Performance plan with copies 2 (so replication reads every closed log file) and
+/// `faults`, recording every write submitted.
+fn run_replicated(
+    dev: &SimDevice,
+    cfg: &RunConfig,
+    spec: InstanceSpec,
+    faults: Vec<FaultRule>,
+) -> (RunResult, Writes) {
+    let writes = Writes::default();
+    let seen = writes.clone();
+    let queue = Tap::new(
+        Box::new(
+            SimQueue::new(
+                dev.clone(),
+                Arc::new(SimClock::new()),
+                mbx_engine::queue_depth(cfg, 1),
+                LatencyModel::typical(),
+                5,
+            )
+            .with_faults(faults),
+        ),
+        Box::new(move |path, req| {
+            if req.op == IoOp::Write {
+                if let Ok(mut w) = seen.lock() {
+                    w.push((path.to_path_buf(), req.file, req.offset));
+                }
+            }
+        }),
+        Box::new(|_| {}),
+    );
+    let r = run_plan(
+        cfg,
+        &Plan::performance(cfg),
+        vec![spec],
+        Box::new(queue),
+        &mut Quiet,
+        &AtomicBool::new(false),
+    )
+    .expect("run");
+    (r, writes)
+}
+
+/// A log write the storage acknowledged but dropped is found by the replication reads of its
+/// file (the record reads back as zeros): an integrity error naming the log file, the record's
+/// offset and its Lsn, which stops the test, or with `continue_on_errors` is counted and fails
+/// the verdict. The replication reads are the same with and without the fault.
+#[test]
+fn a_dropped_log_write_is_caught_by_the_replication_reads() {
+    let mut cfg = config(60.0, false);
+    cfg.profile.copies_per_database = 2;
+    // A clean run first: nothing found, and where generation 1's writes go.
+    let dev = SimDevice::new();
+    let (clean, writes) = run_replicated(&dev, &cfg, sim_database(&dev, 2048), Vec::new());
+    assert_eq!(
+        clean.stopped.reason,
+        StopReason::Completed,
+        "{:?}",
+        clean.errors
+    );
+    assert!(clean.errors.is_empty(), "{:?}", clean.errors);
+    assert_eq!(clean.integrity.log_problems, 0);
+    let repl = clean.instances[0].log_replication;
+    assert!(repl.reads_per_s > 0.0, "replication read the log: {repl:?}");
+    let writes = writes.lock().expect("writes").clone();
+    let gen1: Vec<_> = writes
+        .iter()
+        .filter(|(p, ..)| p.ends_with("E0000000001.log"))
+        .collect();
+    // The header, then records: drop the 11th write (a record) of generation 1.
+    assert!(gen1.len() > 20, "generation 1 filled: {}", gen1.len());
+    let (file, dropped) = (gen1[0].1, gen1[10].2);
+    assert!(dropped > 0, "a record, not the header");
+    let drop = || {
+        vec![FaultRule::new(Some(IoOp::Write), FaultKind::Lost)
+            .on_file(file)
+            .after(10)
+            .times(1)]
+    };
+
+    let dev = SimDevice::new();
+    let (r, _) = run_replicated(&dev, &cfg, sim_database(&dev, 2048), drop());
+    assert_eq!(
+        r.stopped.reason,
+        StopReason::IntegrityError,
+        "{:?}",
+        r.stopped
+    );
+    let lost: Vec<_> = r
+        .errors
+        .iter()
+        .filter(|e| e.class == "lost_log_write")
+        .collect();
+    assert_eq!(lost.len(), 1, "{:?}", r.errors);
+    let e = lost[0];
+    assert_eq!(e.path.as_deref(), Some("/sim/logs/db0/E0000000001.log"));
+    assert_eq!(e.offset, Some(dropped));
+    assert_eq!(e.page, None);
+    assert_eq!(e.instance.as_deref(), Some("Instance.1"));
+    assert!(
+        e.message
+            .starts_with("/sim/logs/db0/E0000000001.log: byte offset ")
+            && e.message
+                .contains(&format!("Lsn gen 0x1 offset {dropped:#X}"))
+            && e.message.contains("lost write"),
+        "{}",
+        e.message
+    );
+    assert_eq!(r.stopped.message, e.message);
+    assert!(!r.verdict.pass);
+
+    // With continue_on_errors: counted, and the test runs its course and fails.
+    let cfg = RunConfig {
+        continue_on_errors: true,
+        ..cfg
+    };
+    let dev = SimDevice::new();
+    let (r, _) = run_replicated(&dev, &cfg, sim_database(&dev, 2048), drop());
+    assert_ran_its_course_and_failed(&r, 60.0);
+    assert_eq!(r.integrity.log_problems, 1);
+    let classes: Vec<_> = r.errors.iter().map(|e| e.class.as_str()).collect();
+    assert_eq!(classes, ["lost_log_write"]);
+    let integrity = r
+        .verdict
+        .checks
+        .iter()
+        .find(|c| c.name == "data_integrity_errors")
+        .expect("integrity check");
+    assert_eq!(integrity.value, 1.0);
+    assert!(!integrity.pass);
+    // Verifying changed no read: replication read as much, in reads of the same size.
+    let faulty = r.instances[0].log_replication;
+    assert_eq!(faulty.read_avg_bytes, repl.read_avg_bytes);
+    assert_eq!(faulty.reads_per_s, repl.reads_per_s);
+}

@@ -1,19 +1,25 @@
 //! The sequential-pass test types (Database Backup, Checksum) on the simulated clock and device:
-//! every byte read once in the plan's read size, nothing written, rows that add up, and every
-//! damaged page found, classified and placed.
+//! every byte read once in the plan's read size, nothing written, rows that add up, every
+//! damaged page found, classified and placed, and the log checked as a log (file lengths,
+//! generations from the checkpoint on, both checkpoint slots).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use mbx_config::{RunConfig, TestKind};
-use mbx_engine::result::{RunResult, StopReason};
+use mbx_engine::result::{ErrorEntry, RunResult, StopReason};
 use mbx_engine::{run_plan, InstanceSpec, LogStart, Observer, Plan, RunEvent};
 use mbx_io::sim::{LatencyModel, SimClock, SimDevice, SimQueue};
 use mbx_io::{IoOp, IoQueue, Tap};
+use mbx_store::checkpoint::{Checkpoint, CHECKPOINT_FILE, SLOT};
 use mbx_store::header::{DbHeader, DbState, FORMAT_VERSION, HEADER_PAGES};
-use mbx_store::log::{encode_log_header, log_file_name, LOG_FILE_SIZE};
+use mbx_store::log::{
+    encode_log_header, encode_record, log_file_name, parse_log_file_name, record_size, RedoEntry,
+    LOG_FILE_SIZE, LOG_SECTOR,
+};
 use mbx_store::page::{build_data_page, PageHeader, KIND_DATA, PAGE_SIZE};
+use mbx_store::Lsn;
 
 const DB_ID: u64 = 0xbac0;
 const PAGE: u64 = PAGE_SIZE as u64;
@@ -56,7 +62,8 @@ fn data_page(n: u64, database_id: u64, generation: u64) -> Vec<u8> {
 }
 
 /// A complete database of `pages` data pages on the simulated device (both header copies and
-/// every page written, as `prepare` leaves it), with `logs` log files in its log folder.
+/// every page written, as `prepare` leaves it), with `logs` log files in its log folder and,
+/// when there is one, a checkpoint at the first record of generation 1 (as `prepare` writes it).
 fn sim_database(dev: &SimDevice, index: usize, pages: u64, logs: u64) -> InstanceSpec {
     let db_path = PathBuf::from(format!("/sim/db/db{index}.edb"));
     let log_dir = PathBuf::from(format!("/sim/logs/db{index}"));
@@ -95,6 +102,15 @@ fn sim_database(dev: &SimDevice, index: usize, pages: u64, logs: u64) -> Instanc
         encode_log_header(&mut sector, gen, database_id, 0);
         dev.write_at(&path, 0, &sector).expect("log header");
         earlier_logs.push(path);
+    }
+    if logs > 0 {
+        write_checkpoint(
+            dev,
+            &log_dir,
+            database_id,
+            1,
+            Lsn::new(1, LOG_SECTOR as u64),
+        );
     }
     InstanceSpec {
         name: format!("Instance.{}", index + 1),
@@ -341,4 +357,327 @@ fn an_interrupted_backup_stops_reading_and_says_so() {
     assert!(!completed.pass);
     let reads = reads_of(&trace, &path);
     assert_eq!(reads.len(), 4, "the first depth of reads only: {reads:?}");
+}
+
+/// Writes checkpoint `sequence` of database `id` at `lsn` into its slot of `log_dir`'s checkpoint
+/// file (a file of two slots, the other one left as it was, zeros in a new file).
+fn write_checkpoint(dev: &SimDevice, log_dir: &Path, id: u64, sequence: u64, lsn: Lsn) {
+    let path = log_dir.join(CHECKPOINT_FILE);
+    if !dev.exists(&path) {
+        dev.create(&path, 2 * SLOT as u64);
+    }
+    let c = Checkpoint {
+        sequence,
+        database_id: id,
+        lsn,
+    };
+    let mut slot = vec![0u8; SLOT];
+    c.encode(&mut slot);
+    dev.write_at(&path, c.slot_offset(), &slot)
+        .expect("checkpoint");
+}
+
+/// Bytes of each record [`add_records`] writes.
+const RECORD: u64 = 8192;
+
+/// Writes `n` records after the header of log generation `gen` of `spec` (each changing one page);
+/// returns the offset where its log ends.
+fn add_records(dev: &SimDevice, spec: &InstanceSpec, gen: u64, n: u64) -> u64 {
+    assert_eq!(record_size(6000, 1) as u64, RECORD);
+    let path = spec.log_dir.join(log_file_name(gen));
+    let mut off = LOG_SECTOR as u64;
+    let mut buf = vec![0u8; RECORD as usize];
+    for i in 0..n {
+        let entries = [RedoEntry {
+            page: HEADER_PAGES + i % spec.data_pages,
+            generation: gen * 100 + i,
+        }];
+        let size = encode_record(&mut buf, Lsn::new(gen, off), 6000, 1, &entries);
+        dev.write_at(&path, off, &buf[..size]).expect("record");
+        off += size as u64;
+    }
+    off
+}
+
+/// Runs the Checksum test on `spec` with the log files its folder holds now (as `run` lists
+/// them).
+fn checksum(dev: &SimDevice, mut spec: InstanceSpec) -> RunResult {
+    spec.log.earlier_logs = dev
+        .list(&spec.log_dir)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(parse_log_file_name)
+                .is_some()
+        })
+        .collect();
+    run(dev, &Plan::checksum(&RunConfig::default()), vec![spec]).0
+}
+
+/// A database whose log has generations 1..=3, each with records, and a checkpoint in
+/// generation 2 (what a run that stopped without a clean shutdown leaves: recovery needs
+/// generations 2 and 3).
+fn logged_database(dev: &SimDevice) -> InstanceSpec {
+    let spec = sim_database(dev, 0, 40, 3);
+    for gen in 1..=3 {
+        add_records(dev, &spec, gen, 10);
+    }
+    write_checkpoint(
+        dev,
+        &spec.log_dir,
+        spec.database_id,
+        2,
+        Lsn::new(2, LOG_SECTOR as u64 + 3 * RECORD),
+    );
+    spec
+}
+
+/// The test failed its verdict (not an I/O error), and its log problems are exactly `want`:
+/// (class, file name, words in the message). Every other check of the pass is untouched.
+fn assert_log_problems(r: &RunResult, want: &[(&str, &str, &str)]) {
+    assert_eq!(
+        r.stopped.reason,
+        StopReason::VerdictFailed,
+        "{:?}\n{:?}",
+        r.stopped,
+        r.errors
+    );
+    assert!(!r.verdict.pass);
+    let found: Vec<&ErrorEntry> = r.errors.iter().collect();
+    assert_eq!(found.len(), want.len(), "{found:#?}");
+    for (e, (class, file, words)) in found.iter().zip(want) {
+        assert_eq!(e.class, *class, "{e:?}");
+        let path = e.path.as_deref().unwrap_or_default();
+        assert!(path.ends_with(file), "{path} is not {file}: {e:?}");
+        assert!(
+            e.message.contains(path),
+            "the message names the file: {e:?}"
+        );
+        assert!(e.message.contains(words), "{:?} lacks {words:?}", e.message);
+        assert_eq!(e.instance.as_deref(), Some("Instance.1"));
+    }
+    let check = r
+        .verdict
+        .checks
+        .iter()
+        .find(|c| c.name == "data_integrity_errors")
+        .expect("integrity check");
+    assert_eq!(check.value, want.len() as f64);
+    assert!(!check.pass);
+    assert_eq!(r.integrity.bad_pages, 0, "no database page is bad");
+    let logs = r.sections.checksum.last().expect("the log folder's row");
+    assert_eq!(logs.database_path, "/sim/logs/db0");
+    assert_eq!(logs.bad_pages, want.len() as u64, "{logs:?}");
+}
+
+#[test]
+fn checksum_of_a_log_with_records_over_generations_from_the_checkpoint_finds_nothing() {
+    let dev = SimDevice::new();
+    let spec = logged_database(&dev);
+    let r = checksum(&dev, spec);
+    assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.errors);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(r.verdict.pass);
+    // Generations older than the checkpoint's may be gone or have gaps: recovery never reads
+    // them (circular logging deletes them, in any order after a crash).
+    let dev = SimDevice::new();
+    let spec = sim_database(&dev, 0, 40, 5);
+    dev.remove(&spec.log_dir.join(log_file_name(2)))
+        .expect("remove");
+    write_checkpoint(
+        &dev,
+        &spec.log_dir,
+        spec.database_id,
+        2,
+        Lsn::new(3, LOG_SECTOR as u64),
+    );
+    let r = checksum(&dev, spec);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(r.verdict.pass);
+}
+
+#[test]
+fn checksum_fails_a_truncated_log_file_whose_records_recovery_needs() {
+    let dev = SimDevice::new();
+    let spec = logged_database(&dev);
+    // Generation 2 cut after its third record, at a record boundary: what is left scans clean.
+    let gen2 = spec.log_dir.join(log_file_name(2));
+    let cut = LOG_SECTOR as u64 + 3 * RECORD;
+    dev.set_len(&gen2, cut).expect("truncate");
+    let r = checksum(&dev, spec);
+    assert_log_problems(
+        &r,
+        &[(
+            "log_damaged",
+            "E0000000002.log",
+            &format!("is {cut} bytes long; its header says {LOG_FILE_SIZE}"),
+        )],
+    );
+}
+
+#[test]
+fn checksum_fails_a_log_file_longer_than_its_header_says() {
+    let dev = SimDevice::new();
+    let spec = logged_database(&dev);
+    let gen3 = spec.log_dir.join(log_file_name(3));
+    dev.set_len(&gen3, LOG_FILE_SIZE as u64 + 4096)
+        .expect("extend");
+    let r = checksum(&dev, spec);
+    assert_log_problems(
+        &r,
+        &[(
+            "log_damaged",
+            "E0000000003.log",
+            &format!(
+                "is {} bytes long; its header says {LOG_FILE_SIZE}",
+                LOG_FILE_SIZE + 4096
+            ),
+        )],
+    );
+}
+
+#[test]
+fn an_unaligned_log_length_is_read_buffered_and_reported_as_damage_not_an_os_error() {
+    let dev = SimDevice::new();
+    let spec = logged_database(&dev);
+    // Cut in the middle of a record, at a length no O_DIRECT read can end at.
+    let gen3 = spec.log_dir.join(log_file_name(3));
+    let cut = LOG_SECTOR as u64 + 2 * RECORD + 1003;
+    dev.set_len(&gen3, cut).expect("truncate");
+    let r = checksum(&dev, spec);
+    assert_log_problems(
+        &r,
+        &[(
+            "log_damaged",
+            "E0000000003.log",
+            &format!("is {cut} bytes long; its header says {LOG_FILE_SIZE}"),
+        )],
+    );
+    // Every byte of it was read.
+    let logs = r.sections.checksum.last().expect("log row");
+    assert_eq!(logs.bytes, 2 * LOG_FILE_SIZE as u64 + cut);
+}
+
+#[test]
+fn a_foreign_tiny_log_file_is_reported_as_damage_not_an_os_error() {
+    let dev = SimDevice::new();
+    let spec = logged_database(&dev);
+    let foreign = spec.log_dir.join(log_file_name(4));
+    dev.create(&foreign, 0);
+    dev.write_at(&foreign, 0, b"not a log!").expect("write");
+    let r = checksum(&dev, spec);
+    assert_log_problems(
+        &r,
+        &[(
+            "log_damaged",
+            "E0000000004.log",
+            "(10 bytes) has no valid log header",
+        )],
+    );
+}
+
+#[test]
+fn checksum_fails_a_missing_generation_between_the_checkpoint_and_the_newest() {
+    let dev = SimDevice::new();
+    let spec = sim_database(&dev, 0, 40, 4);
+    for gen in 1..=4 {
+        add_records(&dev, &spec, gen, 3);
+    }
+    dev.remove(&spec.log_dir.join(log_file_name(2)))
+        .expect("remove");
+    dev.remove(&spec.log_dir.join(log_file_name(3)))
+        .expect("remove");
+    let r = checksum(&dev, spec);
+    assert_log_problems(
+        &r,
+        &[(
+            "log_missing",
+            "E0000000002.log",
+            "is missing, and so are the generations after it up to 0x3 (E0000000003.log)",
+        )],
+    );
+    // The checkpoint's own generation gone.
+    let dev = SimDevice::new();
+    let spec = logged_database(&dev);
+    dev.remove(&spec.log_dir.join(log_file_name(2)))
+        .expect("remove");
+    dev.remove(&spec.log_dir.join(log_file_name(1)))
+        .expect("remove");
+    let r = checksum(&dev, spec);
+    assert_log_problems(
+        &r,
+        &[(
+            "log_missing",
+            "E0000000002.log",
+            "is missing (log generation 0x2)",
+        )],
+    );
+}
+
+#[test]
+fn checksum_fails_a_zeroed_deleted_or_damaged_checkpoint() {
+    let zeroed = SimDevice::new();
+    let spec = logged_database(&zeroed);
+    let ckpt = spec.log_dir.join(CHECKPOINT_FILE);
+    zeroed
+        .write_at(&ckpt, 0, &vec![0u8; 2 * SLOT])
+        .expect("zero");
+    let r = checksum(&zeroed, spec);
+    assert_log_problems(
+        &r,
+        &[(
+            "checkpoint_damaged",
+            "checkpoint.chk",
+            "no valid checkpoint of this database",
+        )],
+    );
+
+    let deleted = SimDevice::new();
+    let spec = logged_database(&deleted);
+    deleted
+        .remove(&spec.log_dir.join(CHECKPOINT_FILE))
+        .expect("remove");
+    let r = checksum(&deleted, spec);
+    assert_log_problems(
+        &r,
+        &[("checkpoint_damaged", "checkpoint.chk", "is missing")],
+    );
+
+    // Slot 0 holds the checkpoint (sequence 2); slot 1's (sequence 1) is overwritten with
+    // garbage: the checkpoint is still there, but the slot is damaged.
+    let one_slot = SimDevice::new();
+    let spec = logged_database(&one_slot);
+    one_slot
+        .write_at(
+            &spec.log_dir.join(CHECKPOINT_FILE),
+            SLOT as u64 + 100,
+            b"garbage",
+        )
+        .expect("damage");
+    let r = checksum(&one_slot, spec);
+    assert_log_problems(
+        &r,
+        &[("checkpoint_damaged", "checkpoint.chk", "slot 1 is damaged")],
+    );
+
+    // A checkpoint past the end of the log: changes it says are in the database are in no log.
+    let ahead = SimDevice::new();
+    let spec = logged_database(&ahead);
+    write_checkpoint(
+        &ahead,
+        &spec.log_dir,
+        spec.database_id,
+        3,
+        Lsn::new(3, LOG_SECTOR as u64 + 20 * RECORD),
+    );
+    let r = checksum(&ahead, spec);
+    assert_log_problems(
+        &r,
+        &[(
+            "checkpoint_damaged",
+            "checkpoint.chk",
+            "past the end of the log",
+        )],
+    );
 }

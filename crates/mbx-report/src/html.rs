@@ -482,7 +482,7 @@ pub fn render(run: &RunFolder) -> String {
                     tr { td { "Available MBytes" } td { (f3(r.host.available_mb.avg)) } td { (f3(r.host.available_mb.min)) } td { (f3(r.host.available_mb.max)) } }
                     tr { td { "Database Page Fault Stalls/sec" } td { (f3(r.host.page_fault_stalls_per_s.avg)) } td { (f3(r.host.page_fault_stalls_per_s.min)) } td { (f3(r.host.page_fault_stalls_per_s.max)) } }
                 }
-                p.note { "mbxstress process peak resident memory: " (format!("{:.1}", r.host.process_peak_rss_mb)) " MB. Data integrity: " (r.integrity.pages_verified) " pages verified" (checksummed_note(&r.integrity)) ", " (r.integrity.bad_pages) " bad, " (r.integrity.correctable_pages) " correctable, " (r.integrity.wrong_page_number_pages) " misplaced, " (r.integrity.stale_pages) " stale." }
+                p.note { "mbxstress process peak resident memory: " (format!("{:.1}", r.host.process_peak_rss_mb)) " MB. Data integrity: " (r.integrity.pages_verified) " pages verified" (checksummed_note(&r.integrity)) ", " (r.integrity.bad_pages) " bad, " (r.integrity.correctable_pages) " correctable, " (r.integrity.wrong_page_number_pages) " misplaced, " (r.integrity.stale_pages) " stale." @if r.integrity.log_problems > 0 { " Log and checkpoint: " (r.integrity.log_problems) " problem(s), listed with the errors." } }
 
                 h2 { (SECTIONS[9]) }
                 pre { @for l in log { (l) "\n" } }

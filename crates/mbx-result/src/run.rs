@@ -126,6 +126,12 @@ pub struct Integrity {
     /// also counted in its class.
     #[serde(default)]
     pub patched_pages: u64,
+    /// Problems found in the log, not in pages: log files damaged, of the wrong length or
+    /// missing, checkpoint slots damaged or missing (the Checksum test), and log records a
+    /// replication read found lost or damaged (`errors[]` classes `log_damaged`, `log_missing`,
+    /// `checkpoint_damaged`, `lost_log_write`). Counted in [`Integrity::damaged`].
+    #[serde(default)]
+    pub log_problems: u64,
 }
 
 impl Integrity {
@@ -134,12 +140,13 @@ impl Integrity {
         self.pages_checksummed = Some(self.pages_checksummed.unwrap_or(0).saturating_add(n));
     }
 
-    /// Damaged pages found, all classes (saturating).
+    /// Damaged pages found, all classes, and log problems (saturating).
     pub fn damaged(&self) -> u64 {
         self.bad_pages
             .saturating_add(self.correctable_pages)
             .saturating_add(self.wrong_page_number_pages)
             .saturating_add(self.stale_pages)
+            .saturating_add(self.log_problems)
     }
     /// True when nothing was found (nothing damaged, nothing patched).
     pub fn clean(&self) -> bool {
@@ -159,6 +166,7 @@ impl Integrity {
         self.unwritten_pages += o.unwritten_pages;
         self.wrong_database_pages += o.wrong_database_pages;
         self.patched_pages += o.patched_pages;
+        self.log_problems += o.log_problems;
     }
 }
 
@@ -647,7 +655,8 @@ pub struct Stopped {
 pub struct ErrorEntry {
     /// "io_error", "no_space", "bad_page" (checksum), "correctable_page", "unwritten_page",
     /// "wrong_page_number", "wrong_database", "stale_page", "patched_page", "hung_io",
-    /// "header_copy_damaged", "error".
+    /// "header_copy_damaged", "error"; the log's: "log_damaged", "log_missing",
+    /// "checkpoint_damaged", "lost_log_write".
     pub class: String,
     /// Instance name, when the error belongs to one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

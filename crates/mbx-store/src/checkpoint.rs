@@ -91,6 +91,32 @@ impl Checkpoint {
     }
 }
 
+/// What one slot of a checkpoint file holds ([`slot_states`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotState {
+    /// All zeros, or past the end of the file: never written (a new file's other slot).
+    Empty,
+    /// A valid checkpoint (of any database).
+    Valid(Checkpoint),
+    /// Neither: a torn or overwritten slot.
+    Damaged,
+}
+
+/// The state of both slots of a checkpoint file image (the file may be shorter than two slots:
+/// a slot past its end is empty, one cut by its end is empty if what is there is zeros).
+pub fn slot_states(image: &[u8]) -> [SlotState; 2] {
+    [0, 1].map(|k| {
+        let slot = image
+            .get(k * SLOT..)
+            .map_or(&[][..], |s| &s[..s.len().min(SLOT)]);
+        if slot.iter().all(|&b| b == 0) {
+            SlotState::Empty
+        } else {
+            Checkpoint::decode(slot).map_or(SlotState::Damaged, SlotState::Valid)
+        }
+    })
+}
+
 /// The current checkpoint of a log directory (its [`CHECKPOINT_FILE`]), or `None` if there is no
 /// file or no valid slot. The next checkpoint written to the directory must carry
 /// [`Checkpoint::next_sequence`] of this one (1 if there is none).
@@ -171,6 +197,28 @@ mod tests {
         assert_eq!(second.sequence, 7);
         assert_eq!(read_checkpoint(dir.path())?, Some(second));
         Ok(())
+    }
+
+    #[test]
+    fn slots_are_empty_valid_or_damaged() {
+        let c = Checkpoint {
+            sequence: 3,
+            database_id: 9,
+            lsn: Lsn::new(2, 0x1000),
+        };
+        let mut image = vec![0u8; 2 * SLOT];
+        write(&mut image, c);
+        assert_eq!(slot_states(&image), [SlotState::Empty, SlotState::Valid(c)]);
+        // A file of one slot (the first checkpoint went to slot 0): the other is empty.
+        let c0 = Checkpoint { sequence: 4, ..c };
+        let mut one = vec![0u8; SLOT];
+        write(&mut one, c0);
+        assert_eq!(slot_states(&one), [SlotState::Valid(c0), SlotState::Empty]);
+        assert_eq!(slot_states(&[]), [SlotState::Empty, SlotState::Empty]);
+        image[SLOT + 100] ^= 1;
+        assert_eq!(slot_states(&image), [SlotState::Empty, SlotState::Damaged]);
+        // Garbage cut short by the end of the file.
+        assert_eq!(slot_states(&image[..SLOT + 200])[1], SlotState::Damaged);
     }
 
     #[test]

@@ -34,6 +34,8 @@
 //! A scan ([`scan_log_file`]) stops at the first position that is not a valid record: an all-zero
 //! rest of the file is a clean end; anything else is a torn tail or damage ([`ScanEnd`]).
 
+use std::fmt;
+
 use crate::lsn::Lsn;
 use crate::page::block_checksum;
 
@@ -324,6 +326,48 @@ impl ScanEnd {
     }
 }
 
+impl fmt::Display for HeaderProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            HeaderProblem::Invalid => {
+                f.write_str("no mbxstress log header (wrong magic or checksum)")
+            }
+            HeaderProblem::Version { found } => {
+                write!(f, "log format version {found}, not {LOG_FORMAT_VERSION}")
+            }
+            HeaderProblem::Generation { found } => {
+                write!(f, "it is the header of generation {found:#X}")
+            }
+            HeaderProblem::Database { found } => {
+                write!(f, "it is the header of database {found:#x}")
+            }
+            HeaderProblem::FileSize { found } => {
+                write!(f, "it states {found} bytes, not {LOG_FILE_SIZE}")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Damage::Header(p) => write!(f, "an invalid file header: {p}"),
+            Damage::Magic => f.write_str("data that is not a log record (no record magic)"),
+            Damage::Generation { found } => {
+                write!(f, "a record of generation {found:#X} (a stale record)")
+            }
+            Damage::Lsn { found } => write!(
+                f,
+                "a record whose Lsn {found} is not its position (misplaced or stale)"
+            ),
+            Damage::Length => f.write_str("a record running past the end of the file"),
+            Damage::Checksum => f.write_str("a record failing its checksum"),
+            Damage::Entries => f.write_str("a record whose redo entries overflow its payload"),
+            Damage::Torn => f.write_str("a torn write"),
+        }
+    }
+}
+
 /// The result of scanning one log file image.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileScan {
@@ -398,7 +442,9 @@ pub fn scan_log_file(image: &[u8], expected_generation: u64, database_id: u64) -
     scan
 }
 
-fn check_header(image: &[u8], generation: u64, database_id: u64) -> Result<(), HeaderProblem> {
+/// Checks that `image` starts with a valid log header of generation `generation` of database
+/// `database_id`, in this format version, stating [`LOG_FILE_SIZE`].
+pub fn check_header(image: &[u8], generation: u64, database_id: u64) -> Result<(), HeaderProblem> {
     let (found_gen, found_db) = decode_log_header(image).ok_or(HeaderProblem::Invalid)?;
     let version = u32_at(image, 32).ok_or(HeaderProblem::Invalid)?;
     let size = u32_at(image, 36).ok_or(HeaderProblem::Invalid)?;
@@ -419,8 +465,36 @@ fn is_zero(b: &[u8]) -> bool {
     b.iter().all(|&x| x == 0)
 }
 
-/// Verifies the record at the start of `r`, found at `offset` of a file of `generation`.
-fn parse_record(r: &[u8], generation: u64, offset: usize) -> Result<LogRecord, Damage> {
+/// The size of the record whose first sector starts `r` (from its magic and payload length, not
+/// yet verified), or `None` if `r` does not start with a record header. Tells a reader of a log
+/// stream how many bytes it needs before it can verify the record ([`check_record`]).
+pub fn record_len(r: &[u8]) -> Option<usize> {
+    if r.get(..8) != Some(&RECORD_MAGIC[..]) {
+        return None;
+    }
+    let payload_len = usize::try_from(u32_at(r, 32)?).ok()?;
+    Some(record_size(payload_len, 0))
+}
+
+/// Verifies the record at the start of `r`, found at `offset` of a log file of `generation`,
+/// as a scan does (magic, generation, Lsn equal to its position, length inside `r`, checksum,
+/// entries) without decoding its entries; returns its size. `r` must hold at least the whole
+/// record ([`record_len`]). A record failing its checksum with an all-zero sector after its
+/// first is [`Damage::Torn`] when nothing follows it in `r`.
+pub fn check_record(r: &[u8], generation: u64, offset: usize) -> Result<usize, Damage> {
+    frame(r, generation, offset).map(|f| f.size)
+}
+
+/// What [`frame`] verified of a record.
+struct Frame {
+    payload_len: usize,
+    ops: u32,
+    size: usize,
+    count: usize,
+}
+
+/// Verifies a record's frame: everything but the decoding of its entries.
+fn frame(r: &[u8], generation: u64, offset: usize) -> Result<Frame, Damage> {
     if r.get(..8) != Some(&RECORD_MAGIC[..]) {
         return Err(Damage::Magic);
     }
@@ -450,12 +524,34 @@ fn parse_record(r: &[u8], generation: u64, offset: usize) -> Result<LogRecord, D
         .get(RECORD_HEADER..RECORD_HEADER.saturating_add(payload_len))
         .ok_or(Damage::Length)?;
     let count = u32_at(payload, 0).ok_or(Damage::Entries)?;
-    let list_len = usize::try_from(count)
+    let count = usize::try_from(count)
         .ok()
-        .and_then(|c| c.checked_mul(ENTRY_SIZE))
+        .filter(|c| {
+            c.checked_mul(ENTRY_SIZE)
+                .and_then(|l| l.checked_add(ENTRIES_HEADER))
+                .is_some_and(|end| end <= payload.len())
+        })
         .ok_or(Damage::Entries)?;
-    let list = payload
-        .get(ENTRIES_HEADER..ENTRIES_HEADER.saturating_add(list_len))
+    Ok(Frame {
+        payload_len,
+        ops,
+        size,
+        count,
+    })
+}
+
+/// Verifies the record at the start of `r`, found at `offset` of a file of `generation`, and
+/// decodes it.
+fn parse_record(r: &[u8], generation: u64, offset: usize) -> Result<LogRecord, Damage> {
+    let Frame {
+        payload_len,
+        ops,
+        size: _,
+        count,
+    } = frame(r, generation, offset)?;
+    let list_start = RECORD_HEADER + ENTRIES_HEADER;
+    let list = r
+        .get(list_start..list_start.saturating_add(count.saturating_mul(ENTRY_SIZE)))
         .ok_or(Damage::Entries)?;
     let mut entries = Vec::with_capacity(list.len() / ENTRY_SIZE);
     for e in list.chunks_exact(ENTRY_SIZE) {
@@ -465,7 +561,8 @@ fn parse_record(r: &[u8], generation: u64, offset: usize) -> Result<LogRecord, D
         });
     }
     Ok(LogRecord {
-        lsn: found_lsn,
+        // The frame verified that the record's Lsn is its position.
+        lsn: Lsn::checked_new(generation, offset as u64).ok_or(Damage::Length)?,
         payload_len,
         ops,
         entries,

@@ -12,13 +12,19 @@
 //! Record Lsns are verified against their position in each file, so Lsns strictly increase
 //! across files in generation order. A writer must count as durable only the contiguous prefix of
 //! its writes: a record after a hole is never replayed.
+//!
+//! [`check_log`] is the stricter check of the Checksum test: the log as recovery would need it
+//! (every file's length against its header, every generation from the checkpoint's to the
+//! newest, both checkpoint slots; [`LogProblem`]).
 
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
-use crate::checkpoint::{read_checkpoint, Checkpoint};
-use crate::log::{log_file_name, parse_log_file_name, scan_log_file, FileScan, LogRecord, ScanEnd};
+use crate::checkpoint::{read_checkpoint, slot_states, Checkpoint, SlotState};
+use crate::log::{
+    log_file_name, parse_log_file_name, scan_log_file, FileScan, LogRecord, ScanEnd, LOG_FILE_SIZE,
+};
 use crate::lsn::Lsn;
 use crate::StoreError;
 
@@ -204,6 +210,312 @@ pub fn visit_records_from(
     Ok(end)
 }
 
+/// What [`check_log`] needs of one log file: its length and how its scan ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogFileSummary {
+    /// The generation its name says.
+    pub generation: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// True if its header is a valid header of this generation and database.
+    pub header_valid: bool,
+    /// Where and why its scan ended.
+    pub end: ScanEnd,
+    /// Where its valid records end ([`FileScan::end_lsn`]).
+    pub end_lsn: Lsn,
+}
+
+impl LogFileSummary {
+    /// The summary of `scan`, of a file `len` bytes long.
+    pub fn of(scan: &FileScan, len: u64) -> LogFileSummary {
+        LogFileSummary {
+            generation: scan.generation,
+            len,
+            header_valid: scan.header_valid,
+            end: scan.end,
+            end_lsn: scan.end_lsn(),
+        }
+    }
+}
+
+/// What is wrong with a database's log as the Checksum test sees it ([`check_log`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogProblem {
+    /// A log file with a valid header is not the size the header states: truncated (records
+    /// past its end are lost) or extended.
+    Length {
+        /// The file's generation.
+        generation: u64,
+        /// Its length.
+        len: u64,
+        /// The size its header states.
+        expected: u64,
+    },
+    /// A log file's header is invalid, or a record in it is damaged (not a torn tail).
+    Damaged {
+        /// The file's generation.
+        generation: u64,
+        /// Its length.
+        len: u64,
+        /// Where and why its scan ended.
+        end: ScanEnd,
+    },
+    /// Generations `first..=last` are absent although recovery needs them (they are at or after
+    /// the checkpoint's generation and not after the newest), or, without a usable checkpoint,
+    /// absent between two present ones.
+    Missing {
+        /// First absent generation.
+        first: u64,
+        /// Last absent generation.
+        last: u64,
+    },
+    /// The log folder has no checkpoint file.
+    CheckpointMissing,
+    /// Neither slot of the checkpoint file holds a valid checkpoint of this database.
+    NoCheckpoint {
+        /// What each slot holds.
+        slots: [SlotState; 2],
+    },
+    /// A slot of the checkpoint file is damaged or holds another database's checkpoint (the
+    /// other slot holds this database's).
+    Slot {
+        /// Which slot (0 or 1).
+        slot: usize,
+        /// What it holds.
+        state: SlotState,
+    },
+    /// The checkpoint is past the end of the log: changes it says are in the database file are
+    /// in no log file.
+    CheckpointAhead {
+        /// The checkpoint's Lsn.
+        checkpoint: Lsn,
+        /// Where the log ends (the newest file's last valid record), if anywhere.
+        end: Option<Lsn>,
+    },
+}
+
+impl LogProblem {
+    /// The `errors[]` class: `log_damaged`, `log_missing` or `checkpoint_damaged`.
+    pub fn class(&self) -> &'static str {
+        match self {
+            LogProblem::Length { .. } | LogProblem::Damaged { .. } => "log_damaged",
+            LogProblem::Missing { .. } => "log_missing",
+            LogProblem::CheckpointMissing
+            | LogProblem::NoCheckpoint { .. }
+            | LogProblem::Slot { .. }
+            | LogProblem::CheckpointAhead { .. } => "checkpoint_damaged",
+        }
+    }
+
+    /// The file the problem is in: a log file's name, or the checkpoint file's.
+    pub fn file_name(&self) -> String {
+        match *self {
+            LogProblem::Length { generation, .. } | LogProblem::Damaged { generation, .. } => {
+                log_file_name(generation)
+            }
+            LogProblem::Missing { first, .. } => log_file_name(first),
+            _ => crate::checkpoint::CHECKPOINT_FILE.to_string(),
+        }
+    }
+
+    /// The byte offset in that file where the problem is, when there is one.
+    pub fn offset(&self) -> Option<u64> {
+        match *self {
+            LogProblem::Length { len, expected, .. } => Some(len.min(expected)),
+            LogProblem::Damaged { end, .. } => Some(end.offset() as u64),
+            LogProblem::Slot { slot, .. } => Some((slot * crate::checkpoint::SLOT) as u64),
+            _ => None,
+        }
+    }
+}
+
+fn describe_slot(state: SlotState, database_id: u64) -> String {
+    match state {
+        SlotState::Empty => "empty".into(),
+        SlotState::Damaged => "damaged (neither empty nor a valid checkpoint)".into(),
+        SlotState::Valid(c) if c.database_id == database_id => {
+            format!("checkpoint {} at Lsn {}", c.sequence, c.lsn)
+        }
+        SlotState::Valid(c) => format!("a checkpoint of another database ({:#x})", c.database_id),
+    }
+}
+
+impl LogProblem {
+    /// What is wrong, in words, after the file's path (`database_id` names what a slot of
+    /// another database is not).
+    pub fn describe(&self, database_id: u64) -> String {
+        match *self {
+            LogProblem::Length { len, expected, .. } if len < expected => format!(
+                "is {len} bytes long; its header says {expected}: the file was truncated, \
+                 and whatever it held past byte {len} is lost"
+            ),
+            LogProblem::Length { len, expected, .. } => {
+                format!("is {len} bytes long; its header says {expected}: the file was extended")
+            }
+            LogProblem::Damaged {
+                len,
+                end:
+                    ScanEnd::Damaged {
+                        offset: 0,
+                        damage: crate::log::Damage::Header(p),
+                    },
+                generation,
+            } => format!(
+                "({len} bytes) has no valid log header of generation {generation:#X} of this \
+                 database: {p}"
+            ),
+            LogProblem::Damaged { end, .. } => match end.damage() {
+                Some(d) => format!(
+                    "is damaged at byte offset {}: {d}; the log ends before it",
+                    end.offset()
+                ),
+                None => "is damaged".into(),
+            },
+            LogProblem::Missing { first, last } if first == last => format!(
+                "is missing (log generation {first:#X}): the log is not continuous from the \
+                 checkpoint's generation to the newest, and recovery needs every one"
+            ),
+            LogProblem::Missing { last, .. } => format!(
+                "is missing, and so are the generations after it up to {last:#X} ({}): the \
+                 log is not continuous from the checkpoint's generation to the newest, and \
+                 recovery needs every one",
+                log_file_name(last)
+            ),
+            LogProblem::CheckpointMissing => {
+                "is missing: without it recovery cannot tell where to start".into()
+            }
+            LogProblem::NoCheckpoint { slots } => format!(
+                "holds no valid checkpoint of this database (slot 0: {}; slot 1: {})",
+                describe_slot(slots[0], database_id),
+                describe_slot(slots[1], database_id)
+            ),
+            LogProblem::Slot { slot, state } => format!(
+                "slot {slot} is {}; the other slot holds the checkpoint",
+                match state {
+                    SlotState::Damaged => "damaged (neither empty nor a valid checkpoint)".into(),
+                    other => describe_slot(other, database_id),
+                }
+            ),
+            LogProblem::CheckpointAhead { checkpoint, end } => format!(
+                "holds a checkpoint at Lsn {checkpoint}, past the end of the log ({}): changes \
+                 it says are in the database are in no log file",
+                end.map_or_else(|| "no valid log file".to_string(), |e| format!("Lsn {e}"))
+            ),
+        }
+    }
+}
+
+/// Checks a database's log as recovery would need it, from what was read of its log folder:
+/// `files` (every log file, any order), `checkpoint` (the checkpoint file's bytes, `None` if
+/// it does not exist). Problems, in this order:
+/// - each file: a valid header stating a size other than the file's length
+///   ([`LogProblem::Length`]), else an invalid header or a damaged record
+///   ([`LogProblem::Damaged`]; a torn tail is what a crash leaves, not a problem);
+/// - the checkpoint: missing, no valid slot of this database, or a slot damaged or of another
+///   database beside the valid one;
+/// - generations: with a checkpoint, every generation from its generation to the newest must be
+///   present (older ones may be gone, in any order); without one, the present ones must be
+///   contiguous ([`LogProblem::Missing`]);
+/// - the checkpoint past the end of the log ([`LogProblem::CheckpointAhead`]), when no file it
+///   needs was found damaged (which already explains it).
+pub fn check_log(
+    files: &[LogFileSummary],
+    checkpoint: Option<&[u8]>,
+    database_id: u64,
+) -> Vec<LogProblem> {
+    let mut files = files.to_vec();
+    files.sort_by_key(|f| f.generation);
+    let mut out = Vec::new();
+    for f in &files {
+        if f.header_valid && f.len != LOG_FILE_SIZE as u64 {
+            out.push(LogProblem::Length {
+                generation: f.generation,
+                len: f.len,
+                expected: LOG_FILE_SIZE as u64,
+            });
+        } else if matches!(f.end, ScanEnd::Damaged { .. }) {
+            out.push(LogProblem::Damaged {
+                generation: f.generation,
+                len: f.len,
+                end: f.end,
+            });
+        }
+    }
+    let mut current = None;
+    match checkpoint {
+        None => out.push(LogProblem::CheckpointMissing),
+        Some(image) => {
+            let slots = slot_states(image);
+            let ours = |s: &SlotState| match *s {
+                SlotState::Valid(c) if c.database_id == database_id => Some(c),
+                _ => None,
+            };
+            current = slots.iter().filter_map(ours).max_by_key(|c| c.sequence);
+            if current.is_none() {
+                out.push(LogProblem::NoCheckpoint { slots });
+            } else {
+                for (slot, state) in slots.iter().enumerate() {
+                    if *state != SlotState::Empty && ours(state).is_none() {
+                        out.push(LogProblem::Slot {
+                            slot,
+                            state: *state,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let generations: Vec<u64> = files.iter().map(|f| f.generation).collect();
+    let Some(c) = current else {
+        let mut previous = None;
+        for &g in &generations {
+            if let Some(LogBreak::Missing { first, last }) = gap(previous, g) {
+                out.push(LogProblem::Missing { first, last });
+            }
+            previous = Some(g);
+        }
+        return out;
+    };
+    let needed = c.lsn.generation().max(1);
+    let newest = files.last();
+    let end = newest.filter(|f| f.header_valid).map(|f| f.end_lsn);
+    if newest.is_none_or(|f| f.generation < needed) {
+        // The checkpoint's generation is after every file there is.
+        out.push(match newest {
+            None => LogProblem::Missing {
+                first: needed,
+                last: needed,
+            },
+            Some(_) => LogProblem::CheckpointAhead {
+                checkpoint: c.lsn,
+                end,
+            },
+        });
+        return out;
+    }
+    let mut previous = needed.checked_sub(1);
+    for &g in generations.iter().filter(|&&g| g >= needed) {
+        if let Some(LogBreak::Missing { first, last }) = gap(previous, g) {
+            out.push(LogProblem::Missing { first, last });
+        }
+        previous = Some(g);
+    }
+    let needed_damaged = out.iter().any(|p| match *p {
+        LogProblem::Length { generation, .. } | LogProblem::Damaged { generation, .. } => {
+            generation >= needed
+        }
+        LogProblem::Missing { .. } => true,
+        _ => false,
+    });
+    if !needed_damaged && end.is_none_or(|e| c.lsn > e) {
+        out.push(LogProblem::CheckpointAhead {
+            checkpoint: c.lsn,
+            end,
+        });
+    }
+    out
+}
+
 /// What an earlier run left in a log directory ([`describe_log_dir`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogDirState {
@@ -267,7 +579,7 @@ mod tests {
     use super::*;
     use crate::checkpoint::{CHECKPOINT_FILE, SLOT};
     use crate::log::{
-        encode_log_header, encode_record, record_size, Damage, RedoEntry, LOG_FILE_SIZE, LOG_SECTOR,
+        encode_log_header, encode_record, record_size, Damage, RedoEntry, LOG_SECTOR,
     };
     use crate::redo::{add_entries, redo_set, RedoSet};
 
@@ -431,6 +743,99 @@ mod tests {
         let err = visit_records_from(dir.path(), DB, before, |_| {}).err();
         assert!(err.is_some_and(|e| e.to_string().contains("E0000000002.log) is missing")));
         Ok(())
+    }
+
+    /// A file of generation `gen` with a valid header, clean, `len` bytes long, its records
+    /// ending at `end`.
+    fn file(gen: u64, len: u64, end: u64) -> LogFileSummary {
+        LogFileSummary {
+            generation: gen,
+            len,
+            header_valid: true,
+            end: ScanEnd::Clean {
+                offset: end as usize,
+            },
+            end_lsn: Lsn::new(gen, end),
+        }
+    }
+
+    fn checkpoint_at(lsn: Lsn, db: u64) -> Vec<u8> {
+        let mut image = vec![0u8; 2 * SLOT];
+        let c = Checkpoint {
+            sequence: 1,
+            database_id: db,
+            lsn,
+        };
+        let off = c.slot_offset() as usize;
+        c.encode(&mut image[off..off + SLOT]);
+        image
+    }
+
+    #[test]
+    fn the_log_is_checked_from_the_checkpoint_to_the_newest() {
+        let full = LOG_FILE_SIZE as u64;
+        let sector = LOG_SECTOR as u64;
+        let ckpt = checkpoint_at(Lsn::new(3, sector), DB);
+        // Generations 1 and 3..=5 with the checkpoint in 3: the gap at 2 is before it.
+        let good: Vec<_> = [1, 3, 4, 5].map(|g| file(g, full, 2 * sector)).to_vec();
+        assert_eq!(check_log(&good, Some(&ckpt), DB), vec![]);
+        // Generation 4 gone: recovery needs it.
+        let gap: Vec<_> = [3, 5].map(|g| file(g, full, 2 * sector)).to_vec();
+        assert_eq!(
+            check_log(&gap, Some(&ckpt), DB),
+            vec![LogProblem::Missing { first: 4, last: 4 }]
+        );
+        // Without a checkpoint, any gap between present generations is one.
+        assert_eq!(
+            check_log(&good, None, DB),
+            vec![
+                LogProblem::CheckpointMissing,
+                LogProblem::Missing { first: 2, last: 2 }
+            ]
+        );
+        // A short file, a long one, a damaged one; the checkpoint of another database.
+        let mut bad = good.clone();
+        bad[1].len = 5 * sector;
+        bad[2].len = full + 1;
+        bad[3].end = ScanEnd::Damaged {
+            offset: 3 * LOG_SECTOR,
+            damage: Damage::Checksum,
+        };
+        let foreign = checkpoint_at(Lsn::new(3, sector), DB + 1);
+        let problems = check_log(&bad, Some(&foreign), DB);
+        // Without a checkpoint of this database, the gap at 2 counts too.
+        assert_eq!(problems.len(), 5, "{problems:?}");
+        assert_eq!(
+            problems[0],
+            LogProblem::Length {
+                generation: 3,
+                len: 5 * sector,
+                expected: full
+            }
+        );
+        assert_eq!(problems[1].class(), "log_damaged");
+        assert_eq!(problems[2].file_name(), log_file_name(5));
+        assert!(matches!(problems[3], LogProblem::NoCheckpoint { .. }));
+        assert!(problems[3]
+            .describe(DB)
+            .contains("slot 1: a checkpoint of another database (0x6)"));
+        assert_eq!(problems[4], LogProblem::Missing { first: 2, last: 2 });
+        // The checkpoint after the newest file, or past its last record.
+        let ahead = checkpoint_at(Lsn::new(6, sector), DB);
+        assert!(matches!(
+            check_log(&good, Some(&ahead), DB)[..],
+            [LogProblem::CheckpointAhead { .. }]
+        ));
+        let ahead = checkpoint_at(Lsn::new(5, 3 * sector), DB);
+        assert!(matches!(
+            check_log(&good, Some(&ahead), DB)[..],
+            [LogProblem::CheckpointAhead { .. }]
+        ));
+        // No log file at all: the checkpoint's generation is missing.
+        assert_eq!(
+            check_log(&[], Some(&ckpt), DB),
+            vec![LogProblem::Missing { first: 3, last: 3 }]
+        );
     }
 
     #[test]

@@ -98,6 +98,9 @@ pub(crate) struct LogFile {
     pub durable: u64,
     /// Its header is written (records may follow).
     pub ready: bool,
+    /// A write to it failed (counted as an I/O error with `continue_on_errors`): what
+    /// replication reads of it cannot be verified.
+    pub write_failed: bool,
 }
 
 /// One buffered transaction's log.
@@ -268,6 +271,7 @@ impl LogWriter {
             replicated_to: 0,
             durable: 0,
             ready: false,
+            write_failed: false,
         });
         Ok(())
     }
@@ -533,6 +537,14 @@ impl LogWriter {
             .collect();
         files.sort_by_key(|(gen, _)| *gen);
         files.into_iter().map(|(_, path)| path).collect()
+    }
+
+    /// A write to log generation `gen` failed (and was gone past): its content is not what
+    /// the writer wrote.
+    pub fn write_failed(&mut self, gen: u64) {
+        if let Some(f) = self.files.iter_mut().find(|f| f.gen == gen) {
+            f.write_failed = true;
+        }
     }
 
     /// Whether the log files are opened with O_DIRECT.

@@ -79,6 +79,10 @@ pub(crate) struct Database {
     pub damage: verify::Damage,
     /// I/O errors counted and gone past (`continue_on_errors`): one entry per class and errno.
     pub io_errors: Vec<crate::result::ErrorEntry>,
+    /// Log problems replication reads found ([`Database::log_problem`]): one entry per log
+    /// file, the first [`verify::NAMED_PAGES`], then the rest counted in the last entry of
+    /// their class.
+    pub log_errors: Vec<crate::result::ErrorEntry>,
     /// Page patching writes in flight (at most `crate::PATCH_SLOTS`).
     pub patching: usize,
     pub mailboxes: u64,
@@ -169,6 +173,7 @@ impl Database {
             integrity: Integrity::default(),
             damage: verify::Damage::default(),
             io_errors: Vec::new(),
+            log_errors: Vec::new(),
             patching: 0,
             mailboxes: p.mailboxes.max(1),
             next_gen: p.gen_base,
@@ -192,6 +197,36 @@ impl Database {
         logs.extend(self.log.files_on_disk());
         spec.log.earlier_logs = logs;
         spec
+    }
+
+    /// Counts and records a log problem a replication read found; returns its message.
+    pub fn log_problem(
+        &mut self,
+        p: &replication::LogReadProblem,
+        at: std::time::SystemTime,
+    ) -> String {
+        self.integrity.log_problems = self.integrity.log_problems.saturating_add(1);
+        let path = self.spec.log_dir.join(logfmt::log_file_name(p.gen));
+        let message = format!("{}: byte offset {}: {}", path.display(), p.offset, p.what);
+        let full = self.log_errors.len() >= verify::NAMED_PAGES;
+        if let Some(e) = self
+            .log_errors
+            .iter_mut()
+            .rev()
+            .find(|e| full && e.class == p.class)
+        {
+            e.count = e.count.saturating_add(1);
+        } else {
+            self.log_errors.push(crate::result::ErrorEntry {
+                class: p.class.into(),
+                instance: Some(self.spec.name.clone()),
+                count: 1,
+                first_at: crate::rfc3339(at),
+                message: message.clone(),
+                ..crate::located(Some(&path), Some(p.offset), false)
+            });
+        }
+        message
     }
 
     /// A new page write generation.

@@ -1,11 +1,16 @@
 //! The sequential-pass phase (Database Backup, Checksum): no transactions; every database file
-//! (and, for a checksum, every log file still in its log folder) is read from start to end with
-//! one [`mbx_io::seq::SeqPass`] per file, all databases in parallel as a VSS backup reads them.
-//! Reads go through the reactor as [`Owner::Pass`]; the executor keeps their data in the
-//! engine's pass inbox, and this phase verifies it on its next tick: every data page with
-//! [`check_data_page`], the two header pages with the store's header decoding, every log file
-//! with [`scan_log_file`]. A page that is not good becomes an error entry naming the file, the
-//! page, its byte offset and what is wrong.
+//! (and, for a checksum, every log file still in its log folder and the checkpoint file) is read
+//! from start to end with one [`mbx_io::seq::SeqPass`] per file, all databases in parallel as a
+//! VSS backup reads them. Reads go through the reactor as [`Owner::Pass`]; the executor keeps
+//! their data in the engine's pass inbox, and this phase verifies it on its next tick: every data
+//! page with [`check_data_page`], the two header pages with the store's header decoding, every
+//! log file with [`scan_log_file`]. A page that is not good becomes an error entry naming the
+//! file, the page, its byte offset and what is wrong. Once a database's log files and checkpoint
+//! are read, its log is checked as a log ([`check_log`]: every file's length against its header,
+//! every generation from the checkpoint's to the newest, both checkpoint slots); each problem is
+//! an error entry naming the file. A file whose length is not a multiple of the O_DIRECT
+//! alignment (a truncated or foreign file) is read buffered, so its length is a finding, never
+//! an OS error.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -15,8 +20,10 @@ use std::time::{Duration, Instant};
 use mbx_config::{RunConfig, TestKind};
 use mbx_io::seq::{SeqOp, SeqPass as Pass};
 use mbx_io::{IoOp, IoQueue, OpenMode};
+use mbx_store::checkpoint::{CHECKPOINT_FILE, SLOT};
 use mbx_store::header::{DbHeader, HEADER_PAGES};
 use mbx_store::log::{parse_log_file_name, scan_log_file, ScanEnd, LOG_FILE_SIZE};
+use mbx_store::log_dir::{check_log, LogFileSummary};
 use mbx_store::page::{check_data_page, PageCheck, PAGE_SIZE};
 
 use super::{Flow, Mode, PhaseRun};
@@ -48,7 +55,20 @@ pub(crate) struct PassReport {
 #[derive(Debug)]
 enum Kind {
     Database,
-    Log { generation: u64, image: Vec<u8> },
+    Log {
+        generation: u64,
+        image: Vec<u8>,
+        /// The file's length (it may differ from what its header states).
+        len: u64,
+        /// Its scan, once read to its end.
+        summary: Option<LogFileSummary>,
+    },
+    /// The checkpoint file of the log folder: both slots are read.
+    Checkpoint {
+        image: Vec<u8>,
+        /// The file does not exist.
+        missing: bool,
+    },
 }
 
 /// One file of the pass.
@@ -184,7 +204,7 @@ impl SeqPass {
         };
         let data = &c.data.as_slice()[..c.len.min(c.data.len())];
         t.bytes += data.len() as u64;
-        if let Kind::Log { image, .. } = &mut t.kind {
+        if let Kind::Log { image, .. } | Kind::Checkpoint { image, .. } = &mut t.kind {
             let start = usize::try_from(c.offset).unwrap_or(usize::MAX);
             if let Some(dst) = image.get_mut(start..start.saturating_add(data.len())) {
                 dst.copy_from_slice(data);
@@ -261,7 +281,7 @@ impl SeqPass {
     }
 
     /// A file's pass is over: a log file is scanned, the file closed.
-    fn finish_target(&mut self, i: usize, e: &mut Engine<'_>, now: Instant, at: &str) {
+    fn finish_target(&mut self, i: usize, e: &mut Engine<'_>, now: Instant) {
         let Some(t) = self.targets.get_mut(i) else {
             return;
         };
@@ -269,41 +289,33 @@ impl SeqPass {
         if let Some(f) = t.file.take() {
             e.reactor.close_file(f);
         }
-        let Some((name, database_id)) = e
-            .pass_specs
-            .get(t.db)
-            .map(|s| (s.name.clone(), s.database_id))
-        else {
+        let Some(database_id) = e.pass_specs.get(t.db).map(|s| s.database_id) else {
             return;
         };
         if !t.pass.finished() {
             return;
         }
-        if let Kind::Log { generation, image } = &mut t.kind {
-            let scan = scan_log_file(image, *generation, database_id);
+        if let Kind::Log {
+            generation,
+            image,
+            len,
+            summary,
+        } = &mut t.kind
+        {
+            // Only what the file holds: a truncated file's records end where it does.
+            let read = usize::try_from(*len).map_or(image.len(), |l| l.min(image.len()));
+            let scan = scan_log_file(&image[..read], *generation, database_id);
             *image = Vec::new();
+            *summary = Some(LogFileSummary::of(&scan, *len));
             t.seen_pages = t.bytes / PAGE_SIZE as u64;
-            match scan.end {
-                ScanEnd::Clean { .. } => {}
-                ScanEnd::TornTail { offset } => {
-                    let line = format!(
-                        "{} ends in a torn write at byte {offset}: a write a crash cut short, never acknowledged and not replayed.",
-                        t.path.display()
-                    );
-                    e.log(&line, true);
-                }
-                ScanEnd::Damaged { offset, damage } => {
-                    t.bad += 1;
-                    t.problem(
-                        "log_damaged",
-                        &name,
-                        None,
-                        offset as u64,
-                        "holds a damaged log record: ",
-                        format!("{damage:?}"),
-                        at,
-                    );
-                }
+            // Damage is reported with the log's other problems, once its database's files are all
+            // read ([`check_log`]); a torn tail is what a crash leaves.
+            if let ScanEnd::TornTail { offset } = scan.end {
+                let line = format!(
+                    "{} ends in a torn write at byte {offset}: a write a crash cut short, never acknowledged and not replayed.",
+                    t.path.display()
+                );
+                e.log(&line, true);
             }
         }
     }
@@ -319,31 +331,11 @@ impl SeqPass {
                 continue;
             };
             let t = &mut self.targets[i];
-            if t.file.is_none() && t.ended.is_none() {
-                let f = e.reactor.open_file(
-                    &t.path,
-                    OpenMode {
-                        direct: e.settings.direct,
-                        write_through: false,
-                        write: false,
-                        create: false,
-                    },
-                )?;
-                t.file = Some(f);
+            if t.started.is_none() {
                 t.started = Some(now);
-                // A log file shorter than its preallocated size (a crash during its creation)
-                // is read to its end; the scan then says what is missing.
-                if let Kind::Log { image, .. } = &mut t.kind {
-                    *image = vec![0u8; LOG_FILE_SIZE];
-                    let len = e.reactor.file_len(f)?;
-                    let end = t.pass.range().end;
-                    if len < end {
-                        t.pass =
-                            Pass::new(0..len, t.pass.chunk_size(), t.pass.depth(), SeqOp::Read)
-                                .map_err(|x| EngineError::Invalid(x.to_string()))?;
-                        self.planned = self.planned.saturating_sub(end - len);
-                    }
-                }
+                self.planned = self.planned.saturating_sub(t.pass.total_bytes());
+                open_target(t, e)?;
+                self.planned = self.planned.saturating_add(t.pass.total_bytes());
             }
             let Some(file) = t.file else {
                 continue;
@@ -367,6 +359,31 @@ impl SeqPass {
             }
         }
         Ok(())
+    }
+
+    /// The problems of database `d`'s log ([`check_log`]), once its log files and checkpoint
+    /// are all read to their end; `None` before (or when the pass reads no log).
+    fn log_problems(
+        &self,
+        d: usize,
+        database_id: u64,
+    ) -> Option<Vec<mbx_store::log_dir::LogProblem>> {
+        let mut files = Vec::new();
+        let mut checkpoint: Option<Option<&[u8]>> = None;
+        for t in self.targets.iter().filter(|t| t.db == d) {
+            match &t.kind {
+                Kind::Database => {}
+                Kind::Log { summary, .. } => files.push((*summary)?),
+                Kind::Checkpoint { image, missing } => {
+                    if !*missing && !t.pass.finished() {
+                        return None;
+                    }
+                    checkpoint = Some((!*missing).then_some(&image[..]));
+                }
+            }
+        }
+        let checkpoint = checkpoint?;
+        Some(check_log(&files, checkpoint, database_id))
     }
 
     fn report(&self, e: &Engine<'_>, now: Instant) -> PassReport {
@@ -455,6 +472,24 @@ impl SeqPass {
                         logs.bytes += t.bytes;
                         logs.elapsed_s += elapsed;
                     }
+                    // Its problems are the log's; its bytes are not a log file's.
+                    Kind::Checkpoint { .. } => any_log = true,
+                }
+            }
+            if let Some(problems) = self.log_problems(d, spec.database_id) {
+                let at = rfc3339(e.reactor.clock().wall());
+                for p in problems {
+                    let path = spec.log_dir.join(p.file_name());
+                    logs.bad_pages += 1;
+                    report.integrity.log_problems += 1;
+                    report.errors.push(ErrorEntry {
+                        class: p.class().into(),
+                        instance: Some(spec.name.clone()),
+                        count: 1,
+                        first_at: at.clone(),
+                        message: format!("{}: {}", path.display(), p.describe(spec.database_id)),
+                        ..crate::located(Some(&path), p.offset(), false)
+                    });
                 }
             }
             if any_log {
@@ -520,11 +555,24 @@ impl PhaseRun for SeqPass {
                             generation,
                             // Allocated when the file is opened (one per database at a time).
                             image: Vec::new(),
+                            len: 0,
+                            summary: None,
                         },
                         LOG_FILE_SIZE as u64,
                         &spec,
                     )?);
                 }
+                q.queue.push_back(self.targets.len());
+                self.targets.push(Target::new(
+                    d,
+                    s.log_dir.join(CHECKPOINT_FILE),
+                    Kind::Checkpoint {
+                        image: Vec::new(),
+                        missing: false,
+                    },
+                    2 * SLOT as u64,
+                    &spec,
+                )?);
             }
             self.dbs.push(q);
         }
@@ -579,7 +627,7 @@ impl PhaseRun for SeqPass {
             };
             if t.pass.drained() && t.ended.is_none() {
                 let db = t.db;
-                self.finish_target(i, e, now, &at);
+                self.finish_target(i, e, now);
                 if let Some(q) = self.dbs.get_mut(db) {
                     q.active = None;
                 }
@@ -598,7 +646,7 @@ impl PhaseRun for SeqPass {
                 if !self.targets[i].pass.drained() || self.targets[i].pass.in_flight() > 0 {
                     break;
                 }
-                self.finish_target(i, e, now, &at);
+                self.finish_target(i, e, now);
                 self.dbs[d].active = None;
                 self.submit(e, now)?;
             }
@@ -624,6 +672,66 @@ impl PhaseRun for SeqPass {
         );
         Ok(Flow::Continue)
     }
+}
+
+/// Opens a target's file when its turn comes and fits its pass to the file: a log file is read
+/// to its end or to [`LOG_FILE_SIZE`], whichever comes first (a file shorter than its header
+/// says, as a crash during its creation or a truncation leaves, or longer: [`check_log`] then
+/// reports its length), buffered if its length is not a multiple of the O_DIRECT alignment; the
+/// checkpoint file is read buffered (as the engine writes it), and a missing one is read as
+/// nothing (its absence is a finding).
+fn open_target(t: &mut Target, e: &mut Engine<'_>) -> Result<(), EngineError> {
+    let mode = |direct| OpenMode {
+        direct,
+        write_through: false,
+        write: false,
+        create: false,
+    };
+    let direct = e.settings.direct && !matches!(t.kind, Kind::Checkpoint { .. });
+    let mut f = match e.reactor.open_file(&t.path, mode(direct)) {
+        Ok(f) => f,
+        Err(mbx_io::IoError::Os { error, .. })
+            if error.kind() == std::io::ErrorKind::NotFound
+                && matches!(t.kind, Kind::Checkpoint { .. }) =>
+        {
+            if let Kind::Checkpoint { missing, .. } = &mut t.kind {
+                *missing = true;
+            }
+            t.pass = Pass::new(0..0, t.pass.chunk_size(), t.pass.depth(), SeqOp::Read)
+                .map_err(|x| EngineError::Invalid(x.to_string()))?;
+            return Ok(());
+        }
+        Err(x) => return Err(x.into()),
+    };
+    let len = match &mut t.kind {
+        Kind::Database => {
+            t.file = Some(f);
+            return Ok(());
+        }
+        Kind::Log {
+            image, len: size, ..
+        } => {
+            *image = vec![0u8; LOG_FILE_SIZE];
+            let len = e.reactor.file_len(f)?;
+            *size = len;
+            len
+        }
+        Kind::Checkpoint { image, .. } => {
+            *image = vec![0u8; 2 * SLOT];
+            e.reactor.file_len(f)?
+        }
+    };
+    if direct && !len.is_multiple_of(mbx_io::ALIGN as u64) {
+        e.reactor.close_file(f);
+        f = e.reactor.open_file(&t.path, mode(false))?;
+    }
+    t.file = Some(f);
+    let end = t.pass.range().end;
+    if len < end {
+        t.pass = Pass::new(0..len, t.pass.chunk_size(), t.pass.depth(), SeqOp::Read)
+            .map_err(|x| EngineError::Invalid(x.to_string()))?;
+    }
+    Ok(())
 }
 
 /// Runs a plan that only reads its databases ([`Plan::reads_only`]) through `queue`: the
@@ -760,7 +868,7 @@ pub(crate) fn add_final_pass(
     let line = match report {
         Some(r) => {
             let g = r.integrity;
-            found = g.bad_pages + g.correctable_pages + g.wrong_page_number_pages + g.stale_pages;
+            found = g.damaged();
             result.integrity.add(&g);
             result.errors.extend(r.errors);
             result.sections.checksum = r.checksum;

@@ -204,3 +204,146 @@ fn stress_runs_the_workload_then_checksums_every_page() {
     let log = std::fs::read_to_string(dir.join("s/test.log")).expect("log");
     assert!(log.contains("Checksum after the test"), "{log}");
 }
+
+/// The errors of result `out` as (class, path, message), and checks the run failed its verdict
+/// (exit 1, FAIL, `verdict_failed`: a finding, not an I/O error).
+fn log_findings(dir: &std::path::Path, run: &crate::common::Run, out: &str) -> Vec<[String; 3]> {
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("FAIL"), "{}", run.stdout);
+    let r = result(dir, out);
+    assert_eq!(r["stopped"]["reason"], "verdict_failed", "{}", r["stopped"]);
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let found: Vec<[String; 3]> = r["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| [text(&e["class"]), text(&e["path"]), text(&e["message"])])
+        .collect();
+    let check = r["verdict"]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == "data_integrity_errors")
+        .cloned()
+        .expect("data_integrity_errors");
+    assert_eq!(check["value"], found.len() as f64, "{check}");
+    assert_eq!(check["pass"], false);
+    found
+}
+
+/// Asserts `found` holds exactly one finding of `class` on `path`, whose message names the file
+/// and says `words`.
+fn assert_finding(found: &[[String; 3]], class: &str, path: &std::path::Path, words: &str) {
+    let path = path.display().to_string();
+    let hits: Vec<_> = found
+        .iter()
+        .filter(|[c, p, _]| c == class && *p == path)
+        .collect();
+    assert_eq!(hits.len(), 1, "{class} on {path}: {found:#?}");
+    let message = &hits[0][2];
+    assert!(message.starts_with(&path), "{message}");
+    assert!(message.contains(words), "{message} lacks {words:?}");
+}
+
+/// The Checksum test checks the log folders of real databases as logs: a log file cut short at
+/// an unaligned length (as ENOSPC leaves one) or at an aligned one, a foreign tiny `E*.log`, a
+/// generation missing between the checkpoint and the newest, a zeroed and a deleted checkpoint
+/// each fail it with a finding naming the file, never an OS error.
+#[test]
+fn checksum_checks_the_log_files_and_checkpoint_on_disk() {
+    use mbx_store::log::{decode_log_header, encode_log_header, log_file_name, LOG_FILE_SIZE};
+    let dir = scratch("checksum-log");
+    let backup = run_test(&dir, "backup", "b1");
+    assert_eq!(backup.code, 0, "{}", backup.stderr);
+    // As the run names them: relative to its working directory.
+    let logs = std::path::Path::new("mbxstress-data/logs");
+    let (l1, l2) = (logs.join("db001"), logs.join("db002"));
+    let first = |l: &std::path::Path| l.join(log_file_name(1));
+    let ckpt = |l: &std::path::Path| l.join("checkpoint.chk");
+    let at = |p: &std::path::Path| dir.join(p);
+    let (log1, log2) = (
+        std::fs::read(at(&first(&l1))).expect("log"),
+        std::fs::read(at(&first(&l2))).expect("log"),
+    );
+    let ckpt2 = std::fs::read(at(&ckpt(&l2))).expect("checkpoint");
+    let cut = |path: &std::path::Path, len: u64| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(at(path))
+            .and_then(|f| f.set_len(len))
+            .expect("truncate");
+    };
+
+    // Database 1's log cut to an unaligned length, database 2's checkpoint zeroed.
+    cut(&first(&l1), 808_961);
+    std::fs::write(at(&ckpt(&l2)), vec![0u8; ckpt2.len()]).expect("zero");
+    let run = run_test(&dir, "checksum", "c1");
+    let found = log_findings(&dir, &run, "c1");
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_finding(
+        &found,
+        "log_damaged",
+        &first(&l1),
+        &format!("is 808961 bytes long; its header says {LOG_FILE_SIZE}"),
+    );
+    assert_finding(
+        &found,
+        "checkpoint_damaged",
+        &ckpt(&l2),
+        "holds no valid checkpoint of this database",
+    );
+
+    // A foreign tiny log file beside database 1's log; database 2's checkpoint deleted.
+    std::fs::write(at(&first(&l1)), &log1).expect("restore");
+    let foreign = l1.join(log_file_name(2));
+    std::fs::write(at(&foreign), b"not a log").expect("foreign");
+    std::fs::remove_file(at(&ckpt(&l2))).expect("delete");
+    let run = run_test(&dir, "checksum", "c2");
+    let found = log_findings(&dir, &run, "c2");
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_finding(
+        &found,
+        "log_damaged",
+        &foreign,
+        "(9 bytes) has no valid log header",
+    );
+    assert_finding(&found, "checkpoint_damaged", &ckpt(&l2), "is missing");
+
+    // Database 1's log continues over generations 2 and 3, and 2 is deleted; database 2's log
+    // file is cut at a sector boundary.
+    std::fs::write(at(&ckpt(&l2)), &ckpt2).expect("restore");
+    let (_, id) = decode_log_header(&log1).expect("a log header");
+    for gen in [2, 3] {
+        let mut file = vec![0u8; LOG_FILE_SIZE];
+        encode_log_header(&mut file, gen, id, 0);
+        std::fs::write(at(&l1.join(log_file_name(gen))), &file).expect("write log");
+    }
+    std::fs::remove_file(at(&l1.join(log_file_name(2)))).expect("delete");
+    cut(&first(&l2), 512 * 1024);
+    let run = run_test(&dir, "checksum", "c3");
+    let found = log_findings(&dir, &run, "c3");
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_finding(
+        &found,
+        "log_missing",
+        &l1.join(log_file_name(2)),
+        "is missing (log generation 0x2)",
+    );
+    assert_finding(
+        &found,
+        "log_damaged",
+        &first(&l2),
+        &format!("is 524288 bytes long; its header says {LOG_FILE_SIZE}"),
+    );
+
+    // Repaired: it passes again.
+    std::fs::write(at(&first(&l2)), &log2).expect("restore");
+    std::fs::write(at(&l1.join(log_file_name(2))), {
+        let mut file = vec![0u8; LOG_FILE_SIZE];
+        encode_log_header(&mut file, 2, id, 0);
+        file
+    })
+    .expect("write log");
+    let run = run_test(&dir, "checksum", "c4");
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+}

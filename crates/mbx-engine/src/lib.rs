@@ -47,7 +47,7 @@ pub use phase::wait_start::StartGate;
 pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec};
 use reactor::Reactor;
 use result::*;
-pub use runner::{execute, execute_find_max, execute_throughput, tunes, Executed};
+pub use runner::{execute, execute_find_max, execute_throughput, tune_then_run, tunes, Executed};
 use stats::{Counter, Stream};
 use workload::open::OpenLoop;
 use workload::pacing::{Pacer, PacerConfig};

@@ -45,28 +45,49 @@ pub fn execute(
         if !tunes(cfg, plan) {
             return run_test(cfg, plan, &prepared, observer, cancel, wrap);
         }
-        let tuned =
-            crate::tune::tune(cfg, observer, cancel, &mbx_io::RealClock, &mut |c, p, o| {
-                run_test(c, p, &prepared, o, cancel, wrap)
-            })?;
-        let Some(sessions) = tuned.tuning.sessions else {
-            return Ok(untuned_result(cfg, started, tuned));
-        };
-        let mut c = cfg.clone();
-        c.threads = sessions;
-        let mut r = run_test(&c, plan, &prepared, observer, cancel, wrap)?;
-        r.notes.insert(
-            0,
-            format!(
-                "Automatic tuning chose {sessions} sessions in {} steps ({:.0} s).",
-                tuned.tuning.steps.len(),
-                tuned.tuning.elapsed_s
-            ),
-        );
-        r.tuning = Some(tuned.tuning);
-        Ok(r)
+        tune_then_run(
+            cfg,
+            plan,
+            started,
+            observer,
+            cancel,
+            &mbx_io::RealClock,
+            &mut |c, p, o| run_test(c, p, &prepared, o, cancel, wrap),
+        )
     });
     finish(cfg, plan, started, outcome, observer)
+}
+
+/// Automatic tuning ([`crate::tune::tune`]), then `plan` with the session count it chose. `run`
+/// runs a plan with its configuration (each tuning step, then the test) on the test's databases;
+/// `clock` is the steps' clock. When tuning chooses no count (or is stopped), the test does not
+/// run and the result says why, with the tuning record.
+pub fn tune_then_run(
+    cfg: &RunConfig,
+    plan: &Plan,
+    started: SystemTime,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+    clock: &dyn mbx_io::Clock,
+    run: &mut crate::tune::StepRunner<'_>,
+) -> Result<RunResult, EngineError> {
+    let tuned = crate::tune::tune(cfg, observer, cancel, clock, run)?;
+    let Some(sessions) = tuned.tuning.sessions else {
+        return Ok(untuned_result(cfg, started, tuned));
+    };
+    let mut c = cfg.clone();
+    c.threads = sessions;
+    let mut r = run(&c, plan, observer)?;
+    r.notes.insert(
+        0,
+        format!(
+            "Automatic tuning chose {sessions} sessions in {} steps ({:.0} s).",
+            tuned.tuning.steps.len(),
+            tuned.tuning.elapsed_s
+        ),
+    );
+    r.tuning = Some(tuned.tuning);
+    Ok(r)
 }
 
 /// The end of a test: the result (or one that says why there is none), its type, and the last

@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 
 pub use kind::{Arrivals, IoBackend, Pacing, TestKind, UnknownName};
 pub use run::{
-    CacheConfig, OpMix, RunConfig, Sizing, Thresholds, TuningConfig, CAPACITY_RESERVE,
-    MAX_BACKLOG_S, MAX_CACHE_MB_PER_DB, MAX_DIRTY_AGE_S, MAX_DURATION_S, MAX_LATENCY_ERRORS,
-    MAX_REACTORS, MAX_SAMPLE_INTERVAL_S, MAX_TARGET_IOPS, MAX_THREADS, MAX_THRESHOLD,
-    MIN_TARGET_IOPS,
+    sample_interval_for, CacheConfig, OpMix, RunConfig, Sizing, Thresholds, TuningConfig,
+    CAPACITY_RESERVE, DEFAULT_SAMPLE_INTERVAL_S, MAX_BACKLOG_S, MAX_CACHE_MB_PER_DB,
+    MAX_DIRTY_AGE_S, MAX_DURATION_S, MAX_LATENCY_ERRORS, MAX_REACTORS, MAX_SAMPLE_INTERVAL_S,
+    MAX_TARGET_IOPS, MAX_THREADS, MAX_THRESHOLD, MIN_TARGET_IOPS,
 };
 
 use serde::{Deserialize, Serialize};

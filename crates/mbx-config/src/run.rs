@@ -324,6 +324,7 @@ pub struct RunConfig {
     /// Measured duration, seconds (Jetstress Performance default: 2 h): 1..=2,592,000 (30 days).
     pub duration_s: f64,
     /// Sample interval, seconds (15): 1..=3600 (a run shorter than it still gets its last sample).
+    /// `run` shortens it for a short run when the user sets none ([`sample_interval_for`]).
     pub sample_interval_s: f64,
     /// Background database maintenance (on).
     pub bdm: bool,
@@ -400,7 +401,7 @@ impl Default for RunConfig {
             profile: Profile::default(),
             threads: 0,
             duration_s: 60.0,
-            sample_interval_s: 15.0,
+            sample_interval_s: DEFAULT_SAMPLE_INTERVAL_S,
             bdm: true,
             bdm_reads_per_s: 9.0,
             db_paths: vec![PathBuf::from("mbxstress-data/databases")],
@@ -777,6 +778,25 @@ pub const MAX_TARGET_IOPS: f64 = 1_000_000.0;
 pub const MAX_DURATION_S: f64 = 2_592_000.0;
 /// Longest sample interval, seconds.
 pub const MAX_SAMPLE_INTERVAL_S: f64 = 3600.0;
+/// Jetstress's sample interval, seconds (the default `sample_interval_s`).
+pub const DEFAULT_SAMPLE_INTERVAL_S: f64 = 15.0;
+
+/// The sample interval of a run whose user set none: Jetstress's 15 s, or shorter for a short
+/// run, so that the maximum-latency checks have at least 2 x (`max_latency_errors` + 1) samples
+/// per instance to judge (with `max_latency_errors` samples or fewer they cannot fail, and are
+/// not judged): `duration_s` / (2 x (`max_latency_errors` + 1)), rounded down to the
+/// millisecond, 1 s at the shortest. With the defaults (6 tolerated) every run of 210 s or more
+/// keeps 15 s; the 60 s quick start samples every 4.285 s (14 samples).
+pub fn sample_interval_for(duration_s: f64, max_latency_errors: u32) -> f64 {
+    let want = 2.0 * (f64::from(max_latency_errors) + 1.0);
+    let s = (duration_s / want * 1000.0).floor() / 1000.0;
+    if s.is_finite() {
+        s.clamp(1.0, DEFAULT_SAMPLE_INTERVAL_S)
+    } else {
+        DEFAULT_SAMPLE_INTERVAL_S
+    }
+}
+
 /// Longest dirty-page age, seconds.
 pub const MAX_DIRTY_AGE_S: f64 = 3600.0;
 /// Largest cache per database, MiB (64 GiB).

@@ -63,7 +63,21 @@ pub(crate) struct Marks {
     /// clock, which drifts from it over a long preparation).
     pub measure_start_wall: Option<std::time::SystemTime>,
     pub measure_end: Option<Instant>,
+    /// The measured phase ran its whole length (an interruption came after it, if at all).
+    pub measure_complete: bool,
+    /// The user asked to stop (Ctrl-C, SIGTERM, SIGHUP).
     pub interrupted: bool,
+    /// The phase the user's stop came in.
+    pub interrupted_in: Option<Phase>,
+    /// Another reactor stopped the test (its error), not the user.
+    pub halted: bool,
+}
+
+impl Marks {
+    /// The test is stopping early: interrupted by the user, or halted with another reactor.
+    pub fn stopping(&self) -> bool {
+        self.interrupted || self.halted
+    }
 }
 
 /// Everything a test runs on.
@@ -139,7 +153,10 @@ impl<'o> Engine<'o> {
                 measure_start: None,
                 measure_start_wall: None,
                 measure_end: None,
+                measure_complete: false,
                 interrupted: false,
+                interrupted_in: None,
+                halted: false,
             },
             host: HostSeries::default(),
             txn_ios: 0,
@@ -267,6 +284,28 @@ impl<'o> Engine<'o> {
         cancel.load(Ordering::Relaxed) || self.gate.as_ref().is_some_and(|g| g.stopped())
     }
 
+    /// Records why the test stops early: the user's stop (and the phase it came in), or another
+    /// reactor's (an error there: not an interruption). The user's stop is set before any
+    /// reactor halts the others for it, so it is seen first.
+    fn mark_stop(&mut self, cancel: &AtomicBool) {
+        if cancel.load(Ordering::Relaxed) {
+            self.marks.interrupted = true;
+            self.marks.interrupted_in = Some(self.phase);
+        } else {
+            self.marks.halted = true;
+        }
+    }
+
+    /// How a log line says the test is stopping early: "Interrupted" (the user), or stopped with
+    /// another reactor.
+    pub fn stop_word(&self) -> &'static str {
+        if self.marks.interrupted {
+            "Interrupted"
+        } else {
+            "Stopped with another reactor, which met an error"
+        }
+    }
+
     /// Runs the plan. Returns when the last phase is done (or an error stopped the test). With
     /// several reactors, each enters a phase only when all do, and a phase ends only when it is
     /// done on all (this one keeps working meanwhile); an interruption or an error of any stops
@@ -293,8 +332,8 @@ impl<'o> Engine<'o> {
             phase.enter(self, now)?;
             loop {
                 let now = self.reactor.now();
-                if !self.marks.interrupted && self.stop_asked(cancel) {
-                    self.marks.interrupted = true;
+                if !self.marks.stopping() && self.stop_asked(cancel) {
+                    self.mark_stop(cancel);
                     if let Some(g) = &self.gate {
                         g.halt();
                     }
@@ -309,13 +348,13 @@ impl<'o> Engine<'o> {
             }
             // Done here: with several reactors, keep working until the phase is done on all
             // (the last phase needs no gate: nothing follows it).
-            if !self.marks.interrupted && idx + 1 < plan.phases.len() {
+            if !self.marks.stopping() && idx + 1 < plan.phases.len() {
                 if let Some(g) = self.gate.clone() {
                     g.done(idx);
                     while !g.all_done(idx) {
                         let now = self.reactor.now();
                         if self.stop_asked(cancel) {
-                            self.marks.interrupted = true;
+                            self.mark_stop(cancel);
                             g.halt();
                             break;
                         }
@@ -323,7 +362,7 @@ impl<'o> Engine<'o> {
                     }
                 }
             }
-            idx = if self.marks.interrupted {
+            idx = if self.marks.stopping() {
                 // An interrupted test goes straight to the phase that must always run.
                 plan.final_phase_after(idx)
             } else {

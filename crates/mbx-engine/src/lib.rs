@@ -47,7 +47,7 @@ pub use phase::wait_start::StartGate;
 pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec};
 use reactor::Reactor;
 use result::*;
-pub use runner::{execute, execute_find_max, execute_throughput, tunes, Executed};
+pub use runner::{execute, execute_find_max, execute_throughput, tune_then_run, tunes, Executed};
 use stats::{Counter, Stream};
 use workload::open::OpenLoop;
 use workload::pacing::{Pacer, PacerConfig};
@@ -66,8 +66,12 @@ pub struct RunTimes {
     pub ended: Instant,
     /// Stopped by the user.
     pub interrupted: bool,
+    /// The phase the user's stop came in (when `interrupted`).
+    pub interrupted_in: Option<Phase>,
     /// The measured phase began (otherwise no rate in the result means anything).
     pub measured: bool,
+    /// The measured phase ran its whole length (an interruption, if any, came after it).
+    pub measure_complete: bool,
 }
 
 /// Errors of a run.
@@ -116,6 +120,23 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// The name in result.json (`stopped.phase`) and in JSON progress.
+    pub fn key(self) -> &'static str {
+        match self {
+            Phase::Attain => "attain",
+            Phase::Settle => "settle",
+            Phase::Stabilize => "stabilize",
+            Phase::WaitStart => "wait_start",
+            Phase::Measure => "measure",
+            Phase::Shutdown => "shutdown",
+            Phase::Backup => "backup",
+            Phase::Checksum => "checksum",
+            Phase::GenerateLogs => "generate_logs",
+            Phase::StopDirty => "stop_dirty",
+            Phase::Replay => "replay",
+        }
+    }
+
     /// Human name.
     pub fn name(self) -> &'static str {
         match self {
@@ -376,21 +397,21 @@ pub fn run_test(
             }
         }
         result.errors.splice(0..0, header_errors);
-        if let Some(c) = result
+        let before = result
             .verdict
-            .checks
-            .iter_mut()
-            .find(|c| c.name == "data_integrity_errors")
-        {
-            c.value += 1.0;
-            c.pass = false;
-        }
-        result.verdict.pass = false;
+            .check("data_integrity_errors")
+            .map_or(0.0, |c| c.value);
+        result.verdict.set(Check::new(
+            "data_integrity_errors",
+            before + 1.0,
+            0.0,
+            false,
+        ));
         if result.stopped.reason == StopReason::Completed {
-            result.stopped = Stopped {
-                reason: StopReason::VerdictFailed,
-                message: "the test ran its full duration; at least one check failed".into(),
-            };
+            result.stopped = Stopped::new(
+                StopReason::VerdictFailed,
+                "the test ran its full duration; at least one check failed",
+            );
         }
     }
     Ok(result)
@@ -416,7 +437,12 @@ fn mark_clean(
         );
         observer.on_event(RunEvent::Log(&line));
         let kept = first.clone();
-        stop_with_error(result, &e, std::time::SystemTime::now());
+        stop_with_error(
+            result,
+            &e,
+            std::time::SystemTime::now(),
+            Some(Phase::Shutdown),
+        );
         match kept {
             Some(stopped) => result.stopped = stopped,
             None => first = Some(result.stopped.clone()),
@@ -507,6 +533,8 @@ pub(crate) struct Part {
     outcome: Result<(), EngineError>,
     /// How long its shutdown phase took (`None`: it had none).
     shutdown: Option<Duration>,
+    /// The phase it was in when it ended (for an error: the phase the error came in).
+    stopped_in: Phase,
 }
 
 /// Runs `plan` on one reactor over the databases `specs`, its `share` of the test.
@@ -680,8 +708,11 @@ pub(crate) fn run_part(
         measure_end: marks.measure_end.unwrap_or(end),
         ended: end,
         interrupted: marks.interrupted,
+        interrupted_in: marks.interrupted_in,
         measured: marks.measure_start.is_some(),
+        measure_complete: marks.measure_complete,
     };
+    let stopped_in = engine.phase;
     Ok(Part {
         dbs: std::mem::take(&mut engine.dbs),
         hung: std::mem::take(&mut engine.hung),
@@ -696,6 +727,7 @@ pub(crate) fn run_part(
         txn: std::mem::take(&mut engine.work.txn),
         outcome,
         shutdown,
+        stopped_in,
     })
 }
 
@@ -763,10 +795,7 @@ pub(crate) fn finish(
         return unmeasured_result(
             cfg,
             std::time::SystemTime::now(),
-            Stopped {
-                reason: StopReason::Error,
-                message: "no reactor ran".into(),
-            },
+            Stopped::new(StopReason::Error, "no reactor ran"),
         );
     };
     let (ref_instant, ref_wall, engine_name) =
@@ -777,6 +806,7 @@ pub(crate) fn finish(
     let host = host.unwrap_or(first.host);
     let mut error_at = ref_wall;
     let mut shutdown: Option<Duration> = None;
+    let mut error_in = None;
     for (r, p) in std::iter::once((
         0,
         Part {
@@ -790,7 +820,9 @@ pub(crate) fn finish(
         min_secs = min_secs.min(secs);
         shutdown = shutdown.max(p.shutdown);
         times.interrupted |= p.times.interrupted;
+        times.interrupted_in = times.interrupted_in.or(p.times.interrupted_in);
         times.measured &= p.times.measured;
+        times.measure_complete &= p.times.measure_complete;
         db_secs.extend(std::iter::repeat_n(secs, p.dbs.len()));
         dbs.extend(p.dbs);
         hung.extend(p.hung);
@@ -815,6 +847,7 @@ pub(crate) fn finish(
                 ));
             }
             error_at = p.ref_wall + p.times.ended.saturating_duration_since(p.ref_instant);
+            error_in = Some(p.stopped_in);
             error = Some(e);
         }
     }
@@ -841,12 +874,12 @@ pub(crate) fn finish(
         result.max_latency = None;
     }
     if plan.final_pass().is_some() {
-        let line = phase::seqpass::add_final_pass(&mut result, pass_report, times.interrupted);
+        let line = phase::seqpass::add_final_pass(&mut result, pass_report, &times);
         observer.on_event(RunEvent::Log(&line));
     }
     if plan.test_kind() == TestKind::SoftRecovery {
         let files = plan.log_files_to_replay().unwrap_or(0);
-        phase::replay::into_result(&mut result, &dbs, files, times.interrupted);
+        phase::replay::into_result(&mut result, &dbs, files, &times);
     }
     for inst in &result.instances {
         for (what, v) in [
@@ -887,72 +920,97 @@ pub(crate) fn finish(
     );
     observer.on_event(RunEvent::Log(&line));
     result.notes.extend(notes);
-    // A test with no more samples than the maximum-latency checks tolerate cannot fail them:
-    // say so, rather than let a short test pass them silently.
-    let samples = dbs
-        .iter()
-        .map(|d| d.stats.maxima[0].samples)
-        .min()
-        .unwrap_or(0);
-    let tolerated = u64::from(cfg.thresholds.max_latency_errors);
-    if result.max_latency.is_some() && samples > 0 && samples <= tolerated {
+    for c in result.verdict.not_judged() {
         let line = format!(
-            "The maximum-latency checks could not fail: the test had {samples} sample(s) per instance and {tolerated} over the limit are tolerated (--max-latency-errors); the strict maxima are in max_latency. Run longer, sample more often or lower the tolerance."
+            "Check {} not judged: {}.",
+            c.name,
+            c.reason().unwrap_or("nothing to judge")
         );
         observer.on_event(RunEvent::Log(&line));
-        result.notes.push(line);
     }
     if let Some(e) = error {
-        stop_with_error(&mut result, &e, error_at);
+        stop_with_error(&mut result, &e, error_at, error_in);
     }
     result
 }
 
 /// How a test that ran to its end (or was interrupted) stopped: `messages` for interrupted,
-/// passed and failed.
-pub(crate) fn ended(interrupted: bool, pass: bool, messages: [&str; 3]) -> Stopped {
-    let (reason, message) = if interrupted {
-        (StopReason::Interrupted, messages[0])
-    } else if pass {
-        (StopReason::Completed, messages[1])
-    } else {
-        (StopReason::VerdictFailed, messages[2])
-    };
-    Stopped {
-        reason,
-        message: message.into(),
+/// passed and not passed (the last gets the checks that judged nothing when none failed).
+pub(crate) fn ended(times: &RunTimes, verdict: &Verdict, messages: [&str; 3]) -> Stopped {
+    if times.interrupted {
+        let stop = Stopped::new(StopReason::Interrupted, messages[0]);
+        return match times.interrupted_in {
+            Some(p) => stop.in_phase(p.key()),
+            None => stop,
+        };
     }
+    if verdict.pass() {
+        return Stopped::new(StopReason::Completed, messages[1]);
+    }
+    Stopped::new(StopReason::VerdictFailed, not_passed(verdict, messages[2]))
 }
 
-/// Marks `result` as stopped by `e` (at wall time `at`): why it stopped, the error entry, and a
-/// failed verdict. What was measured before the error stays.
-pub(crate) fn stop_with_error(result: &mut RunResult, e: &EngineError, at: std::time::SystemTime) {
+/// The message of a test that ran to its end without passing: `failed` when a check failed,
+/// otherwise the checks that judged nothing.
+fn not_passed(verdict: &Verdict, failed: &str) -> String {
+    if verdict.failed().next().is_some() {
+        return failed.to_string();
+    }
+    let names: Vec<&str> = verdict.not_judged().map(|c| c.name.as_str()).collect();
+    format!(
+        "the test ran its full duration, but the verdict is not a pass: {} check(s) not judged ({}; the reasons are in the verdict)",
+        names.len(),
+        names.join(", ")
+    )
+}
+
+/// Marks `result` as stopped by `e` (at wall time `at`, in phase `phase` when known): why it
+/// stopped, the error entry, and a failed check (`errors`, or `data_integrity_errors` for a
+/// damaged page). What was measured before the error stays.
+pub(crate) fn stop_with_error(
+    result: &mut RunResult,
+    e: &EngineError,
+    at: std::time::SystemTime,
+    phase: Option<Phase>,
+) {
+    let in_phase = |s: Stopped| match phase {
+        Some(p) => s.in_phase(p.key()),
+        None => s,
+    };
     if let EngineError::Integrity(message) = e {
-        // The damaged page is already named in errors[].
-        result.stopped = Stopped {
-            reason: StopReason::IntegrityError,
-            message: message.clone(),
-        };
-        result.verdict.pass = false;
+        // The damaged page is already named in errors[] and counted by its check.
+        result.stopped = in_phase(Stopped::new(StopReason::IntegrityError, message.clone()));
+        if result.verdict.pass() {
+            let found = result.integrity.damaged().max(1) as f64;
+            result
+                .verdict
+                .set(Check::new("data_integrity_errors", found, 0.0, false));
+        }
         return;
     }
     let mut entry = error_entry(e, &result.instances);
     entry.first_at = rfc3339(at);
-    result.stopped = Stopped {
-        reason: if entry.class == "io_error" || entry.class == "no_space" {
-            StopReason::IoError
-        } else {
-            StopReason::Error
-        },
-        message: entry.message.clone(),
+    let reason = if entry.class == "io_error" || entry.class == "no_space" {
+        StopReason::IoError
+    } else {
+        StopReason::Error
     };
+    result.stopped = in_phase(Stopped::new(reason, entry.message.clone()));
     if let Some(name) = &entry.instance {
         if let Some(i) = result.instances.iter_mut().find(|i| &i.name == name) {
             i.errors = i.errors.saturating_add(entry.count);
         }
     }
     result.errors.push(entry);
-    result.verdict.pass = false;
+    // Every error fails the test, the one that stopped it too.
+    let total = result
+        .errors
+        .iter()
+        .filter(|e| e.class != "patched_page")
+        .fold(0u64, |a, e| a.saturating_add(e.count));
+    result
+        .verdict
+        .set(Check::new("errors", total as f64, 0.0, false));
 }
 
 /// Cache frames of a database: Jetstress gives each database 32..256 MiB of cache; small test
@@ -980,27 +1038,61 @@ fn cache_frames(cfg: &RunConfig, data_pages: u64) -> Result<usize, EngineError> 
         .max(1))
 }
 
-/// The stop reason of a test that ran to its end or was interrupted.
-fn stop_of(times: &RunTimes, pass: bool) -> Stopped {
+/// The stop reason of a test that ran to its end or was interrupted: an interruption names the
+/// phase it came in, and one after the measured phase completed says the measurement is whole.
+fn stop_of(times: &RunTimes, verdict: &Verdict, secs: f64, duration_s: f64) -> Stopped {
     if times.interrupted {
-        Stopped {
-            reason: StopReason::Interrupted,
-            message: if times.measured {
-                "interrupted during the measured phase; the figures cover the time measured".into()
-            } else {
-                "interrupted before the measured phase; nothing was measured".into()
-            },
-        }
-    } else if pass {
-        Stopped {
-            reason: StopReason::Completed,
-            message: "the test ran its full duration and every check passed".into(),
-        }
+        let phase = times.interrupted_in;
+        let message = match phase {
+            _ if times.measure_complete => format!(
+                "interrupted while {}, after the measured phase completed: the measurement is whole ({}) and judged",
+                phase.map_or("shutdown", Phase::name),
+                measured_words(secs)
+            ),
+            Some(Phase::Measure) => format!(
+                "interrupted during the measured phase, after {} of {}: the figures cover the time measured",
+                measured_words(secs),
+                measured_words(duration_s)
+            ),
+            Some(p) if !times.measured => format!(
+                "interrupted before the measured phase (while {}): nothing was measured",
+                p.name()
+            ),
+            Some(p) => format!(
+                "interrupted while {}, after {} measured",
+                p.name(),
+                measured_words(secs)
+            ),
+            None => "interrupted".to_string(),
+        };
+        let stop = Stopped::new(StopReason::Interrupted, message);
+        return match phase {
+            Some(p) => stop.in_phase(p.key()),
+            None => stop,
+        };
+    }
+    if verdict.pass() {
+        return Stopped::new(
+            StopReason::Completed,
+            "the test ran its full duration and every check passed",
+        );
+    }
+    Stopped::new(
+        StopReason::VerdictFailed,
+        not_passed(
+            verdict,
+            "the test ran its full duration; at least one check failed",
+        ),
+    )
+}
+
+/// Seconds as a message says them: "0.994 s", "20 s", "2h00m00s".
+fn measured_words(secs: f64) -> String {
+    if secs >= 60.0 {
+        human_duration(Duration::from_secs_f64(secs.round()))
     } else {
-        Stopped {
-            reason: StopReason::VerdictFailed,
-            message: "the test ran its full duration; at least one check failed".into(),
-        }
+        let s = format!("{secs:.3}");
+        format!("{} s", s.trim_end_matches('0').trim_end_matches('.'))
     }
 }
 
@@ -1082,12 +1174,6 @@ pub fn unmeasured_result(
     stopped: Stopped,
 ) -> RunResult {
     let now = std::time::SystemTime::now();
-    let check = |name: &str, limit: f64| Check {
-        name: name.to_string(),
-        value: 0.0,
-        limit,
-        pass: false,
-    };
     RunResult {
         schema: SCHEMA.into(),
         test: TestInfo {
@@ -1112,10 +1198,12 @@ pub fn unmeasured_result(
         target_iops: cfg.target_iops(),
         achieved_iops: 0.0,
         database_size_bytes: DbSizes::default(),
-        verdict: Verdict {
-            pass: false,
-            checks: vec![check("completed_duration_s", cfg.duration_s)],
-        },
+        verdict: Verdict::of(vec![Check::new(
+            "completed_duration_s",
+            0.0,
+            cfg.duration_s,
+            false,
+        )]),
         instances: Vec::new(),
         host: Host::default(),
         integrity: Integrity::default(),
@@ -1271,51 +1359,107 @@ fn build_result(
     let t = &cfg.thresholds;
     let target = cfg.target_iops();
     let max_latency = max_latency_checks(cfg, engine.dbs, worst_read_max, worst_log_max);
-    let check = Check::new;
-    // A maximum check judges the tolerated per-sample figure and, without tolerance, the
-    // average latency of the I/O left in flight when measuring ended (docs/method.md, "I/O in
-    // flight at the end").
-    let judged = |m: &MaxLatency| m.tolerated_ms.max(m.incomplete_avg_ms);
+    // A check judges only what was measured: nothing measured, no I/O of its stream, or too few
+    // samples for a maximum to be able to fail, and it says so instead of passing with 0.
+    let nothing = (!times.measured || secs <= 0.0)
+        .then_some("nothing was measured (the test stopped before its measured phase)");
+    let measured_ios = |s: Stream| {
+        engine
+            .dbs
+            .iter()
+            // I/O still in flight when measuring ended counts as measured (its age is).
+            .map(|d| {
+                d.stats.measured[s as usize]
+                    .ios
+                    .saturating_add(d.stats.incomplete[s as usize].count)
+            })
+            .sum::<u64>()
+    };
+    let none_of =
+        |s: Stream, what: &'static str| nothing.or((measured_ios(s) == 0).then_some(what));
+    let judged = |name: &str, value: f64, limit: f64, why_not: Option<&str>| match why_not {
+        Some(why) => Check::not_judged(name, limit, why),
+        None => Check::new(name, value, limit, value <= limit),
+    };
+    let max_check = |name: &str, m: &MaxLatency, stream: Stream, what: &'static str| {
+        match none_of(stream, what) {
+            Some(why) => Check::not_judged(name, m.limit_ms, why),
+            None if !m.judged => Check::not_judged(
+                name,
+                m.limit_ms,
+                format!(
+                    "{} sample(s) per instance and {} over the limit tolerated (--max-latency-errors): the check could not fail; the strict maxima are in max_latency (sample more often, run longer or lower the tolerance)",
+                    m.samples, max_latency.max_latency_errors
+                ),
+            ),
+            // The tolerated per-sample figure and, without tolerance, the average
+            // latency of the I/O left in flight when measuring ended (docs/method.md, "I/O in
+            // flight at the end").
+            None => Check::new(
+                name,
+                m.tolerated_ms.max(m.incomplete_avg_ms),
+                m.limit_ms,
+                m.pass,
+            ),
+        }
+    };
+    const NO_READ: &str = "no database read was measured";
+    const NO_LOG: &str = "no log write was measured";
     let mut checks = vec![
-        check(
+        judged(
             "db_read_latency_avg_ms",
             worst_read_avg,
             t.db_read_avg_ms,
-            worst_read_avg <= t.db_read_avg_ms,
+            none_of(Stream::DbRead, NO_READ),
         ),
-        check(
+        max_check(
             "db_read_latency_max_ms",
-            judged(&max_latency.db_read),
-            t.db_read_max_ms,
-            max_latency.db_read.pass,
+            &max_latency.db_read,
+            Stream::DbRead,
+            NO_READ,
         ),
-        check(
+        judged(
             "log_write_latency_avg_ms",
             worst_log_avg,
             t.log_write_avg_ms,
-            worst_log_avg <= t.log_write_avg_ms,
+            none_of(Stream::LogWrite, NO_LOG),
         ),
-        check(
+        max_check(
             "log_write_latency_max_ms",
-            judged(&max_latency.log_write),
-            t.log_write_max_ms,
-            max_latency.log_write.pass,
+            &max_latency.log_write,
+            Stream::LogWrite,
+            NO_LOG,
         ),
-        check(
+        judged(
             "page_fault_stalls_per_s_avg",
             host.page_fault_stalls_per_s.avg,
             t.page_fault_stalls_per_s,
-            host.page_fault_stalls_per_s.avg <= t.page_fault_stalls_per_s,
+            nothing.or(engine
+                .host
+                .stalls_per_s
+                .is_empty()
+                .then_some("no sample was taken")),
         ),
-        check(
-            "achieved_transactional_iops",
-            achieved,
-            target * (1.0 - t.iops_margin),
-            achieved >= target * (1.0 - t.iops_margin),
-        ),
+        match nothing {
+            Some(why) => Check::not_judged(
+                "achieved_transactional_iops",
+                target * (1.0 - t.iops_margin),
+                why,
+            ),
+            None => Check::new(
+                "achieved_transactional_iops",
+                achieved,
+                target * (1.0 - t.iops_margin),
+                achieved >= target * (1.0 - t.iops_margin),
+            ),
+        },
         {
             let errors = integrity.damaged() as f64;
-            check("data_integrity_errors", errors, 0.0, errors == 0.0)
+            if integrity.pages_verified == 0 && errors == 0.0 {
+                Check::not_judged("data_integrity_errors", 0.0, "no page was read")
+            } else {
+                Check::new("data_integrity_errors", errors, 0.0, errors == 0.0)
+            }
         },
     ];
     let errors: Vec<ErrorEntry> = integrity_errors(engine.dbs)
@@ -1340,19 +1484,25 @@ fn build_result(
         .filter(counted)
         .fold(0u64, |a, e| a.saturating_add(e.count));
     if total > 0 {
-        checks.push(check("errors", total as f64, 0.0, false));
+        checks.push(Check::new("errors", total as f64, 0.0, false));
     }
     // A hung I/O fails the test, as any I/O error does in Jetstress 2013. The check is listed
     // only when one was seen (older results and the report's check table stay as they were).
     if !engine.hung.is_empty() {
         let n = engine.hung.len() as f64;
-        checks.push(check("hung_ios", n, 0.0, false));
+        checks.push(Check::new("hung_ios", n, 0.0, false));
     }
-    if times.interrupted || secs + 0.5 < cfg.duration_s {
-        checks.push(check("completed_duration_s", secs, cfg.duration_s, false));
+    // A measured phase cut short fails; one that ran its length is whole, whatever came after.
+    if (times.interrupted && !times.measure_complete) || secs + 0.5 < cfg.duration_s {
+        checks.push(Check::new(
+            "completed_duration_s",
+            secs,
+            cfg.duration_s,
+            false,
+        ));
     }
-    let pass = checks.iter().all(|c| c.pass);
-    let stopped = stop_of(times, pass);
+    let verdict = Verdict::of(checks);
+    let stopped = stop_of(times, &verdict, secs, cfg.duration_s);
     RunResult {
         schema: SCHEMA.into(),
         test: TestInfo {
@@ -1377,7 +1527,7 @@ fn build_result(
         target_iops: target,
         achieved_iops: achieved,
         database_size_bytes: DbSizes::default(),
-        verdict: Verdict { pass, checks },
+        verdict,
         instances,
         host,
         integrity,
@@ -1423,7 +1573,18 @@ fn max_latency_checks(
             m.incomplete_avg_ms = m.incomplete_avg_ms.max(inc.avg_ms());
             m.incomplete_max_ms = m.incomplete_max_ms.max(inc.longest.as_secs_f64() * 1e3);
         }
-        m.pass = m.tolerated_ms <= limit && m.incomplete_avg_ms <= limit;
+        // The fewest samples of any instance: with no more than the tolerance, the check
+        // cannot fail, so it judges nothing.
+        m.samples = dbs
+            .iter()
+            .map(|d| d.stats.maxima[k].samples)
+            .min()
+            .unwrap_or(0);
+        // The I/O in flight at the end is judged like one more sample, without tolerance: over
+        // the limit, it fails the check however few samples there are.
+        let stalled = m.incomplete_at_end > 0 && m.incomplete_avg_ms > limit;
+        m.judged = m.samples > u64::from(t.max_latency_errors) || stalled;
+        m.pass = m.judged && m.tolerated_ms <= limit && !stalled;
         m
     };
     MaxLatencyChecks {

@@ -41,33 +41,55 @@ pub fn execute(
     wrap: Option<&QueueWrapper>,
 ) -> Executed {
     let started = SystemTime::now();
-    let outcome =
-        ready_databases(plan, specs, create, observer, cancel, wrap).and_then(|prepared| {
-            if !tunes(cfg, plan) {
-                return run_test(cfg, plan, &prepared, observer, cancel, wrap);
-            }
-            let tuned =
-                crate::tune::tune(cfg, observer, cancel, &mbx_io::RealClock, &mut |c, p, o| {
-                    run_test(c, p, &prepared, o, cancel, wrap)
-                })?;
-            let Some(sessions) = tuned.tuning.sessions else {
-                return Ok(untuned_result(cfg, started, tuned));
-            };
-            let mut c = cfg.clone();
-            c.threads = sessions;
-            let mut r = run_test(&c, plan, &prepared, observer, cancel, wrap)?;
-            r.notes.insert(
-                0,
-                format!(
-                    "Automatic tuning chose {sessions} sessions in {} steps ({:.0} s).",
-                    tuned.tuning.steps.len(),
-                    tuned.tuning.elapsed_s
-                ),
-            );
-            r.tuning = Some(tuned.tuning);
-            Ok(r)
-        });
+    let outcome = match ready_databases(plan, specs, create, observer, cancel, wrap) {
+        Err(e) => Err((e, Some("prepare"))),
+        Ok(prepared) if !tunes(cfg, plan) => {
+            run_test(cfg, plan, &prepared, observer, cancel, wrap).map_err(|e| (e, None))
+        }
+        Ok(prepared) => tune_then_run(
+            cfg,
+            plan,
+            started,
+            observer,
+            cancel,
+            &mbx_io::RealClock,
+            &mut |c, p, o| run_test(c, p, &prepared, o, cancel, wrap),
+        )
+        .map_err(|e| (e, None)),
+    };
     finish(cfg, plan, started, outcome, observer)
+}
+
+/// Automatic tuning ([`crate::tune::tune`]), then `plan` with the session count it chose. `run`
+/// runs a plan with its configuration (each tuning step, then the test) on the test's databases;
+/// `clock` is the steps' clock. When tuning chooses no count (or is stopped), the test does not
+/// run and the result says why, with the tuning record.
+pub fn tune_then_run(
+    cfg: &RunConfig,
+    plan: &Plan,
+    started: SystemTime,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+    clock: &dyn mbx_io::Clock,
+    run: &mut crate::tune::StepRunner<'_>,
+) -> Result<RunResult, EngineError> {
+    let tuned = crate::tune::tune(cfg, observer, cancel, clock, run)?;
+    let Some(sessions) = tuned.tuning.sessions else {
+        return Ok(untuned_result(cfg, started, tuned));
+    };
+    let mut c = cfg.clone();
+    c.threads = sessions;
+    let mut r = run(&c, plan, observer)?;
+    r.notes.insert(
+        0,
+        format!(
+            "Automatic tuning chose {sessions} sessions in {} steps ({:.0} s).",
+            tuned.tuning.steps.len(),
+            tuned.tuning.elapsed_s
+        ),
+    );
+    r.tuning = Some(tuned.tuning);
+    Ok(r)
 }
 
 /// The end of a test: the result (or one that says why there is none), its type, and the last
@@ -76,12 +98,12 @@ fn finish(
     cfg: &RunConfig,
     plan: &Plan,
     started: SystemTime,
-    outcome: Result<RunResult, EngineError>,
+    outcome: Result<RunResult, (EngineError, Option<&str>)>,
     observer: &mut dyn Observer,
 ) -> Executed {
     let (mut result, error) = match outcome {
         Ok(result) => (result, None),
-        Err(e) => (stopped_result(cfg, started, &e), Some(e)),
+        Err((e, phase)) => (stopped_result(cfg, started, &e, phase), Some(e)),
     };
     result.test.test_type = plan.kind;
     // Only the paced types have a target to compare with.
@@ -244,7 +266,7 @@ pub fn execute_throughput(
         _ => Plan::performance(c),
     };
     let (outcome, record) = match ready_databases(plan, specs, create, observer, cancel, None) {
-        Err(e) => (Err(e), None),
+        Err(e) => (Err((e, Some("prepare"))), None),
         Ok(prepared) => {
             let run = crate::throughput::throughput(
                 cfg,
@@ -256,7 +278,7 @@ pub fn execute_throughput(
                 &mbx_io::RealClock,
                 &mut |c, p, o| run_test(c, p, &prepared, o, cancel, None),
             );
-            (run.outcome, Some(run.record))
+            (run.outcome.map_err(|e| (e, None)), Some(run.record))
         }
     };
     let mut executed = finish(cfg, plan, started, outcome, observer);
@@ -279,56 +301,147 @@ pub fn tunes(cfg: &RunConfig, plan: &Plan) -> bool {
     cfg.threads == 0 && matches!(plan.kind, TestKind::Performance | TestKind::Stress)
 }
 
-/// The result of a test whose tuning found no session count to run it with (or was stopped):
-/// the last step's measurements, the tuning record, and why the test did not run.
+/// The result of a test whose tuning found no session count to run it with (or was stopped).
 fn untuned_result(cfg: &RunConfig, started: SystemTime, tuned: crate::tune::Tuned) -> RunResult {
-    let mut r = tuned
-        .last
-        .unwrap_or_else(|| unmeasured_result(cfg, started, Stopped::default()));
-    r.config = cfg.clone();
-    let end = tuned.tuning.end.as_str();
-    if !matches!(end, "interrupted" | "error") {
-        r.stopped = Stopped {
-            reason: StopReason::VerdictFailed,
-            message: format!(
-                "automatic tuning found no session count up to {} that meets {:.1} IOPS within every threshold: the storage cannot carry this target (the steps are in `tuning`); lower the target or give --threads to run the test anyway",
-                tuned.tuning.steps.iter().map(|s| s.sessions).max().unwrap_or(0),
-                cfg.target_iops()
-            ),
-        };
-        r.verdict.checks.push(crate::result::Check::new(
-            "automatic_tuning",
-            0.0,
-            1.0,
-            false,
-        ));
-    }
-    r.verdict.pass = false;
-    r.notes.insert(
-        0,
-        "The test did not run: these are the measurements of the last tuning step.".into(),
+    let no_count = format!(
+        "automatic tuning found no session count up to {} that meets {:.1} IOPS within every threshold: the storage cannot carry this target (the steps are in `tuning`); lower the target or give --threads to run the test anyway",
+        tuned.tuning.steps.iter().map(|s| s.sessions).max().unwrap_or(0),
+        cfg.target_iops()
+    );
+    let mut r = search_not_run(
+        cfg,
+        started,
+        NotRun {
+            last: tuned.last,
+            end: &tuned.tuning.end,
+            steps: &tuned.tuning.steps,
+            what: "automatic tuning",
+            record: "tuning",
+            check: "automatic_tuning",
+            found_nothing: no_count,
+        },
     );
     r.tuning = Some(tuned.tuning);
     r
 }
 
-/// The result of a test that an error stopped before the engine could produce one.
-fn stopped_result(cfg: &RunConfig, started: SystemTime, e: &EngineError) -> RunResult {
+/// What [`search_not_run`] reports: how the search before the test ended and what it ran.
+pub(crate) struct NotRun<'a> {
+    /// The last step's result (its stop, its errors).
+    pub last: Option<RunResult>,
+    /// How the search ended ("interrupted", "error", or why it found nothing).
+    pub end: &'a str,
+    /// Its steps.
+    pub steps: &'a [crate::result::SearchStep],
+    /// Its name in messages ("automatic tuning").
+    pub what: &'a str,
+    /// Its key in result.json ("tuning").
+    pub record: &'a str,
+    /// The check that fails when it found nothing ("automatic_tuning").
+    pub check: &'a str,
+    /// The stop message when it found nothing.
+    pub found_nothing: String,
+}
+
+/// The result of a test that never ran because the search before it (automatic tuning, the
+/// throughput search) found nothing, was interrupted or met an error: no figures of its own (a
+/// step's figures are the step's, in the search's record, never the test's), and a stop that
+/// says why, in phase `tuning`. An error a step met stays in `errors[]` (it is the storage's).
+pub(crate) fn search_not_run(cfg: &RunConfig, started: SystemTime, s: NotRun<'_>) -> RunResult {
+    let last_stop = s.last.as_ref().map(|r| r.stopped.clone());
+    let step = s
+        .steps
+        .last()
+        .map(|st| {
+            let phase = last_stop
+                .as_ref()
+                .and_then(|l| l.phase.as_deref())
+                .map(|p| format!(", in its {p} phase"))
+                .unwrap_or_default();
+            format!(
+                " (step {}, {} session(s){phase})",
+                s.steps.len(),
+                st.sessions
+            )
+        })
+        .unwrap_or_default();
+    let not_run = format!(
+        "the test did not run, so nothing of its own was measured (the steps are in `{}`)",
+        s.record
+    );
+    let stopped = match s.end {
+        "interrupted" => Stopped::new(
+            StopReason::Interrupted,
+            format!("interrupted during {}{step}: {not_run}", s.what),
+        ),
+        "error" => {
+            let (reason, message) = last_stop
+                .map(|l| (l.reason, l.message))
+                .unwrap_or((StopReason::Error, "an error".into()));
+            let reason = if reason.ran_to_completion() || reason == StopReason::Interrupted {
+                StopReason::Error
+            } else {
+                reason
+            };
+            Stopped::new(
+                reason,
+                format!("{} stopped{step}: {message}; {not_run}", s.what),
+            )
+        }
+        _ => Stopped::new(StopReason::VerdictFailed, s.found_nothing),
+    };
+    let found_nothing = stopped.reason == StopReason::VerdictFailed;
+    let mut r = unmeasured_result(cfg, started, stopped.in_phase("tuning"));
+    if found_nothing {
+        r.verdict
+            .set(crate::result::Check::new(s.check, 0.0, 1.0, false));
+    }
+    if let Some(last) = s.last.filter(|_| !found_nothing) {
+        r.errors = last.errors;
+        let total = r
+            .errors
+            .iter()
+            .filter(|e| e.class != "patched_page")
+            .fold(0u64, |a, e| a.saturating_add(e.count));
+        if total > 0 {
+            r.verdict.set(crate::result::Check::new(
+                "errors",
+                total as f64,
+                0.0,
+                false,
+            ));
+        }
+    }
+    r.notes.insert(
+        0,
+        format!(
+            "The test did not run: {} ended without a choice ({}); its steps' figures are in `{}`, never the test's.",
+            s.what, s.end, s.record
+        ),
+    );
+    r
+}
+
+/// The result of a test that an error stopped before the engine could produce one (`phase`:
+/// where, when known).
+fn stopped_result(
+    cfg: &RunConfig,
+    started: SystemTime,
+    e: &EngineError,
+    phase: Option<&str>,
+) -> RunResult {
     let reason = match e {
         EngineError::Store(StoreError::Interrupted { .. }) => StopReason::Interrupted,
         EngineError::Io(_) | EngineError::Store(StoreError::Io(_)) => StopReason::IoError,
         _ => StopReason::Error,
     };
-    let mut r = unmeasured_result(
-        cfg,
-        started,
-        Stopped {
-            reason,
-            message: e.to_string(),
-        },
-    );
+    let mut stopped = Stopped::new(reason, e.to_string());
+    stopped.phase = phase.map(str::to_string);
+    let mut r = unmeasured_result(cfg, started, stopped);
     if reason == StopReason::IoError {
         r.errors.push(error_entry(e, &[]));
+        r.verdict
+            .set(crate::result::Check::new("errors", 1.0, 0.0, false));
     }
     r
 }
@@ -405,7 +518,7 @@ mod tests {
         let err = out.error.expect("refused");
         assert!(matches!(err, EngineError::Store(_)), "{err:?}");
         assert_eq!(out.result.stopped.reason, StopReason::Error);
-        assert!(!out.result.verdict.pass);
+        assert!(!out.result.verdict.pass());
         assert_eq!(
             std::fs::read(db.join("mbxstress001.edb")).expect("read"),
             b"not ours"

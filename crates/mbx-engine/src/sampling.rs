@@ -45,6 +45,11 @@ impl Running {
         self.max = self.max.max(o.max);
     }
 
+    /// True when nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
     pub fn amm(&self) -> Amm {
         if self.n == 0 {
             return Amm::default();

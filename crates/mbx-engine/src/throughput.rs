@@ -12,7 +12,7 @@ use mbx_config::{RunConfig, MIN_TARGET_IOPS};
 
 use crate::findmax::{find_max_iops, iops_config, sessions_for, FindMaxSpec};
 use crate::plan::Plan;
-use crate::result::{Check, RunResult, StopReason, Stopped, Throughput};
+use crate::result::{RunResult, Throughput};
 use crate::tune::StepRunner;
 use crate::{EngineError, Observer, RunEvent};
 
@@ -94,24 +94,18 @@ pub fn throughput(
                 record.steps.len()
             );
             observer.on_event(RunEvent::Log(&line));
-            let mut r = found
-                .last
-                .unwrap_or_else(|| crate::unmeasured_result(cfg, started, Stopped::default()));
-            r.config = cfg.clone();
-            if !matches!(found.end, "interrupted" | "error") {
-                r.stopped = Stopped {
-                    reason: StopReason::VerdictFailed,
-                    message: "the throughput search found no target transactional IOPS down to 1 that passes every threshold on these databases (the steps are in `throughput`): the storage fails the thresholds at any load; check its latency (the steps show where it fails)"
-                        .to_string(),
-                };
-                r.verdict
-                    .checks
-                    .push(Check::new("throughput_search", 0.0, 1.0, false));
-            }
-            r.verdict.pass = false;
-            r.notes.insert(
-                0,
-                "The test did not run: these are the measurements of the last search step.".into(),
+            let r = crate::runner::search_not_run(
+                cfg,
+                started,
+                crate::runner::NotRun {
+                    last: found.last,
+                    end: found.end,
+                    steps: &record.steps,
+                    what: "the throughput search",
+                    record: "throughput",
+                    check: "throughput_search",
+                    found_nothing: "the throughput search found no target transactional IOPS down to 1 that passes every threshold on these databases (the steps are in `throughput`): the storage fails the thresholds at any load; check its latency (the steps show where it fails)".to_string(),
+                },
             );
             return ThroughputRun {
                 record,

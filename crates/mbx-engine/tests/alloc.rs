@@ -242,6 +242,8 @@ fn allocations_per_io(sessions: u32, rate: f64, seconds: f64) -> f64 {
     cfg.threads = sessions;
     cfg.duration_s = seconds;
     cfg.sample_interval_s = 15.0;
+    // Few samples in a short run: no tolerance, so the maximum-latency checks judge them.
+    cfg.thresholds.max_latency_errors = 0;
     let specs = vec![spec(&dev, 0), spec(&dev, 1)];
     let clock = Arc::new(SimClock::new());
     let queue = SimQueue::new(dev, clock, mbx_engine::queue_depth(&cfg, 2), seed_like(), 3);

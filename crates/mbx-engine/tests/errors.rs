@@ -163,12 +163,12 @@ fn with_continue_on_errors_eio_on_one_percent_of_reads_is_counted_and_the_test_r
     assert_eq!(r.instances[0].errors, injected);
     let check = r
         .verdict
-        .checks
+        .checks()
         .iter()
         .find(|c| c.name == "errors")
         .expect("an errors check");
     assert_eq!(check.value, injected as f64);
-    assert!(!check.pass && !r.verdict.pass);
+    assert!(!check.pass() && !r.verdict.pass());
     // The failed reads were not verified, and nothing else was found.
     assert!(r.integrity.clean(), "{:?}", r.integrity);
     assert!(r.integrity.pages_verified > 0);
@@ -197,7 +197,7 @@ fn without_continue_on_errors_the_first_eio_stops_the_test_and_names_it() {
     let offset = e.offset.expect("offset");
     assert_eq!(e.page, Some(offset / PAGE_SIZE as u64));
     assert_eq!(e.instance.as_deref(), Some("Instance.1"));
-    assert!(!r.verdict.pass);
+    assert!(!r.verdict.pass());
 }
 
 /// The ways a page is damaged before the run, and the class each must be reported as.
@@ -326,7 +326,7 @@ fn damaged_pages_are_named_and_classified_with_continue_on_errors() {
     assert_eq!(sum("correctable_page"), g.correctable_pages);
     assert_eq!(sum("wrong_page_number"), g.wrong_page_number_pages);
     assert_eq!(sum("stale_page"), g.stale_pages);
-    assert!(!r.verdict.pass);
+    assert!(!r.verdict.pass());
 }
 
 #[test]
@@ -356,7 +356,7 @@ fn without_continue_on_errors_the_first_damaged_page_stops_the_test() {
     let n = first.page.expect("page");
     assert_eq!(want.get(&n).copied(), Some(first.class.as_str()));
     assert_eq!(r.stopped.message, first.message);
-    assert!(!r.verdict.pass);
+    assert!(!r.verdict.pass());
 }
 
 /// With copies > 1 a damaged page is patched (rewritten from its known content, here the
@@ -405,10 +405,10 @@ fn with_copies_damaged_pages_are_patched_and_the_test_goes_on() {
             other => panic!("page {n} after patching: {other:?}"),
         }
     }
-    assert!(!r.verdict.pass);
-    let check = |name: &str| r.verdict.checks.iter().find(|c| c.name == name).cloned();
+    assert!(!r.verdict.pass());
+    let check = |name: &str| r.verdict.checks().iter().find(|c| c.name == name).cloned();
     let integrity = check("data_integrity_errors").expect("integrity check");
-    assert!(!integrity.pass);
+    assert!(!integrity.pass());
     // Patches are not counted as more errors: the damage is.
     let errors = check("errors").expect("errors check");
     assert_eq!(errors.value, g.damaged() as f64);
@@ -456,7 +456,7 @@ fn shutdown_gives_up_on_a_hung_io_that_never_completes() {
         .expect("the give-up");
     assert_eq!(io.path.as_deref(), Some(db_path.as_str()));
     assert_eq!(io.offset, hung.offset);
-    assert!(!r.verdict.pass);
+    assert!(!r.verdict.pass());
 }
 
 /// Every write submitted: (path, file index, offset).
@@ -570,7 +570,7 @@ fn a_dropped_log_write_is_caught_by_the_replication_reads() {
         e.message
     );
     assert_eq!(r.stopped.message, e.message);
-    assert!(!r.verdict.pass);
+    assert!(!r.verdict.pass());
 
     // With continue_on_errors: counted, and the test runs its course and fails.
     let cfg = RunConfig {
@@ -585,12 +585,12 @@ fn a_dropped_log_write_is_caught_by_the_replication_reads() {
     assert_eq!(classes, ["lost_log_write"]);
     let integrity = r
         .verdict
-        .checks
+        .checks()
         .iter()
         .find(|c| c.name == "data_integrity_errors")
         .expect("integrity check");
     assert_eq!(integrity.value, 1.0);
-    assert!(!integrity.pass);
+    assert!(!integrity.pass());
     // Verifying changed no read: replication read as much, in reads of the same size.
     let faulty = r.instances[0].log_replication;
     assert_eq!(faulty.read_avg_bytes, repl.read_avg_bytes);

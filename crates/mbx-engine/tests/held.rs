@@ -186,7 +186,7 @@ fn an_io_error_marking_the_database_clean_keeps_the_measurement() {
     )
     .expect("the test ends with a result");
     assert_eq!(r.stopped.reason, StopReason::IoError, "{:?}", r.stopped);
-    assert!(!r.verdict.pass);
+    assert!(!r.verdict.pass());
     assert_measured(&r, &s.cfg);
     let path = s.dbs[0].spec.path.display().to_string();
     let e = r

@@ -185,7 +185,7 @@ fn backup_reads_every_byte_once_in_256_kib_reads_and_the_rows_add_up() {
     let plan = Plan::backup(&RunConfig::default());
     let (r, trace) = run(&dev, &plan, specs);
     assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.stopped);
-    assert!(r.verdict.pass, "{:?}", r.verdict);
+    assert!(r.verdict.pass(), "{:?}", r.verdict);
     assert_eq!(r.test.test_type, TestKind::Backup);
     for (p, &size) in paths.iter().zip(&sizes) {
         assert_tiles(&reads_of(&trace, p), size, 262_144);
@@ -241,7 +241,7 @@ fn checksum_of_an_untouched_database_and_its_logs_finds_nothing() {
     assert_eq!(rows[1].seen_pages, 2 * LOG_FILE_SIZE as u64 / PAGE);
     assert_eq!(rows[1].errors(), 0);
     assert!(r.errors.is_empty(), "{:?}", r.errors);
-    assert!(r.verdict.pass);
+    assert!(r.verdict.pass());
 }
 
 #[test]
@@ -277,7 +277,7 @@ fn checksum_finds_each_damaged_page_classified_and_placed() {
         "{:?}",
         r.stopped
     );
-    assert!(!r.verdict.pass);
+    assert!(!r.verdict.pass());
     let found: Vec<(&str, Option<u64>, Option<u64>)> = r
         .errors
         .iter()
@@ -317,12 +317,12 @@ fn checksum_finds_each_damaged_page_classified_and_placed() {
     assert_eq!(r.sections.checksum[1].bad_pages, 1);
     let check = r
         .verdict
-        .checks
+        .checks()
         .iter()
         .find(|c| c.name == "data_integrity_errors")
         .expect("integrity check");
     assert_eq!(check.value, 7.0);
-    assert!(!check.pass);
+    assert!(!check.pass());
 }
 
 #[test]
@@ -347,14 +347,14 @@ fn an_interrupted_backup_stops_reading_and_says_so() {
     .expect("run");
     assert_eq!(r.stopped.reason, StopReason::Interrupted, "{:?}", r.stopped);
     assert!(r.test.interrupted);
-    assert!(!r.verdict.pass);
+    assert!(!r.verdict.pass());
     let completed = r
         .verdict
-        .checks
+        .checks()
         .iter()
         .find(|c| c.name == "pass_completed")
         .expect("pass_completed");
-    assert!(!completed.pass);
+    assert!(!completed.pass());
     let reads = reads_of(&trace, &path);
     assert_eq!(reads.len(), 4, "the first depth of reads only: {reads:?}");
 }
@@ -443,7 +443,7 @@ fn assert_log_problems(r: &RunResult, want: &[(&str, &str, &str)]) {
         r.stopped,
         r.errors
     );
-    assert!(!r.verdict.pass);
+    assert!(!r.verdict.pass());
     let found: Vec<&ErrorEntry> = r.errors.iter().collect();
     assert_eq!(found.len(), want.len(), "{found:#?}");
     for (e, (class, file, words)) in found.iter().zip(want) {
@@ -459,12 +459,12 @@ fn assert_log_problems(r: &RunResult, want: &[(&str, &str, &str)]) {
     }
     let check = r
         .verdict
-        .checks
+        .checks()
         .iter()
         .find(|c| c.name == "data_integrity_errors")
         .expect("integrity check");
     assert_eq!(check.value, want.len() as f64);
-    assert!(!check.pass);
+    assert!(!check.pass());
     assert_eq!(r.integrity.bad_pages, 0, "no database page is bad");
     let logs = r.sections.checksum.last().expect("the log folder's row");
     assert_eq!(logs.database_path, "/sim/logs/db0");
@@ -478,7 +478,7 @@ fn checksum_of_a_log_with_records_over_generations_from_the_checkpoint_finds_not
     let r = checksum(&dev, spec);
     assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.errors);
     assert!(r.errors.is_empty(), "{:?}", r.errors);
-    assert!(r.verdict.pass);
+    assert!(r.verdict.pass());
     // Generations older than the checkpoint's may be gone or have gaps: recovery never reads
     // them (circular logging deletes them, in any order after a crash).
     let dev = SimDevice::new();
@@ -494,7 +494,7 @@ fn checksum_of_a_log_with_records_over_generations_from_the_checkpoint_finds_not
     );
     let r = checksum(&dev, spec);
     assert!(r.errors.is_empty(), "{:?}", r.errors);
-    assert!(r.verdict.pass);
+    assert!(r.verdict.pass());
 }
 
 #[test]

@@ -109,11 +109,11 @@ fn run_with(cfg: &RunConfig, latency: Duration, faults: Vec<FaultRule>) -> (RunR
 
 fn check(r: &RunResult, name: &str) -> Check {
     r.verdict
-        .checks
+        .checks()
         .iter()
         .find(|c| c.name == name)
         .cloned()
-        .unwrap_or_else(|| panic!("no {name} check in {:?}", r.verdict.checks))
+        .unwrap_or_else(|| panic!("no {name} check in {:?}", r.verdict.checks()))
 }
 
 /// The case: reads delayed 10 s from 0.3 s before the measured phase ends. They were
@@ -124,7 +124,7 @@ fn check(r: &RunResult, name: &str) -> Check {
 fn a_read_stall_at_the_end_of_the_measured_phase_fails_the_verdict() {
     let cfg = config(30.0);
     let (clean, t) = run(&cfg, Vec::new());
-    assert!(clean.verdict.pass, "{:?}", clean.verdict);
+    assert!(clean.verdict.pass(), "{:?}", clean.verdict);
     let end = t.entered(Phase::Shutdown);
     let stall = FaultRule::new(
         Some(IoOp::Read),
@@ -134,7 +134,7 @@ fn a_read_stall_at_the_end_of_the_measured_phase_fails_the_verdict() {
     let (r, t2) = run(&cfg, vec![stall]);
     // The same timeline up to the stall.
     assert_eq!(t2.entered(Phase::Shutdown), end);
-    assert!(!r.verdict.pass, "{:?}", r.verdict);
+    assert!(!r.verdict.pass(), "{:?}", r.verdict);
     assert_eq!(
         r.stopped.reason,
         StopReason::VerdictFailed,
@@ -142,7 +142,7 @@ fn a_read_stall_at_the_end_of_the_measured_phase_fails_the_verdict() {
         r.stopped
     );
     let max = check(&r, "db_read_latency_max_ms");
-    assert!(!max.pass && max.value >= 10_000.0, "{max:?}");
+    assert!(!max.pass() && max.value >= 10_000.0, "{max:?}");
     let m = r.max_latency.expect("max_latency").db_read;
     assert!(m.per_io_max_ms >= 10_000.0, "{m:?}");
     // The age each had when measuring ended, and how long they took.
@@ -165,7 +165,7 @@ fn a_read_stall_at_the_end_of_the_measured_phase_fails_the_verdict() {
         .expect("the in-flight line");
     assert!(line.contains(" database reads (the oldest 2"), "{line}");
     // The average counts them too.
-    assert!(!check(&r, "db_read_latency_avg_ms").pass);
+    assert!(!check(&r, "db_read_latency_avg_ms").pass());
     // Shutdown waited for them (10 s), and says so; the clean one took well under a second.
     let shutdown = r.test.shutdown_s.expect("shutdown_s");
     assert!(shutdown >= 9.7, "{shutdown}");
@@ -185,7 +185,7 @@ fn reads_stuck_past_the_measured_window_move_its_average_read_latency() {
     let mut cfg = config(10.0);
     cfg.thresholds.hung_io_s = 2.0;
     let (clean, t) = run(&cfg, Vec::new());
-    assert!(clean.verdict.pass, "{:?}", clean.verdict);
+    assert!(clean.verdict.pass(), "{:?}", clean.verdict);
     let clean_avg = clean.instances[0].transactional.db_read_avg_latency_ms;
     assert!(clean_avg < 1.0, "{clean_avg}");
     let start = t.entered(Phase::Measure);
@@ -195,10 +195,10 @@ fn reads_stuck_past_the_measured_window_move_its_average_read_latency() {
         .starting_at(start + Duration::from_secs(4))
         .ending_at(start + Duration::from_secs(6));
     let (r, _) = run(&cfg, vec![stall]);
-    assert!(!r.verdict.pass);
+    assert!(!r.verdict.pass());
     assert!(check(&r, "hung_ios").value >= 1.0);
     let avg = check(&r, "db_read_latency_avg_ms");
-    assert!(!avg.pass && avg.value > 100.0, "{avg:?}");
+    assert!(!avg.pass() && avg.value > 100.0, "{avg:?}");
     assert_eq!(
         avg.value,
         r.instances[0].transactional.db_read_avg_latency_ms
@@ -224,7 +224,7 @@ fn a_stall_during_shutdown_is_timed_and_its_hung_ios_reported() {
     let mut cfg = config(10.0);
     cfg.thresholds.hung_io_s = 2.0;
     let (clean, t) = run(&cfg, Vec::new());
-    assert!(clean.verdict.pass, "{:?}", clean.verdict);
+    assert!(clean.verdict.pass(), "{:?}", clean.verdict);
     let end = t.entered(Phase::Shutdown);
     let line = t.line("Shutdown took").expect("a shutdown line");
     assert!(line.contains(" s"), "{line}");
@@ -241,8 +241,8 @@ fn a_stall_during_shutdown_is_timed_and_its_hung_ios_reported() {
         .find(|e| e.class == "hung_io")
         .expect("a hung I/O reported during shutdown");
     assert!(hung.message.contains("during shutdown"), "{}", hung.message);
-    assert!(!check(&r, "hung_ios").pass);
-    assert!(!r.verdict.pass);
+    assert!(!check(&r, "hung_ios").pass());
+    assert!(!r.verdict.pass());
     let line = t2.line("Shutdown took").expect("a shutdown line");
     assert!(line.contains("were hung during it"), "{line}");
     let shutdown = r.test.shutdown_s.expect("shutdown_s");
@@ -281,7 +281,7 @@ fn a_read_that_never_completes_counts_with_its_age_when_the_test_gives_up() {
     );
     let m = r.max_latency.expect("max_latency").db_read;
     assert!(m.per_io_max_ms >= 12_000.0 && !m.pass, "{m:?}");
-    assert!(!check(&r, "db_read_latency_max_ms").pass);
+    assert!(!check(&r, "db_read_latency_max_ms").pass());
     assert!(r.test.shutdown_s.expect("shutdown_s") >= 11.0);
 }
 
@@ -294,7 +294,7 @@ fn one_slow_read_in_flight_at_the_end_is_averaged_with_the_others() {
     cfg.profile.iops_per_mailbox = 4.0;
     let ten = Duration::from_millis(10);
     let (clean, t) = run_with(&cfg, ten, Vec::new());
-    assert!(clean.verdict.pass, "{:?}", clean.verdict);
+    assert!(clean.verdict.pass(), "{:?}", clean.verdict);
     let end = t.entered(Phase::Shutdown);
     let slow = FaultRule::new(
         Some(IoOp::Read),
@@ -307,8 +307,8 @@ fn one_slow_read_in_flight_at_the_end_is_averaged_with_the_others() {
     assert!(inc.count >= 3, "{inc:?}");
     assert!(inc.latency_max_ms >= 150.0, "{inc:?}");
     assert!(inc.latency_avg_ms < 100.0, "{inc:?}");
-    assert!(check(&r, "db_read_latency_max_ms").pass);
-    assert!(r.verdict.pass, "{:?}", r.verdict);
+    assert!(check(&r, "db_read_latency_max_ms").pass());
+    assert!(r.verdict.pass(), "{:?}", r.verdict);
 }
 
 /// An I/O error that stops the test mid-measurement ends the measured phase too: the reads

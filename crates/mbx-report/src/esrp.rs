@@ -19,7 +19,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use mbx_result::{
-    BackupRow, InstanceResult, Io12, RateBytes, RunResult, SoftRecoveryRow, TestKind, SCHEMA,
+    BackupRow, CheckState, InstanceResult, Io12, RateBytes, RunResult, SoftRecoveryRow, TestKind,
+    SCHEMA,
 };
 
 use crate::flags::{result_flags, Flag};
@@ -190,7 +191,15 @@ pub fn imported_from_result(r: RunResult, path: &Path, flags: Vec<Flag>) -> Impo
         source: path.display().to_string(),
         kind: Some(r.test.test_type),
         machine: Some(r.test.machine.clone()),
-        overall_result: Some(if r.verdict.pass { "Pass" } else { "Fail" }.into()),
+        // Jetstress's words, and ours for a verdict that judged nothing.
+        overall_result: Some(
+            match r.verdict.state() {
+                CheckState::Pass => "Pass",
+                CheckState::Fail => "Fail",
+                CheckState::NotJudged => "Not judged",
+            }
+            .into(),
+        ),
         achieved_iops_typed: Some(r.achieved_iops),
         target_iops: Some(r.target_iops),
         transactional: rows(|i| i.transactional),

@@ -10,7 +10,8 @@ pub const MIN_MEANINGFUL_DURATION_S: f64 = 1.0;
 /// One reason a result is not a complete, passing measurement.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Flag {
-    /// Stable identifier: "interrupted", "stopped", "unfinished", "verdict_failed" or
+    /// Stable identifier: "interrupted", "stopped", "unfinished", "verdict_failed", "not_judged"
+    /// or
     /// "too_short".
     pub code: &'static str,
     /// What it means, for people.
@@ -25,60 +26,94 @@ fn push(flags: &mut Vec<Flag>, code: &'static str, message: String) {
 
 /// Flags of an mbxstress `result.json` (as JSON, so that results written by older and newer
 /// versions are read alike): `test.interrupted`, a stop reason other than "completed"
-/// (`test.stop_reason`, or `stopped.reason` and `stopped.message`; "running": a test that never
-/// finished), `verdict.pass` false, and a measured `test.duration_s` under
-/// [`MIN_MEANINGFUL_DURATION_S`]. Absent keys raise no flag.
+/// (`test.stop_reason`, or `stopped.reason`, `stopped.phase` and `stopped.message`; "running": a
+/// test that never finished), a verdict
+/// that is not a pass (`verdict_failed` for a failed check, `not_judged` for a check that judged
+/// nothing: `verdict.checks[].state`, or `pass` in results without it), and a measured
+/// `test.duration_s` under [`MIN_MEANINGFUL_DURATION_S`]. Absent keys raise no flag.
 pub fn result_flags(v: &serde_json::Value) -> Vec<Flag> {
     let mut flags = Vec::new();
     let test = &v["test"];
-    if test["interrupted"].as_bool() == Some(true) {
-        push(
-            &mut flags,
-            "interrupted",
-            "the test was interrupted before the end of its duration: a partial result".into(),
-        );
-    }
     let reason = test["stop_reason"]
         .as_str()
         .or_else(|| v["stopped"]["reason"].as_str())
         .map(str::trim)
         .filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case("completed"));
-    if let Some(reason) = reason {
-        let detail = v["stopped"]["message"]
-            .as_str()
-            .map(str::trim)
-            .filter(|m| !m.is_empty() && *m != reason)
-            .map(|m| format!(" ({m})"))
-            .unwrap_or_default();
-        match reason {
-            "interrupted" => push(
-                &mut flags,
-                "interrupted",
-                format!("the test was interrupted before the end of its duration{detail}: a partial result"),
+    let detail = v["stopped"]["message"]
+        .as_str()
+        .map(str::trim)
+        .filter(|m| !m.is_empty() && Some(*m) != reason)
+        .map(|m| format!(" ({m})"))
+        .unwrap_or_default();
+    let interrupted = test["interrupted"].as_bool() == Some(true) || reason == Some("interrupted");
+    if interrupted {
+        // Ctrl-C during shutdown comes after the measured phase completed: the figures are whole.
+        let message = match v["stopped"]["phase"].as_str() {
+            Some("shutdown") => format!(
+                "the test was interrupted during shutdown{detail}: its measured phase had completed, so the figures cover the whole duration, but the test did not end on its own"
             ),
-            "verdict_failed" => {}
-            "running" => push(
-                &mut flags,
-                "unfinished",
-                "the test never finished: its result.json still says `running` (written as the test started, it is replaced as the test ends; the process was killed, ran out of memory or lost power): not a measurement".into(),
+            Some(phase) => format!(
+                "the test was interrupted in its {phase} phase, before the end of its duration{detail}: a partial result"
             ),
-            _ => push(
-                &mut flags,
-                "stopped",
-                format!("the test stopped early: {reason}{detail}"),
+            None => format!(
+                "the test was interrupted before the end of its duration{detail}: a partial result"
             ),
-        }
+        };
+        push(&mut flags, "interrupted", message);
     }
-    let verdict_failed =
+    if reason == Some("running") {
+        push(
+            &mut flags,
+            "unfinished",
+            "the test never finished: its result.json still says `running` (written as the test started, it is replaced as the test ends; the process was killed, ran out of memory or lost power): not a measurement".into(),
+        );
+    }
+    if let Some(reason) =
+        reason.filter(|r| !matches!(*r, "interrupted" | "verdict_failed" | "running"))
+    {
+        let phase = v["stopped"]["phase"]
+            .as_str()
+            .map(|p| format!(" in its {p} phase"))
+            .unwrap_or_default();
+        push(
+            &mut flags,
+            "stopped",
+            format!("the test stopped early{phase}: {reason}{detail}"),
+        );
+    }
+    let checks: Vec<&serde_json::Value> = v["verdict"]["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    fn state(c: &serde_json::Value) -> &str {
+        c["state"]
+            .as_str()
+            .unwrap_or(if c["pass"].as_bool() == Some(false) {
+                "fail"
+            } else {
+                "pass"
+            })
+    }
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|c| state(c) == "fail")
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    let not_judged: Vec<String> = checks
+        .iter()
+        .filter(|c| state(c) == "not_judged")
+        .filter_map(|c| {
+            let name = c["name"].as_str()?;
+            Some(match c["reason"].as_str() {
+                Some(why) => format!("{name}: {why}"),
+                None => name.to_string(),
+            })
+        })
+        .collect();
+    let not_passed =
         v["verdict"]["pass"].as_bool() == Some(false) || reason == Some("verdict_failed");
-    if verdict_failed {
-        let failed: Vec<&str> = v["verdict"]["checks"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|c| c["pass"].as_bool() == Some(false))
-            .filter_map(|c| c["name"].as_str())
-            .collect();
+    if not_passed && (!failed.is_empty() || not_judged.is_empty()) {
         push(
             &mut flags,
             "verdict_failed",
@@ -87,6 +122,17 @@ pub fn result_flags(v: &serde_json::Value) -> Vec<Flag> {
             } else {
                 format!("the test's verdict is Fail (failed: {})", failed.join(", "))
             },
+        );
+    }
+    if !not_judged.is_empty() {
+        push(
+            &mut flags,
+            "not_judged",
+            format!(
+                "the test's verdict is not a pass: {} check(s) judged nothing ({})",
+                not_judged.len(),
+                not_judged.join("; ")
+            ),
         );
     }
     if let Some(d) = test["duration_s"].as_f64() {
@@ -187,6 +233,39 @@ mod tests {
         let c: Vec<_> = f.iter().map(|f| f.code).collect();
         assert_eq!(c, ["unfinished", "verdict_failed", "too_short"]);
         assert!(f[0].message.contains("never finished"), "{}", f[0].message);
+    }
+
+    /// A check that judged nothing is flagged as such (with its reason), not as a failure; an
+    /// interruption during shutdown says the measurement is whole; an error stop names its phase.
+    #[test]
+    fn not_judged_checks_and_stop_phases() {
+        let v = json!({"stopped": {"reason": "verdict_failed", "message": "m"},
+                       "verdict": {"pass": false, "checks": [
+                           {"name": "db_read_latency_max_ms", "pass": false, "state": "not_judged",
+                            "reason": "4 sample(s)"},
+                           {"name": "db_read_latency_avg_ms", "pass": true, "state": "pass"}]}});
+        let f = result_flags(&v);
+        assert_eq!(f.iter().map(|f| f.code).collect::<Vec<_>>(), ["not_judged"]);
+        assert!(
+            f[0].message.contains("db_read_latency_max_ms: 4 sample(s)"),
+            "{}",
+            f[0].message
+        );
+        let v = json!({"test": {"interrupted": true},
+                       "stopped": {"reason": "interrupted", "phase": "shutdown", "message": "m"},
+                       "verdict": {"pass": true, "checks": [{"name": "x", "pass": true}]}});
+        let f = result_flags(&v);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("whole duration"), "{}", f[0].message);
+        assert!(!f[0].message.contains("partial"), "{}", f[0].message);
+        let v =
+            json!({"stopped": {"reason": "integrity_error", "phase": "attain", "message": "m"}});
+        let f = result_flags(&v);
+        assert!(
+            f[0].message.contains("in its attain phase"),
+            "{}",
+            f[0].message
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! percentiles, time-series charts and the resolved configuration. Rendered with maud (escaped).
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
-use mbx_result::{Io12, Sample, SampleInstance};
+use mbx_result::{CheckState, Io12, RunResult, Sample, SampleInstance, StopReason};
 
 use crate::report::RunFolder;
 use crate::svg::{LineChart, Series};
@@ -70,6 +70,7 @@ td:first-child, th:first-child { text-align: left; }
 table.kv td:first-child { font-weight: 600; background: #f6f8fa; }
 table.kv td { text-align: left; }
 .pass { color: #006b3c; font-weight: bold; }
+.notjudged { color: #8a5a00; font-weight: bold; }
 .fail { color: #b00020; font-weight: bold; }
 .warn { color: #8a5a00; }
 pre { background: #f6f8fa; border: 1px solid #ddd; padding: 8px; overflow-x: auto; font-size: 11px; }
@@ -84,6 +85,50 @@ pre { background: #f6f8fa; border: 1px solid #ddd; padding: 8px; overflow-x: aut
   pre { white-space: pre-wrap; }
 }
 ";
+
+/// A verdict's or a check's state as the report says it (Jetstress's Pass and Fail).
+fn state_word(s: CheckState) -> &'static str {
+    match s {
+        CheckState::Pass => "Pass",
+        CheckState::Fail => "Fail",
+        CheckState::NotJudged => "Not judged",
+    }
+}
+
+/// The CSS class of a state.
+fn state_class(s: CheckState) -> &'static str {
+    match s {
+        CheckState::Pass => "pass",
+        CheckState::Fail => "fail",
+        CheckState::NotJudged => "notjudged",
+    }
+}
+
+/// How the test stopped, when it did not run its course (`None` when it did): the reason, the
+/// phase and the message.
+fn stop_line(r: &RunResult) -> Option<String> {
+    let s = &r.stopped;
+    if s.reason.ran_to_completion() {
+        // Results of versions without `stopped` say only `test.interrupted`.
+        return r.test.interrupted.then(|| {
+            "The test was interrupted before the end of its duration: a partial result.".to_string()
+        });
+    }
+    let what = match s.reason {
+        StopReason::Interrupted => "The test was interrupted",
+        _ => "The test stopped early",
+    };
+    let phase = s
+        .phase
+        .as_deref()
+        .map(|p| format!(" in its {p} phase"))
+        .unwrap_or_default();
+    Some(format!(
+        "{what}{phase} ({}): {}.",
+        s.reason.name().replace('_', " "),
+        s.message
+    ))
+}
 
 fn f3(v: f64) -> String {
     format!("{v:.3}")
@@ -277,7 +322,7 @@ pub fn render(run: &RunFolder) -> String {
     let cfg = &r.config;
     let names: Vec<String> = r.instances.iter().map(|i| i.name.clone()).collect();
     let pct = |p: u32| format!("{p}%");
-    let verdict_class = if r.verdict.pass { "pass" } else { "fail" };
+    let verdict_state = r.verdict.state();
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
@@ -299,7 +344,7 @@ pub fn render(run: &RunFolder) -> String {
 
                 h2 { (SECTIONS[0]) }
                 (kv(&[
-                    ("Overall Test Result", if r.verdict.pass { "Pass".into() } else { "Fail".into() }),
+                    ("Overall Test Result", state_word(verdict_state).into()),
                     ("Machine Name", r.test.machine.clone()),
                     ("Test Description", format!("{} test, {} mailboxes x {} IOPS, {} database(s), {} cop{}", r.test.test_type, r.profile.profile.mailboxes, r.profile.profile.iops_per_mailbox, r.profile.profile.databases, r.profile.profile.copies_per_database, if r.profile.profile.copies_per_database == 1 { "y" } else { "ies" })),
                     ("Test Start Time", r.test.start.clone()),
@@ -311,15 +356,23 @@ pub fn render(run: &RunFolder) -> String {
                     ("Operating System", r.test.os.clone()),
                     ("Performance Log", r.samples_file.clone()),
                 ]))
-                @if r.test.interrupted { p.fail { "The test was interrupted before the end of its duration: a partial result." } }
+                @if let Some(line) = stop_line(r) { p.fail id="stopped" { (line) } }
                 h2 { "Verdict" }
                 table {
                     tr { th { "Check" } th { "Value" } th { "Limit" } th { "Result" } }
-                    @for c in &r.verdict.checks {
-                        tr { td { (c.name) } td { (f3(c.value)) } td { (f3(c.limit)) } td class=(if c.pass { "pass" } else { "fail" }) { (if c.pass { "Pass" } else { "Fail" }) } }
+                    @for c in r.verdict.checks() {
+                        tr {
+                            td { (c.name) }
+                            td { @if c.state() == CheckState::NotJudged { "-" } @else { (f3(c.value)) } }
+                            td { (f3(c.limit)) }
+                            td class=(state_class(c.state())) {
+                                (state_word(c.state()))
+                                @if let Some(why) = c.reason() { ": " (why) }
+                            }
+                        }
                     }
                 }
-                p { "Overall: " span class=(verdict_class) { (if r.verdict.pass { "Pass" } else { "Fail" }) } }
+                p { "Overall: " span class=(state_class(verdict_state)) { (state_word(verdict_state)) } }
                 @if let Some(d) = &r.doctor {
                     @for c in d.write_through_findings() {
                         p.fail id="write-through-finding" { "Write-through " (c.status.name()) " (" (c.subject) "): " (c.fact) ". The figures may measure a volatile cache, not the storage; see Preflight Checks." }
@@ -445,7 +498,16 @@ pub fn render(run: &RunFolder) -> String {
                     table id="max-latency" {
                         tr { th { "Stream" } th { "Judged (ms)" } th { "Limit (ms)" } th { "Samples over" } th { "Strict sample maximum (ms)" } th { "Slowest I/O (ms)" } th { "Result" } }
                         @for (stream, x) in [("DB reads", &m.db_read), ("Log writes", &m.log_write)] {
-                            tr { td { (stream) } td { (f3(x.tolerated_ms)) } td { (f3(x.limit_ms)) } td { (x.samples_over) } td { (f3(x.sample_max_ms)) } td { (f3(x.per_io_max_ms)) } td class=(if x.pass { "pass" } else { "fail" }) { (if x.pass { "Pass" } else { "Fail" }) } }
+                            @let state = if !x.judged { CheckState::NotJudged } else if x.pass { CheckState::Pass } else { CheckState::Fail };
+                            tr {
+                                td { (stream) }
+                                td { @if x.judged { (f3(x.tolerated_ms)) } @else { "-" } }
+                                td { (f3(x.limit_ms)) } td { (x.samples_over) } td { (f3(x.sample_max_ms)) } td { (f3(x.per_io_max_ms)) }
+                                td class=(state_class(state)) {
+                                    (state_word(state))
+                                    @if !x.judged { ": " (x.samples) " sample(s), " (m.max_latency_errors) " tolerated: the check could not fail" }
+                                }
+                            }
                         }
                     }
                 }
@@ -553,7 +615,49 @@ fn checksummed_note(i: &mbx_result::Integrity) -> String {
 #[cfg(test)]
 mod tests {
     use super::{checksummed_note, errors_per_instance, errors_per_volume};
-    use mbx_result::{ErrorEntry, Integrity};
+    use mbx_result::{Check, ErrorEntry, Integrity, RunResult, StopReason, Stopped, Verdict};
+
+    fn fixture() -> RunResult {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/mbxstress-result.json");
+        serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("result")
+    }
+
+    fn render(r: RunResult) -> String {
+        super::render(&crate::report::RunFolder::of_result(r, ".".into()))
+    }
+
+    /// A check that judged nothing shows "Not judged" and its reason, never a value that passes;
+    /// the overall result says so too; a stop names its phase.
+    #[test]
+    fn a_check_not_judged_shows_as_such_with_its_reason() {
+        let mut r = fixture();
+        r.verdict = Verdict::of(vec![
+            Check::new("db_read_latency_avg_ms", 1.5, 20.0, true),
+            Check::not_judged("db_read_latency_max_ms", 100.0, "4 sample(s) per instance"),
+        ]);
+        if let Some(m) = &mut r.max_latency {
+            m.db_read.judged = false;
+            m.db_read.pass = false;
+        }
+        r.stopped = Stopped::new(StopReason::Interrupted, "interrupted while shutting down")
+            .in_phase("shutdown");
+        let html = render(r);
+        assert!(
+            html.contains("Not judged: 4 sample(s) per instance"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<span class=\"notjudged\">Not judged</span>"),
+            "{html}"
+        );
+        assert!(html.contains("in its shutdown phase"), "{html}");
+        // A result with no figures of its own (the test did not run) still renders.
+        let mut r = fixture();
+        r.instances.clear();
+        r.tuning = Some(mbx_result::Tuning::default());
+        assert!(render(r).contains("Automatic Tuning"));
+    }
 
     fn entry(volume: Option<&str>, count: u64) -> ErrorEntry {
         ErrorEntry {

@@ -118,6 +118,8 @@ fn pacing_and_max_latency_are_shown_when_the_result_has_them() {
         sample_max_ms: 130.25,
         tolerated_ms: 12.5,
         samples_over: 2,
+        samples: 480,
+        judged: true,
         pass: true,
         ..MaxLatency::default()
     };

@@ -279,38 +279,241 @@ pub struct Host {
     pub process_peak_rss_mb: f64,
 }
 
-/// One verdict check.
+/// What a check found: it passed, it failed, or it could not judge anything (with the reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckState {
+    /// The value is within the limit.
+    Pass,
+    /// The value is past the limit.
+    Fail,
+    /// Nothing was there to judge (nothing measured, or too few samples for the check to be
+    /// able to fail): not a pass.
+    NotJudged,
+}
+
+impl CheckState {
+    /// The name used in result.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckState::Pass => "pass",
+            CheckState::Fail => "fail",
+            CheckState::NotJudged => "not_judged",
+        }
+    }
+
+    /// The words a summary or report prints ("pass", "FAIL", "not judged").
+    pub fn label(self) -> &'static str {
+        match self {
+            CheckState::Pass => "pass",
+            CheckState::Fail => "FAIL",
+            CheckState::NotJudged => "not judged",
+        }
+    }
+
+    /// A verdict's headline ("PASS", "FAIL", "NOT JUDGED").
+    pub fn headline(self) -> &'static str {
+        match self {
+            CheckState::Pass => "PASS",
+            CheckState::Fail => "FAIL",
+            CheckState::NotJudged => "NOT JUDGED",
+        }
+    }
+}
+
+/// One verdict check. `pass` is true exactly when `state` is [`CheckState::Pass`]: a check
+/// that judged nothing is `not_judged` (with its `reason`) and does not pass. Built with
+/// [`Check::new`] or [`Check::not_judged`]; read with [`Check::pass`], [`Check::state`] and
+/// [`Check::reason`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "CheckFields")]
 pub struct Check {
     /// What is checked.
     pub name: String,
-    /// Measured value.
+    /// Measured value (0, and meaningless, when the check is not judged).
     pub value: f64,
     /// Limit.
     pub limit: f64,
-    /// Passed.
-    pub pass: bool,
+    /// Passed (`state` is `pass`).
+    pass: bool,
+    /// Pass, fail or not judged.
+    state: CheckState,
+    /// Why the check was not judged (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+/// A check as result.json holds it: results of earlier versions have no `state` (it follows
+/// from `pass`).
+#[derive(Deserialize)]
+struct CheckFields {
+    name: String,
+    value: f64,
+    limit: f64,
+    pass: bool,
+    #[serde(default)]
+    state: Option<CheckState>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl From<CheckFields> for Check {
+    fn from(c: CheckFields) -> Check {
+        let state = c.state.unwrap_or(if c.pass {
+            CheckState::Pass
+        } else {
+            CheckState::Fail
+        });
+        Check {
+            name: c.name,
+            value: c.value,
+            limit: c.limit,
+            pass: state == CheckState::Pass,
+            state,
+            reason: c.reason,
+        }
+    }
 }
 
 impl Check {
-    /// A check named `name`.
+    /// A check named `name` that judged `value` against `limit`: passed or failed.
     pub fn new(name: &str, value: f64, limit: f64, pass: bool) -> Check {
         Check {
             name: name.to_string(),
             value,
             limit,
             pass,
+            state: if pass {
+                CheckState::Pass
+            } else {
+                CheckState::Fail
+            },
+            reason: None,
         }
+    }
+
+    /// A check named `name` (limit `limit`) that could not judge anything, and why: not a pass.
+    pub fn not_judged(name: &str, limit: f64, reason: impl Into<String>) -> Check {
+        Check {
+            name: name.to_string(),
+            value: 0.0,
+            limit,
+            pass: false,
+            state: CheckState::NotJudged,
+            reason: Some(reason.into()),
+        }
+    }
+
+    /// True when the check passed (false when it failed or judged nothing).
+    pub fn pass(&self) -> bool {
+        self.pass
+    }
+
+    /// Pass, fail or not judged.
+    pub fn state(&self) -> CheckState {
+        self.state
+    }
+
+    /// Why the check was not judged (`None` for a judged check).
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
     }
 }
 
-/// Pass or fail, with every check.
+/// The verdict: every check, and whether the test passed, which is true exactly when there is
+/// at least one check and every check passed (a check not judged is not a pass). [`Verdict::of`]
+/// is the only way to build one, and its methods the only way to change one: `pass` always
+/// follows from the checks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// All checks passed (and the test was not interrupted).
-    pub pass: bool,
+    /// Every check passed.
+    pass: bool,
     /// The checks.
-    pub checks: Vec<Check>,
+    checks: Vec<Check>,
+}
+
+impl Verdict {
+    /// The verdict of `checks`.
+    pub fn of(checks: Vec<Check>) -> Verdict {
+        let pass = Verdict::passes(&checks);
+        Verdict { pass, checks }
+    }
+
+    fn passes(checks: &[Check]) -> bool {
+        !checks.is_empty() && checks.iter().all(Check::pass)
+    }
+
+    fn rederive(&mut self) {
+        self.pass = Verdict::passes(&self.checks);
+    }
+
+    /// True when the test passed: every check passed.
+    pub fn pass(&self) -> bool {
+        self.pass
+    }
+
+    /// The checks, in order.
+    pub fn checks(&self) -> &[Check] {
+        &self.checks
+    }
+
+    /// The check named `name`.
+    pub fn check(&self, name: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.name == name)
+    }
+
+    /// Pass (every check passed), fail (at least one failed), or not judged (none failed, but at
+    /// least one judged nothing, or there is no check at all).
+    pub fn state(&self) -> CheckState {
+        if self.pass {
+            CheckState::Pass
+        } else if self.checks.iter().any(|c| c.state == CheckState::Fail) {
+            CheckState::Fail
+        } else if self.checks.is_empty() || self.not_judged().next().is_some() {
+            CheckState::NotJudged
+        } else {
+            // A result of another version that says it failed with every check passing.
+            CheckState::Fail
+        }
+    }
+
+    /// The checks that failed.
+    pub fn failed(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|c| c.state == CheckState::Fail)
+    }
+
+    /// The checks that judged nothing.
+    pub fn not_judged(&self) -> impl Iterator<Item = &Check> {
+        self.checks
+            .iter()
+            .filter(|c| c.state == CheckState::NotJudged)
+    }
+
+    /// Adds `check`, or replaces the check of the same name.
+    pub fn set(&mut self, check: Check) {
+        match self.checks.iter_mut().find(|c| c.name == check.name) {
+            Some(c) => *c = check,
+            None => self.checks.push(check),
+        }
+        self.rederive();
+    }
+
+    /// Keeps only the checks `keep` returns true for.
+    pub fn retain(&mut self, keep: impl FnMut(&Check) -> bool) {
+        self.checks.retain(keep);
+        self.rederive();
+    }
+
+    /// Makes every check that is not judged yet (all but those `keep` names) "not judged" for
+    /// `reason`: what a result whose figures are not the test's says of them.
+    pub fn judge_nothing_but(&mut self, keep: &[&str], reason: &str) {
+        for c in &mut self.checks {
+            if !keep.contains(&c.name.as_str()) && c.state != CheckState::NotJudged {
+                *c = Check::not_judged(&c.name, c.limit, reason);
+            }
+        }
+        self.rederive();
+    }
 }
 
 /// Test identification and timing.
@@ -512,7 +715,15 @@ pub struct MaxLatency {
     pub tolerated_ms: f64,
     /// The most samples over the limit of any instance.
     pub samples_over: u64,
-    /// `tolerated_ms <= limit_ms` and `incomplete_avg_ms <= limit_ms`.
+    /// The fewest samples of any instance (0 in results of earlier versions).
+    #[serde(default)]
+    pub samples: u64,
+    /// The check could judge: `samples` is more than `max_latency_errors`, or the I/Os in flight
+    /// when the measured phase ended are over the limit (true in results of earlier versions).
+    /// When false the check judged nothing, and does not pass.
+    #[serde(default = "yes")]
+    pub judged: bool,
+    /// `judged`, `tolerated_ms <= limit_ms` and `incomplete_avg_ms <= limit_ms`.
     pub pass: bool,
     /// I/Os of the stream in flight when the measured phase ended, all instances (0 in results
     /// of earlier versions).
@@ -528,6 +739,10 @@ pub struct MaxLatency {
     /// The slowest of those I/Os, any instance, ms (reported, not judged by itself).
     #[serde(default)]
     pub incomplete_max_ms: f64,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `max_latency` in result.json: both maximum-latency checks with Jetstress's
@@ -605,9 +820,9 @@ pub enum StopReason {
     /// Ran its full duration and every check passed.
     #[default]
     Completed,
-    /// Ran its full duration; a check failed.
+    /// Ran its full duration; the verdict is not a pass (a check failed, or judged nothing).
     VerdictFailed,
-    /// Stopped by Ctrl-C, SIGTERM or SIGHUP.
+    /// Stopped by Ctrl-C, SIGTERM or SIGHUP (`stopped.phase` says in which phase).
     Interrupted,
     /// An I/O error stopped it (disk full, device error).
     IoError,
@@ -641,13 +856,54 @@ impl StopReason {
     }
 }
 
-/// `stopped` in result.json: the reason and a human message.
+/// `stopped` in result.json: the reason, a human message and, for a test that stopped early,
+/// the phase it stopped in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Stopped {
     /// Why the test ended.
     pub reason: StopReason,
     /// What happened, in words (the error message for errors).
     pub message: String,
+    /// The phase the test was in when it was interrupted or an error stopped it ([`STOP_PHASES`]);
+    /// absent when it ran to its end, and in results of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+}
+
+/// The names `stopped.phase` takes: `prepare` (creating or attaching the databases), `tuning`
+/// (automatic tuning or a capacity search's steps: the test itself never ran), then the
+/// engine's phases.
+pub const STOP_PHASES: [&str; 13] = [
+    "prepare",
+    "tuning",
+    "attain",
+    "settle",
+    "stabilize",
+    "wait_start",
+    "measure",
+    "shutdown",
+    "backup",
+    "checksum",
+    "generate_logs",
+    "stop_dirty",
+    "replay",
+];
+
+impl Stopped {
+    /// A stop for `reason` with `message` (no phase).
+    pub fn new(reason: StopReason, message: impl Into<String>) -> Stopped {
+        Stopped {
+            reason,
+            message: message.into(),
+            phase: None,
+        }
+    }
+
+    /// The same stop, in `phase`.
+    pub fn in_phase(mut self, phase: &str) -> Stopped {
+        self.phase = Some(phase.to_string());
+        self
+    }
 }
 
 /// One error class met during a test (`errors[]` in result.json).

@@ -33,7 +33,9 @@ pub struct SearchStep {
     pub stable: bool,
     /// Seconds measured.
     pub measured_s: f64,
-    /// Every check passed.
+    /// No check failed (a check the step was too short to judge, such as a maximum-latency
+    /// check with fewer samples than it tolerates, does not count against it; the step's own
+    /// checks are in its record only as `failed_checks`).
     pub pass: bool,
     /// The checks that failed, by name (as in `verdict.checks`).
     pub failed_checks: Vec<String>,
@@ -71,14 +73,8 @@ impl SearchStep {
             page_fault_stalls_per_s: r.host.page_fault_stalls_per_s.avg,
             stable,
             measured_s: r.test.duration_s,
-            pass: r.verdict.pass,
-            failed_checks: r
-                .verdict
-                .checks
-                .iter()
-                .filter(|c| !c.pass)
-                .map(|c| c.name.clone())
-                .collect(),
+            pass: !r.verdict.checks().is_empty() && r.verdict.failed().next().is_none(),
+            failed_checks: r.verdict.failed().map(|c| c.name.clone()).collect(),
             confirmation: false,
             kept_up: false,
             recheck: false,

@@ -310,3 +310,72 @@ fn sections_have_the_contract_keys() {
         "soft-recovery"
     );
 }
+
+/// A check is pass, fail or not judged (with its reason): `state` and `reason` beside the
+/// contract's `name`, `value`, `limit` and `pass` (false when not judged), documented; a check
+/// of an earlier version (no `state`) reads with the state its `pass` gives. The verdict passes
+/// exactly when it has checks and every one passed, whatever changes it.
+#[test]
+fn checks_have_a_state_and_the_verdict_follows_them() {
+    use mbx_result::{Check, CheckState, StopReason, Stopped, Verdict};
+    let judged = Check::new("db_read_latency_avg_ms", 1.5, 20.0, true);
+    let nothing = Check::not_judged("db_read_latency_max_ms", 100.0, "4 sample(s), 6 tolerated");
+    let v = serde_json::to_value(&nothing).expect("json");
+    assert_eq!(
+        keys(&v),
+        set(&["name", "value", "limit", "pass", "state", "reason"])
+    );
+    assert_eq!(v["state"], "not_judged");
+    assert_eq!(v["pass"], false);
+    let v = serde_json::to_value(&judged).expect("json");
+    assert_eq!(keys(&v), set(&["name", "value", "limit", "pass", "state"]));
+    assert_eq!(v["state"], "pass");
+    // Earlier versions' checks: the state follows `pass`.
+    let old: Check =
+        serde_json::from_str(r#"{"name":"x","value":1.0,"limit":0.0,"pass":false}"#).expect("old");
+    assert_eq!(
+        (old.state(), old.pass(), old.reason()),
+        (CheckState::Fail, false, None)
+    );
+    let old: Check =
+        serde_json::from_str(r#"{"name":"x","value":0.0,"limit":1.0,"pass":true}"#).expect("old");
+    assert_eq!(old.state(), CheckState::Pass);
+    // Round trip.
+    let back: Check =
+        serde_json::from_value(serde_json::to_value(&nothing).expect("json")).expect("reads");
+    assert_eq!(back, nothing);
+    // The verdict: pass exactly when every check passes; a check not judged is not a pass.
+    let mut verdict = Verdict::of(vec![judged.clone()]);
+    assert!(verdict.pass());
+    assert_eq!(verdict.state(), CheckState::Pass);
+    verdict.set(nothing.clone());
+    assert!(!verdict.pass());
+    assert_eq!(verdict.state(), CheckState::NotJudged);
+    verdict.set(Check::new("errors", 1.0, 0.0, false));
+    assert_eq!(verdict.state(), CheckState::Fail);
+    verdict.retain(|c| c.name != "errors");
+    verdict.set(Check::new("db_read_latency_max_ms", 12.0, 100.0, true));
+    assert!(verdict.pass(), "{verdict:?}");
+    assert_eq!(verdict.checks().len(), 2);
+    assert!(!Verdict::of(Vec::new()).pass());
+    assert_eq!(Verdict::of(Vec::new()).state(), CheckState::NotJudged);
+    // `stopped.phase`: only when the test stopped early.
+    let s = serde_json::to_value(Stopped::new(StopReason::Completed, "done")).expect("json");
+    assert_eq!(keys(&s), set(&["reason", "message"]));
+    let s = serde_json::to_value(Stopped::new(StopReason::Interrupted, "m").in_phase("measure"))
+        .expect("json");
+    assert_eq!(s["phase"], "measure");
+    let doc = read("../../docs/results.md");
+    for k in ["state", "reason", "not_judged", "phase"] {
+        assert!(
+            doc.contains(&format!("`{k}`")),
+            "docs/results.md lacks `{k}`"
+        );
+    }
+    for p in mbx_result::STOP_PHASES {
+        assert!(
+            doc.contains(&format!("`{p}`")),
+            "docs/results.md lacks `{p}`"
+        );
+    }
+}

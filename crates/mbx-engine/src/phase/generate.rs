@@ -106,10 +106,11 @@ impl PhaseRun for GenerateLogs {
     }
 
     fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
-        e.log(
-            "Interrupted: stopping the databases and replaying the logs generated so far ...",
-            false,
+        let line = format!(
+            "{}: stopping the databases and replaying the logs generated so far ...",
+            e.stop_word()
         );
+        e.log(&line, false);
         Ok(Flow::Done)
     }
 }

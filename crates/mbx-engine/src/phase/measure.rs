@@ -100,6 +100,7 @@ impl PhaseRun for Measure {
 
     fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
         if self.end.is_some_and(|end| now >= end) {
+            e.marks.measure_complete = true;
             self.finish(e, now);
             e.log(
                 "Performance logging has ended. Shutting down databases ...",
@@ -116,10 +117,11 @@ impl PhaseRun for Measure {
 
     fn interrupt(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
         self.finish(e, now);
-        e.log(
-            "Interrupted: stopping transactions and shutting down databases ...",
-            false,
+        let line = format!(
+            "{}: stopping transactions and shutting down databases ...",
+            e.stop_word()
         );
+        e.log(&line, false);
         Ok(Flow::Done)
     }
 

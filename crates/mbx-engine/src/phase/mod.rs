@@ -69,8 +69,9 @@ pub(crate) trait PhaseRun {
 
 /// The line logged when a test is interrupted before it measured anything.
 pub(crate) fn interrupted_before_measuring(e: &mut Engine<'_>) {
-    e.log(
-        "Interrupted before the measured phase: nothing was measured; shutting down databases ...",
-        false,
+    let line = format!(
+        "{} before the measured phase: nothing was measured; shutting down databases ...",
+        e.stop_word()
     );
+    e.log(&line, false);
 }

@@ -12,8 +12,8 @@ use super::{Flow, Mode, PhaseRun};
 use crate::db::replay::ReplayFile;
 use crate::db::Database;
 use crate::exec::Engine;
-use crate::result::{Check, RunResult, SoftRecoveryRow};
-use crate::{EngineError, Phase};
+use crate::result::{Check, RunResult, SoftRecoveryRow, Verdict};
+use crate::{EngineError, Phase, RunTimes};
 
 /// The replay phase.
 #[derive(Debug, Default)]
@@ -139,10 +139,11 @@ impl PhaseRun for Replay {
     }
 
     fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
-        e.log(
-            "Interrupted: recovery continues so the databases are left consistent.",
-            false,
+        let line = format!(
+            "{}: recovery continues so the databases are left consistent.",
+            e.stop_word()
         );
+        e.log(&line, false);
         Ok(Flow::Continue)
     }
 }
@@ -151,7 +152,7 @@ impl PhaseRun for Replay {
 /// (one per database whose replay finished), seconds per log, and the verdict: every database
 /// recovered, at least `files` log files replayed each, no page ahead of the log, no integrity
 /// error.
-pub(crate) fn into_result(result: &mut RunResult, dbs: &[Database], files: u64, interrupted: bool) {
+pub(crate) fn into_result(result: &mut RunResult, dbs: &[Database], files: u64, times: &RunTimes) {
     result.test.test_type = TestKind::SoftRecovery;
     let rows: Vec<SoftRecoveryRow> = dbs
         .iter()
@@ -185,7 +186,7 @@ pub(crate) fn into_result(result: &mut RunResult, dbs: &[Database], files: u64, 
     checks.extend(
         result
             .verdict
-            .checks
+            .checks()
             .iter()
             .filter(|c| {
                 matches!(
@@ -196,12 +197,10 @@ pub(crate) fn into_result(result: &mut RunResult, dbs: &[Database], files: u64, 
             .cloned(),
     );
     result.sections.soft_recovery = rows;
-    let pass = checks.iter().all(|c| c.pass);
-    result.verdict.pass = pass;
-    result.verdict.checks = checks;
+    result.verdict = Verdict::of(checks);
     result.stopped = crate::ended(
-        interrupted,
-        pass,
+        times,
+        &result.verdict,
         [
             "interrupted while generating logs; the logs generated were replayed",
             "every database's log was replayed and every check passed",

@@ -30,7 +30,9 @@ use super::{Flow, Mode, PhaseRun};
 use crate::exec::{Engine, PassChunk, Settings};
 use crate::plan::{PassPurpose, Plan, SeqPassSpec};
 use crate::reactor::{Owner, Reactor};
-use crate::result::{BackupRow, Check, ChecksumRow, ErrorEntry, Integrity, RunResult, Verdict};
+use crate::result::{
+    BackupRow, Check, CheckState, ChecksumRow, ErrorEntry, Integrity, RunResult, Verdict,
+};
 use crate::workload::pacing::{Pacer, PacerConfig};
 use crate::workload::session::Workload;
 use crate::{rfc3339, EngineError, InstanceSpec, Observer, PassBytes, Phase, RunTimes};
@@ -666,10 +668,11 @@ impl PhaseRun for SeqPass {
         for t in &mut self.targets {
             t.pass.stop();
         }
-        e.log(
-            "Interrupted: no more reads; the reads in flight complete ...",
-            false,
+        let line = format!(
+            "{}: no more reads; the reads in flight complete ...",
+            e.stop_word()
         );
+        e.log(&line, false);
         Ok(Flow::Continue)
     }
 }
@@ -777,8 +780,11 @@ pub(crate) fn run_reads(
         measure_end: end,
         ended: end,
         interrupted: marks.interrupted,
+        interrupted_in: marks.interrupted_in,
         measured: false,
+        measure_complete: false,
     };
+    let stopped_in = engine.phase;
     let wall = |t: Instant| crate::wall(t, ref_instant, ref_wall);
     let mut result = crate::engine_result(cfg, &engine, &times, &wall, engine_name);
     result.test.test_type = plan.kind;
@@ -836,11 +842,10 @@ pub(crate) fn run_reads(
     if !engine.hung.is_empty() {
         checks.push(check("hung_ios", engine.hung.len() as f64, 0.0, false));
     }
-    let pass = checks.iter().all(|c| c.pass);
-    result.verdict = Verdict { pass, checks };
+    result.verdict = Verdict::of(checks);
     result.stopped = crate::ended(
-        times.interrupted,
-        pass,
+        &times,
+        &result.verdict,
         [
             "interrupted: the files were not all read",
             "every file was read to its end and every page verified good",
@@ -848,7 +853,7 @@ pub(crate) fn run_reads(
         ],
     );
     if let Err(e) = outcome {
-        crate::stop_with_error(&mut result, &e, clock.wall());
+        crate::stop_with_error(&mut result, &e, clock.wall(), Some(stopped_in));
     }
     Ok(result)
 }
@@ -861,9 +866,10 @@ pub(crate) fn run_reads(
 pub(crate) fn add_final_pass(
     result: &mut RunResult,
     report: Option<PassReport>,
-    interrupted: bool,
+    times: &RunTimes,
 ) -> String {
     let completed = report.as_ref().is_some_and(|r| r.completed);
+    let pages_read = report.as_ref().map_or(0, |r| r.integrity.pages_verified);
     let mut found = 0u64;
     let line = match report {
         Some(r) => {
@@ -884,34 +890,32 @@ pub(crate) fn add_final_pass(
         }
         None => "Checksum after the test: not run (the test did not reach it).".to_string(),
     };
-    let checks = &mut result.verdict.checks;
-    match checks
-        .iter_mut()
-        .find(|c| c.name == "data_integrity_errors")
-    {
-        Some(c) => {
-            c.value += found as f64;
-            c.pass = c.value == 0.0;
-        }
-        None => checks.push(Check::new(
+    // The pass's findings add to the transactions' (a check that judged nothing before judges
+    // the pages the pass read).
+    let verdict = &mut result.verdict;
+    let before = verdict
+        .check("data_integrity_errors")
+        .filter(|c| c.state() != CheckState::NotJudged)
+        .map(|c| c.value);
+    if before.is_some() || pages_read > 0 {
+        let total = before.unwrap_or(0.0) + found as f64;
+        verdict.set(Check::new(
             "data_integrity_errors",
-            found as f64,
+            total,
             0.0,
-            found == 0,
-        )),
+            total == 0.0,
+        ));
     }
-    checks.push(Check::new(
+    verdict.set(Check::new(
         "pass_completed",
         if completed { 1.0 } else { 0.0 },
         1.0,
         completed,
     ));
-    let pass = checks.iter().all(|c| c.pass);
-    result.verdict.pass = pass;
-    if !interrupted && result.stopped.reason.ran_to_completion() {
+    if !times.interrupted && result.stopped.reason.ran_to_completion() {
         result.stopped = crate::ended(
-            false,
-            pass,
+            times,
+            &result.verdict,
             [
                 "",
                 "the test ran its full duration, every check passed and the checksum pass found every page good",

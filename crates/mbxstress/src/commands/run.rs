@@ -147,6 +147,19 @@ pub(crate) fn resolve_for(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunC
             cfg.thresholds.log_write_max_ms = lenient.log_write_max_ms;
         }
     }
+    // No sample interval chosen (no --sample-interval, none in --config; a Jetstress
+    // configuration has its LogInterval): Jetstress's 15 s, shorter for a short run so that the
+    // maximum-latency checks have samples enough to judge.
+    let interval_set = args.sample_interval.is_some()
+        || args.jetstress.jetstress_config.is_some()
+        || args
+            .config
+            .as_deref()
+            .is_some_and(|p| config_sets(p, "sample_interval_s"));
+    if !interval_set {
+        cfg.sample_interval_s =
+            mbx_config::sample_interval_for(cfg.duration_s, cfg.thresholds.max_latency_errors);
+    }
     Ok(cfg)
 }
 
@@ -439,8 +452,16 @@ impl RunObserver {
     }
 }
 
+/// Seconds as measured: to the millisecond under a minute ("0.994s", "12.5s", "2s"), then
+/// rounded to the second ("1m30s", "2h00m00s").
 pub(crate) fn fmt_secs(s: f64) -> String {
-    mbx_engine::human_duration(std::time::Duration::from_secs_f64(s.max(0.0)))
+    let s = if s.is_finite() { s.max(0.0) } else { 0.0 };
+    if s < 59.9995 {
+        let text = format!("{s:.3}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        return format!("{text}s");
+    }
+    mbx_engine::human_duration(std::time::Duration::from_secs_f64(s.round()))
 }
 
 impl Observer for RunObserver {
@@ -779,7 +800,10 @@ pub(crate) fn run_one(
         });
     }
     // The report is a convenience on top of result.json: a failure to write it is a warning.
-    let measured = !result.instances.is_empty() || !result.sections.is_empty();
+    let measured = !result.instances.is_empty()
+        || !result.sections.is_empty()
+        || result.tuning.is_some()
+        || result.throughput.is_some();
     let report = if !measured {
         None
     } else {
@@ -802,7 +826,8 @@ pub(crate) fn run_one(
             serde_json::json!({
                 "event": "result",
                 "path": result_path,
-                "pass": result.verdict.pass,
+                "pass": result.verdict.pass(),
+                "verdict": result.verdict.state().name(),
                 "stopped": result.stopped,
             })
         )?,
@@ -813,7 +838,10 @@ pub(crate) fn run_one(
             print_pass_summary(&result, &result_path, report.as_deref())
                 .context("writing the summary to stdout")?
         }
-        _ if result.instances.is_empty() => {
+        _ if result.instances.is_empty()
+            && result.tuning.is_none()
+            && result.throughput.is_none() =>
+        {
             errln!("Result (nothing measured): {}", result_path.display())
         }
         _ => print_summary(&result, &result_path, report.as_deref())
@@ -837,7 +865,7 @@ pub(crate) fn run_one(
     Ok(Ran {
         code,
         reason: result.stopped.reason,
-        pass: result.verdict.pass,
+        pass: result.verdict.pass(),
     })
 }
 
@@ -847,10 +875,10 @@ fn running_result(cfg: &RunConfig, kind: TestKind, started: std::time::SystemTim
     let mut r = mbx_engine::unmeasured_result(
         cfg,
         started,
-        mbx_engine::result::Stopped {
-            reason: StopReason::Running,
-            message: "the test has not finished: this file is written as the test starts and replaced as it ends; read after the test, it means the process never finished it (killed, out of memory, power lost) and nothing was measured".into(),
-        },
+        mbx_engine::result::Stopped::new(
+            StopReason::Running,
+            "the test has not finished: this file is written as the test starts and replaced as it ends; read after the test, it means the process never finished it (killed, out of memory, power lost) and nothing was measured",
+        ),
     );
     r.test.test_type = kind;
     r
@@ -875,10 +903,11 @@ fn refused(
     let mut r = mbx_engine::unmeasured_result(
         cfg,
         started,
-        mbx_engine::result::Stopped {
-            reason: StopReason::Error,
-            message: format!("the test did not start: {message}"),
-        },
+        mbx_engine::result::Stopped::new(
+            StopReason::Error,
+            format!("the test did not start: {message}"),
+        )
+        .in_phase("prepare"),
     );
     r.test.test_type = kind;
     let io = e
@@ -925,24 +954,13 @@ fn print_pass_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std:
     outln!()?;
     outln!(
         "{} | {} test | {}{}",
-        if r.verdict.pass { "PASS" } else { "FAIL" },
+        r.verdict.state().headline(),
         r.test.test_type,
         fmt_secs(r.test.duration_s),
-        if r.test.interrupted {
-            " (interrupted)"
-        } else {
-            ""
-        }
+        stop_note(r)
     )?;
-    for c in &r.verdict.checks {
-        outln!(
-            "  {:<32} {:>12.3} {:>12.3}  {}",
-            c.name,
-            c.value,
-            c.limit,
-            if c.pass { "pass" } else { "FAIL" }
-        )?;
-    }
+    print_stop(r)?;
+    print_checks(r)?;
     let s = &r.sections;
     if !s.backup.is_empty() {
         outln!(
@@ -1108,33 +1126,34 @@ fn print_steps(steps: &[mbx_engine::result::SearchStep]) -> std::io::Result<()> 
 
 fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::Result<()> {
     outln!()?;
+    let state = r.verdict.state().headline();
+    // Nothing measured (the test did not run, or stopped before its measured phase): no figure
+    // of it is shown, not even as 0.
+    let nothing = r.instances.is_empty() || r.test.duration_s <= 0.0;
     if r.test.test_type == TestKind::SoftRecovery {
         outln!(
-            "{} | soft recovery: {} of {} database(s) replayed | replay took {:.3} s{}",
-            if r.verdict.pass { "PASS" } else { "FAIL" },
+            "{state} | soft recovery: {} of {} database(s) replayed | replay took {:.3} s{}",
             r.sections.soft_recovery.len(),
             r.instances.len(),
             r.test.duration_s,
-            if r.test.interrupted {
-                " (interrupted)"
-            } else {
-                ""
-            }
+            stop_note(r)
+        )?;
+    } else if nothing {
+        outln!(
+            "{state} | nothing measured of {} target IOPS{}",
+            num(r.target_iops, 1),
+            stop_note(r)
         )?;
     } else {
         outln!(
-            "{} | achieved {} IOPS of {} target | measured {}{}",
-            if r.verdict.pass { "PASS" } else { "FAIL" },
+            "{state} | achieved {} IOPS of {} target | measured {}{}",
             num(r.achieved_iops, 1),
             num(r.target_iops, 1),
             fmt_secs(r.test.duration_s),
-            if r.test.interrupted {
-                " (interrupted)"
-            } else {
-                ""
-            }
+            stop_note(r)
         )?;
     }
+    print_stop(r)?;
     super::doctor::print_write_through(r)?;
     if let Some(t) = &r.tuning {
         print_tuning(t)?;
@@ -1142,15 +1161,14 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
     if let Some(t) = &r.throughput {
         print_throughput(t)?;
     }
-    outln!("  {:<32} {:>12} {:>12}  result", "check", "value", "limit")?;
-    for c in &r.verdict.checks {
-        outln!(
-            "  {:<32} {:>12.3} {:>12.3}  {}",
-            c.name,
-            c.value,
-            c.limit,
-            if c.pass { "pass" } else { "FAIL" }
-        )?;
+    print_checks(r)?;
+    if nothing && r.test.test_type != TestKind::SoftRecovery {
+        print_errors(r)?;
+        outln!("Result: {}", path.display())?;
+        if let Some(p) = report {
+            outln!("Report: {}", p.display())?;
+        }
+        return Ok(());
     }
     outln!(
         "  {:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -1195,6 +1213,48 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
     Ok(())
 }
 
+/// The headline's note on how the test stopped, when it did not run its course: "(interrupted
+/// in the measure phase)", "(stopped: integrity error in the attain phase)".
+fn stop_note(r: &RunResult) -> String {
+    let s = &r.stopped;
+    let phase = s
+        .phase
+        .as_deref()
+        .map(|p| format!(" in the {p} phase"))
+        .unwrap_or_default();
+    match s.reason {
+        StopReason::Completed | StopReason::VerdictFailed => String::new(),
+        StopReason::Interrupted => format!(" (interrupted{phase})"),
+        other => format!(" (stopped: {}{phase})", other.name().replace('_', " ")),
+    }
+}
+
+/// Why the test stopped, in words, when it did not simply pass (nothing for a pass).
+fn print_stop(r: &RunResult) -> std::io::Result<()> {
+    if r.stopped.reason == StopReason::Completed || r.stopped.message.is_empty() {
+        return Ok(());
+    }
+    outln!("  {}", r.stopped.message)
+}
+
+/// The verdict's checks: value, limit and state; a check that judged nothing shows "-" and
+/// "not judged" with its reason, never a value that passes.
+fn print_checks(r: &RunResult) -> std::io::Result<()> {
+    outln!("  {:<32} {:>12} {:>12}  result", "check", "value", "limit")?;
+    for c in r.verdict.checks() {
+        let value = match c.state() {
+            mbx_engine::result::CheckState::NotJudged => "-".to_string(),
+            _ => format!("{:.3}", c.value),
+        };
+        let state = match c.reason() {
+            Some(why) => format!("{}: {why}", c.state().label()),
+            None => c.state().label().to_string(),
+        };
+        outln!("  {:<32} {:>12} {:>12.3}  {state}", c.name, value, c.limit)?;
+    }
+    Ok(())
+}
+
 /// The maximum-latency checks in full: the judged value with its tolerance, and the strict
 /// figures (nothing for results without them).
 fn print_latency_tolerance(r: &RunResult) -> std::io::Result<()> {
@@ -1206,9 +1266,16 @@ fn print_latency_tolerance(r: &RunResult) -> std::io::Result<()> {
         m.max_latency_errors
     )?;
     for (name, x) in [("db read", &m.db_read), ("log write", &m.log_write)] {
+        let judged = if x.judged {
+            format!("judged {:.2} ms", x.tolerated_ms)
+        } else {
+            format!(
+                "not judged ({} sample(s), {} tolerated)",
+                x.samples, m.max_latency_errors
+            )
+        };
         outln!(
-            "    {name:<10} judged {:.2} ms (limit {:.0}) | samples over {} | strict: sample max {:.2} ms, slowest I/O {:.2} ms",
-            x.tolerated_ms,
+            "    {name:<10} {judged} (limit {:.0}) | samples over {} | strict: sample max {:.2} ms, slowest I/O {:.2} ms",
             x.limit_ms,
             x.samples_over,
             x.sample_max_ms,
@@ -1544,6 +1611,40 @@ mod resolve_tests {
         let e =
             resolve(&args(&["--pacing", "open", "--max-backlog", "2h"]), perf).expect_err("range");
         assert!(format!("{e:#}").contains("invalid --max-backlog"), "{e:#}");
+    }
+
+    /// Durations print as measured: a run of 0.994 s is not "0s" beside its IOPS.
+    #[test]
+    fn durations_print_as_measured() {
+        assert_eq!(fmt_secs(0.994), "0.994s");
+        assert_eq!(fmt_secs(2.000089), "2s");
+        assert_eq!(fmt_secs(12.5), "12.5s");
+        assert_eq!(fmt_secs(0.0), "0s");
+        assert_eq!(fmt_secs(90.4), "1m30s");
+        assert_eq!(fmt_secs(7200.0), "2h00m00s");
+    }
+
+    /// The quick start (`run`, 60 s measured, no sample interval given) samples often enough for
+    /// its maximum-latency checks to judge (more samples than the 6 tolerated); a long run keeps
+    /// Jetstress's 15 s, and an interval the user gives is kept.
+    #[test]
+    fn an_unset_sample_interval_gives_the_max_latency_checks_enough_samples() {
+        let perf = TestKind::Performance;
+        let c = resolve_for(&args(&[]), perf).expect("resolves");
+        let samples = (c.duration_s / c.sample_interval_s).floor();
+        assert!(
+            samples > f64::from(c.thresholds.max_latency_errors),
+            "{} s at {} s",
+            c.duration_s,
+            c.sample_interval_s
+        );
+        assert!(c.sample_interval_s >= 1.0);
+        let c = resolve_for(&args(&["--duration", "2h"]), perf).expect("resolves");
+        assert_eq!(c.sample_interval_s, 15.0);
+        let c = resolve_for(&args(&["--sample-interval", "15s"]), perf).expect("resolves");
+        assert_eq!(c.sample_interval_s, 15.0);
+        let c = resolve_for(&args(&["--max-latency-errors", "0"]), perf).expect("resolves");
+        assert_eq!(c.sample_interval_s, 15.0);
     }
 
     #[test]

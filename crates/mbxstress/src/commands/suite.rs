@@ -82,7 +82,7 @@ fn finished(dir: &Path) -> Option<(bool, StopReason)> {
     r.stopped
         .reason
         .ran_to_completion()
-        .then_some((r.verdict.pass, r.stopped.reason))
+        .then_some((r.verdict.pass(), r.stopped.reason))
 }
 
 /// Moves an incomplete test folder aside as `NAME.interrupted-N` (the first N free); an empty

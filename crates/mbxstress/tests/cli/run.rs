@@ -204,6 +204,43 @@ fn failed_threshold_exits_1_with_the_failing_check() {
     assert_eq!(r["verdict"]["pass"], false);
 }
 
+/// A 3-second run sampled every second has 3 samples per instance, and 6 over the limit are
+/// tolerated (`--max-latency-errors 6`, the default): its maximum-latency checks cannot fail.
+/// The summary says "not judged" with the reason, never "0.000 pass"; the headline is NOT
+/// JUDGED and the exit code 1 (not a pass); result.json carries the state and the reason.
+#[test]
+fn checks_that_judged_nothing_print_not_judged() {
+    let dir = scratch("run-not-judged");
+    let run = small_run(&dir, "r", &["--max-latency-errors", "6"]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("NOT JUDGED |"), "{}", run.stdout);
+    for name in ["db_read_latency_max_ms", "log_write_latency_max_ms"] {
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} line: {}", run.stdout));
+        assert!(line.contains("not judged"), "{line}");
+        // The value column: "-", not a 0.000 that passes.
+        let value = line.split_whitespace().nth(1);
+        assert_eq!(value, Some("-"), "{line}");
+        assert!(!line.contains("pass"), "{line}");
+    }
+    assert!(run.stdout.contains("3 sample(s)"), "{}", run.stdout);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r/result.json")).expect("result"))
+            .expect("json");
+    assert_eq!(r["verdict"]["pass"], false);
+    let checks = r["verdict"]["checks"].as_array().expect("checks");
+    let max = checks
+        .iter()
+        .find(|c| c["name"] == "db_read_latency_max_ms")
+        .expect("check");
+    assert_eq!(max["state"], "not_judged", "{max}");
+    assert_eq!(max["pass"], false, "{max}");
+    assert!(max["reason"].is_string(), "{max}");
+}
+
 #[test]
 fn invalid_inputs_exit_2_naming_the_problem() {
     let dir = scratch("run-invalid");

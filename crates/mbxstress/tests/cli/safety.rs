@@ -40,7 +40,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 const FAST: &str = concat!(
     "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.9\ndb_read_avg_ms = 10000\n",
     "db_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n",
-    "page_fault_stalls_per_s = 10000\n"
+    "page_fault_stalls_per_s = 10000\nmax_latency_errors = 0\n"
 );
 
 /// Args of a run on 2 databases of 4 MiB for `duration`.

@@ -183,6 +183,7 @@ impl<'o> Engine<'o> {
                     && d.cache.flushing() == 0
                     && !d.log.busy()
                     && !d.checkpointer.busy()
+                    && !d.journal.busy()
             })
     }
 
@@ -373,12 +374,26 @@ impl<'o> Engine<'o> {
                 if s.copies > 1 {
                     db.repl.run(&mut self.reactor, i, &mut db.log)?;
                 }
+                if db.journal.wants_sync() {
+                    // Enough page writes wait for a sync to record them: checkpoint now.
+                    db.checkpointer.next_at = db.checkpointer.next_at.min(now);
+                }
                 if now >= db.checkpointer.next_at {
                     begin_checkpoint(&mut self.reactor, db, i, now)?;
                 }
             }
+            db.journal.run(&mut self.reactor, !stopping)?;
         }
         Ok(())
+    }
+
+    /// Shows the generation journals' test-log lines (kept as notes).
+    pub fn journal_lines(&mut self) {
+        for i in 0..self.dbs.len() {
+            for line in std::mem::take(&mut self.dbs[i].journal.lines) {
+                self.log(&line, true);
+            }
+        }
     }
 
     /// The earliest timer of the workload and the components.
@@ -462,6 +477,7 @@ impl<'o> Engine<'o> {
         self.last_tick = now;
         self.next_tick = now + Duration::from_secs(1);
         self.report_hung(now);
+        self.journal_lines();
         let (rd, lw) = self.dbs.iter().fold(
             (
                 crate::stats::Counter::default(),
@@ -509,7 +525,11 @@ pub(crate) fn begin_checkpoint(
         Some(seq) => (db.log.lsn_of(seq), seq),
         None => (db.log.tail_lsn(), db.log.seq_buffered),
     };
-    db.checkpointer.begin(reactor, i, db.file, lsn, seq, now)
+    if db.checkpointer.begin(reactor, i, db.file, lsn, seq, now)? {
+        // The sync just submitted makes every page write completed so far durable.
+        db.journal.seal();
+    }
+    Ok(())
 }
 
 /// What routing needs besides the reactor, the databases and the workload.
@@ -541,6 +561,23 @@ fn route(
     owner: Owner,
     c: &mut IoCompletion,
 ) -> Result<(), EngineError> {
+    if let Owner::Journal { db, io } = owner {
+        // The journal judges its own completions (a short read is a shorter file).
+        let d = &mut dbs[db];
+        if let Ok(n) = &c.result {
+            d.stats.record(Stream::Other, *n as u64, c.latency);
+        }
+        d.journal.completed(reactor, io, c)?;
+        if d.journal.resolved.is_empty() {
+            return Ok(());
+        }
+        cx.found.clear();
+        cx.found.append(&mut d.journal.resolved);
+        for &(_, f) in cx.found.iter() {
+            f.count(&mut d.integrity);
+        }
+        return report_found(d, db, cx, reactor);
+    }
     let (bytes, ok) = match reactor.check(c) {
         Ok(n) => (n as u64, true),
         Err(e) => {
@@ -574,8 +611,15 @@ fn route(
             work.pacer.on_write(now, 1);
             let seq = reactor.events;
             if ok {
-                d.flusher
-                    .done(&mut d.cache, &mut d.pages, first, pages, seq, now);
+                d.flusher.done(
+                    &mut d.cache,
+                    &mut d.pages,
+                    &mut d.journal,
+                    first,
+                    pages,
+                    seq,
+                    now,
+                );
             } else {
                 d.flusher
                     .failed(&mut d.cache, &mut d.pages, first, pages, now);
@@ -611,6 +655,15 @@ fn route(
                 dbs[db].stats.record(Stream::Other, bytes, c.latency);
             }
             let d = &mut dbs[db];
+            if step == 0 {
+                // The database sync: the page writes it covered are durable (or, failed, wait
+                // for the next one).
+                if ok {
+                    d.journal.covered(reactor.events);
+                } else {
+                    d.journal.sync_failed();
+                }
+            }
             let id = d.spec.database_id;
             if let Some((lsn, seq)) = d.checkpointer.step_done(reactor, db, id, step)? {
                 d.log.forget_before(seq);
@@ -669,6 +722,7 @@ fn route(
             if ok {
                 d.stats.record(Stream::Other, bytes, c.latency);
                 d.pages.write_done(page, reactor.events);
+                d.journal.written(page, gen);
                 let f = verify::Finding::Patched { generation: gen };
                 f.count(&mut d.integrity);
                 let at = reactor.clock().wall();
@@ -677,6 +731,8 @@ fn route(
                 d.pages.write_failed(page);
             }
         }
+        // Routed before the check, above.
+        Owner::Journal { .. } => {}
         Owner::Replay { db, io } => {
             let d = &mut dbs[db];
             d.stats.record(io.stream(), bytes, c.latency);
@@ -709,7 +765,7 @@ fn gone_past(
         | Owner::Bdm { db, .. }
         | Owner::Repl { db, .. }
         | Owner::Patch { db, .. } => db,
-        Owner::Pass { .. } | Owner::Replay { .. } => return Err(e.into()),
+        Owner::Pass { .. } | Owner::Replay { .. } | Owner::Journal { .. } => return Err(e.into()),
     };
     let (errno, path, offset) = match &e {
         mbx_io::IoError::Os {
@@ -772,6 +828,8 @@ fn check_pages(
     verify::verify_pages(
         &mut db.integrity,
         &db.pages,
+        Some(&mut db.journal),
+        reactor.events,
         db.spec.database_id,
         first,
         pages,
@@ -781,6 +839,17 @@ fn check_pages(
         cx.scratch,
         cx.found,
     );
+    report_found(db, index, cx, reactor)
+}
+
+/// Names and counts in the damage list the pages in `cx.found` (already counted in
+/// `integrity`); patches them (copies > 1), or stops the test unless `continue_on_errors`.
+fn report_found(
+    db: &mut Database,
+    index: usize,
+    cx: &mut RouteCtx<'_>,
+    reactor: &mut Reactor,
+) -> Result<(), EngineError> {
     if cx.found.is_empty() {
         return Ok(());
     }
@@ -830,7 +899,8 @@ fn patch(
     let gen = match db.pages.known(page) {
         crate::db::pages::Known::Written { gen, .. } => gen,
         crate::db::pages::Known::InFlight { .. } => return Ok(()),
-        crate::db::pages::Known::Unknown => PREPARED_GENERATION,
+        // What the generation journal records, if held; else what `prepare` wrote.
+        crate::db::pages::Known::Unknown => db.journal.entry(page).unwrap_or(PREPARED_GENERATION),
     };
     if db.patching >= crate::PATCH_SLOTS {
         return Ok(());

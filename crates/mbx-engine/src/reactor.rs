@@ -42,6 +42,11 @@ pub(crate) enum Owner {
     Pass { db: usize, offset: u64 },
     /// Page patching (copies > 1): `page`, found damaged, rewritten at generation `gen`.
     Patch { db: usize, page: u64, gen: u64 },
+    /// The generation journal: its header, a chunk read, a write-back write or its sync.
+    Journal {
+        db: usize,
+        io: crate::db::journal::JournalIo,
+    },
     /// Soft recovery: a checkpoint, log or page read, a page write or the final sync.
     Replay {
         db: usize,

@@ -10,6 +10,8 @@
 //!   block devices without `allow_device` and mounted or in-use devices always, check free
 //!   space first).
 //! - [`verify::verify_database`]: read a database sequentially and classify every page.
+//! - [`journal`]: each page's last durable write generation, beside the database, so that a page
+//!   rolled back between runs is found.
 //! - [`log`], [`log_dir`], [`checkpoint`], [`redo`]: the transaction log in one [`Lsn`] space:
 //!   records that carry redo entries, scans of byte images and of log directories, the
 //!   checkpoint that continues across runs, and the redo set replay computes.
@@ -19,6 +21,7 @@ pub mod checkpoint;
 pub mod create;
 mod fastsum;
 pub mod header;
+pub mod journal;
 pub mod lock;
 pub mod log;
 pub mod log_dir;

@@ -31,6 +31,20 @@ pub(crate) struct PassChunk {
     pub data: mbx_io::AlignedBuf,
     /// How many of them.
     pub len: usize,
+    /// What was read: the file itself, or its generation journal.
+    pub part: PassPart,
+}
+
+/// What a sequential-pass read was of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PassPart {
+    /// The file (`offset` in it).
+    File,
+    /// The database's generation journal: the entries of the pages read at `offset`, or its
+    /// header (`offset` `u64::MAX`).
+    Journal,
+    /// A journal read that failed (nothing is checked against the journal then).
+    JournalFailed,
 }
 
 /// Settings the executor needs from the configuration.
@@ -578,6 +592,24 @@ fn route(
         }
         return report_found(d, db, cx, reactor);
     }
+    if let Owner::PassJournal { db, offset } = owner {
+        // A journal read may end early (a shorter or sparse file: the rest is 0); an error
+        // leaves the pass without the journal, not stopped.
+        let (len, part) = match &c.result {
+            Ok(n) => (*n.min(&c.req.len), PassPart::Journal),
+            Err(_) => (0, PassPart::JournalFailed),
+        };
+        let fresh = reactor.buf(c.req.buf.len());
+        let data = std::mem::replace(&mut c.req.buf, fresh);
+        cx.pass_inbox.push(PassChunk {
+            file: db,
+            offset,
+            data,
+            len,
+            part,
+        });
+        return Ok(());
+    }
     let (bytes, ok) = match reactor.check(c) {
         Ok(n) => (n as u64, true),
         Err(e) => {
@@ -714,8 +746,11 @@ fn route(
                 offset,
                 data,
                 len,
+                part: PassPart::File,
             });
         }
+        // Routed before the check, above.
+        Owner::PassJournal { .. } => {}
         Owner::Patch { db, page, gen } => {
             let d = &mut dbs[db];
             d.patching = d.patching.saturating_sub(1);
@@ -765,7 +800,10 @@ fn gone_past(
         | Owner::Bdm { db, .. }
         | Owner::Repl { db, .. }
         | Owner::Patch { db, .. } => db,
-        Owner::Pass { .. } | Owner::Replay { .. } | Owner::Journal { .. } => return Err(e.into()),
+        Owner::Pass { .. }
+        | Owner::PassJournal { .. }
+        | Owner::Replay { .. }
+        | Owner::Journal { .. } => return Err(e.into()),
     };
     let (errno, path, offset) = match &e {
         mbx_io::IoError::Os {

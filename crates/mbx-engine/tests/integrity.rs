@@ -145,15 +145,40 @@ fn journal_entry(dev: &SimDevice, db: &Path, n: u64) -> u64 {
 
 const PAGES: u64 = 256;
 
+/// A database of [`PAGES`] pages at generation 1 with both header copies, as `prepare` leaves it
+/// (the Checksum test verifies the headers too); no journal yet (the first run creates it).
 fn sim_db(dev: &SimDevice) -> InstanceSpec {
-    simdb::database(
+    let spec = simdb::database(
         dev,
         "/sim/db/db0.edb",
         0x5eed,
         PAGES,
         "Instance.1",
         "/sim/logs/db0",
-    )
+    );
+    let header = mbx_store::header::DbHeader {
+        database_id: spec.database_id,
+        generation: 1,
+        format_version: mbx_store::header::FORMAT_VERSION,
+        page_size: PAGE_SIZE as u32,
+        page_count: HEADER_PAGES + PAGES,
+        state: mbx_store::DbState::Clean,
+        database_index: 0,
+        created_pages: PAGES,
+        mailboxes: 100,
+        quota_mb: 1,
+        databases: 1,
+        compressibility_pct: 0,
+        created_unix_s: 0,
+        tool_version: "test".into(),
+    };
+    let mut page = vec![0u8; PAGE_SIZE];
+    for copy in 0..HEADER_PAGES {
+        header.encode(&mut page, copy);
+        dev.write_at(&spec.db_path, copy * PAGE_SIZE as u64, &page)
+            .expect("header");
+    }
+    spec
 }
 
 /// Copies pages `pages` of `older` (a database image taken earlier) over the database at `db`.
@@ -166,10 +191,11 @@ fn roll_back(dev: &SimDevice, db: &Path, older: &[u8], pages: &[u64]) {
 }
 
 /// A page rolled back to an older copy between runs passes every check of the page itself (it
-/// is a valid page of that database at that position); the next run finds it stale against the
-/// generation journal and names it. Before the journal it went unnoticed: the run passed.
+/// is a valid page of that database at that position); the Checksum test and the next run find
+/// it stale against the generation journal and name it. Before the journal it went unnoticed:
+/// both passed.
 #[test]
-fn the_next_run_finds_a_page_rolled_back_between_runs() {
+fn the_checksum_test_and_the_next_run_find_a_page_rolled_back_between_runs() {
     let dev = SimDevice::new();
     let spec = sim_db(&dev);
     let db = spec.db_path.clone();
@@ -211,6 +237,40 @@ fn the_next_run_finds_a_page_rolled_back_between_runs() {
         rewritten[rewritten.len() - 1],
     ];
     roll_back(&dev, &db, &snapshot, &rolled);
+    // The Checksum test reads every page and the journal beside it: the three, and only them.
+    let checksum = run_with(
+        &dev,
+        &cfg,
+        &Plan::checksum(&cfg),
+        vec![spec.clone()],
+        3,
+        5400,
+    );
+    assert_eq!(
+        checksum.stopped.reason,
+        StopReason::VerdictFailed,
+        "{:?}",
+        checksum.stopped
+    );
+    let mut named: Vec<u64> = checksum
+        .errors
+        .iter()
+        .filter(|e| e.class == "stale_page")
+        .filter_map(|e| e.page)
+        .collect();
+    named.sort_unstable();
+    let mut want = rolled.to_vec();
+    want.sort_unstable();
+    assert_eq!(named, want, "{:?}", checksum.errors);
+    assert_eq!(checksum.integrity.stale_pages, 3);
+    assert_eq!(checksum.errors.len(), 3, "{:?}", checksum.errors);
+    let check = checksum
+        .verdict
+        .checks
+        .iter()
+        .find(|c| c.name == "data_integrity_errors")
+        .expect("the integrity check");
+    assert_eq!((check.value, check.pass), (3.0, false));
     let third = run_with(&dev, &cfg, &plan, vec![spec], 3, 7200);
     assert_eq!(
         third.stopped.reason,
@@ -313,4 +373,24 @@ fn after_a_crash_the_journal_never_leads_the_pages() {
     eprintln!("60 crashes: {recorded} journal entries recorded, {lagging} behind their page");
     // The journal recorded writes before the crashes, and some crashes left it behind.
     assert!(recorded > 100, "{recorded}");
+}
+
+/// A database without a journal (prepared by an earlier version) is checked for everything
+/// else; the Checksum test says stale pages across runs were not checked, and why.
+#[test]
+fn without_a_journal_the_checksum_test_says_stale_pages_were_not_checked() {
+    let dev = SimDevice::new();
+    let spec = sim_db(&dev);
+    let cfg = config(30.0);
+    let r = run_with(&dev, &cfg, &Plan::checksum(&cfg), vec![spec], 1, 0);
+    assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.stopped);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("stale pages across runs not checked")
+                && n.contains("earlier version")),
+        "{:?}",
+        r.notes
+    );
 }

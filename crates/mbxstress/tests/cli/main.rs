@@ -15,6 +15,7 @@ mod report;
 mod run;
 mod safety;
 mod size;
+mod stale;
 mod store;
 mod suite;
 mod throughput;

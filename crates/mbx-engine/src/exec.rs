@@ -388,7 +388,7 @@ impl<'o> Engine<'o> {
                 if s.copies > 1 {
                     db.repl.run(&mut self.reactor, i, &mut db.log)?;
                 }
-                if db.journal.wants_sync() {
+                if db.journal.wants_sync() && !db.checkpointer.busy() {
                     // Enough page writes wait for a sync to record them: checkpoint now.
                     db.checkpointer.next_at = db.checkpointer.next_at.min(now);
                 }

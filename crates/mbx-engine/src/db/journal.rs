@@ -293,7 +293,7 @@ impl Journal {
 
     fn index(&self, page: u64) -> Option<(u64, usize)> {
         let i = page.checked_sub(HEADER_PAGES)?;
-        (i < self.data_pages).then(|| (i / CHUNK_ENTRIES, (i % CHUNK_ENTRIES) as usize))
+        (i < self.data_pages).then_some((i / CHUNK_ENTRIES, (i % CHUNK_ENTRIES) as usize))
     }
 
     fn apply(&mut self, page: u64, gen: u64, seq: u64) {

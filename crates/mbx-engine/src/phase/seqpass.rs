@@ -175,7 +175,10 @@ impl Target {
             // The entries start at the read's first data page.
             let first = (offset / PAGE_SIZE as u64).max(HEADER_PAGES);
             for (n, generation) in pages {
-                let entry = usize::try_from(n - first).map_or(0, |i| entry_at(&entries, i));
+                let entry = n
+                    .checked_sub(first)
+                    .and_then(|i| usize::try_from(i).ok())
+                    .map_or(0, |i| entry_at(&entries, i));
                 if is_stale(generation, entry) {
                     stale.push((n, generation, entry));
                 }

@@ -22,8 +22,8 @@ report=$out/memory.md
   echo
   echo "$(rustc --version); $(uname -sr); $(nproc) cores; shared machine (other work may run)."
   echo
-  echo "| databases | size each | measured | IOPS | cache metadata | page tracker | peak RSS |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| databases | size each | measured | IOPS | cache metadata | page tracker | journal window | peak RSS |"
+  echo "|---|---|---|---|---|---|---|---|"
 } >"$report"
 run() { # databases, GiB, seconds, target IOPS
   rm -rf "$dir"
@@ -34,16 +34,17 @@ run() { # databases, GiB, seconds, target IOPS
   local text
   text=$($cmd)
   rm -rf "$dir"
-  local meta tracker rss iops
+  local meta tracker journal rss iops
   meta=$(sed -n 's/.*cache metadata \([0-9.]*\) MiB.*/\1/p' <<<"$text")
   tracker=$(sed -n 's/.*page write tracker \([0-9.]*\) MiB.*/\1/p' <<<"$text")
+  journal=$(sed -n 's/.*generation journal window \([0-9.]*\) MiB.*/\1/p' <<<"$text")
   rss=$(sed -n 's/.*peak RSS \([0-9.]*\) MiB.*/\1/p' <<<"$text")
   iops=$(sed -n 's/.* at \([0-9.]*\) IOPS.*/\1/p' <<<"$text")
-  echo "| $1 | $2 GiB | $3 s | $iops | $meta MiB | $tracker MiB | $rss MiB |" >>"$report"
+  echo "| $1 | $2 GiB | $3 s | $iops | $meta MiB | $tracker MiB | $journal MiB | $rss MiB |" >>"$report"
 }
 run 8 1 20 1000
 run 8 2048 20 1000
 run 8 2048 60 1000
 echo >>"$report"
-echo "Bound (docs/method.md): cache metadata + 64 MiB." >>"$report"
+echo "Bound (docs/method.md): cache metadata + journal window + 64 MiB." >>"$report"
 cat "$report"

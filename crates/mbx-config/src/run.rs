@@ -340,12 +340,13 @@ pub struct RunConfig {
     pub direct: bool,
     /// Compressibility of new databases' pages, percent: 0..=99.
     pub compressibility_pct: u8,
-    /// Percent of transactional page reads whose whole page is checksummed: 0..=100 (10). Every
-    /// read is verified: pages written by this version carry a stamp per 4 KiB block, and a read
-    /// not picked for the checksum is checked by its header and stamps (a misplaced, torn or
-    /// zeroed page fails them; a stale one shows its older generation). 100 checksums every
-    /// page read, as ESE does. BDM reads, pages without stamps and pages failing the quick check
-    /// are always checksummed. docs/method.md, "Verification of every read".
+    /// Percent of transactional page reads whose whole page is checksummed: 0..=100 (100, every
+    /// read, as ESE does). Below 100 (for CPU-bound hosts), a read not picked for the checksum
+    /// is checked by its header and the stamp pages written by this version carry per 4 KiB
+    /// block (a misplaced, torn or zeroed page fails them; a stale one shows its older
+    /// generation), which cannot see a flipped bit inside a block's payload. BDM reads, pages
+    /// without stamps and pages failing the quick check are always checksummed.
+    /// docs/method.md, "Verification of every read".
     pub checksum_reads_pct: u8,
     /// Circular logging (on): log files a checkpoint no longer needs are deleted. Off keeps
     /// every log file (what Soft Recovery replays; it needs the space).
@@ -803,12 +804,13 @@ pub const MAX_DIRTY_AGE_S: f64 = 3600.0;
 pub const MAX_CACHE_MB_PER_DB: u64 = 65_536;
 /// Most sessions.
 pub const MAX_THREADS: u32 = 1024;
-/// Default `checksum_reads_pct`: one transactional read in ten checksums its whole page; the
-/// rest are checked by header and block stamps. Checksumming a 32 KiB page fresh from the device
-/// reads all of it from memory: about 15% of the engine's CPU at 32 sessions, and CPU per I/O
-/// 1.14x fio's with every read checksummed, 1.00x with this default (bench/results/
-/// mix-2026-11-26T224233Z and mix-2026-11-26T231012Z).
-pub const DEFAULT_CHECKSUM_READS_PCT: u8 = 10;
+/// Default `checksum_reads_pct`: every transactional read checksums its whole page, as ESE
+/// does, so a flipped bit inside a block's payload (which the block stamps cannot see) is found
+/// by the first read that meets it. Checksumming a 32 KiB page fresh from the device reads all
+/// of it from memory: about 15% of the engine's CPU at 32 sessions, CPU per I/O 1.14x fio's with
+/// every read checksummed against 1.00x at one read in ten (bench/results/
+/// mix-2026-11-26T224233Z and mix-2026-11-26T231012Z); a lower share is for CPU-bound hosts.
+pub const DEFAULT_CHECKSUM_READS_PCT: u8 = 100;
 
 /// Most reactors (`reactors`).
 pub const MAX_REACTORS: u32 = 1024;

@@ -31,6 +31,20 @@ pub(crate) struct PassChunk {
     pub data: mbx_io::AlignedBuf,
     /// How many of them.
     pub len: usize,
+    /// What was read: the file itself, or its generation journal.
+    pub part: PassPart,
+}
+
+/// What a sequential-pass read was of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PassPart {
+    /// The file (`offset` in it).
+    File,
+    /// The database's generation journal: the entries of the pages read at `offset`, or its
+    /// header (`offset` `u64::MAX`).
+    Journal,
+    /// A journal read that failed (nothing is checked against the journal then).
+    JournalFailed,
 }
 
 /// Settings the executor needs from the configuration.
@@ -276,6 +290,7 @@ impl<'o> Engine<'o> {
                     && d.cache.flushing() == 0
                     && !d.log.busy()
                     && !d.checkpointer.busy()
+                    && !d.journal.busy()
             })
     }
 
@@ -492,12 +507,26 @@ impl<'o> Engine<'o> {
                 if s.copies > 1 {
                     db.repl.run(&mut self.reactor, i, &mut db.log)?;
                 }
+                if db.journal.wants_sync() && !db.checkpointer.busy() {
+                    // Enough page writes wait for a sync to record them: checkpoint now.
+                    db.checkpointer.next_at = db.checkpointer.next_at.min(now);
+                }
                 if now >= db.checkpointer.next_at {
                     begin_checkpoint(&mut self.reactor, db, i, now)?;
                 }
             }
+            db.journal.run(&mut self.reactor, !stopping)?;
         }
         Ok(())
+    }
+
+    /// Shows the generation journals' test-log lines (kept as notes).
+    pub fn journal_lines(&mut self) {
+        for i in 0..self.dbs.len() {
+            for line in std::mem::take(&mut self.dbs[i].journal.lines) {
+                self.log(&line, true);
+            }
+        }
     }
 
     /// The earliest timer of the workload and the components.
@@ -587,6 +616,7 @@ impl<'o> Engine<'o> {
         self.last_tick = now;
         self.next_tick = now + Duration::from_secs(1);
         self.report_hung(now);
+        self.journal_lines();
         let (rd, lw) = self.dbs.iter().fold(
             (
                 crate::stats::Counter::default(),
@@ -627,13 +657,14 @@ fn measured_stream(owner: Owner) -> Option<(usize, Stream)> {
         Owner::TxnRead { db, .. } => (db, Stream::DbRead),
         Owner::Flush { db, .. } => (db, Stream::DbWrite),
         Owner::LogWrite { db, .. } | Owner::LogCreate { db, step: 0, .. } => (db, Stream::LogWrite),
-        Owner::LogCreate { db, .. } | Owner::Checkpoint { db, .. } | Owner::Patch { db, .. } => {
-            (db, Stream::Other)
-        }
+        Owner::LogCreate { db, .. }
+        | Owner::Checkpoint { db, .. }
+        | Owner::Patch { db, .. }
+        | Owner::Journal { db, .. } => (db, Stream::Other),
         Owner::Bdm { db, .. } => (db, Stream::Bdm),
         Owner::Repl { db, .. } => (db, Stream::LogRead),
         Owner::Replay { db, io } => (db, io.stream()),
-        Owner::Pass { .. } => return None,
+        Owner::Pass { .. } | Owner::PassJournal { .. } => return None,
     })
 }
 
@@ -650,7 +681,11 @@ pub(crate) fn begin_checkpoint(
         Some(seq) => (db.log.lsn_of(seq), seq),
         None => (db.log.tail_lsn(), db.log.seq_buffered),
     };
-    db.checkpointer.begin(reactor, i, db.file, lsn, seq, now)
+    if db.checkpointer.begin(reactor, i, db.file, lsn, seq, now)? {
+        // The sync just submitted makes every page write completed so far durable.
+        db.journal.seal();
+    }
+    Ok(())
 }
 
 /// What routing needs besides the reactor, the databases and the workload.
@@ -682,6 +717,41 @@ fn route(
     owner: Owner,
     c: &mut IoCompletion,
 ) -> Result<(), EngineError> {
+    if let Owner::Journal { db, io } = owner {
+        // The journal judges its own completions (a short read is a shorter file).
+        let d = &mut dbs[db];
+        if let Ok(n) = &c.result {
+            d.stats.record(Stream::Other, *n as u64, c.latency);
+        }
+        d.journal.completed(reactor, io, c)?;
+        if d.journal.resolved.is_empty() {
+            return Ok(());
+        }
+        cx.found.clear();
+        cx.found.append(&mut d.journal.resolved);
+        for &(_, f) in cx.found.iter() {
+            f.count(&mut d.integrity);
+        }
+        return report_found(d, db, cx, reactor);
+    }
+    if let Owner::PassJournal { db, offset } = owner {
+        // A journal read may end early (a shorter or sparse file: the rest is 0); an error
+        // leaves the pass without the journal, not stopped.
+        let (len, part) = match &c.result {
+            Ok(n) => (*n.min(&c.req.len), PassPart::Journal),
+            Err(_) => (0, PassPart::JournalFailed),
+        };
+        let fresh = reactor.buf(c.req.buf.len());
+        let data = std::mem::replace(&mut c.req.buf, fresh);
+        cx.pass_inbox.push(PassChunk {
+            file: db,
+            offset,
+            data,
+            len,
+            part,
+        });
+        return Ok(());
+    }
     let (bytes, ok) = match reactor.check(c) {
         Ok(n) => (n as u64, true),
         Err(e) => {
@@ -715,8 +785,15 @@ fn route(
             work.pacer.on_write(now, 1);
             let seq = reactor.events;
             if ok {
-                d.flusher
-                    .done(&mut d.cache, &mut d.pages, first, pages, seq, now);
+                d.flusher.done(
+                    &mut d.cache,
+                    &mut d.pages,
+                    &mut d.journal,
+                    first,
+                    pages,
+                    seq,
+                    now,
+                );
             } else {
                 d.flusher
                     .failed(&mut d.cache, &mut d.pages, first, pages, now);
@@ -756,6 +833,15 @@ fn route(
                 dbs[db].stats.record(Stream::Other, bytes, c.latency);
             }
             let d = &mut dbs[db];
+            if step == 0 {
+                // The database sync: the page writes it covered are durable (or, failed, wait
+                // for the next one).
+                if ok {
+                    d.journal.covered(reactor.events);
+                } else {
+                    d.journal.sync_failed();
+                }
+            }
             let id = d.spec.database_id;
             if let Some((lsn, seq)) = d.checkpointer.step_done(reactor, db, id, step)? {
                 d.log.forget_before(seq);
@@ -813,14 +899,18 @@ fn route(
                 offset,
                 data,
                 len,
+                part: PassPart::File,
             });
         }
+        // Routed before the check, above.
+        Owner::PassJournal { .. } => {}
         Owner::Patch { db, page, gen } => {
             let d = &mut dbs[db];
             d.patching = d.patching.saturating_sub(1);
             if ok {
                 d.stats.record(Stream::Other, bytes, c.latency);
                 d.pages.write_done(page, reactor.events);
+                d.journal.written(page, gen);
                 let f = verify::Finding::Patched { generation: gen };
                 f.count(&mut d.integrity);
                 let at = reactor.clock().wall();
@@ -829,6 +919,8 @@ fn route(
                 d.pages.write_failed(page);
             }
         }
+        // Routed before the check, above.
+        Owner::Journal { .. } => {}
         Owner::Replay { db, io } => {
             let d = &mut dbs[db];
             d.stats.record(io.stream(), bytes, c.latency);
@@ -861,7 +953,10 @@ fn gone_past(
         | Owner::Bdm { db, .. }
         | Owner::Repl { db, .. }
         | Owner::Patch { db, .. } => db,
-        Owner::Pass { .. } | Owner::Replay { .. } => return Err(e.into()),
+        Owner::Pass { .. }
+        | Owner::PassJournal { .. }
+        | Owner::Replay { .. }
+        | Owner::Journal { .. } => return Err(e.into()),
     };
     let (errno, path, offset) = match &e {
         mbx_io::IoError::Os {
@@ -924,6 +1019,8 @@ fn check_pages(
     verify::verify_pages(
         &mut db.integrity,
         &db.pages,
+        Some(&mut db.journal),
+        reactor.events,
         db.spec.database_id,
         first,
         pages,
@@ -933,6 +1030,17 @@ fn check_pages(
         cx.scratch,
         cx.found,
     );
+    report_found(db, index, cx, reactor)
+}
+
+/// Names and counts in the damage list the pages in `cx.found` (already counted in
+/// `integrity`); patches them (copies > 1), or stops the test unless `continue_on_errors`.
+fn report_found(
+    db: &mut Database,
+    index: usize,
+    cx: &mut RouteCtx<'_>,
+    reactor: &mut Reactor,
+) -> Result<(), EngineError> {
     if cx.found.is_empty() {
         return Ok(());
     }
@@ -982,7 +1090,8 @@ fn patch(
     let gen = match db.pages.known(page) {
         crate::db::pages::Known::Written { gen, .. } => gen,
         crate::db::pages::Known::InFlight { .. } => return Ok(()),
-        crate::db::pages::Known::Unknown => PREPARED_GENERATION,
+        // What the generation journal records, if held; else what `prepare` wrote.
+        crate::db::pages::Known::Unknown => db.journal.entry(page).unwrap_or(PREPARED_GENERATION),
     };
     if db.patching >= crate::PATCH_SLOTS {
         return Ok(());

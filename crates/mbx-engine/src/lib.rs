@@ -452,7 +452,8 @@ fn mark_clean(
 
 /// The most I/O a test can have in flight: every session's transaction reads (each operation
 /// reads at most model::MAX_READS_PER_OP pages) plus, per database, the flusher's writes, a log
-/// write, two log file creations, a checkpoint step, a BDM read, a replication read and, with
+/// write, two log file creations, a checkpoint step, a BDM read, a replication read, the
+/// generation journal's I/O (`db::journal::JOURNAL_SLOTS` and its header) and, with
 /// copies > 1, a few page patching writes. A smaller
 /// queue overflows when the storage is slow, which is exactly when the test must keep going.
 pub fn queue_depth(cfg: &RunConfig, databases: usize) -> usize {
@@ -467,7 +468,12 @@ pub fn queue_depth_for(cfg: &RunConfig, sessions: usize, databases: usize) -> us
         0
     };
     sessions * model::MAX_OPS_PER_TXN * model::MAX_READS_PER_OP
-        + databases * (db::flusher::max_flush_writes(sessions, databases) + 6 + patches)
+        + databases
+            * (db::flusher::max_flush_writes(sessions, databases)
+                + 6
+                + patches
+                + db::journal::JOURNAL_SLOTS
+                + 1)
 }
 
 /// Room per database for page patching writes (copies > 1); beyond it a damaged page is counted
@@ -640,18 +646,24 @@ pub(crate) fn run_part(
     if settings_lines {
         engine.log(&line, false);
     }
-    let (cache_meta, tracker): (usize, usize) = engine.dbs.iter().fold((0, 0), |(c, t), d| {
-        (c + d.cache.metadata_bytes(), t + d.pages.memory_bytes())
-    });
+    let (cache_meta, tracker, journal): (usize, usize, usize) =
+        engine.dbs.iter().fold((0, 0, 0), |(c, t, j), d| {
+            (
+                c + d.cache.metadata_bytes(),
+                t + d.pages.memory_bytes(),
+                j + d.journal.memory_bytes(),
+            )
+        });
     let whose = if several {
         format!(" of reactor {}'s databases", share.index + 1)
     } else {
         String::new()
     };
     let line = format!(
-        "Engine bookkeeping{whose} (bounded, whatever the database size or test length): cache metadata {:.1} MiB, page write tracker {:.1} MiB.",
+        "Engine bookkeeping{whose} (bounded, whatever the database size or test length): cache metadata {:.1} MiB, page write tracker {:.1} MiB, generation journal window {:.1} MiB.",
         cache_meta as f64 / (1 << 20) as f64,
-        tracker as f64 / (1 << 20) as f64
+        tracker as f64 / (1 << 20) as f64,
+        journal as f64 / (1 << 20) as f64
     );
     engine.log(&line, false);
     if settings_lines {
@@ -684,6 +696,7 @@ pub(crate) fn run_part(
         engine.log(&line, false);
     }
     let outcome = engine.execute(plan, cancel);
+    engine.journal_lines();
     // Retired log files are deleted in the background: a failure there is the test's too.
     let outcome = outcome.and_then(|()| Ok(engine.reactor.wait_removals()?));
     let end = engine.reactor.now();

@@ -40,8 +40,16 @@ pub(crate) enum Owner {
     /// A sequential-pass read at `offset` of the pass's file number `db` (a database file, or
     /// for a checksum a log file): handed back to the pass phase through the engine's inbox.
     Pass { db: usize, offset: u64 },
+    /// A sequential-pass read of the generation journal of the pass's database file number `db`:
+    /// the entries of the pages of its read at `offset` (`u64::MAX`: the journal's header).
+    PassJournal { db: usize, offset: u64 },
     /// Page patching (copies > 1): `page`, found damaged, rewritten at generation `gen`.
     Patch { db: usize, page: u64, gen: u64 },
+    /// The generation journal: its header, a chunk read, a write-back write or its sync.
+    Journal {
+        db: usize,
+        io: crate::db::journal::JournalIo,
+    },
     /// Soft recovery: a checkpoint, log or page read, a page write or the final sync.
     Replay {
         db: usize,
@@ -132,6 +140,11 @@ impl Reactor {
 
     pub fn has_room(&self) -> bool {
         self.queue.in_flight() < self.queue.depth()
+    }
+
+    /// True if `n` more requests fit in the queue.
+    pub fn has_room_for(&self, n: usize) -> bool {
+        self.queue.in_flight().saturating_add(n) <= self.queue.depth()
     }
 
     pub fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {

@@ -708,6 +708,8 @@ fn create_one(
 ) -> Result<PreparedDatabase, StoreError> {
     let (mut header, start_page) = match action {
         Action::Attach(h) => {
+            // A database of an earlier version gets an empty journal (it knows nothing yet).
+            crate::journal::ensure_journal(&spec.path, h.database_id, h.data_pages())?;
             create_logs(spec, h.database_id, params)?;
             on_event(CreateEvent::Finished { index: spec.index });
             return Ok(PreparedDatabase {
@@ -742,6 +744,13 @@ fn create_one(
     };
     let file = open_db_file(&spec.path, params)?;
     write_headers(&file, &mut header)?;
+    // Every page is written at generation 0, which an empty journal says: a new database's
+    // journal replaces any other (a recreated database has a new id); a resumed one keeps its.
+    if start_page == 0 {
+        crate::journal::create_journal(&spec.path, header.database_id, params.data_pages)?;
+    } else {
+        crate::journal::ensure_journal(&spec.path, header.database_id, params.data_pages)?;
+    }
     let is_file = !platform::is_block_device(&spec.path).unwrap_or(false);
     if is_file && file.len()? != params.file_bytes() {
         file.set_len(params.file_bytes())?;

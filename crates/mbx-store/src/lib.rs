@@ -12,6 +12,8 @@
 //! - [`verify::verify_database`]: read a database sequentially and classify every page.
 //! - [`held::HeldDatabases`]: the database files of a run, held open from start to end; their
 //!   state (dirty, clean) written through the descriptors held, never by reopening a path.
+//! - [`journal`]: each page's last durable write generation, beside the database, so that a page
+//!   rolled back between runs is found.
 //! - [`log`], [`log_dir`], [`checkpoint`], [`redo`]: the transaction log in one [`Lsn`] space:
 //!   records that carry redo entries, scans of byte images and of log directories, the
 //!   checkpoint that continues across runs, and the redo set replay computes.
@@ -22,6 +24,7 @@ pub mod create;
 mod fastsum;
 pub mod header;
 pub mod held;
+pub mod journal;
 pub mod lock;
 pub mod log;
 pub mod log_dir;

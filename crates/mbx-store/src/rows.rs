@@ -39,6 +39,8 @@ mod tests {
             elapsed_s: 0.25,
             problems: Vec::new(),
             trailing_bytes: 0,
+            stale_pages: 0,
+            stale_check: "journal".into(),
         };
         let json = serde_json::to_value(&r).expect("serializes");
         let row: ChecksumRow = serde_json::from_value(json).expect("a checksum row");

@@ -9,6 +9,10 @@
 //!   corrects); not counted as bad.
 //! - `wrong_page_number_pages`: valid pages of this database stored at the wrong position
 //!   (misdirected writes); not counted as bad, reported separately as Jetstress does.
+//! - `stale_pages`: valid pages older than the generation the database's journal
+//!   ([`crate::journal`]) records for them: rolled back to an older copy, or a write lost, since
+//!   that write was made durable. Checked only where the journal is available (`stale_check`
+//!   says so, or why not).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -52,10 +56,14 @@ impl Default for VerifyOptions {
 pub struct PageProblem {
     /// Page number (position).
     pub page: u64,
-    /// "bad", "unwritten", "correctable", "wrong_page_number", "wrong_database", "bad_header".
+    /// "bad", "unwritten", "correctable", "wrong_page_number", "wrong_database", "bad_header",
+    /// "stale".
     pub kind: &'static str,
-    /// The page number or database id the page carried, when relevant.
+    /// The page number, database id or (stale) generation the page carried, when relevant.
     pub found: Option<u64>,
+    /// For a stale page: the generation its journal entry records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<u64>,
 }
 
 /// Result of verifying one database (the `checksum` entries of the result contract).
@@ -83,20 +91,30 @@ pub struct VerifyReport {
     pub problems: Vec<PageProblem>,
     /// Bytes in the file beyond the database's last page (something appended to it).
     pub trailing_bytes: u64,
+    /// Valid pages older than their journal entry (rolled back, or a write lost).
+    pub stale_pages: u64,
+    /// "journal" when pages were checked against the generation journal; otherwise why not.
+    pub stale_check: String,
 }
 
 impl VerifyReport {
-    /// True if no page is bad, correctable or misplaced.
+    /// True if no page is bad, correctable, misplaced or stale.
     pub fn is_clean(&self) -> bool {
         self.bad_pages == 0
             && self.correctable_pages == 0
             && self.wrong_page_number_pages == 0
+            && self.stale_pages == 0
             && self.trailing_bytes == 0
     }
 
     fn note(&mut self, page: u64, kind: &'static str, found: Option<u64>) {
         if self.problems.len() < 20 {
-            self.problems.push(PageProblem { page, kind, found });
+            self.problems.push(PageProblem {
+                page,
+                kind,
+                found,
+                expected: None,
+            });
         }
     }
 
@@ -230,6 +248,8 @@ pub fn verify_database(
         bytes: 0,
         elapsed_s: 0.0,
         problems: Vec::new(),
+        stale_pages: 0,
+        stale_check: String::new(),
         // A device may be larger than the database; a file must end where the database ends.
         trailing_bytes: if mbx_io::platform::is_block_device(path).unwrap_or(false) {
             0
@@ -237,6 +257,17 @@ pub fn verify_database(
             file_len.saturating_sub(header.file_bytes())
         },
     };
+    let mut journal =
+        match crate::journal::JournalReader::open(path, header.database_id, header.data_pages())? {
+            crate::journal::JournalOpen::Reader(r) => {
+                report.stale_check = "journal".into();
+                Some(r)
+            }
+            crate::journal::JournalOpen::NotAvailable(why) => {
+                report.stale_check = why;
+                None
+            }
+        };
     let page_bytes = PAGE_SIZE as u64;
     let end = header.page_count.saturating_mul(page_bytes);
     let mut pass = SeqPass::new(0..end, read_bytes, opts.queue_depth.max(1), SeqOp::Read)
@@ -255,10 +286,22 @@ pub fn verify_database(
                 }
                 continue;
             }
-            report.count(
-                n,
-                check_data_page(page, n, header.database_id, &mut scratch),
-            );
+            let check = check_data_page(page, n, header.database_id, &mut scratch);
+            if let (PageCheck::Good { generation }, Some(j)) = (check, journal.as_mut()) {
+                let entry = j.entry(n)?;
+                if crate::journal::is_stale(generation, entry) {
+                    report.stale_pages += 1;
+                    if report.problems.len() < 20 {
+                        report.problems.push(PageProblem {
+                            page: n,
+                            kind: "stale",
+                            found: Some(generation),
+                            expected: Some(entry),
+                        });
+                    }
+                }
+            }
+            report.count(n, check);
         }
         report.bytes += data.len() as u64;
         Ok(())

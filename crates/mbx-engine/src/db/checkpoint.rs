@@ -46,6 +46,7 @@ impl Checkpointer {
     }
 
     /// Begins a checkpoint at `lsn` (covering log sequence `seq`): syncs the database file.
+    /// False if one is still being written (nothing submitted).
     pub fn begin(
         &mut self,
         reactor: &mut Reactor,
@@ -54,10 +55,10 @@ impl Checkpointer {
         lsn: Lsn,
         seq: u64,
         now: Instant,
-    ) -> Result<(), EngineError> {
+    ) -> Result<bool, EngineError> {
         self.next_at = now + self.every;
         if self.pending.is_some() {
-            return Ok(());
+            return Ok(false);
         }
         self.pending = Some((lsn, seq));
         let buf = reactor.buf(0);
@@ -68,7 +69,8 @@ impl Checkpointer {
             0,
             buf,
             Some(0),
-        )
+        )?;
+        Ok(true)
     }
 
     /// A step completed: after the sync, writes the slot; after the slot, returns the completed

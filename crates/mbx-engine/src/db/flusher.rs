@@ -130,10 +130,12 @@ impl Flusher {
     }
 
     /// A page write completed.
+    #[allow(clippy::too_many_arguments)]
     pub fn done(
         &mut self,
         cache: &mut Cache,
         pages: &mut PageTracker,
+        journal: &mut super::journal::Journal,
         first: u64,
         n: u64,
         seq: u64,
@@ -141,7 +143,9 @@ impl Flusher {
     ) {
         self.writes = self.writes.saturating_sub(1);
         for p in first..first + n {
-            pages.write_done(p, seq);
+            if let Some(gen) = pages.write_done(p, seq) {
+                journal.written(p, gen);
+            }
             cache.end_flush(p, now);
         }
     }

@@ -1,11 +1,12 @@
 //! Per-database components. A [`Database`] owns the state of one database under test: its cache,
-//! the page tracker, and one of each workload component (flusher, log writer, checkpointer, BDM,
-//! replication reader), each in its own file. Components submit through the reactor and are told
+//! the page tracker, the generation journal, and one of each workload component (flusher, log
+//! writer, checkpointer, BDM, replication reader), each in its own file. Components submit through the reactor and are told
 //! about their completions by the executor.
 
 pub(crate) mod bdm;
 pub(crate) mod checkpoint;
 pub(crate) mod flusher;
+pub(crate) mod journal;
 pub(crate) mod log;
 pub(crate) mod logfmt;
 pub(crate) mod pages;
@@ -62,6 +63,8 @@ pub(crate) struct Database {
     pub file: usize,
     pub cache: Cache,
     pub pages: pages::PageTracker,
+    /// Each page's last durable write generation, across runs.
+    pub journal: journal::Journal,
     /// Sessions waiting for a page being read.
     pub waiters: Waiters,
     /// Sessions waiting for free cache frames.
@@ -151,7 +154,16 @@ impl Database {
         // The page tracker remembers the last 8 cache-fulls of page writes, at most 2^18 (8 MiB
         // per database; docs/method.md).
         let tracked = p.cache_frames.saturating_mul(8).clamp(4096, 1 << 18);
+        let journal = journal::Journal::open(
+            reactor,
+            p.index,
+            mbx_store::journal::journal_path(&spec.db_path),
+            spec.database_id,
+            spec.data_pages,
+            true,
+        )?;
         Ok(Database {
+            journal,
             cache: Cache::new(p.cache_frames, p.flush_start_pct, p.flush_stop_pct),
             pages: pages::PageTracker::new(tracked),
             waiters: Waiters::default(),

@@ -140,8 +140,9 @@ impl PageTracker {
         self.overflow.retain(|o| o.0 != page);
     }
 
-    /// The write of `page` completed at sequence `seq`.
-    pub fn write_done(&mut self, page: u64, seq: u64) {
+    /// The write of `page` completed at sequence `seq`. Returns the generation it wrote (`None`
+    /// if no write of it was in flight).
+    pub fn write_done(&mut self, page: u64, seq: u64) -> Option<u64> {
         let base = self.set(page);
         let key = page.wrapping_add(1);
         if let Some(e) = self.table[base..base + WAYS]
@@ -150,7 +151,7 @@ impl PageTracker {
         {
             e.in_flight = false;
             e.seq = seq;
-            return;
+            return Some(e.gen);
         }
         if let Some(i) = self.overflow.iter().position(|o| o.0 == page) {
             let (_, gen, _) = self.overflow.swap_remove(i);
@@ -164,7 +165,9 @@ impl PageTracker {
                     in_flight: false,
                 },
             );
+            return Some(gen);
         }
+        None
     }
 }
 

@@ -1,6 +1,8 @@
 //! The verifier: every page read is checked (page number, database id, and the checksum or the
-//! block stamps) and, while the page tracker remembers its last write, for staleness (a lost
-//! write). Each damaged page is counted in its class and named in the database's [`Damage`] list.
+//! block stamps) and for staleness: against its last write while the page tracker remembers it
+//! (a lost write), otherwise against the generation journal (a page rolled back, or a write
+//! lost, since an earlier run; [`super::journal`]). Each damaged page is counted in its class
+//! and named in the database's [`Damage`] list.
 //!
 //! A transactional read checksums its whole page for `checksum_pct` percent of pages
 //! ([`checksum_this`]); the others pass by the quick check of header and block stamps
@@ -16,6 +18,7 @@ use mbx_store::page::{
     check_data_page, quick_check_data_page, splitmix64_mix, PageCheck, PAGE_SIZE, SPLITMIX_GAMMA,
 };
 
+use super::journal::Journal;
 use super::pages::{Known, PageTracker};
 use crate::result::{ErrorEntry, Integrity};
 
@@ -37,6 +40,9 @@ pub(crate) enum Finding {
     WrongDatabase { found: u64 },
     /// A valid page at generation `found`, older than the `expected` one last written.
     Stale { found: u64, expected: u64 },
+    /// A valid page at generation `found`, older than the `expected` one its generation journal
+    /// records as written and made durable (by this run or an earlier one).
+    StaleAcrossRuns { found: u64, expected: u64 },
     /// A damaged page rewritten from its known content at `generation` (page patching).
     Patched { generation: u64 },
 }
@@ -50,7 +56,7 @@ impl Finding {
             Finding::Unwritten => "unwritten_page",
             Finding::WrongPage { .. } => "wrong_page_number",
             Finding::WrongDatabase { .. } => "wrong_database_page",
-            Finding::Stale { .. } => "stale_page",
+            Finding::Stale { .. } | Finding::StaleAcrossRuns { .. } => "stale_page",
             Finding::Patched { .. } => "patched_page",
         }
     }
@@ -67,6 +73,9 @@ impl Finding {
             }
             Finding::Stale { found, expected } => format!(
                 "stale (generation {found}, last written {expected}: a lost write)"
+            ),
+            Finding::StaleAcrossRuns { found, expected } => format!(
+                "stale (generation {found}; the generation journal records generation {expected} written and made durable: the page was rolled back to an older copy, or that write was lost)"
             ),
             Finding::Patched { generation } => format!(
                 "patched: rewritten from its known content at generation {generation}, as a passive copy would patch it"
@@ -88,7 +97,7 @@ impl Finding {
                 integrity.bad_pages += 1;
                 integrity.wrong_database_pages += 1;
             }
-            Finding::Stale { .. } => integrity.stale_pages += 1,
+            Finding::Stale { .. } | Finding::StaleAcrossRuns { .. } => integrity.stale_pages += 1,
             Finding::Patched { .. } => integrity.patched_pages += 1,
         }
     }
@@ -204,12 +213,15 @@ pub(crate) fn checksum_this(pct: u8, page: u64, seen: u64) -> bool {
 /// Checks the pages read at `first..`; `scan_seq` (a BDM read submitted at that sequence) skips
 /// pages written while the read ran: a write in flight may have been read half-done. A BDM
 /// read checksums every page, a transactional one `checksum_pct` percent of them (the rest pass
-/// by header and block stamps, or are checksummed when they do not). Each damaged page is
-/// counted in `integrity` and pushed on `found` with what is wrong.
+/// by header and block stamps, or are checksummed when they do not). A valid page the tracker
+/// remembers nothing of is checked against `journal` (`seq`: the reactor's sequence number now).
+/// Each damaged page is counted in `integrity` and pushed on `found` with what is wrong.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn verify_pages(
     integrity: &mut Integrity,
     pages: &PageTracker,
+    mut journal: Option<&mut Journal>,
+    seq: u64,
     database_id: u64,
     first: u64,
     count: u64,
@@ -259,6 +271,9 @@ pub(crate) fn verify_pages(
                     found: generation,
                     expected: gen,
                 }),
+                Known::Unknown => journal
+                    .as_deref_mut()
+                    .and_then(|j| j.check(n, generation, scan_seq, seq)),
                 _ => None,
             },
             check => Finding::of_check(check),
@@ -301,6 +316,8 @@ mod tests {
         verify_pages(
             &mut integrity,
             &tracker,
+            None,
+            0,
             DB,
             first,
             (data.len() / PAGE_SIZE) as u64,

@@ -11,6 +11,13 @@
 //! an error entry naming the file. A file whose length is not a multiple of the O_DIRECT
 //! alignment (a truncated or foreign file) is read buffered, so its length is a finding, never
 //! an OS error.
+//!
+//! A checksum also reads each database's generation journal (`mbx_store::journal`) beside its
+//! reads, as [`Owner::PassJournal`]: the entries of the pages of each read, and a valid page
+//! older than its entry is stale (rolled back, or a write lost, since that write was made
+//! durable). What waits for its other half (pages or entries) is a read's worth at most, so
+//! memory stays bounded by the reads in flight. Without a journal (a database of an earlier
+//! version, a block device) a line says stale pages across runs were not checked.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -22,12 +29,13 @@ use mbx_io::seq::{SeqOp, SeqPass as Pass};
 use mbx_io::{IoOp, IoQueue, OpenMode};
 use mbx_store::checkpoint::{CHECKPOINT_FILE, SLOT};
 use mbx_store::header::{DbHeader, HEADER_PAGES};
+use mbx_store::journal::{entry_at, entry_offset, is_stale, JournalHeader, ENTRY_BYTES};
 use mbx_store::log::{parse_log_file_name, scan_log_file, ScanEnd, LOG_FILE_SIZE};
 use mbx_store::log_dir::{check_log, LogFileSummary};
 use mbx_store::page::{check_data_page, PageCheck, PAGE_SIZE};
 
 use super::{Flow, Mode, PhaseRun};
-use crate::exec::{Engine, PassChunk, Settings};
+use crate::exec::{Engine, PassChunk, PassPart, Settings};
 use crate::plan::{PassPurpose, Plan, SeqPassSpec};
 use crate::reactor::{Owner, Reactor};
 use crate::result::{
@@ -73,6 +81,37 @@ enum Kind {
     },
 }
 
+/// Where a database's generation journal stands in a checksum pass.
+#[derive(Debug, PartialEq, Eq)]
+enum JournalState {
+    /// Its header is being read.
+    Header,
+    /// A journal of this database: its entries are checked.
+    Valid,
+    /// Not checked: why.
+    Off(String),
+}
+
+/// A database's generation journal in a checksum pass, read beside the database file.
+#[derive(Debug)]
+struct PassJournal {
+    file: Option<usize>,
+    state: JournalState,
+    in_flight: usize,
+    /// The valid pages of each read (by offset) waiting for their entries: (page, generation).
+    pages: BTreeMap<u64, Vec<(u64, u64)>>,
+    /// The entries of each read (by offset) waiting for its pages.
+    entries: BTreeMap<u64, Vec<u8>>,
+}
+
+impl PassJournal {
+    fn off(&mut self, why: String) {
+        self.state = JournalState::Off(why);
+        self.pages.clear();
+        self.entries.clear();
+    }
+}
+
 /// One file of the pass.
 #[derive(Debug)]
 struct Target {
@@ -90,6 +129,10 @@ struct Target {
     wrong_database: u64,
     correctable: u64,
     wrong_page_number: u64,
+    /// Valid pages older than their journal entry.
+    stale: u64,
+    /// The database's generation journal (a checksum's database file only).
+    journal: Option<PassJournal>,
     bytes: u64,
     errors: Vec<ErrorEntry>,
     /// Problems beyond the listed ones: class -> (count, first page, its offset, what).
@@ -122,10 +165,66 @@ impl Target {
             wrong_database: 0,
             correctable: 0,
             wrong_page_number: 0,
+            stale: 0,
+            journal: None,
             bytes: 0,
             errors: Vec::new(),
             more: BTreeMap::new(),
         })
+    }
+
+    /// Compares the valid pages of every read whose journal entries arrived too: a page older
+    /// than its entry is stale.
+    fn match_journal(&mut self, instance: &str, at: &str) {
+        let Some(j) = &mut self.journal else {
+            return;
+        };
+        if j.state != JournalState::Valid {
+            return;
+        }
+        let ready: Vec<u64> = j
+            .pages
+            .keys()
+            .filter(|o| j.entries.contains_key(o))
+            .copied()
+            .collect();
+        let mut stale = Vec::new();
+        for offset in ready {
+            let (Some(pages), Some(entries)) = (j.pages.remove(&offset), j.entries.remove(&offset))
+            else {
+                continue;
+            };
+            // The entries start at the read's first data page.
+            let first = (offset / PAGE_SIZE as u64).max(HEADER_PAGES);
+            for (n, generation) in pages {
+                let entry = n
+                    .checked_sub(first)
+                    .and_then(|i| usize::try_from(i).ok())
+                    .map_or(0, |i| entry_at(&entries, i));
+                if is_stale(generation, entry) {
+                    stale.push((n, generation, entry));
+                }
+            }
+        }
+        for (n, generation, entry) in stale {
+            self.stale += 1;
+            self.problem(
+                "stale_page",
+                instance,
+                Some(n),
+                n * PAGE_SIZE as u64,
+                "is stale: ",
+                format!(
+                    "generation {generation}; the generation journal records generation {entry} written and made durable (rolled back to an older copy, or that write was lost)"
+                ),
+                at,
+            );
+        }
+    }
+
+    /// True when no journal read is in flight.
+    fn journal_idle(&self) -> bool {
+        self.journal.as_ref().is_none_or(|j| j.in_flight == 0)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -205,6 +304,34 @@ impl SeqPass {
             return;
         };
         let data = &c.data.as_slice()[..c.len.min(c.data.len())];
+        match c.part {
+            PassPart::File => {}
+            PassPart::JournalFailed => {
+                if let Some(j) = &mut t.journal {
+                    j.in_flight = j.in_flight.saturating_sub(1);
+                    j.off("a read of it failed".into());
+                }
+                return;
+            }
+            PassPart::Journal => {
+                if let Some(j) = &mut t.journal {
+                    j.in_flight = j.in_flight.saturating_sub(1);
+                    if c.offset == u64::MAX {
+                        match JournalHeader::decode(data) {
+                            Some(h) if h.belongs_to(spec.database_id, spec.data_pages) => {
+                                j.state = JournalState::Valid;
+                            }
+                            Some(_) => j.off("it is the journal of another database".into()),
+                            None => j.off("it is not a valid generation journal".into()),
+                        }
+                    } else if matches!(j.state, JournalState::Valid | JournalState::Header) {
+                        j.entries.insert(c.offset, data.to_vec());
+                    }
+                }
+                t.match_journal(&spec.name, at);
+                return;
+            }
+        }
         t.bytes += data.len() as u64;
         if let Kind::Log { image, .. } | Kind::Checkpoint { image, .. } = &mut t.kind {
             let start = usize::try_from(c.offset).unwrap_or(usize::MAX);
@@ -214,6 +341,7 @@ impl SeqPass {
             return;
         }
         let first = c.offset / PAGE_SIZE as u64;
+        let mut valid = Vec::new();
         for (k, page) in data.chunks_exact(PAGE_SIZE).enumerate() {
             let n = first + k as u64;
             let offset = n * PAGE_SIZE as u64;
@@ -234,7 +362,10 @@ impl SeqPass {
                 continue;
             }
             let (class, what, detail) = match check_data_page(page, n, spec.database_id, scratch) {
-                PageCheck::Good { .. } => continue,
+                PageCheck::Good { generation } => {
+                    valid.push((n, generation));
+                    continue;
+                }
                 PageCheck::Unwritten => {
                     t.bad += 1;
                     t.unwritten += 1;
@@ -280,6 +411,12 @@ impl SeqPass {
             };
             t.problem(class, &spec.name, Some(n), offset, what, detail, at);
         }
+        if let Some(j) = &mut t.journal {
+            if matches!(j.state, JournalState::Valid | JournalState::Header) {
+                j.pages.insert(c.offset, valid);
+            }
+        }
+        t.match_journal(&spec.name, at);
     }
 
     /// A file's pass is over: a log file is scanned, the file closed.
@@ -290,6 +427,18 @@ impl SeqPass {
         t.ended = Some(now);
         if let Some(f) = t.file.take() {
             e.reactor.close_file(f);
+        }
+        if let Some(j) = &mut t.journal {
+            if let Some(f) = j.file.take() {
+                e.reactor.close_file(f);
+            }
+            if let JournalState::Off(why) = &j.state {
+                let line = format!(
+                    "Checksum: stale pages across runs not checked in {}: its generation journal: {why}.",
+                    t.path.display()
+                );
+                e.log(&line, true);
+            }
         }
         let Some(database_id) = e.pass_specs.get(t.db).map(|s| s.database_id) else {
             return;
@@ -335,6 +484,9 @@ impl SeqPass {
             let t = &mut self.targets[i];
             if t.started.is_none() {
                 t.started = Some(now);
+                if matches!(t.kind, Kind::Database) && self.spec.purpose == PassPurpose::Checksum {
+                    t.journal = Some(open_journal(e, &t.path, i));
+                }
                 self.planned = self.planned.saturating_sub(t.pass.total_bytes());
                 open_target(t, e)?;
                 self.planned = self.planned.saturating_add(t.pass.total_bytes());
@@ -342,7 +494,11 @@ impl SeqPass {
             let Some(file) = t.file else {
                 continue;
             };
-            while e.reactor.has_room() {
+            let journal = t
+                .journal
+                .as_ref()
+                .and_then(|j| j.file.filter(|_| !matches!(j.state, JournalState::Off(_))));
+            while e.reactor.has_room_for(1 + usize::from(journal.is_some())) {
                 let Some(chunk) = t.pass.next_request() else {
                     break;
                 };
@@ -357,6 +513,30 @@ impl SeqPass {
                     chunk.offset,
                     buf,
                     Some(chunk.len),
+                )?;
+                // The entries of the read's data pages.
+                let (Some(jf), Some(j)) = (journal, t.journal.as_mut()) else {
+                    continue;
+                };
+                let page = PAGE_SIZE as u64;
+                let first = (chunk.offset / page).max(HEADER_PAGES);
+                let end = (chunk.offset + chunk.len as u64) / page;
+                let Some(at) = entry_offset(first).filter(|_| end > first) else {
+                    continue;
+                };
+                let len = (end - first) as usize * ENTRY_BYTES;
+                let buf = e.reactor.buf(len);
+                j.in_flight += 1;
+                e.reactor.submit(
+                    Owner::PassJournal {
+                        db: i,
+                        offset: chunk.offset,
+                    },
+                    IoOp::Read,
+                    jf,
+                    at,
+                    buf,
+                    Some(len),
                 )?;
             }
         }
@@ -424,6 +604,7 @@ impl SeqPass {
                 report.integrity.wrong_database_pages += t.wrong_database;
                 report.integrity.correctable_pages += t.correctable;
                 report.integrity.wrong_page_number_pages += t.wrong_page_number;
+                report.integrity.stale_pages += t.stale;
                 let mut errors = t.errors.clone();
                 errors.sort_by_key(|x| x.offset);
                 report.errors.extend(errors);
@@ -600,7 +781,7 @@ impl PhaseRun for SeqPass {
         // The completed reads free their slots first and the next reads go out before any page is
         // verified, so the device is kept busy while this thread checks pages (as fio keeps its
         // queue full).
-        for c in &inbox {
+        for c in inbox.iter().filter(|c| c.part == PassPart::File) {
             if let Some(t) = self.targets.get_mut(c.file) {
                 t.pass
                     .complete(c.offset, c.len)
@@ -627,7 +808,7 @@ impl PhaseRun for SeqPass {
             let Some(t) = self.targets.get(i) else {
                 continue;
             };
-            if t.pass.drained() && t.ended.is_none() {
+            if t.pass.drained() && t.journal_idle() && t.ended.is_none() {
                 let db = t.db;
                 self.finish_target(i, e, now);
                 if let Some(q) = self.dbs.get_mut(db) {
@@ -645,7 +826,10 @@ impl PhaseRun for SeqPass {
         // Empty files finish without a read.
         for d in 0..self.dbs.len() {
             while let Some(i) = self.dbs[d].active {
-                if !self.targets[i].pass.drained() || self.targets[i].pass.in_flight() > 0 {
+                if !self.targets[i].pass.drained()
+                    || self.targets[i].pass.in_flight() > 0
+                    || !self.targets[i].journal_idle()
+                {
                     break;
                 }
                 self.finish_target(i, e, now);
@@ -735,6 +919,61 @@ fn open_target(t: &mut Target, e: &mut Engine<'_>) -> Result<(), EngineError> {
             .map_err(|x| EngineError::Invalid(x.to_string()))?;
     }
     Ok(())
+}
+
+/// Opens the generation journal of the database file at `db_path` (the pass's file number
+/// `target`) for a checksum and reads its header; without one, says why.
+fn open_journal(e: &mut Engine<'_>, db_path: &std::path::Path, target: usize) -> PassJournal {
+    let mut j = PassJournal {
+        file: None,
+        state: JournalState::Header,
+        in_flight: 0,
+        pages: BTreeMap::new(),
+        entries: BTreeMap::new(),
+    };
+    let Some(path) = mbx_store::journal::journal_path(db_path) else {
+        j.off("none beside a block device".into());
+        return j;
+    };
+    let mode = OpenMode {
+        direct: false,
+        write_through: false,
+        write: false,
+        create: false,
+    };
+    let f = match e.reactor.open_file(&path, mode) {
+        Ok(f) => f,
+        Err(_) => {
+            j.off(format!(
+                "{} is missing (the database was prepared by an earlier version; the next run or prepare creates it)",
+                path.display()
+            ));
+            return j;
+        }
+    };
+    j.file = Some(f);
+    let len = mbx_store::journal::JOURNAL_HEADER_BYTES;
+    let buf = e.reactor.buf(len);
+    let submitted = e.reactor.has_room()
+        && e.reactor
+            .submit(
+                Owner::PassJournal {
+                    db: target,
+                    offset: u64::MAX,
+                },
+                IoOp::Read,
+                f,
+                0,
+                buf,
+                Some(len),
+            )
+            .is_ok();
+    if submitted {
+        j.in_flight += 1;
+    } else {
+        j.off("its header could not be read".into());
+    }
+    j
 }
 
 /// Runs a plan that only reads its databases ([`Plan::reads_only`]) through `queue`: the

@@ -100,23 +100,29 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         writeln!(out).context("writing to stdout")?;
     } else {
         outln!(
-            "{:<50} {:>10} {:>6} {:>12} {:>12} {:>9} {:>8}",
+            "{:<50} {:>10} {:>6} {:>12} {:>12} {:>6} {:>9} {:>8}",
             "database",
             "seen",
             "bad",
             "correctable",
             "wrong page#",
+            "stale",
             "MiB/s",
             "seconds"
         )?;
         for r in &reports {
             outln!(
-                "{:<50} {:>10} {:>6} {:>12} {:>12} {:>9} {:>8.1}",
+                "{:<50} {:>10} {:>6} {:>12} {:>12} {:>6} {:>9} {:>8.1}",
                 r.database_path.display(),
                 num(r.seen_pages as f64, 0),
                 r.bad_pages,
                 r.correctable_pages,
                 r.wrong_page_number_pages,
+                if r.stale_check == "journal" {
+                    r.stale_pages.to_string()
+                } else {
+                    "-".into()
+                },
                 num(r.bytes as f64 / (1 << 20) as f64 / r.elapsed_s.max(1e-9), 0),
                 r.elapsed_s
             )?;
@@ -126,15 +132,18 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                     num(r.trailing_bytes as f64, 0)
                 )?;
             }
+            if r.stale_check != "journal" {
+                outln!("    stale pages across runs not checked: {}", r.stale_check)?;
+            }
             for p in &r.problems {
-                outln!(
-                    "    page {}: {}{}",
-                    p.page,
-                    p.kind,
-                    p.found
-                        .map(|f| format!(" (carries {f})"))
-                        .unwrap_or_default()
-                )?;
+                let detail = match (p.found, p.expected) {
+                    (Some(f), Some(e)) => {
+                        format!(" (carries generation {f}; its journal says {e} was written)")
+                    }
+                    (Some(f), None) => format!(" (carries {f})"),
+                    _ => String::new(),
+                };
+                outln!("    page {}: {}{detail}", p.page, p.kind)?;
             }
         }
     }

@@ -17,6 +17,7 @@ mod result_file;
 mod run;
 mod safety;
 mod size;
+mod stale;
 mod store;
 mod suite;
 mod throughput;

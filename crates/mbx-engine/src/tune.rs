@@ -65,6 +65,157 @@ pub fn is_tuning_line(line: &str) -> bool {
         || counted(" mailboxes (")
 }
 
+/// Transactional I/Os per transaction assumed before a step has counted any: the Jetstress mix
+/// at the cache sizes mbxstress runs comes to about 3 (measured: 3.3 in runs of 36 and 100 IOPS
+/// on this project's machine, 2.9 to 3.1 on the simulated device). With fewer reads per
+/// transaction (a database the cache holds) more transactions are counted: an assumption on the
+/// safe side for deciding whether a step is long enough.
+pub const IOS_PER_TXN: f64 = 3.0;
+
+/// The longest step automatic tuning lengthens its steps to (the top of the automatic range).
+pub const MAX_AUTO_STEP_S: f64 = 60.0;
+
+/// The longest `--tuning-step` (`tuning.step_s`) a configuration takes.
+const MAX_STEP_S: f64 = 3600.0;
+
+/// How long tuning's steps measure, and whether that is long enough to decide.
+///
+/// A step decides whether a session count meets the target when one standard error of its
+/// count is within the IOPS margin: a Poisson count of M transactions has a relative error of
+/// 1 / sqrt(M), so M must be at least 1 / margin^2 (400 at the 5% margin). Below that, a count
+/// that falls short by more than the margin cannot be told from noise, and a step that met the
+/// target can miss the margin by chance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepLength {
+    /// Seconds each step measures.
+    pub step_s: f64,
+    /// What the configuration asked for (`tuning.step_s`, or the automatic `duration / 120`).
+    pub asked_s: f64,
+    /// The configuration set the length (`--tuning-step`): it is never lengthened.
+    pub explicit: bool,
+    /// Transactions a step of `step_s` is expected to count at the target ([`IOS_PER_TXN`]).
+    pub expected_txns: f64,
+    /// Transactions a step must count to decide: 1 / margin^2.
+    pub needed_txns: f64,
+    /// Seconds a step must measure to count them (whole seconds, rounded up).
+    pub needed_s: f64,
+}
+
+impl StepLength {
+    /// Whether steps of this length decide (see the type).
+    pub fn decides(&self) -> bool {
+        self.step_s >= self.needed_s
+    }
+
+    /// Whether the steps are longer than the configuration asked for.
+    pub fn lengthened(&self) -> bool {
+        self.step_s > self.asked_s
+    }
+
+    /// One standard error of a step's count, relative to the target.
+    pub fn error_pct(txns: f64) -> f64 {
+        100.0 / txns.max(1.0).sqrt()
+    }
+
+    /// What tuning says about the step length before it starts, when it has something to say:
+    /// that steps were lengthened, or that they cannot decide and what would.
+    pub fn note(&self, target_iops: f64, margin: f64) -> Option<String> {
+        if !self.lengthened() && self.decides() {
+            return None;
+        }
+        let asked_txns = self.expected_txns * self.asked_s / self.step_s.max(1e-9);
+        let what = if self.explicit {
+            " (--tuning-step)"
+        } else {
+            ""
+        };
+        let mut line = format!(
+            "Automatic tuning: at {target_iops:.1} IOPS a step of {}{what} counts about {:.0} transactions, so one standard error of its count ({:.0}%) is wider than the {:.0}% IOPS margin: too few to tell whether a session count meets the target.",
+            crate::step_secs(self.asked_s),
+            asked_txns,
+            Self::error_pct(asked_txns),
+            margin * 100.0
+        );
+        if self.decides() {
+            line.push_str(&format!(
+                " Steps are lengthened to {} (about {:.0} transactions, {:.0}%).",
+                crate::step_secs(self.step_s),
+                self.expected_txns,
+                Self::error_pct(self.expected_txns)
+            ));
+            return Some(line);
+        }
+        if self.lengthened() {
+            line.push_str(&format!(
+                " Steps are lengthened to the longest automatic step, {} (about {:.0} transactions, {:.0}%), still too short: steps that miss the target are judged by that error.",
+                crate::step_secs(self.step_s),
+                self.expected_txns,
+                Self::error_pct(self.expected_txns)
+            ));
+        }
+        if self.needed_s <= MAX_STEP_S {
+            line.push_str(&format!(
+                " Steps of --tuning-step {} or longer decide; or set the session count with --threads N.",
+                flag_duration(self.needed_s)
+            ));
+        } else {
+            line.push_str(&format!(
+                " No step --tuning-step allows (at most {}) decides at this target ({} would): set the session count with --threads N.",
+                flag_duration(MAX_STEP_S),
+                flag_duration(self.needed_s)
+            ));
+        }
+        Some(line)
+    }
+}
+
+/// A duration as `--tuning-step` takes it, rounded up ("34s", "13m", "2h").
+fn flag_duration(s: f64) -> String {
+    let s = s.max(1.0).ceil();
+    if s < 60.0 {
+        format!("{s:.0}s")
+    } else if s < 3600.0 {
+        format!("{:.0}m", (s / 60.0).ceil())
+    } else {
+        format!("{:.0}h", (s / 3600.0).ceil())
+    }
+}
+
+/// The length of tuning's steps for `cfg`: what it asks for, lengthened (when automatic, up to
+/// [`MAX_AUTO_STEP_S`]) until a step decides (see [`StepLength`]).
+pub fn step_length(cfg: &RunConfig) -> StepLength {
+    let asked_s = cfg.tuning.step_for(cfg.duration_s);
+    let explicit = cfg.tuning.step_s > 0.0;
+    let target = cfg.target_iops();
+    let txns_per_s = if target.is_finite() && target > 0.0 {
+        target / IOS_PER_TXN
+    } else {
+        0.0
+    };
+    // A margin of 0 tolerates no shortfall: no length decides then (a tiny floor keeps the
+    // figures finite).
+    let margin = cfg.thresholds.iops_margin.clamp(1e-3, 1.0);
+    let needed_txns = (1.0 / (margin * margin)).ceil();
+    let needed_s = if txns_per_s > 0.0 {
+        (needed_txns / txns_per_s).ceil()
+    } else {
+        f64::INFINITY
+    };
+    let step_s = if explicit || asked_s >= needed_s {
+        asked_s
+    } else {
+        needed_s.min(MAX_AUTO_STEP_S).max(asked_s)
+    };
+    StepLength {
+        step_s,
+        asked_s,
+        explicit,
+        expected_txns: txns_per_s * step_s,
+        needed_txns,
+        needed_s,
+    }
+}
+
 /// The configuration of a step at `sessions` sessions: the test's, measured for the step's
 /// length.
 pub fn step_config(cfg: &RunConfig, sessions: u32) -> RunConfig {
@@ -88,8 +239,10 @@ pub(crate) fn step_of(r: &RunResult, sessions: u32) -> SearchStep {
 pub(crate) fn outcome(s: &SearchStep) -> String {
     if s.kept_up {
         format!(
-            "below the target only by counting noise over {:.0} s (every due transaction found a session): enough sessions",
-            s.measured_s
+            "short of the target by {:.1} IOPS, within one standard error of its count ({:.1} IOPS over {} transactions), and every due transaction found a session: enough sessions",
+            s.target_iops - s.achieved_iops,
+            s.counting_error_iops().unwrap_or(0.0),
+            s.transactions
         )
     } else if s.pass {
         if s.recheck {
@@ -179,6 +332,7 @@ pub(crate) fn drive(
         if d.kept_up_passes
             && !step.pass
             && step.failed_checks == ["achieved_transactional_iops"]
+            && step.within_counting_error()
             && SearchStep::sessions_kept_up(&r)
         {
             step.pass = true;
@@ -251,7 +405,15 @@ pub fn tune(
         resolution: 0.0,
         max_steps: t.max_steps as usize,
     });
-    let step_s = t.step_for(cfg.duration_s);
+    // Steps long enough to decide, or a word on why they cannot: before the first step.
+    let length = step_length(cfg);
+    if let Some(note) = length.note(cfg.target_iops(), cfg.thresholds.iops_margin) {
+        observer.on_event(RunEvent::Log(&note));
+    }
+    let mut stepped = cfg.clone();
+    stepped.tuning.step_s = length.step_s;
+    let cfg_steps = &stepped;
+    let step_s = length.step_s;
     observer.on_event(RunEvent::Log(&format!(
         "Automatic tuning is starting: steps of {} measured after read latency is stable, at most {} steps, for the smallest session count that meets {:.1} IOPS within every threshold.",
         crate::step_secs(step_s),
@@ -264,7 +426,7 @@ pub fn tune(
             max_s: t.max_s,
             config: &|n, _| {
                 let sessions = u32::try_from(n).unwrap_or(MAX_THREADS);
-                (step_config(cfg, sessions), sessions)
+                (step_config(cfg_steps, sessions), sessions)
             },
             prefix: &|i, n| format!("Tuning step {i} ({n} sessions): "),
             line: &|s| {
@@ -315,4 +477,80 @@ pub fn tune(
     };
     observer.on_event(RunEvent::Log(&line));
     Ok(Tuned { tuning, last })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(target: f64, duration_s: f64, step_s: f64) -> RunConfig {
+        let mut c = RunConfig::default();
+        c.profile.mailboxes = 1000;
+        c.profile.iops_per_mailbox = target / 1000.0;
+        c.duration_s = duration_s;
+        c.tuning.step_s = step_s;
+        c
+    }
+
+    #[test]
+    fn steps_long_enough_to_decide_are_left_alone() {
+        // 3,000 IOPS: a 5 s step counts about 5,000 transactions (1.4%).
+        let l = step_length(&cfg(3000.0, 60.0, 0.0));
+        assert_eq!(l.step_s, 5.0);
+        assert!(l.decides() && !l.lengthened());
+        assert_eq!(l.note(3000.0, 0.05), None);
+    }
+
+    #[test]
+    fn automatic_steps_too_short_to_decide_are_lengthened() {
+        // 36 IOPS (issue 24): a 5 s step counts about 60 transactions, an error of 13%; 400
+        // transactions (5%) take 34 s at about 12 a second.
+        let l = step_length(&cfg(36.0, 60.0, 0.0));
+        assert_eq!(l.asked_s, 5.0);
+        assert_eq!(l.needed_txns, 400.0);
+        assert_eq!(l.step_s, 34.0);
+        assert!(l.decides() && l.lengthened());
+        let note = l.note(36.0, 0.05).expect("a note");
+        assert!(note.starts_with("Automatic tuning"), "{note}");
+        assert!(note.contains("about 60 transactions"), "{note}");
+        assert!(note.contains("(13%)"), "{note}");
+        assert!(note.contains("lengthened to 34 s"), "{note}");
+    }
+
+    #[test]
+    fn a_target_too_small_for_any_automatic_step_names_the_flags() {
+        // 1.6 IOPS (8 mailboxes at 0.2): 400 transactions take 750 s; automatic steps stop at
+        // 60 s.
+        let l = step_length(&cfg(1.6, 60.0, 0.0));
+        assert_eq!(l.step_s, MAX_AUTO_STEP_S);
+        assert!(!l.decides() && l.lengthened());
+        let note = l.note(1.6, 0.05).expect("a note");
+        assert!(note.contains("longest automatic step, 60 s"), "{note}");
+        assert!(note.contains("--tuning-step 13m or longer"), "{note}");
+        assert!(note.contains("--threads N"), "{note}");
+        // Far below: no step the flag allows decides.
+        let l = step_length(&cfg(0.05, 60.0, 0.0));
+        let note = l.note(0.05, 0.05).expect("a note");
+        assert!(note.contains("No step --tuning-step allows"), "{note}");
+        assert!(note.contains("--threads N"), "{note}");
+    }
+
+    #[test]
+    fn a_step_length_set_by_the_user_is_kept_and_named() {
+        let l = step_length(&cfg(36.0, 60.0, 2.0));
+        assert_eq!(l.step_s, 2.0);
+        assert!(l.explicit && !l.lengthened() && !l.decides());
+        let note = l.note(36.0, 0.05).expect("a note");
+        assert!(note.contains("(--tuning-step)"), "{note}");
+        assert!(note.contains("--tuning-step 34s or longer"), "{note}");
+    }
+
+    #[test]
+    fn a_zero_margin_never_decides() {
+        let mut c = cfg(3000.0, 60.0, 0.0);
+        c.thresholds.iops_margin = 0.0;
+        let l = step_length(&c);
+        assert!(!l.decides());
+        assert!(l.step_s <= MAX_AUTO_STEP_S);
+    }
 }

@@ -294,3 +294,55 @@ fn a_test_too_short_for_the_tolerance_says_so() {
     assert_eq!(c.state(), CheckState::Pass, "{c:?}");
     assert!(r.verdict.pass(), "{:?}", r.verdict);
 }
+
+/// Every I/O takes 0.3 ms on average (0.2 ms plus a random 0.1 ms).
+fn quick() -> LatencyModel {
+    let us = Duration::from_micros;
+    LatencyModel::uniform(Latency {
+        base: us(200),
+        tail: us(100),
+    })
+}
+
+#[test]
+fn closed_loop_with_idle_sessions_starts_every_transaction_when_due() {
+    // 32 sessions, 100 IOPS, 0.3 ms storage: nearly every session is idle nearly always, so
+    // every start slot finds one. Nothing but the storage may stand between a slot and its
+    // transaction's end: the latency from the slot is the service latency, within a millisecond
+    // of waking up.
+    let cfg = config(100.0, 60.0, 32, Pacing::Closed);
+    let (r, _) = run(&cfg, quick(), Vec::new());
+    let p = r.pacing.as_ref().expect("pacing block");
+    let (a, s) = (&p.latency_from_arrival_ms, &p.transaction_latency_ms);
+    eprintln!(
+        "closed, 32 sessions: achieved {:.2} of 100 IOPS; {} started, {} late, {} dropped; \
+         service {s:?}; from slot {a:?}",
+        r.achieved_iops, p.transactions_started, p.transactions_late, p.transactions_dropped
+    );
+    assert!(
+        (r.achieved_iops / 100.0 - 1.0).abs() < 0.02,
+        "achieved {}",
+        r.achieved_iops
+    );
+    assert!(
+        p.transactions_started > 1000,
+        "{} started",
+        p.transactions_started
+    );
+    assert_eq!(p.transactions_dropped, 0);
+    // Late (> 1 ms from the slot to the start): none but the odd one the loop woke late for.
+    assert!(
+        p.transactions_late * 1000 <= p.transactions_started,
+        "{} of {} late",
+        p.transactions_late,
+        p.transactions_started
+    );
+    assert!(
+        a.p99 <= s.p99 + 1.0,
+        "from slot p99 {} vs service {}",
+        a.p99,
+        s.p99
+    );
+    assert!(a.p99 < 3.0, "from slot p99 {} ms", a.p99);
+    assert!(r.verdict.pass(), "{:?}", r.verdict);
+}

@@ -309,6 +309,7 @@ fn tuning_steps_round_trip_and_are_reported() {
         page_fault_stalls_per_s: 0.0,
         stable: true,
         measured_s: 5.0,
+        transactions: 300,
         pass,
         failed_checks: if pass {
             vec![]

@@ -33,6 +33,11 @@ pub struct SearchStep {
     pub stable: bool,
     /// Seconds measured.
     pub measured_s: f64,
+    /// Transactions started in the measured phase: the count the achieved IOPS rest on (its
+    /// counting error: [`SearchStep::counting_error_iops`]). 0 in results from before it was
+    /// recorded.
+    #[serde(default)]
+    pub transactions: u64,
     /// No check failed (a check the step was too short to judge, such as a maximum-latency
     /// check with fewer samples than it tolerates, does not count against it; the step's own
     /// checks are in its record only as `failed_checks`).
@@ -42,10 +47,10 @@ pub struct SearchStep {
     /// find-max: a confirmation of the answer (a longer run at it), not a search step.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub confirmation: bool,
-    /// Tuning: the step missed the IOPS target and nothing else, while every transaction that
-    /// came due found a session (none dropped, the margin's share started at most late), so it
-    /// counts as passed: the shortfall is counting noise over a short step, not a lack of
-    /// sessions more of them would fix.
+    /// Tuning: the step missed the IOPS target and nothing else, by no more than one standard
+    /// error of its own count ([`SearchStep::within_counting_error`]), while its sessions kept
+    /// up ([`SearchStep::sessions_kept_up`]), so it counts as passed: the shortfall is counting
+    /// noise over a short step, not a lack of sessions more of them would fix.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kept_up: bool,
     /// find-max: a second run at a value whose first run failed, before that failure was
@@ -73,6 +78,7 @@ impl SearchStep {
             page_fault_stalls_per_s: r.host.page_fault_stalls_per_s.avg,
             stable,
             measured_s: r.test.duration_s,
+            transactions: r.pacing.as_ref().map_or(0, |p| p.transactions_started),
             pass: !r.verdict.checks().is_empty() && r.verdict.failed().next().is_none(),
             failed_checks: r.verdict.failed().map(|c| c.name.clone()).collect(),
             confirmation: false,
@@ -81,15 +87,42 @@ impl SearchStep {
         }
     }
 
-    /// Whether the sessions of `r` took every transaction that came due in its measured phase:
-    /// none dropped, and at least (1 - the IOPS margin) of them started.
+    /// Whether the sessions of `r` took the transactions that came due in its measured phase
+    /// when they came due: none dropped, at least (1 - the IOPS margin) of them started, and at
+    /// most the margin's share of those started late (a due transaction found no idle session;
+    /// closed-loop pacing starts a due transaction at once when a session is idle, so in the
+    /// closed loop, where every transaction due is started, lateness is what shows it).
     pub fn sessions_kept_up(r: &RunResult) -> bool {
         r.pacing.as_ref().is_some_and(|p| {
             let margin = r.config.thresholds.iops_margin.clamp(0.0, 1.0);
+            let started = p.transactions_started as f64;
             p.transactions_dropped == 0
                 && p.transactions_arrived > 0
-                && p.transactions_started as f64 >= p.transactions_arrived as f64 * (1.0 - margin)
+                && started >= p.transactions_arrived as f64 * (1.0 - margin)
+                && p.transactions_late as f64 <= started * margin
         })
+    }
+
+    /// One standard error of the step's achieved IOPS, had it met its target: transactions
+    /// start independently, so the count of a window is a Poisson count; a step that counted
+    /// `transactions` at `achieved_iops` would have counted M = transactions x target /
+    /// achieved at its target, with a standard error of sqrt(M), which is target / sqrt(M) in
+    /// IOPS. `None` when nothing was counted (no transaction, or no I/O).
+    pub fn counting_error_iops(&self) -> Option<f64> {
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        if self.transactions == 0 || !ok(self.achieved_iops) || !ok(self.target_iops) {
+            return None;
+        }
+        let at_target = self.transactions as f64 * self.target_iops / self.achieved_iops;
+        Some(self.target_iops / at_target.sqrt())
+    }
+
+    /// Whether the step's shortfall from its target is within one standard error of its own
+    /// count ([`SearchStep::counting_error_iops`]): below that, the step measured a rate that
+    /// falls short of the target, whatever the step's length.
+    pub fn within_counting_error(&self) -> bool {
+        self.counting_error_iops()
+            .is_some_and(|e| self.target_iops - self.achieved_iops <= e)
     }
 }
 

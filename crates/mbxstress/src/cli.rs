@@ -421,7 +421,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N|auto", value_parser = parse_threads, allow_negative_numbers = true)]
     pub threads: Option<u32>,
     /// Measured length of each automatic tuning step (1s..=1h) [default: the duration / 120,
-    /// within 5s..=1m]; the step first waits for stable read latency (at most as long again).
+    /// within 5s..=1m, lengthened up to 1m at small targets until a step counts 1 / margin^2
+    /// transactions]; the step first waits for stable read latency (at most as long again).
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub tuning_step: Option<std::time::Duration>,
     /// Most automatic tuning steps before it settles for the best count so far, or fails if

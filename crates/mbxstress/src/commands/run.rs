@@ -746,7 +746,7 @@ pub(crate) fn run_one(
             if mbx_engine::tunes(&cfg, &plan_for(&cfg)) {
                 format!(
                     "sessions tuned first (steps of {})",
-                    mbx_engine::step_secs(cfg.tuning.step_for(cfg.duration_s))
+                    mbx_engine::step_secs(mbx_engine::tune::step_length(&cfg).step_s)
                 )
             } else {
                 format!("{} sessions", cfg.sessions())
@@ -1100,7 +1100,11 @@ fn print_steps(steps: &[mbx_engine::result::SearchStep]) -> std::io::Result<()> 
     )?;
     for s in steps {
         let result = if s.kept_up {
-            "pass (short by counting noise; the sessions kept up)".to_string()
+            format!(
+                "pass (short within the counting error, {:.1} IOPS over {} transactions; the sessions kept up)",
+                s.counting_error_iops().unwrap_or(0.0),
+                s.transactions
+            )
         } else if s.pass {
             if s.recheck {
                 "pass (re-check)".to_string()

@@ -31,7 +31,9 @@ fn config(duration_s: f64) -> RunConfig {
     cfg.profile.iops_per_mailbox = 1.0;
     cfg.profile.databases = 1;
     cfg.duration_s = duration_s;
-    cfg.sample_interval_s = 15.0;
+    // Samples enough for the maximum-latency checks to judge (as `run` chooses them).
+    cfg.sample_interval_s =
+        mbx_config::sample_interval_for(duration_s, cfg.thresholds.max_latency_errors);
     cfg.cache.max_dirty_age_s = 1.0;
     cfg
 }
@@ -209,7 +211,15 @@ fn the_checksum_test_and_the_next_run_find_a_page_rolled_back_between_runs() {
         first.stopped
     );
     let snapshot = image(&dev, &db);
-    // The second run, an hour later, rewrites pages (its generations are higher).
+    // The second run, an hour later, rewrites pages (its generations are higher). The simulated
+    // device has no log adoption (`log_start` reads a real folder), so each later run starts
+    // its log at generation 1 in a folder of its own: reusing the first run's folder would mix
+    // two logs, which the Checksum test rightly reports (`log_missing`).
+    let fresh_log = |spec: &InstanceSpec, name: &str| InstanceSpec {
+        log_dir: spec.log_dir.with_file_name(name),
+        ..spec.clone()
+    };
+    let spec = fresh_log(&spec, "second");
     let second = run_with(&dev, &cfg, &plan, vec![spec.clone()], 2, 3600);
     assert_eq!(
         second.stopped.reason,
@@ -238,14 +248,14 @@ fn the_checksum_test_and_the_next_run_find_a_page_rolled_back_between_runs() {
     ];
     roll_back(&dev, &db, &snapshot, &rolled);
     // The Checksum test reads every page and the journal beside it: the three, and only them.
-    let checksum = run_with(
-        &dev,
-        &cfg,
-        &Plan::checksum(&cfg),
-        vec![spec.clone()],
-        3,
-        5400,
-    );
+    // The Checksum test reads the log files the CLI finds in the folder (`log_start`).
+    let mut on_disk = spec.clone();
+    on_disk.log.earlier_logs = dev
+        .list(&spec.log_dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    let checksum = run_with(&dev, &cfg, &Plan::checksum(&cfg), vec![on_disk], 3, 5400);
     assert_eq!(
         checksum.stopped.reason,
         StopReason::VerdictFailed,
@@ -271,7 +281,7 @@ fn the_checksum_test_and_the_next_run_find_a_page_rolled_back_between_runs() {
         .find(|c| c.name == "data_integrity_errors")
         .expect("the integrity check");
     assert_eq!((check.value, check.pass()), (3.0, false));
-    let third = run_with(&dev, &cfg, &plan, vec![spec], 3, 7200);
+    let third = run_with(&dev, &cfg, &plan, vec![fresh_log(&spec, "third")], 3, 7200);
     assert_eq!(
         third.stopped.reason,
         StopReason::IntegrityError,

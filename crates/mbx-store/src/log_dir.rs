@@ -443,6 +443,9 @@ pub fn check_log(
     }
     let mut current = None;
     match checkpoint {
+        // No log and no checkpoint: a database never run since it was prepared (or whose log
+        // was removed after a clean shutdown); there is nothing to recover, so nothing missing.
+        None if files.is_empty() => {}
         None => out.push(LogProblem::CheckpointMissing),
         Some(image) => {
             let slots = slot_states(image);
@@ -793,6 +796,9 @@ mod tests {
                 LogProblem::Missing { first: 2, last: 2 }
             ]
         );
+        // No log and no checkpoint: a database never run since it was prepared has nothing to
+        // recover, so nothing is missing.
+        assert_eq!(check_log(&[], None, DB), vec![]);
         // A short file, a long one, a damaged one; the checkpoint of another database.
         let mut bad = good.clone();
         bad[1].len = 5 * sector;

@@ -225,6 +225,9 @@ fn a_step_short_beyond_its_counting_error_does_not_pass_and_the_chosen_count_pas
     let mut test = config(350.0);
     test.threads = chosen;
     test.duration_s = 30.0;
+    // Samples enough for the maximum-latency checks to judge, as `run` chooses them.
+    test.sample_interval_s =
+        mbx_config::sample_interval_for(30.0, test.thresholds.max_latency_errors);
     let r = sim
         .step(&test, &Plan::performance(&test), &mut Lines::default())
         .expect("test");

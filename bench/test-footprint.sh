@@ -13,7 +13,12 @@
 #     in the work tree (`git status --porcelain` and a before/after listing outside target/).
 #
 # Usage: bench/test-footprint.sh [extra args for cargo test, e.g. -p mbx-store]
-# Environment: LIMIT_BYTES (default 1000000000): the run fails if the tests write more.
+# Environment: LIMIT_BYTES (default 1100000000): the run fails if the tests write more. Raised
+#              from 1 GB on 2026-11-27: issue 24 asked for real-file tests (a page rolled back between
+#              runs, a killed run, log truncation, header EIO, the held database files) that add about
+#              55 MB; one real-file test moved to the simulated device first (17 MB), and two runs still
+#              measured 1.027 and 1.041 GB (bench/results/test-footprint-2026-11-27.md). Next to move:
+#              tests/performance.rs, the log continuity (48 MB) and shape (41 MB) runs.
 #              FOOTPRINT_OUT: also append the summary (markdown) to this file.
 # The test output is shown as it runs (and kept for the summary); .ci/run runs the suite this way.
 # Exit status: 0 within the limit with nothing left behind; 1 otherwise (or if a test failed).
@@ -21,7 +26,7 @@ set -euo pipefail
 export LC_ALL=C # one collation for sort and comm
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-limit=${LIMIT_BYTES:-1000000000}
+limit=${LIMIT_BYTES:-1100000000}
 
 if [ ! -x /usr/bin/time ]; then
   if [ "$(id -u)" = 0 ]; then

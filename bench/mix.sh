@@ -25,7 +25,9 @@
 # Usage: bench/mix.sh [DIR]   DIR: scratch folder (default bench/scratch; needs 4 x DB_MIB MiB)
 # Environment: ROUNDS (default 5), RUNTIME measured seconds per run (default 20), DB_MIB per
 #              database (default 2048), SESSIONS (default "8 32"), MBX_ARGS (more flags for
-#              mbxstress run, e.g. "--reactors 1"; recorded in versions.txt).
+#              mbxstress run, e.g. "--reactors 1"; recorded in versions.txt), FIO_DEPTH_X (fio's
+#              iodepth per database is sessions / 2 times this, default 1: 2 brings fio's I/Os in
+#              flight near the engine's, whose flusher writes come on top of its sessions' reads).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -58,7 +60,7 @@ raw=$out/raw.jsonl
   echo "filesystem: $(df -T "$dir" | awk 'NR==2{print $2" on "$1}')"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "2 databases x $db_mib MiB, sessions: $sessions, rounds: $rounds, runtime: ${runtime}s"
-  echo "extra mbxstress run flags: ${MBX_ARGS:-none}"
+  echo "extra mbxstress run flags: ${MBX_ARGS:-none}; fio depth factor: ${FIO_DEPTH_X:-1}"
 } >"$out/versions.txt"
 log() { echo "$*" | tee -a "$out/commands.txt" >&2; }
 cd "$dir"
@@ -122,7 +124,7 @@ PY
 
 # fio at S sessions with the mix and log figures of an mbxstress run -> one JSON object.
 fio_run() {
-  local s=$1 mix=$2 depth=$(($1 / 2))
+  local s=$1 mix=$2 depth=$(($1 * ${FIO_DEPTH_X:-1} / 2))
   read -r mixread lograte logbs < <(python3 -c '
 import json, sys
 m = json.loads(sys.argv[1])

@@ -85,7 +85,7 @@ macro_rules! named_choice {
 }
 
 /// The type of a storage test (Jetstress's `Type`, plus the checksum pass). Its name is
-/// `test.type` in result.json (../shared/spec/result-contract.md) and `kind` in an imported report.
+/// `test.type` in result.json (docs/results.md) and `kind` in an imported report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "&'static str")]
 pub enum TestKind {

@@ -1,5 +1,5 @@
-//! Real Jetstress 2013 configuration files (tests/fixtures/jetstress-config/, copied from
-//! ../shared/fixtures with their provenance README) read into a run configuration.
+//! Real Jetstress 2013 configuration files (tests/fixtures/jetstress-config/, copies of real
+//! Jetstress files, each naming its source) read into a run configuration.
 
 use std::path::{Path, PathBuf};
 

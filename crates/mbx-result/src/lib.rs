@@ -4,7 +4,7 @@
 //! [`RunResult`] and emits [`Sample`]s, the report writer reads them back from result.json and
 //! samples.jsonl, the Jetstress importer produces the same [`BackupRow`], [`SoftRecoveryRow`] and
 //! [`ChecksumRow`] a backup, soft-recovery or checksum run writes, and `esrp` and `compare` read
-//! both through them. The JSON keys are a public interface (../shared/spec/result-contract.md;
+//! both through them. The JSON keys are a public interface (docs/results.md;
 //! docs/results.md): fields may be added, never renamed or removed without a schema bump.
 //!
 //! The configuration's types ([`mbx_config::RunConfig`], [`Profile`]) and the test type

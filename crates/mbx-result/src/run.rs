@@ -1,4 +1,4 @@
-//! `result.json` as in ../shared/spec/result-contract.md.
+//! `result.json` as docs/results.md lists it.
 
 use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 use serde::{Deserialize, Deserializer, Serialize};

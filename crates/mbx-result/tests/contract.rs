@@ -1,5 +1,5 @@
 //! The result model against the files earlier versions wrote and the keys the documentation
-//! promises (docs/results.md, ../shared/spec/result-contract.md).
+//! promises (docs/results.md).
 //!
 //! Fixtures: `fixtures/samples-fidelity-2026-11-22.jsonl` is the first two lines of
 //! bench/fidelity/2026-11-22T013237Z/copies2/samples.jsonl (commit 029725e), written by the

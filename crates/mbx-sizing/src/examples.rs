@@ -1,4 +1,4 @@
-//! Deployments taken from the seed papers (../shared/seeds/), as built-in examples for
+//! Deployments taken from vendors' published papers (named in each), as built-in examples for
 //! `mbxstress size --example NAME` and as test fixtures. Each names its source.
 
 use crate::{DatabaseLayout, Method, SizingInput};

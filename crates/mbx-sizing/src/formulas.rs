@@ -1,4 +1,4 @@
-//! Per-mailbox and per-server formulas of the published methods (../shared/spec/sizing-model.md).
+//! Per-mailbox and per-server formulas of the published methods (docs/sizing.md).
 //!
 //! Each function is one formula, named after what it computes, with the source in its doc comment.
 //! `m` is messages sent + received per mailbox per day; `kb` the average message size in KB.

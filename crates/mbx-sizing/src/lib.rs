@@ -57,7 +57,7 @@ pub struct Warning {
 }
 
 /// Everything `mbxstress size` reports. Field names are part of the result contract
-/// (../shared/spec/result-contract.md); units are in the names. "per server" figures are for one
+/// (docs/results.md); units are in the names. "per server" figures are for one
 /// mailbox server in the worst failure mode unless the name says otherwise.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SizingReport {

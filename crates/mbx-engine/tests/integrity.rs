@@ -5,8 +5,12 @@
 //! - the generation journal: a page rolled back to an older copy between two runs is found by the
 //!   next run, and a crash leaves no false stale finding behind.
 
+#[path = "support/config.rs"]
+mod config;
 #[path = "support/simdb.rs"]
 mod simdb;
+
+use config::config;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -23,19 +27,6 @@ struct Quiet;
 
 impl Observer for Quiet {
     fn on_event(&mut self, _: RunEvent<'_>) {}
-}
-
-fn config(duration_s: f64) -> RunConfig {
-    let mut cfg = RunConfig::default();
-    cfg.profile.mailboxes = 100;
-    cfg.profile.iops_per_mailbox = 1.0;
-    cfg.profile.databases = 1;
-    cfg.duration_s = duration_s;
-    // Samples enough for the maximum-latency checks to judge (as `run` chooses them).
-    cfg.sample_interval_s =
-        mbx_config::sample_interval_for(duration_s, cfg.thresholds.max_latency_errors);
-    cfg.cache.max_dirty_age_s = 1.0;
-    cfg
 }
 
 /// Runs `plan` on `specs` on the device with a clock whose wall time starts `wall_offset_s`

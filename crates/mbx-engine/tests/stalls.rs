@@ -7,8 +7,12 @@
 //! began and ended in virtual time (and as the control that passes), then with a stall placed
 //! at a chosen moment of that timeline (a fault rule's time window).
 
+#[path = "support/config.rs"]
+mod config;
 #[path = "support/simdb.rs"]
 mod simdb;
+
+use config::config;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -50,20 +54,6 @@ impl Timeline {
     fn line(&self, start: &str) -> Option<&String> {
         self.lines.iter().find(|l| l.starts_with(start))
     }
-}
-
-/// 100 IOPS on one database, samples every 15 s, every I/O 0.3 ms (the storage).
-fn config(duration_s: f64) -> RunConfig {
-    let mut cfg = RunConfig::default();
-    cfg.profile.mailboxes = 100;
-    cfg.profile.iops_per_mailbox = 1.0;
-    cfg.profile.databases = 1;
-    cfg.duration_s = duration_s;
-    // Samples enough for the maximum-latency checks to judge, as `run` chooses them.
-    cfg.sample_interval_s =
-        mbx_config::sample_interval_for(duration_s, cfg.thresholds.max_latency_errors);
-    cfg.cache.max_dirty_age_s = 1.0;
-    cfg
 }
 
 /// A Performance test on a fresh simulated database (seed 5, every I/O 0.3 ms) with `faults`.

@@ -87,6 +87,23 @@ pub struct SoftRecoveryFigures {
     pub seconds_per_log: f64,
 }
 
+/// An input that is in none of the summary's sections, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Exclusion {
+    /// The file.
+    pub source: String,
+    /// The machine it names (or the file, if it names none).
+    pub machine: String,
+    /// Why: "duplicate" (the same measurement as an earlier input: the same file given twice, or
+    /// another file with the same content), "no_instances" (a Performance or Stress input
+    /// without one instance's transactional I/O: a run refused or stopped before measuring),
+    /// "no_rows" (a Backup or Soft Recovery input without its test's rows), "not_summarized"
+    /// (a test type ESRP does not summarize: Checksum).
+    pub code: &'static str,
+    /// What it means, in words.
+    pub message: String,
+}
+
 /// `mbxstress esrp --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct EsrpSummary {
@@ -98,6 +115,12 @@ pub struct EsrpSummary {
     pub backup: Vec<BackupFigures>,
     /// Soft recovery inputs.
     pub soft_recovery: Vec<SoftRecoveryFigures>,
+    /// Stress inputs, per server: ESRP reports the Stress test apart from the Performance test,
+    /// so they are never in `servers` or `aggregate`.
+    pub stress: Vec<ServerFigures>,
+    /// Inputs in none of the sections above, each with the reason. Every input is in a section
+    /// or here.
+    pub excluded: Vec<Exclusion>,
     /// Typed summaries in the inputs that disagree with their own per-instance data.
     pub discrepancies: Vec<String>,
     /// Inputs that are not complete, passing measurements, and why.
@@ -221,18 +244,74 @@ pub fn imported_from_result(r: RunResult, path: &Path, flags: Vec<Flag>) -> Impo
     imported
 }
 
-/// Summarizes loaded inputs.
+impl EsrpSummary {
+    /// Whether anything was summarized: a server, a stress, backup or soft recovery row. When
+    /// not, every input is in `excluded`.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+            && self.stress.is_empty()
+            && self.backup.is_empty()
+            && self.soft_recovery.is_empty()
+    }
+}
+
+/// The earlier input `r` duplicates (the same measurement: equal in everything but the file's
+/// name), if any.
+fn duplicate_of<'a>(
+    earlier: &'a [ImportedReport],
+    r: &ImportedReport,
+) -> Option<&'a ImportedReport> {
+    earlier.iter().find(|e| {
+        ImportedReport {
+            source: r.source.clone(),
+            ..(*e).clone()
+        } == *r
+    })
+}
+
+/// Summarizes loaded inputs. Every input ends up in a section (`servers` and the aggregate for
+/// Performance, `stress`, `backup`, `soft_recovery`) or in `excluded` with the reason; an input
+/// that duplicates an earlier one is counted once.
 pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
     let mut s = EsrpSummary::default();
-    for r in inputs {
+    for (i, r) in inputs.iter().enumerate() {
         let machine = r.machine.clone().unwrap_or_else(|| r.source.clone());
+        let earlier = inputs.get(..i).unwrap_or_default();
+        if let Some(first) = duplicate_of(earlier, r) {
+            let message = if first.source == r.source {
+                format!("{} was given more than once: counted once", r.source)
+            } else {
+                format!(
+                    "the same measurement as {} (identical content): counted once",
+                    first.source
+                )
+            };
+            s.excluded.push(Exclusion {
+                source: r.source.clone(),
+                machine,
+                code: "duplicate",
+                message,
+            });
+            continue;
+        }
         // Only Performance tests feed the performance summary: backup and soft recovery reports
         // carry a Transactional I/O table of their own (the I/O during that test), and stress
         // tests are summarized separately in ESRP.
-        if !r.transactional.is_empty() && matches!(r.kind, None | Some(TestKind::Performance)) {
+        let mut shown = false;
+        if !r.transactional.is_empty() {
             let mut f = server_figures(&machine, &r.source, &r.transactional);
             f.flags = r.flags.iter().map(|f| f.code).collect();
-            s.servers.push(f);
+            match r.kind {
+                None | Some(TestKind::Performance) => {
+                    s.servers.push(f);
+                    shown = true;
+                }
+                Some(TestKind::Stress) => {
+                    s.stress.push(f);
+                    shown = true;
+                }
+                _ => {}
+            }
         }
         s.warnings.extend(r.flags.iter().map(|f| Warning {
             source: r.source.clone(),
@@ -250,6 +329,7 @@ pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
                 mb_per_s_per_database: r.backup_avg_typed.unwrap_or(avg),
                 mb_per_s_per_server: r.backup_sum_typed.unwrap_or(sum),
             });
+            shown = true;
         }
         if let Some((logs, secs)) = SoftRecoveryRow::averages(&r.soft_recovery) {
             s.soft_recovery.push(SoftRecoveryFigures {
@@ -258,9 +338,34 @@ pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
                     .seconds_per_log_typed
                     .unwrap_or_else(|| SoftRecoveryRow::seconds_per_log(logs, secs)),
             });
+            shown = true;
         }
         s.discrepancies
             .extend(r.discrepancies.iter().map(|d| format!("{}: {d}", r.source)));
+        if !shown {
+            let (code, message) = match r.kind {
+                None | Some(TestKind::Performance) | Some(TestKind::Stress) => (
+                    "no_instances",
+                    "no instance's transactional I/O was measured (a run refused or stopped \
+                     before measuring): not in the servers or the aggregate"
+                        .to_string(),
+                ),
+                Some(k @ (TestKind::Backup | TestKind::SoftRecovery)) => (
+                    "no_rows",
+                    format!("a {} test without its rows: nothing to summarize", k.name()),
+                ),
+                Some(k @ TestKind::Checksum) => (
+                    "not_summarized",
+                    format!("ESRP summarizes no figure of a {} test", k.name()),
+                ),
+            };
+            s.excluded.push(Exclusion {
+                source: r.source.clone(),
+                machine,
+                code,
+                message,
+            });
+        }
     }
     if !s.servers.is_empty() {
         let sv = &s.servers;

@@ -20,7 +20,7 @@ pub mod report;
 pub mod steps;
 pub mod svg;
 
-pub use esrp::{load, summarize, EsrpSummary, Warning};
+pub use esrp::{load, summarize, EsrpSummary, Exclusion, Warning};
 pub use export::{Exporter, Format};
 pub use flags::Flag;
 pub use import::{import_file, ImportError, ImportedReport};

@@ -47,20 +47,33 @@ pub(crate) fn load_all(paths: &[PathBuf]) -> anyhow::Result<Vec<mbx_report::Impo
     Ok(inputs)
 }
 
+/// Prints the summary. Exit code 0 when something was summarized (some inputs may be excluded,
+/// each named with its reason), 2 when nothing could be: every input is excluded.
 pub fn run(args: EsrpArgs) -> anyhow::Result<ExitCode> {
     let inputs = load_all(&args.files)?;
     let s = mbx_report::summarize(&inputs);
     let mut out = std::io::stdout().lock();
     if args.json {
-        // The JSON carries them in `warnings` and per server in `flags`; people watching see them.
+        // The JSON carries them in `warnings`, per server in `flags` and in `excluded`; people
+        // watching see them.
         for w in &warnings(&s) {
             eprintln!("{w}");
         }
+        for x in &s.excluded {
+            eprintln!("excluded: {} ({}): {}", x.source, x.machine, x.message);
+        }
         serde_json::to_writer_pretty(&mut out, &s).context("writing JSON to stdout")?;
         writeln!(out).context("writing to stdout")?;
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        write!(out, "{}", text(&s)).context("writing to stdout")?;
     }
-    write!(out, "{}", text(&s)).context("writing to stdout")?;
+    if s.is_empty() {
+        eprintln!(
+            "error: nothing to summarize: none of the {} inputs holds figures ESRP summarizes (each is named above with the reason)",
+            inputs.len()
+        );
+        return Ok(ExitCode::from(crate::exit::USAGE));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -77,32 +90,13 @@ pub(crate) fn text(s: &mbx_report::EsrpSummary) -> String {
     let warnings = warnings(s);
     let mut text = String::new();
     if !s.servers.is_empty() {
-        text.push_str(&format!(
-            "{:<24} {:>12} {:>10} {:>10} {:>12} {:>12} {:>10} {:>12}\n",
-            "server",
-            "transfers/s",
-            "reads/s",
-            "writes/s",
-            "read ms",
-            "write ms",
-            "log w/s",
-            "log w ms"
-        ));
-        for f in s.servers.iter().chain(s.aggregate.iter()) {
-            // A flagged row (or an aggregate that sums one) is marked; the warnings say why.
-            let mark = if f.flags.is_empty() { "" } else { " *" };
-            text.push_str(&format!(
-                "{:<24} {:>12.2} {:>10.2} {:>10.2} {:>12.2} {:>12.2} {:>10.2} {:>12.4}\n",
-                format!("{}{mark}", f.machine),
-                f.db_transfers_per_s,
-                f.db_reads_per_s,
-                f.db_writes_per_s,
-                f.db_read_avg_latency_ms,
-                f.db_write_avg_latency_ms,
-                f.log_writes_per_s,
-                f.log_write_avg_latency_ms
-            ));
-        }
+        table(&mut text, s.servers.iter().chain(s.aggregate.iter()));
+    }
+    if !s.stress.is_empty() {
+        text.push_str(
+            "stress (per server; ESRP reports the Stress test apart from the Performance test, so it is not in the aggregate):\n",
+        );
+        table(&mut text, s.stress.iter());
     }
     for b in &s.backup {
         text.push_str(&format!(
@@ -122,6 +116,12 @@ pub(crate) fn text(s: &mbx_report::EsrpSummary) -> String {
     for w in &warnings {
         text.push_str(&format!("{w}\n"));
     }
+    for x in &s.excluded {
+        text.push_str(&format!(
+            "excluded: {} ({}): {}\n",
+            x.source, x.machine, x.message
+        ));
+    }
     let flagged = s.servers.iter().filter(|f| !f.flags.is_empty()).count();
     if flagged > 0 && s.aggregate.is_some() {
         text.push_str(&format!(
@@ -130,4 +130,34 @@ pub(crate) fn text(s: &mbx_report::EsrpSummary) -> String {
         ));
     }
     text
+}
+
+/// The server table: a header, then a row per server. A flagged row (or an aggregate that sums
+/// one) is marked; the warnings say why.
+fn table<'a>(text: &mut String, rows: impl Iterator<Item = &'a mbx_report::esrp::ServerFigures>) {
+    text.push_str(&format!(
+        "{:<24} {:>12} {:>10} {:>10} {:>12} {:>12} {:>10} {:>12}\n",
+        "server",
+        "transfers/s",
+        "reads/s",
+        "writes/s",
+        "read ms",
+        "write ms",
+        "log w/s",
+        "log w ms"
+    ));
+    for f in rows {
+        let mark = if f.flags.is_empty() { "" } else { " *" };
+        text.push_str(&format!(
+            "{:<24} {:>12.2} {:>10.2} {:>10.2} {:>12.2} {:>12.2} {:>10.2} {:>12.4}\n",
+            format!("{}{mark}", f.machine),
+            f.db_transfers_per_s,
+            f.db_reads_per_s,
+            f.db_writes_per_s,
+            f.db_read_avg_latency_ms,
+            f.db_write_avg_latency_ms,
+            f.log_writes_per_s,
+            f.log_write_avg_latency_ms
+        ));
+    }
 }

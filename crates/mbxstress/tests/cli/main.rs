@@ -4,6 +4,7 @@ mod common;
 #[cfg(target_os = "linux")]
 mod devices;
 mod doctor;
+mod esrp;
 mod findmax;
 mod fleet;
 mod inputs;

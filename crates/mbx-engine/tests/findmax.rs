@@ -20,6 +20,17 @@ use steps::{config, Lines, Sim};
 /// when `latency_limits` is false, nothing else (queueing at saturation would fail a latency
 /// threshold first). Returns the record and the last log line.
 fn search(io: Duration, mailboxes: u64, threads: u32, latency_limits: bool) -> (FindMax, String) {
+    search_steps(io, mailboxes, threads, latency_limits, 16)
+}
+
+/// [`search`] with at most `max_steps` search steps.
+fn search_steps(
+    io: Duration,
+    mailboxes: u64,
+    threads: u32,
+    latency_limits: bool,
+    max_steps: usize,
+) -> (FindMax, String) {
     let io = Latency::fixed(io);
     let model = LatencyModel::uniform(Latency::ZERO)
         .reads(io)
@@ -44,7 +55,7 @@ fn search(io: Duration, mailboxes: u64, threads: u32, latency_limits: bool) -> (
     let found = find_max(
         &cfg,
         FindMaxSpec {
-            max_steps: 16,
+            max_steps,
             resolution: 0.02,
             max_s: 86_400.0,
             confirmations: 2,
@@ -97,6 +108,37 @@ fn find_max_returns_the_known_capacity_of_the_model() {
         );
     }
     assert!(last.starts_with("find-max: "), "{last}");
+    // Bracketed by a failing step: not a lower bound.
+    assert!(!f.lower_bound, "{f:#?}");
+}
+
+/// Issue 25, case 15: a search that stops at --max-steps while every step passed answers a
+/// lower bound, and says so; `elapsed_s` covers the confirmation runs too.
+#[test]
+fn a_search_stopped_before_any_failing_step_answers_a_lower_bound() {
+    // 400 IOPS of capacity, from 20 mailboxes x 1 IOPS: 20, 40, 80 all pass.
+    let (f, last) = search_steps(Duration::from_millis(10), 20, 64, false, 3);
+    assert_eq!(f.end, "steps", "{f:#?}");
+    assert!(f.steps.iter().all(|s| s.pass), "{f:#?}");
+    assert_eq!(f.mailboxes, Some(80), "{f:#?}");
+    assert!(f.lower_bound, "{f:#?}");
+    assert!(
+        last.starts_with("find-max: at least 80 mailboxes"),
+        "{last}"
+    );
+    // Three search steps and two confirmations of three step lengths each: the confirmations'
+    // 60 s of measurement alone is more than the search steps took.
+    assert_eq!(
+        f.steps.iter().filter(|s| s.confirmation).count(),
+        2,
+        "{f:#?}"
+    );
+    let measured: f64 = f.steps.iter().map(|s| s.measured_s).sum();
+    assert!(
+        f.elapsed_s >= measured,
+        "elapsed {} s < {measured} s measured by the steps: {f:#?}",
+        f.elapsed_s
+    );
 }
 
 #[test]

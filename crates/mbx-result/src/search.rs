@@ -202,8 +202,13 @@ pub struct FindMax {
     /// target range allows, or none down to 1), "steps", "time", "interrupted", "error" or
     /// "unconfirmed" (no answer held in its confirmation runs).
     pub end: String,
-    /// Seconds the search took.
+    /// Seconds the search took, its confirmation runs included.
     pub elapsed_s: f64,
+    /// True when the answer is a lower bound: no step above it failed, so the storage carries
+    /// at least `mailboxes`, and the search stopped (`end` "steps", "time" or "bound") before
+    /// finding how many more. False with no answer, and in files of earlier versions.
+    #[serde(default)]
+    pub lower_bound: bool,
     /// The configuration (its profile is where the search started; the databases' size).
     #[serde(deserialize_with = "crate::read_config_leniently")]
     pub config: crate::RunConfig,

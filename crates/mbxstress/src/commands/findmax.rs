@@ -116,6 +116,16 @@ pub fn run(args: FindMaxArgs) -> anyhow::Result<ExitCode> {
             )?;
         }
         match (f.mailboxes, f.iops) {
+            (Some(m), Some(iops)) if f.lower_bound => outln!(
+                "ANSWER | at least {} mailboxes x {} IOPS = {} transactional IOPS pass every threshold; {} ({}, {} steps, {})",
+                num(m as f64, 0),
+                f.iops_per_mailbox,
+                num(iops, 1),
+                why_lower_bound(&f.end),
+                f.end,
+                f.steps.len(),
+                fmt_secs(f.elapsed_s)
+            )?,
             (Some(m), Some(iops)) => outln!(
                 "ANSWER | {} mailboxes x {} IOPS = {} transactional IOPS pass every threshold ({}, {} steps, {})",
                 num(m as f64, 0),
@@ -140,4 +150,14 @@ pub fn run(args: FindMaxArgs) -> anyhow::Result<ExitCode> {
         (_, Some(_)) => ExitCode::SUCCESS,
         (_, None) => ExitCode::from(1),
     })
+}
+
+/// Why an answer is only a lower bound, from how the search ended.
+fn why_lower_bound(end: &str) -> &'static str {
+    match end {
+        "steps" => "the search stopped at --max-steps before finding a failing step",
+        "time" => "the search ran out of time before finding a failing step",
+        "bound" => "every count passed up to the most the target range allows",
+        _ => "no count above it failed",
+    }
 }

@@ -587,6 +587,60 @@ fn start_gate_from_stdin(cancel: Arc<AtomicBool>) -> Arc<mbx_engine::StartGate> 
     gate
 }
 
+/// Backup and Checksum read the databases that are there. When the command gives no size (no
+/// --mailboxes, --quota-mb, --profile or --jetstress-config, and no `mailboxes` or
+/// `mailbox_quota_mb` in --config), the size is the databases' own: the first database's header
+/// sets the profile (mailboxes, quota, and the database count and compressibility unless given)
+/// and the data pages each, which are returned. `None` when a size was given, for other tests,
+/// with capacity sizing, or when there is no mbxstress database to read (Backup then creates
+/// one as the Performance test does; Checksum says to prepare one).
+fn size_from_databases(
+    args: &RunArgs,
+    kind: TestKind,
+    cfg: &mut RunConfig,
+) -> anyhow::Result<Option<u64>> {
+    let in_config = |key: &str| args.config.as_deref().is_some_and(|p| config_sets(p, key));
+    let size_given = args.mailboxes.is_some()
+        || args.quota_mb.is_some()
+        || args.profile.is_some()
+        || args.jetstress.jetstress_config.is_some()
+        || in_config("mailboxes")
+        || in_config("mailbox_quota_mb");
+    if !matches!(kind, TestKind::Backup | TestKind::Checksum)
+        || size_given
+        || cfg.sizing == mbx_config::Sizing::Capacity
+    {
+        return Ok(None);
+    }
+    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, cfg.profile.databases)?;
+    let Some(first) = specs.first().filter(|s| s.path.exists()) else {
+        return Ok(None);
+    };
+    let h = match mbx_store::verify::read_database_header(&first.path) {
+        Ok(h) => h,
+        // Not ours: preparing (Backup) or attaching (Checksum) refuses it with the reason.
+        Err(mbx_store::StoreError::NotADatabase { .. }) => return Ok(None),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "reading the size of the existing database {}",
+                first.path.display()
+            )))
+        }
+    };
+    let p = &mut cfg.profile;
+    if h.mailboxes > 0 && h.quota_mb > 0 {
+        p.mailboxes = h.mailboxes;
+        p.mailbox_quota_mb = h.quota_mb;
+    }
+    if args.databases.is_none() && !in_config("databases") && h.databases > 0 {
+        p.databases = h.databases;
+    }
+    if args.compressibility_pct.is_none() && !in_config("compressibility_pct") {
+        cfg.compressibility_pct = h.compressibility_pct;
+    }
+    Ok(Some(h.data_pages()))
+}
+
 /// How the databases of `cfg` are created (or attached) for a test: `data_pages` each.
 pub(crate) fn create_params(args: &RunArgs, cfg: &RunConfig, data_pages: u64) -> CreateParams {
     let p = &cfg.profile;
@@ -621,7 +675,7 @@ pub(crate) struct Ran {
 pub(crate) fn run_one(
     args: &RunArgs,
     kind: TestKind,
-    cfg: RunConfig,
+    mut cfg: RunConfig,
     out: Option<&Path>,
     cancel: &AtomicBool,
     gate: Option<&Arc<mbx_engine::StartGate>>,
@@ -634,6 +688,7 @@ pub(crate) fn run_one(
         TestKind::SoftRecovery => |cfg| Plan::soft_recovery(cfg, cfg.log_files_to_replay),
     };
     let human = args.progress == "human";
+    let from_headers = size_from_databases(args, kind, &mut cfg)?;
     let p = &cfg.profile;
     let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
     // Capacity sizing measures the free space now, before anything is created: a share that
@@ -650,9 +705,10 @@ pub(crate) fn run_one(
     } else {
         None
     };
-    let data_pages = match &sized {
-        Some(s) => s.data_pages,
-        None => CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
+    let data_pages = match (&sized, from_headers) {
+        (Some(s), _) => s.data_pages,
+        (None, Some(pages)) => pages,
+        (None, None) => CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
             .ok_or_else(|| {
                 usage(format!(
                     "invalid --mailboxes x --quota-mb / --databases: each database would be larger than {} TiB (the most mbxstress creates); use fewer mailboxes, a smaller quota or more databases",
@@ -707,10 +763,15 @@ pub(crate) fn run_one(
         errln!("Results: {}", dir.display());
     } else if human && !matches!(kind, TestKind::Performance | TestKind::Stress) {
         errln!(
-            "{} test: {} database(s) of {} MiB",
+            "{} test: {} database(s) of {} MiB{}",
             capitalize(kind.name()),
             p.databases,
             num(data_pages as f64 / 32.0, 0),
+            if from_headers.is_some() {
+                " (the size of the existing databases, from their headers)"
+            } else {
+                ""
+            }
         );
         errln!("Results: {}", dir.display());
     } else if let (true, Some(s)) = (human, &sized) {

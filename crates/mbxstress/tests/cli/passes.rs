@@ -347,3 +347,76 @@ fn checksum_checks_the_log_files_and_checkpoint_on_disk() {
     let run = run_test(&dir, "checksum", "c4");
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
 }
+
+/// Issue 25, case 16: Backup and Checksum of existing databases, with no size given, take the
+/// size from the database headers (Backup refused them, Checksum printed the default profile's
+/// size); a size that is given still has to match.
+#[test]
+fn backup_and_checksum_take_the_size_of_existing_databases() {
+    let dir = scratch("sized-by-headers");
+    let prep = mbx_in(
+        Some(&dir),
+        &[
+            "prepare",
+            "--mailboxes",
+            "4",
+            "--quota-mb",
+            "1",
+            "--databases",
+            "2",
+        ],
+    );
+    assert_eq!(prep.code, 0, "{}", prep.stderr);
+    let bare = |test: &str, out: &str| {
+        mbx_in(
+            Some(&dir),
+            &["run", "--test", test, "--threads", "4", "--out", out],
+        )
+    };
+    for (test, out) in [("backup", "b"), ("checksum", "c")] {
+        let run = bare(test, out);
+        assert_eq!(run.code, 0, "{test}: {}\n{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr.contains(
+                "test: 2 database(s) of 2 MiB (the size of the existing databases, from their headers)"
+            ),
+            "{test}: {}",
+            run.stderr
+        );
+        let r = result(&dir, out);
+        assert_eq!(r["config"]["mailboxes"], 4, "{test}");
+        assert_eq!(r["config"]["mailbox_quota_mb"], 1, "{test}");
+        assert_eq!(r["config"]["databases"], 2, "{test}");
+    }
+    let r = result(&dir, "b");
+    let rows = r["backup"].as_array().expect("backup rows");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let r = result(&dir, "c");
+    // 2 MiB of data pages plus the two header pages, in each database.
+    assert_eq!(r["checksum"][0]["seen_pages"], 66, "{r}");
+    assert_eq!(r["checksum"][2]["seen_pages"], 66, "{r}");
+    // A size given is the user's: databases of another size are refused, as before.
+    let run = mbx_in(
+        Some(&dir),
+        &[
+            "run",
+            "--test",
+            "backup",
+            "--mailboxes",
+            "8",
+            "--quota-mb",
+            "1",
+            "--databases",
+            "2",
+            "--out",
+            "b2",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("was created with data pages = 64, but this run needs 128"),
+        "{}",
+        run.stderr
+    );
+}

@@ -64,6 +64,41 @@ pub struct PageProblem {
     /// For a stale page: the generation its journal entry records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expected: Option<u64>,
+    /// Byte offset of the page in the file.
+    pub offset: u64,
+    /// What is wrong, in words (as the Checksum test's `errors[].message` says it).
+    pub reason: String,
+}
+
+impl PageProblem {
+    fn new(page: u64, kind: &'static str, found: Option<u64>, expected: Option<u64>) -> Self {
+        let reason = match (kind, found, expected) {
+            ("unwritten", ..) => "is all zeros (never written, or zeroed by the device)".into(),
+            ("bad", ..) => "fails its checksum beyond one bit (torn, overwritten or garbage)".into(),
+            ("correctable", ..) => "has exactly one flipped bit (correctable)".into(),
+            ("wrong_page_number", Some(f), _) => {
+                format!("holds another page of this database (a misdirected write): page {f}")
+            }
+            ("wrong_database", Some(f), _) => {
+                format!("holds a page of another database: id {f:#x}")
+            }
+            ("bad_header", ..) => {
+                "is not a header copy of this database (damaged or overwritten)".into()
+            }
+            ("stale", Some(f), Some(e)) => format!(
+                "is stale: it carries generation {f}, and its journal records generation {e} written and made durable (rolled back to an older copy, or that write was lost)"
+            ),
+            (other, ..) => other.replace('_', " "),
+        };
+        PageProblem {
+            page,
+            kind,
+            found,
+            expected,
+            offset: page.saturating_mul(PAGE_SIZE as u64),
+            reason,
+        }
+    }
 }
 
 /// Result of verifying one database (the `checksum` entries of the result contract).
@@ -109,12 +144,8 @@ impl VerifyReport {
 
     fn note(&mut self, page: u64, kind: &'static str, found: Option<u64>) {
         if self.problems.len() < 20 {
-            self.problems.push(PageProblem {
-                page,
-                kind,
-                found,
-                expected: None,
-            });
+            self.problems
+                .push(PageProblem::new(page, kind, found, None));
         }
     }
 
@@ -292,12 +323,12 @@ pub fn verify_database(
                 if crate::journal::is_stale(generation, entry) {
                     report.stale_pages += 1;
                     if report.problems.len() < 20 {
-                        report.problems.push(PageProblem {
-                            page: n,
-                            kind: "stale",
-                            found: Some(generation),
-                            expected: Some(entry),
-                        });
+                        report.problems.push(PageProblem::new(
+                            n,
+                            "stale",
+                            Some(generation),
+                            Some(entry),
+                        ));
                     }
                 }
             }

@@ -136,14 +136,13 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 outln!("    stale pages across runs not checked: {}", r.stale_check)?;
             }
             for p in &r.problems {
-                let detail = match (p.found, p.expected) {
-                    (Some(f), Some(e)) => {
-                        format!(" (carries generation {f}; its journal says {e} was written)")
-                    }
-                    (Some(f), None) => format!(" (carries {f})"),
-                    _ => String::new(),
-                };
-                outln!("    page {}: {}{detail}", p.page, p.kind)?;
+                outln!(
+                    "    page {} (offset {}): {}: {}",
+                    p.page,
+                    p.offset,
+                    p.kind,
+                    p.reason
+                )?;
             }
         }
     }

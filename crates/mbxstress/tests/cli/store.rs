@@ -67,13 +67,34 @@ fn verify_reports_damage_with_exit_1() {
     write_all_at(&f, &[0xAA; 32], 20 * 32768 + 100).expect("smash a page");
     let run = mbx_in(Some(&dir), &["verify"]);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    // Each page with its byte offset and what is wrong, as the Checksum test says it (issue 25,
+    // case 17).
     assert!(
-        run.stdout.contains("page 10: correctable"),
+        run.stdout.contains(
+            "page 10 (offset 327680): correctable: has exactly one flipped bit (correctable)"
+        ),
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("page 20: bad"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "page 20 (offset 655360): bad: fails its checksum beyond one bit (torn, overwritten or garbage)"
+        ),
+        "{}",
+        run.stdout
+    );
     assert!(run.stderr.contains("FAILED"), "{}", run.stderr);
+    let run = mbx_in(Some(&dir), &["verify", "--json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let v = run.json();
+    let p = &v["checksum"][1]["problems"][1];
+    assert_eq!(p["page"], 20, "{v}");
+    assert_eq!(p["kind"], "bad", "{v}");
+    assert_eq!(p["offset"], 20 * 32768, "{v}");
+    assert_eq!(
+        p["reason"], "fails its checksum beyond one bit (torn, overwritten or garbage)",
+        "{v}"
+    );
 }
 
 #[test]

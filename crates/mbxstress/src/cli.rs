@@ -191,7 +191,7 @@ pub struct ReportArgs {
 /// `mbxstress compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The first result (result.json or a Jetstress report as text).
+    /// The first result: a result folder, its result.json, or a Jetstress report as text.
     #[arg(value_name = "A")]
     pub a: PathBuf,
     /// The second result.

@@ -1,15 +1,47 @@
 //! `mbxstress compare`: key figures of two results side by side.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 
 use crate::cli::CompareArgs;
 
+/// The file an argument stands for: a file as itself, a result folder (as `report` and `esrp`
+/// take it) for its result.json. A folder without one (a suite's folder holds a result per
+/// test) is refused, naming what to give instead.
+fn input_of(path: &Path) -> anyhow::Result<PathBuf> {
+    if !path.is_dir() {
+        return Ok(path.to_path_buf());
+    }
+    let result = path.join("result.json");
+    if result.exists() {
+        return Ok(result);
+    }
+    let tests: Vec<String> = super::suite::STEPS
+        .iter()
+        .map(|&(folder, _)| folder)
+        .filter(|f| path.join(f).join("result.json").exists())
+        .map(|f| path.join(f).display().to_string())
+        .collect();
+    Err(crate::exit::usage(if tests.is_empty() {
+        format!(
+            "{} holds no result.json: give a result folder, a result.json or a Jetstress report",
+            path.display()
+        )
+    } else {
+        format!(
+            "{} is a suite folder, a result per test: compare one of them ({})",
+            path.display(),
+            tests.join(", ")
+        )
+    }))
+}
+
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let a = mbx_report::load(&args.a)?;
-    let b = mbx_report::load(&args.b)?;
+    let a = mbx_report::load(&input_of(&args.a)?)?;
+    let b = mbx_report::load(&input_of(&args.b)?)?;
     let rows = mbx_report::compare::compare(&a, &b);
     // Inputs that are not complete, passing measurements: flagged in both output forms.
     let warnings: Vec<serde_json::Value> = [("a", &a), ("b", &b)]

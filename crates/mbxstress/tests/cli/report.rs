@@ -67,6 +67,56 @@ fn compare_two_reports() {
     assert!(run.stdout.contains("+20.0%"), "{}", run.stdout);
 }
 
+/// `compare` takes a result folder as `report` and `esrp` do (issue 25, case 17), and says
+/// what to give for a folder without a result.json.
+#[test]
+fn compare_takes_result_folders() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for d in [&a, &b] {
+        std::fs::create_dir(d).expect("mkdir");
+        std::fs::copy(fixture("mbxstress-result.json"), d.join("result.json")).expect("copy");
+    }
+    let (a, b) = (a.to_str().expect("utf8"), b.to_str().expect("utf8"));
+    let run = mbx(&["compare", a, b, "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    assert_eq!(v["a"], format!("{a}/result.json"));
+    let iops = v["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["figure"] == "database transfers/s (from instances)")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(iops["diff"], 0.0, "{v}");
+    // The same folders through `esrp`, for the record: it accepts them too.
+    assert_eq!(mbx(&["esrp", a]).code, 0);
+
+    let suite = dir.path().join("suite");
+    std::fs::create_dir_all(suite.join("1-performance")).expect("mkdir");
+    std::fs::copy(
+        fixture("mbxstress-result.json"),
+        suite.join("1-performance/result.json"),
+    )
+    .expect("copy");
+    let run = mbx(&["compare", suite.to_str().expect("utf8"), a]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("is a suite folder, a result per test: compare one of them (")
+            && run.stderr.contains("1-performance"),
+        "{}",
+        run.stderr
+    );
+    let run = mbx(&["compare", dir.path().to_str().expect("utf8"), a]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("holds no result.json"),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn import_reports_tables_and_rejects_garbage() {
     let run = mbx(&["import", &fixture("tintri-t880-performance.txt"), "--json"]);

@@ -44,7 +44,18 @@ pub enum Command {
     /// How many mailboxes can this storage carry? The largest mailbox count, at the profile's
     /// IOPS per mailbox, that passes every threshold: a ramp then a bisection of short measured
     /// steps on the same databases (run flags apply; --tuning-step sets a step's length).
-    #[command(name = "find-max", after_help = FIND_MAX_HELP)]
+    #[command(
+        name = "find-max",
+        after_help = FIND_MAX_HELP,
+        // Run flags find-max refuses (it is the Performance workload in mailboxes of a profile,
+        // its own step budget, no fleet gate): accepted only to say so, never listed.
+        mut_arg("test", |a: clap::Arg| a.hide(true)),
+        mut_arg("capacity_pct", |a: clap::Arg| a.hide(true)),
+        mut_arg("throughput_pct", |a: clap::Arg| a.hide(true)),
+        mut_arg("stress_duration", |a: clap::Arg| a.hide(true)),
+        mut_arg("log_files_to_replay", |a: clap::Arg| a.hide(true)),
+        mut_arg("tuning_max_steps", |a: clap::Arg| a.hide(true)),
+    )]
     FindMax(FindMaxArgs),
     /// Write another tool's configuration for the same test (today: Jetstress's XML), so the
     /// test can be run there side by side.

@@ -22,6 +22,39 @@ pub fn run(args: FindMaxArgs) -> anyhow::Result<ExitCode> {
             "find-max measures the Performance workload: leave out --test",
         ));
     }
+    // Run flags that mean nothing here (hidden from `find-max --help`): refused, never ignored.
+    let refused = [
+        (
+            a.stress_duration.is_some(),
+            "--stress-duration",
+            "it runs no Stress test",
+        ),
+        (
+            a.log_files_to_replay.is_some(),
+            "--log-files-to-replay",
+            "it runs no Soft Recovery test",
+        ),
+        (
+            a.tuning_max_steps.is_some(),
+            "--tuning-max-steps",
+            "its steps are counted by --max-steps",
+        ),
+        (
+            a.throughput_pct.is_some() && a.capacity_pct.is_none(),
+            "--throughput-pct",
+            "it answers in mailboxes of a profile, not a share of the maximum IOPS",
+        ),
+        (
+            a.start_gate.is_some(),
+            "--start-gate",
+            "`fleet run` starts only `run`",
+        ),
+    ];
+    if let Some((_, flag, why)) = refused.iter().find(|(given, ..)| *given) {
+        return Err(usage(format!(
+            "find-max does not take {flag}: {why} (see `mbxstress find-max --help`)"
+        )));
+    }
     let cfg = resolve_for(a, TestKind::Performance)?;
     if cfg.sizing == mbx_config::Sizing::Capacity {
         return Err(usage(

@@ -124,3 +124,63 @@ fn find_max_refuses_other_test_types_and_bad_numbers() {
         "nothing written"
     );
 }
+
+/// Issue 25, case 17: `find-max --help` lists no run flag that find-max refuses or that means
+/// nothing to it, and each such flag is refused with the reason, before anything is written.
+#[test]
+fn find_max_help_lists_only_the_flags_it_takes() {
+    let dir = scratch("find-max-help");
+    let help = mbx_in(Some(&dir), &["find-max", "--help"]);
+    assert_eq!(help.code, 0, "{}", help.stderr);
+    let refused = [
+        (vec!["--test", "backup"], "leave out --test"),
+        (vec!["--capacity-pct", "10"], "--capacity-pct"),
+        (
+            vec!["--throughput-pct", "50"],
+            "find-max does not take --throughput-pct",
+        ),
+        (
+            vec!["--stress-duration", "1h"],
+            "find-max does not take --stress-duration",
+        ),
+        (
+            vec!["--log-files-to-replay", "5"],
+            "find-max does not take --log-files-to-replay",
+        ),
+        (
+            vec!["--tuning-max-steps", "3"],
+            "find-max does not take --tuning-max-steps",
+        ),
+        (
+            vec!["--start-gate", "stdin"],
+            "find-max does not take --start-gate",
+        ),
+    ];
+    for (flag, needle) in &refused {
+        assert!(
+            !help.stdout.contains(&format!("{} <", flag[0]))
+                && !help.stdout.contains(&format!("{}\n", flag[0])),
+            "{}: {}",
+            flag[0],
+            help.stdout
+        );
+        let mut args = vec!["find-max"];
+        args.extend(flag.iter().copied());
+        let run = mbx_in(Some(&dir), &args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
+    }
+    // The flags it takes are still there.
+    for flag in [
+        "--mailboxes <",
+        "--tuning-step <",
+        "--max-steps <",
+        "--db-path <",
+    ] {
+        assert!(help.stdout.contains(flag), "{flag}: {}", help.stdout);
+    }
+    assert!(
+        std::fs::read_dir(&*dir).expect("dir").next().is_none(),
+        "nothing written"
+    );
+}

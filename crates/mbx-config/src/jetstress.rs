@@ -961,6 +961,25 @@ pub struct ExportSpec<'a> {
     pub map: &'a PathMap,
 }
 
+/// The paths [`to_xml`] writes as they are, though they are not Windows paths (no `--map-path`
+/// rule covers them), in the order written, each once: Jetstress runs on Windows and cannot use
+/// them. Empty when every path is mapped or already a Windows path.
+pub fn unmapped_paths(spec: &ExportSpec<'_>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (db, log) in instance_folders(spec.config) {
+        for path in [db, log] {
+            if spec.map.unmap(&path).is_some() {
+                continue;
+            }
+            let shown = path.display().to_string();
+            if !is_windows_path(&shown) && !out.contains(&shown) {
+                out.push(shown);
+            }
+        }
+    }
+    out
+}
+
 /// The database and log folder of each database, as `plan_paths` lays them out: one path per
 /// database, or a single folder shared (databases side by side, logs in `dbNNN` subfolders).
 fn instance_folders(cfg: &RunConfig) -> Vec<(PathBuf, PathBuf)> {

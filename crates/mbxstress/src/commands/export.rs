@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use mbx_config::jetstress::{to_xml, ExportSpec, PathMap};
+use mbx_config::jetstress::{to_xml, unmapped_paths, ExportSpec, PathMap};
 use mbx_config::TestKind;
 
 use crate::cli::{ExportCommand, ExportJetstressArgs, RunTest};
@@ -51,12 +51,20 @@ fn jetstress_config(args: &ExportJetstressArgs) -> anyhow::Result<ExitCode> {
     for line in losses(&config) {
         errln!("note: not expressible in a Jetstress configuration: {line}");
     }
-    let xml = to_xml(&ExportSpec {
+    let spec = ExportSpec {
         config: &config,
         test,
         attach_existing: args.attach_existing,
         map: &map,
-    });
+    };
+    let unmapped = unmapped_paths(&spec);
+    if let Some(first) = unmapped.first() {
+        errln!(
+            "warning: not Windows paths, written as they are (Jetstress runs on Windows and cannot use them): {}. Map each local folder to a Windows one with --map-path, e.g. --map-path 'E:\\={first}' writes it as E:\\ (repeatable; the longest matching folder wins), or edit the paths in the file.",
+            unmapped.join(", ")
+        );
+    }
+    let xml = to_xml(&spec);
     let mut out = std::io::stdout().lock();
     out.write_all(xml.as_bytes())
         .and_then(|()| out.flush())

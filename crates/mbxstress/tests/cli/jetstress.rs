@@ -238,3 +238,36 @@ fn export_carries_the_latency_tolerance_and_names_open_loop_pacing() {
         r.stderr
     );
 }
+
+/// Issue 25, case 17: `export jetstress-config` warns when it writes paths that are not Windows
+/// paths (naming them, and how to map them), and not when --map-path covers them.
+#[test]
+fn export_warns_about_paths_jetstress_cannot_use() {
+    let dir = scratch("jetstress-export-paths");
+    let args = [
+        "export",
+        "jetstress-config",
+        "--databases",
+        "2",
+        "--db-path",
+        "/mnt/db",
+        "--log-path",
+        "/mnt/log",
+    ];
+    let r = mbx_in(Some(&dir), &args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("<Path>/mnt/db</Path>"), "{}", r.stdout);
+    assert!(
+        r.stderr.contains(
+            "warning: not Windows paths, written as they are (Jetstress runs on Windows and cannot use them): /mnt/db, /mnt/log/db001, /mnt/log/db002."
+        ) && r.stderr.contains("--map-path 'E:\\=/mnt/db'"),
+        "{}",
+        r.stderr
+    );
+    let mut mapped = args.to_vec();
+    mapped.extend(["--map-path", "E:\\=/mnt/"]);
+    let r = mbx_in(Some(&dir), &mapped);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("<Path>E:\\db</Path>"), "{}", r.stdout);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}

@@ -176,7 +176,7 @@ for rate in rates:
         print(f"| {name} | {dur} | {verdict} | " + " | ".join(fmt(k, m[k]) for k in keys) + f" | {each} | {cpr} |")
 print("\nlog write ms: average log write latency (Jetstress's limit: 10 ms). commits per record: durable "
       "commits per log record written for them (1 = no group commit), from test.log.")
-print("\nSeed bands (../shared/spec/jetstress-model.md section 7): read share 67.9-70.7%; DB reads "
+print("\nSeed bands (the Jetstress reports of the published papers, T and D2 as in docs/sizing.md): read share 67.9-70.7%; DB reads "
       "32,823-33,437 B; DB writes 34,918-36,657 B; log writes 12.2-12.4 KB (T), 20.2-20.5 KB (D2); "
       "log replication reads ~232.5 KB, bytes read ~= bytes written; BDM 8.6-9.2 reads/s.")
 PY

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fidelity of the Performance test's I/O shape against the seed reports (issue 4's acceptance):
 # runs `mbxstress run` with copies 2 and BDM on (2 databases of 1 GiB), then a copies-1 control
-# run, and checks every instance against the ranges drawn from the Jetstress reports in
-# ../shared/seeds. Results go to bench/fidelity/<date>/ with the exact commands and versions.
+# run, and checks every instance against the ranges drawn from the Jetstress reports the
+# published papers quote (docs/method.md, "The transaction workload"; keys T, D2 as in
+# docs/sizing.md). Results go to bench/fidelity/<date>/ with the exact commands and versions.
 # The same shape over target rates and session counts: bench/fidelity-sweep.sh.
 #
 # Usage: bench/fidelity.sh [DIR]   DIR: scratch folder for databases (default bench/scratch)
@@ -41,7 +42,7 @@ run copies1 2m --copies 1
 python3 - "$out" >"$out/summary.md" <<'PY'
 import json, sys, os
 out = sys.argv[1]
-ranges = {  # issue 4 acceptance, drawn from jetstress-model.md section 7 (seed reports); the
+ranges = {  # issue 4 acceptance, drawn from the Jetstress reports of the published papers (T, D2 as in docs/sizing.md); the
            # log write ratio and replication read size tightened by issue 9 (item 8)
   "read share of transactional I/O": (0.63, 0.77),
   "DB read avg bytes": (32768, 36000),

@@ -81,7 +81,7 @@ pub const MAX_QUOTA_MB: u64 = 102_400;
 /// Most databases on one server (Exchange 2013 CU2+, 2016, 2019).
 pub const MAX_DATABASES: u32 = 100;
 /// Most copies of a database a storage test simulates: Jetstress's "number of copies per
-/// database" is 1..=3 (jetstress-model.md section 2). A deployment may have more DAG copies
+/// database" is 1..=3 (its DatabaseCopyCount). A deployment may have more DAG copies
 /// (`size --copies` up to 16); the profile `size` writes then says 3, with a warning.
 pub const MAX_COPIES_PER_DATABASE: u32 = 3;
 

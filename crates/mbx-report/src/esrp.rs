@@ -1,4 +1,5 @@
-//! The ESRP summary across servers (jetstress-model.md section 9, verified against D2):
+//! The ESRP summary across servers (docs/results.md, "`esrp` and `compare` output"; verified
+//! against the published Dell EqualLogic PS6210E ESRP paper, D2 in docs/sizing.md):
 //! per server, from the Transactional I/O table, transfers/s = sum of reads/s + writes/s, reads/s
 //! and writes/s are sums, read and write latency are unweighted means over instances, log
 //! writes/s is a sum and log write latency a mean. The aggregate sums the server sums and

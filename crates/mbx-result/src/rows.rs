@@ -1,6 +1,6 @@
 //! Per-database rows of the Database Backup, Soft Recovery and Checksum tests, as result.json
 //! carries them and as the Jetstress importer produces them, with the ESRP summaries over them
-//! (jetstress-model.md sections 2 and 9). One definition, so `esrp` cannot treat an mbxstress
+//! (docs/results.md, "`esrp` and `compare` output"). One definition, so `esrp` cannot treat an mbxstress
 //! result and a Jetstress report differently.
 
 use serde::{Deserialize, Serialize};

@@ -29,12 +29,12 @@ pub(crate) const EARLY_ACK_US: f64 = 50.0;
 const PLANNED_LATENCY_S: f64 = 0.020;
 
 /// Growth reserve on top of the planned databases (Jetstress reserves 25% of the database size
-/// for growth: spec/jetstress-model.md section 2).
+/// for growth, its DatabaseSpaceReserved: README.md, "Disk subsystem throughput").
 const GROWTH_RESERVE: f64 = 0.25;
 
-const SRC_FUA: &str = "Exchange is supported only on storage that honours write-through (FUA): data on persistent media before the write is acknowledged (spec/jetstress-model.md section 11)";
-const SRC_PURE: &str = "Pure Storage's first 100,000-mailbox Jetstress run failed on the iSCSI queue depth, not the array; it passed after raising it (seeds/pure-storage-100k-mailbox-jetstress.txt)";
-const SRC_TINTRI: &str = "Tintri measured PVSCSI raising read latency to over 5 ms and write latency to 16 ms against LSI Logic SAS on the same storage (seeds/tintri-vmstore-exchange2013-best-practices.txt, 'Considerations on SCSI controllers')";
+const SRC_FUA: &str = "Exchange is supported only on storage that honours write-through (FUA): data on persistent media before the write is acknowledged, or a power loss loses committed transactions (ESE writes its logs write-through, as mbxstress does: docs/method.md, 'Structure')";
+const SRC_PURE: &str = "Pure Storage's first 100,000-mailbox Jetstress run failed on the iSCSI queue depth, not the array; it passed after raising it (Pure Storage's published 100,000-mailbox Exchange Jetstress paper)";
+const SRC_TINTRI: &str = "Tintri measured PVSCSI raising read latency to over 5 ms and write latency to 16 ms against LSI Logic SAS on the same storage (Tintri's published VMstore Exchange 2013 best practices paper, 'Considerations on SCSI controllers')";
 
 /// How long and how much the write-through probe writes.
 #[derive(Debug, Clone, Copy)]
@@ -291,7 +291,7 @@ pub(crate) fn filesystem_check(
     fs: Option<&FsFacts>,
     dev: Option<&DeviceFacts>,
 ) -> DoctorCheck {
-    let why = "the filesystem and its allocation unit shape every database I/O; Exchange guidance is NTFS/ReFS with a 64 KB allocation unit (seeds/dell-equallogic-ps6210e-esrp-5000-mailbox.txt); on Linux ext4 and XFS with O_DIRECT are the equivalents";
+    let why = "the filesystem and its allocation unit shape every database I/O; Exchange guidance is NTFS/ReFS with a 64 KB allocation unit (Dell's published EqualLogic PS6210E ESRP paper, 5,000 mailboxes); on Linux ext4 and XFS with O_DIRECT are the equivalents";
     let Some(fs) = fs else {
         if let Some(d) = dev.filter(|d| d.kind != DeviceKind::None) {
             return check(
@@ -396,7 +396,7 @@ pub(crate) fn probe_check(
     probed: Option<&std::io::Result<ProbeResult>>,
     ram: bool,
 ) -> DoctorCheck {
-    let why = "a 4 KiB write-through (O_DSYNC) write must reach persistent media before it completes; far below what media can do (under 50 us) means a volatile cache acknowledges early, and the test then measures that cache, not the storage (spec/jetstress-model.md section 11)";
+    let why = "a 4 KiB write-through (O_DSYNC) write must reach persistent media before it completes; far below what media can do (under 50 us) means a volatile cache acknowledges early, and the test then measures that cache, not the storage (README.md, 'mbxstress doctor')";
     match probed {
         None => check(
             "write_through_probe",
@@ -620,7 +620,7 @@ pub(crate) fn queue_depth_check(
 }
 
 pub(crate) fn alignment_check(subject: &str, dev: Option<&DeviceFacts>) -> DoctorCheck {
-    let why = "a partition that does not start on a 1 MiB boundary splits I/Os across stripe and flash-page boundaries (Exchange guidance: the default alignment of Windows 2008 or later, 1 MiB; seeds/dell-equallogic-ps6110e-exchange2013-sizing.txt)";
+    let why = "a partition that does not start on a 1 MiB boundary splits I/Os across stripe and flash-page boundaries (Exchange guidance: the default alignment of Windows 2008 or later, 1 MiB; Dell's published EqualLogic PS6110E Exchange 2013 sizing paper)";
     let Some(d) = dev.filter(|d| d.kind != DeviceKind::None) else {
         return check(
             "alignment",
@@ -711,7 +711,7 @@ pub(crate) fn discard_check(
 }
 
 pub(crate) fn layout_check(specs: &[DatabaseSpec], copies: u32) -> DoctorCheck {
-    let why = "Exchange guidance separated databases and logs so that losing one volume does not lose both; with database copies (DAG) placing them together is supported (seeds/dell-equallogic-ps6110e-exchange2013-sizing.txt)";
+    let why = "Exchange guidance separated databases and logs so that losing one volume does not lose both; with database copies (DAG) placing them together is supported (Dell's published EqualLogic PS6110E Exchange 2013 sizing paper)";
     let dev = |p: &Path| {
         let a = probe::existing_ancestor(p);
         probe::device_facts(&a)
@@ -766,7 +766,7 @@ pub(crate) fn layout_check(specs: &[DatabaseSpec], copies: u32) -> DoctorCheck {
 
 /// Free space against what the test will write, plus the growth reserve, per filesystem.
 fn capacity_checks(specs: &[DatabaseSpec], create: &CreateParams) -> Vec<DoctorCheck> {
-    let why = "the databases and logs must fit, with 25% of the database size reserved for growth as Jetstress reserves it (spec/jetstress-model.md section 2)";
+    let why = "the databases and logs must fit, with 25% of the database size reserved for growth as Jetstress reserves it (its DatabaseSpaceReserved; README.md, 'Disk subsystem throughput')";
     let needs = match mbx_store::create::space_needed(specs, create) {
         Ok(n) => n,
         Err(e) => {
@@ -865,7 +865,7 @@ pub(crate) fn capacity_check(
 }
 
 pub(crate) fn data_reduction_check(compressibility_pct: u8) -> DoctorCheck {
-    let why = "Jetstress duplicates one database, so deduplicating or compressing arrays store little and report flattering figures (Pure reports ~7:1 on Jetstress data; spec/jetstress-model.md section 6); mbxstress writes unique pages, each compressible by --compressibility-pct";
+    let why = "Jetstress duplicates one database, so deduplicating or compressing arrays store little and report flattering figures (Pure Storage reports ~7:1 on Jetstress data in its published 100,000-mailbox paper); mbxstress writes unique pages, each compressible by --compressibility-pct";
     let fact = if compressibility_pct == 0 {
         "pages are unique and incompressible (--compressibility-pct 0): the array stores every byte, the honest worst case".to_string()
     } else {

@@ -180,6 +180,14 @@ fn disk_folder_passes_what_applies_and_json_lists_every_check() {
     for name in CHECKS {
         check(&v, name);
     }
+    // Every "why" cites what a user has: public papers or the project's docs, never the
+    // maintainers' working files (issue 25, case 17).
+    for c in v["checks"].as_array().expect("checks") {
+        let why = c["why"].as_str().unwrap_or("");
+        for private in PRIVATE_CITATIONS {
+            assert!(!why.contains(private), "{private} in {c}");
+        }
+    }
     for name in [
         "filesystem",
         "write_through_probe",
@@ -385,4 +393,65 @@ fn run_records_the_fast_subset() {
         run.stdout
     );
     assert_eq!(html.contains("write-through-finding"), warned);
+}
+
+/// Paths of the maintainers' working files, which users do not have.
+const PRIVATE_CITATIONS: [&str; 5] = [
+    "seeds/",
+    "shared/",
+    "spec/",
+    "jetstress-model.md",
+    "result-contract.md",
+];
+
+/// Issue 25, case 17: the text users read (README, docs, every string and comment of the
+/// sources, the bench scripts) cites public papers or the project's own docs, never files only
+/// the maintainers have. Recorded outputs under bench/results and bench/fidelity/<date> are
+/// records of what older versions printed and are left as they were.
+#[test]
+fn user_visible_text_cites_nothing_users_do_not_have() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![root.join("README.md")];
+    let mut dirs = vec![root.join("docs"), root.join("crates"), root.join("scripts")];
+    dirs.extend(
+        std::fs::read_dir(root.join("bench"))
+            .expect("bench")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file()),
+    );
+    while let Some(d) = dirs.pop() {
+        if d.is_file() {
+            files.push(d);
+            continue;
+        }
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let p = e.expect("entry").path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if p.is_dir() {
+                if name != "target" && name != "fixtures" {
+                    dirs.push(p);
+                }
+            } else if [".rs", ".md", ".sh", ".py", ".toml"]
+                .iter()
+                .any(|x| name.ends_with(x))
+            {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() > 50, "{} files", files.len());
+    let this = Path::new(file!()).file_name().expect("name");
+    let mut found = Vec::new();
+    for f in &files {
+        if f.file_name() == Some(this) {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            if PRIVATE_CITATIONS.iter().any(|p| line.contains(p)) {
+                found.push(format!("{}:{}: {line}", f.display(), n + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }

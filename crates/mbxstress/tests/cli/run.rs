@@ -129,6 +129,31 @@ fn passing_run_writes_result_samples_and_log_then_attaches() {
         log.contains("Create mbxstress-data/databases/mbxstress001.edb"),
         "{log}"
     );
+    // The README's Quick start names every file the run wrote (issue 25, case 17).
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let quick = readme
+        .split("## Quick start")
+        .nth(1)
+        .and_then(|t| t.split("\n## ").next())
+        .expect("a Quick start section");
+    let mut written: Vec<String> = std::fs::read_dir(dir.join("r1"))
+        .expect("r1")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    for name in ["result.json", "report.html", "instances.csv", "samples.csv"] {
+        assert!(
+            written.iter().any(|w| w == name),
+            "{name} not in {written:?}"
+        );
+    }
+    for name in &written {
+        assert!(
+            quick.contains(&format!("`{name}`")),
+            "{name} (written) is not in the Quick start:\n{quick}"
+        );
+    }
 
     // The second run attaches the same databases (on one reactor, as asked).
     let run = small_run(&dir, "r2", &["--reactors", "1"]);

@@ -32,11 +32,11 @@ fn soft_recovery_table(s: &mbx_result::Sections) -> Markup {
     let n = rows.len() as f64;
     html! {
         table #soft-recovery {
-            tr { th { "Database Instance" } th { "Log files replayed" } th { "Elapsed seconds" } }
-            @for row in rows { tr { td { (row.instance) } td { (row.log_files_replayed) } td { (f3(row.elapsed_s)) } } }
+            tr { th { "Database Instance" } th.n { "Log files replayed" } th.n { "Elapsed seconds" } }
+            @for row in rows { tr { td { (row.instance) } td.n { (row.log_files_replayed) } td.n { (f3(row.elapsed_s)) } } }
             @if let Some((logs, secs)) = mbx_result::SoftRecoveryRow::averages(rows) {
-                tr { td { "Avg" } td { (f3(logs)) } td { (f3(secs)) } }
-                tr { td { "Sum" } td { (f3(logs * n)) } td { (f3(secs * n)) } }
+                tr { td { "Avg" } td.n { (f3(logs)) } td.n { (f3(secs)) } }
+                tr { td { "Sum" } td.n { (f3(logs * n)) } td.n { (f3(secs * n)) } }
             }
         }
         @if let Some(spl) = s.seconds_per_log { p { "Seconds per log (average elapsed / average log files): " (f3(spl)) } }
@@ -64,11 +64,10 @@ body { font-family: 'Segoe UI', Arial, sans-serif; font-size: 12px; color: #222;
 h1 { font-size: 20px; margin-bottom: 4px; }
 h2 { font-size: 15px; border-bottom: 2px solid #0072B2; padding-bottom: 2px; margin-top: 28px; }
 table { border-collapse: collapse; margin: 6px 0; }
-th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: right; vertical-align: top; }
+th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: left; vertical-align: top; }
 th { background: #eef3f8; font-weight: 600; }
-td:first-child, th:first-child { text-align: left; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 table.kv td:first-child { font-weight: 600; background: #f6f8fa; }
-table.kv td { text-align: left; }
 .pass { color: #006b3c; font-weight: bold; }
 .notjudged { color: #8a5a00; font-weight: bold; }
 .fail { color: #b00020; font-weight: bold; }
@@ -135,13 +134,13 @@ fn f3(v: f64) -> String {
 }
 
 fn io_row(name: &str, io: &Io12) -> Markup {
-    html! { tr { td { (name) } @for x in io.values() { td { (f3(x)) } } } }
+    html! { tr { td { (name) } @for x in io.values() { td.n { (f3(x)) } } } }
 }
 
 fn io_table(rows: &[(String, Io12)]) -> Markup {
     html! {
         table {
-            tr { th { "MSExchange Database ==> Instances" } @for c in IO12_COLUMNS { th { (c) } } }
+            tr { th { "MSExchange Database ==> Instances" } @for c in IO12_COLUMNS { th.n { (c) } } }
             @for (name, io) in rows { (io_row(name, io)) }
         }
     }
@@ -248,17 +247,17 @@ fn pass_sections(r: &mbx_result::RunResult) -> Markup {
         @if !s.backup.is_empty() {
             h2 { (BACKUP_SECTION) }
             table {
-                tr { th { "Database Instance" } th { "Database Size (MBytes)" } th { "Elapsed Backup Time (s)" } th { "MBytes Transferred/sec" } }
-                @for b in &s.backup { tr { td { (b.instance) } td { (f3(b.database_size_mb)) } td { (f3(b.elapsed_s)) } td { (f3(b.mb_per_s)) } } }
-                @if let Some(avg) = s.backup_avg_mb_per_s { tr { td { "Avg" } td {} td {} td { (f3(avg)) } } }
-                @if let Some(sum) = s.backup_sum_mb_per_s { tr { td { "Sum" } td {} td {} td { (f3(sum)) } } }
+                tr { th { "Database Instance" } th.n { "Database Size (MBytes)" } th.n { "Elapsed Backup Time (s)" } th.n { "MBytes Transferred/sec" } }
+                @for b in &s.backup { tr { td { (b.instance) } td.n { (f3(b.database_size_mb)) } td.n { (f3(b.elapsed_s)) } td.n { (f3(b.mb_per_s)) } } }
+                @if let Some(avg) = s.backup_avg_mb_per_s { tr { td { "Avg" } td.n {} td.n {} td.n { (f3(avg)) } } }
+                @if let Some(sum) = s.backup_sum_mb_per_s { tr { td { "Sum" } td.n {} td.n {} td.n { (f3(sum)) } } }
             }
         }
         @if !s.checksum.is_empty() {
             h2 { (CHECKSUM_SECTION) }
             table {
-                tr { th { "Database / Log Folder" } th { "Seen Pages" } th { "Bad Pages" } th { "Correctable Pages" } th { "Wrong Page-Number Pages" } th { "Bytes" } th { "Elapsed (s)" } th { "MBytes/sec" } }
-                @for c in &s.checksum { tr { td { (c.database_path) } td { (c.seen_pages) } td { (c.bad_pages) } td { (c.correctable_pages) } td { (c.wrong_page_number_pages) } td { (c.bytes) } td { (f3(c.elapsed_s)) } td { (f3(c.mb_per_s())) } } }
+                tr { th { "Database / Log Folder" } th.n { "Seen Pages" } th.n { "Bad Pages" } th.n { "Correctable Pages" } th.n { "Wrong Page-Number Pages" } th.n { "Bytes" } th.n { "Elapsed (s)" } th.n { "MBytes/sec" } }
+                @for c in &s.checksum { tr { td { (c.database_path) } td.n { (c.seen_pages) } td.n { (c.bad_pages) } td.n { (c.correctable_pages) } td.n { (c.wrong_page_number_pages) } td.n { (c.bytes) } td.n { (f3(c.elapsed_s)) } td.n { (f3(c.mb_per_s())) } } }
             }
         }
     }
@@ -359,12 +358,12 @@ pub fn render(run: &RunFolder) -> String {
                 @if let Some(line) = stop_line(r) { p.fail id="stopped" { (line) } }
                 h2 { "Verdict" }
                 table {
-                    tr { th { "Check" } th { "Value" } th { "Limit" } th { "Result" } }
+                    tr { th { "Check" } th.n { "Value" } th.n { "Limit" } th { "Result" } }
                     @for c in r.verdict.checks() {
                         tr {
                             td { (c.name) }
-                            td { @if c.state() == CheckState::NotJudged { "-" } @else { (f3(c.value)) } }
-                            td { (f3(c.limit)) }
+                            td.n { @if c.state() == CheckState::NotJudged { "-" } @else { (f3(c.value)) } }
+                            td.n { (f3(c.limit)) }
                             td class=(state_class(c.state())) {
                                 (state_word(c.state()))
                                 @if let Some(why) = c.reason() { ": " (why) }
@@ -409,20 +408,20 @@ pub fn render(run: &RunFolder) -> String {
                     h2 { "Errors" }
                     p.note { "Errors are logged against the volume where they occurred, as Jetstress 2013 does; a single one fails the test." }
                     table id="errors-per-volume" {
-                        tr { th { "Volume" } th { "Errors" } }
-                        @for (volume, count) in errors_per_volume(&r.errors) { tr { td { (volume) } td { (count) } } }
+                        tr { th { "Volume" } th.n { "Errors" } }
+                        @for (volume, count) in errors_per_volume(&r.errors) { tr { td { (volume) } td.n { (count) } } }
                     }
                     table id="errors-per-instance" {
-                        tr { th { "Instance" } th { "Class" } th { "Errors" } }
-                        @for (instance, class, count) in errors_per_instance(&r.errors) { tr { td { (instance) } td { (class) } td { (count) } } }
+                        tr { th { "Instance" } th { "Class" } th.n { "Errors" } }
+                        @for (instance, class, count) in errors_per_instance(&r.errors) { tr { td { (instance) } td { (class) } td.n { (count) } } }
                     }
                     table id="errors" {
-                        tr { th { "Class" } th { "Instance" } th { "Volume" } th { "File" } th { "Offset" } th { "Page" } th { "Count" } th { "First at" } th { "Message" } }
+                        tr { th { "Class" } th { "Instance" } th { "Volume" } th { "File" } th.n { "Offset" } th.n { "Page" } th.n { "Count" } th { "First at" } th { "Message" } }
                         @for e in r.errors.iter().take(200) {
                             tr.fail {
                                 td { (e.class) } td { (e.instance.as_deref().unwrap_or("-")) } td { (e.volume.as_deref().unwrap_or("-")) }
-                                td { (e.path.as_deref().unwrap_or("-")) } td { (e.offset.map_or("-".to_string(), |o| o.to_string())) }
-                                td { (e.page.map_or("-".to_string(), |p| p.to_string())) } td { (e.count) } td { (e.first_at) } td { (e.message) }
+                                td { (e.path.as_deref().unwrap_or("-")) } td.n { (e.offset.map_or("-".to_string(), |o| o.to_string())) }
+                                td.n { (e.page.map_or("-".to_string(), |p| p.to_string())) } td.n { (e.count) } td { (e.first_at) } td { (e.message) }
                             }
                         }
                     }
@@ -469,14 +468,14 @@ pub fn render(run: &RunFolder) -> String {
 
                 h2 { (SECTIONS[5]) }
                 table {
-                    tr { th { "MSExchange Database ==> Instances" } th { "Database Maintenance IO Reads/sec" } th { "Database Maintenance IO Reads Average Bytes" } }
-                    @for i in &r.instances { tr { td { (i.name) } td { (f3(i.bdm.reads_per_s)) } td { (f3(i.bdm.read_avg_bytes)) } } }
+                    tr { th { "MSExchange Database ==> Instances" } th.n { "Database Maintenance IO Reads/sec" } th.n { "Database Maintenance IO Reads Average Bytes" } }
+                    @for i in &r.instances { tr { td { (i.name) } td.n { (f3(i.bdm.reads_per_s)) } td.n { (f3(i.bdm.read_avg_bytes)) } } }
                 }
 
                 h2 { (SECTIONS[6]) }
                 table {
-                    tr { th { "MSExchange Database ==> Instances" } th { "I/O Log Reads/sec" } th { "I/O Log Reads Average Bytes" } }
-                    @for i in &r.instances { tr { td { (i.name) } td { (f3(i.log_replication.reads_per_s)) } td { (f3(i.log_replication.read_avg_bytes)) } } }
+                    tr { th { "MSExchange Database ==> Instances" } th.n { "I/O Log Reads/sec" } th.n { "I/O Log Reads Average Bytes" } }
+                    @for i in &r.instances { tr { td { (i.name) } td.n { (f3(i.log_replication.reads_per_s)) } td.n { (f3(i.log_replication.read_avg_bytes)) } } }
                 }
 
                 h2 { (SECTIONS[7]) }
@@ -484,10 +483,10 @@ pub fn render(run: &RunFolder) -> String {
 
                 h2 { "Latency Percentiles (true per-I/O, ms)" }
                 table {
-                    tr { th { "Instance" } th { "Stream" } th { "avg" } th { "p50" } th { "p90" } th { "p99" } th { "p99.9" } th { "max" } }
+                    tr { th { "Instance" } th { "Stream" } th.n { "avg" } th.n { "p50" } th.n { "p90" } th.n { "p99" } th.n { "p99.9" } th.n { "max" } }
                     @for i in &r.instances {
                         @for (stream, p) in [("DB reads", i.latency_ms.db_read), ("DB writes", i.latency_ms.db_write), ("Log writes", i.latency_ms.log_write)] {
-                            tr { td { (i.name) } td { (stream) } td { (f3(p.avg)) } td { (f3(p.p50)) } td { (f3(p.p90)) } td { (f3(p.p99)) } td { (f3(p.p999)) } td { (f3(p.max)) } }
+                            tr { td { (i.name) } td { (stream) } td.n { (f3(p.avg)) } td.n { (f3(p.p50)) } td.n { (f3(p.p90)) } td.n { (f3(p.p99)) } td.n { (f3(p.p999)) } td.n { (f3(p.max)) } }
                         }
                     }
                 }
@@ -496,13 +495,13 @@ pub fn render(run: &RunFolder) -> String {
                     h2 { "Maximum Latency" }
                     p.note { "Jetstress's maximum latency is the largest per-sample average. With MaximumLatencyErrors = " (m.max_latency_errors) ", an instance fails a maximum-latency check only when more than " (m.max_latency_errors) " of its samples are over the limit; the judged value sets those aside. The strict figures are shown for honesty (docs/method.md, \"Maximum latency\")." }
                     table id="max-latency" {
-                        tr { th { "Stream" } th { "Judged (ms)" } th { "Limit (ms)" } th { "Samples over" } th { "Strict sample maximum (ms)" } th { "Slowest I/O (ms)" } th { "Result" } }
+                        tr { th { "Stream" } th.n { "Judged (ms)" } th.n { "Limit (ms)" } th.n { "Samples over" } th.n { "Strict sample maximum (ms)" } th.n { "Slowest I/O (ms)" } th { "Result" } }
                         @for (stream, x) in [("DB reads", &m.db_read), ("Log writes", &m.log_write)] {
                             @let state = if !x.judged { CheckState::NotJudged } else if x.pass { CheckState::Pass } else { CheckState::Fail };
                             tr {
                                 td { (stream) }
-                                td { @if x.judged { (f3(x.tolerated_ms)) } @else { "-" } }
-                                td { (f3(x.limit_ms)) } td { (x.samples_over) } td { (f3(x.sample_max_ms)) } td { (f3(x.per_io_max_ms)) }
+                                td.n { @if x.judged { (f3(x.tolerated_ms)) } @else { "-" } }
+                                td.n { (f3(x.limit_ms)) } td.n { (x.samples_over) } td.n { (f3(x.sample_max_ms)) } td.n { (f3(x.per_io_max_ms)) }
                                 td class=(state_class(state)) {
                                     (state_word(state))
                                     @if !x.judged { ": " (x.samples) " sample(s), " (m.max_latency_errors) " tolerated: the check could not fail" }
@@ -522,9 +521,9 @@ pub fn render(run: &RunFolder) -> String {
                         ("Backlog, most arrivals waiting at once", p.backlog_max.to_string()),
                     ]))
                     table id="transaction-latency" {
-                        tr { th { "Transaction latency (ms)" } th { "avg" } th { "p50" } th { "p90" } th { "p99" } th { "p99.9" } th { "max" } }
+                        tr { th { "Transaction latency (ms)" } th.n { "avg" } th.n { "p50" } th.n { "p90" } th.n { "p99" } th.n { "p99.9" } th.n { "max" } }
                         @for (what, x) in [("from submission (service)", p.transaction_latency_ms), ("from arrival (what a user waits)", p.latency_from_arrival_ms)] {
-                            tr { td { (what) } td { (f3(x.avg)) } td { (f3(x.p50)) } td { (f3(x.p90)) } td { (f3(x.p99)) } td { (f3(x.p999)) } td { (f3(x.max)) } }
+                            tr { td { (what) } td.n { (f3(x.avg)) } td.n { (f3(x.p50)) } td.n { (f3(x.p90)) } td.n { (f3(x.p99)) } td.n { (f3(x.p999)) } td.n { (f3(x.max)) } }
                         }
                     }
                     @if p.transactions_dropped > 0 {
@@ -539,10 +538,10 @@ pub fn render(run: &RunFolder) -> String {
 
                 h2 { (SECTIONS[8]) }
                 table {
-                    tr { th { "Counter" } th { "Average" } th { "Minimum" } th { "Maximum" } }
-                    tr { td { "% Processor Time" } td { (f3(r.host.cpu_pct.avg)) } td { (f3(r.host.cpu_pct.min)) } td { (f3(r.host.cpu_pct.max)) } }
-                    tr { td { "Available MBytes" } td { (f3(r.host.available_mb.avg)) } td { (f3(r.host.available_mb.min)) } td { (f3(r.host.available_mb.max)) } }
-                    tr { td { "Database Page Fault Stalls/sec" } td { (f3(r.host.page_fault_stalls_per_s.avg)) } td { (f3(r.host.page_fault_stalls_per_s.min)) } td { (f3(r.host.page_fault_stalls_per_s.max)) } }
+                    tr { th { "Counter" } th.n { "Average" } th.n { "Minimum" } th.n { "Maximum" } }
+                    tr { td { "% Processor Time" } td.n { (f3(r.host.cpu_pct.avg)) } td.n { (f3(r.host.cpu_pct.min)) } td.n { (f3(r.host.cpu_pct.max)) } }
+                    tr { td { "Available MBytes" } td.n { (f3(r.host.available_mb.avg)) } td.n { (f3(r.host.available_mb.min)) } td.n { (f3(r.host.available_mb.max)) } }
+                    tr { td { "Database Page Fault Stalls/sec" } td.n { (f3(r.host.page_fault_stalls_per_s.avg)) } td.n { (f3(r.host.page_fault_stalls_per_s.min)) } td.n { (f3(r.host.page_fault_stalls_per_s.max)) } }
                 }
                 p.note { "mbxstress process peak resident memory: " (format!("{:.1}", r.host.process_peak_rss_mb)) " MB. Data integrity: " (r.integrity.pages_verified) " pages verified" (checksummed_note(&r.integrity)) ", " (r.integrity.bad_pages) " bad, " (r.integrity.correctable_pages) " correctable, " (r.integrity.wrong_page_number_pages) " misplaced, " (r.integrity.stale_pages) " stale." @if r.integrity.log_problems > 0 { " Log and checkpoint: " (r.integrity.log_problems) " problem(s), listed with the errors." } }
 
@@ -731,5 +730,76 @@ mod tests {
         for (verified, checksummed) in [(1000, Some(1000)), (1000, None), (0, Some(0))] {
             assert_eq!(note(verified, checksummed), "");
         }
+    }
+
+    /// The cells of every table but the key-value ones: (class attribute, text), text without
+    /// inner tags.
+    fn cells(html: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for table in html.split("<table").skip(1) {
+            let table = table.split("</table>").next().unwrap_or("");
+            if table.starts_with(" class=\"kv\"") {
+                continue;
+            }
+            for cell in table.split("<td").skip(1) {
+                let (attrs, rest) = cell.split_once('>').unwrap_or(("", ""));
+                let inner = rest.split("</td>").next().unwrap_or("");
+                let mut text = String::new();
+                let mut in_tag = false;
+                for ch in inner.chars() {
+                    match ch {
+                        '<' => in_tag = true,
+                        '>' => in_tag = false,
+                        c if !in_tag => text.push(c),
+                        _ => {}
+                    }
+                }
+                out.push((attrs.to_string(), text.trim().to_string()));
+            }
+        }
+        out
+    }
+
+    /// Issue 25, case 17: text is left-aligned and numbers right-aligned: every cell holding a
+    /// number is of class `n` (right-aligned), and no cell holding text is.
+    #[test]
+    fn numbers_are_right_aligned_and_text_left_aligned() {
+        let mut r = fixture();
+        r.errors = vec![ErrorEntry {
+            class: "bad_page".into(),
+            instance: Some("Instance.1".into()),
+            volume: Some("vda".into()),
+            path: Some("/db/mbxstress001.edb".into()),
+            offset: Some(163_840),
+            page: Some(5),
+            count: 1,
+            message: "fails its checksum".into(),
+            ..ErrorEntry::default()
+        }];
+        let html = render(r);
+        assert!(
+            html.contains("th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: left;")
+        );
+        assert!(html.contains("td.n, th.n { text-align: right;"));
+        let cells = cells(&html);
+        assert!(cells.len() > 40, "{} cells", cells.len());
+        let (mut numbers, mut texts) = (0, 0);
+        for (attrs, text) in &cells {
+            let right = attrs.split_whitespace().any(|a| a == "class=\"n\"");
+            if text.is_empty() || text == "-" {
+                continue;
+            }
+            if text.replace(',', "").parse::<f64>().is_ok() {
+                numbers += 1;
+                assert!(right, "number {text:?} not right-aligned ({attrs:?})");
+            } else {
+                texts += 1;
+                assert!(!right, "text {text:?} right-aligned ({attrs:?})");
+            }
+        }
+        assert!(
+            numbers > 20 && texts > 10,
+            "{numbers} numbers, {texts} texts"
+        );
     }
 }

@@ -64,19 +64,19 @@ pub fn section(steps: &[SearchStep], axis: Axis) -> Markup {
     html! {
         table.steps {
             tr {
-                th { "Step" } th { "Sessions" } th { "Mailboxes" } th { "Target IOPS" } th { "Achieved IOPS" }
-                th { "DB Read Avg (ms)" } th { "DB Read p99 (ms)" } th { "DB Read p99.9 (ms)" }
-                th { "Log Write Avg (ms)" } th { "Log Write p99 (ms)" } th { "Page Fault Stalls/s" }
-                th { "Stable" } th { "Measured (s)" } th { "Result" }
+                th { "Step" } th.n { "Sessions" } th.n { "Mailboxes" } th.n { "Target IOPS" } th.n { "Achieved IOPS" }
+                th.n { "DB Read Avg (ms)" } th.n { "DB Read p99 (ms)" } th.n { "DB Read p99.9 (ms)" }
+                th.n { "Log Write Avg (ms)" } th.n { "Log Write p99 (ms)" } th.n { "Page Fault Stalls/s" }
+                th { "Stable" } th.n { "Measured (s)" } th { "Result" }
             }
             @for (i, s) in steps.iter().enumerate() {
                 tr {
-                    td { (i + 1) @if s.confirmation { " (confirmation)" } @if s.recheck { " (re-check)" } } td { (s.sessions) } td { (s.mailboxes) }
-                    td { (format!("{:.1}", s.target_iops)) } td { (format!("{:.1}", s.achieved_iops)) }
-                    td { (format!("{:.3}", s.db_read_avg_ms)) } td { (format!("{:.3}", s.db_read_p99_ms)) }
-                    td { (format!("{:.3}", s.db_read_p999_ms)) } td { (format!("{:.3}", s.log_write_avg_ms)) }
-                    td { (format!("{:.3}", s.log_write_p99_ms)) } td { (format!("{:.3}", s.page_fault_stalls_per_s)) }
-                    td { (if s.stable { "yes" } else { "no" }) } td { (format!("{:.1}", s.measured_s)) }
+                    td { (i + 1) @if s.confirmation { " (confirmation)" } @if s.recheck { " (re-check)" } } td.n { (s.sessions) } td.n { (s.mailboxes) }
+                    td.n { (format!("{:.1}", s.target_iops)) } td.n { (format!("{:.1}", s.achieved_iops)) }
+                    td.n { (format!("{:.3}", s.db_read_avg_ms)) } td.n { (format!("{:.3}", s.db_read_p99_ms)) }
+                    td.n { (format!("{:.3}", s.db_read_p999_ms)) } td.n { (format!("{:.3}", s.log_write_avg_ms)) }
+                    td.n { (format!("{:.3}", s.log_write_p99_ms)) } td.n { (format!("{:.3}", s.page_fault_stalls_per_s)) }
+                    td { (if s.stable { "yes" } else { "no" }) } td.n { (format!("{:.1}", s.measured_s)) }
                     td class=(if s.pass { "pass" } else { "fail" }) {
                         @if s.kept_up { (format!("Pass (short within the counting error, {:.1} IOPS over {} transactions; every due transaction found a session)", s.counting_error_iops().unwrap_or(0.0), s.transactions)) }
                         @else if s.pass { "Pass" } @else { "Fail: " (s.failed_checks.join(", ")) }

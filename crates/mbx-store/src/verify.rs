@@ -86,7 +86,7 @@ impl PageProblem {
                 "is not a header copy of this database (damaged or overwritten)".into()
             }
             ("stale", Some(f), Some(e)) => format!(
-                "is stale: it carries generation {f}, and its journal records generation {e} written and made durable (rolled back to an older copy, or that write was lost)"
+                "carries generation {f}, older than the generation {e} its journal records written and made durable (rolled back to an older copy, or that write was lost)"
             ),
             (other, ..) => other.replace('_', " "),
         };

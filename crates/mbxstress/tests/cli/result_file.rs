@@ -93,9 +93,12 @@ fn a_killed_run_leaves_a_result_that_says_it_did_not_finish() {
         "no unfinished flag"
     );
 
+    // Killed before its first figures: nothing to summarize, said as such (exit 2, the input
+    // named as excluded, its flag still a warning; issue 25, case 13).
     let esrp = mbx_in(Some(&dir), &["esrp", "r/result.json", "--json"]);
-    assert_eq!(esrp.code, 0, "{}", esrp.stderr);
+    assert_eq!(esrp.code, 2, "{}", esrp.stderr);
     let summary = esrp.json();
+    assert_eq!(summary["excluded"][0]["code"], "no_instances", "{summary}");
     let codes: Vec<&str> = summary["warnings"]
         .as_array()
         .expect("warnings")

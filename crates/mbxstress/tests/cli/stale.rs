@@ -118,8 +118,11 @@ fn a_page_rolled_back_between_runs_is_found_by_verify_checksum_and_the_next_run(
     let text = mbx_in(Some(&dir), &["verify"]);
     assert_eq!(text.code, 1);
     assert!(
-        text.stdout
-            .contains(&format!("page {}: stale (carries generation", rolled[0])),
+        text.stdout.contains(&format!(
+            "page {} (offset {}): stale: carries generation",
+            rolled[0],
+            rolled[0] * PAGE
+        )),
         "{}",
         text.stdout
     );

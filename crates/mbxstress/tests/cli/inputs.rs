@@ -254,3 +254,55 @@ fn compare_and_report_flag_an_interrupted_result() {
     assert!(banner < html.find("Test Summary").expect("summary"));
     assert!(html.contains("interrupted before the end of its duration"));
 }
+
+/// Every file a user names on the command line goes through the one bounded reader (issue 25,
+/// case 9): `/dev/zero` (which ran the machine out of memory) and a FIFO (which blocked forever)
+/// given to `--config`, `--profile`, `--jetstress-config`, `size --input`, `size --profile-out`
+/// (an existing file there is read to see whether it is ours) and `fleet run --hosts` exit 2 at
+/// once, and the message names the flag and the path.
+#[test]
+fn every_file_input_is_bounded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("input.fifo");
+    mkfifo(&fifo);
+    let out = dir.path().join("results");
+    let o = s(&out);
+    let cases: [(&str, &[&str]); 7] = [
+        (
+            "--config",
+            &["run", "--duration", "1s", "--out", o, "--config"],
+        ),
+        (
+            "--profile",
+            &["run", "--duration", "1s", "--out", o, "--profile"],
+        ),
+        (
+            "--jetstress-config",
+            &["run", "--duration", "1s", "--out", o, "--jetstress-config"],
+        ),
+        ("--profile", &["prepare", "--db-path", o, "--profile"]),
+        ("--input", &["size", "--input"]),
+        ("--profile-out", &["size", "--profile-out"]),
+        ("--hosts", &["fleet", "run", "--out", o, "--hosts"]),
+    ];
+    for (flag, args) in cases {
+        for path in ["/dev/zero", s(&fifo)] {
+            let mut refs = args.to_vec();
+            refs.push(path);
+            let (run, took) = mbx_bounded(&refs);
+            assert_eq!(run.code, 2, "{refs:?}: {}", run.stderr);
+            assert!(
+                run.stderr.contains(flag) && run.stderr.contains(path),
+                "{refs:?}: the message names {flag} and {path}: {}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains("not a regular file"),
+                "{refs:?}: {}",
+                run.stderr
+            );
+            assert!(took < Duration::from_secs(5), "{refs:?} took {took:?}");
+        }
+    }
+    assert!(!out.exists(), "nothing written for a refused input");
+}

@@ -116,7 +116,7 @@ pub enum InputError {
         hint: &'static str,
     },
     /// A file inside a results folder is a symbolic link (never followed out of the folder).
-    #[error("{} is a symbolic link (to {}), not a regular file: expected {what}; a results folder's files are never followed through links", path.display(), target.display())]
+    #[error("{} is a symbolic link (to {}): expected {what}; a results folder's files are never followed through links", path.display(), target.display())]
     Symlink {
         /// The link.
         path: PathBuf,
@@ -381,6 +381,7 @@ pub fn folder_file(dir: &Path, name: &str, what: &'static str) -> Result<PathBuf
     let mut parts = rel.components().peekable();
     while let Some(part) = parts.next() {
         path.push(part);
+        let last = parts.peek().is_none();
         let meta = std::fs::symlink_metadata(&path).map_err(|error| InputError::Read {
             path: path.clone(),
             what,
@@ -390,10 +391,9 @@ pub fn folder_file(dir: &Path, name: &str, what: &'static str) -> Result<PathBuf
             return Err(InputError::Symlink {
                 target: std::fs::read_link(&path).unwrap_or_default(),
                 path,
-                what,
+                what: if last { what } else { "a folder" },
             });
         }
-        let last = parts.peek().is_none();
         if last && !meta.is_file() {
             return Err(InputError::NotAFile {
                 kind: kind_of(&meta.file_type()),

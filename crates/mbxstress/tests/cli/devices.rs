@@ -352,7 +352,8 @@ fn device_with_a_mounted_partition_is_refused() {
 }
 
 /// While iobench uses a device it holds it exclusively: a mount attempted meanwhile fails with
-/// "busy" instead of the benchmark corrupting a live filesystem. Afterwards it is free again.
+/// "busy" instead of the benchmark corrupting a live filesystem, and another mbxstress command
+/// is refused by the lock, naming iobench's PID. Afterwards it is free again.
 #[test]
 fn device_in_use_by_iobench_cannot_be_mounted() {
     let Some(mut fs) = mounted_loop_fs(false, DEVICE_MIB) else {
@@ -388,9 +389,11 @@ fn device_in_use_by_iobench_cannot_be_mounted() {
     if mount.status.success() {
         fs.mounted = true;
     }
-    // Another command finds it claimed: the exclusive open fails, and it says so.
+    // Another mbxstress command finds it locked (iobench takes the lock a test takes), and says
+    // who holds it.
     let logs = fs.scratch("logs");
     let prepare = mbx(&prepare_args(&fs.dev, &logs));
+    let pid = child.id();
     let out = child.wait_with_output().expect("wait for iobench");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -402,9 +405,10 @@ fn device_in_use_by_iobench_cannot_be_mounted() {
     );
     assert_eq!(prepare.code, 2, "{}", prepare.stderr);
     assert!(
-        prepare
-            .stderr
-            .contains("another program has it open exclusively"),
+        prepare.stderr.contains(&format!(
+            "{} is in use by another mbxstress command (PID {pid})",
+            fs.dev
+        )),
         "{}",
         prepare.stderr
     );

@@ -463,3 +463,94 @@ fn swap_device_is_refused() {
         .expect("read the device");
     assert_eq!(&sig, b"SWAPSPACE2");
 }
+
+/// Issue 25, case 6: `--allow-device` alone overwrote an unmounted device holding an ext4
+/// filesystem (a SAN LUN mounted on another server looks exactly like this). Now a device that
+/// is not blank and not ours is refused, naming what it holds (ext4, a partition table, swap), and
+/// nothing is written: the filesystem passes fsck. With `--force` as well it is used, and then
+/// attaches as ours with `--allow-device` alone.
+#[test]
+fn allow_device_keeps_a_device_that_is_not_blank() {
+    let Some(dev) = attach_loop(false, DEVICE_MIB) else {
+        return;
+    };
+    if let Err(e) = run_tool("mkfs.ext4", &["-q", "-F", &dev.dev]) {
+        drop(dev);
+        unavailable(&e);
+        return;
+    }
+    let logs = dev.scratch("logs");
+    fn refused(run: &Run, dev: &str, holds: &str) {
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!("{dev} holds {holds}"))
+                && run.stderr.contains("pass --force as well"),
+            "the message names the device, what it holds and the fix: {}",
+            run.stderr
+        );
+    }
+    refused(
+        &mbx(&prepare_args(&dev.dev, &logs)),
+        &dev.dev,
+        "an ext4 filesystem",
+    );
+    assert!(!Path::new(&logs).exists(), "nothing written");
+    // `run --allow-device` prepares the same way.
+    let out = dev.scratch("results");
+    let run = mbx(&[
+        "run",
+        "--threads",
+        "4",
+        "--databases",
+        "1",
+        "--mailboxes",
+        "1",
+        "--quota-mb",
+        "16",
+        "--iops-per-mailbox",
+        "10",
+        "--db-path",
+        &dev.dev,
+        "--log-path",
+        &logs,
+        "--allow-device",
+        "--duration",
+        "1s",
+        "--out",
+        &out,
+        "--progress",
+        "quiet",
+    ]);
+    refused(&run, &dev.dev, "an ext4 filesystem");
+    if let Err(e) = run_tool("fsck.ext4", &["-n", "-f", &dev.dev]) {
+        panic!("the filesystem on {} was damaged: {e}", dev.dev);
+    }
+    // --force as well: the device is used, and is ours afterwards.
+    let mut forced = prepare_args(&dev.dev, &logs);
+    forced.extend(["--force", "--json"]);
+    let run = mbx(&forced);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["databases"][0]["action"], "create");
+    let mut again = prepare_args(&dev.dev, &logs);
+    again.push("--json");
+    let run = mbx(&again);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["databases"][0]["action"], "attach");
+    drop(dev);
+
+    // Swap (not active) and a partition table are named too.
+    let Some(dev) = attach_loop(false, DEVICE_MIB) else {
+        return;
+    };
+    run_tool("mkswap", &["-q", &dev.dev]).expect("mkswap");
+    refused(&mbx(&prepare_args(&dev.dev, &logs)), &dev.dev, "Linux swap");
+    drop(dev);
+    let Some(dev) = attach_loop(true, DEVICE_MIB) else {
+        return;
+    };
+    refused(
+        &mbx(&prepare_args(&dev.dev, &logs)),
+        &dev.dev,
+        "an MBR partition table",
+    );
+}

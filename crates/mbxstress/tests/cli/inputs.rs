@@ -260,6 +260,7 @@ fn compare_and_report_flag_an_interrupted_result() {
 /// given to `--config`, `--profile`, `--jetstress-config`, `size --input`, `size --profile-out`
 /// (an existing file there is read to see whether it is ours) and `fleet run --hosts` exit 2 at
 /// once, and the message names the flag and the path.
+#[cfg(unix)]
 #[test]
 fn every_file_input_is_bounded() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -312,6 +313,7 @@ fn every_file_input_is_bounded() {
 /// result.json names a log outside the folder, whose result.json is itself a link, or a suite
 /// folder whose test folder is a link, is refused by `report` and `esrp` (exit 2) with a message
 /// naming the file, and nothing of the linked file reaches report.html.
+#[cfg(unix)]
 #[test]
 fn results_folder_links_are_not_followed() {
     use std::os::unix::fs::symlink;

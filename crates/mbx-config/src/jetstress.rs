@@ -26,6 +26,9 @@ pub enum JetstressError {
         /// The OS error (part of the message).
         error: std::io::Error,
     },
+    /// Not a regular file within [`crate::input::CONFIG_LIMIT`], or not UTF-8.
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
     /// Not well-formed XML.
     #[error("{}: not a readable XML file: {reason}", path.display())]
     Xml {
@@ -302,25 +305,15 @@ pub fn parse_iso_duration(s: &str) -> Option<f64> {
     (any && total.is_finite()).then_some(total)
 }
 
-/// Reads a Jetstress configuration file (at most 1 MiB) with `map` for its Windows paths.
+/// Reads a Jetstress configuration file (the bounded reader: a regular file of at most
+/// [`crate::input::CONFIG_LIMIT`], UTF-8) with `map` for its Windows paths.
 pub fn load(path: &Path, map: &PathMap) -> Result<JetstressImport, JetstressError> {
-    let read_err = |error| JetstressError::Read {
-        path: path.to_path_buf(),
-        error,
-    };
-    let meta = std::fs::metadata(path).map_err(read_err)?;
-    if !meta.is_file() || meta.len() > 1 << 20 {
-        return Err(JetstressError::Invalid {
-            path: path.to_path_buf(),
-            problems: vec!["not a regular file of at most 1 MiB (a JetstressConfig.xml)".into()],
-        });
-    }
-    let bytes = std::fs::read(path).map_err(read_err)?;
-    let text = String::from_utf8(bytes).map_err(|_| JetstressError::Xml {
-        path: path.to_path_buf(),
-        reason: "not UTF-8 text".into(),
-    })?;
-    from_str(text.trim_start_matches('\u{feff}'), path, map)
+    let text = crate::input::read_bounded(
+        path,
+        crate::input::CONFIG_LIMIT,
+        "a Jetstress configuration (JetstressConfig.xml)",
+    )?;
+    from_str(&text, path, map)
 }
 
 /// [`load`] on the file's text; `path` names it in errors.

@@ -13,6 +13,7 @@
 //! Files written by users are strict: an unknown key is an error, so a typo cannot silently change
 //! an experiment.
 
+pub mod input;
 pub mod jetstress;
 mod kind;
 mod run;
@@ -64,6 +65,10 @@ pub enum ConfigError {
         /// Why it is invalid and what would be valid.
         reason: String,
     },
+    /// The file is not a regular file within its size limit, or not UTF-8 (the bounded reader's
+    /// error names the path and what was expected).
+    #[error(transparent)]
+    Input(#[from] input::InputError),
     /// Refused to overwrite a file that we did not write.
     #[error("refusing to overwrite {path}: it exists and is not an mbxstress profile; remove it or choose another path")]
     WouldOverwrite {
@@ -195,12 +200,7 @@ impl Profile {
 
     /// Reads and validates a profile file (strict: unknown keys are errors).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        // std::fs, not fs_err: the error names the path already.
-        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
-            op: "read",
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let text = input::read_bounded(path, input::CONFIG_LIMIT, "a mailbox profile (TOML)")?;
         let profile = Self::from_toml(&text, path)?;
         profile.validate(path)?;
         Ok(profile)
@@ -254,9 +254,16 @@ impl Profile {
     pub fn save(&self, path: &Path, comments: &[String]) -> Result<(), ConfigError> {
         self.validate(path)?;
         if path.exists() {
-            let ours = fs_err::read_to_string(path)
-                .map(|t| t.starts_with(PROFILE_HEADER) && Self::from_toml(&t, path).is_ok())
-                .unwrap_or(false);
+            // Read through the bounded reader: a FIFO or device there is refused, not read.
+            let ours = match input::read_bounded(
+                path,
+                input::CONFIG_LIMIT,
+                "an mbxstress profile to replace, or no file",
+            ) {
+                Ok(t) => t.starts_with(PROFILE_HEADER) && Self::from_toml(&t, path).is_ok(),
+                Err(e @ input::InputError::NotAFile { .. }) => return Err(e.into()),
+                Err(_) => false,
+            };
             if !ours {
                 return Err(ConfigError::WouldOverwrite {
                     path: path.to_path_buf(),

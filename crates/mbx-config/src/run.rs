@@ -452,12 +452,11 @@ impl RunConfig {
 
     /// Reads a `--config` file (strict).
     pub fn load(path: &std::path::Path) -> Result<Self, ConfigError> {
-        // std::fs, not fs_err: the error names the path already.
-        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
-            op: "read",
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let text = crate::input::read_bounded(
+            path,
+            crate::input::CONFIG_LIMIT,
+            "a run configuration (TOML)",
+        )?;
         Self::from_toml(&text).map_err(|message| ConfigError::Parse {
             path: path.to_path_buf(),
             what: "run configuration",

@@ -98,12 +98,22 @@ pub fn write_result(path: &Path, result: &mbx_result::RunResult) -> Result<(), R
 /// Writes through a temporary file and a rename, so a reader never sees half a file; the data
 /// is made durable before the rename and the rename before returning (fsync of the file, then
 /// of its folder), so a power loss leaves the old file or the new one, never an empty one.
+///
+/// The temporary file is created new (`create_new`: O_EXCL, which never follows a symbolic
+/// link): whatever a folder copied from elsewhere left at that name (a link to another file
+/// included) is removed first, never written through.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     use std::io::Write;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    let written = std::fs::File::create(&tmp)
+    let written = remove_leftover(&tmp)
+        .and_then(|_| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+        })
         .and_then(|mut f| {
             f.write_all(bytes)?;
             f.sync_all()
@@ -114,6 +124,14 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
         path: path.to_path_buf(),
         error,
     })
+}
+
+/// Removes a file or link left at `path` (not what a link points to); nothing there is fine.
+fn remove_leftover(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
 }
 
 /// Makes a rename in the folder of `path` durable.

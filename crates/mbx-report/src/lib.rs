@@ -6,7 +6,7 @@
 //! - [`import`]: Jetstress reports given as text, into the same model;
 //! - [`esrp`]: the ESRP summary across servers;
 //! - [`compare`]: key figures of two results side by side;
-//! - [`input`]: the bounded reader every input file goes through;
+//! - [`input`]: the bounded reader every input file goes through (re-exported from `mbx-config`);
 //! - [`flags`]: why a result is not a complete, passing measurement (flagged wherever used).
 
 pub mod compare;
@@ -15,7 +15,9 @@ pub mod export;
 pub mod flags;
 pub mod html;
 pub mod import;
-pub mod input;
+/// The bounded reader, now in `mbx-config` (every crate reads its inputs through it); kept here
+/// so `mbx_report::input::...` paths keep working.
+pub use mbx_config::input;
 pub mod report;
 pub mod steps;
 pub mod svg;

@@ -8,8 +8,8 @@ use mbx_result::{RunResult, Sample};
 use crate::export::{export, Exporter, Format};
 use crate::flags::{result_flags, Flag};
 use crate::input::{
-    for_each_line, for_each_line_ended, read_bounded, InputError, LOG_LIMIT, REPORT_LIMIT,
-    SAMPLES_LIMIT,
+    folder_file, for_each_line, for_each_line_ended, read_bounded, InputError, LOG_LIMIT,
+    REPORT_LIMIT, SAMPLES_LIMIT,
 };
 
 /// Errors writing a report; each names the file. Messages are complete: the OS error is part of
@@ -66,6 +66,16 @@ pub fn locate(input: &Path) -> (PathBuf, PathBuf) {
     }
 }
 
+const RESULT_WHAT: &str = "an mbxstress result.json";
+const SAMPLES_WHAT: &str = "the samples of a run (samples.jsonl)";
+const LOG_WHAT: &str = "the log of a run (test.log)";
+
+/// The result.json of a results folder: a regular file in it, not a link
+/// ([`folder_file`]); every reader of a results folder finds it through here.
+pub fn folder_result(dir: &Path) -> Result<PathBuf, InputError> {
+    folder_file(dir, "result.json", RESULT_WHAT)
+}
+
 /// A result folder as read from disk: what every [`Exporter`](crate::export::Exporter) renders.
 #[derive(Debug)]
 pub struct RunFolder {
@@ -98,14 +108,25 @@ impl RunFolder {
 }
 
 /// Reads a result folder: result.json, and samples.jsonl and test.log if present. Each file must
-/// be a regular file within its limit ([`REPORT_LIMIT`], [`SAMPLES_LIMIT`], [`LOG_LIMIT`]).
+/// be a regular file within its limit ([`REPORT_LIMIT`], [`SAMPLES_LIMIT`], [`LOG_LIMIT`]), and
+/// a file of the folder (result.json when the folder is given; the samples and log files
+/// result.json names) must be in it: a name out of it (absolute, `..`) or a symbolic link is
+/// refused ([`folder_file`]), so a folder copied from elsewhere cannot make the report embed
+/// another file.
 ///
 /// samples.jsonl is appended as the test runs, so a crash can leave its last line cut short: a
 /// last line without a line feed that is not a sample is skipped, with a note. Any other line
 /// that is not a sample is an error naming the line.
 pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
     let (dir, result_path) = locate(input);
-    let text = read_bounded(&result_path, REPORT_LIMIT, "an mbxstress result.json")?;
+    // A folder's result.json is one of its files (never a link); a result.json named by the user
+    // is read as given.
+    let result_path = if input.is_dir() {
+        folder_result(&dir)?
+    } else {
+        result_path
+    };
+    let text = read_bounded(&result_path, REPORT_LIMIT, RESULT_WHAT)?;
     let invalid = |e: serde_json::Error| ReportError::Invalid {
         path: result_path.clone(),
         reason: format!("not an mbxstress result ({e})"),
@@ -116,8 +137,17 @@ pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
     let flags = result_flags(&serde_json::from_str(&text).map_err(invalid)?);
     drop(text);
 
-    let samples_path = dir.join(&result.samples_file);
-    let (samples, torn) = read_samples(&samples_path)?;
+    // The samples and the log are files of the folder, named by result.json: never a path out of
+    // it, never through a link.
+    let (samples, torn, samples_path) = match folder_file(&dir, &result.samples_file, SAMPLES_WHAT)
+    {
+        Ok(path) => {
+            let (samples, torn) = read_samples(&path)?;
+            (samples, torn, path)
+        }
+        Err(e) if e.is_not_found() => (Vec::new(), None, dir.join(&result.samples_file)),
+        Err(e) => return Err(e.into()),
+    };
     let notes = torn
         .map(|n| {
             format!(
@@ -129,15 +159,14 @@ pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
         .collect();
 
     let mut log = Vec::new();
-    let read = for_each_line(
-        &dir.join(&result.log_file),
-        LOG_LIMIT,
-        "the log of a run (test.log)",
-        |_, line| {
-            log.push(line.to_string());
-            Ok::<_, ReportError>(())
-        },
-    );
+    let read = folder_file(&dir, &result.log_file, LOG_WHAT)
+        .map_err(ReportError::from)
+        .and_then(|path| {
+            for_each_line(&path, LOG_LIMIT, LOG_WHAT, |_, line| {
+                log.push(line.to_string());
+                Ok::<_, ReportError>(())
+            })
+        });
     skip_if_absent(read)?;
     Ok(RunFolder {
         result,
@@ -154,28 +183,23 @@ pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
 pub fn read_samples(path: &Path) -> Result<(Vec<Sample>, Option<usize>), ReportError> {
     let mut samples = Vec::new();
     let mut torn = None;
-    let read = for_each_line_ended(
-        path,
-        SAMPLES_LIMIT,
-        "the samples of a run (samples.jsonl)",
-        |n, line, ended| {
-            if line.trim().is_empty() {
-                return Ok(());
+    let read = for_each_line_ended(path, SAMPLES_LIMIT, SAMPLES_WHAT, |n, line, ended| {
+        if line.trim().is_empty() {
+            return Ok(());
+        }
+        match serde_json::from_str::<Sample>(line) {
+            Ok(s) => samples.push(s),
+            // Only the last line can lack its line feed: the writer stopped in the middle.
+            Err(_) if !ended => torn = Some(n),
+            Err(e) => {
+                return Err(ReportError::Invalid {
+                    path: path.to_path_buf(),
+                    reason: format!("line {n}: not a sample ({e})"),
+                })
             }
-            match serde_json::from_str::<Sample>(line) {
-                Ok(s) => samples.push(s),
-                // Only the last line can lack its line feed: the writer stopped in the middle.
-                Err(_) if !ended => torn = Some(n),
-                Err(e) => {
-                    return Err(ReportError::Invalid {
-                        path: path.to_path_buf(),
-                        reason: format!("line {n}: not a sample ({e})"),
-                    })
-                }
-            }
-            Ok(())
-        },
-    );
+        }
+        Ok(())
+    });
     skip_if_absent(read)?;
     Ok((samples, torn))
 }

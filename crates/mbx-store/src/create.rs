@@ -4,7 +4,8 @@
 //!    database.
 //! 2. [`prepare`] inspects every path first and writes nothing until all pass. A file or
 //!    device that is not ours is refused without `force`, and a block device without
-//!    `allow_device`. An existing database with other parameters is refused, and free space is
+//!    `allow_device`; with `allow_device` alone, a device that is not blank (a filesystem, LVM,
+//!    RAID, swap, a partition table, any data: [`crate::signature`]) is refused too. An existing database with other parameters is refused, and free space is
 //!    checked per filesystem.
 //! 3. All databases are then written in parallel, one thread and one I/O queue each, with large
 //!    sequential writes (a [`mbx_io::seq`] pass). Every page is unique, built by
@@ -450,8 +451,19 @@ fn inspect(spec: &DatabaseSpec, params: &CreateParams) -> Result<Action, StoreEr
     }
     let header = read_header(path)?;
     let Some(h) = header else {
-        if params.force || (device && params.allow_device) {
+        if params.force {
             return Ok(Action::Create);
+        }
+        if device && params.allow_device {
+            // Not ours: only a blank device may be written without --force (an unmounted device
+            // may hold a filesystem mounted elsewhere, a SAN LUN on another server).
+            return match crate::signature::inspect_device(path)? {
+                crate::signature::Contents::Blank => Ok(Action::Create),
+                contents => Err(StoreError::DeviceNotBlank {
+                    path: path.clone(),
+                    contents,
+                }),
+            };
         }
         return Err(StoreError::NotOurs {
             path: path.clone(),

@@ -7,8 +7,9 @@
 //!
 //! - [`create::prepare`]: create the set, or attach an existing one, or resume an interrupted
 //!   creation; safe with users' files (never overwrite what is not ours without `force`, refuse
-//!   block devices without `allow_device` and mounted or in-use devices always, check free
-//!   space first).
+//!   block devices without `allow_device` and mounted or in-use devices always, and with
+//!   `allow_device` alone a device that is not blank ([`signature`]: a filesystem, LVM, RAID,
+//!   swap, a partition table, unrecognized data); check free space first).
 //! - [`verify::verify_database`]: read a database sequentially and classify every page.
 //! - [`held::HeldDatabases`]: the database files of a run, held open from start to end; their
 //!   state (dirty, clean) written through the descriptors held, never by reopening a path.
@@ -32,6 +33,7 @@ pub mod lsn;
 pub mod page;
 pub mod redo;
 mod rows;
+pub mod signature;
 pub mod verify;
 
 use std::path::PathBuf;
@@ -69,6 +71,15 @@ pub enum StoreError {
     Device {
         /// The device.
         path: PathBuf,
+    },
+    /// The block device is not blank and holds no mbxstress database: `--allow-device` alone
+    /// does not overwrite it.
+    #[error("{} holds {contents}; --allow-device permits only a blank device or one holding an mbxstress database: check it is the right device, and pass --force as well to overwrite it (everything on it will be lost)", path.display())]
+    DeviceNotBlank {
+        /// The device.
+        path: PathBuf,
+        /// What was found on it.
+        contents: signature::Contents,
     },
     /// The path is a block device that is mounted or otherwise in use; `--allow-device` permits
     /// unused devices only.
@@ -157,6 +168,7 @@ impl StoreError {
                 | StoreError::NotADatabase { .. }
                 | StoreError::Device { .. }
                 | StoreError::DeviceInUse { .. }
+                | StoreError::DeviceNotBlank { .. }
                 | StoreError::ParamsMismatch { .. }
                 | StoreError::InsufficientSpace { .. }
                 | StoreError::Locked { .. }

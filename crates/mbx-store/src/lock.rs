@@ -80,6 +80,25 @@ impl StoreLock {
         Ok(lock)
     }
 
+    /// The locks `iobench` takes on the file it benchmarks, for its whole run: exclusive on the
+    /// file if it exists (a database a running test holds is refused, `--force` or not), and
+    /// shared on its folder (a file in a log folder a running test holds is refused; other
+    /// readers and benches in the folder share it). Nothing is created.
+    pub fn acquire_bench_file(path: &Path) -> Result<StoreLock, StoreError> {
+        let mut lock = StoreLock { held: Vec::new() };
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if path.exists() {
+            lock.take(path, false, LockMode::Exclusive)?;
+        }
+        if dir.is_dir() {
+            lock.take(dir, true, LockMode::Shared)?;
+        }
+        Ok(lock)
+    }
+
     fn take(&mut self, path: &Path, is_dir: bool, mode: LockMode) -> Result<(), StoreError> {
         let exists = path.exists();
         if !exists && mode == LockMode::Shared {
@@ -194,5 +213,34 @@ mod tests {
         assert!(StoreLock::acquire_files(&paths, LockMode::Exclusive).is_err());
         drop((r1, r2));
         assert!(specs[0].path.exists());
+    }
+
+    /// iobench's locks: refused on a database or in a log folder a writer holds, named; nothing
+    /// created for a new file; shared with another bench of the same folder.
+    #[test]
+    fn a_bench_file_held_by_a_writer_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let specs =
+            plan_paths(&[dir.path().join("db")], &[dir.path().join("logs")], 1).expect("plan");
+        std::fs::create_dir_all(dir.path().join("db")).expect("mkdir");
+        std::fs::write(&specs[0].path, b"data").expect("write");
+        let run = StoreLock::acquire(&specs, LockMode::Exclusive).expect("run");
+        let err = StoreLock::acquire_bench_file(&specs[0].path).expect_err("database in use");
+        assert!(
+            matches!(&err, StoreError::Locked { path, .. } if path == &specs[0].path),
+            "{err}"
+        );
+        let in_logs = specs[0].log_dir.join("E0000000001.log");
+        let err = StoreLock::acquire_bench_file(&in_logs).expect_err("log folder in use");
+        assert!(
+            matches!(&err, StoreError::Locked { path, .. } if path == &specs[0].log_dir),
+            "{err}"
+        );
+        drop(run);
+        let new = dir.path().join("bench.dat");
+        let a = StoreLock::acquire_bench_file(&new).expect("a new file");
+        let b = StoreLock::acquire_bench_file(&dir.path().join("other.dat")).expect("shared");
+        assert!(!new.exists(), "nothing created");
+        drop((a, b));
     }
 }

@@ -483,7 +483,8 @@ pub struct RunArgs {
     /// Overwrite files that are not mbxstress databases, or databases with other parameters.
     #[arg(long)]
     pub force: bool,
-    /// Allow unused block devices as database paths (a mounted or in-use device is refused).
+    /// Allow unused block devices as database paths (a mounted or in-use device is refused; one
+    /// holding a filesystem, LVM, RAID, swap, a partition table or other data needs --force too).
     #[arg(long)]
     pub allow_device: bool,
     /// Soft Recovery: log files generated per database, then replayed (Jetstress
@@ -573,7 +574,7 @@ Database size = mailboxes x quota, split evenly over the databases (the Jetstres
 32 KiB page is unique (not dedupable); --compressibility-pct makes pages compress by about that much.
 
 Safety: an existing file that is not an mbxstress database is never overwritten without --force;
-block devices need --allow-device; free space is checked before anything is written. Databases
+block devices need --allow-device (and --force too unless blank or ours); free space is checked before anything is written. Databases
 that exist with the same parameters are attached; an interrupted creation resumes (Ctrl-C stops
 cleanly and keeps what is written).
 
@@ -666,7 +667,7 @@ pub struct PrepareArgs {
     #[arg(long)]
     pub force: bool,
     /// Allow unused block devices as database paths (their contents are overwritten; a mounted
-    /// or in-use device is refused).
+    /// or in-use device is refused, and one that is not blank nor ours needs --force too).
     #[arg(long)]
     pub allow_device: bool,
     /// Print a JSON summary instead of text.

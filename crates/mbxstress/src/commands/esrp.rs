@@ -12,20 +12,30 @@ use crate::cli::EsrpArgs;
 pub(crate) const SUITE_ESRP_FOLDERS: [&str; 3] = ["1-performance", "3-backup", "4-soft-recovery"];
 
 /// The files an argument stands for: a file as itself, a result folder for its result.json, a
-/// suite folder for the result.json of its Performance, Backup and Soft Recovery folders.
+/// suite folder for the result.json of its Performance, Backup and Soft Recovery folders. Inside
+/// a folder nothing is followed through a symbolic link (a linked result.json or test folder is
+/// refused, naming it).
 fn inputs_of(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let own = path.join("result.json");
-    if own.exists() {
-        return Ok(vec![own]);
+    match mbx_report::report::folder_result(path) {
+        Ok(own) => return Ok(vec![own]),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => return Err(e.into()),
     }
-    let found: Vec<PathBuf> = SUITE_ESRP_FOLDERS
-        .iter()
-        .map(|f| path.join(f).join("result.json"))
-        .filter(|p| p.exists())
-        .collect();
+    let mut found = Vec::new();
+    for f in SUITE_ESRP_FOLDERS {
+        match mbx_report::input::folder_file(
+            path,
+            &format!("{f}/result.json"),
+            "an mbxstress result.json",
+        ) {
+            Ok(p) => found.push(p),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     if found.is_empty() {
         return Err(crate::exit::usage(format!(
             "{} holds no result.json, nor the {} folders of a suite",

@@ -85,7 +85,12 @@ fn default_name(ssh: &str) -> String {
 
 /// Reads and checks the hosts file: strict keys, non-empty `ssh` and paths, unique safe names.
 fn load_hosts(path: &Path) -> anyhow::Result<Vec<Host>> {
-    let text = fs_err::read_to_string(path).map_err(|e| usage(format!("--hosts: {e}")))?;
+    let text = mbx_config::input::read_bounded(
+        path,
+        mbx_config::input::HOSTS_LIMIT,
+        "a hosts file ([[host]] tables)",
+    )
+    .map_err(|e| usage(format!("--hosts: {e}")))?;
     let file: HostsFile = toml::from_str(&text).map_err(|e| {
         usage(format!(
             "--hosts {}: {e}\nexpected [[host]] tables with ssh, db_path, log_path and optionally name, profile, mbxstress, work_dir",

@@ -51,6 +51,9 @@ pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
             }
         );
     }
+    // The lock a running test holds on its databases and log folders is respected: `--force`
+    // permits overwriting a file, never one another command is using. Held to the end.
+    let lock = mbx_store::StoreLock::acquire_bench_file(&spec.file)?;
     let prepared = match prepare_file(&spec, args.force, &cancel) {
         Ok(p) => p,
         Err(e @ BenchError::Interrupted { .. }) => {
@@ -61,6 +64,7 @@ pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
     };
     let result = run_bench(&spec, &cancel)?;
     drop(prepared);
+    drop(lock);
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &result).context("writing JSON to stdout")?;

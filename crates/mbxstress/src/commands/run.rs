@@ -288,7 +288,11 @@ fn describe_invalid(key: &str, reason: &str, args: &RunArgs) -> String {
 /// Whether the `--config` file itself sets `key` (dotted for tables: `cache.max_mb_per_db`).
 /// The file was already read and parsed once, so a failure here only means "not known to".
 pub(crate) fn config_sets(path: &std::path::Path, key: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(text) = mbx_config::input::read_bounded(
+        path,
+        mbx_config::input::CONFIG_LIMIT,
+        "a run configuration (TOML)",
+    ) else {
         return false;
     };
     let Ok(table) = text.parse::<toml::Table>() else {

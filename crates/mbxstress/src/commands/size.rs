@@ -85,13 +85,12 @@ fn writeln_out(out: &mut impl std::io::Write, text: &str) -> anyhow::Result<()> 
 
 fn load_base(args: &SizeArgs) -> anyhow::Result<(Base, SizeInputs)> {
     if let Some(path) = &args.input {
-        let text = fs_err::read_to_string(path).map_err(|e| {
-            usage(format!(
-                "cannot read --input {}: {}",
-                path.display(),
-                io_reason(&e)
-            ))
-        })?;
+        let text = mbx_config::input::read_bounded(
+            path,
+            mbx_config::input::CONFIG_LIMIT,
+            "a sizing input file (TOML)",
+        )
+        .map_err(|e| usage(format!("--input: {e}")))?;
         let inputs: SizeInputs = toml::from_str(&text).map_err(|e| {
             usage(format!(
                 "--input {} is not a valid sizing input file: {e}\nKeys are the flags' names in snake_case (see `mbxstress size --help`).",
@@ -125,15 +124,6 @@ fn load_base(args: &SizeArgs) -> anyhow::Result<(Base, SizeInputs)> {
         },
         from_sizing_input(&example.input),
     ))
-}
-
-/// The message of an I/O error without the path (which we name ourselves).
-fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e.to_string(),
-    }
 }
 
 /// Flags override the base; a layout flag replaces the base's layout entirely.

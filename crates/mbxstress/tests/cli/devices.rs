@@ -352,7 +352,8 @@ fn device_with_a_mounted_partition_is_refused() {
 }
 
 /// While iobench uses a device it holds it exclusively: a mount attempted meanwhile fails with
-/// "busy" instead of the benchmark corrupting a live filesystem. Afterwards it is free again.
+/// "busy" instead of the benchmark corrupting a live filesystem, and another mbxstress command
+/// is refused by the lock, naming iobench's PID. Afterwards it is free again.
 #[test]
 fn device_in_use_by_iobench_cannot_be_mounted() {
     let Some(mut fs) = mounted_loop_fs(false, DEVICE_MIB) else {
@@ -388,9 +389,11 @@ fn device_in_use_by_iobench_cannot_be_mounted() {
     if mount.status.success() {
         fs.mounted = true;
     }
-    // Another command finds it claimed: the exclusive open fails, and it says so.
+    // Another mbxstress command finds it locked (iobench takes the lock a test takes), and says
+    // who holds it.
     let logs = fs.scratch("logs");
     let prepare = mbx(&prepare_args(&fs.dev, &logs));
+    let pid = child.id();
     let out = child.wait_with_output().expect("wait for iobench");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -402,9 +405,10 @@ fn device_in_use_by_iobench_cannot_be_mounted() {
     );
     assert_eq!(prepare.code, 2, "{}", prepare.stderr);
     assert!(
-        prepare
-            .stderr
-            .contains("another program has it open exclusively"),
+        prepare.stderr.contains(&format!(
+            "{} is in use by another mbxstress command (PID {pid})",
+            fs.dev
+        )),
         "{}",
         prepare.stderr
     );
@@ -458,4 +462,95 @@ fn swap_device_is_refused() {
         .and_then(|f| f.read_exact_at(&mut sig, 4096 - 10))
         .expect("read the device");
     assert_eq!(&sig, b"SWAPSPACE2");
+}
+
+/// Issue 25, case 6: `--allow-device` alone overwrote an unmounted device holding an ext4
+/// filesystem (a SAN LUN mounted on another server looks exactly like this). Now a device that
+/// is not blank and not ours is refused, naming what it holds (ext4, a partition table, swap), and
+/// nothing is written: the filesystem passes fsck. With `--force` as well it is used, and then
+/// attaches as ours with `--allow-device` alone.
+#[test]
+fn allow_device_keeps_a_device_that_is_not_blank() {
+    let Some(dev) = attach_loop(false, DEVICE_MIB) else {
+        return;
+    };
+    if let Err(e) = run_tool("mkfs.ext4", &["-q", "-F", &dev.dev]) {
+        drop(dev);
+        unavailable(&e);
+        return;
+    }
+    let logs = dev.scratch("logs");
+    fn refused(run: &Run, dev: &str, holds: &str) {
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!("{dev} holds {holds}"))
+                && run.stderr.contains("pass --force as well"),
+            "the message names the device, what it holds and the fix: {}",
+            run.stderr
+        );
+    }
+    refused(
+        &mbx(&prepare_args(&dev.dev, &logs)),
+        &dev.dev,
+        "an ext4 filesystem",
+    );
+    assert!(!Path::new(&logs).exists(), "nothing written");
+    // `run --allow-device` prepares the same way.
+    let out = dev.scratch("results");
+    let run = mbx(&[
+        "run",
+        "--threads",
+        "4",
+        "--databases",
+        "1",
+        "--mailboxes",
+        "1",
+        "--quota-mb",
+        "16",
+        "--iops-per-mailbox",
+        "10",
+        "--db-path",
+        &dev.dev,
+        "--log-path",
+        &logs,
+        "--allow-device",
+        "--duration",
+        "1s",
+        "--out",
+        &out,
+        "--progress",
+        "quiet",
+    ]);
+    refused(&run, &dev.dev, "an ext4 filesystem");
+    if let Err(e) = run_tool("fsck.ext4", &["-n", "-f", &dev.dev]) {
+        panic!("the filesystem on {} was damaged: {e}", dev.dev);
+    }
+    // --force as well: the device is used, and is ours afterwards.
+    let mut forced = prepare_args(&dev.dev, &logs);
+    forced.extend(["--force", "--json"]);
+    let run = mbx(&forced);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["databases"][0]["action"], "create");
+    let mut again = prepare_args(&dev.dev, &logs);
+    again.push("--json");
+    let run = mbx(&again);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["databases"][0]["action"], "attach");
+    drop(dev);
+
+    // Swap (not active) and a partition table are named too.
+    let Some(dev) = attach_loop(false, DEVICE_MIB) else {
+        return;
+    };
+    run_tool("mkswap", &["-q", &dev.dev]).expect("mkswap");
+    refused(&mbx(&prepare_args(&dev.dev, &logs)), &dev.dev, "Linux swap");
+    drop(dev);
+    let Some(dev) = attach_loop(true, DEVICE_MIB) else {
+        return;
+    };
+    refused(
+        &mbx(&prepare_args(&dev.dev, &logs)),
+        &dev.dev,
+        "an MBR partition table",
+    );
 }

@@ -254,3 +254,141 @@ fn compare_and_report_flag_an_interrupted_result() {
     assert!(banner < html.find("Test Summary").expect("summary"));
     assert!(html.contains("interrupted before the end of its duration"));
 }
+
+/// Every file a user names on the command line goes through the one bounded reader (issue 25,
+/// case 9): `/dev/zero` (which ran the machine out of memory) and a FIFO (which blocked forever)
+/// given to `--config`, `--profile`, `--jetstress-config`, `size --input`, `size --profile-out`
+/// (an existing file there is read to see whether it is ours) and `fleet run --hosts` exit 2 at
+/// once, and the message names the flag and the path.
+#[cfg(unix)]
+#[test]
+fn every_file_input_is_bounded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("input.fifo");
+    mkfifo(&fifo);
+    let out = dir.path().join("results");
+    let o = s(&out);
+    let cases: [(&str, &[&str]); 7] = [
+        (
+            "--config",
+            &["run", "--duration", "1s", "--out", o, "--config"],
+        ),
+        (
+            "--profile",
+            &["run", "--duration", "1s", "--out", o, "--profile"],
+        ),
+        (
+            "--jetstress-config",
+            &["run", "--duration", "1s", "--out", o, "--jetstress-config"],
+        ),
+        ("--profile", &["prepare", "--db-path", o, "--profile"]),
+        ("--input", &["size", "--input"]),
+        ("--profile-out", &["size", "--profile-out"]),
+        ("--hosts", &["fleet", "run", "--out", o, "--hosts"]),
+    ];
+    for (flag, args) in cases {
+        for path in ["/dev/zero", s(&fifo)] {
+            let mut refs = args.to_vec();
+            refs.push(path);
+            let (run, took) = mbx_bounded(&refs);
+            assert_eq!(run.code, 2, "{refs:?}: {}", run.stderr);
+            assert!(
+                run.stderr.contains(flag) && run.stderr.contains(path),
+                "{refs:?}: the message names {flag} and {path}: {}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains("not a regular file"),
+                "{refs:?}: {}",
+                run.stderr
+            );
+            assert!(took < Duration::from_secs(5), "{refs:?} took {took:?}");
+        }
+    }
+    assert!(!out.exists(), "nothing written for a refused input");
+}
+
+/// A results folder's files are never followed through symbolic links (issue 25, case 8): a
+/// folder whose test.log or samples.jsonl links to another file (/etc/shadow in the issue), whose
+/// result.json names a log outside the folder, whose result.json is itself a link, or a suite
+/// folder whose test folder is a link, is refused by `report` and `esrp` (exit 2) with a message
+/// naming the file, and nothing of the linked file reaches report.html.
+#[cfg(unix)]
+#[test]
+fn results_folder_links_are_not_followed() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOP-SECRET-LINE\n").expect("secret");
+    let fixture_text = std::fs::read_to_string(fixture("mbxstress-result.json")).expect("fixture");
+    let folder = |name: &str, log_file: &str| -> PathBuf {
+        let f = dir.path().join(name);
+        std::fs::create_dir(&f).expect("folder");
+        let mut v: serde_json::Value = serde_json::from_str(&fixture_text).expect("json");
+        v["log_file"] = log_file.into();
+        std::fs::write(f.join("result.json"), v.to_string()).expect("result.json");
+        f
+    };
+    let refused = |args: &[&str], names: &str, why: &str| {
+        let (run, took) = mbx_bounded(args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(names) && run.stderr.contains(why),
+            "{args:?}: the message names {names} ({why}): {}",
+            run.stderr
+        );
+        assert!(!run.stdout.contains("TOP-SECRET"), "{}", run.stdout);
+        assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
+    };
+    let no_secret_in_report = |f: &Path| {
+        let html = std::fs::read_to_string(f.join("report.html")).unwrap_or_default();
+        assert!(!html.contains("TOP-SECRET"), "the linked file was embedded");
+    };
+
+    // test.log and samples.jsonl as links to a file outside the folder.
+    for name in ["test.log", "samples.jsonl"] {
+        let f = folder(&format!("link-{name}"), "test.log");
+        symlink(&secret, f.join(name)).expect("symlink");
+        refused(
+            &["report", s(&f)],
+            &f.join(name).display().to_string(),
+            "symbolic link",
+        );
+        no_secret_in_report(&f);
+    }
+    // A log_file naming a path outside the folder, absolute or through `..`.
+    for log in [s(&secret), "../secret.txt"] {
+        let f = folder(&format!("name-{}", log.len()), log);
+        refused(
+            &["report", s(&f)],
+            &format!("{log:?}"),
+            "not a file name inside the folder",
+        );
+        no_secret_in_report(&f);
+    }
+    // result.json itself a link, in a folder given to report and esrp.
+    let real = folder("real", "test.log");
+    let linked = dir.path().join("linked");
+    std::fs::create_dir(&linked).expect("folder");
+    symlink(real.join("result.json"), linked.join("result.json")).expect("symlink");
+    for cmd in ["report", "esrp"] {
+        refused(&[cmd, s(&linked)], "result.json", "symbolic link");
+    }
+    // A suite folder whose 1-performance folder is a link.
+    let suite = dir.path().join("suite");
+    std::fs::create_dir(&suite).expect("suite");
+    symlink(&real, suite.join("1-performance")).expect("symlink");
+    refused(&["esrp", s(&suite)], "1-performance", "symbolic link");
+    // The same folders without links are read (the refusals above are about the links only);
+    // a link left where report writes its temporary file is replaced, never written through.
+    symlink(&secret, real.join("report.html.tmp")).expect("symlink");
+    let (run, _) = mbx_bounded(&["report", s(&real)]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        std::fs::read_to_string(&secret).expect("secret") == "TOP-SECRET-LINE\n",
+        "report wrote through a link in the folder"
+    );
+    assert!(real.join("report.html").is_file());
+    let (run, _) = mbx_bounded(&["esrp", s(&real)]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}

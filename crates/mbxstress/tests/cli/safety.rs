@@ -620,3 +620,81 @@ fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
     assert_eq!(integrity["pass"], true, "{integrity}");
     assert_eq!(r2["test"]["duration_s"].as_f64().map(f64::round), Some(2.0));
 }
+
+/// Issue 25, case 7: `iobench --file <a database in use> --force` (which overwrote both header
+/// copies of a live database) respects the lock a running test holds: it exits 2 at once naming
+/// the file and the holder's PID, before writing; so does a log file in the run's log folder.
+/// After the run stops, its databases verify clean and the run found no integrity error.
+#[test]
+fn iobench_respects_the_lock_of_a_running_test() {
+    let dir = tmp();
+    let d = &*dir;
+    std::fs::write(d.join("fast.toml"), FAST).expect("config");
+    let first = spawn(d, &run_args("60s", "r1", &[]));
+    let log = d.join("r1/test.log");
+    wait_for(Duration::from_secs(60), "the first run to measure", || {
+        log_has(&log, "Performance logging started")
+    });
+    let db = d.join("mbxstress-data/databases/mbxstress001.edb");
+    let log_dir = d.join("mbxstress-data/logs/db001");
+    let log_file = log_dir.join("E0000000001.log");
+    let bench = |file: &Path| {
+        let f = file.to_str().expect("UTF-8 path");
+        let started = Instant::now();
+        let run = in_dir(
+            d,
+            &[
+                "iobench",
+                "--file",
+                f,
+                "--force",
+                "--size",
+                "1M",
+                "--rw",
+                "write",
+                "--bs",
+                "32k",
+                "--runtime",
+                "1s",
+                "--engine",
+                "sync",
+            ],
+        );
+        (run, started.elapsed())
+    };
+    let on_db = bench(&db);
+    let on_log = bench(&log_file);
+    let log_existed = log_file.is_file();
+    let pid = first.id();
+    crate::common::signal(&first, "TERM");
+    let out = first.wait_with_output().expect("wait");
+    for (what, (run, took), path) in [("database", on_db, &db), ("log", on_log, &log_dir)] {
+        assert_eq!(run.code, 2, "iobench on the {what}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!(
+                "{} is in use by another mbxstress command (PID {})",
+                path.display(),
+                pid
+            )),
+            "iobench on the {what} names the path and the holder: {}",
+            run.stderr
+        );
+        assert!(took < Duration::from_secs(10), "{what}: not at once");
+    }
+    assert!(log_existed, "the log file the test aimed at exists");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_json(&d.join("r1/result.json"));
+    assert_eq!(r["integrity"]["bad_pages"], 0, "{}", r["integrity"]);
+    assert!(
+        r["errors"].as_array().is_none_or(Vec::is_empty),
+        "{}",
+        r["errors"]
+    );
+    let verify = in_dir(d, &["verify", "--json"]);
+    assert_eq!(verify.code, 0, "{}\n{}", verify.stdout, verify.stderr);
+}

@@ -1,15 +1,26 @@
-//! Bounded reading of input files. Every file that `import`, `esrp`, `compare` and `report` read
-//! goes through here, so none of them can be made to read without end (`/dev/zero`), block
-//! forever (a FIFO with no writer) or allocate a file's whole size before checking it.
+//! Bounded reading of input files: the one reader every file mbxstress reads from a user goes
+//! through (`--config`, `--profile`, `--jetstress-config`, `size --input`, `fleet --hosts`, and
+//! every file `import`, `esrp`, `compare` and `report` read), so none of them can be made to read
+//! without end (`/dev/zero`), block forever (a FIFO with no writer) or allocate a file's whole
+//! size before checking it.
 //!
 //! The rules:
 //! - Only regular files are read. A directory, character or block device, FIFO or socket is
 //!   refused before it is opened, and again after opening (the open itself is non-blocking, so a
 //!   path swapped for a FIFO in between cannot hang us).
+//! - A path given by the user is resolved (a symbolic link to a regular file is read) and the
+//!   file it resolves to is what is checked.
+//! - A file inside a results folder is not followed out of it: [`folder_file`] refuses a name
+//!   that is not a plain relative path (`..`, an absolute path) and any symbolic link on the way
+//!   (a folder copied from another machine could link `test.log` to `/etc/shadow`).
 //! - A file whose size is over the limit is refused before anything is read. Reading goes through
-//!   `take(limit + 1)`, so a file that grows while it is read is bounded too.
+//!   `take(limit + 1)`, so a file that grows while it is read is bounded too. The limit is per
+//!   kind of input; each constant below says why its figure.
 //! - Text must be UTF-8 (a leading UTF-8 byte-order mark is dropped). Anything else is an error
 //!   naming the byte offset, never a panic.
+//!
+//! `what` in every call says which input the file is (the flag, e.g. "the --config file (a run
+//! configuration)"); every error names it and the path.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -39,6 +50,20 @@ pub const SAMPLES_LIMIT: u64 = 512 * MIB;
 /// normal run. 64 MiB is about 600,000 lines of 100 bytes, far more than any run writes, and all
 /// of it is copied into report.html.
 pub const LOG_LIMIT: u64 = 64 * MIB;
+
+/// Limit for the small TOML and XML files users write: `--config`, `--profile`, `size --input`,
+/// `--jetstress-config`.
+///
+/// A `--config` file sets at most a few dozen keys (about 2 KB with comments); a profile is five
+/// numbers (about 300 bytes); a JetstressConfig.xml is a few KB, tens with every database path.
+/// 1 MiB is far more than any of them.
+pub const CONFIG_LIMIT: u64 = MIB;
+
+/// Limit for a `fleet --hosts` file.
+///
+/// One `[[host]]` table is about 200 bytes (name, ssh, db_path, log_path, profile, work_dir).
+/// 4 MiB holds some 20,000 hosts, far more than a fleet runs (3,000 is already large).
+pub const HOSTS_LIMIT: u64 = 4 * MIB;
 
 /// Why an input file could not be read; each variant names the file.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +115,26 @@ pub enum InputError {
         /// A hint for a recognizable encoding (UTF-16), or empty.
         hint: &'static str,
     },
+    /// A file inside a results folder is a symbolic link (never followed out of the folder).
+    #[error("{} is a symbolic link (to {}): expected {what}; a results folder's files are never followed through links", path.display(), target.display())]
+    Symlink {
+        /// The link.
+        path: PathBuf,
+        /// What it points to.
+        target: PathBuf,
+        /// What it should have been.
+        what: &'static str,
+    },
+    /// A file name that would leave its folder (absolute, or with `..`).
+    #[error("{}: {name:?} is not a file name inside the folder (expected {what}); it is not read", dir.display())]
+    OutsideFolder {
+        /// The folder.
+        dir: PathBuf,
+        /// The name as given (e.g. in result.json's `log_file`).
+        name: String,
+        /// What it should have been.
+        what: &'static str,
+    },
 }
 
 impl InputError {
@@ -133,6 +178,10 @@ fn kind_of(ft: &std::fs::FileType) -> &'static str {
     }
     if ft.is_dir() {
         "a directory"
+    } else if ft.is_file() {
+        "a regular file"
+    } else if ft.is_symlink() {
+        "a symbolic link"
     } else {
         "not a regular file"
     }
@@ -308,6 +357,59 @@ pub fn for_each_line_ended<E: From<InputError>>(
         let line = line.strip_suffix('\r').unwrap_or(line);
         f(line_no, line, ended)?;
     }
+}
+
+/// The path of `name` inside the folder `dir`, for a results folder's files: `name` must be a
+/// relative path of plain components (no `..`, not absolute), and neither it nor any folder on
+/// the way below `dir` may be a symbolic link; the file itself must be a regular file (checked
+/// without following a link). `dir` itself is the user's choice and may be reached through links.
+///
+/// A missing file is an error for which [`InputError::is_not_found`] is true (optional files are
+/// then skipped). The caller then reads the path with the bounded readers.
+pub fn folder_file(dir: &Path, name: &str, what: &'static str) -> Result<PathBuf, InputError> {
+    use std::path::Component;
+    let rel = Path::new(name);
+    let plain = !name.is_empty() && rel.components().all(|c| matches!(c, Component::Normal(_)));
+    if !plain {
+        return Err(InputError::OutsideFolder {
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+            what,
+        });
+    }
+    let mut path = dir.to_path_buf();
+    let mut parts = rel.components().peekable();
+    while let Some(part) = parts.next() {
+        path.push(part);
+        let last = parts.peek().is_none();
+        let meta = std::fs::symlink_metadata(&path).map_err(|error| InputError::Read {
+            path: path.clone(),
+            what,
+            error,
+        })?;
+        if meta.file_type().is_symlink() {
+            return Err(InputError::Symlink {
+                target: std::fs::read_link(&path).unwrap_or_default(),
+                path,
+                what: if last { what } else { "a folder" },
+            });
+        }
+        if last && !meta.is_file() {
+            return Err(InputError::NotAFile {
+                kind: kind_of(&meta.file_type()),
+                path,
+                what,
+            });
+        }
+        if !last && !meta.is_dir() {
+            return Err(InputError::NotAFile {
+                kind: kind_of(&meta.file_type()),
+                path,
+                what: "a folder",
+            });
+        }
+    }
+    Ok(path)
 }
 
 /// Reads the first `n` bytes (or fewer) of a regular file of any size: enough to recognize it.

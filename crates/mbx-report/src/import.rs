@@ -345,8 +345,10 @@ fn kind_named(text: &str) -> Option<TestKind> {
 /// separated by tabs, headings, legends and other blocks on lines of their own; scripts, styles
 /// and comments dropped. The document is parsed by a real HTML parser (html5ever, through
 /// `scraper`): entities (`&#160;`), `>` inside attribute values, comments and unclosed cells are
-/// read as a browser reads them. A `<fieldset>` that names no section (no `<legend>` or heading)
-/// gets the title its position has in a Jetstress report ([`fieldset_title`]).
+/// read as a browser reads them; elements nested deeper than [`crate::html_input::MAX_DEPTH`]
+/// are refused (the parse's work grows with the depth). A `<fieldset>` that names no section (no
+/// `<legend>` or heading) gets the title its position has in a Jetstress report
+/// ([`fieldset_title`]).
 fn html_to_text(html: &str, path: &Path) -> Result<String, ImportError> {
     use scraper::node::Node;
     let lower = html.to_ascii_lowercase();
@@ -358,7 +360,15 @@ fn html_to_text(html: &str, path: &Path) -> Result<String, ImportError> {
             reason: "the HTML is truncated (no closing </html>); save the complete report".into(),
         });
     }
-    let doc = scraper::Html::parse_document(html);
+    let doc = crate::html_input::parse_document(html).map_err(|t| ImportError::Malformed {
+        path: path.to_path_buf(),
+        table: "HTML document".into(),
+        row: format!("line {}", t.line),
+        reason: format!(
+            "elements are nested more than {} deep (a Jetstress report nests about 10): not a report this importer reads",
+            crate::html_input::MAX_DEPTH
+        ),
+    })?;
     let kind = kind_named(&doc.root_element().text().collect::<String>());
     let mut out = String::with_capacity(html.len() / 2);
     let mut text = String::new();

@@ -14,6 +14,7 @@ pub mod esrp;
 pub mod export;
 pub mod flags;
 pub mod html;
+mod html_input;
 pub mod import;
 pub mod input;
 pub mod report;

@@ -179,9 +179,19 @@ fn is_separator(line: &str) -> bool {
 /// Parses a number at the start of a value as Jetstress prints it ("96.19(Average)", "720").
 fn number(s: &str) -> Option<f64> {
     let s = s.trim();
-    let end = s
+    let mut end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == ','))
         .unwrap_or(s.len());
+    // An exponent is part of the number ("1e308" is not 1, and is then refused as implausible).
+    let exp = s[end..]
+        .strip_prefix(['e', 'E'])
+        .map(|x| x.strip_prefix(['+', '-']).unwrap_or(x));
+    if let Some(digits) = exp.filter(|x| x.starts_with(|c: char| c.is_ascii_digit())) {
+        let n = digits
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(digits.len());
+        end = s.len() - (digits.len() - n);
+    }
     let v = s[..end].replace(',', "");
     if v.is_empty() {
         return None;
@@ -561,6 +571,53 @@ fn cell_value(s: &str) -> Option<(f64, bool)> {
         .map(|x| (x, decimal_comma))
 }
 
+/// The largest value a figure can plausibly have, and what it is (for the message): far above
+/// any real measurement, low enough that sums over every instance stay finite (1e308 in a cell
+/// summed to infinity: `inf` in the text output, `null` in JSON).
+fn plausible_max(table: Table, column: usize) -> (f64, &'static str) {
+    const RATE: f64 = 1e9; // I/O per second, of one instance
+    const BYTES: f64 = 1e9; // the average size of one I/O
+    const LATENCY: f64 = 3.6e6; // ms: an hour
+    match table {
+        Table::Transactional | Table::Total => {
+            let what = IO12_COLUMNS
+                .get(column.wrapping_sub(1))
+                .copied()
+                .unwrap_or("figure");
+            match column {
+                1 | 2 | 7 | 8 => (LATENCY, what),
+                3 | 4 | 9 | 10 => (RATE, what),
+                _ => (BYTES, what),
+            }
+        }
+        Table::Bdm | Table::Replication => match column {
+            1 => (RATE, "reads/sec"),
+            _ => (BYTES, "read average bytes"),
+        },
+        Table::Backup => match column {
+            1 => (1e12, "database size (MB)"),
+            _ => (1e7, "MB transferred/sec"),
+        },
+        Table::SoftRecovery => match column {
+            1 => (1e12, "log files replayed"),
+            _ => (1e9, "elapsed seconds"),
+        },
+    }
+}
+
+/// Why `v` is no measurement of `what` (at most `max`), if it is not one.
+fn implausible(v: f64, max: f64, what: &str) -> Option<String> {
+    if !v.is_finite() {
+        Some(format!("is not a finite number: no {what} is"))
+    } else if v < 0.0 {
+        Some(format!("is negative: no {what} is"))
+    } else if v > max {
+        Some(format!("is beyond any {what} (at most {max:e})"))
+    } else {
+        None
+    }
+}
+
 /// The label of a summary row, read through stray spaces ("A vg", "S um").
 #[derive(Clone, Copy, PartialEq)]
 enum Label {
@@ -653,13 +710,22 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
             ("Target Transactional I/O per Second", &mut r.target_iops),
         ] {
             if let Some(rest) = plain.strip_prefix(key) {
-                *slot = Some(number(rest).ok_or_else(|| {
+                let v = number(rest).ok_or_else(|| {
                     err(
                         "Database Sizing and Throughput",
                         format!("line {line_no}"),
                         format!("'{}' is not a number", rest.trim()),
                     )
-                })?);
+                })?;
+                // The sum over every instance: at most the instances' bound times a thousand.
+                if let Some(why) = implausible(v, 1e12, key) {
+                    return Err(err(
+                        "Database Sizing and Throughput",
+                        format!("line {line_no}"),
+                        format!("{key} ('{}') {why}: fix the value", rest.trim()),
+                    ));
+                }
+                *slot = Some(v);
             }
         }
         if let Some(rest) = plain.strip_prefix("Machine Name") {
@@ -863,6 +929,13 @@ fn import_row(
                 format!("column {} ('{cell}') is not a number: fix the cell", i + 1),
             )
         })?;
+        let (max, what) = plausible_max(table, i);
+        if let Some(why) = implausible(v, max, what) {
+            return Err(err(
+                rowname.clone(),
+                format!("column {} ('{cell}') {why}: fix the cell", i + 1),
+            ));
+        }
         if comma {
             commas.push(format!(
                 "line {line_no}: \"{cell}\" (column {}) read with a decimal comma as {v}",
@@ -921,16 +994,20 @@ fn import_row(
             }
         }
         Table::Backup => {
-            let last = row
-                .iter()
-                .rev()
-                .find(|c| !c.is_empty())
-                .cloned()
-                .unwrap_or_default();
+            // A typed Avg or Sum row: its last cell, if readable (the summaries are computed
+            // from the databases otherwise), and then a figure like any other.
+            let last = row.iter().rposition(|c| !c.is_empty()).unwrap_or(0);
+            let typed = |num: &mut dyn FnMut(usize) -> Result<f64, ImportError>| match row
+                .get(last)
+                .and_then(|c| cell_value(c))
+            {
+                Some(_) => num(last).map(Some),
+                None => Ok(None),
+            };
             let elapsed = row.get(2).cloned().unwrap_or_default();
             match (summary_row, lbl) {
-                (true, Label::Avg) => r.backup_avg_typed = cell_value(&last).map(|v| v.0),
-                (true, _) => r.backup_sum_typed = cell_value(&last).map(|v| v.0),
+                (true, Label::Avg) => r.backup_avg_typed = typed(&mut num)?,
+                (true, _) => r.backup_sum_typed = typed(&mut num)?,
                 _ if !instance_like(&name) && elapsed.trim().is_empty() => {
                     // A summary row whose label is unreadable: not a database, and which
                     // summary it is cannot be told. The summaries come from the databases.
@@ -945,6 +1022,12 @@ fn import_row(
                             format!("elapsed time '{elapsed}' is not hh:mm:ss"),
                         )
                     })?;
+                    if let Some(why) = implausible(elapsed_s, 1e9, "elapsed backup time") {
+                        return Err(err(
+                            rowname,
+                            format!("column 3 ('{elapsed}') {why}: fix the cell"),
+                        ));
+                    }
                     r.backup.push(BackupRow {
                         instance: name,
                         database_size_mb: num(1)?,

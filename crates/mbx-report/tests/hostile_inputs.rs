@@ -62,3 +62,94 @@ fn a_report_nested_below_the_cap_is_read() {
     assert_eq!(r.transactional, clean.transactional);
     assert_eq!(r.transactional.len(), 6);
 }
+
+fn dell(kind: &str) -> String {
+    std::fs::read_to_string(fixture(&format!("dell-ps6210e-esrp-{kind}.txt"))).expect("fixture")
+}
+
+fn refused(text: &str, wants: &[&str]) {
+    let e = import_text(text, Path::new("hostile.txt")).expect_err("refused");
+    let msg = e.to_string();
+    assert!(msg.contains("hostile.txt"), "{msg}");
+    for w in wants {
+        assert!(msg.contains(w), "'{w}' in: {msg}");
+    }
+}
+
+/// Negative rates and latencies, and 1e308 (which sums to infinity: `inf` in the text output,
+/// `null` in JSON), are no measurement: refused naming the file, the table, the row and the
+/// column, in every table and in the typed figures.
+#[test]
+fn figures_no_measurement_can_have_are_refused_naming_row_and_column() {
+    let perf = dell("performance");
+    let row = "Instance5004.1\t16.962\t0.779\t123.928\t52.734";
+    for (to, why) in [
+        (
+            "Instance5004.1\t16.962\t0.779\t-123.928\t52.734",
+            "negative",
+        ),
+        ("Instance5004.1\t16.962\t0.779\t1e308\t52.734", "at most"),
+        (
+            "Instance5004.1\t-16.962\t0.779\t123.928\t52.734",
+            "negative",
+        ),
+    ] {
+        let col = if to.contains("-16") {
+            "column 2"
+        } else {
+            "column 4"
+        };
+        refused(
+            &perf.replacen(row, to, 1),
+            &["Transactional I/O Performance", "Instance5004.1", col, why],
+        );
+    }
+    refused(
+        &perf.replacen(
+            "Achieved Transactional I/O per Second 1056.711",
+            "Achieved Transactional I/O per Second -1056.711",
+            1,
+        ),
+        &["Achieved Transactional I/O per Second", "negative"],
+    );
+    refused(
+        &perf.replacen(
+            "Target Transactional I/O per Second 600",
+            "Target Transactional I/O per Second 1e308",
+            1,
+        ),
+        &["Target Transactional I/O per Second", "at most"],
+    );
+    let backup = dell("backup");
+    refused(
+        &backup.replacen(
+            "Instance4604.2\t1714179.09\t04:56:02\t96.50",
+            "Instance4604.2\t1714179.09\t04:56:02\t-96.50",
+            1,
+        ),
+        &[
+            "Database Backup Statistics",
+            "Instance4604.2",
+            "column 4",
+            "negative",
+        ],
+    );
+    refused(
+        &backup.replacen("Sum\t\t\t577.17", "Sum\t\t\t1e308", 1),
+        &["Database Backup Statistics", "Sum", "at most"],
+    );
+    let soft = dell("softrecovery");
+    let first = soft
+        .lines()
+        .find(|l| l.starts_with("Instance") && l.matches('\t').count() == 2)
+        .expect("a soft recovery row");
+    let cells: Vec<&str> = first.split('\t').collect();
+    refused(
+        &soft.replacen(
+            first,
+            &format!("{}\t{}\t-{}", cells[0], cells[1], cells[2]),
+            1,
+        ),
+        &["Soft-Recovery Statistics", cells[0], "column 3", "negative"],
+    );
+}

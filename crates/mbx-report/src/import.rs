@@ -48,6 +48,14 @@ pub enum ImportError {
     /// The file is not a readable regular file of a sensible size, or not UTF-8 text.
     #[error(transparent)]
     Input(#[from] InputError),
+    /// The file holds several Jetstress reports where one was expected.
+    #[error("{}: holds {} Jetstress reports ({}); `import` and `esrp` read each on its own, `compare` takes one report per file: save the report to compare in a file of its own", path.display(), reports.len(), reports.join(", "))]
+    SeveralReports {
+        /// The file.
+        path: PathBuf,
+        /// Each report: its test type and the line of its title ("Performance (line 163)").
+        reports: Vec<String>,
+    },
     /// Nothing recognizable.
     #[error("{}: no Jetstress report tables found (expected e.g. \"Transactional I/O Performance\", \"Database Backup Statistics\" or \"Soft-Recovery Statistics\")", path.display())]
     Empty {
@@ -274,10 +282,30 @@ impl Table {
     }
 }
 
-/// Imports a report file: a regular file of at most [`REPORT_LIMIT`] bytes of UTF-8 text.
+/// Imports a report file: a regular file of at most [`REPORT_LIMIT`] bytes of UTF-8 text holding
+/// one Jetstress report (a file of several is refused naming them: see [`import_file_all`]).
 pub fn import_file(path: &Path) -> Result<ImportedReport, ImportError> {
     let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
     import_text(&text, path)
+}
+
+/// Imports every Jetstress report in a file (a paper converted from PDF may quote several, one
+/// after another), each on its own, in the file's order.
+pub fn import_file_all(path: &Path) -> Result<Vec<ImportedReport>, ImportError> {
+    let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
+    import_text_all(&text, path)
+}
+
+/// The inputs of `esrp` in a file: an mbxstress result.json (its figures checked as a report's
+/// are), or each Jetstress report the file holds.
+pub fn load_each(path: &Path) -> Result<Vec<ImportedReport>, ImportError> {
+    let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
+    if text.trim_start().starts_with('{') {
+        let r = crate::esrp::from_result_json(&text, path)?;
+        check_figures(&r, path)?;
+        return Ok(vec![r]);
+    }
+    import_text_all(&text, path)
 }
 
 /// True if the text is an HTML document (or fragment with tables).
@@ -452,13 +480,194 @@ fn html_to_text(html: &str, path: &Path) -> Result<String, ImportError> {
     Ok(out)
 }
 
-/// Imports report text (or an HTML report); `path` names the source in errors.
+/// Imports report text (or an HTML report) holding one Jetstress report; `path` names the source
+/// in errors. Text holding several reports is refused naming them ([`ImportError::SeveralReports`]).
 pub fn import_text(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
-    if looks_like_html(text) {
-        let converted = html_to_text(text, path)?;
-        return import_plain(&converted, path);
+    let mut all = import_all(text, path)?;
+    if all.len() == 1 {
+        if let Some((r, _)) = all.pop() {
+            return Ok(r);
+        }
     }
-    import_plain(text, path)
+    Err(ImportError::SeveralReports {
+        path: path.to_path_buf(),
+        reports: all
+            .iter()
+            .map(|(r, line)| format!("{} (line {line})", kind_title(r.kind)))
+            .collect(),
+    })
+}
+
+/// Imports every Jetstress report in report text (or an HTML report), each on its own: a report
+/// starts at its title ("Performance Test Result Report", ...) when tables follow the title.
+/// The reports of a text of several are named "FILE (report K of N, line L)", L being the line
+/// of the title; line numbers in warnings and errors are the file's.
+pub fn import_text_all(text: &str, path: &Path) -> Result<Vec<ImportedReport>, ImportError> {
+    Ok(import_all(text, path)?
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect())
+}
+
+/// [`import_text_all`], with the line of each report's title (1 for a text of one report).
+fn import_all(text: &str, path: &Path) -> Result<Vec<(ImportedReport, usize)>, ImportError> {
+    let converted;
+    let text = if looks_like_html(text) {
+        converted = html_to_text(text, path)?;
+        converted.as_str()
+    } else {
+        text
+    };
+    let parts = report_parts(text);
+    let n = parts.len();
+    if n <= 1 {
+        return Ok(vec![(import_plain(text, path, 1)?, 1)]);
+    }
+    let mut out = Vec::with_capacity(n);
+    for (k, part) in parts.iter().enumerate() {
+        let end = parts.get(k + 1).map_or(text.len(), |p| p.start);
+        let mut r = import_plain(&text[part.start..end], path, part.first_line)?;
+        r.source = format!(
+            "{} (report {} of {n}, line {})",
+            path.display(),
+            k + 1,
+            part.title_line
+        );
+        out.push((r, part.title_line));
+    }
+    Ok(out)
+}
+
+/// Every figure of a report (as [`import_row`] checks a report's cells): finite, not negative
+/// and within [`plausible_max`]. For inputs not read cell by cell (an mbxstress result.json).
+pub fn check_figures(r: &ImportedReport, path: &Path) -> Result<(), ImportError> {
+    let bad = |table: Table, row: &str, column: usize, v: f64| {
+        let (max, what) = plausible_max(table, column);
+        implausible(v, max, what).map(|why| ImportError::Malformed {
+            path: path.to_path_buf(),
+            table: table.title().to_string(),
+            row: row.to_string(),
+            reason: format!("column {} ({v}) {why}", column + 1),
+        })
+    };
+    let mut found = None;
+    for (table, rows) in [
+        (Table::Transactional, &r.transactional),
+        (Table::Total, &r.total),
+    ] {
+        for i in rows {
+            let io = &i.io;
+            let v = [
+                io.db_read_avg_latency_ms,
+                io.db_write_avg_latency_ms,
+                io.db_reads_per_s,
+                io.db_writes_per_s,
+                io.db_read_avg_bytes,
+                io.db_write_avg_bytes,
+                io.log_read_avg_latency_ms,
+                io.log_write_avg_latency_ms,
+                io.log_reads_per_s,
+                io.log_writes_per_s,
+                io.log_read_avg_bytes,
+                io.log_write_avg_bytes,
+            ];
+            for (c, x) in v.into_iter().enumerate() {
+                found = found.or_else(|| bad(table, &i.instance, c + 1, x));
+            }
+        }
+    }
+    for (table, rows) in [
+        (Table::Bdm, &r.bdm),
+        (Table::Replication, &r.log_replication),
+    ] {
+        for i in rows {
+            found = found
+                .or_else(|| bad(table, &i.instance, 1, i.reads_per_s))
+                .or_else(|| bad(table, &i.instance, 2, i.read_avg_bytes));
+        }
+    }
+    for b in &r.backup {
+        found = found
+            .or_else(|| bad(Table::Backup, &b.instance, 1, b.database_size_mb))
+            .or_else(|| bad(Table::Backup, &b.instance, 3, b.mb_per_s));
+    }
+    for s in &r.soft_recovery {
+        found = found.or_else(|| bad(Table::SoftRecovery, &s.instance, 2, s.elapsed_s));
+    }
+    for (key, v) in [
+        ("achieved_iops", r.achieved_iops_typed),
+        ("target_iops", r.target_iops),
+    ] {
+        if let Some(why) = v.and_then(|v| implausible(v, 1e12, key)) {
+            found = found.or(Some(ImportError::Malformed {
+                path: path.to_path_buf(),
+                table: "result".into(),
+                row: key.into(),
+                reason: format!("{key} {why}"),
+            }));
+        }
+    }
+    found.map_or(Ok(()), Err)
+}
+
+/// A test type as a report's title names it.
+fn kind_title(kind: Option<TestKind>) -> &'static str {
+    match kind {
+        Some(TestKind::Performance) => "Performance",
+        Some(TestKind::Stress) => "Stress",
+        Some(TestKind::Backup) => "Backup",
+        Some(TestKind::SoftRecovery) => "Soft Recovery",
+        Some(TestKind::Checksum) => "Checksum",
+        None => "untitled",
+    }
+}
+
+/// Where a report starts in a text: the byte offset and number of its first line, and the line
+/// of its title.
+struct Part {
+    start: usize,
+    first_line: usize,
+    title_line: usize,
+}
+
+/// The reports in a text: one per report title ("Stress Test Result Report" on a line of its
+/// own) that some table follows before the next title; the text before the first title belongs
+/// to the first report. One part (or none) means the whole text is one report.
+fn report_parts(text: &str) -> Vec<Part> {
+    let mut parts: Vec<(Part, bool)> = Vec::new();
+    let mut start = 0;
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        let plain = clean(line);
+        // A title is short: a sentence that names a report is not one.
+        if plain.len() <= 60 && kind_named(&plain).is_some() {
+            // A title that no table followed does not start a report.
+            if parts.last().is_some_and(|(_, tables)| !tables) {
+                parts.pop();
+            }
+            parts.push((
+                Part {
+                    start,
+                    first_line: n + 1,
+                    title_line: n + 1,
+                },
+                false,
+            ));
+        } else if Table::detect(line).is_some() {
+            if let Some((_, tables)) = parts.last_mut() {
+                *tables = true;
+            }
+        }
+        start += line.len();
+    }
+    if parts.last().is_some_and(|(_, tables)| !tables) {
+        parts.pop();
+    }
+    let mut parts: Vec<Part> = parts.into_iter().map(|(p, _)| p).collect();
+    if let Some(first) = parts.first_mut() {
+        first.start = 0;
+        first.first_line = 1;
+    }
+    parts
 }
 
 /// Whitespace, emphasis marks and case removed: what survives a PDF copy's stray spaces, tabs
@@ -491,10 +700,14 @@ const SECTION_TITLES: [&str; 13] = [
 /// The input's lines with their numbers, a line holding two sections split before the second
 /// section's title (a table's last row and the next title, or a title and its header row).
 /// Markdown tables are left alone. Each split is a warning.
-fn split_sections(text: &str, warnings: &mut Vec<String>) -> Vec<(usize, String)> {
+fn split_sections(
+    text: &str,
+    first_line: usize,
+    warnings: &mut Vec<String>,
+) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
-        let line_no = n + 1;
+        let line_no = n + first_line;
         if raw.trim_start().starts_with('|') {
             out.push((line_no, raw.to_string()));
             continue;
@@ -658,7 +871,8 @@ fn check_header(cells: &[String]) -> Result<usize, (usize, String)> {
     Ok(12usize.saturating_sub(cells.iter().filter(|c| !c.trim().is_empty()).count()))
 }
 
-fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
+/// Imports one report's text, whose first line is line `first_line` of the file.
+fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedReport, ImportError> {
     let mut r = ImportedReport {
         source: path.display().to_string(),
         ..Default::default()
@@ -670,7 +884,10 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
         reason,
     };
     let mut warnings = Vec::new();
-    let lines = split_sections(text, &mut warnings);
+    let lines = split_sections(text, first_line, &mut warnings);
+    // The tables met so far and the line of each title: a table given twice is a second report
+    // whose title was lost, not more rows of the first.
+    let mut seen: Vec<(Table, usize)> = Vec::new();
     let mut current: Option<Table> = None;
     let mut header_seen = false;
     // A row whose cells landed on several lines: its first line number and its cells so far.
@@ -735,6 +952,14 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
             r.overall_result = Some(rest.trim().to_string());
         }
         if let Some((t, damaged)) = Table::detect(raw) {
+            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == t) {
+                return Err(err(
+                    t.title(),
+                    format!("line {line_no}"),
+                    format!("the table is given again (first at line {first}): the text seems to hold several reports whose titles (\"Performance Test Result Report\", ...) are lost; give each report its title or a file of its own"),
+                ));
+            }
+            seen.push((t, line_no));
             if let (Some(p), Some(table)) = (pending.take(), current) {
                 unfinished(table, p, &mut warnings)?;
             }

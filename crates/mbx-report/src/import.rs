@@ -255,7 +255,24 @@ impl Table {
         {
             return Some((t, false));
         }
+        // A line longer than any title (a row, a sentence) is none: the squash below is the
+        // importer's main cost, run on every line.
+        let longest = "backgrounddatabasemaintenancei/operformance".len() + 6;
+        let mut letters = line
+            .chars()
+            .filter(|c| !c.is_whitespace() && !matches!(c, '*' | '#'));
+        // Every title starts with one of these letters (squashed: lower case).
+        if letters
+            .next()
+            .is_none_or(|c| !matches!(c.to_ascii_lowercase(), 't' | 'b' | 'l' | 'd' | 's'))
+            || letters.nth(longest - 1).is_some()
+        {
+            return None;
+        }
         let sq = squash(line);
+        if sq.is_empty() {
+            return None;
+        }
         Table::ALL
             .into_iter()
             .find(|t| {
@@ -672,7 +689,7 @@ fn report_parts(text: &str) -> Vec<Part> {
 
 /// Whitespace, emphasis marks and case removed: what survives a PDF copy's stray spaces, tabs
 /// and line breaks inside a word.
-fn squash(s: &str) -> String {
+pub(crate) fn squash(s: &str) -> String {
     s.chars()
         .filter(|c| !c.is_whitespace() && !matches!(c, '*' | '#'))
         .flat_map(char::to_lowercase)
@@ -854,23 +871,6 @@ fn instance_like(name: &str) -> bool {
     sq.starts_with("instance") && sq.len() > "instance".len()
 }
 
-/// Whether the cells of a header row (after the first) are the 12 Jetstress columns, or, when
-/// some were dropped, a subsequence of them in order: `Ok(dropped)`, or the first cell that is
-/// none of them.
-fn check_header(cells: &[String]) -> Result<usize, (usize, String)> {
-    let mut want = IO12_COLUMNS.iter().map(|c| squash(c.trim_end_matches(')')));
-    for (i, got) in cells.iter().enumerate() {
-        let g = squash(got);
-        if g.is_empty() {
-            continue;
-        }
-        if !want.any(|w| g.starts_with(&w) || w.starts_with(&g)) {
-            return Err((i, got.clone()));
-        }
-    }
-    Ok(12usize.saturating_sub(cells.iter().filter(|c| !c.trim().is_empty()).count()))
-}
-
 /// Imports one report's text, whose first line is line `first_line` of the file.
 fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedReport, ImportError> {
     let mut r = ImportedReport {
@@ -1044,26 +1044,32 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
             if !has_numbers {
                 // The header row.
                 if table.width() == 13 {
-                    // The first cell ("MSExchange Database ==> Instances") may be the one dropped.
-                    let figures = if row.first().is_some_and(|c| squash(c).starts_with("i/o")) {
-                        &row[..]
-                    } else {
-                        figures
-                    };
-                    match check_header(figures) {
-                        Ok(0) => {}
-                        Ok(dropped) => warnings.push(format!(
-                            "line {line_no}: {} header has {} of its 12 column names; the columns are taken in Jetstress's order",
-                            table.title(),
-                            12 - dropped
-                        )),
-                        Err((i, got)) => {
-                            let want = IO12_COLUMNS.get(i).copied().unwrap_or("");
-                            let msg = format!("column {} is \"{got}\", expected \"{want}\"", i + 2);
+                    // A header damaged by a PDF copy is read when its cells align with
+                    // Jetstress's columns in one way only (crate::header).
+                    match crate::header::align(&row) {
+                        Ok(aligned) => {
+                            let (repaired, lost) = aligned.repairs();
+                            for r in repaired {
+                                warnings.push(format!("line {line_no}: {} {r}", table.title()));
+                            }
+                            if !lost.is_empty() {
+                                warnings.push(format!(
+                                    "line {line_no}: {} header has {} of its 12 column names; the columns are taken in Jetstress's order (lost: \"{}\")",
+                                    table.title(),
+                                    12 - lost.len(),
+                                    lost.join("\", \"")
+                                ));
+                            }
+                        }
+                        Err(refused) => {
+                            let msg = refused.to_string();
                             if table.needed() {
                                 return Err(err(table.title(), format!("line {line_no}"), msg));
                             }
-                            warnings.push(format!("line {line_no}: {}: {msg}; table skipped (no summary needs it)", table.title()));
+                            warnings.push(format!(
+                                "line {line_no}: {}: {msg}; table skipped (no summary needs it)",
+                                table.title()
+                            ));
                             current = None;
                         }
                     }

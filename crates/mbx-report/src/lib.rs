@@ -13,6 +13,7 @@ pub mod compare;
 pub mod esrp;
 pub mod export;
 pub mod flags;
+mod header;
 pub mod html;
 mod html_input;
 pub mod import;

@@ -153,3 +153,30 @@ fn figures_no_measurement_can_have_are_refused_naming_row_and_column() {
         &["Soft-Recovery Statistics", cells[0], "column 3", "negative"],
     );
 }
+
+/// The same for a result.json given to `esrp` (`load_each`): a result with a negative rate (or
+/// 1e308) is refused naming the file, the instance and the column.
+#[test]
+fn a_result_json_with_such_figures_is_refused_by_esrp() {
+    let text = std::fs::read_to_string(fixture("mbxstress-result.json")).expect("fixture");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ok = dir.path().join("ok.json");
+    std::fs::write(&ok, &text).expect("write");
+    assert_eq!(
+        mbx_report::import::load_each(&ok)
+            .expect("the fixture")
+            .len(),
+        1
+    );
+    for (value, why) in [(-184.7, "negative"), (1e308, "at most")] {
+        v["instances"][0]["transactional"]["db_reads_per_s"] = value.into();
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, v.to_string()).expect("write");
+        let e = mbx_report::import::load_each(&bad).expect_err("refused");
+        let msg = e.to_string();
+        for want in ["bad.json", "Instance5281.1", "column 4", why] {
+            assert!(msg.contains(want), "'{want}' in: {msg}");
+        }
+    }
+}

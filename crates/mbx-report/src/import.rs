@@ -647,39 +647,50 @@ struct Part {
     title_line: usize,
 }
 
-/// The reports in a text: one per report title ("Stress Test Result Report" on a line of its
-/// own) that some table follows before the next title; the text before the first title belongs
-/// to the first report. One part (or none) means the whole text is one report.
+/// The reports in a text. A report title ("Stress Test Result Report" on a line of its own)
+/// starts a report when a table follows it and that table is one the current report has given
+/// already, or the title names another test type; otherwise (a PDF's running page header) the
+/// report goes on. The text before the first title belongs to the first report. One part (or
+/// none) means the whole text is one report.
 fn report_parts(text: &str) -> Vec<Part> {
-    let mut parts: Vec<(Part, bool)> = Vec::new();
+    let mut parts: Vec<Part> = Vec::new();
+    let mut kind: Option<TestKind> = None;
+    let mut tables: Vec<Table> = Vec::new();
+    // The last title no table has followed yet, and the test type it names.
+    let mut title: Option<(Part, TestKind)> = None;
     let mut start = 0;
+    let mut scratch = Vec::new();
     for (n, line) in text.split_inclusive('\n').enumerate() {
         let plain = clean(line);
         // A title is short: a sentence that names a report is not one.
-        if plain.len() <= 60 && kind_named(&plain).is_some() {
-            // A title that no table followed does not start a report.
-            if parts.last().is_some_and(|(_, tables)| !tables) {
-                parts.pop();
+        let named = kind_named(&plain).filter(|_| plain.len() <= 60);
+        if let Some(k) = named {
+            let at = Part {
+                start,
+                first_line: n + 1,
+                title_line: n + 1,
+            };
+            title = Some((at, k));
+        } else {
+            // The line's sections, as the import splits them (a title and a header row may
+            // share a line).
+            for (_, piece) in split_sections(line, n + 1, &mut scratch) {
+                let Some((t, _)) = Table::detect(&piece) else {
+                    continue;
+                };
+                if let Some((at, k)) = title.take() {
+                    if parts.is_empty() || kind != Some(k) || tables.contains(&t) {
+                        parts.push(at);
+                        kind = Some(k);
+                        tables.clear();
+                    }
+                }
+                tables.push(t);
             }
-            parts.push((
-                Part {
-                    start,
-                    first_line: n + 1,
-                    title_line: n + 1,
-                },
-                false,
-            ));
-        } else if Table::detect(line).is_some() {
-            if let Some((_, tables)) = parts.last_mut() {
-                *tables = true;
-            }
+            scratch.clear();
         }
         start += line.len();
     }
-    if parts.last().is_some_and(|(_, tables)| !tables) {
-        parts.pop();
-    }
-    let mut parts: Vec<Part> = parts.into_iter().map(|(p, _)| p).collect();
     if let Some(first) = parts.first_mut() {
         first.start = 0;
         first.first_line = 1;

@@ -126,3 +126,35 @@ fn a_table_given_twice_in_one_report_is_refused() {
         "{msg}"
     );
 }
+
+/// A PDF's running page header repeats the report's title: a title of the same test type
+/// followed by tables the report has not given yet continues the report.
+#[test]
+fn a_title_repeated_as_a_page_header_does_not_split_the_report() {
+    let perf =
+        std::fs::read_to_string(fixture("dell-ps6210e-esrp-performance.txt")).expect("fixture");
+    let clean = mbx_report::import::import_text(&perf, Path::new("a.txt")).expect("clean");
+    let paged = perf.replacen(
+        "\nTotal I/O Performance\n",
+        "\nPerformance Test Result Report\n\nTotal I/O Performance\n",
+        1,
+    );
+    assert_ne!(paged, perf);
+    let r = mbx_report::import::import_text(&paged, Path::new("a.txt")).expect("one report");
+    assert_eq!(figures(r), figures(clean));
+}
+
+/// Two reports of the same test type (two servers' Performance reports in one file) are two:
+/// the second title is followed by a table the first report has given already.
+#[test]
+fn two_reports_of_one_type_are_two() {
+    let perf =
+        std::fs::read_to_string(fixture("dell-ps6210e-esrp-performance.txt")).expect("fixture");
+    let clean = import_file(&fixture("dell-ps6210e-esrp-performance.txt")).expect("clean");
+    let all = mbx_report::import::import_text_all(&format!("{perf}\n{perf}"), Path::new("b.txt"))
+        .expect("two");
+    assert_eq!(all.len(), 2);
+    for r in all {
+        assert_eq!(figures(r), figures(clean.clone()));
+    }
+}

@@ -358,6 +358,26 @@ impl Builder {
         self.problems.push(format!("<{element}> {what}"));
     }
 
+    /// Each child of `parent` that is not one of `many` must appear once: a second one (which
+    /// one would count?) is a problem naming it and where (`within`, e.g. "<TestDesignInfo>").
+    fn once(&mut self, parent: &Element, within: &str, many: &[&str]) {
+        let mut seen: Vec<(&str, usize)> = Vec::new();
+        for c in &parent.children {
+            match seen.iter_mut().find(|(n, _)| *n == c.name) {
+                Some((_, k)) => *k += 1,
+                None => seen.push((&c.name, 1)),
+            }
+        }
+        for (name, k) in seen {
+            if k > 1 && !many.contains(&name) {
+                self.problem(
+                    name,
+                    format!("appears {k} times in {within}; Jetstress writes it once: keep one"),
+                );
+            }
+        }
+    }
+
     fn text<'a>(&mut self, e: &'a Element) -> Option<&'a str> {
         let t = e.text.trim();
         if t.is_empty() {
@@ -432,6 +452,37 @@ impl Builder {
         let mut max_latency_errors = None;
         let mut thread_count: Option<u64> = None;
         let mut thread_count_element = false;
+        self.once(root, "<configuration>", &[]);
+        for section in &root.children {
+            let within = format!("<{}>", section.name);
+            match section.name.as_str() {
+                "TestDesignInfo" => {
+                    self.once(section, &within, &["Thresholds"]);
+                    // One threshold set for Stress tests and one for the others.
+                    let stress = |t: &&Element| {
+                        t.attr("TestRunTypes").is_some_and(|v| {
+                            v.split(',')
+                                .any(|x| x.trim().eq_ignore_ascii_case("stress"))
+                        })
+                    };
+                    let sets: Vec<&Element> = section
+                        .children
+                        .iter()
+                        .filter(|c| c.name == "Thresholds")
+                        .collect();
+                    for (for_stress, tests) in [(true, "Stress"), (false, "Performance")] {
+                        let k = sets.iter().filter(|t| stress(t) == for_stress).count();
+                        if k > 1 {
+                            self.problems.push(format!(
+                                "<Thresholds> for {tests} tests appears {k} times in <TestDesignInfo>; Jetstress writes one set: keep one"
+                            ));
+                        }
+                    }
+                }
+                "ExchangeProfile" | "JetSystemParams" => self.once(section, &within, &[]),
+                _ => {}
+            }
+        }
         for section in &root.children {
             match section.name.as_str() {
                 "JetstressVersionGenerated" | "EseVersionGenerated" => {
@@ -609,6 +660,7 @@ impl Builder {
                                 }
                             }
                             "EseInstances" => {
+                                self.once(e, "<EseInstances>", &["EseInstance"]);
                                 for (i, inst) in e
                                     .children
                                     .iter()
@@ -793,6 +845,7 @@ impl Builder {
     fn thresholds(&mut self, e: &Element) -> Option<Thresholds> {
         let mut t = Thresholds::default();
         let before = self.problems.len();
+        self.once(e, "<Thresholds>", &[]);
         for c in &e.children {
             let slot = match c.name.as_str() {
                 "AverageDatabaseReadLatency" => &mut t.db_read_avg_ms,
@@ -816,6 +869,10 @@ impl Builder {
 
     fn instance(&mut self, i: usize, e: &Element, map: &PathMap) -> Option<Instance> {
         let n = i + 1;
+        self.once(e, &format!("<EseInstance {n}>"), &[]);
+        if let Some(d) = e.child("DatabasePaths") {
+            self.once(d, &format!("<EseInstance {n}><DatabasePaths>"), &["Path"]);
+        }
         let mut mapped = |p: &str, what: &str| -> Option<PathBuf> {
             match map.map(p) {
                 Some(x) => Some(x),

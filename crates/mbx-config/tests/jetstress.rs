@@ -394,3 +394,42 @@ fn capacity_sizing_round_trips_and_needs_no_mailbox_profile() {
         assert!(e.contains(element), "{element}: {e}");
     }
 }
+
+/// A single-valued element given twice (issue 25, case 11: a second `<Type>` was read silently,
+/// the last one winning) is refused, naming the element and where; so is a second section or a
+/// second threshold set for the same tests. Several `<EseInstance>`s or `<Path>`s are normal.
+#[test]
+fn a_single_valued_element_given_twice_is_refused_naming_it() {
+    let path = fixture("jettest-performance-4db.xml");
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    for (from, to, want) in [
+        (
+            "<Type>Performance</Type>",
+            "<Type>Performance</Type>\n    <Type>Stress</Type>",
+            "<Type> appears 2 times in <TestDesignInfo>",
+        ),
+        (
+            "<LogPath>",
+            "<LogPath>E:\\other</LogPath>\n      <LogPath>",
+            "<LogPath> appears 2 times in <EseInstance 1>",
+        ),
+        (
+            "<Thresholds Name=\"Strict\">",
+            "<Thresholds Name=\"Strict\"><AverageDatabaseReadLatency>1</AverageDatabaseReadLatency><AverageDatabaseReadLatency>2</AverageDatabaseReadLatency></Thresholds>\n    <Thresholds Name=\"Strict\">",
+            "<Thresholds> for Performance tests appears 2 times",
+        ),
+        (
+            "<JetSystemParams>",
+            "<JetSystemParams></JetSystemParams>\n  <JetSystemParams>",
+            "<JetSystemParams> appears 2 times in <configuration>",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let doubled = text.replacen(from, to, 1);
+        let err = mbx_config::jetstress::from_str(&doubled, &path, &e_drive())
+            .expect_err("a duplicate");
+        let msg = err.to_string();
+        assert!(msg.contains(want), "'{want}' in: {msg}");
+        assert!(msg.contains("jettest-performance-4db.xml"), "{msg}");
+    }
+}

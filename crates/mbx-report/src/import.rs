@@ -48,6 +48,14 @@ pub enum ImportError {
     /// The file is not a readable regular file of a sensible size, or not UTF-8 text.
     #[error(transparent)]
     Input(#[from] InputError),
+    /// The file holds several Jetstress reports where one was expected.
+    #[error("{}: holds {} Jetstress reports ({}); `import` and `esrp` read each on its own, `compare` takes one report per file: save the report to compare in a file of its own", path.display(), reports.len(), reports.join(", "))]
+    SeveralReports {
+        /// The file.
+        path: PathBuf,
+        /// Each report: its test type and the line of its title ("Performance (line 163)").
+        reports: Vec<String>,
+    },
     /// Nothing recognizable.
     #[error("{}: no Jetstress report tables found (expected e.g. \"Transactional I/O Performance\", \"Database Backup Statistics\" or \"Soft-Recovery Statistics\")", path.display())]
     Empty {
@@ -179,9 +187,19 @@ fn is_separator(line: &str) -> bool {
 /// Parses a number at the start of a value as Jetstress prints it ("96.19(Average)", "720").
 fn number(s: &str) -> Option<f64> {
     let s = s.trim();
-    let end = s
+    let mut end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == ','))
         .unwrap_or(s.len());
+    // An exponent is part of the number ("1e308" is not 1, and is then refused as implausible).
+    let exp = s[end..]
+        .strip_prefix(['e', 'E'])
+        .map(|x| x.strip_prefix(['+', '-']).unwrap_or(x));
+    if let Some(digits) = exp.filter(|x| x.starts_with(|c: char| c.is_ascii_digit())) {
+        let n = digits
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(digits.len());
+        end = s.len() - (digits.len() - n);
+    }
     let v = s[..end].replace(',', "");
     if v.is_empty() {
         return None;
@@ -237,7 +255,24 @@ impl Table {
         {
             return Some((t, false));
         }
+        // A line longer than any title (a row, a sentence) is none: the squash below is the
+        // importer's main cost, run on every line.
+        let longest = "backgrounddatabasemaintenancei/operformance".len() + 6;
+        let mut letters = line
+            .chars()
+            .filter(|c| !c.is_whitespace() && !matches!(c, '*' | '#'));
+        // Every title starts with one of these letters (squashed: lower case).
+        if letters
+            .next()
+            .is_none_or(|c| !matches!(c.to_ascii_lowercase(), 't' | 'b' | 'l' | 'd' | 's'))
+            || letters.nth(longest - 1).is_some()
+        {
+            return None;
+        }
         let sq = squash(line);
+        if sq.is_empty() {
+            return None;
+        }
         Table::ALL
             .into_iter()
             .find(|t| {
@@ -264,10 +299,30 @@ impl Table {
     }
 }
 
-/// Imports a report file: a regular file of at most [`REPORT_LIMIT`] bytes of UTF-8 text.
+/// Imports a report file: a regular file of at most [`REPORT_LIMIT`] bytes of UTF-8 text holding
+/// one Jetstress report (a file of several is refused naming them: see [`import_file_all`]).
 pub fn import_file(path: &Path) -> Result<ImportedReport, ImportError> {
     let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
     import_text(&text, path)
+}
+
+/// Imports every Jetstress report in a file (a paper converted from PDF may quote several, one
+/// after another), each on its own, in the file's order.
+pub fn import_file_all(path: &Path) -> Result<Vec<ImportedReport>, ImportError> {
+    let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
+    import_text_all(&text, path)
+}
+
+/// The inputs of `esrp` in a file: an mbxstress result.json (its figures checked as a report's
+/// are), or each Jetstress report the file holds.
+pub fn load_each(path: &Path) -> Result<Vec<ImportedReport>, ImportError> {
+    let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
+    if text.trim_start().starts_with('{') {
+        let r = crate::esrp::from_result_json(&text, path)?;
+        check_figures(&r, path)?;
+        return Ok(vec![r]);
+    }
+    import_text_all(&text, path)
 }
 
 /// True if the text is an HTML document (or fragment with tables).
@@ -345,8 +400,10 @@ fn kind_named(text: &str) -> Option<TestKind> {
 /// separated by tabs, headings, legends and other blocks on lines of their own; scripts, styles
 /// and comments dropped. The document is parsed by a real HTML parser (html5ever, through
 /// `scraper`): entities (`&#160;`), `>` inside attribute values, comments and unclosed cells are
-/// read as a browser reads them. A `<fieldset>` that names no section (no `<legend>` or heading)
-/// gets the title its position has in a Jetstress report ([`fieldset_title`]).
+/// read as a browser reads them; elements nested deeper than [`crate::html_input::MAX_DEPTH`]
+/// are refused (the parse's work grows with the depth). A `<fieldset>` that names no section (no
+/// `<legend>` or heading) gets the title its position has in a Jetstress report
+/// ([`fieldset_title`]).
 fn html_to_text(html: &str, path: &Path) -> Result<String, ImportError> {
     use scraper::node::Node;
     let lower = html.to_ascii_lowercase();
@@ -358,7 +415,15 @@ fn html_to_text(html: &str, path: &Path) -> Result<String, ImportError> {
             reason: "the HTML is truncated (no closing </html>); save the complete report".into(),
         });
     }
-    let doc = scraper::Html::parse_document(html);
+    let doc = crate::html_input::parse_document(html).map_err(|t| ImportError::Malformed {
+        path: path.to_path_buf(),
+        table: "HTML document".into(),
+        row: format!("line {}", t.line),
+        reason: format!(
+            "elements are nested more than {} deep (a Jetstress report nests about 10): not a report this importer reads",
+            crate::html_input::MAX_DEPTH
+        ),
+    })?;
     let kind = kind_named(&doc.root_element().text().collect::<String>());
     let mut out = String::with_capacity(html.len() / 2);
     let mut text = String::new();
@@ -432,18 +497,210 @@ fn html_to_text(html: &str, path: &Path) -> Result<String, ImportError> {
     Ok(out)
 }
 
-/// Imports report text (or an HTML report); `path` names the source in errors.
+/// Imports report text (or an HTML report) holding one Jetstress report; `path` names the source
+/// in errors. Text holding several reports is refused naming them ([`ImportError::SeveralReports`]).
 pub fn import_text(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
-    if looks_like_html(text) {
-        let converted = html_to_text(text, path)?;
-        return import_plain(&converted, path);
+    let mut all = import_all(text, path)?;
+    if all.len() == 1 {
+        if let Some((r, _)) = all.pop() {
+            return Ok(r);
+        }
     }
-    import_plain(text, path)
+    Err(ImportError::SeveralReports {
+        path: path.to_path_buf(),
+        reports: all
+            .iter()
+            .map(|(r, line)| format!("{} (line {line})", kind_title(r.kind)))
+            .collect(),
+    })
+}
+
+/// Imports every Jetstress report in report text (or an HTML report), each on its own: a report
+/// starts at its title ("Performance Test Result Report", ...) when tables follow the title.
+/// The reports of a text of several are named "FILE (report K of N, line L)", L being the line
+/// of the title; line numbers in warnings and errors are the file's.
+pub fn import_text_all(text: &str, path: &Path) -> Result<Vec<ImportedReport>, ImportError> {
+    Ok(import_all(text, path)?
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect())
+}
+
+/// [`import_text_all`], with the line of each report's title (1 for a text of one report).
+fn import_all(text: &str, path: &Path) -> Result<Vec<(ImportedReport, usize)>, ImportError> {
+    let converted;
+    let text = if looks_like_html(text) {
+        converted = html_to_text(text, path)?;
+        converted.as_str()
+    } else {
+        text
+    };
+    let parts = report_parts(text);
+    let n = parts.len();
+    if n <= 1 {
+        return Ok(vec![(import_plain(text, path, 1)?, 1)]);
+    }
+    let mut out = Vec::with_capacity(n);
+    for (k, part) in parts.iter().enumerate() {
+        let end = parts.get(k + 1).map_or(text.len(), |p| p.start);
+        let mut r = import_plain(&text[part.start..end], path, part.first_line)?;
+        r.source = format!(
+            "{} (report {} of {n}, line {})",
+            path.display(),
+            k + 1,
+            part.title_line
+        );
+        out.push((r, part.title_line));
+    }
+    Ok(out)
+}
+
+/// Every figure of a report (as [`import_row`] checks a report's cells): finite, not negative
+/// and within [`plausible_max`]. For inputs not read cell by cell (an mbxstress result.json).
+pub fn check_figures(r: &ImportedReport, path: &Path) -> Result<(), ImportError> {
+    let bad = |table: Table, row: &str, column: usize, v: f64| {
+        let (max, what) = plausible_max(table, column);
+        implausible(v, max, what).map(|why| ImportError::Malformed {
+            path: path.to_path_buf(),
+            table: table.title().to_string(),
+            row: row.to_string(),
+            reason: format!("column {} ({v}) {why}", column + 1),
+        })
+    };
+    let mut found = None;
+    for (table, rows) in [
+        (Table::Transactional, &r.transactional),
+        (Table::Total, &r.total),
+    ] {
+        for i in rows {
+            let io = &i.io;
+            let v = [
+                io.db_read_avg_latency_ms,
+                io.db_write_avg_latency_ms,
+                io.db_reads_per_s,
+                io.db_writes_per_s,
+                io.db_read_avg_bytes,
+                io.db_write_avg_bytes,
+                io.log_read_avg_latency_ms,
+                io.log_write_avg_latency_ms,
+                io.log_reads_per_s,
+                io.log_writes_per_s,
+                io.log_read_avg_bytes,
+                io.log_write_avg_bytes,
+            ];
+            for (c, x) in v.into_iter().enumerate() {
+                found = found.or_else(|| bad(table, &i.instance, c + 1, x));
+            }
+        }
+    }
+    for (table, rows) in [
+        (Table::Bdm, &r.bdm),
+        (Table::Replication, &r.log_replication),
+    ] {
+        for i in rows {
+            found = found
+                .or_else(|| bad(table, &i.instance, 1, i.reads_per_s))
+                .or_else(|| bad(table, &i.instance, 2, i.read_avg_bytes));
+        }
+    }
+    for b in &r.backup {
+        found = found
+            .or_else(|| bad(Table::Backup, &b.instance, 1, b.database_size_mb))
+            .or_else(|| bad(Table::Backup, &b.instance, 3, b.mb_per_s));
+    }
+    for s in &r.soft_recovery {
+        found = found.or_else(|| bad(Table::SoftRecovery, &s.instance, 2, s.elapsed_s));
+    }
+    for (key, v) in [
+        ("achieved_iops", r.achieved_iops_typed),
+        ("target_iops", r.target_iops),
+    ] {
+        if let Some(why) = v.and_then(|v| implausible(v, 1e12, key)) {
+            found = found.or(Some(ImportError::Malformed {
+                path: path.to_path_buf(),
+                table: "result".into(),
+                row: key.into(),
+                reason: format!("{key} {why}"),
+            }));
+        }
+    }
+    found.map_or(Ok(()), Err)
+}
+
+/// A test type as a report's title names it.
+fn kind_title(kind: Option<TestKind>) -> &'static str {
+    match kind {
+        Some(TestKind::Performance) => "Performance",
+        Some(TestKind::Stress) => "Stress",
+        Some(TestKind::Backup) => "Backup",
+        Some(TestKind::SoftRecovery) => "Soft Recovery",
+        Some(TestKind::Checksum) => "Checksum",
+        None => "untitled",
+    }
+}
+
+/// Where a report starts in a text: the byte offset and number of its first line, and the line
+/// of its title.
+struct Part {
+    start: usize,
+    first_line: usize,
+    title_line: usize,
+}
+
+/// The reports in a text. A report title ("Stress Test Result Report" on a line of its own)
+/// starts a report when a table follows it and that table is one the current report has given
+/// already, or the title names another test type; otherwise (a PDF's running page header) the
+/// report goes on. The text before the first title belongs to the first report. One part (or
+/// none) means the whole text is one report.
+fn report_parts(text: &str) -> Vec<Part> {
+    let mut parts: Vec<Part> = Vec::new();
+    let mut kind: Option<TestKind> = None;
+    let mut tables: Vec<Table> = Vec::new();
+    // The last title no table has followed yet, and the test type it names.
+    let mut title: Option<(Part, TestKind)> = None;
+    let mut start = 0;
+    let mut scratch = Vec::new();
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        let plain = clean(line);
+        // A title is short: a sentence that names a report is not one.
+        let named = kind_named(&plain).filter(|_| plain.len() <= 60);
+        if let Some(k) = named {
+            let at = Part {
+                start,
+                first_line: n + 1,
+                title_line: n + 1,
+            };
+            title = Some((at, k));
+        } else {
+            // The line's sections, as the import splits them (a title and a header row may
+            // share a line).
+            for (_, piece) in split_sections(line, n + 1, &mut scratch) {
+                let Some((t, _)) = Table::detect(&piece) else {
+                    continue;
+                };
+                if let Some((at, k)) = title.take() {
+                    if parts.is_empty() || kind != Some(k) || tables.contains(&t) {
+                        parts.push(at);
+                        kind = Some(k);
+                        tables.clear();
+                    }
+                }
+                tables.push(t);
+            }
+            scratch.clear();
+        }
+        start += line.len();
+    }
+    if let Some(first) = parts.first_mut() {
+        first.start = 0;
+        first.first_line = 1;
+    }
+    parts
 }
 
 /// Whitespace, emphasis marks and case removed: what survives a PDF copy's stray spaces, tabs
 /// and line breaks inside a word.
-fn squash(s: &str) -> String {
+pub(crate) fn squash(s: &str) -> String {
     s.chars()
         .filter(|c| !c.is_whitespace() && !matches!(c, '*' | '#'))
         .flat_map(char::to_lowercase)
@@ -471,10 +728,14 @@ const SECTION_TITLES: [&str; 13] = [
 /// The input's lines with their numbers, a line holding two sections split before the second
 /// section's title (a table's last row and the next title, or a title and its header row).
 /// Markdown tables are left alone. Each split is a warning.
-fn split_sections(text: &str, warnings: &mut Vec<String>) -> Vec<(usize, String)> {
+fn split_sections(
+    text: &str,
+    first_line: usize,
+    warnings: &mut Vec<String>,
+) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (n, raw) in text.lines().enumerate() {
-        let line_no = n + 1;
+        let line_no = n + first_line;
         if raw.trim_start().starts_with('|') {
             out.push((line_no, raw.to_string()));
             continue;
@@ -551,6 +812,53 @@ fn cell_value(s: &str) -> Option<(f64, bool)> {
         .map(|x| (x, decimal_comma))
 }
 
+/// The largest value a figure can plausibly have, and what it is (for the message): far above
+/// any real measurement, low enough that sums over every instance stay finite (1e308 in a cell
+/// summed to infinity: `inf` in the text output, `null` in JSON).
+fn plausible_max(table: Table, column: usize) -> (f64, &'static str) {
+    const RATE: f64 = 1e9; // I/O per second, of one instance
+    const BYTES: f64 = 1e9; // the average size of one I/O
+    const LATENCY: f64 = 3.6e6; // ms: an hour
+    match table {
+        Table::Transactional | Table::Total => {
+            let what = IO12_COLUMNS
+                .get(column.wrapping_sub(1))
+                .copied()
+                .unwrap_or("figure");
+            match column {
+                1 | 2 | 7 | 8 => (LATENCY, what),
+                3 | 4 | 9 | 10 => (RATE, what),
+                _ => (BYTES, what),
+            }
+        }
+        Table::Bdm | Table::Replication => match column {
+            1 => (RATE, "reads/sec"),
+            _ => (BYTES, "read average bytes"),
+        },
+        Table::Backup => match column {
+            1 => (1e12, "database size (MB)"),
+            _ => (1e7, "MB transferred/sec"),
+        },
+        Table::SoftRecovery => match column {
+            1 => (1e12, "log files replayed"),
+            _ => (1e9, "elapsed seconds"),
+        },
+    }
+}
+
+/// Why `v` is no measurement of `what` (at most `max`), if it is not one.
+fn implausible(v: f64, max: f64, what: &str) -> Option<String> {
+    if !v.is_finite() {
+        Some(format!("is not a finite number: no {what} is"))
+    } else if v < 0.0 {
+        Some(format!("is negative: no {what} is"))
+    } else if v > max {
+        Some(format!("is beyond any {what} (at most {max:e})"))
+    } else {
+        None
+    }
+}
+
 /// The label of a summary row, read through stray spaces ("A vg", "S um").
 #[derive(Clone, Copy, PartialEq)]
 enum Label {
@@ -574,24 +882,8 @@ fn instance_like(name: &str) -> bool {
     sq.starts_with("instance") && sq.len() > "instance".len()
 }
 
-/// Whether the cells of a header row (after the first) are the 12 Jetstress columns, or, when
-/// some were dropped, a subsequence of them in order: `Ok(dropped)`, or the first cell that is
-/// none of them.
-fn check_header(cells: &[String]) -> Result<usize, (usize, String)> {
-    let mut want = IO12_COLUMNS.iter().map(|c| squash(c.trim_end_matches(')')));
-    for (i, got) in cells.iter().enumerate() {
-        let g = squash(got);
-        if g.is_empty() {
-            continue;
-        }
-        if !want.any(|w| g.starts_with(&w) || w.starts_with(&g)) {
-            return Err((i, got.clone()));
-        }
-    }
-    Ok(12usize.saturating_sub(cells.iter().filter(|c| !c.trim().is_empty()).count()))
-}
-
-fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
+/// Imports one report's text, whose first line is line `first_line` of the file.
+fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedReport, ImportError> {
     let mut r = ImportedReport {
         source: path.display().to_string(),
         ..Default::default()
@@ -603,7 +895,10 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
         reason,
     };
     let mut warnings = Vec::new();
-    let lines = split_sections(text, &mut warnings);
+    let lines = split_sections(text, first_line, &mut warnings);
+    // The tables met so far and the line of each title: a table given twice is a second report
+    // whose title was lost, not more rows of the first.
+    let mut seen: Vec<(Table, usize)> = Vec::new();
     let mut current: Option<Table> = None;
     let mut header_seen = false;
     // A row whose cells landed on several lines: its first line number and its cells so far.
@@ -643,13 +938,22 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
             ("Target Transactional I/O per Second", &mut r.target_iops),
         ] {
             if let Some(rest) = plain.strip_prefix(key) {
-                *slot = Some(number(rest).ok_or_else(|| {
+                let v = number(rest).ok_or_else(|| {
                     err(
                         "Database Sizing and Throughput",
                         format!("line {line_no}"),
                         format!("'{}' is not a number", rest.trim()),
                     )
-                })?);
+                })?;
+                // The sum over every instance: at most the instances' bound times a thousand.
+                if let Some(why) = implausible(v, 1e12, key) {
+                    return Err(err(
+                        "Database Sizing and Throughput",
+                        format!("line {line_no}"),
+                        format!("{key} ('{}') {why}: fix the value", rest.trim()),
+                    ));
+                }
+                *slot = Some(v);
             }
         }
         if let Some(rest) = plain.strip_prefix("Machine Name") {
@@ -659,6 +963,14 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
             r.overall_result = Some(rest.trim().to_string());
         }
         if let Some((t, damaged)) = Table::detect(raw) {
+            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == t) {
+                return Err(err(
+                    t.title(),
+                    format!("line {line_no}"),
+                    format!("the table is given again (first at line {first}): the text seems to hold several reports whose titles (\"Performance Test Result Report\", ...) are lost; give each report its title or a file of its own"),
+                ));
+            }
+            seen.push((t, line_no));
             if let (Some(p), Some(table)) = (pending.take(), current) {
                 unfinished(table, p, &mut warnings)?;
             }
@@ -743,26 +1055,32 @@ fn import_plain(text: &str, path: &Path) -> Result<ImportedReport, ImportError> 
             if !has_numbers {
                 // The header row.
                 if table.width() == 13 {
-                    // The first cell ("MSExchange Database ==> Instances") may be the one dropped.
-                    let figures = if row.first().is_some_and(|c| squash(c).starts_with("i/o")) {
-                        &row[..]
-                    } else {
-                        figures
-                    };
-                    match check_header(figures) {
-                        Ok(0) => {}
-                        Ok(dropped) => warnings.push(format!(
-                            "line {line_no}: {} header has {} of its 12 column names; the columns are taken in Jetstress's order",
-                            table.title(),
-                            12 - dropped
-                        )),
-                        Err((i, got)) => {
-                            let want = IO12_COLUMNS.get(i).copied().unwrap_or("");
-                            let msg = format!("column {} is \"{got}\", expected \"{want}\"", i + 2);
+                    // A header damaged by a PDF copy is read when its cells align with
+                    // Jetstress's columns in one way only (crate::header).
+                    match crate::header::align(&row) {
+                        Ok(aligned) => {
+                            let (repaired, lost) = aligned.repairs();
+                            for r in repaired {
+                                warnings.push(format!("line {line_no}: {} {r}", table.title()));
+                            }
+                            if !lost.is_empty() {
+                                warnings.push(format!(
+                                    "line {line_no}: {} header has {} of its 12 column names; the columns are taken in Jetstress's order (lost: \"{}\")",
+                                    table.title(),
+                                    12 - lost.len(),
+                                    lost.join("\", \"")
+                                ));
+                            }
+                        }
+                        Err(refused) => {
+                            let msg = refused.to_string();
                             if table.needed() {
                                 return Err(err(table.title(), format!("line {line_no}"), msg));
                             }
-                            warnings.push(format!("line {line_no}: {}: {msg}; table skipped (no summary needs it)", table.title()));
+                            warnings.push(format!(
+                                "line {line_no}: {}: {msg}; table skipped (no summary needs it)",
+                                table.title()
+                            ));
                             current = None;
                         }
                     }
@@ -853,6 +1171,13 @@ fn import_row(
                 format!("column {} ('{cell}') is not a number: fix the cell", i + 1),
             )
         })?;
+        let (max, what) = plausible_max(table, i);
+        if let Some(why) = implausible(v, max, what) {
+            return Err(err(
+                rowname.clone(),
+                format!("column {} ('{cell}') {why}: fix the cell", i + 1),
+            ));
+        }
         if comma {
             commas.push(format!(
                 "line {line_no}: \"{cell}\" (column {}) read with a decimal comma as {v}",
@@ -911,16 +1236,20 @@ fn import_row(
             }
         }
         Table::Backup => {
-            let last = row
-                .iter()
-                .rev()
-                .find(|c| !c.is_empty())
-                .cloned()
-                .unwrap_or_default();
+            // A typed Avg or Sum row: its last cell, if readable (the summaries are computed
+            // from the databases otherwise), and then a figure like any other.
+            let last = row.iter().rposition(|c| !c.is_empty()).unwrap_or(0);
+            let typed = |num: &mut dyn FnMut(usize) -> Result<f64, ImportError>| match row
+                .get(last)
+                .and_then(|c| cell_value(c))
+            {
+                Some(_) => num(last).map(Some),
+                None => Ok(None),
+            };
             let elapsed = row.get(2).cloned().unwrap_or_default();
             match (summary_row, lbl) {
-                (true, Label::Avg) => r.backup_avg_typed = cell_value(&last).map(|v| v.0),
-                (true, _) => r.backup_sum_typed = cell_value(&last).map(|v| v.0),
+                (true, Label::Avg) => r.backup_avg_typed = typed(&mut num)?,
+                (true, _) => r.backup_sum_typed = typed(&mut num)?,
                 _ if !instance_like(&name) && elapsed.trim().is_empty() => {
                     // A summary row whose label is unreadable: not a database, and which
                     // summary it is cannot be told. The summaries come from the databases.
@@ -935,6 +1264,12 @@ fn import_row(
                             format!("elapsed time '{elapsed}' is not hh:mm:ss"),
                         )
                     })?;
+                    if let Some(why) = implausible(elapsed_s, 1e9, "elapsed backup time") {
+                        return Err(err(
+                            rowname,
+                            format!("column 3 ('{elapsed}') {why}: fix the cell"),
+                        ));
+                    }
                     r.backup.push(BackupRow {
                         instance: name,
                         database_size_mb: num(1)?,

@@ -13,7 +13,9 @@ pub mod compare;
 pub mod esrp;
 pub mod export;
 pub mod flags;
+mod header;
 pub mod html;
+mod html_input;
 pub mod import;
 /// The bounded reader, now in `mbx-config` (every crate reads its inputs through it); kept here
 /// so `mbx_report::input::...` paths keep working.

@@ -51,7 +51,8 @@ pub(crate) fn load_all(paths: &[PathBuf]) -> anyhow::Result<Vec<mbx_report::Impo
     let mut inputs = Vec::new();
     for p in paths {
         for f in inputs_of(p)? {
-            inputs.push(mbx_report::load(&f)?);
+            // A text file may hold several Jetstress reports: each is an input of its own.
+            inputs.extend(mbx_report::import::load_each(&f)?);
         }
     }
     Ok(inputs)

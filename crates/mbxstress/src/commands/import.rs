@@ -7,14 +7,27 @@ use anyhow::Context;
 
 use crate::cli::ImportArgs;
 
+/// Imports every Jetstress report in the file: with `--json` one object for a file of one
+/// report (as always), an array of them for a file of several; as text one block per report.
 pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let r = mbx_report::import_file(&args.file)?;
+    let all = mbx_report::import::import_file_all(&args.file)?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &r).context("writing JSON to stdout")?;
+        match all.as_slice() {
+            [one] => serde_json::to_writer_pretty(&mut out, one),
+            several => serde_json::to_writer_pretty(&mut out, several),
+        }
+        .context("writing JSON to stdout")?;
         writeln!(out).context("writing to stdout")?;
         return Ok(ExitCode::SUCCESS);
     }
+    let text: String = all.iter().map(text).collect();
+    write!(out, "{text}").context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One report as text.
+fn text(r: &mbx_report::ImportedReport) -> String {
     let mut text = format!(
         "{}: {} report{}{}\n",
         r.source,
@@ -54,6 +67,5 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     for w in &r.warnings {
         text.push_str(&format!("  damaged input: {w}\n"));
     }
-    write!(out, "{text}").context("writing to stdout")?;
-    Ok(ExitCode::SUCCESS)
+    text
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::{mbx, mbx_in, scratch};
+use crate::common::{close, mbx, mbx_in, scratch};
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -362,4 +362,58 @@ fn report_formats_choose_the_files() {
     let run = mbx_in(Some(&dir), &["report", ".", "--format", "pdf"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("html, csv, json"), "{}", run.stderr);
+}
+
+/// A file holding four Jetstress reports (the Dell paper's appendices, issue 25 case 12): `import`
+/// lists each (a JSON array), `esrp` reads each as an input: the Performance report is the
+/// server's row at its own 1056.71 IOPS (merged, 24 rows summed to 6,314.7 and no row printed).
+#[test]
+fn import_and_esrp_read_each_report_of_a_file() {
+    let four = fixture("dell-ps6210e-esrp-four-reports.txt");
+    let run = mbx(&["import", &four, "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    let kinds: Vec<&str> = v
+        .as_array()
+        .expect("an array of reports")
+        .iter()
+        .map(|r| r["kind"].as_str().expect("kind"))
+        .collect();
+    assert_eq!(kinds, ["stress", "performance", "backup", "soft-recovery"]);
+    let run = mbx(&["import", &four]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout.matches("6 transactional I/O rows").count(),
+        4,
+        "{}",
+        run.stdout
+    );
+    let run = mbx(&["esrp", &four, "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    let perf: Vec<&serde_json::Value> = v["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .filter(|s| {
+            s["source"]
+                .as_str()
+                .is_some_and(|x| x.contains("report 2 of 4"))
+        })
+        .collect();
+    assert_eq!(perf.len(), 1, "{v}");
+    close(&perf[0]["db_transfers_per_s"], 1056.711, 0.005);
+    assert_eq!(v["discrepancies"].as_array().map(Vec::len), Some(0), "{v}");
+    // `compare` takes one report per side: refused naming the four.
+    let run = mbx(&[
+        "compare",
+        &four,
+        &fixture("dell-ps6210e-esrp-performance.txt"),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("4 Jetstress reports") && run.stderr.contains("Performance (line 163)"),
+        "{}",
+        run.stderr
+    );
 }

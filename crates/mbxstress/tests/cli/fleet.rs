@@ -1,8 +1,8 @@
 //! `mbxstress fleet run` against real sshd instances: one per test host, each listening only on
 //! 127.0.0.1 on its own port, with host and user keys generated into the scratch folder and an
 //! ssh_config (passed with --ssh-config) mapping the aliases h1, h2, h3 to them. The tests need
-//! openssh-server (`.ci/run` installs it) and fail, never skip, without it; the resume test also
-//! needs strace (installed there too).
+//! openssh-server (`.ci/run` installs it) and fail, never skip, without it; the resume and
+//! dropped-connection tests also need strace (installed there too).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -942,8 +942,33 @@ fn a_second_ctrl_c_gives_up_on_a_silent_host_and_still_writes_fleet_json() {
 #[test]
 #[cfg(target_os = "linux")]
 fn a_dropped_connection_waits_for_the_remote_result_and_leaves_no_run_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    let strace = Command::new("strace").arg("-V").output();
+    assert!(
+        strace.is_ok_and(|o| o.status.success()),
+        "this test needs strace (apt-get install strace; .ci/run installs it)"
+    );
     let lab = lab("fleet-lost", 1, false);
     let d = &lab.dir;
+    // A remote run that takes its time to finish: h1's mbxstress runs under strace with every
+    // rename 4 s late, so its final result.json (written through a rename) lands seconds after
+    // its connection is gone, as a run flushing a large cache would.
+    let bin = env!("CARGO_BIN_EXE_mbxstress");
+    let wrapper = d.join("h1-mbxstress.sh");
+    fs_err::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = run ]; then\n  exec strace -f -qq -o /dev/null -e trace=rename,renameat,renameat2 -e inject=rename,renameat,renameat2:delay_enter=4000000 '{bin}' \"$@\"\nfi\nexec '{bin}' \"$@\"\n"
+        ),
+    )
+    .expect("wrapper");
+    fs_err::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let hosts = fs_err::read_to_string(d.join("hosts.toml")).expect("hosts");
+    fs_err::write(
+        d.join("hosts.toml"),
+        hosts.replacen(bin, &wrapper.display().to_string(), 1),
+    )
+    .expect("hosts");
     let (child, rx) = spawn_fleet(d, &["--duration", "30s", "--progress", "jsonl"]);
     wait_line(&rx, Duration::from_secs(120), |l| {
         l.contains("\"phase\":\"measure\"")
@@ -968,15 +993,17 @@ fn a_dropped_connection_waits_for_the_remote_result_and_leaves_no_run_behind() {
     assert_eq!(code, 3, "{out}\n{err}");
     let f = json(&d.join("out/fleet.json"));
     let h = &f["hosts"][0];
+    assert_eq!(h["result"], "h1/result.json", "{f}");
+    // The run's final result, not the one it writes as it starts ("running").
+    let r = json(&d.join("out/h1/result.json"));
+    assert_eq!(r["test"]["interrupted"], true, "{r}");
+    assert_ne!(r["stopped"]["reason"], "running", "{r}");
     assert_eq!(h["state"], "failed", "{f}");
     let why = h["message"].as_str().unwrap_or("");
     assert!(
         why.contains("ssh connection ended") && why.contains("result was copied back"),
         "{why}"
     );
-    assert_eq!(h["result"], "h1/result.json", "{f}");
-    let r = json(&d.join("out/h1/result.json"));
-    assert_eq!(r["test"]["interrupted"], true, "{r}");
 }
 
 /// Issue 25 case 8: copying a host's folder back brings only regular files: a test.log that is

@@ -196,9 +196,7 @@ impl Ssh {
             Some(p) => c.stdin(fs_err::File::open(p)?.into_parts().0),
             None => c.stdin(Stdio::null()),
         };
-        let out = c
-            .output()
-            .context("starting ssh (is the OpenSSH client installed?)")?;
+        let out = output_bounded(&mut c, CHECK_LIMIT)?;
         if !out.status.success() {
             return Err(anyhow!(
                 "`ssh {dest} {remote}` failed ({}): {}",
@@ -335,11 +333,11 @@ fn doctor_host(
         FLEET_PROBE_WRITES.into(),
     ]);
     let line: Vec<String> = words.iter().map(|w| sh(w)).collect();
-    let out = ssh
-        .cmd(&h.entry.ssh, &line.join(" "))
-        .stdin(Stdio::null())
-        .output()
-        .context("starting ssh (is the OpenSSH client installed?)")?;
+    let out = output_bounded(
+        ssh.cmd(&h.entry.ssh, &line.join(" ")).stdin(Stdio::null()),
+        CHECK_LIMIT,
+    )
+    .with_context(|| format!("host {}: `{bin} doctor`", h.name))?;
     let text = String::from_utf8_lossy(&out.stdout);
     let report: DoctorReport = match serde_json::from_str(&text) {
         Ok(r) => r,
@@ -779,16 +777,58 @@ fn extract_regular_files(stream: impl std::io::Read, dest: &Path) -> anyhow::Res
 /// Reads a child's pipe to the end on its own thread (at most 64 KiB kept).
 fn read_in_background(pipe: Option<impl std::io::Read + Send + 'static>) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
+    let bytes = read_bytes_in_background(pipe, 64 << 10);
     std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(p) = pipe {
-            let mut buf = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(p, 64 << 10), &mut buf);
-            text = String::from_utf8_lossy(&buf).into_owned();
-        }
-        let _ = tx.send(text);
+        let b = bytes.recv().unwrap_or_default();
+        let _ = tx.send(String::from_utf8_lossy(&b).into_owned());
     });
     rx
+}
+
+/// Reads a child's pipe to the end on its own thread, keeping at most `cap` bytes (the rest is
+/// read and dropped, so the child never blocks on a full pipe).
+fn read_bytes_in_background(
+    pipe: Option<impl std::io::Read + Send + 'static>,
+    cap: u64,
+) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(&mut p, cap), &mut buf);
+            let _ = std::io::copy(&mut p, &mut std::io::sink());
+        }
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+/// How long one ssh command of the checks may take (a host whose `mkdir` or doctor hangs on a
+/// dead mount must not hang the coordinator); generous, for an upload with --push.
+const CHECK_LIMIT: Duration = Duration::from_secs(600);
+
+/// `Command::output` bounded by `limit`: the child is killed when it passes it (an error).
+fn output_bounded(c: &mut Command, limit: Duration) -> anyhow::Result<std::process::Output> {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting ssh (is the OpenSSH client installed?)")?;
+    let out = read_bytes_in_background(child.stdout.take(), 64 << 20);
+    let err = read_bytes_in_background(child.stderr.take(), 1 << 20);
+    let w = Watched::new(child, Some(limit));
+    let status = w.wait()?;
+    if w.fired() {
+        return Err(anyhow!(
+            "no answer within {} s: a command stuck on the host (a dead mount?)",
+            limit.as_secs()
+        ));
+    }
+    Ok(std::process::Output {
+        status,
+        stdout: out.recv_timeout(Duration::from_secs(5)).unwrap_or_default(),
+        stderr: err.recv_timeout(Duration::from_secs(5)).unwrap_or_default(),
+    })
 }
 
 /// A child process that another thread can end: the ssh of a host the watchdog gives up, or a
@@ -1205,7 +1245,8 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         uploads.push((p.clone(), "profile".into()));
     }
     // Ctrl-C, SIGTERM: the first stops every host cleanly, the second stops waiting for them.
-    let presses = crate::interrupt::install_counting();
+    let runs_started = Arc::new(AtomicBool::new(false));
+    let presses = crate::interrupt::install_counting(Arc::clone(&runs_started));
     let cancel = || presses.load(Ordering::SeqCst) >= 1;
 
     // 1. Checks, every host at once.
@@ -1332,6 +1373,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(crate::interrupt::INTERRUPTED));
     }
 
+    runs_started.store(true, Ordering::SeqCst);
     // 2. The runs. Each host's results are collected (copied back) as soon as its run ends,
     // and fleet.json is kept up to date from here on (partial until the end), so whatever stops
     // the coordinator, the finished hosts' results and a fleet.json are there.

@@ -1047,3 +1047,23 @@ fn links_in_a_remote_results_folder_are_not_brought_home() {
         );
     }
 }
+
+/// Issue 25 case 2: fleet.json is there whatever stops the coordinator, even SIGKILL: written as
+/// the hosts start (partial, every host `running`), so the same command can resume into the same
+/// --out; the remote run stops by itself once its connection is gone.
+#[test]
+fn a_coordinator_killed_outright_leaves_a_partial_fleet_json() {
+    let lab = lab("fleet-kill", 1, false);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(d, &["--duration", "60s", "--progress", "jsonl"]);
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"phase\":\"measure\"")
+    });
+    signal(&child, "KILL");
+    let (code, _, _) = finish(child, rx);
+    assert_eq!(code, -1, "killed by a signal");
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(f["partial"], true, "{f}");
+    assert_eq!(f["hosts"][0]["state"], "running", "{f}");
+    assert_no_remote_runs(d);
+}

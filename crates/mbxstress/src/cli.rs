@@ -128,7 +128,9 @@ the same start time (now + --start-margin, in each host's clock) and they measur
 Results: --out/<name>/ (each host's folder, copied back), --out/fleet.json (hosts, clock
 offsets, start skew, the ESRP summary across servers) and --out/fleet.html. A host that fails
 is reported with its last state; the others complete and the aggregate is marked partial.
-Ctrl-C stops every remote run cleanly and collects the partial results.
+Ctrl-C (or SIGTERM) stops every remote run cleanly and collects the partial results; a host
+that does not answer within --host-timeout is given up; a second Ctrl-C stops waiting at once.
+fleet.json is written from the start and kept up to date (partial until the end).
 
 Run flags (all but --db-path, --log-path, --jetstress-config and --test suite) apply to every
 host; --config and --profile files are copied to each host.
@@ -156,6 +158,12 @@ pub struct FleetRunArgs {
     /// Stop every host when one fails (default: the others go on).
     #[arg(long)]
     pub abort_on_host_failure: bool,
+    /// The watchdog: a host that sends no event for this long (its run sends one a second) is
+    /// failed, its ssh ended and its remote run stopped; the others go on. Also the time a host
+    /// whose connection dropped gets to finish its result. During the setup, before its first
+    /// event, a host gets at least 10 minutes [default: 10 sample intervals, at least 60s].
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub host_timeout: Option<std::time::Duration>,
     /// The run flags, applied to every host.
     #[command(flatten)]
     pub run: RunArgs,

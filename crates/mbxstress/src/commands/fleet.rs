@@ -4,17 +4,19 @@
 //! keys or an agent, never a password): checks every host in parallel (reachable, version or
 //! `--push`, clock offset), starts `mbxstress run --progress jsonl --start-gate stdin` on each,
 //! reads their event streams, sends every host the same start time once all are ready, and
-//! copies each result folder back (`tar` over ssh). The aggregate is the `esrp` summary of the
-//! per-host result.json files. Stopping: `stop` on a run's stdin, or the end of it (the
-//! coordinator or its connection gone), interrupts that run cleanly, so no remote run outlives
-//! the coordinator.
+//! copies each result folder back as its run ends (`tar` over ssh, regular files only). The
+//! aggregate is the `esrp` summary of the per-host result.json files. Stopping: `stop` on a
+//! run's stdin, or the end of it (the coordinator or its connection gone), interrupts that run
+//! cleanly. A host silent for `--host-timeout` is given up (the watchdog); a host whose
+//! connection drops is reached again through its run's pid file, waited for, stopped if need
+//! be, and collected, so no remote run outlives the coordinator and no result written is lost.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, ExitCode, Stdio};
-use std::sync::atomic::Ordering;
-use std::sync::mpsc;
+use std::process::{Child, ChildStdin, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context};
@@ -199,9 +201,7 @@ impl Ssh {
             Some(p) => c.stdin(fs_err::File::open(p)?.into_parts().0),
             None => c.stdin(Stdio::null()),
         };
-        let out = c
-            .output()
-            .context("starting ssh (is the OpenSSH client installed?)")?;
+        let out = output_bounded(&mut c, CHECK_LIMIT)?;
         if !out.status.success() {
             return Err(anyhow!(
                 "`ssh {dest} {remote}` failed ({}): {}",
@@ -338,11 +338,11 @@ fn doctor_host(
         FLEET_PROBE_WRITES.into(),
     ]);
     let line: Vec<String> = words.iter().map(|w| sh(w)).collect();
-    let out = ssh
-        .cmd(&h.entry.ssh, &line.join(" "))
-        .stdin(Stdio::null())
-        .output()
-        .context("starting ssh (is the OpenSSH client installed?)")?;
+    let out = output_bounded(
+        ssh.cmd(&h.entry.ssh, &line.join(" ")).stdin(Stdio::null()),
+        CHECK_LIMIT,
+    )
+    .with_context(|| format!("host {}: `{bin} doctor`", h.name))?;
     let text = String::from_utf8_lossy(&out.stdout);
     let report: DoctorReport = match serde_json::from_str(&text) {
         Ok(r) => r,
@@ -458,8 +458,9 @@ fn check_host(
 }
 
 /// Flags of `fleet run` that the coordinator consumes: (flag, takes a value).
-const OWN_FLAGS: [(&str, bool); 7] = [
+const OWN_FLAGS: [(&str, bool); 8] = [
     ("--hosts", true),
+    ("--host-timeout", true),
     ("--ssh-config", true),
     ("--push", false),
     ("--start-margin", true),
@@ -529,7 +530,13 @@ fn remote_command(h: &Host, bin: &str, run_dir: &str, flags: &[String]) -> Strin
         "stdin".into(),
     ]);
     let line: Vec<String> = words.iter().map(|w| sh(w)).collect();
-    format!("exec {}", line.join(" "))
+    // The shell's pid is the run's after `exec`: the pid file lets the coordinator find the run
+    // again over a fresh connection (to wait for it or stop it) if this one drops.
+    format!(
+        "echo $$ > {} && exec {}",
+        sh(&format!("{run_dir}/{PID_FILE}")),
+        line.join(" ")
+    )
 }
 
 /// How a host's run ended.
@@ -560,11 +567,24 @@ struct Live {
     /// Its ssh was started (there is a remote folder to copy back).
     started: bool,
     stderr_path: PathBuf,
+    /// When the host last sent a line (the watchdog's clock).
+    last_seen: Instant,
+    /// Its engine has sent a `progress` event (one a second from then on): the watchdog's
+    /// setup allowance is over.
+    heard: bool,
+    /// Its ssh client, ended when the host is given up.
+    ssh_child: Option<Watched>,
+    /// Its collection (waiting for its remote run, copying its results back, in a thread of
+    /// its own) is over.
+    collected: bool,
 }
 
 enum Msg {
     Line(usize, String),
     Exit(usize, Option<i32>),
+    /// A collector thread's findings: a note for the host's message, and an error if its
+    /// results could not be copied back.
+    Collected(usize, Option<String>, Option<String>),
 }
 
 fn spawn_run(
@@ -584,6 +604,8 @@ fn spawn_run(
         .context("starting ssh")?;
     live.stdin = child.stdin.take();
     let out = child.stdout.take().context("ssh stdout")?;
+    let watched = Watched::new(child, None);
+    live.ssh_child = Some(watched.clone());
     // Every line first, then the exit: the result line must arrive before the end.
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines() {
@@ -592,7 +614,7 @@ fn spawn_run(
                 break;
             }
         }
-        let code = child.wait().ok().and_then(|s| s.code());
+        let code = watched.wait().ok().and_then(|s| s.code());
         let _ = tx.send(Msg::Exit(idx, code));
     });
     Ok(())
@@ -609,10 +631,14 @@ fn last_line(path: &Path) -> String {
         .to_string()
 }
 
-/// Copies `run_dir/result` of a host into `dest` (tar over ssh).
+/// Copies `run_dir/result` of a host into `dest` (tar over ssh). Only regular files and folders
+/// come home: a symbolic or hard link, a device or a FIFO in the remote folder (a test.log
+/// pointing at /etc/shadow) is left out with a warning naming it, and nothing is written
+/// outside `dest`. Bounded: a host that stops answering mid-copy is cut off after
+/// [`COPY_LIMIT`].
 fn copy_back(ssh: &Ssh, h: &Host, run_dir: &str, dest: &Path) -> anyhow::Result<()> {
     fs_err::create_dir_all(dest)?;
-    let mut remote = ssh
+    let mut child = ssh
         .cmd(
             &h.entry.ssh,
             &format!("tar -C {} -cf - .", sh(&format!("{run_dir}/result"))),
@@ -622,25 +648,470 @@ fn copy_back(ssh: &Ssh, h: &Host, run_dir: &str, dest: &Path) -> anyhow::Result<
         .stderr(Stdio::piped())
         .spawn()
         .context("starting ssh")?;
-    let pipe = remote.stdout.take().context("ssh stdout")?;
-    let untar = Command::new("tar")
-        .arg("-C")
-        .arg(dest)
-        .arg("-xf")
-        .arg("-")
-        .stdin(Stdio::from(pipe))
-        .output()
-        .context("running tar")?;
-    let ssh_out = remote.wait_with_output()?;
-    if !ssh_out.status.success() || !untar.status.success() {
+    let pipe = child.stdout.take().context("ssh stdout")?;
+    let stderr = read_in_background(child.stderr.take());
+    let watched = Watched::new(child, Some(COPY_LIMIT));
+    let extracted = extract_regular_files(pipe, dest);
+    let status = watched.wait();
+    let err = stderr
+        .recv_timeout(Duration::from_secs(2))
+        .unwrap_or_default();
+    if watched.fired() {
         return Err(anyhow!(
-            "copying the results of host {} back failed: {} {}",
+            "copying the results of host {} back took longer than {} s: given up",
             h.name,
-            String::from_utf8_lossy(&ssh_out.stderr).trim(),
-            String::from_utf8_lossy(&untar.stderr).trim()
+            COPY_LIMIT.as_secs()
         ));
     }
+    let dropped = match extracted {
+        Ok(d) => d,
+        Err(e) => {
+            return Err(anyhow!(
+                "copying the results of host {} back failed: {e:#} {}",
+                h.name,
+                err.trim()
+            ))
+        }
+    };
+    if !status.as_ref().is_ok_and(ExitStatus::success) {
+        return Err(anyhow!(
+            "copying the results of host {} back failed ({}): {}",
+            h.name,
+            status.map_or_else(|e| e.to_string(), |s| s.to_string()),
+            err.trim()
+        ));
+    }
+    for d in &dropped {
+        errln!(
+            "warning: host {}: {d} in its results folder was not copied back (only regular files are)",
+            h.name
+        );
+    }
     Ok(())
+}
+
+/// How long copying one host's results back may take.
+const COPY_LIMIT: Duration = Duration::from_secs(300);
+
+/// Unpacks the regular files and folders of a tar stream into `dest`; returns what was left
+/// out (links, devices, FIFOs, paths that leave `dest`), each named with its kind. Files are
+/// created afresh (an existing link at a file's place is removed first, never followed).
+fn extract_regular_files(stream: impl std::io::Read, dest: &Path) -> anyhow::Result<Vec<String>> {
+    use std::path::Component;
+    let mut dropped = Vec::new();
+    let mut archive = tar::Archive::new(stream);
+    for entry in archive.entries().context("reading the tar stream")? {
+        let mut entry = entry.context("reading the tar stream")?;
+        let name = entry
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "(a name that is not valid)".into());
+        let mut rel = PathBuf::new();
+        let mut inside = true;
+        for c in Path::new(&name).components() {
+            match c {
+                Component::Normal(p) => rel.push(p),
+                Component::CurDir => {}
+                _ => inside = false,
+            }
+        }
+        if !inside || entry.path().is_err() {
+            dropped.push(format!("{name:?} (a path outside the folder)"));
+            continue;
+        }
+        if rel.as_os_str().is_empty() {
+            continue;
+        }
+        let kind = entry.header().entry_type();
+        let target = dest.join(&rel);
+        // Every folder on the way is a real folder made here (never a link).
+        let parents_ok = rel
+            .parent()
+            .map(|p| {
+                let mut at = dest.to_path_buf();
+                p.components().all(|c| {
+                    at.push(c);
+                    match std::fs::symlink_metadata(&at) {
+                        Ok(m) => m.is_dir(),
+                        Err(_) => std::fs::create_dir(&at).is_ok(),
+                    }
+                })
+            })
+            .unwrap_or(true);
+        if !parents_ok {
+            dropped.push(format!("{name:?} (its folder is not a folder here)"));
+            continue;
+        }
+        if kind.is_dir() {
+            match std::fs::symlink_metadata(&target) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => dropped.push(format!("{name:?} (a folder where a file is)")),
+                Err(_) => fs_err::create_dir(&target)?,
+            }
+        } else if kind.is_file() || kind == tar::EntryType::Continuous {
+            if std::fs::symlink_metadata(&target).is_ok_and(|m| !m.is_file()) {
+                let _ = std::fs::remove_file(&target);
+            }
+            let mut f = fs_err::File::create(&target)?;
+            std::io::copy(&mut entry, &mut f)
+                .with_context(|| format!("writing {}", target.display()))?;
+        } else {
+            let what = if kind.is_symlink() {
+                let to = entry
+                    .link_name()
+                    .ok()
+                    .flatten()
+                    .map(|l| format!(" to {}", l.display()))
+                    .unwrap_or_default();
+                format!("a symbolic link{to}")
+            } else if kind.is_hard_link() {
+                "a hard link".into()
+            } else if kind.is_fifo() {
+                "a FIFO".into()
+            } else if kind.is_character_special() || kind.is_block_special() {
+                "a device".into()
+            } else {
+                format!("a tar entry of type {:?}", kind.as_byte() as char)
+            };
+            dropped.push(format!("{name:?} ({what})"));
+        }
+    }
+    Ok(dropped)
+}
+
+/// Reads a child's pipe to the end on its own thread (at most 64 KiB kept).
+fn read_in_background(pipe: Option<impl std::io::Read + Send + 'static>) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    let bytes = read_bytes_in_background(pipe, 64 << 10);
+    std::thread::spawn(move || {
+        let b = bytes.recv().unwrap_or_default();
+        let _ = tx.send(String::from_utf8_lossy(&b).into_owned());
+    });
+    rx
+}
+
+/// Reads a child's pipe to the end on its own thread, keeping at most `cap` bytes (the rest is
+/// read and dropped, so the child never blocks on a full pipe).
+fn read_bytes_in_background(
+    pipe: Option<impl std::io::Read + Send + 'static>,
+    cap: u64,
+) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(&mut p, cap), &mut buf);
+            let _ = std::io::copy(&mut p, &mut std::io::sink());
+        }
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+/// How long one ssh command of the checks may take (a host whose `mkdir` or doctor hangs on a
+/// dead mount must not hang the coordinator); generous, for an upload with --push.
+const CHECK_LIMIT: Duration = Duration::from_secs(600);
+
+/// `Command::output` bounded by `limit`: the child is killed when it passes it (an error).
+fn output_bounded(c: &mut Command, limit: Duration) -> anyhow::Result<std::process::Output> {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting ssh (is the OpenSSH client installed?)")?;
+    let out = read_bytes_in_background(child.stdout.take(), 64 << 20);
+    let err = read_bytes_in_background(child.stderr.take(), 1 << 20);
+    let w = Watched::new(child, Some(limit));
+    let status = w.wait()?;
+    if w.fired() {
+        return Err(anyhow!(
+            "no answer within {} s: a command stuck on the host (a dead mount?)",
+            limit.as_secs()
+        ));
+    }
+    Ok(std::process::Output {
+        status,
+        stdout: out.recv_timeout(Duration::from_secs(5)).unwrap_or_default(),
+        stderr: err.recv_timeout(Duration::from_secs(5)).unwrap_or_default(),
+    })
+}
+
+/// A child process that another thread can end: the ssh of a host the watchdog gives up, or a
+/// collection command that outlives its limit (a thread kills it then).
+#[derive(Clone)]
+struct Watched {
+    child: Arc<Mutex<Child>>,
+    fired: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+}
+
+impl Watched {
+    fn new(child: Child, limit: Option<Duration>) -> Self {
+        let w = Watched {
+            child: Arc::new(Mutex::new(child)),
+            fired: Arc::new(AtomicBool::new(false)),
+            done: Arc::new(AtomicBool::new(false)),
+        };
+        if let Some(limit) = limit {
+            let t = w.clone();
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                while !t.done.load(Ordering::SeqCst) {
+                    if start.elapsed() >= limit {
+                        t.fired.store(true, Ordering::SeqCst);
+                        t.kill();
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            });
+        }
+        w
+    }
+
+    /// Ends the process (SIGKILL); it is reaped by [`Watched::wait`].
+    fn kill(&self) {
+        if let Ok(mut c) = self.child.lock() {
+            let _ = c.kill();
+        }
+    }
+
+    /// Waits for the end (the lock is held only for moments, so `kill` always gets through).
+    fn wait(&self) -> std::io::Result<ExitStatus> {
+        loop {
+            let polled = match self.child.lock() {
+                Ok(mut c) => c.try_wait(),
+                Err(_) => Err(std::io::Error::other("a thread panicked")),
+            };
+            match polled {
+                Ok(Some(s)) => {
+                    self.done.store(true, Ordering::SeqCst);
+                    return Ok(s);
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => {
+                    self.done.store(true, Ordering::SeqCst);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// The limit passed and the process was killed.
+    fn fired(&self) -> bool {
+        self.fired.load(Ordering::SeqCst)
+    }
+}
+
+/// Runs a short remote command, bounded by `limit`: its stdout, or an error if ssh could not
+/// start, failed, or the limit passed.
+fn ssh_bounded(ssh: &Ssh, dest: &str, remote: &str, limit: Duration) -> anyhow::Result<String> {
+    let mut child = ssh
+        .cmd(dest, remote)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting ssh (is the OpenSSH client installed?)")?;
+    let out = read_in_background(child.stdout.take());
+    let err = read_in_background(child.stderr.take());
+    let w = Watched::new(child, Some(limit));
+    let status = w.wait()?;
+    let out = out.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
+    let err = err.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
+    if w.fired() {
+        return Err(anyhow!("no answer within {} s", limit.as_secs()));
+    }
+    if !status.success() {
+        return Err(anyhow!("ssh: {status}: {}", err.trim()));
+    }
+    Ok(out)
+}
+
+/// The remote run's pid file, in its run folder (written by the remote shell before `exec`).
+const PID_FILE: &str = "run.pid";
+
+/// One ssh call of the collection may take this long.
+const CALL_LIMIT: Duration = Duration::from_secs(30);
+
+/// After SIGTERM, the time a remote run gets to stop cleanly before SIGKILL.
+const TERM_WAIT: Duration = Duration::from_secs(20);
+
+/// A host that dropped its connection is tried again for this long while unreachable.
+const RECONNECT_FOR: Duration = Duration::from_secs(15);
+
+/// The watchdog's allowance during a host's setup (before its engine's first event): database
+/// creation sends an event a second, other steps (attaching, checking) are silent.
+const SETUP_SILENCE: Duration = Duration::from_secs(600);
+
+/// A remote shell command acting on the host's run when it is still alive: its pid from the
+/// pid file, kept only if that process still has the run folder on its command line (a pid
+/// reused by another process is never signalled). `then` runs with `$p` set; prints
+/// `running <pid>` or `ended`.
+fn on_live_run(run_dir: &str, then: &str) -> String {
+    format!(
+        "p=$(cat {pf} 2>/dev/null); case \"$p\" in ''|*[!0-9]*) p= ;; esac; \
+         if [ -n \"$p\" ] && grep -qF -- {out} /proc/\"$p\"/cmdline 2>/dev/null; then {then} echo running \"$p\"; else echo ended; fi",
+        pf = sh(&format!("{run_dir}/{PID_FILE}")),
+        out = sh(&format!("{run_dir}/result")),
+    )
+}
+
+/// Whether the host's remote run is still alive: Some(true) running, Some(false) ended, None
+/// when the host cannot be asked (the error).
+fn remote_alive(ssh: &Ssh, h: &Host, run_dir: &str, then: &str) -> Result<bool, String> {
+    ssh_bounded(ssh, &h.entry.ssh, &on_live_run(run_dir, then), CALL_LIMIT)
+        .map(|out| out.trim_start().starts_with("running"))
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// How a host's remote run is to be collected once its ssh session has ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Collect {
+    /// It ended and wrote its result: copy it back.
+    Finished,
+    /// The connection dropped while it ran: reach it again, give it `wait` to finish (it stops
+    /// by itself once its input ends), then stop it; copy back what it wrote.
+    Lost { wait: Duration },
+    /// Given up (the watchdog, or no answer to the stop): stop it now, copy back what exists.
+    Stop,
+}
+
+/// Waits until the host's remote run has ended, at most `wait` (less if `quit` is set);
+/// returns what happened, for the host's message, and whether the host could be reached.
+fn wait_remote_end(
+    ssh: &Ssh,
+    h: &Host,
+    run_dir: &str,
+    wait: Duration,
+    quit: &AtomicBool,
+) -> (String, bool) {
+    let start = Instant::now();
+    let mut unreachable_since: Option<Instant> = None;
+    let mut was_running = false;
+    loop {
+        match remote_alive(ssh, h, run_dir, "") {
+            Ok(false) => {
+                return (
+                    if was_running {
+                        format!(
+                            "the host was reached again and its run ended {:.1} s later",
+                            start.elapsed().as_secs_f64()
+                        )
+                    } else {
+                        "the host was reached again; its run had ended".into()
+                    },
+                    true,
+                )
+            }
+            Ok(true) => {
+                was_running = true;
+                unreachable_since = None;
+            }
+            Err(e) => {
+                let since = *unreachable_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= RECONNECT_FOR || quit.load(Ordering::SeqCst) {
+                    return (format!("the host could not be reached again ({e})"), false);
+                }
+            }
+        }
+        if start.elapsed() >= wait || quit.load(Ordering::SeqCst) {
+            return (
+                format!(
+                    "the host was reached again; its run was still going after {:.0} s",
+                    start.elapsed().as_secs_f64()
+                ),
+                true,
+            );
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Stops the host's remote run if it is alive: SIGTERM (and SIGCONT, for a stopped process)
+/// for a clean stop with its result, then SIGKILL after [`TERM_WAIT`] (not waited for once
+/// `quit` is set). Returns what happened.
+fn stop_remote(ssh: &Ssh, h: &Host, run_dir: &str, quit: &AtomicBool) -> String {
+    match remote_alive(ssh, h, run_dir, "kill -TERM \"$p\"; kill -CONT \"$p\";") {
+        Ok(false) => return "its run had ended".into(),
+        Ok(true) => {}
+        Err(e) => return format!("it could not be reached to stop its run ({e})"),
+    }
+    let start = Instant::now();
+    while start.elapsed() < TERM_WAIT {
+        if quit.load(Ordering::SeqCst) {
+            return "its run was asked to stop (SIGTERM), not waited for".into();
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        if remote_alive(ssh, h, run_dir, "") == Ok(false) {
+            return format!(
+                "its run was stopped (SIGTERM) and ended {:.1} s later",
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let _ = remote_alive(ssh, h, run_dir, "kill -KILL \"$p\";");
+    std::thread::sleep(Duration::from_secs(2));
+    match remote_alive(ssh, h, run_dir, "") {
+        Ok(false) => format!(
+            "its run did not stop within {} s of SIGTERM and was killed (SIGKILL)",
+            TERM_WAIT.as_secs()
+        ),
+        _ => format!(
+            "its run (pid file {run_dir}/{PID_FILE}) did not end even after SIGKILL (stuck in the kernel?): stop it on the host"
+        ),
+    }
+}
+
+/// One host to collect: its index, the host, its remote run folder, its local folder, how.
+struct CollectJob {
+    idx: usize,
+    host: Host,
+    run_dir: String,
+    dest: PathBuf,
+    how: Collect,
+}
+
+/// Collects one host in a thread of its own: waits for or stops its remote run as `how` says,
+/// then copies its results back; reports [`Msg::Collected`].
+fn spawn_collect(ssh: &Ssh, job: CollectJob, quit: Arc<AtomicBool>, tx: mpsc::Sender<Msg>) {
+    let ssh = ssh.clone();
+    let CollectJob {
+        idx,
+        host: h,
+        run_dir,
+        dest,
+        how,
+    } = job;
+    std::thread::spawn(move || {
+        let mut notes = Vec::new();
+        let mut reachable = true;
+        if let Collect::Lost { wait } = how {
+            let (note, ok) = wait_remote_end(&ssh, &h, &run_dir, wait, &quit);
+            notes.push(note);
+            reachable = ok;
+        }
+        if reachable && how != Collect::Finished {
+            let note = stop_remote(&ssh, &h, &run_dir, &quit);
+            if note != "its run had ended" || how == Collect::Stop {
+                notes.push(note);
+            }
+        }
+        let copied = if reachable {
+            copy_back(&ssh, &h, &run_dir, &dest).map_err(|e| format!("{e:#}"))
+        } else {
+            Err("its results there were not copied back".into())
+        };
+        if how != Collect::Finished && copied.is_ok() {
+            notes.push(if dest.join("result.json").exists() {
+                "its result was copied back".into()
+            } else {
+                "its folder was copied back (it holds no result)".into()
+            });
+        }
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
+        let _ = tx.send(Msg::Collected(idx, note, copied.err()));
+    });
 }
 
 /// Makes `out` ready for this run's files. A folder without our files is used as it is. One
@@ -741,7 +1212,8 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         return Err(usage("--start-margin must be within 0.1s..=10m"));
     }
     // The run flags must make sense before any host is touched.
-    super::run::resolve_for(r, kind)?;
+    let cfg = super::run::resolve_for(r, kind)?;
+    let silence = host_timeout(args.host_timeout, cfg.sample_interval_s)?;
     let hosts = load_hosts(&args.hosts)?;
     let out = super::run::results_dir(r.out.as_deref())?;
     fs_err::create_dir_all(&out).context("creating the results folder")?;
@@ -777,7 +1249,10 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &r.profile {
         uploads.push((p.clone(), "profile".into()));
     }
-    let cancel = crate::interrupt::install();
+    // Ctrl-C, SIGTERM: the first stops every host cleanly, the second stops waiting for them.
+    let runs_started = Arc::new(AtomicBool::new(false));
+    let presses = crate::interrupt::install_counting(Arc::clone(&runs_started));
+    let cancel = || presses.load(Ordering::SeqCst) >= 1;
 
     // 1. Checks, every host at once.
     if human {
@@ -866,6 +1341,10 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             result_seen: false,
             started: false,
             stderr_path: dir.join("ssh-stderr.log"),
+            last_seen: Instant::now(),
+            heard: false,
+            ssh_child: None,
+            collected: false,
         });
     }
     // A host that fails its checks is a setup to fix: nothing runs anywhere.
@@ -893,13 +1372,16 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         });
     }
 
-    if cancel.load(Ordering::SeqCst) {
+    if cancel() {
         nothing_started(&lives);
         errln!("interrupted during the checks: nothing was started");
         return Ok(ExitCode::from(crate::interrupt::INTERRUPTED));
     }
 
-    // 2. The runs.
+    runs_started.store(true, Ordering::SeqCst);
+    // 2. The runs. Each host's results are collected (copied back) as soon as its run ends,
+    // and fleet.json is kept up to date from here on (partial until the end), so whatever stops
+    // the coordinator, the finished hosts' results and a fleet.json are there.
     let (tx, rx) = mpsc::channel();
     for (i, l) in lives.iter_mut().enumerate() {
         if l.state != State::Checking {
@@ -908,6 +1390,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         let run_dir = format!("{}/fleet/{run_id}", l.host.work_dir);
         let flags = forwarded_flags(&argv, &run_dir);
         let cmd = remote_command(&l.host, &l.checked.bin, &run_dir, &flags);
+        l.last_seen = Instant::now();
         l.state = match spawn_run(&ssh, i, l, &cmd, tx.clone()) {
             Ok(()) => {
                 l.started = true;
@@ -916,18 +1399,21 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             Err(e) => State::Failed(format!("{e:#}")),
         };
     }
-    drop(tx);
+    if let Err(e) = write_fleet(&out, &run_id, &lives, None, true, false) {
+        errln!("warning: writing fleet.json: {e:#}");
+    }
+    // Set at the second interrupt: stop waiting for hosts.
+    let quit = Arc::new(AtomicBool::new(false));
     let mut start_at: Option<f64> = None;
     let mut stopping = false;
     let mut last_draw = Instant::now();
     let mut drawn = 0usize;
     loop {
-        let running = lives.iter().filter(|l| l.state == State::Running).count();
-        if running == 0 {
+        if lives.iter().all(|l| !l.started || l.collected) {
             break;
         }
         if !stopping
-            && (cancel.load(Ordering::SeqCst)
+            && (cancel()
                 || args.abort_on_host_failure
                     && lives.iter().any(|l| matches!(l.state, State::Failed(_))))
         {
@@ -941,9 +1427,44 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
                 errln!("stopping every host's run (partial results are kept) ...");
             }
         }
+        if presses.load(Ordering::SeqCst) >= 2 && !quit.swap(true, Ordering::SeqCst) {
+            for l in lives.iter_mut().filter(|l| l.state == State::Running) {
+                give_up(
+                    l,
+                    format!(
+                        "not waited for: the coordinator was interrupted a second time (last phase {:?})",
+                        l.phase
+                    ),
+                );
+            }
+        }
+        // The watchdog: a run sends an event a second; one silent for longer than the
+        // host timeout (its setup allowance before its first) has stopped answering.
+        for l in lives.iter_mut().filter(|l| l.state == State::Running) {
+            let allowance = if l.heard {
+                silence
+            } else {
+                silence.max(SETUP_SILENCE)
+            };
+            let quiet = l.last_seen.elapsed();
+            if quiet >= allowance {
+                give_up(
+                    l,
+                    format!(
+                        "the watchdog gave up on it: no event for {:.0} s (--host-timeout {:.0}s{}) in phase {:?}",
+                        quiet.as_secs_f64(),
+                        silence.as_secs_f64(),
+                        if l.heard { "" } else { ", at least 10 min during the setup" },
+                        l.phase
+                    ),
+                );
+            }
+        }
         // Every host still running is ready: one start time for all, in each host's clock.
+        let running = lives.iter().filter(|l| l.state == State::Running).count();
         if start_at.is_none()
             && !stopping
+            && running > 0
             && lives
                 .iter()
                 .filter(|l| l.state == State::Running)
@@ -971,26 +1492,39 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(Msg::Line(i, line)) => {
                 if let Some(l) = lives.get_mut(i) {
+                    l.last_seen = Instant::now();
                     on_line(l, &line, json_out);
                 }
             }
             Ok(Msg::Exit(i, code)) => {
                 if let Some(l) = lives.get_mut(i) {
                     l.stdin = None;
-                    l.state = match code {
-                        // 255: ssh itself failed (connection lost); no result line: the run
-                        // did not end on its own.
-                        Some(255) | None => State::Failed(format!(
-                            "the ssh connection ended ({}) in phase {:?}: {}",
-                            code.map_or("killed".into(), |c| format!("exit {c}")),
-                            l.phase,
-                            last_line(&l.stderr_path)
-                        )),
-                        Some(c) if !l.result_seen => State::Failed(format!(
-                            "the remote run exited with {c} before writing its result: {}",
-                            last_line(&l.stderr_path)
-                        )),
-                        Some(c) => State::Exited(c),
+                    let how = if matches!(l.state, State::Failed(_)) {
+                        // Given up (the watchdog, a second interrupt): its run is stopped.
+                        Collect::Stop
+                    } else {
+                        l.state = match code {
+                            // 255: ssh itself failed (connection lost); no result line: the run
+                            // did not end on its own.
+                            Some(255) | None => State::Failed(format!(
+                                "the ssh connection ended ({}) in phase {:?}: {}",
+                                code.map_or("killed".into(), |c| format!("exit {c}")),
+                                l.phase,
+                                last_line(&l.stderr_path)
+                            )),
+                            Some(c) if !l.result_seen => State::Failed(format!(
+                                "the remote run exited with {c} before writing its result: {}",
+                                last_line(&l.stderr_path)
+                            )),
+                            Some(c) => State::Exited(c),
+                        };
+                        if matches!(code, Some(255) | None) {
+                            // The remote run may still be going (it stops by itself once its
+                            // input ends) and write its result later: wait for it.
+                            Collect::Lost { wait: silence }
+                        } else {
+                            Collect::Finished
+                        }
                     };
                     if json_out {
                         jsonl(
@@ -1000,6 +1534,44 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
                         clear(&mut drawn);
                         errln!("{}: {}", l.host.name, describe(&l.state));
                     }
+                    let job = CollectJob {
+                        idx: i,
+                        host: l.host.clone(),
+                        run_dir: format!("{}/fleet/{run_id}", l.host.work_dir),
+                        dest: out.join(&l.host.name),
+                        how,
+                    };
+                    spawn_collect(&ssh, job, Arc::clone(&quit), tx.clone());
+                }
+            }
+            Ok(Msg::Collected(i, note, err)) => {
+                if let Some(l) = lives.get_mut(i) {
+                    l.collected = true;
+                    if let Some(n) = &note {
+                        if let State::Failed(m) = &mut l.state {
+                            m.push_str("; ");
+                            m.push_str(n);
+                        }
+                    }
+                    if let Some(e) = err {
+                        errln!("{}: {e}", l.host.name);
+                        match &mut l.state {
+                            State::Failed(m) => {
+                                if !m.contains(&e) {
+                                    m.push_str("; ");
+                                    m.push_str(&e);
+                                }
+                            }
+                            s => *s = State::Failed(e),
+                        }
+                    }
+                    if human && note.is_some() {
+                        clear(&mut drawn);
+                        errln!("{}: {}", l.host.name, describe(&l.state));
+                    }
+                }
+                if let Err(e) = write_fleet(&out, &run_id, &lives, start_at, true, cancel()) {
+                    errln!("warning: writing fleet.json: {e:#}");
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -1016,25 +1588,13 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             draw(&lives, &mut drawn);
         }
     }
+    drop(tx);
     if human {
         clear(&mut drawn);
     }
 
-    // 3. Results back, and the aggregate.
-    for l in &mut lives {
-        if !l.started {
-            continue;
-        }
-        let run_dir = format!("{}/fleet/{run_id}", l.host.work_dir);
-        if let Err(e) = copy_back(&ssh, &l.host, &run_dir, &out.join(&l.host.name)) {
-            let msg = format!("{e:#}");
-            errln!("{}: {msg}", l.host.name);
-            if !matches!(l.state, State::Failed(_)) {
-                l.state = State::Failed(msg);
-            }
-        }
-    }
-    let interrupted = cancel.load(Ordering::SeqCst);
+    // 3. The aggregate.
+    let interrupted = cancel();
     let partial = interrupted
         || lives.iter().any(|l| {
             !matches!(l.state, State::Exited(0 | 1))
@@ -1087,6 +1647,29 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
+/// The watchdog's bound: `--host-timeout`, else 10 sample intervals and at least 60 s.
+fn host_timeout(flag: Option<Duration>, sample_interval_s: f64) -> anyhow::Result<Duration> {
+    match flag {
+        Some(d) if d < Duration::from_secs(5) => Err(usage(
+            "--host-timeout must be at least 5s (a run sends an event a second)",
+        )),
+        Some(d) => Ok(d),
+        None => Ok(Duration::from_secs_f64(
+            (sample_interval_s * 10.0).clamp(60.0, 86_400.0),
+        )),
+    }
+}
+
+/// Gives up on a running host: marks it failed (`why`) and ends its ssh; its remote run is
+/// then stopped over a fresh connection and its folder copied back ([`Collect::Stop`]).
+fn give_up(l: &mut Live, why: String) {
+    l.state = State::Failed(why);
+    l.stdin = None;
+    if let Some(c) = &l.ssh_child {
+        c.kill();
+    }
+}
+
 fn on_line(l: &mut Live, line: &str, json_out: bool) {
     let Ok(mut v) = serde_json::from_str::<serde_json::Value>(line) else {
         return;
@@ -1095,6 +1678,8 @@ fn on_line(l: &mut Live, line: &str, json_out: bool) {
         Some("ready") => l.ready = true,
         Some("phase") => l.phase = v["phase"].as_str().unwrap_or("").to_string(),
         Some("progress") => {
+            // The engine runs: from here on an event a second, the watchdog's full bound.
+            l.heard = true;
             let p = &v["progress"];
             l.phase = p["phase"].as_str().unwrap_or("").to_string();
             l.iops = p["iops"].as_f64().unwrap_or(0.0);
@@ -1494,6 +2079,86 @@ mod tests {
         fleet(true);
         assert!(err(set_aside_unfinished(&out, &hosts)).contains("exists already"));
         assert!(out.join("h1").exists());
+    }
+
+    #[test]
+    fn only_regular_files_inside_the_folder_are_unpacked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut b = tar::Builder::new(Vec::new());
+        let add = |b: &mut tar::Builder<Vec<u8>>, name: &[u8], kind, data: &[u8], link: &str| {
+            let mut h = tar::Header::new_gnu();
+            // Names written raw: the builder itself refuses `..` and absolute ones.
+            h.as_old_mut().name[..name.len()].copy_from_slice(name);
+            h.set_entry_type(kind);
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            if !link.is_empty() {
+                h.set_link_name(link).expect("link name");
+            }
+            h.set_cksum();
+            b.append(&h, data).expect("append");
+        };
+        add(&mut b, b"./", tar::EntryType::Directory, b"", "");
+        add(&mut b, b"./result.json", tar::EntryType::Regular, b"{}", "");
+        add(&mut b, b"./sub/", tar::EntryType::Directory, b"", "");
+        add(&mut b, b"./sub/a.csv", tar::EntryType::Regular, b"1", "");
+        add(
+            &mut b,
+            b"./test.log",
+            tar::EntryType::Symlink,
+            b"",
+            "/etc/shadow",
+        );
+        add(&mut b, b"./etc", tar::EntryType::Symlink, b"", "/etc");
+        add(&mut b, b"./etc/passwd", tar::EntryType::Regular, b"x", "");
+        add(&mut b, b"./hard", tar::EntryType::Link, b"", "result.json");
+        add(&mut b, b"./fifo", tar::EntryType::Fifo, b"", "");
+        add(&mut b, b"../escape", tar::EntryType::Regular, b"x", "");
+        add(&mut b, b"/abs", tar::EntryType::Regular, b"x", "");
+        let bytes = b.into_inner().expect("tar");
+        let dest = dir.path().join("h1");
+        fs_err::create_dir(&dest).expect("mkdir");
+        let dropped = extract_regular_files(&bytes[..], &dest).expect("extract");
+        let files: Vec<String> = walk(&dest);
+        // ./etc/passwd comes after the link ./etc, which was not made: it lands in a plain
+        // folder here, never written through the link.
+        assert_eq!(
+            files,
+            ["etc", "etc/passwd", "result.json", "sub", "sub/a.csv"],
+            "{dropped:?}"
+        );
+        assert_eq!(fs_err::read(dest.join("etc/passwd")).expect("file"), b"x");
+        assert!(!dir.path().join("escape").exists());
+        let text = dropped.join("\n");
+        for what in [
+            "\"./test.log\" (a symbolic link to /etc/shadow)",
+            "\"./etc\" (a symbolic link to /etc)",
+            "\"./hard\" (a hard link)",
+            "\"./fifo\" (a FIFO)",
+            "\"../escape\" (a path outside the folder)",
+            "\"/abs\" (a path outside the folder)",
+        ] {
+            assert!(text.contains(what), "{what} not in {text}");
+        }
+    }
+
+    /// Every path under `dir`, relative, sorted; fails on a symbolic link.
+    fn walk(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+                let m = std::fs::symlink_metadata(e.path()).expect("metadata");
+                assert!(!m.file_type().is_symlink(), "{}", e.path().display());
+                if m.is_dir() {
+                    todo.push(e.path());
+                }
+                let rel = e.path().strip_prefix(dir).expect("inside").to_path_buf();
+                out.push(rel.display().to_string());
+            }
+        }
+        out.sort();
+        out
     }
 
     #[test]

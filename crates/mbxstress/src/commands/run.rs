@@ -345,6 +345,9 @@ pub(crate) struct RunObserver {
     pub(crate) errors: Vec<String>,
     /// The database creation progress bar (human mode only).
     create: crate::progress::CreateProgress,
+    /// When the last `create` event went out (jsonl: at most one a second, so `fleet run`'s
+    /// watchdog hears from a host that is creating its databases).
+    last_create_event: Option<std::time::Instant>,
 }
 
 impl RunObserver {
@@ -368,6 +371,7 @@ impl RunObserver {
             last_plain: -1.0,
             errors: Vec::new(),
             create: crate::progress::CreateProgress::new(databases, mode != "human", false),
+            last_create_event: None,
         })
     }
 
@@ -472,7 +476,21 @@ impl Observer for RunObserver {
     fn on_event(&mut self, e: RunEvent<'_>) {
         match e {
             RunEvent::Log(text) => self.log_line(text),
-            RunEvent::Prepare(e) => self.create.on_event(e.clone()),
+            RunEvent::Prepare(e) => {
+                self.create.on_event(e.clone());
+                if let mbx_store::CreateEvent::Progress { index, bytes_done } = e {
+                    let due = self
+                        .last_create_event
+                        .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1));
+                    if self.mode == "jsonl" && due {
+                        self.last_create_event = Some(std::time::Instant::now());
+                        let _ = outln!(
+                            "{}",
+                            serde_json::json!({ "event": "create", "database": index, "bytes_done": bytes_done })
+                        );
+                    }
+                }
+            }
             RunEvent::Phase(p) => {
                 self.finish_preparing();
                 self.clear_status();

@@ -1,8 +1,8 @@
 //! `mbxstress fleet run` against real sshd instances: one per test host, each listening only on
 //! 127.0.0.1 on its own port, with host and user keys generated into the scratch folder and an
 //! ssh_config (passed with --ssh-config) mapping the aliases h1, h2, h3 to them. The tests need
-//! openssh-server (`.ci/run` installs it) and fail, never skip, without it; the resume test also
-//! needs strace (installed there too).
+//! openssh-server (`.ci/run` installs it) and fail, never skip, without it; the resume and
+//! dropped-connection tests also need strace (installed there too).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -774,4 +774,296 @@ fn a_rerun_resumes_the_interrupted_host_and_attaches_the_others() {
         state != 1 && created == pages,
         "h2's database: state {state}, {created} of {pages}"
     );
+}
+
+/// Waits for `fleet run` at most `limit` (a hung coordinator is killed and the test fails).
+fn finish_within(
+    mut child: Child,
+    rx: mpsc::Receiver<String>,
+    limit: Duration,
+) -> (i32, String, String) {
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let (_, out, err) = finish(child, rx);
+            panic!("fleet run did not end within {limit:?}:\n{out}\n{err}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    finish(child, rx)
+}
+
+/// The pid of host `h`'s remote `mbxstress run` (waits for it, at most 120 s).
+fn remote_run_pid(d: &Path, h: &str) -> u32 {
+    let dir = d.join(h).display().to_string();
+    let start = Instant::now();
+    loop {
+        let run = processes()
+            .into_iter()
+            .find(|p| p.2.starts_with("mbxstress") && p.3.contains(" run ") && p.3.contains(&dir));
+        if let Some(p) = run {
+            return p.0;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "{h}'s remote run did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn freeze(pid: u32) -> Frozen {
+    let status = Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill -STOP {pid}");
+    Frozen(pid)
+}
+
+/// Issue 25 case 2: a host whose remote run stops answering (SIGSTOP, as a process stuck in D
+/// state would) no longer hangs the coordinator: its watchdog gives it up after
+/// --host-timeout without an event, ends its ssh and stops its run over a fresh connection;
+/// the other host's passing result is copied back and counted.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_host_that_stops_answering_is_given_up_by_the_watchdog_and_the_others_complete() {
+    let lab = lab("fleet-frozen", 2, false);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(
+        d,
+        &[
+            "--duration",
+            "5s",
+            "--progress",
+            "jsonl",
+            "--host-timeout",
+            "15s",
+        ],
+    );
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"measure\"")
+    });
+    let _frozen = freeze(remote_run_pid(d, "h2"));
+    let (code, out, err) = finish_within(child, rx, Duration::from_secs(150));
+    assert_eq!(code, 3, "{out}\n{err}");
+    // h2's run was stopped over a fresh connection before the coordinator ended.
+    assert!(
+        remote_runs_in(d).is_empty(),
+        "a remote run outlived the coordinator: {:?}",
+        remote_runs_in(d)
+    );
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(f["partial"], true, "{f}");
+    assert_eq!(f["hosts"][0]["state"], "passed", "{f}");
+    assert_eq!(f["hosts"][0]["result"], "h1/result.json", "{f}");
+    assert_eq!(json(&d.join("out/h1/result.json"))["verdict"]["pass"], true);
+    assert_eq!(f["hosts"][1]["state"], "failed", "{f}");
+    let why = f["hosts"][1]["message"].as_str().unwrap_or("");
+    assert!(
+        why.contains("watchdog") && why.contains("no event") && why.contains("\"measure\""),
+        "{why}"
+    );
+    // Stopped with SIGTERM (and continued), h2's run ended cleanly and its result came back.
+    assert!(
+        why.contains("SIGTERM") && why.contains("copied back"),
+        "{why}"
+    );
+    assert_eq!(f["hosts"][1]["result"], "h2/result.json", "{f}");
+    assert!(d.join("out/h2/result.json").is_file());
+}
+
+/// Issue 25 case 2: Ctrl-C with a host that does not answer: the first stops the others
+/// cleanly and their results come back at once; the second stops waiting for the silent host,
+/// and fleet.json is still written (before, the second Ctrl-C exited with neither).
+#[test]
+#[cfg(target_os = "linux")]
+fn a_second_ctrl_c_gives_up_on_a_silent_host_and_still_writes_fleet_json() {
+    let lab = lab("fleet-int2", 2, false);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(
+        d,
+        &[
+            "--duration",
+            "60s",
+            "--progress",
+            "jsonl",
+            "--host-timeout",
+            "300s",
+        ],
+    );
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"measure\"")
+    });
+    let frozen = freeze(remote_run_pid(d, "h2"));
+    signal(&child, "INT");
+    wait_line(&rx, Duration::from_secs(60), |l| {
+        l.contains("\"event\":\"host_end\"") && l.contains("\"host\":\"h1\"")
+    });
+    // h1's result is copied back as soon as its run ends.
+    let h1 = d.join("out/h1/result.json");
+    let start = Instant::now();
+    while !h1.exists() && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    signal(&child, "INT");
+    let second = Instant::now();
+    let (code, out, err) = finish_within(child, rx, Duration::from_secs(90));
+    assert!(
+        second.elapsed() < Duration::from_secs(60),
+        "{:?} after the second Ctrl-C",
+        second.elapsed()
+    );
+    assert_eq!(code, 130, "{out}\n{err}");
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(
+        (f["partial"].clone(), f["interrupted"].clone()),
+        (true.into(), true.into()),
+        "{f}"
+    );
+    assert_eq!(f["hosts"][0]["state"], "interrupted", "{f}");
+    assert_eq!(f["hosts"][0]["result"], "h1/result.json", "{f}");
+    assert_eq!(json(&h1)["test"]["interrupted"], true);
+    assert_eq!(f["hosts"][1]["state"], "failed", "{f}");
+    let why = f["hosts"][1]["message"].as_str().unwrap_or("");
+    assert!(why.contains("interrupted a second time"), "{why}");
+    // h2 was sent SIGTERM (and SIGCONT) on the way out: its run ends by itself.
+    drop(frozen);
+    assert_no_remote_runs(d);
+}
+
+/// Issue 25 case 3: the ssh connection of the last running host drops (its ssh client killed)
+/// while its remote run goes on: the coordinator reaches the host again, waits for the run to
+/// write its result, copies it back, and ends only once no remote run is left (before, it
+/// copied at once: `result: null`, a result written later that nobody collected, and a remote
+/// run outliving the coordinator).
+#[test]
+#[cfg(target_os = "linux")]
+fn a_dropped_connection_waits_for_the_remote_result_and_leaves_no_run_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    let strace = Command::new("strace").arg("-V").output();
+    assert!(
+        strace.is_ok_and(|o| o.status.success()),
+        "this test needs strace (apt-get install strace; .ci/run installs it)"
+    );
+    let lab = lab("fleet-lost", 1, false);
+    let d = &lab.dir;
+    // A remote run that takes its time to finish: h1's mbxstress runs under strace with every
+    // rename 4 s late, so its final result.json (written through a rename) lands seconds after
+    // its connection is gone, as a run flushing a large cache would.
+    let bin = env!("CARGO_BIN_EXE_mbxstress");
+    let wrapper = d.join("h1-mbxstress.sh");
+    fs_err::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = run ]; then\n  exec strace -f -qq -o /dev/null -e trace=rename,renameat,renameat2 -e inject=rename,renameat,renameat2:delay_enter=4000000 '{bin}' \"$@\"\nfi\nexec '{bin}' \"$@\"\n"
+        ),
+    )
+    .expect("wrapper");
+    fs_err::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let hosts = fs_err::read_to_string(d.join("hosts.toml")).expect("hosts");
+    fs_err::write(
+        d.join("hosts.toml"),
+        hosts.replacen(bin, &wrapper.display().to_string(), 1),
+    )
+    .expect("hosts");
+    let (child, rx) = spawn_fleet(d, &["--duration", "30s", "--progress", "jsonl"]);
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"phase\":\"measure\"")
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    let coordinator = child.id();
+    let ssh = processes()
+        .into_iter()
+        .find(|p| p.1 == coordinator && p.2 == "ssh" && p.3.contains("'run'"))
+        .expect("the coordinator's ssh of h1's run");
+    let st = Command::new("kill")
+        .args(["-KILL", &ssh.0.to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let (code, out, err) = finish_within(child, rx, Duration::from_secs(150));
+    let left = remote_runs_in(d);
+    assert!(
+        left.is_empty(),
+        "the remote run outlived the coordinator: {left:?}"
+    );
+    assert_eq!(code, 3, "{out}\n{err}");
+    let f = json(&d.join("out/fleet.json"));
+    let h = &f["hosts"][0];
+    assert_eq!(h["result"], "h1/result.json", "{f}");
+    // The run's final result, not the one it writes as it starts ("running").
+    let r = json(&d.join("out/h1/result.json"));
+    assert_eq!(r["test"]["interrupted"], true, "{r}");
+    assert_ne!(r["stopped"]["reason"], "running", "{r}");
+    assert_eq!(h["state"], "failed", "{f}");
+    let why = h["message"].as_str().unwrap_or("");
+    assert!(
+        why.contains("ssh connection ended") && why.contains("result was copied back"),
+        "{why}"
+    );
+}
+
+/// Issue 25 case 8: copying a host's folder back brings only regular files: a test.log that is
+/// a symbolic link to /etc/shadow, or a link to a folder, stays behind, named in a warning.
+#[test]
+#[cfg(target_os = "linux")]
+fn links_in_a_remote_results_folder_are_not_brought_home() {
+    use std::os::unix::fs::PermissionsExt;
+    let lab = lab("fleet-links", 1, false);
+    let d = &lab.dir;
+    let bin = env!("CARGO_BIN_EXE_mbxstress");
+    // h1's mbxstress: the real one, then its results folder gets links.
+    let wrapper = d.join("h1-mbxstress.sh");
+    fs_err::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nout=\nprev=\nfor a in \"$@\"; do [ \"$prev\" = --out ] && out=$a; prev=$a; done\n'{bin}' \"$@\"\nrc=$?\nif [ \"$1\" = run ] && [ -n \"$out\" ]; then\n  rm -f \"$out/test.log\"; ln -s /etc/shadow \"$out/test.log\"; ln -s /etc \"$out/etc\"\nfi\nexit $rc\n"
+        ),
+    )
+    .expect("wrapper");
+    fs_err::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let hosts = fs_err::read_to_string(d.join("hosts.toml")).expect("hosts");
+    fs_err::write(
+        d.join("hosts.toml"),
+        hosts.replacen(bin, &wrapper.display().to_string(), 1),
+    )
+    .expect("hosts");
+    let (child, rx) = spawn_fleet(d, &["--duration", "2s", "--progress", "quiet"]);
+    let (code, out, err) = finish_within(child, rx, Duration::from_secs(300));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let h1 = d.join("out/h1");
+    assert!(h1.join("result.json").is_file());
+    for name in ["test.log", "etc"] {
+        assert!(
+            std::fs::symlink_metadata(h1.join(name)).is_err(),
+            "{name} was brought home"
+        );
+        assert!(
+            err.contains(&format!("\"./{name}\" (a symbolic link to /etc")),
+            "no warning names {name}:\n{err}"
+        );
+    }
+}
+
+/// Issue 25 case 2: fleet.json is there whatever stops the coordinator, even SIGKILL: written as
+/// the hosts start (partial, every host `running`), so the same command can resume into the same
+/// --out; the remote run stops by itself once its connection is gone.
+#[test]
+fn a_coordinator_killed_outright_leaves_a_partial_fleet_json() {
+    let lab = lab("fleet-kill", 1, false);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(d, &["--duration", "60s", "--progress", "jsonl"]);
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"phase\":\"measure\"")
+    });
+    signal(&child, "KILL");
+    let (code, _, _) = finish(child, rx);
+    assert_eq!(code, -1, "killed by a signal");
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(f["partial"], true, "{f}");
+    assert_eq!(f["hosts"][0]["state"], "running", "{f}");
+    assert_no_remote_runs(d);
 }

@@ -1,8 +1,10 @@
 //! `mbxstress fleet run` against real sshd instances: one per test host, each listening only on
-//! 127.0.0.1 on its own port, with host and user keys generated into the scratch folder and an
-//! ssh_config (passed with --ssh-config) mapping the aliases h1, h2, h3 to them. The tests need
-//! openssh-server (`.ci/run` installs it) and fail, never skip, without it; the resume test also
-//! needs strace (installed there too).
+//! a loopback address (127.0.0.1, or 127.0.0.2 and .3 for two servers) on its own port, with host
+//! and user keys generated into the scratch folder and an ssh_config (passed with --ssh-config)
+//! mapping the aliases h1, h2, h3 to them. The tests need openssh-server (`.ci/run` installs it)
+//! and fail, never skip, without it; the resume test also needs strace (installed there too);
+//! the `--push` tests need the static build, `cargo build --release --target
+//! x86_64-unknown-linux-musl` (`.ci/run` makes it first; without it they fail naming that command).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -1095,6 +1097,7 @@ fn a_host_profile_is_checked_here_and_its_contents_never_echoed() {
 /// stand-in `ssh` on PATH counts the connections open at once, holds each for a second and
 /// fails it as an unreachable host would.
 #[test]
+#[cfg(unix)]
 fn at_most_fanout_hosts_are_checked_at_once() {
     use std::os::unix::fs::PermissionsExt;
     let dir = scratch("fleet-fanout");

@@ -506,7 +506,7 @@ fn a_host_whose_sshd_dies_fails_and_the_others_complete() {
         .flatten()
         .next()
         .expect("one run");
-    let r = json(&run.path().join("result/result.json"));
+    let r = json(&run.path().join("h2/result/result.json"));
     assert_eq!(r["test"]["interrupted"], true, "{r}");
 }
 

@@ -143,8 +143,9 @@ pub struct FleetRunArgs {
     #[arg(long)]
     pub push: bool,
     /// The binary --push copies [default: this binary if it is the static build, else
-    /// target/x86_64-unknown-linux-musl/{this profile,release}/mbxstress beside this build,
-    /// made by `cargo build --release --target x86_64-unknown-linux-musl`]. Implies --push.
+    /// target/x86_64-unknown-linux-musl/{static,this profile,release}/mbxstress beside this
+    /// build, made by `cargo build --profile static --target x86_64-unknown-linux-musl -p
+    /// mbxstress`]. Implies --push.
     #[arg(long, value_name = "FILE")]
     pub push_binary: Option<PathBuf>,
     /// At most this many hosts checked at once (ssh connections opened and closed), as pdsh's

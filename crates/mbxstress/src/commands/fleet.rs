@@ -537,6 +537,11 @@ fn remote_run_dir(work_dir: &str, run_id: &str, name: &str) -> String {
 /// same way everywhere, and no probing of remote libc versions.
 pub(crate) const STATIC_TARGET: &str = "x86_64-unknown-linux-musl";
 
+/// The command that builds it (the `static` profile of Cargo.toml: release code without debug
+/// info, a fifth of the size to copy to every host).
+pub(crate) const STATIC_BUILD: &str =
+    "cargo build --profile static --target x86_64-unknown-linux-musl -p mbxstress";
+
 /// The binary `--push` copies, found and checked here once before any host is touched.
 #[derive(Debug, Clone)]
 struct Push {
@@ -583,12 +588,11 @@ fn is_static_x86_64_elf(bytes: &[u8]) -> bool {
 }
 
 /// Finds the static build `--push` copies: `--push-binary`, else this binary if it is that build,
-/// else `target/x86_64-unknown-linux-musl/{this profile,release}/mbxstress` beside this build.
-/// It must be a static x86_64 ELF that says this version. A usage error names the build command.
+/// else `target/x86_64-unknown-linux-musl/{static,this profile,release}/mbxstress` beside this
+/// build (`static` is the profile of [`STATIC_BUILD`]). It must be a static x86_64 ELF that says
+/// this version. A usage error names the build command.
 fn find_push_binary(explicit: Option<&Path>) -> anyhow::Result<Push> {
-    let build = format!(
-        "rustup target add {STATIC_TARGET} && cargo build --release --target {STATIC_TARGET} (Debian/Ubuntu: apt-get install musl-tools)"
-    );
+    let build = format!("rustup target add {STATIC_TARGET} && {STATIC_BUILD}");
     let exe = std::env::current_exe().context("finding this binary for --push")?;
     let candidates: Vec<PathBuf> = match explicit {
         Some(p) => vec![p.to_path_buf()],
@@ -598,7 +602,12 @@ fn find_push_binary(explicit: Option<&Path>) -> anyhow::Result<Push> {
             let profile = exe.parent().and_then(Path::file_name);
             let mut v = Vec::new();
             for root in exe.ancestors().skip(2).take(2) {
-                for p in profile.into_iter().chain([std::ffi::OsStr::new("release")]) {
+                let profiles = [
+                    Some(std::ffi::OsStr::new("static")),
+                    profile,
+                    Some(std::ffi::OsStr::new("release")),
+                ];
+                for p in profiles.into_iter().flatten() {
                     let c = root.join(STATIC_TARGET).join(p).join("mbxstress");
                     if !v.contains(&c) {
                         v.push(c);
@@ -625,17 +634,21 @@ fn find_push_binary(explicit: Option<&Path>) -> anyhow::Result<Push> {
         )));
     }
     let version = format!("mbxstress {}", env!("CARGO_PKG_VERSION"));
-    let said = Command::new(path)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
-    if said != version {
-        return Err(usage(format!(
-            "--push: {} says {said:?}, not {version:?}: rebuild it with `{build}`",
-            path.display()
-        )));
+    // Its version, asked where it can run (a coordinator on another system pushes it unasked;
+    // the hosts' own checks then run it).
+    if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        let said = Command::new(path)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        if said != version {
+            return Err(usage(format!(
+                "--push: {} says {said:?}, not {version:?}: rebuild it with `{build}`",
+                path.display()
+            )));
+        }
     }
     Ok(Push {
         sha256: sha256_local(path)?,

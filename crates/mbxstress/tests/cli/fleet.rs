@@ -3,8 +3,9 @@
 //! and user keys generated into the scratch folder and an ssh_config (passed with --ssh-config)
 //! mapping the aliases h1, h2, h3 to them. The tests need openssh-server (`.ci/run` installs it)
 //! and fail, never skip, without it; the resume test also needs strace (installed there too);
-//! the `--push` tests need the static build, `cargo build --release --target
-//! x86_64-unknown-linux-musl` (`.ci/run` makes it first; without it they fail naming that command).
+//! the `--push` tests need the static build, `cargo build --profile static --target
+//! x86_64-unknown-linux-musl -p mbxstress` (`.ci/run` makes it first; without it they fail naming
+//! that command).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -387,8 +388,8 @@ fn three_hosts_start_together_and_the_aggregate_is_the_esrp_summary() {
     let agg = html.find("Aggregate").expect("aggregate section");
     assert!(html.find("id=\"h1\"").is_some_and(|h| h > agg), "{html}");
     assert!(d.join("out/h2/report.html").exists());
-    // Issue 25 case 5: what was pushed is the static build (x86_64-unknown-linux-musl, built by
-    // `.ci/run`), not this dynamically linked test binary.
+    // Issue 25 case 5: what was pushed is the static build (x86_64-unknown-linux-musl, profile
+    // `static`, built by `.ci/run`), not this dynamically linked test binary.
     let pushed = d.join(format!(
         "h3/work/bin/mbxstress-{}",
         env!("CARGO_PKG_VERSION")
@@ -1166,9 +1167,19 @@ fn push_refuses_a_dynamically_linked_binary_and_names_the_build_command() {
         r.stderr
             .contains("not a statically linked x86_64 Linux executable")
             && r.stderr
-                .contains("cargo build --release --target x86_64-unknown-linux-musl"),
+                .contains("cargo build --profile static --target x86_64-unknown-linux-musl"),
         "{}",
         r.stderr
     );
     assert!(!r.stderr.contains("Checking"), "{}", r.stderr);
+    // Missing: the same command is named.
+    let r = fleet_in(&dir, &["--push-binary", "no-such-build"], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("it is not at no-such-build")
+            && r.stderr
+                .contains("cargo build --profile static --target x86_64-unknown-linux-musl"),
+        "{}",
+        r.stderr
+    );
 }

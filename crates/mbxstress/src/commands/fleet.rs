@@ -366,8 +366,10 @@ struct Checked {
     offset_s: f64,
     /// The round trip of the best clock reading, seconds.
     rtt_s: f64,
-    /// The local binary was copied there.
+    /// It runs the static build --push copies (uploaded now, or already there: `push_reused`).
     pushed: bool,
+    /// The static build was there already, verified by SHA-256: nothing was uploaded.
+    push_reused: bool,
     /// `mbxstress doctor --json` on the host, for the host's paths and the run's flags.
     doctor: Option<DoctorReport>,
     /// How long that doctor took, seconds (ssh round trip included).
@@ -656,12 +658,13 @@ fn find_push_binary(explicit: Option<&Path>) -> anyhow::Result<Push> {
     })
 }
 
-/// Copies the static build to `WORK_DIR/bin/mbxstress-<version>` on the host; returns its path.
+/// Copies the static build to `WORK_DIR/bin/mbxstress-<version>` on the host; returns its path
+/// and whether a verified copy was there already.
 /// A copy already there with the same SHA-256 is used as it is. Otherwise the upload goes to a
 /// temporary name unique to this run and host, is verified, then renamed over the target (an
 /// atomic rename): hosts sharing a home can upload at once, each renaming a complete, verified
 /// copy, and a run never executes a half-written file.
-fn push_to(ssh: &Ssh, h: &Host, push: &Push, run_dir: &str) -> anyhow::Result<String> {
+fn push_to(ssh: &Ssh, h: &Host, push: &Push, run_dir: &str) -> anyhow::Result<(String, bool)> {
     let dest = &h.entry.ssh;
     let dir = format!("{}/bin", h.work_dir);
     let target = format!("{dir}/mbxstress-{}", env!("CARGO_PKG_VERSION"));
@@ -680,7 +683,7 @@ fn push_to(ssh: &Ssh, h: &Host, push: &Push, run_dir: &str) -> anyhow::Result<St
         )));
     }
     if lines.next().and_then(|l| l.split_whitespace().next()) == Some(push.sha256.as_str()) {
-        return Ok(target);
+        return Ok((target, true));
     }
     // The run folder's name is unique to this run and host: so is the temporary name.
     let unique = run_dir.rsplit('/').take(2).collect::<Vec<_>>().join(".");
@@ -704,7 +707,7 @@ fn push_to(ssh: &Ssh, h: &Host, push: &Push, run_dir: &str) -> anyhow::Result<St
         ));
     }
     ssh.output(dest, &format!("mv -f {} {}", sh(&part), sh(&target)), None)?;
-    Ok(target)
+    Ok((target, false))
 }
 
 /// Reachable, version (or push), clock offset, the run folder with its input files, then
@@ -729,6 +732,7 @@ fn check_host(
         .output(dest, &format!("{} --version 2>&1 || true", sh(&bin)), None)
         .unwrap_or_default();
     let mut pushed = false;
+    let mut push_reused = false;
     if found.trim() != version {
         let Some(push) = push else {
             return Err(usage(format!(
@@ -737,7 +741,7 @@ fn check_host(
                 found.trim()
             )));
         };
-        bin = push_to(ssh, h, push, run_dir)?;
+        (bin, push_reused) = push_to(ssh, h, push, run_dir)?;
         pushed = true;
     }
     ssh.output(dest, &format!("mkdir -p {}", sh(run_dir)), None)?;
@@ -756,6 +760,7 @@ fn check_host(
         offset_s,
         rtt_s,
         pushed,
+        push_reused,
         doctor: Some(doctor),
         doctor_s: t0.elapsed().as_secs_f64(),
     })
@@ -1231,10 +1236,10 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
                         c.offset_s * 1e3,
                         c.rtt_s * 1e3,
                         c.doctor_s,
-                        if c.pushed {
-                            ", binary pushed and verified"
-                        } else {
-                            ""
+                        match (c.pushed, c.push_reused) {
+                            (true, false) => ", binary pushed and verified",
+                            (true, true) => ", pushed binary already there (verified)",
+                            _ => "",
                         }
                     );
                 }
@@ -1621,6 +1626,8 @@ struct HostSummary {
     clock_offset_ms: f64,
     clock_rtt_ms: f64,
     pushed: bool,
+    /// The pushed build was on the host already (same SHA-256): nothing was uploaded.
+    push_reused: bool,
     last_phase: String,
     /// The measured phase's start in the coordinator's clock (offset corrected).
     collection_start_unix_s: Option<f64>,
@@ -1714,6 +1721,7 @@ fn write_fleet(
             clock_offset_ms: l.checked.offset_s * 1e3,
             clock_rtt_ms: l.checked.rtt_s * 1e3,
             pushed: l.checked.pushed,
+            push_reused: l.checked.push_reused,
             last_phase: l.phase.clone(),
             collection_start_unix_s: start,
             start_error_ms: start.zip(start_at).map(|(s, t)| (s - t) * 1e3),

@@ -817,8 +817,10 @@ fn is_dynamic(path: &Path) -> bool {
 /// Issue 25 case 1: two servers (two sshd, on 127.0.0.2 and 127.0.0.3) logging in to one account
 /// whose `work_dir` is one folder (the default `.mbxstress` in a home shared over NFS), both
 /// given the binary with `--push`. Each runs in its own folder and comes back as itself; the
-/// uploads of one binary into one folder at once do not collide.
+/// uploads of one binary into one folder at once do not collide; a second run reuses the
+/// verified copy.
 #[test]
+#[cfg(unix)]
 fn two_hosts_sharing_one_account_and_work_dir_keep_their_own_runs_and_push_safely() {
     let lab = lab_on("fleet-shared", &["127.0.0.2", "127.0.0.3"], false);
     let d = &lab.dir;
@@ -836,6 +838,13 @@ fn two_hosts_sharing_one_account_and_work_dir_keep_their_own_runs_and_push_safel
     }
     fs_err::write(d.join("hosts.toml"), &hosts).expect("hosts");
     assert_eq!(hosts.matches(&shared.display().to_string()).count(), 2);
+    // A damaged copy where the binary goes: both hosts upload (at once), each verifies its own
+    // upload and renames it over this one.
+    let target = shared
+        .join("bin")
+        .join(format!("mbxstress-{}", env!("CARGO_PKG_VERSION")));
+    fs_err::create_dir_all(shared.join("bin")).expect("bin");
+    fs_err::write(&target, "damaged").expect("damaged copy");
     let (child, rx) = spawn_fleet(d, &["--duration", "3s", "--push", "--progress", "quiet"]);
     let (code, out, err) = finish(child, rx);
     assert_eq!(code, 0, "{out}\n{err}");
@@ -893,6 +902,30 @@ fn two_hosts_sharing_one_account_and_work_dir_keep_their_own_runs_and_push_safel
         [format!("mbxstress-{}", env!("CARGO_PKG_VERSION"))],
         "{bins:?}"
     );
+    assert!(
+        std::fs::metadata(&target).expect("binary").len() > 1 << 20 && !is_dynamic(&target),
+        "{} is not the static build",
+        target.display()
+    );
+    assert_no_remote_runs(d);
+    // Again: the verified copy is used as it is, by both (the same file, not replaced).
+    use std::os::unix::fs::MetadataExt;
+    let inode = std::fs::metadata(&target).expect("binary").ino();
+    let mut flags: Vec<&str> = RUN_FLAGS.to_vec();
+    *flags.last_mut().expect("--out value") = "out2";
+    flags.extend(["--duration", "1s", "--push", "--progress", "quiet"]);
+    let (child, rx) = spawn_fleet_with(d, &flags);
+    let (code, out, err) = finish(child, rx);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let f = json(&d.join("out2/fleet.json"));
+    for h in f["hosts"].as_array().expect("hosts") {
+        assert_eq!(
+            (h["pushed"].as_bool(), h["push_reused"].as_bool()),
+            (Some(true), Some(true)),
+            "{h}"
+        );
+    }
+    assert_eq!(std::fs::metadata(&target).expect("binary").ino(), inode);
     assert_no_remote_runs(d);
 }
 

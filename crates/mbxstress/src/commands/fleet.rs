@@ -1158,6 +1158,12 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     // The run flags must make sense before any host is touched.
     super::run::resolve_for(r, kind)?;
     let hosts = load_hosts(&args.hosts)?;
+    // The binary --push copies, found and verified before any host or --out is touched.
+    let push = if args.push || args.push_binary.is_some() {
+        Some(find_push_binary(args.push_binary.as_deref())?)
+    } else {
+        None
+    };
     let out = super::run::results_dir(r.out.as_deref())?;
     fs_err::create_dir_all(&out).context("creating the results folder")?;
     let human = r.progress == "human";
@@ -1192,12 +1198,6 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &r.profile {
         uploads.push((p.clone(), "profile".into()));
     }
-    // The binary --push copies, found and verified before any host is touched.
-    let push = if args.push || args.push_binary.is_some() {
-        Some(find_push_binary(args.push_binary.as_deref())?)
-    } else {
-        None
-    };
     let cancel = crate::interrupt::install();
 
     // 1. Checks, at most --fanout hosts at once.

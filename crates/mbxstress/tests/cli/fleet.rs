@@ -1205,6 +1205,8 @@ fn push_refuses_a_dynamically_linked_binary_and_names_the_build_command() {
         r.stderr
     );
     assert!(!r.stderr.contains("Checking"), "{}", r.stderr);
+    // Refused before --out was made (or an unfinished run there moved aside).
+    assert!(!dir.join("out").exists());
     // Missing: the same command is named.
     let r = fleet_in(&dir, &["--push-binary", "no-such-build"], None);
     assert_eq!(r.code, 2, "{}", r.stderr);

@@ -120,17 +120,20 @@ The hosts file (TOML), one [[host]] table per server:
   mbxstress = \"/opt/mbxstress\"      # optional: the remote binary [default: mbxstress on PATH]
   work_dir = \".mbxstress\"           # optional: remote folder for runs and pushed binaries
 
-Before anything runs, every host is checked at once: reachable (ssh with BatchMode=yes: keys or
-an agent, never a password), the same mbxstress version (or --push: the local binary is copied
-to WORK_DIR/bin and verified by SHA-256), its clock offset measured. Every host then prepares its
-databases, meets the cache prerequisite and settles; once all are ready the coordinator sends each
-the same start time (now + --start-margin, in each host's clock) and they measure together.
-Results: --out/<name>/ (each host's folder, copied back), --out/fleet.json (hosts, clock
-offsets, start skew, the ESRP summary across servers) and --out/fleet.html. A host that fails
-is reported with its last state; the others complete and the aggregate is marked partial.
-Ctrl-C (or SIGTERM) stops every remote run cleanly and collects the partial results; a host
-that does not answer within --host-timeout is given up; a second Ctrl-C stops waiting at once.
-fleet.json is written from the start and kept up to date (partial until the end).
+Before anything runs, every host is checked (at most --fanout at once, default 32): reachable
+(ssh with BatchMode=yes: keys or an agent, never a password), the same mbxstress version (or
+--push: the static Linux build is copied to WORK_DIR/bin under a temporary name, verified by
+SHA-256 and renamed; a verified copy already there is reused), its clock offset measured. Each
+host runs in WORK_DIR/fleet/<run id>/<name>/, so hosts sharing a home never share files. Every
+host then prepares its databases, meets the cache prerequisite and settles; once all are ready
+the coordinator sends each the same start time (now + --start-margin, in each host's clock) and
+they measure together. Results: --out/<name>/ (each host's folder, copied back),
+--out/fleet.json (hosts, clock offsets, start skew, the ESRP summary across the hosts that
+measured) and --out/fleet.html. A host that fails is reported with its last state; the others
+complete and the aggregate is marked partial (exit 3). Ctrl-C (or SIGTERM) stops every remote
+run cleanly and collects the partial results (exit 130); a host that does not answer within
+--host-timeout is given up; a second Ctrl-C stops waiting at once. fleet.json is written from
+the start and kept up to date (partial until the end).
 
 Run flags (all but --db-path, --log-path, --jetstress-config and --test suite) apply to every
 host; --config and --profile files are copied to each host.
@@ -148,9 +151,20 @@ pub struct FleetRunArgs {
     /// An ssh configuration file, passed to every ssh as `-F FILE`.
     #[arg(long, value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
-    /// Copy this mbxstress binary to hosts whose version differs (or that have none).
+    /// Copy the static Linux build of this version (x86_64-unknown-linux-musl) to hosts whose
+    /// version differs (or that have none); see --push-binary.
     #[arg(long)]
     pub push: bool,
+    /// The binary --push copies [default: this binary if it is the static build, else
+    /// target/x86_64-unknown-linux-musl/{static,this profile,release}/mbxstress beside this
+    /// build, made by `cargo build --profile static --target x86_64-unknown-linux-musl -p
+    /// mbxstress`]. Implies --push.
+    #[arg(long, value_name = "FILE")]
+    pub push_binary: Option<PathBuf>,
+    /// At most this many hosts checked at once (ssh connections opened and closed), as pdsh's
+    /// fan-out; the run itself keeps one connection per host open.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub fanout: u32,
     /// Time between the last host being ready and the synchronized start (0.1s..=10m), enough
     /// for the start line to reach every host.
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = crate::units::parse_duration)]

@@ -85,7 +85,137 @@ fn default_name(ssh: &str) -> String {
         .collect()
 }
 
-/// Reads and checks the hosts file: strict keys, non-empty `ssh` and paths, unique safe names.
+/// Names a host may not have: what the coordinator writes beside the host folders in `--out`
+/// (fleet.json, fleet.html, `earlier/` for a resumed run's predecessor) and the files of a result
+/// folder, which `--out` is refused for holding (see `run::RESULT_FILES`). Compared without case
+/// (a case-insensitive filesystem, as on macOS and Windows, makes `Fleet.json` the same file).
+const RESERVED_NAMES: [&str; 3] = ["fleet.json", "fleet.html", "earlier"];
+
+/// Longest host name: one path component on every filesystem, with room for the paths below it.
+const MAX_NAME_LEN: usize = 100;
+
+/// Why `name` cannot name a host's results folder (a single, portable path component that the
+/// coordinator does not use itself), or `None`.
+fn bad_name(name: &str) -> Option<String> {
+    if name.is_empty()
+        || name.starts_with('.')
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    {
+        return Some(
+            "must be letters, digits, '.', '-' or '_', not starting with '.' (it names the results folder)"
+                .into(),
+        );
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Some(format!(
+            "is {} characters long, over {MAX_NAME_LEN} (it names the results folder)",
+            name.len()
+        ));
+    }
+    let lower = name.to_ascii_lowercase();
+    if RESERVED_NAMES
+        .iter()
+        .chain(super::run::RESULT_FILES.iter())
+        .any(|r| *r == lower)
+    {
+        return Some(format!(
+            "is reserved: `--out` holds fleet.json, fleet.html and earlier/ beside the host folders, and no result file ({}); choose another name",
+            super::run::RESULT_FILES.join(", ")
+        ));
+    }
+    // Windows reserves these device names, with any extension, in every folder.
+    let stem = lower.split('.').next().unwrap_or("");
+    let device = matches!(stem, "con" | "prn" | "aux" | "nul")
+        || (stem.len() == 4
+            && (stem.starts_with("com") || stem.starts_with("lpt"))
+            && stem.ends_with(|c: char| ('1'..='9').contains(&c)));
+    if device || name.ends_with('.') {
+        return Some(
+            "is not a valid folder name on Windows (a device name such as CON or NUL, or a trailing '.'); choose another name"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Longest host profile file read: a profile is five `key = number` lines, about 150 bytes.
+const PROFILE_LIMIT: u64 = 64 * 1024;
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()
+        .get(..end)
+        .map_or(0, |b| b.iter().filter(|c| **c == b'\n').count())
+        .saturating_add(1)
+}
+
+/// Checks a host's `profile` file here before it is copied anywhere: a regular file of at most
+/// [`PROFILE_LIMIT`] bytes (bounded read: no device, FIFO or huge file), TOML with exactly the
+/// profile keys, values in range. The message names lines and keys of the profile format, never
+/// the file's contents (it may be any file, such as /etc/shadow).
+fn check_profile(path: &Path) -> Result<(), String> {
+    let what = "a mailbox profile (TOML)";
+    let text =
+        mbx_report::input::read_bounded(path, PROFILE_LIMIT, what).map_err(|e| e.to_string())?;
+    let keys: std::collections::BTreeMap<String, toml::Spanned<toml::Value>> =
+        toml::from_str(&text).map_err(|e| {
+            let at = e.span().map_or(0, |s| s.start);
+            format!(
+                "{} is not a mailbox profile: not valid TOML at line {} (a profile is `key = number` lines: {})",
+                path.display(),
+                line_of(&text, at),
+                mbx_config::PROFILE_KEYS.join(", ")
+            )
+        })?;
+    if let Some((_, v)) = keys
+        .iter()
+        .find(|(k, _)| !mbx_config::PROFILE_KEYS.contains(&k.as_str()))
+    {
+        return Err(format!(
+            "{} is not a mailbox profile: line {} has a key that is not one of {}",
+            path.display(),
+            line_of(&text, v.span().start),
+            mbx_config::PROFILE_KEYS.join(", ")
+        ));
+    }
+    if let Some(k) = mbx_config::PROFILE_KEYS
+        .iter()
+        .find(|k| !keys.contains_key(**k))
+    {
+        return Err(format!(
+            "{} is not a complete mailbox profile: key `{k}` is missing",
+            path.display()
+        ));
+    }
+    let profile: mbx_config::Profile = toml::from_str(&text).map_err(|e| {
+        let at = e.span().map_or(0, |s| s.start);
+        format!(
+            "{}: line {}: the value has the wrong type (profile values are numbers)",
+            path.display(),
+            line_of(&text, at)
+        )
+    })?;
+    profile.validate(path).map_err(|e| e.to_string())
+}
+
+/// The lines of a host's keys in the hosts file (parsed a second time, for messages only).
+#[derive(Debug, Default, Deserialize)]
+struct HostLine {
+    ssh: Option<toml::Spanned<toml::Value>>,
+    name: Option<toml::Spanned<toml::Value>>,
+    profile: Option<toml::Spanned<toml::Value>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct HostLines {
+    host: Vec<HostLine>,
+}
+
+/// Reads and checks the hosts file: strict keys, non-empty `ssh` and paths, unique safe names
+/// that are not reserved, a valid `profile`. Every message names the hosts file's line.
 fn load_hosts(path: &Path) -> anyhow::Result<Vec<Host>> {
     let text = mbx_config::input::read_bounded(
         path,
@@ -105,41 +235,60 @@ fn load_hosts(path: &Path) -> anyhow::Result<Vec<Host>> {
             path.display()
         )));
     }
+    let lines = toml::from_str::<HostLines>(&text)
+        .map(|l| l.host)
+        .unwrap_or_default();
+    let line =
+        |s: &Option<toml::Spanned<toml::Value>>| s.as_ref().map(|v| line_of(&text, v.span().start));
     let mut names = BTreeSet::new();
     let mut hosts = Vec::new();
     for (i, e) in file.host.into_iter().enumerate() {
-        let which = format!("--hosts {}: host {} ({:?})", path.display(), i + 1, e.ssh);
+        let at = lines.get(i);
+        let ssh_line = at.and_then(|l| line(&l.ssh));
+        let which = |key_line: Option<usize>| match key_line.or(ssh_line) {
+            Some(n) => format!(
+                "--hosts {} line {n}: host {} ({:?})",
+                path.display(),
+                i + 1,
+                e.ssh
+            ),
+            None => format!("--hosts {}: host {} ({:?})", path.display(), i + 1, e.ssh),
+        };
         if e.ssh.trim().is_empty() || e.ssh.starts_with('-') {
             return Err(usage(format!(
-                "{which}: key `ssh` must be a destination such as user@server"
+                "{}: key `ssh` must be a destination such as user@server",
+                which(None)
             )));
         }
         let name = e.name.clone().unwrap_or_else(|| default_name(&e.ssh));
-        if name.is_empty()
-            || name.starts_with('.')
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
-        {
-            return Err(usage(format!(
-                "{which}: key `name` {name:?} must be letters, digits, '.', '-' or '_' (it names the results folder)"
-            )));
+        let name_line = at.and_then(|l| line(&l.name));
+        if let Some(why) = bad_name(&name) {
+            let key = if e.name.is_some() {
+                "key `name`"
+            } else {
+                "the name taken from `ssh` (set `name`)"
+            };
+            return Err(usage(format!("{}: {key} {name:?} {why}", which(name_line))));
         }
-        if !names.insert(name.clone()) {
+        if !names.insert(name.to_ascii_lowercase()) {
             return Err(usage(format!(
-                "{which}: key `name` {name:?} is used by another host: give each host its own name"
+                "{}: key `name` {name:?} is used by another host (names are compared without case): give each host its own name",
+                which(name_line)
             )));
         }
         for (key, p) in [("db_path", &e.db_path), ("log_path", &e.log_path)] {
             if p.list().is_empty() || p.list().iter().any(|s| s.trim().is_empty()) {
-                return Err(usage(format!("{which}: key `{key}` has an empty path")));
+                return Err(usage(format!(
+                    "{}: key `{key}` has an empty path",
+                    which(None)
+                )));
             }
         }
         if let Some(p) = &e.profile {
-            if !p.is_file() {
+            if let Err(why) = check_profile(p) {
                 return Err(usage(format!(
-                    "{which}: key `profile` {} is not a file here (it is a local file, copied to the host)",
-                    p.display()
+                    "{}: key `profile` (a local file, checked here and copied to the host): {why}",
+                    which(at.and_then(|l| line(&l.profile)))
                 )));
             }
         }
@@ -222,8 +371,10 @@ struct Checked {
     offset_s: f64,
     /// The round trip of the best clock reading, seconds.
     rtt_s: f64,
-    /// The local binary was copied there.
+    /// It runs the static build --push copies (uploaded now, or already there: `push_reused`).
     pushed: bool,
+    /// The static build was there already, verified by SHA-256: nothing was uploaded.
+    push_reused: bool,
     /// `mbxstress doctor --json` on the host, for the host's paths and the run's flags.
     doctor: Option<DoctorReport>,
     /// How long that doctor took, seconds (ssh round trip included).
@@ -381,12 +532,195 @@ fn doctor_host(
     Ok(report)
 }
 
+/// The remote folder of one host's run: unique per run and host, so hosts whose `work_dir` is one
+/// folder (a home shared over NFS, two aliases of one server) never share files.
+fn remote_run_dir(work_dir: &str, run_id: &str, name: &str) -> String {
+    format!("{work_dir}/fleet/{run_id}/{name}")
+}
+
+/// The Rust target of the binary `--push` copies: statically linked (musl), it runs on any x86_64
+/// Linux whatever its C library, where a glibc build needs a glibc at least as new as the build
+/// machine's. Always this build, not only for hosts with an older libc: one binary, verified the
+/// same way everywhere, and no probing of remote libc versions.
+pub(crate) const STATIC_TARGET: &str = "x86_64-unknown-linux-musl";
+
+/// The command that builds it (the `static` profile of Cargo.toml: release code without debug
+/// info, a fifth of the size to copy to every host).
+pub(crate) const STATIC_BUILD: &str =
+    "cargo build --profile static --target x86_64-unknown-linux-musl -p mbxstress";
+
+/// The binary `--push` copies, found and checked here once before any host is touched.
+#[derive(Debug, Clone)]
+struct Push {
+    path: PathBuf,
+    sha256: String,
+}
+
+/// True if `bytes` are a 64-bit little-endian x86_64 ELF executable without a program
+/// interpreter (PT_INTERP): statically linked, so it needs no C library on the host.
+fn is_static_x86_64_elf(bytes: &[u8]) -> bool {
+    let u16_at = |at: usize| {
+        bytes
+            .get(at..at.saturating_add(2))
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    let u32_at = |at: usize| {
+        bytes
+            .get(at..at.saturating_add(4))
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(u32::from_le_bytes)
+    };
+    let u64_at = |at: usize| {
+        bytes
+            .get(at..at.saturating_add(8))
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_le_bytes)
+    };
+    // ELF magic, 64-bit, little-endian, x86_64 (EM_X86_64 = 62).
+    if bytes.get(..6) != Some(&[0x7f, b'E', b'L', b'F', 2, 1][..]) || u16_at(18) != Some(62) {
+        return false;
+    }
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
+    else {
+        return false;
+    };
+    let Ok(phoff) = usize::try_from(phoff) else {
+        return false;
+    };
+    (0..usize::from(phnum)).all(|i| {
+        let at = phoff.saturating_add(i.saturating_mul(usize::from(phentsize)));
+        // PT_INTERP = 3; a header that does not fit the file is not a valid executable.
+        u32_at(at).is_some_and(|t| t != 3)
+    })
+}
+
+/// Finds the static build `--push` copies: `--push-binary`, else this binary if it is that build,
+/// else `target/x86_64-unknown-linux-musl/{static,this profile,release}/mbxstress` beside this
+/// build (`static` is the profile of [`STATIC_BUILD`]). It must be a static x86_64 ELF that says
+/// this version. A usage error names the build command.
+fn find_push_binary(explicit: Option<&Path>) -> anyhow::Result<Push> {
+    let build = format!("rustup target add {STATIC_TARGET} && {STATIC_BUILD}");
+    let exe = std::env::current_exe().context("finding this binary for --push")?;
+    let candidates: Vec<PathBuf> = match explicit {
+        Some(p) => vec![p.to_path_buf()],
+        None if cfg!(all(target_os = "linux", target_env = "musl")) => vec![exe.clone()],
+        None => {
+            // target/<profile>/mbxstress or target/<triple>/<profile>/mbxstress.
+            let profile = exe.parent().and_then(Path::file_name);
+            let mut v = Vec::new();
+            for root in exe.ancestors().skip(2).take(2) {
+                let profiles = [
+                    Some(std::ffi::OsStr::new("static")),
+                    profile,
+                    Some(std::ffi::OsStr::new("release")),
+                ];
+                for p in profiles.into_iter().flatten() {
+                    let c = root.join(STATIC_TARGET).join(p).join("mbxstress");
+                    if !v.contains(&c) {
+                        v.push(c);
+                    }
+                }
+            }
+            v
+        }
+    };
+    let Some(path) = candidates.iter().find(|p| p.is_file()) else {
+        let looked: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
+        return Err(usage(format!(
+            "--push copies the static Linux build ({STATIC_TARGET}), which runs whatever the host's C library; it is not at {}: build it with `{build}`, or name it with --push-binary FILE",
+            looked.join(" or ")
+        )));
+    };
+    let what = "the static mbxstress build for --push";
+    let bytes = mbx_report::input::read_head(path, 4096, what)
+        .map_err(|e| usage(format!("--push: {e}")))?;
+    if !is_static_x86_64_elf(&bytes) {
+        return Err(usage(format!(
+            "--push: {} is not a statically linked x86_64 Linux executable: build the static one with `{build}`",
+            path.display()
+        )));
+    }
+    let version = format!("mbxstress {}", env!("CARGO_PKG_VERSION"));
+    // Its version, asked where it can run (a coordinator on another system pushes it unasked;
+    // the hosts' own checks then run it).
+    if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        let said = Command::new(path)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        if said != version {
+            return Err(usage(format!(
+                "--push: {} says {said:?}, not {version:?}: rebuild it with `{build}`",
+                path.display()
+            )));
+        }
+    }
+    Ok(Push {
+        sha256: sha256_local(path)?,
+        path: path.clone(),
+    })
+}
+
+/// Copies the static build to `WORK_DIR/bin/mbxstress-<version>` on the host; returns its path
+/// and whether a verified copy was there already.
+/// A copy already there with the same SHA-256 is used as it is. Otherwise the upload goes to a
+/// temporary name unique to this run and host, is verified, then renamed over the target (an
+/// atomic rename): hosts sharing a home can upload at once, each renaming a complete, verified
+/// copy, and a run never executes a half-written file.
+fn push_to(ssh: &Ssh, h: &Host, push: &Push, run_dir: &str) -> anyhow::Result<(String, bool)> {
+    let dest = &h.entry.ssh;
+    let dir = format!("{}/bin", h.work_dir);
+    let target = format!("{dir}/mbxstress-{}", env!("CARGO_PKG_VERSION"));
+    let probe = ssh.output(
+        dest,
+        &format!("uname -m; sha256sum {} 2>/dev/null || true", sh(&target)),
+        None,
+    )?;
+    let mut lines = probe.lines();
+    let arch = lines.next().unwrap_or("").trim();
+    if arch != "x86_64" {
+        return Err(usage(format!(
+            "host {}: --push has an x86_64 build, but the host's `uname -m` says {arch:?}: install mbxstress {} there and set `mbxstress = \"/path\"`",
+            h.name,
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    if lines.next().and_then(|l| l.split_whitespace().next()) == Some(push.sha256.as_str()) {
+        return Ok((target, true));
+    }
+    // The run folder's name is unique to this run and host: so is the temporary name.
+    let unique = run_dir.rsplit('/').take(2).collect::<Vec<_>>().join(".");
+    let part = format!("{target}.{unique}.part");
+    let remote_sum = ssh.output(
+        dest,
+        &format!(
+            "mkdir -p {d} && cat > {p} && chmod 755 {p} && sha256sum {p}",
+            d = sh(&dir),
+            p = sh(&part)
+        ),
+        Some(&push.path),
+    )?;
+    if remote_sum.split_whitespace().next() != Some(push.sha256.as_str()) {
+        let _ = ssh.output(dest, &format!("rm -f {}", sh(&part)), None);
+        return Err(anyhow!(
+            "host {}: --push: the copy's SHA-256 is {:?}, the local binary's {}: the transfer was damaged, run again",
+            h.name,
+            remote_sum.trim(),
+            push.sha256
+        ));
+    }
+    ssh.output(dest, &format!("mv -f {} {}", sh(&part), sh(&target)), None)?;
+    Ok((target, false))
+}
+
 /// Reachable, version (or push), clock offset, the run folder with its input files, then
 /// doctor's checks of the host's locations.
 fn check_host(
     ssh: &Ssh,
     h: &Host,
-    push: bool,
+    push: Option<&Push>,
     run_dir: &str,
     uploads: &[(PathBuf, String)],
     flags: &[String],
@@ -403,37 +737,16 @@ fn check_host(
         .output(dest, &format!("{} --version 2>&1 || true", sh(&bin)), None)
         .unwrap_or_default();
     let mut pushed = false;
+    let mut push_reused = false;
     if found.trim() != version {
-        if !push {
+        let Some(push) = push else {
             return Err(usage(format!(
-                "host {}: `{bin} --version` says {:?}, not {version:?}: install the same version there, set `mbxstress = \"/path\"` for the host, or add --push to copy this binary",
+                "host {}: `{bin} --version` says {:?}, not {version:?}: install the same version there, set `mbxstress = \"/path\"` for the host, or add --push to copy the static build",
                 h.name,
                 found.trim()
             )));
-        }
-        let exe = std::env::current_exe().context("finding this binary for --push")?;
-        let sum = sha256_local(&exe)?;
-        let dir = format!("{}/bin", h.work_dir);
-        let target = format!("{dir}/mbxstress-{}", env!("CARGO_PKG_VERSION"));
-        let part = format!("{target}.part");
-        let remote_sum = ssh.output(
-            dest,
-            &format!(
-                "mkdir -p {d} && cat > {p} && chmod 755 {p} && sha256sum {p}",
-                d = sh(&dir),
-                p = sh(&part)
-            ),
-            Some(&exe),
-        )?;
-        if remote_sum.split_whitespace().next() != Some(sum.as_str()) {
-            return Err(anyhow!(
-                "host {}: --push: the copy's SHA-256 is {:?}, the local binary's {sum}: the transfer was damaged, run again",
-                h.name,
-                remote_sum.trim()
-            ));
-        }
-        ssh.output(dest, &format!("mv -f {} {}", sh(&part), sh(&target)), None)?;
-        bin = target;
+        };
+        (bin, push_reused) = push_to(ssh, h, push, run_dir)?;
         pushed = true;
     }
     ssh.output(dest, &format!("mkdir -p {}", sh(run_dir)), None)?;
@@ -452,17 +765,51 @@ fn check_host(
         offset_s,
         rtt_s,
         pushed,
+        push_reused,
         doctor: Some(doctor),
         doctor_s: t0.elapsed().as_secs_f64(),
     })
 }
 
+/// `f` over `items` on at most `workers` threads at once (the fan-out bound of the checks: each
+/// opens and closes ssh connections), results in the items' order; `None` where `f` panicked.
+fn bounded_map<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<Option<R>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers.clamp(1, items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(item) = items.get(i) else { break };
+                // A panic is that item's `None`, not the end of the scope (and the process).
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))).ok();
+                if let (Some(slot), Some(r)) = (results.get(i), r) {
+                    if let Ok(mut g) = slot.lock() {
+                        *g = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| m.into_inner().ok().flatten())
+        .collect()
+}
+
 /// Flags of `fleet run` that the coordinator consumes: (flag, takes a value).
-const OWN_FLAGS: [(&str, bool); 8] = [
+const OWN_FLAGS: [(&str, bool); 10] = [
     ("--hosts", true),
     ("--host-timeout", true),
     ("--ssh-config", true),
     ("--push", false),
+    ("--push-binary", true),
+    ("--fanout", true),
     ("--start-margin", true),
     ("--abort-on-host-failure", false),
     ("--out", true),
@@ -530,13 +877,83 @@ fn remote_command(h: &Host, bin: &str, run_dir: &str, flags: &[String]) -> Strin
         "stdin".into(),
     ]);
     let line: Vec<String> = words.iter().map(|w| sh(w)).collect();
-    // The shell's pid is the run's after `exec`: the pid file lets the coordinator find the run
-    // again over a fresh connection (to wait for it or stop it) if this one drops.
+    // The run goes in the background so that its pid (`$!`) is the one in the pid file: the
+    // coordinator finds the run again over a fresh connection (to wait for it or stop it) if this
+    // one drops. fd 3 carries the connection's input to it (a background command's input is
+    // /dev/null otherwise): the run stops by itself when that input ends. Not `exec`: the shell
+    // then reports the run's own exit status on the event stream, so a run killed by a signal is
+    // told apart from ssh's own exit 255 (a connection that failed).
     format!(
-        "echo $$ > {} && exec {}",
+        "exec 3<&0; {} <&3 3<&- & echo $! > {}; wait $!; s=$?; printf '{{\"event\":\"{REMOTE_EXIT}\",\"status\":%d}}\\n' \"$s\"; exit \"$s\"",
+        line.join(" "),
         sh(&format!("{run_dir}/{PID_FILE}")),
-        line.join(" ")
     )
+}
+
+/// The event the remote wrapper adds after the run exits: `{"event":"remote_exit","status":N}`
+/// (the shell's `$?`: 128 + the signal's number for a run killed by a signal).
+const REMOTE_EXIT: &str = "remote_exit";
+
+/// The name of Linux signal `n` (the numbers of x86_64 Linux, the hosts `fleet run` drives).
+fn signal_name(n: i64) -> Option<&'static str> {
+    Some(match n {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        10 => "SIGUSR1",
+        11 => "SIGSEGV",
+        12 => "SIGUSR2",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        _ => return None,
+    })
+}
+
+/// "signal 9 (SIGKILL)" for a shell status of 128 + 9.
+fn signal_text(status: i64) -> String {
+    let n = status.saturating_sub(128);
+    match signal_name(n) {
+        Some(name) => format!("signal {n} ({name})"),
+        None => format!("signal {n}"),
+    }
+}
+
+/// How a host's run ended, from ssh's exit status (`code`, `None` if ssh itself was killed) and
+/// the remote wrapper's report of the run's own status. ssh exits 255 both when the connection
+/// fails and when the remote command is killed by a signal; the wrapper's line tells them apart:
+/// without it, the connection ended before the run did.
+fn ended_state(l: &Live, code: Option<i32>) -> State {
+    let last = last_line(&l.stderr_path);
+    match (l.remote_exit, code) {
+        // 130 is the run's own exit after a clean stop (SIGINT or SIGTERM), with its result.
+        (Some(st), _) if st > 128 && !l.result_seen => State::Failed(format!(
+            "the remote run was killed by {} in phase {:?}: {last}",
+            signal_text(st),
+            l.phase
+        )),
+        (Some(st), _) if !l.result_seen => State::Failed(format!(
+            "the remote run exited with {st} before writing its result: {last}"
+        )),
+        (Some(st), _) => State::Exited(i32::try_from(st).unwrap_or(i32::MAX)),
+        (None, Some(255) | None) => State::Failed(format!(
+            "the ssh connection ended ({}) in phase {:?}: {last}",
+            code.map_or("killed".into(), |c| format!("exit {c}")),
+            l.phase
+        )),
+        (None, Some(c)) if !l.result_seen => State::Failed(format!(
+            "the remote run exited with {c} before writing its result: {last}"
+        )),
+        (None, Some(c)) => State::Exited(c),
+    }
 }
 
 /// How a host's run ended.
@@ -564,6 +981,8 @@ struct Live {
     /// Seconds left in the current phase, when its length is known.
     eta_s: Option<f64>,
     result_seen: bool,
+    /// The run's own exit status, reported by the remote wrapper (`remote_exit`).
+    remote_exit: Option<i64>,
     /// Its ssh was started (there is a remote folder to copy back).
     started: bool,
     stderr_path: PathBuf,
@@ -1215,6 +1634,12 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     let cfg = super::run::resolve_for(r, kind)?;
     let silence = host_timeout(args.host_timeout, cfg.sample_interval_s)?;
     let hosts = load_hosts(&args.hosts)?;
+    // The binary --push copies, found and verified before any host or --out is touched.
+    let push = if args.push || args.push_binary.is_some() {
+        Some(find_push_binary(args.push_binary.as_deref())?)
+    } else {
+        None
+    };
     let out = super::run::results_dir(r.out.as_deref())?;
     fs_err::create_dir_all(&out).context("creating the results folder")?;
     let human = r.progress == "human";
@@ -1254,35 +1679,28 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     let presses = crate::interrupt::install_counting(Arc::clone(&runs_started));
     let cancel = || presses.load(Ordering::SeqCst) >= 1;
 
-    // 1. Checks, every host at once.
+    // 1. Checks, at most --fanout hosts at once.
     if human {
         errln!(
-            "Checking {} host(s): reachable, version, clock, doctor ...",
-            hosts.len()
+            "Checking {} host(s) ({} at once): reachable, version, clock, doctor ...",
+            hosts.len(),
+            args.fanout
+                .min(u32::try_from(hosts.len()).unwrap_or(u32::MAX))
         );
     }
-    let checks: Vec<anyhow::Result<Checked>> = std::thread::scope(|s| {
-        let handles: Vec<_> = hosts
-            .iter()
-            .map(|h| {
-                let run_dir = format!("{}/fleet/{run_id}", h.work_dir);
-                let mut up = uploads.clone();
-                if let Some(p) = &h.entry.profile {
-                    up.push((p.clone(), "host-profile".into()));
-                }
-                let ssh = &ssh;
-                let flags = forwarded_flags(&argv, &run_dir);
-                s.spawn(move || check_host(ssh, h, args.push, &run_dir, &up, &flags))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|j| {
-                j.join()
-                    .unwrap_or_else(|_| Err(anyhow!("the check thread panicked")))
-            })
-            .collect()
-    });
+    let fanout = usize::try_from(args.fanout).unwrap_or(1);
+    let checks: Vec<anyhow::Result<Checked>> = bounded_map(&hosts, fanout, |h| {
+        let run_dir = remote_run_dir(&h.work_dir, &run_id, &h.name);
+        let mut up = uploads.clone();
+        if let Some(p) = &h.entry.profile {
+            up.push((p.clone(), "host-profile".into()));
+        }
+        let flags = forwarded_flags(&argv, &run_dir);
+        check_host(&ssh, h, push.as_ref(), &run_dir, &up, &flags)
+    })
+    .into_iter()
+    .map(|c| c.unwrap_or_else(|| Err(anyhow!("the check thread panicked"))))
+    .collect();
     let mut lives: Vec<Live> = Vec::new();
     let mut usage_error = false;
     for (h, c) in hosts.iter().zip(checks) {
@@ -1297,10 +1715,10 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
                         c.offset_s * 1e3,
                         c.rtt_s * 1e3,
                         c.doctor_s,
-                        if c.pushed {
-                            ", binary pushed and verified"
-                        } else {
-                            ""
+                        match (c.pushed, c.push_reused) {
+                            (true, false) => ", binary pushed and verified",
+                            (true, true) => ", pushed binary already there (verified)",
+                            _ => "",
                         }
                     );
                 }
@@ -1339,6 +1757,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             read_ms: 0.0,
             eta_s: None,
             result_seen: false,
+            remote_exit: None,
             started: false,
             stderr_path: dir.join("ssh-stderr.log"),
             last_seen: Instant::now(),
@@ -1387,7 +1806,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         if l.state != State::Checking {
             continue;
         }
-        let run_dir = format!("{}/fleet/{run_id}", l.host.work_dir);
+        let run_dir = remote_run_dir(&l.host.work_dir, &run_id, &l.host.name);
         let flags = forwarded_flags(&argv, &run_dir);
         let cmd = remote_command(&l.host, &l.checked.bin, &run_dir, &flags);
         l.last_seen = Instant::now();
@@ -1503,24 +1922,11 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
                         // Given up (the watchdog, a second interrupt): its run is stopped.
                         Collect::Stop
                     } else {
-                        l.state = match code {
-                            // 255: ssh itself failed (connection lost); no result line: the run
-                            // did not end on its own.
-                            Some(255) | None => State::Failed(format!(
-                                "the ssh connection ended ({}) in phase {:?}: {}",
-                                code.map_or("killed".into(), |c| format!("exit {c}")),
-                                l.phase,
-                                last_line(&l.stderr_path)
-                            )),
-                            Some(c) if !l.result_seen => State::Failed(format!(
-                                "the remote run exited with {c} before writing its result: {}",
-                                last_line(&l.stderr_path)
-                            )),
-                            Some(c) => State::Exited(c),
-                        };
-                        if matches!(code, Some(255) | None) {
-                            // The remote run may still be going (it stops by itself once its
-                            // input ends) and write its result later: wait for it.
+                        l.state = ended_state(l, code);
+                        if l.remote_exit.is_none() && matches!(code, Some(255) | None) {
+                            // The connection ended before the run reported its end: the remote
+                            // run may still be going (it stops by itself once its input ends)
+                            // and write its result later: wait for it.
                             Collect::Lost { wait: silence }
                         } else {
                             Collect::Finished
@@ -1537,7 +1943,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
                     let job = CollectJob {
                         idx: i,
                         host: l.host.clone(),
-                        run_dir: format!("{}/fleet/{run_id}", l.host.work_dir),
+                        run_dir: remote_run_dir(&l.host.work_dir, &run_id, &l.host.name),
                         dest: out.join(&l.host.name),
                         how,
                     };
@@ -1610,12 +2016,16 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         text.push_str(&super::esrp::text(&summary.esrp));
         for h in &summary.hosts {
             text.push_str(&format!(
-                "{:<16} {}{}\n",
+                "{:<16} {}{}{}\n",
                 h.name,
                 h.state,
                 h.message
                     .as_deref()
                     .map(|m| format!(": {m}"))
+                    .unwrap_or_default(),
+                h.excluded
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
                     .unwrap_or_default()
             ));
         }
@@ -1635,9 +2045,11 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         ));
         outln!("{text}").context("writing the summary to stdout")?;
     }
+    // As documented: interrupted 130; partial (a host failed, was stopped or interrupted on its
+    // side, or has no result) 3; every host passed 0; else a verdict failed, 1.
     let code = if interrupted {
         ExitCode::from(crate::interrupt::INTERRUPTED)
-    } else if lives.iter().any(|l| matches!(l.state, State::Failed(_))) {
+    } else if partial {
         ExitCode::from(crate::exit::RUNTIME)
     } else if lives.iter().all(|l| l.state == State::Exited(0)) {
         ExitCode::SUCCESS
@@ -1691,6 +2103,11 @@ fn on_line(l: &mut Live, line: &str, json_out: bool) {
                 .map(|(t, e)| (t - e).max(0.0));
         }
         Some("result") => l.result_seen = true,
+        // The wrapper's, not the run's: kept out of the --progress jsonl stream.
+        Some(REMOTE_EXIT) => {
+            l.remote_exit = v["status"].as_i64();
+            return;
+        }
         _ => {}
     }
     if json_out {
@@ -1771,6 +2188,10 @@ fn state_name(s: &State) -> &'static str {
 fn state_message(s: &State) -> Option<String> {
     match s {
         State::Failed(m) => Some(m.clone()),
+        State::Exited(c) if *c > 128 && *c != 130 => Some(format!(
+            "the remote run was killed by {} after writing its result",
+            signal_text(i64::from(*c))
+        )),
         State::Exited(c) if !matches!(c, 0 | 1 | 130) => {
             Some(format!("the remote run exited with {c}"))
         }
@@ -1795,12 +2216,19 @@ struct HostSummary {
     clock_offset_ms: f64,
     clock_rtt_ms: f64,
     pushed: bool,
+    /// The pushed build was on the host already (same SHA-256): nothing was uploaded.
+    push_reused: bool,
     last_phase: String,
     /// The measured phase's start in the coordinator's clock (offset corrected).
     collection_start_unix_s: Option<f64>,
     /// Its distance from the start time sent, ms.
     start_error_ms: Option<f64>,
     result: Option<String>,
+    /// Its result is one of the servers of `esrp` (it reached the synchronized start and
+    /// measured).
+    aggregated: bool,
+    /// Why it is not, when the run started there.
+    excluded: Option<String>,
     /// `mbxstress doctor --json` on the host before the run (schema mbxstress.doctor/1).
     doctor: Option<DoctorReport>,
     /// How long that doctor took, seconds (ssh round trip included).
@@ -1821,6 +2249,18 @@ struct FleetSummary {
     esrp: mbx_report::EsrpSummary,
 }
 
+/// Why a host's result is left out of the aggregate, if it is: it must have become ready (so
+/// it got the synchronized start) and measured (`collection_start_unix_s` in its result).
+fn aggregate_exclusion(ready: bool, measured: bool) -> Option<String> {
+    if !ready {
+        Some("not in the aggregate: the host never became ready (its run stopped before the synchronized start)".into())
+    } else if !measured {
+        Some("not in the aggregate: its run stopped before the measured phase".into())
+    } else {
+        None
+    }
+}
+
 fn write_fleet(
     out: &Path,
     run_id: &str,
@@ -1835,20 +2275,33 @@ fn write_fleet(
         let path = out.join(&l.host.name).join("result.json");
         let mut start = None;
         let mut rel = None;
+        let mut excluded = None;
         if path.exists() {
-            match mbx_report::load(&path) {
-                Ok(mut imported) => {
-                    imported.machine = Some(l.host.name.clone());
-                    inputs.push(imported);
-                    rel = Some(format!("{}/result.json", l.host.name));
-                }
-                Err(e) => errln!("warning: {}: {e}", path.display()),
-            }
             start = fs_err::read_to_string(&path)
                 .ok()
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
                 .and_then(|v| v["test"]["collection_start_unix_s"].as_f64())
                 .map(|s| s - l.checked.offset_s);
+            match mbx_report::load(&path) {
+                Ok(mut imported) => {
+                    rel = Some(format!("{}/result.json", l.host.name));
+                    // Only a run that reached the synchronized start and measured is a server of
+                    // the aggregate; any other result is its own, kept, but not summed.
+                    excluded = aggregate_exclusion(l.ready, start.is_some());
+                    if excluded.is_none() {
+                        imported.machine = Some(l.host.name.clone());
+                        inputs.push(imported);
+                    }
+                }
+                Err(e) => {
+                    errln!("warning: {}: {e}", path.display());
+                    excluded = Some(format!(
+                        "not in the aggregate: its result.json does not load: {e}"
+                    ));
+                }
+            }
+        } else if l.started {
+            excluded = Some("not in the aggregate: no result came back".into());
         }
         hosts.push(HostSummary {
             name: l.host.name.clone(),
@@ -1858,10 +2311,13 @@ fn write_fleet(
             clock_offset_ms: l.checked.offset_s * 1e3,
             clock_rtt_ms: l.checked.rtt_s * 1e3,
             pushed: l.checked.pushed,
+            push_reused: l.checked.push_reused,
             last_phase: l.phase.clone(),
             collection_start_unix_s: start,
             start_error_ms: start.zip(start_at).map(|(s, t)| (s - t) * 1e3),
             result: rel,
+            aggregated: excluded.is_none() && path.exists(),
+            excluded,
             doctor: l.checked.doctor.clone(),
             doctor_elapsed_s: l.checked.doctor.as_ref().map(|_| l.checked.doctor_s),
         });
@@ -1943,7 +2399,7 @@ fn html(s: &FleetSummary) -> String {
     for host in &s.hosts {
         h.push_str(&format!(
             "<h2 id=\"{n}\">{n}</h2><p>ssh {ssh}: <span class=\"{cls}\">{st}</span>{msg}</p>\
-             <p>clock offset {off:+.1} ms (round trip {rtt:.1} ms){start}</p>",
+             <p>clock offset {off:+.1} ms (round trip {rtt:.1} ms){start}</p>{excl}",
             n = esc(&host.name),
             ssh = esc(&host.ssh),
             cls = if host.state == "failed" { "bad" } else { "" },
@@ -1952,6 +2408,11 @@ fn html(s: &FleetSummary) -> String {
                 .message
                 .as_deref()
                 .map(|m| format!(": {}", esc(m)))
+                .unwrap_or_default(),
+            excl = host
+                .excluded
+                .as_deref()
+                .map(|m| format!("<p class=\"bad\">{}</p>", esc(m)))
                 .unwrap_or_default(),
             off = host.clock_offset_ms,
             rtt = host.clock_rtt_ms,
@@ -2079,6 +2540,222 @@ mod tests {
         fleet(true);
         assert!(err(set_aside_unfinished(&out, &hosts)).contains("exists already"));
         assert!(out.join("h1").exists());
+    }
+
+    /// Issue 25 case 1: a result in a host's folder counts in the aggregate only if the host
+    /// became ready and measured; any other is kept but named as left out, with the reason.
+    #[test]
+    fn only_hosts_that_became_ready_and_measured_are_aggregated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fixture = include_str!("../../../mbx-report/tests/fixtures/mbxstress-result.json");
+        let mut v: serde_json::Value = serde_json::from_str(fixture).expect("fixture");
+        v["test"]["collection_start_unix_s"] = 1.0e9.into();
+        let measured = serde_json::to_string(&v).expect("json");
+        let live = |name: &str, ready: bool, result: Option<&str>| {
+            let folder = dir.path().join(name);
+            fs_err::create_dir_all(&folder).expect("mkdir");
+            if let Some(r) = result {
+                fs_err::write(folder.join("result.json"), r).expect("write");
+            }
+            Live {
+                host: Host {
+                    name: name.into(),
+                    entry: HostEntry {
+                        ssh: name.into(),
+                        name: None,
+                        db_path: Paths::One("/d".into()),
+                        log_path: Paths::One("/l".into()),
+                        profile: None,
+                        mbxstress: None,
+                        work_dir: None,
+                    },
+                    work_dir: ".mbxstress".into(),
+                },
+                checked: Checked::default(),
+                state: State::Exited(0),
+                stdin: None,
+                ready,
+                phase: String::new(),
+                iops: 0.0,
+                target: 0.0,
+                read_ms: 0.0,
+                eta_s: None,
+                result_seen: true,
+                remote_exit: None,
+                started: true,
+                stderr_path: folder.join("ssh-stderr.log"),
+                last_seen: Instant::now(),
+                heard: true,
+                ssh_child: None,
+                collected: true,
+            }
+        };
+        let lives = [
+            live("a", true, Some(&measured)),
+            live("b", false, Some(&measured)),
+            live("c", true, Some(fixture)),
+            live("d", true, None),
+        ];
+        let s =
+            write_fleet(dir.path(), "fleet-1", &lives, Some(1.0e9), true, false).expect("fleet");
+        let machines: Vec<&str> = s.esrp.servers.iter().map(|f| f.machine.as_str()).collect();
+        assert_eq!(machines, ["a"]);
+        let why: Vec<Option<&str>> = s.hosts.iter().map(|h| h.excluded.as_deref()).collect();
+        assert_eq!(why[0], None);
+        assert!(
+            why[1].is_some_and(|w| w.contains("never became ready")),
+            "{why:?}"
+        );
+        assert!(
+            why[2].is_some_and(|w| w.contains("before the measured phase")),
+            "{why:?}"
+        );
+        assert!(why[3].is_some_and(|w| w.contains("no result")), "{why:?}");
+        assert_eq!(
+            s.hosts.iter().map(|h| h.aggregated).collect::<Vec<_>>(),
+            [true, false, false, false]
+        );
+    }
+
+    #[test]
+    fn host_names_are_single_portable_components_the_coordinator_does_not_use() {
+        for bad in [
+            "",
+            ".x",
+            "a/b",
+            "..",
+            "fleet.json",
+            "FLEET.HTML",
+            "Earlier",
+            "test.log",
+            "con",
+            "LPT1.txt",
+            "x.",
+            &"n".repeat(101),
+        ] {
+            assert!(bad_name(bad).is_some(), "{bad:?} accepted");
+        }
+        for good in [
+            "mbx1",
+            "db-01.example.com",
+            "earlier2",
+            "console",
+            "com0",
+            "a_b",
+        ] {
+            assert_eq!(bad_name(good), None, "{good:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_static_x86_64_elf_is_pushed() {
+        let exe = std::env::current_exe().expect("exe");
+        let head = mbx_report::input::read_head(&exe, 4096, "test").expect("head");
+        // This test binary is linked against the C library like the build it belongs to.
+        assert_eq!(is_static_x86_64_elf(&head), cfg!(target_env = "musl"));
+        assert!(!is_static_x86_64_elf(b"#!/bin/sh\n"));
+        assert!(!is_static_x86_64_elf(&head[..20.min(head.len())]));
+        // A header claiming program headers past the end of the file is not an executable.
+        let mut fake = head.get(..64).expect("ELF header").to_vec();
+        fake[0x38] = 1;
+        fake[0x20..0x28].copy_from_slice(&4096u64.to_le_bytes());
+        assert!(!is_static_x86_64_elf(&fake));
+    }
+
+    #[test]
+    fn the_wrapper_reports_the_run_status_and_signals_are_named() {
+        assert!(remote_command_tail().contains("\"remote_exit\""));
+        assert_eq!(signal_text(137), "signal 9 (SIGKILL)");
+        assert_eq!(signal_text(143), "signal 15 (SIGTERM)");
+        assert_eq!(signal_text(128 + 40), "signal 40");
+    }
+
+    fn remote_command_tail() -> String {
+        let h = Host {
+            name: "h".into(),
+            entry: HostEntry {
+                ssh: "h".into(),
+                name: None,
+                db_path: Paths::One("/d".into()),
+                log_path: Paths::One("/l".into()),
+                profile: None,
+                mbxstress: None,
+                work_dir: None,
+            },
+            work_dir: "w".into(),
+        };
+        let cmd = remote_command(&h, "mbxstress", "w/fleet/r/h", &[]);
+        assert!(cmd.contains("'mbxstress' 'run' "), "{cmd}");
+        cmd
+    }
+
+    /// The remote wrapper, run by a real shell around a stand-in run: the run reads the
+    /// connection's input (the start gate), its own pid (not the shell's) is in the pid file, and
+    /// its status (here killed by SIGKILL) is reported on the stream after it.
+    #[test]
+    #[cfg(unix)]
+    fn the_wrapper_gives_the_run_its_input_and_records_its_pid_and_status() {
+        use std::io::Write as _;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = dir.path().join("run");
+        fs_err::create_dir_all(&run).expect("mkdir");
+        let stand_in = dir.path().join("stand-in");
+        fs_err::write(
+            &stand_in,
+            format!(
+                "#!/bin/sh\necho $$ > '{}/self.pid'\nread line\necho \"got:$line\"\nkill -9 $$\n",
+                run.display()
+            ),
+        )
+        .expect("stand-in");
+        fs_err::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let h = Host {
+            name: "h".into(),
+            entry: HostEntry {
+                ssh: "h".into(),
+                name: None,
+                db_path: Paths::One("/d".into()),
+                log_path: Paths::One("/l".into()),
+                profile: None,
+                mbxstress: None,
+                work_dir: None,
+            },
+            work_dir: "w".into(),
+        };
+        let cmd = remote_command(
+            &h,
+            &stand_in.display().to_string(),
+            &run.display().to_string(),
+            &[],
+        );
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &cmd])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"start\n")
+            .expect("write");
+        let out = child.wait_with_output().expect("wait");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("got:start"), "{text}");
+        assert!(
+            text.contains("{\"event\":\"remote_exit\",\"status\":137}"),
+            "{text}"
+        );
+        assert_eq!(out.status.code(), Some(137));
+        let pid = |f: &str| {
+            fs_err::read_to_string(run.join(f))
+                .expect("pid")
+                .trim()
+                .to_string()
+        };
+        assert_eq!(pid(PID_FILE), pid("self.pid"));
     }
 
     #[test]

@@ -164,7 +164,7 @@ pub(crate) fn resolve_for(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunC
 }
 
 /// Files a run writes into its results folder.
-const RESULT_FILES: [&str; 8] = [
+pub(crate) const RESULT_FILES: [&str; 8] = [
     "result.json",
     "find-max.json",
     "find-max.html",

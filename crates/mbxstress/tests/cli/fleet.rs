@@ -1,8 +1,11 @@
 //! `mbxstress fleet run` against real sshd instances: one per test host, each listening only on
-//! 127.0.0.1 on its own port, with host and user keys generated into the scratch folder and an
-//! ssh_config (passed with --ssh-config) mapping the aliases h1, h2, h3 to them. The tests need
-//! openssh-server (`.ci/run` installs it) and fail, never skip, without it; the resume and
-//! dropped-connection tests also need strace (installed there too).
+//! a loopback address (127.0.0.1, or 127.0.0.2 and .3 for two servers) on its own port, with host
+//! and user keys generated into the scratch folder and an ssh_config (passed with --ssh-config)
+//! mapping the aliases h1, h2, h3 to them. The tests need openssh-server (`.ci/run` installs it)
+//! and fail, never skip, without it; the resume and dropped-connection tests also need strace (installed there too);
+//! the `--push` tests need the static build, `cargo build --profile static --target
+//! x86_64-unknown-linux-musl -p mbxstress` (`.ci/run` makes it first; without it they fail naming
+//! that command).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -56,6 +59,13 @@ fn user() -> String {
 
 /// Starts `n` sshd daemons (h1..hN) and writes the ssh_config and hosts file for them.
 fn lab(name: &str, n: usize, push_last: bool) -> Lab {
+    lab_on(name, &vec!["127.0.0.1"; n], push_last)
+}
+
+/// As [`lab`], host `i` listening on `addrs[i]` (127.0.0.2 and 127.0.0.3: two servers, as ssh sees
+/// them, sharing this account).
+fn lab_on(name: &str, addrs: &[&str], push_last: bool) -> Lab {
+    let n = addrs.len();
     assert!(
         Path::new(SSHD).exists(),
         "fleet tests need openssh-server ({SSHD} is missing): apt-get install openssh-server (.ci/run does)"
@@ -71,7 +81,7 @@ fn lab(name: &str, n: usize, push_last: bool) -> Lab {
     let mut ssh_config = String::new();
     let mut hosts = String::new();
     let mut daemons = Vec::new();
-    for i in 1..=n {
+    for (i, addr) in (1..=n).zip(addrs) {
         let key = d.join(format!("host_key_{i}"));
         keygen(&key);
         let port = free_port();
@@ -79,7 +89,7 @@ fn lab(name: &str, n: usize, push_last: bool) -> Lab {
         fs_err::write(
             &cfg,
             format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\nStrictModes no\nPidFile {}\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\nLogLevel ERROR\n",
+                "Port {port}\nListenAddress {addr}\nHostKey {}\nAuthorizedKeysFile {}\nStrictModes no\nPidFile {}\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\nLogLevel ERROR\n",
                 key.display(),
                 d.join("authorized_keys").display(),
                 d.join(format!("sshd_{i}.pid")).display()
@@ -100,7 +110,7 @@ fn lab(name: &str, n: usize, push_last: bool) -> Lab {
             .expect("start sshd");
         daemons.push(child);
         let start = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while std::net::TcpStream::connect((*addr, port)).is_err() {
             assert!(
                 start.elapsed() < Duration::from_secs(10),
                 "sshd {i} does not listen on port {port}: {}",
@@ -109,7 +119,7 @@ fn lab(name: &str, n: usize, push_last: bool) -> Lab {
             std::thread::sleep(Duration::from_millis(50));
         }
         ssh_config.push_str(&format!(
-            "Host h{i}\n  HostName 127.0.0.1\n  Port {port}\n  User {}\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  StrictHostKeyChecking accept-new\n  LogLevel ERROR\n",
+            "Host h{i}\n  HostName {addr}\n  Port {port}\n  User {}\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  StrictHostKeyChecking accept-new\n  LogLevel ERROR\n",
             user(),
             d.join("client_key").display(),
             d.join("known_hosts").display()
@@ -316,7 +326,7 @@ fn three_hosts_start_together_and_the_aggregate_is_the_esrp_summary() {
     for (i, h) in f["hosts"].as_array().expect("hosts").iter().enumerate() {
         assert_eq!(h["state"], "passed", "{h}");
         assert_eq!(h["name"], format!("h{}", i + 1));
-        // The host without an `mbxstress` key got the local binary, verified by checksum.
+        // The host without an `mbxstress` key got the static build, verified by checksum.
         assert_eq!(h["pushed"], i == 2, "{h}");
         assert!(
             h["start_error_ms"].as_f64().expect("start error").abs() < 100.0,
@@ -378,6 +388,17 @@ fn three_hosts_start_together_and_the_aggregate_is_the_esrp_summary() {
     let agg = html.find("Aggregate").expect("aggregate section");
     assert!(html.find("id=\"h1\"").is_some_and(|h| h > agg), "{html}");
     assert!(d.join("out/h2/report.html").exists());
+    // Issue 25 case 5: what was pushed is the static build (x86_64-unknown-linux-musl, profile
+    // `static`, built by `.ci/run`), not this dynamically linked test binary.
+    let pushed = d.join(format!(
+        "h3/work/bin/mbxstress-{}",
+        env!("CARGO_PKG_VERSION")
+    ));
+    assert!(
+        !is_dynamic(&pushed),
+        "{} is dynamically linked",
+        pushed.display()
+    );
     assert_no_remote_runs(d);
 }
 
@@ -486,7 +507,7 @@ fn a_host_whose_sshd_dies_fails_and_the_others_complete() {
         .flatten()
         .next()
         .expect("one run");
-    let r = json(&run.path().join("result/result.json"));
+    let r = json(&run.path().join("h2/result/result.json"));
     assert_eq!(r["test"]["interrupted"], true, "{r}");
 }
 
@@ -1048,6 +1069,286 @@ fn links_in_a_remote_results_folder_are_not_brought_home() {
     }
 }
 
+/// True if the ELF file at `path` names a program interpreter (a dynamically linked executable:
+/// glibc's is /lib64/ld-linux-x86-64.so.2).
+fn is_dynamic(path: &Path) -> bool {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    b.windows(b"ld-linux".len()).any(|w| w == b"ld-linux")
+}
+
+/// Issue 25 case 1: two servers (two sshd, on 127.0.0.2 and 127.0.0.3) logging in to one account
+/// whose `work_dir` is one folder (the default `.mbxstress` in a home shared over NFS), both
+/// given the binary with `--push`. Each runs in its own folder and comes back as itself; the
+/// uploads of one binary into one folder at once do not collide; a second run reuses the
+/// verified copy.
+#[test]
+#[cfg(unix)]
+fn two_hosts_sharing_one_account_and_work_dir_keep_their_own_runs_and_push_safely() {
+    let lab = lab_on("fleet-shared", &["127.0.0.2", "127.0.0.3"], false);
+    let d = &lab.dir;
+    let shared = d.join("home/.mbxstress");
+    let bin = env!("CARGO_BIN_EXE_mbxstress");
+    let hosts = fs_err::read_to_string(d.join("hosts.toml"))
+        .expect("hosts")
+        .replace(&format!("mbxstress = \"{bin}\"\n"), "");
+    let mut hosts = hosts;
+    for h in ["h1", "h2"] {
+        hosts = hosts.replace(
+            &d.join(h).join("work").display().to_string(),
+            &shared.display().to_string(),
+        );
+    }
+    fs_err::write(d.join("hosts.toml"), &hosts).expect("hosts");
+    assert_eq!(hosts.matches(&shared.display().to_string()).count(), 2);
+    // A damaged copy where the binary goes: both hosts upload (at once), each verifies its own
+    // upload and renames it over this one.
+    let target = shared
+        .join("bin")
+        .join(format!("mbxstress-{}", env!("CARGO_PKG_VERSION")));
+    fs_err::create_dir_all(shared.join("bin")).expect("bin");
+    fs_err::write(&target, "damaged").expect("damaged copy");
+    let (child, rx) = spawn_fleet(d, &["--duration", "3s", "--push", "--progress", "quiet"]);
+    let (code, out, err) = finish(child, rx);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(f["partial"], false, "{f}");
+    for h in f["hosts"].as_array().expect("hosts") {
+        assert_eq!(
+            (
+                h["state"].as_str(),
+                h["pushed"].as_bool(),
+                h["aggregated"].as_bool()
+            ),
+            (Some("passed"), Some(true), Some(true)),
+            "{h}"
+        );
+    }
+    assert_eq!(
+        f["esrp"]["servers"].as_array().map(Vec::len),
+        Some(2),
+        "{f}"
+    );
+    // Each host's folder is its own run: its databases, nobody else's.
+    for (me, other) in [("h1", "h2"), ("h2", "h1")] {
+        let r = json(&d.join("out").join(me).join("result.json"));
+        let dbs: Vec<&str> = r["instances"]
+            .as_array()
+            .expect("instances")
+            .iter()
+            .filter_map(|i| i["database_path"].as_str())
+            .collect();
+        assert!(
+            !dbs.is_empty()
+                && dbs.iter().all(|p| p.contains(&format!("/{me}/db"))
+                    && !p.contains(&format!("/{other}/"))),
+            "{me}'s result names {dbs:?}"
+        );
+    }
+    // On the shared folder: one run folder per host, one verified binary, no temporary left.
+    let run_id = f["run_id"].as_str().expect("run_id");
+    for h in ["h1", "h2"] {
+        let p = shared
+            .join("fleet")
+            .join(run_id)
+            .join(h)
+            .join("result/result.json");
+        assert!(p.exists(), "{} is missing", p.display());
+    }
+    let bins: Vec<String> = std::fs::read_dir(shared.join("bin"))
+        .expect("bin folder")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        bins,
+        [format!("mbxstress-{}", env!("CARGO_PKG_VERSION"))],
+        "{bins:?}"
+    );
+    assert!(
+        std::fs::metadata(&target).expect("binary").len() > 1 << 20 && !is_dynamic(&target),
+        "{} is not the static build",
+        target.display()
+    );
+    assert_no_remote_runs(d);
+    // Again: the verified copy is used as it is, by both (the same file, not replaced).
+    use std::os::unix::fs::MetadataExt;
+    let inode = std::fs::metadata(&target).expect("binary").ino();
+    let mut flags: Vec<&str> = RUN_FLAGS.to_vec();
+    *flags.last_mut().expect("--out value") = "out2";
+    flags.extend(["--duration", "1s", "--push", "--progress", "quiet"]);
+    let (child, rx) = spawn_fleet_with(d, &flags);
+    let (code, out, err) = finish(child, rx);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let f = json(&d.join("out2/fleet.json"));
+    for h in f["hosts"].as_array().expect("hosts") {
+        assert_eq!(
+            (h["pushed"].as_bool(), h["push_reused"].as_bool()),
+            (Some(true), Some(true)),
+            "{h}"
+        );
+    }
+    assert_eq!(std::fs::metadata(&target).expect("binary").ino(), inode);
+    assert_no_remote_runs(d);
+}
+
+/// Issue 25 case 4: a host stopped on its side by SIGTERM ends cleanly (`interrupted`, its
+/// partial result kept) and the fleet run is partial: exit 3, as the README says.
+#[test]
+fn a_host_stopped_by_sigterm_makes_the_run_partial_with_exit_3() {
+    let lab = lab("fleet-term", 2, false);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(d, &["--duration", "6s", "--progress", "jsonl"]);
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"measure\"")
+    });
+    let pid = remote_run_pid(d, "h2");
+    let st = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let (code, out, err) = finish(child, rx);
+    assert_eq!(code, 3, "{out}\n{err}");
+    let f = json(&d.join("out/fleet.json"));
+    assert_eq!(
+        (f["partial"].as_bool(), f["interrupted"].as_bool()),
+        (Some(true), Some(false)),
+        "{f}"
+    );
+    assert_eq!(f["hosts"][0]["state"], "passed", "{f}");
+    assert_eq!(f["hosts"][1]["state"], "interrupted", "{f}");
+    let r = json(&d.join("out/h2/result.json"));
+    assert_eq!(r["test"]["interrupted"], true, "{r}");
+    assert_no_remote_runs(d);
+}
+
+/// Issue 25 case 4: a remote run killed by a signal is described as such, not as an ssh
+/// connection that ended with exit 255.
+#[test]
+fn a_remote_run_killed_by_a_signal_is_reported_as_such() {
+    let lab = lab("fleet-sigkill", 2, false);
+    let d = &lab.dir;
+    let (child, rx) = spawn_fleet(d, &["--duration", "6s", "--progress", "jsonl"]);
+    wait_line(&rx, Duration::from_secs(120), |l| {
+        l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"measure\"")
+    });
+    let pid = remote_run_pid(d, "h2");
+    let st = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let (code, out, err) = finish(child, rx);
+    assert_eq!(code, 3, "{out}\n{err}");
+    let f = json(&d.join("out/fleet.json"));
+    let h2 = &f["hosts"][1];
+    assert_eq!(h2["state"], "failed", "{f}");
+    let why = h2["message"].as_str().unwrap_or("");
+    assert!(
+        why.contains("killed by signal 9 (SIGKILL)")
+            && why.contains("\"measure\"")
+            && !why.contains("255"),
+        "{why}"
+    );
+    assert_eq!(f["hosts"][0]["state"], "passed", "{f}");
+    // The wrapper's report stays out of the event stream.
+    assert!(!out.contains("remote_exit"), "{out}");
+    assert_no_remote_runs(d);
+}
+
+/// A hosts file for `fleet run` in `dir` with the given `[[host]]` tables; no sshd is needed by
+/// the tests using it (they stop before, or use a stand-in `ssh`).
+fn hosts_file(dir: &Path, tables: &str) {
+    fs_err::write(dir.join("hosts.toml"), tables).expect("hosts");
+}
+
+fn fleet_in(dir: &Path, extra: &[&str], path: Option<&Path>) -> crate::common::Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mbxstress"));
+    cmd.args([
+        "fleet",
+        "run",
+        "--hosts",
+        "hosts.toml",
+        "--duration",
+        "1s",
+        "--out",
+        "out",
+    ])
+    .args(extra)
+    .current_dir(dir);
+    if let Some(p) = path {
+        let old = std::env::var_os("PATH").unwrap_or_default();
+        let mut paths = vec![p.to_path_buf()];
+        paths.extend(std::env::split_paths(&old));
+        cmd.env("PATH", std::env::join_paths(paths).expect("PATH"));
+    }
+    let o = cmd.output().expect("run fleet");
+    crate::common::Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Issue 25 case 4: names the coordinator writes beside the host folders (fleet.json,
+/// fleet.html, earlier), result file names, Windows device names and unsafe components are
+/// refused, naming the hosts file's line; names differing only in case are duplicates.
+#[test]
+fn reserved_or_unsafe_host_names_are_refused_naming_the_line() {
+    let dir = scratch("fleet-names");
+    let ok = "[[host]]\nssh = \"a\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n";
+    for (table, line) in [
+        (
+            "[[host]]\nssh = \"b\"\nname = \"fleet.json\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+            8,
+        ),
+        (
+            "[[host]]\nssh = \"b\"\nname = \"Fleet.HTML\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+            8,
+        ),
+        (
+            "[[host]]\nssh = \"b\"\nname = \"earlier\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+            8,
+        ),
+        (
+            "[[host]]\nssh = \"b\"\nname = \"result.json\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+            8,
+        ),
+        (
+            "[[host]]\nssh = \"b\"\nname = \"nul.txt\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+            8,
+        ),
+        (
+            "[[host]]\nssh = \"b\"\nname = \"../x\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+            8,
+        ),
+        (
+            "[[host]]\nssh = \"b\"\nname = \"A\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+            8,
+        ),
+        // No `name`: the one taken from `ssh` is checked too, at the `ssh` line.
+        (
+            "[[host]]\nssh = \"root@earlier\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+            7,
+        ),
+    ] {
+        hosts_file(&dir, &format!("{ok}\n{table}"));
+        let r = fleet_in(&dir, &[], None);
+        assert_eq!(r.code, 2, "{table}\n{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("hosts.toml line {line}: host 2")),
+            "{table}\n{}",
+            r.stderr
+        );
+        assert!(
+            !dir.join("out").join("fleet.json").exists() && !r.stderr.contains("Checking"),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
 /// Issue 25 case 2: fleet.json is there whatever stops the coordinator, even SIGKILL: written as
 /// the hosts start (partial, every host `running`), so the same command can resume into the same
 /// --out; the remote run stops by itself once its connection is gone.
@@ -1066,4 +1367,136 @@ fn a_coordinator_killed_outright_leaves_a_partial_fleet_json() {
     assert_eq!(f["partial"], true, "{f}");
     assert_eq!(f["hosts"][0]["state"], "running", "{f}");
     assert_no_remote_runs(d);
+}
+
+/// Issue 25 case 4: a host's `profile` is read here with a bound and checked as a mailbox
+/// profile before anything is copied; the message names the line, never the file's contents.
+#[test]
+fn a_host_profile_is_checked_here_and_its_contents_never_echoed() {
+    let dir = scratch("fleet-profile");
+    let secret = "root:$6$s3cr3tSALT$hashhashhash:19000:0:99999:7:::\nmailboxes = \"t0ps3cret\"\n";
+    fs_err::write(dir.join("shadow"), secret).expect("shadow");
+    fs_err::write(
+        dir.join("typed.toml"),
+        "mailboxes = \"t0ps3cret\"\niops_per_mailbox = 0.1\nmailbox_quota_mb = 1\ndatabases = 1\ncopies_per_database = 1\n",
+    )
+    .expect("typed");
+    fs_err::write(dir.join("big.toml"), "# x\n".repeat(50_000)).expect("big");
+    for (file, want) in [
+        ("shadow", "not valid TOML at line 1"),
+        ("typed.toml", "line 1: the value has the wrong type"),
+        ("big.toml", "over the"),
+    ] {
+        hosts_file(
+            &dir,
+            &format!(
+                "[[host]]\nssh = \"a\"\ndb_path = \"/d\"\nlog_path = \"/l\"\nprofile = \"{}\"\n",
+                dir.join(file).display()
+            ),
+        );
+        let r = fleet_in(&dir, &[], None);
+        assert_eq!(r.code, 2, "{file}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("hosts.toml line 5: host 1") && r.stderr.contains(want),
+            "{file}: {}",
+            r.stderr
+        );
+        assert!(
+            !r.stderr.contains("s3cr3t") && !r.stderr.contains("root:"),
+            "{file}: {}",
+            r.stderr
+        );
+    }
+}
+
+/// Issue 25 case 4: at most `--fanout` hosts (32 by default, pdsh's) are checked at once. A
+/// stand-in `ssh` on PATH counts the connections open at once, holds each for a second and
+/// fails it as an unreachable host would.
+#[test]
+#[cfg(unix)]
+fn at_most_fanout_hosts_are_checked_at_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("fleet-fanout");
+    let fake = dir.join("bin");
+    fs_err::create_dir_all(&fake).expect("bin");
+    let live = dir.join("live");
+    let counts = dir.join("counts");
+    fs_err::write(
+        fake.join("ssh"),
+        format!(
+            "#!/bin/sh\nmkdir -p '{live}'\ntouch '{live}'/$$\nls '{live}' | wc -l >> '{counts}'\nsleep 1\nrm -f '{live}'/$$\necho 'ssh: connect to host: Connection refused' >&2\nexit 255\n",
+            live = live.display(),
+            counts = counts.display()
+        ),
+    )
+    .expect("fake ssh");
+    fs_err::set_permissions(fake.join("ssh"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let tables = |n: usize| -> String {
+        (1..=n)
+            .map(|i| format!("[[host]]\nssh = \"h{i}\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n"))
+            .collect()
+    };
+    for (n, extra, bound) in [(40, vec![], 32), (7, vec!["--fanout", "3"], 3)] {
+        let _ = std::fs::remove_file(&counts);
+        hosts_file(&dir, &tables(n));
+        let r = fleet_in(&dir, &extra, Some(&fake));
+        assert_eq!(r.code, 3, "{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("{n} of {n} host(s) failed the checks")),
+            "{}",
+            r.stderr
+        );
+        let seen: Vec<usize> = fs_err::read_to_string(&counts)
+            .expect("counts")
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        assert_eq!(seen.len(), n, "one connection per host: {seen:?}");
+        assert_eq!(
+            seen.iter().max(),
+            Some(&bound),
+            "{n} hosts {extra:?}: {seen:?}"
+        );
+    }
+}
+
+/// Issue 25 case 5: `--push` copies the static Linux build; a binary that is not one is refused
+/// before any host is touched, naming the command that builds it.
+#[test]
+fn push_refuses_a_dynamically_linked_binary_and_names_the_build_command() {
+    let dir = scratch("fleet-push-static");
+    hosts_file(
+        &dir,
+        "[[host]]\nssh = \"a\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n",
+    );
+    let glibc = env!("CARGO_BIN_EXE_mbxstress");
+    assert!(
+        is_dynamic(Path::new(glibc)),
+        "the test build is expected to be dynamic"
+    );
+    let r = fleet_in(&dir, &["--push-binary", glibc], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("not a statically linked x86_64 Linux executable")
+            && r.stderr
+                .contains("cargo build --profile static --target x86_64-unknown-linux-musl"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("Checking"), "{}", r.stderr);
+    // Refused before --out was made (or an unfinished run there moved aside).
+    assert!(!dir.join("out").exists());
+    // Missing: the same command is named.
+    let r = fleet_in(&dir, &["--push-binary", "no-such-build"], None);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("it is not at no-such-build")
+            && r.stderr
+                .contains("cargo build --profile static --target x86_64-unknown-linux-musl"),
+        "{}",
+        r.stderr
+    );
 }

@@ -160,7 +160,10 @@ pub fn server_figures(machine: &str, source: &str, inst: &[InstanceIo]) -> Serve
 pub fn load(path: &Path) -> Result<ImportedReport, ImportError> {
     let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
     if text.trim_start().starts_with('{') {
-        return from_result_json(&text, path);
+        // Figures no measurement can have are refused here too, as `esrp` and `import` do.
+        let r = from_result_json(&text, path)?;
+        crate::import::check_figures(&r, path)?;
+        return Ok(r);
     }
     import_text(&text, path)
 }

@@ -178,5 +178,8 @@ fn a_result_json_with_such_figures_is_refused_by_esrp() {
         for want in ["bad.json", "Instance5281.1", "column 4", why] {
             assert!(msg.contains(want), "'{want}' in: {msg}");
         }
+        // `compare` reads its inputs through `esrp::load`: refused there too.
+        let e = mbx_report::esrp::load(&bad).expect_err("refused by load");
+        assert!(e.to_string().contains(why), "{e}");
     }
 }

@@ -2361,8 +2361,8 @@ fn html(s: &FleetSummary) -> String {
     let mut h = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>mbxstress fleet run</title>\
          <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
-         td,th{border:1px solid #999;padding:4px 8px;text-align:right}th{background:#eee}\
-         .bad{color:#b00;font-weight:bold}</style></head><body>",
+         td,th{border:1px solid #999;padding:4px 8px;text-align:left;vertical-align:top}th{background:#eee}\
+         .n{text-align:right;font-variant-numeric:tabular-nums}.bad{color:#b00;font-weight:bold}</style></head><body>",
     );
     h.push_str(&format!("<h1>Fleet run {}</h1>", esc(&s.run_id)));
     if s.partial {
@@ -2373,10 +2373,10 @@ fn html(s: &FleetSummary) -> String {
             "<p>Measured phases started within {k:.1} ms of each other (clock offsets corrected).</p>"
         ));
     }
-    h.push_str("<h2>Aggregate (ESRP: sums of sums, means of means)</h2><table><tr><th>server</th><th>transfers/s</th><th>reads/s</th><th>writes/s</th><th>read ms</th><th>write ms</th><th>log writes/s</th><th>log write ms</th><th>flags</th></tr>");
+    h.push_str("<h2>Aggregate (ESRP: sums of sums, means of means)</h2><table><tr><th>server</th><th class=\"n\">transfers/s</th><th class=\"n\">reads/s</th><th class=\"n\">writes/s</th><th class=\"n\">read ms</th><th class=\"n\">write ms</th><th class=\"n\">log writes/s</th><th class=\"n\">log write ms</th><th>flags</th></tr>");
     for f in s.esrp.aggregate.iter().chain(s.esrp.servers.iter()) {
         h.push_str(&format!(
-            "<tr><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.4}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.2}</td><td class=\"n\">{:.4}</td><td>{}</td></tr>",
             esc(&f.machine),
             f.db_transfers_per_s,
             f.db_reads_per_s,
@@ -2615,6 +2615,11 @@ mod tests {
             s.hosts.iter().map(|h| h.aggregated).collect::<Vec<_>>(),
             [true, false, false, false]
         );
+        // fleet.html: text left-aligned (the default), the aggregate's figures right-aligned.
+        let page = html(&s);
+        assert!(page.contains("text-align:left") && page.contains(".n{text-align:right"));
+        assert!(page.contains("<th class=\"n\">transfers/s</th>"), "{page}");
+        assert!(page.contains("<tr><td>a</td><td class=\"n\">"), "{page}");
     }
 
     #[test]

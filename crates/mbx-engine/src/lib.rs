@@ -92,7 +92,7 @@ pub enum EngineError {
 }
 
 /// Phases of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Filling the cache (unthrottled) to the 90% prerequisite.
@@ -156,7 +156,7 @@ impl Phase {
 }
 
 /// A once-per-second progress report.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Progress {
     /// Current phase.
     pub phase: Phase,
@@ -180,7 +180,7 @@ pub struct Progress {
 }
 
 /// How far a sequential pass is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PassBytes {
     /// Bytes read and verified so far.
     pub done: u64,

@@ -1,0 +1,226 @@
+//! The one typed event stream: what a run (and fleet, find-max, suite, doctor) reports while it
+//! works. `--progress jsonl` writes one [`Line`] per line of JSON; `fleet run` reads its hosts'
+//! lines back as the same type, so renaming a field breaks compilation, not a live view.
+//!
+//! The wire format is the contract automation uses (docs/results.md, "The event stream"):
+//! an object with an `event` key naming the variant (snake_case) and the variant's fields; lines
+//! a coordinator forwards from a host also carry `host`. Fields are added, never renamed or
+//! removed; [`STREAM_VERSION`] counts incompatible changes.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The version of the event stream's schema (documented in docs/results.md).
+pub const STREAM_VERSION: u32 = 1;
+
+/// One event. Serialized as `{"event": "<name>", ...fields}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A line of test.log.
+    Log {
+        /// The line, without its timestamp.
+        text: String,
+    },
+    /// Once a second while the engine runs.
+    Progress {
+        /// The figures.
+        progress: mbx_engine::Progress,
+    },
+    /// Database creation's progress (at most once a second).
+    Create {
+        /// Which database (0-based).
+        database: usize,
+        /// Bytes written so far to it.
+        bytes_done: u64,
+    },
+    /// A new phase began.
+    Phase {
+        /// The phase.
+        phase: mbx_engine::Phase,
+    },
+    /// The run is ready for the synchronized start (`--start-gate stdin`): `fleet run` waits for
+    /// this from every host before it sends the start time.
+    Ready {
+        /// The run's process id.
+        pid: u32,
+    },
+    /// One sample interval's figures (the line samples.jsonl gets).
+    Sample {
+        /// The figures.
+        sample: mbx_result::Sample,
+    },
+    /// An error the run met but survived (e.g. writing test.log); the result carries it too.
+    Error {
+        /// What went wrong, in words.
+        error: String,
+    },
+    /// The run ended and its result.json is written.
+    Result {
+        /// The result.json written.
+        path: PathBuf,
+        /// True exactly when every check passed.
+        pass: bool,
+        /// The verdict's state: `pass`, `fail` or `not_judged`.
+        verdict: String,
+        /// How the test ended.
+        stopped: mbx_result::Stopped,
+    },
+    /// `doctor`'s findings (the report `doctor --json` prints).
+    Doctor {
+        /// The report.
+        doctor: serde_json::Value,
+    },
+    /// A suite skipped a test already done (resume).
+    SuiteSkip {
+        /// The test's name.
+        test: String,
+        /// Whether it passed when it ran.
+        pass: bool,
+    },
+    /// `find-max` found its answer.
+    FindMax {
+        /// find-max.json.
+        path: PathBuf,
+        /// The answer, mailboxes.
+        mailboxes: u64,
+        /// The answer's IOPS.
+        iops: f64,
+        /// Why the search ended.
+        end: String,
+    },
+    /// `fleet run`: the synchronized start was sent.
+    FleetStart {
+        /// When the hosts start measuring, in the coordinator's clock (Unix seconds).
+        start_at_unix_s: f64,
+    },
+    /// `fleet run`: a host's run ended.
+    HostEnd {
+        /// The host's name.
+        host: String,
+        /// Its state (`passed`, `failed`, ...).
+        state: String,
+        /// Why, for a host that did not pass.
+        message: Option<String>,
+    },
+    /// `fleet run` ended and fleet.json is written.
+    FleetResult {
+        /// fleet.json.
+        path: PathBuf,
+        /// A host failed or the run was interrupted.
+        partial: bool,
+        /// The spread of the hosts' measured-phase starts, ms.
+        skew_ms: Option<f64>,
+    },
+    /// Written by `fleet run`'s remote wrapper after the run exits (the shell's `$?`), never
+    /// forwarded: it tells a run killed by a signal from a connection that ended.
+    RemoteExit {
+        /// The exit status (128 + the signal's number for a run killed by a signal).
+        status: i64,
+    },
+}
+
+/// One line of the stream: an event and, for lines a coordinator forwards, the host it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    /// The host the event came from (`fleet run`'s output only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The event.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+impl Line {
+    /// The line as JSON (no newline).
+    pub fn to_json(&self) -> String {
+        // An enum of plain data: serialization cannot fail (no maps with non-string keys).
+        serde_json::to_string(self)
+            .unwrap_or_else(|e| format!("{{\"event\":\"error\",\"error\":\"{e}\"}}"))
+    }
+
+    /// Reads one line of the stream. Lines that are not events (or events of a newer version
+    /// this one does not know) are `Err`, with serde's reason.
+    pub fn parse(line: &str) -> Result<Line, serde_json::Error> {
+        serde_json::from_str(line)
+    }
+}
+
+impl From<Event> for Line {
+    fn from(event: Event) -> Line {
+        Line { host: None, event }
+    }
+}
+
+/// Where a command's events go: the terminal renderer, a JSON-lines writer, a test's recorder.
+pub trait EventSink {
+    /// One event, in order.
+    fn event(&mut self, e: &Event);
+}
+
+/// Keeps every event (tests, and replaying a recorded stream).
+impl EventSink for Vec<Event> {
+    fn event(&mut self, e: &Event) {
+        self.push(e.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wire format is today's `--progress jsonl` (docs/results.md): lines written before this
+    /// type existed read back as the same events.
+    #[test]
+    fn the_lines_of_the_documented_stream_read_back() {
+        for (line, want) in [
+            (
+                r#"{"event":"log","text":"hello"}"#,
+                Event::Log {
+                    text: "hello".into(),
+                },
+            ),
+            (r#"{"event":"ready","pid":42}"#, Event::Ready { pid: 42 }),
+            (
+                r#"{"event":"phase","phase":"measure"}"#,
+                Event::Phase {
+                    phase: mbx_engine::Phase::Measure,
+                },
+            ),
+            (
+                r#"{"event":"create","database":1,"bytes_done":4096}"#,
+                Event::Create {
+                    database: 1,
+                    bytes_done: 4096,
+                },
+            ),
+            (
+                r#"{"event":"remote_exit","status":137}"#,
+                Event::RemoteExit { status: 137 },
+            ),
+        ] {
+            let got = Line::parse(line).expect(line);
+            assert_eq!(got.event, want, "{line}");
+            assert_eq!(got.host, None);
+            assert_eq!(Line::from(want).to_json(), line);
+        }
+        let p = Line::parse(r#"{"event":"progress","host":"h1","progress":{"phase":"measure","phase_elapsed_s":3.0,"phase_total_s":10.0,"iops":100.5,"target_iops":100,"db_read_avg_ms":1.5,"log_write_avg_ms":0.5,"cache_fill":1.0}}"#).expect("progress");
+        assert_eq!(p.host.as_deref(), Some("h1"));
+        let Event::Progress { progress } = p.event else {
+            panic!("{p:?}")
+        };
+        assert_eq!(
+            (progress.iops, progress.target_iops, progress.pass_bytes),
+            (100.5, 100.0, None)
+        );
+    }
+
+    /// A renamed or missing field fails loudly instead of reading as zero.
+    #[test]
+    fn a_line_with_a_renamed_field_is_refused() {
+        let e = Line::parse(r#"{"event":"ready","process":42}"#).expect_err("renamed field");
+        assert!(e.to_string().contains("pid"), "{e}");
+        assert!(Line::parse(r#"{"event":"no_such_event"}"#).is_err());
+    }
+}

@@ -23,7 +23,7 @@ Examples:
   mbxstress report mbxstress-results/<time>       HTML report and CSVs of a run
   mbxstress esrp server1/result.json server2/result.json
 
-Exit codes: 0 success, 1 a test verdict failed, 2 usage or configuration error, 3 runtime error,\n130 interrupted by Ctrl-C (work done so far is kept).";
+Exit codes: 0 success, 1 a verdict that is not a pass (a check failed or was not judged), bad pages\n(verify) or a failed doctor check, 2 usage or configuration error, 3 runtime error (fleet run: partial),\n130 interrupted by Ctrl-C or SIGTERM (work done so far is kept; the same command resumes).";
 
 /// mbxstress: mailbox server sizing and storage validation.
 #[derive(Debug, Parser)]

@@ -32,6 +32,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Parse the command line, then exit 0 without doing anything (exit 2 naming what does not
+    /// parse): the docs' examples are checked with it (tests/cli/docs.rs).
+    #[arg(long, global = true, hide = true)]
+    pub check_args: bool,
 }
 
 /// The subcommands.

@@ -47,6 +47,9 @@ use clap::Parser;
 fn main() -> ExitCode {
     // clap prints its own usage errors and exits with 2; --help and --version exit with 0.
     let cli = cli::Cli::parse();
+    if cli.check_args {
+        return ExitCode::SUCCESS;
+    }
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {

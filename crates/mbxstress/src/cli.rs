@@ -482,7 +482,8 @@ pub struct RunArgs {
     /// is the Performance test's, default 2h in a suite].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub stress_duration: Option<std::time::Duration>,
-    /// Sample interval (1s..=1h) [default: 15s].
+    /// Sample interval (1s..=1h) [default: 15s, or less in a short run: the duration / (2 x
+    /// (--max-latency-errors + 1)) within 1s..15s, so the maximum-latency checks can judge].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub sample_interval: Option<std::time::Duration>,
     /// Background database maintenance.

@@ -6,6 +6,7 @@
 //! A command is checked by running it with the hidden `--check-args` flag: the binary parses the
 //! whole command line as it would (subcommand path, flag names, value syntax, required and
 //! conflicting flags) and exits 0 without doing anything, or exits 2 naming what it refused.
+//! The `size` examples, pure arithmetic, are also run for real.
 //! Conventions of the docs' examples: `...` stands for more of the same flags and is left out;
 //! `cargo run --release -- ARGS` is `mbxstress ARGS`; in a block showing a session (`$ ` lines),
 //! only the `$ ` lines are commands, the rest is output.
@@ -266,6 +267,27 @@ fn every_command_in_the_docs_and_the_help_parses() {
         .map(|e| e.expect("entry").file_name())
         .collect();
     assert!(left.is_empty(), "a checked command wrote {left:?}");
+
+    // Where running is cheap, run: every documented `size` (pure arithmetic; a profile it
+    // writes lands in a scratch folder) that needs no input file of the reader's.
+    let run_dir = scratch("docs-size-commands");
+    let mut sized = 0;
+    for (file, line, args) in &commands {
+        if args.first().map(String::as_str) != Some("size") || args.iter().any(|a| a == "--input") {
+            continue;
+        }
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = mbx_in(Some(&run_dir), &argv);
+        assert_eq!(
+            run.code,
+            0,
+            "{file}:{line}: mbxstress {}\n{}",
+            args.join(" "),
+            run.stderr
+        );
+        sized += 1;
+    }
+    assert!(sized >= 8, "{sized} size commands run");
 }
 
 /// The check can fail: an unknown flag, a wrong subcommand path, a bad value and a missing

@@ -23,7 +23,7 @@ Examples:
   mbxstress report mbxstress-results/<time>       HTML report and CSVs of a run
   mbxstress esrp server1/result.json server2/result.json
 
-Exit codes: 0 success, 1 a test verdict failed, 2 usage or configuration error, 3 runtime error,\n130 interrupted by Ctrl-C (work done so far is kept).";
+Exit codes: 0 success, 1 a verdict that is not a pass (a check failed or was not judged), bad pages\n(verify) or a failed doctor check, 2 usage or configuration error, 3 runtime error (fleet run: partial),\n130 interrupted by Ctrl-C or SIGTERM (work done so far is kept; the same command resumes).";
 
 /// mbxstress: mailbox server sizing and storage validation.
 #[derive(Debug, Parser)]
@@ -32,6 +32,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Parse the command line, then exit 0 without doing anything (exit 2 naming what does not
+    /// parse): the docs' examples are checked with it (tests/cli/docs.rs).
+    #[arg(long, global = true, hide = true)]
+    pub check_args: bool,
 }
 
 /// The subcommands.
@@ -478,7 +482,8 @@ pub struct RunArgs {
     /// is the Performance test's, default 2h in a suite].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub stress_duration: Option<std::time::Duration>,
-    /// Sample interval (1s..=1h) [default: 15s].
+    /// Sample interval (1s..=1h) [default: 15s, or less in a short run: the duration / (2 x
+    /// (--max-latency-errors + 1)) within 1s..15s, so the maximum-latency checks can judge].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub sample_interval: Option<std::time::Duration>,
     /// Background database maintenance.

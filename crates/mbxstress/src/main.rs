@@ -1,8 +1,9 @@
 //! `mbxstress`: the command-line definition plus glue. Behaviour lives in the library crates;
 //! each subcommand's glue is one file under `commands/`.
 //!
-//! Exit codes: 0 success, 1 a test verdict failed, 2 usage or configuration error, 3 runtime error,
-//! 130 interrupted by Ctrl-C (work done so far is kept).
+//! Exit codes: 0 success, 1 a verdict that is not a pass (or bad pages, or a failed doctor check),
+//! 2 usage or configuration error, 3 runtime error, 130 interrupted (work done so far is kept);
+//! docs/guide.md, "Exit codes".
 
 /// `println!` that returns the write error instead of panicking (a closed pipe is not a crash).
 macro_rules! outln {
@@ -46,6 +47,9 @@ use clap::Parser;
 fn main() -> ExitCode {
     // clap prints its own usage errors and exits with 2; --help and --version exit with 0.
     let cli = cli::Cli::parse();
+    if cli.check_args {
+        return ExitCode::SUCCESS;
+    }
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {

@@ -29,7 +29,7 @@ pub(crate) const EARLY_ACK_US: f64 = 50.0;
 const PLANNED_LATENCY_S: f64 = 0.020;
 
 /// Growth reserve on top of the planned databases (Jetstress reserves 25% of the database size
-/// for growth, its DatabaseSpaceReserved: README.md, "Disk subsystem throughput").
+/// for growth, its DatabaseSpaceReserved: docs/guide.md, "Disk subsystem throughput").
 const GROWTH_RESERVE: f64 = 0.25;
 
 const SRC_FUA: &str = "Exchange is supported only on storage that honours write-through (FUA): data on persistent media before the write is acknowledged, or a power loss loses committed transactions (ESE writes its logs write-through, as mbxstress does: docs/method.md, 'Structure')";
@@ -396,7 +396,7 @@ pub(crate) fn probe_check(
     probed: Option<&std::io::Result<ProbeResult>>,
     ram: bool,
 ) -> DoctorCheck {
-    let why = "a 4 KiB write-through (O_DSYNC) write must reach persistent media before it completes; far below what media can do (under 50 us) means a volatile cache acknowledges early, and the test then measures that cache, not the storage (README.md, 'mbxstress doctor')";
+    let why = "a 4 KiB write-through (O_DSYNC) write must reach persistent media before it completes; far below what media can do (under 50 us) means a volatile cache acknowledges early, and the test then measures that cache, not the storage (docs/guide.md, 'mbxstress doctor')";
     match probed {
         None => check(
             "write_through_probe",
@@ -766,7 +766,7 @@ pub(crate) fn layout_check(specs: &[DatabaseSpec], copies: u32) -> DoctorCheck {
 
 /// Free space against what the test will write, plus the growth reserve, per filesystem.
 fn capacity_checks(specs: &[DatabaseSpec], create: &CreateParams) -> Vec<DoctorCheck> {
-    let why = "the databases and logs must fit, with 25% of the database size reserved for growth as Jetstress reserves it (its DatabaseSpaceReserved; README.md, 'Disk subsystem throughput')";
+    let why = "the databases and logs must fit, with 25% of the database size reserved for growth as Jetstress reserves it (its DatabaseSpaceReserved; docs/guide.md, 'Disk subsystem throughput')";
     let needs = match mbx_store::create::space_needed(specs, create) {
         Ok(n) => n,
         Err(e) => {

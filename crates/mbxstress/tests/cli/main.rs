@@ -3,6 +3,7 @@
 mod common;
 #[cfg(target_os = "linux")]
 mod devices;
+mod docs;
 mod doctor;
 mod esrp;
 mod findmax;

@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::html::IO12_COLUMNS;
+use crate::columns::IO12_COLUMNS;
+use crate::folder::{ReportError, RunFolder};
 use crate::input::read_head;
-use crate::report::{ReportError, RunFolder};
 
 /// Renders a run into one file.
 pub trait Exporter {

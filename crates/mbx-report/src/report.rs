@@ -149,15 +149,6 @@ pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Re
     write_report_as(input, out, &Format::DEFAULT).map(|w| w.files)
 }
 
-/// [`write_report`], also returning the result's flags (shown as a banner in report.html) so the
-/// caller can warn about them too.
-pub fn write_report_with_flags(
-    input: &Path,
-    out: Option<&Path>,
-) -> Result<(Vec<PathBuf>, Vec<Flag>), ReportError> {
-    write_report_as(input, out, &Format::DEFAULT).map(|w| (w.files, w.flags))
-}
-
 /// What [`write_report_as`] wrote, and what the caller should tell the user.
 #[derive(Debug)]
 pub struct Written {

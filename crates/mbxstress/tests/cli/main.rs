@@ -18,6 +18,7 @@ mod result_file;
 mod run;
 mod safety;
 mod size;
+mod skip;
 mod stale;
 mod store;
 mod suite;

@@ -102,6 +102,8 @@ comm -13 <(LC_ALL=C sort "$work/git.before") <(LC_ALL=C sort "$work/git.after") 
 
 passed=$(grep -Eo '^test result: [a-zA-Z]+\. [0-9]+ passed' "$work/test.log" | awk '{s += $4} END {print s + 0}')
 failed=$(grep -Eo '[0-9]+ failed' "$work/test.log" | awk '{s += $1} END {print s + 0}')
+# Tests that could not run here print one `SKIPPED <test>: <why>` line each (docs/testing.md).
+skipped=$(grep -c '^SKIPPED ' "$work/test.log" || true)
 count() { grep -c . "$1" || true; }
 left_target=$(count "$work/target-tmp.left")
 left_tmp=$(count "$work/tmp.left")
@@ -122,6 +124,7 @@ summary=$(
   echo "| versions | $(cargo --version), $(rustc --version), GNU time $(dpkg-query -W -f '${Version}' time 2>/dev/null || echo '?'), Linux $(uname -r) |"
   echo "| filesystems | target: $(stat -f -c %T target), /tmp: $(stat -f -c %T /tmp) |"
   echo "| MBX_REQUIRE_BROWSER / MBX_REQUIRE_DEVICE_TESTS | ${MBX_REQUIRE_BROWSER:-unset} / ${MBX_REQUIRE_DEVICE_TESTS:-unset} |"
+  echo "| skipped (SKIPPED lines: what this machine lacks) | $skipped |"
   echo "| \`git status --porcelain\` lines after | $(count "$work/git.after") (new: $(count "$work/git.new"); before: $(count "$work/git.before")) |"
 )
 details=$(

@@ -70,7 +70,7 @@ pub enum Event {
     /// `doctor`'s findings (the report `doctor --json` prints).
     Doctor {
         /// The report.
-        doctor: serde_json::Value,
+        doctor: mbx_result::DoctorReport,
     },
     /// A suite skipped a test already done (resume).
     SuiteSkip {

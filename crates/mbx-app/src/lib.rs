@@ -3,6 +3,8 @@
 //! test's result, a host's state or a doctor finding lives here and reports through one typed
 //! event stream ([`event::Event`]), which `--progress jsonl` writes and `fleet run` reads back.
 
+pub mod doctor;
 pub mod event;
+pub mod num;
 
 pub use event::{Event, EventSink, Line};

@@ -13,6 +13,7 @@
 //! Files written by users are strict: an unknown key is an error, so a typo cannot silently change
 //! an experiment.
 
+pub mod atomic;
 pub mod input;
 pub mod jetstress;
 mod kind;
@@ -270,18 +271,12 @@ impl Profile {
                 });
             }
         }
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        std::fs::write(&tmp, self.to_toml(comments)).map_err(|error| ConfigError::Io {
-            op: "write",
-            path: tmp.clone(),
-            error,
-        })?;
-        std::fs::rename(&tmp, path).map_err(|error| ConfigError::Io {
-            op: "rename into place",
-            path: path.to_path_buf(),
-            error,
+        atomic::write_atomic(path, self.to_toml(comments).as_bytes()).map_err(|error| {
+            ConfigError::Io {
+                op: "write",
+                path: path.to_path_buf(),
+                error,
+            }
         })
     }
 }

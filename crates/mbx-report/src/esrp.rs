@@ -19,15 +19,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use mbx_result::{
-    BackupRow, CheckState, InstanceResult, Io12, RateBytes, RunResult, SoftRecoveryRow, TestKind,
-    SCHEMA,
-};
+use mbx_result::{BackupRow, SoftRecoveryRow, TestKind};
 
-use crate::flags::{result_flags, Flag};
-use crate::import::{
-    check_summaries, import_text, ImportError, ImportedReport, InstanceIo, RateRow, REPORT_WHAT,
-};
+use crate::import::{import_text, ImportError, ImportedReport, InstanceIo, REPORT_WHAT};
 use crate::input::{read_bounded, REPORT_LIMIT};
 
 /// Figures of one server (or of the aggregate).
@@ -168,85 +162,8 @@ pub fn load(path: &Path) -> Result<ImportedReport, ImportError> {
     import_text(&text, path)
 }
 
-/// Reads an mbxstress `result.json` into the same model as an imported report, through the
-/// typed result model (as `report` reads it): the instances' transactional and total I/O, BDM and
-/// log replication rows, and the backup and soft-recovery rows and summaries of those tests, which
-/// are the very row types the Jetstress importer produces.
-pub fn from_result_json(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
-    let bad = |reason: String| ImportError::Malformed {
-        path: path.to_path_buf(),
-        table: "result.json".into(),
-        row: "-".into(),
-        reason,
-    };
-    // As JSON first: to recognize a foreign file by its schema, and for the flags, which also read
-    // keys of other versions' results (see `flags::result_flags`).
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
-    if v["schema"] != SCHEMA {
-        return Err(bad(format!("not an mbxstress result (schema {SCHEMA})")));
-    }
-    // Then typed, from the text, so that an error names its line and column.
-    let result: RunResult = serde_json::from_str(text)
-        .map_err(|e| bad(format!("not a valid mbxstress result: {e}")))?;
-    let flags = result_flags(&v);
-    Ok(imported_from_result(result, path, flags))
-}
-
-/// An mbxstress result as an imported report: the same rows, whichever tool measured them.
-pub fn imported_from_result(r: RunResult, path: &Path, flags: Vec<Flag>) -> ImportedReport {
-    let rows = |f: fn(&InstanceResult) -> Io12| -> Vec<InstanceIo> {
-        r.instances
-            .iter()
-            .map(|i| InstanceIo {
-                instance: i.name.clone(),
-                io: f(i),
-            })
-            .collect()
-    };
-    let rates = |f: fn(&InstanceResult) -> RateBytes| -> Vec<RateRow> {
-        r.instances
-            .iter()
-            .map(|i| RateRow {
-                instance: i.name.clone(),
-                reads_per_s: f(i).reads_per_s,
-                read_avg_bytes: f(i).read_avg_bytes,
-            })
-            .collect()
-    };
-    let mut imported = ImportedReport {
-        source: path.display().to_string(),
-        kind: Some(r.test.test_type),
-        machine: Some(r.test.machine.clone()),
-        // Jetstress's words, and ours for a verdict that judged nothing.
-        overall_result: Some(
-            match r.verdict.state() {
-                CheckState::Pass => "Pass",
-                CheckState::Fail => "Fail",
-                CheckState::NotJudged => "Not judged",
-            }
-            .into(),
-        ),
-        achieved_iops_typed: Some(r.achieved_iops),
-        target_iops: Some(r.target_iops),
-        transactional: rows(|i| i.transactional),
-        total: rows(|i| i.total),
-        bdm: rates(|i| i.bdm),
-        log_replication: rates(|i| i.log_replication),
-        backup: r.sections.backup.clone(),
-        backup_avg_typed: r.sections.backup_avg_mb_per_s,
-        backup_sum_typed: r.sections.backup_sum_mb_per_s,
-        soft_recovery: r.sections.soft_recovery.clone(),
-        soft_recovery_avg_typed: None,
-        seconds_per_log_typed: r.sections.seconds_per_log,
-        discrepancies: Vec::new(),
-        warnings: Vec::new(),
-        flags,
-    };
-    // A result's typed summaries are checked against its rows exactly as a report's are.
-    check_summaries(&mut imported);
-    imported
-}
+/// Reading a result.json as a report is the importer's; kept here too, where `esrp` named it.
+pub use crate::import::{from_result_json, imported_from_result};
 
 impl EsrpSummary {
     /// Whether anything was summarized: a server, a stress, backup or soft recovery row. When

@@ -1,22 +1,22 @@
 //! Exporters: one trait, one implementation per output file, as hyperfine's exporters are. Each
-//! renders a [`RunFolder`] (the typed result, samples and log) into the bytes of one file; [`export`]
-//! writes any set of them into a folder, atomically (temporary file + rename), each checking first
-//! that what it would replace may be replaced. The CLI's `report --format` and `run` go through
-//! them.
+//! renders a [`RunFolder`] (the typed result, samples and log), or find-max's answer, into the
+//! bytes of one file; [`export`] writes any set of them into a folder, atomically (temporary file
+//! + rename), each checking first that what it would replace may be replaced. The CLI's `report
+//! --format`, `run` and `find-max` go through them.
 
 use std::path::{Path, PathBuf};
 
-use crate::html::IO12_COLUMNS;
+use crate::columns::IO12_COLUMNS;
+use crate::folder::{ReportError, RunFolder};
 use crate::input::read_head;
-use crate::report::{ReportError, RunFolder};
 
-/// Renders a run into one file.
-pub trait Exporter {
+/// Renders one input (a run's folder by default; find-max's answer) into one file.
+pub trait Exporter<T: ?Sized = RunFolder> {
     /// The file written in the output folder ("report.html").
     fn file_name(&self) -> &'static str;
 
     /// The file's bytes. `path` (where they will go) only names the file in errors.
-    fn render(&self, run: &RunFolder, path: &Path) -> Result<Vec<u8>, ReportError>;
+    fn render(&self, run: &T, path: &Path) -> Result<Vec<u8>, ReportError>;
 
     /// Refuses to replace what is at `path` when it is not this exporter's to replace. The
     /// default replaces a file of the same name (the CSV files of an earlier report).
@@ -27,7 +27,7 @@ pub trait Exporter {
 
     /// Whether this run has anything for this file (a Performance result has no backup rows);
     /// [`export`] skips the file otherwise.
-    fn applies(&self, run: &RunFolder) -> bool {
+    fn applies(&self, run: &T) -> bool {
         let _ = run;
         true
     }
@@ -67,16 +67,17 @@ impl Format {
 
 /// Renders each exporter's file and writes it into `out` (created if needed). Returns the files
 /// written. Every destination is checked before anything is written.
-pub fn export(
-    run: &RunFolder,
+pub fn export<T: ?Sized>(
+    run: &T,
     out: &Path,
-    exporters: &[Box<dyn Exporter>],
+    exporters: &[Box<dyn Exporter<T>>],
 ) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(out).map_err(|error| ReportError::Write {
         path: out.to_path_buf(),
         error,
     })?;
-    let exporters: Vec<&Box<dyn Exporter>> = exporters.iter().filter(|e| e.applies(run)).collect();
+    let exporters: Vec<&Box<dyn Exporter<T>>> =
+        exporters.iter().filter(|e| e.applies(run)).collect();
     let paths: Vec<PathBuf> = exporters.iter().map(|e| out.join(e.file_name())).collect();
     for (e, path) in exporters.iter().zip(&paths) {
         e.check_destination(path)?;
@@ -95,59 +96,13 @@ pub fn write_result(path: &Path, result: &mbx_result::RunResult) -> Result<(), R
     write_atomic(path, &result_bytes(result, path)?)
 }
 
-/// Writes through a temporary file and a rename, so a reader never sees half a file; the data
-/// is made durable before the rename and the rename before returning (fsync of the file, then
-/// of its folder), so a power loss leaves the old file or the new one, never an empty one.
-///
-/// The temporary file is created new (`create_new`: O_EXCL, which never follows a symbolic
-/// link): whatever a folder copied from elsewhere left at that name (a link to another file
-/// included) is removed first, never written through.
+/// Writes atomically and durably through `mbx_config::atomic` (a temporary file, fsync, rename,
+/// fsync of the folder), naming the file in the error.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    use std::io::Write;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let written = remove_leftover(&tmp)
-        .and_then(|_| {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)
-        })
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            f.sync_all()
-        })
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .and_then(|_| sync_folder_of(path));
-    written.map_err(|error| ReportError::Write {
+    mbx_config::atomic::write_atomic(path, bytes).map_err(|error| ReportError::Write {
         path: path.to_path_buf(),
         error,
     })
-}
-
-/// Removes a file or link left at `path` (not what a link points to); nothing there is fine.
-fn remove_leftover(path: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        other => other,
-    }
-}
-
-/// Makes a rename in the folder of `path` durable.
-#[cfg(unix)]
-fn sync_folder_of(path: &Path) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::File::open(dir)?.sync_all()
-}
-
-/// Windows makes a rename durable with the file system's journal; a folder cannot be synced.
-#[cfg(not(unix))]
-fn sync_folder_of(_path: &Path) -> std::io::Result<()> {
-    Ok(())
 }
 
 /// report.html ([`crate::html::render`]).
@@ -163,24 +118,65 @@ impl Exporter for HtmlExporter {
         Ok(crate::html::render(run).into_bytes())
     }
 
-    /// Ours has the generator tag in its first few hundred bytes; anything else that exists there
-    /// (another file, a directory, a FIFO) is not overwritten.
     fn check_destination(&self, path: &Path) -> Result<(), ReportError> {
-        match read_head(path, 4096, "an mbxstress report.html") {
-            Err(e) if e.is_not_found() => Ok(()),
-            Ok(head)
-                if String::from_utf8_lossy(&head)
-                    .contains("<meta name=\"generator\" content=\"mbxstress\">") =>
-            {
-                Ok(())
-            }
-            _ => Err(ReportError::Invalid {
-                path: path.to_path_buf(),
-                reason:
-                    "exists and was not written by mbxstress; remove it or choose another --out"
-                        .into(),
-            }),
+        check_ours_html(path, "an mbxstress report.html")
+    }
+}
+
+/// Ours has the generator tag in its first few hundred bytes; anything else that exists there
+/// (another file, a directory, a FIFO) is not overwritten.
+fn check_ours_html(path: &Path, what: &'static str) -> Result<(), ReportError> {
+    match read_head(path, 4096, what) {
+        Err(e) if e.is_not_found() => Ok(()),
+        Ok(head)
+            if String::from_utf8_lossy(&head)
+                .contains("<meta name=\"generator\" content=\"mbxstress\">") =>
+        {
+            Ok(())
         }
+        _ => Err(ReportError::Invalid {
+            path: path.to_path_buf(),
+            reason: "exists and was not written by mbxstress; remove it or choose another --out"
+                .into(),
+        }),
+    }
+}
+
+/// find-max.html ([`crate::html::render_find_max`]): the answer and the curve of steps.
+#[derive(Debug, Clone, Copy)]
+pub struct FindMaxHtmlExporter;
+
+impl Exporter<mbx_result::FindMax> for FindMaxHtmlExporter {
+    fn file_name(&self) -> &'static str {
+        "find-max.html"
+    }
+
+    fn render(&self, f: &mbx_result::FindMax, _path: &Path) -> Result<Vec<u8>, ReportError> {
+        Ok(crate::html::render_find_max(f).into_bytes())
+    }
+
+    fn check_destination(&self, path: &Path) -> Result<(), ReportError> {
+        check_ours_html(path, "an mbxstress find-max.html")
+    }
+}
+
+/// find-max.json: the answer, pretty-printed, with a final newline (replaced by a search in the
+/// same results folder).
+#[derive(Debug, Clone, Copy)]
+pub struct FindMaxJsonExporter;
+
+impl Exporter<mbx_result::FindMax> for FindMaxJsonExporter {
+    fn file_name(&self) -> &'static str {
+        "find-max.json"
+    }
+
+    fn render(&self, f: &mbx_result::FindMax, path: &Path) -> Result<Vec<u8>, ReportError> {
+        let mut bytes = serde_json::to_vec_pretty(f).map_err(|e| ReportError::Invalid {
+            path: path.to_path_buf(),
+            reason: format!("cannot serialize find-max's answer: {e}"),
+        })?;
+        bytes.push(b'\n');
+        Ok(bytes)
     }
 }
 

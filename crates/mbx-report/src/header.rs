@@ -14,8 +14,16 @@
 //! In 2 and 3, consecutive cells may together be one column's name (a split), and columns may
 //! have no cell (dropped).
 
-use crate::html::IO12_COLUMNS;
-use crate::import::squash;
+use crate::columns::IO12_COLUMNS;
+
+/// Whitespace, emphasis marks and case removed: what survives a PDF copy's stray spaces, tabs
+/// and line breaks inside a word.
+pub(crate) fn squash(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_whitespace() && !matches!(c, '*' | '#'))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
 
 /// The name of a 12-column table's first column (the instances).
 const INSTANCES: &str = "MSExchange Database ==> Instances";

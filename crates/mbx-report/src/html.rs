@@ -5,7 +5,7 @@
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use mbx_result::{CheckState, Io12, RunResult, Sample, SampleInstance, StopReason};
 
-use crate::report::RunFolder;
+use crate::folder::RunFolder;
 use crate::svg::{LineChart, Series};
 
 /// Jetstress's section titles, in report order (tests check them).
@@ -43,21 +43,7 @@ fn soft_recovery_table(s: &mbx_result::Sections) -> Markup {
     }
 }
 
-/// Jetstress's 12 column names.
-pub const IO12_COLUMNS: [&str; 12] = [
-    "I/O Database Reads Average Latency (msec)",
-    "I/O Database Writes Average Latency (msec)",
-    "I/O Database Reads/sec",
-    "I/O Database Writes/sec",
-    "I/O Database Reads Average Bytes",
-    "I/O Database Writes Average Bytes",
-    "I/O Log Reads Average Latency (msec)",
-    "I/O Log Writes Average Latency (msec)",
-    "I/O Log Reads/sec",
-    "I/O Log Writes/sec",
-    "I/O Log Reads Average Bytes",
-    "I/O Log Writes Average Bytes",
-];
+pub use crate::columns::IO12_COLUMNS;
 
 const CSS: &str = "
 body { font-family: 'Segoe UI', Arial, sans-serif; font-size: 12px; color: #222; margin: 24px; max-width: 1200px; }
@@ -626,7 +612,7 @@ mod tests {
     }
 
     fn render(r: RunResult) -> String {
-        super::render(&crate::report::RunFolder::of_result(r, ".".into()))
+        super::render(&crate::folder::RunFolder::of_result(r, ".".into()))
     }
 
     /// A check that judged nothing shows "Not judged" and its reason, never a value that passes;

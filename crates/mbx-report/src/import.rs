@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::flags::{report_flags, Flag};
+use crate::flags::{report_flags, result_flags, Flag};
 use crate::input::{read_bounded, InputError, REPORT_LIMIT};
 
 /// What `import`, `esrp` and `compare` expect a file to be (for error messages).
@@ -16,10 +16,10 @@ pub const REPORT_WHAT: &str =
 
 /// The 12 Jetstress columns, as imported.
 pub use mbx_result::Io12;
-use mbx_result::TestKind;
 /// The per-database rows of backup and soft recovery reports: the result model's own, so an
 /// imported report and an mbxstress result carry the same rows.
 pub use mbx_result::{BackupRow, SoftRecoveryRow};
+use mbx_result::{CheckState, InstanceResult, RateBytes, RunResult, TestKind, SCHEMA};
 
 /// Errors of the import, naming the file, the table and the row. Messages are complete: the OS
 /// error is part of the message, not also a `source()`, so an error chain shows it once.
@@ -137,7 +137,8 @@ fn kind_or_unknown<S: serde::Serializer>(kind: &Option<TestKind>, s: S) -> Resul
     s.serialize_str(kind.map_or("unknown", TestKind::name))
 }
 
-use crate::html::IO12_COLUMNS;
+use crate::columns::IO12_COLUMNS;
+use crate::header::squash;
 
 /// Removes markdown and HTML emphasis and surrounding space.
 fn clean(s: &str) -> String {
@@ -318,7 +319,7 @@ pub fn import_file_all(path: &Path) -> Result<Vec<ImportedReport>, ImportError> 
 pub fn load_each(path: &Path) -> Result<Vec<ImportedReport>, ImportError> {
     let text = read_bounded(path, REPORT_LIMIT, REPORT_WHAT)?;
     if text.trim_start().starts_with('{') {
-        let r = crate::esrp::from_result_json(&text, path)?;
+        let r = from_result_json(&text, path)?;
         check_figures(&r, path)?;
         return Ok(vec![r]);
     }
@@ -696,15 +697,6 @@ fn report_parts(text: &str) -> Vec<Part> {
         first.first_line = 1;
     }
     parts
-}
-
-/// Whitespace, emphasis marks and case removed: what survives a PDF copy's stray spaces, tabs
-/// and line breaks inside a word.
-pub(crate) fn squash(s: &str) -> String {
-    s.chars()
-        .filter(|c| !c.is_whitespace() && !matches!(c, '*' | '#'))
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 /// Every section title of a Jetstress report (tables or not): where two sections run together
@@ -1313,7 +1305,7 @@ fn import_row(
 }
 
 /// Records typed summaries that disagree with per-instance data by more than rounding.
-pub(crate) fn check_summaries(r: &mut ImportedReport) {
+fn check_summaries(r: &mut ImportedReport) {
     // Tolerance: each of n values printed with 3 (or 2) decimals may be off by half a unit.
     if let Some(typed) = r.achieved_iops_typed {
         if !r.transactional.is_empty() {
@@ -1367,4 +1359,84 @@ pub(crate) fn check_summaries(r: &mut ImportedReport) {
             ));
         }
     }
+}
+
+/// Reads an mbxstress `result.json` into the same model as an imported report, through the
+/// typed result model (as `report` reads it): the instances' transactional and total I/O, BDM and
+/// log replication rows, and the backup and soft-recovery rows and summaries of those tests, which
+/// are the very row types the Jetstress importer produces.
+pub fn from_result_json(text: &str, path: &Path) -> Result<ImportedReport, ImportError> {
+    let bad = |reason: String| ImportError::Malformed {
+        path: path.to_path_buf(),
+        table: "result.json".into(),
+        row: "-".into(),
+        reason,
+    };
+    // As JSON first: to recognize a foreign file by its schema, and for the flags, which also read
+    // keys of other versions' results (see `flags::result_flags`).
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+    if v["schema"] != SCHEMA {
+        return Err(bad(format!("not an mbxstress result (schema {SCHEMA})")));
+    }
+    // Then typed, from the text, so that an error names its line and column.
+    let result: RunResult = serde_json::from_str(text)
+        .map_err(|e| bad(format!("not a valid mbxstress result: {e}")))?;
+    let flags = result_flags(&v);
+    Ok(imported_from_result(result, path, flags))
+}
+
+/// An mbxstress result as an imported report: the same rows, whichever tool measured them.
+pub fn imported_from_result(r: RunResult, path: &Path, flags: Vec<Flag>) -> ImportedReport {
+    let rows = |f: fn(&InstanceResult) -> Io12| -> Vec<InstanceIo> {
+        r.instances
+            .iter()
+            .map(|i| InstanceIo {
+                instance: i.name.clone(),
+                io: f(i),
+            })
+            .collect()
+    };
+    let rates = |f: fn(&InstanceResult) -> RateBytes| -> Vec<RateRow> {
+        r.instances
+            .iter()
+            .map(|i| RateRow {
+                instance: i.name.clone(),
+                reads_per_s: f(i).reads_per_s,
+                read_avg_bytes: f(i).read_avg_bytes,
+            })
+            .collect()
+    };
+    let mut imported = ImportedReport {
+        source: path.display().to_string(),
+        kind: Some(r.test.test_type),
+        machine: Some(r.test.machine.clone()),
+        // Jetstress's words, and ours for a verdict that judged nothing.
+        overall_result: Some(
+            match r.verdict.state() {
+                CheckState::Pass => "Pass",
+                CheckState::Fail => "Fail",
+                CheckState::NotJudged => "Not judged",
+            }
+            .into(),
+        ),
+        achieved_iops_typed: Some(r.achieved_iops),
+        target_iops: Some(r.target_iops),
+        transactional: rows(|i| i.transactional),
+        total: rows(|i| i.total),
+        bdm: rates(|i| i.bdm),
+        log_replication: rates(|i| i.log_replication),
+        backup: r.sections.backup.clone(),
+        backup_avg_typed: r.sections.backup_avg_mb_per_s,
+        backup_sum_typed: r.sections.backup_sum_mb_per_s,
+        soft_recovery: r.sections.soft_recovery.clone(),
+        soft_recovery_avg_typed: None,
+        seconds_per_log_typed: r.sections.seconds_per_log,
+        discrepancies: Vec::new(),
+        warnings: Vec::new(),
+        flags,
+    };
+    // A result's typed summaries are checked against its rows exactly as a report's are.
+    check_summaries(&mut imported);
+    imported
 }

@@ -9,10 +9,12 @@
 //! - [`input`]: the bounded reader every input file goes through (re-exported from `mbx-config`);
 //! - [`flags`]: why a result is not a complete, passing measurement (flagged wherever used).
 
+mod columns;
 pub mod compare;
 pub mod esrp;
 pub mod export;
 pub mod flags;
+mod folder;
 mod header;
 pub mod html;
 mod html_input;

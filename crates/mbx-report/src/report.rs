@@ -7,50 +7,12 @@ use mbx_result::{RunResult, Sample};
 
 use crate::export::{export, Exporter, Format};
 use crate::flags::{result_flags, Flag};
+/// What the exporters render and their errors, defined with them (crate::folder).
+pub use crate::folder::{ReportError, RunFolder};
 use crate::input::{
     folder_file, for_each_line, for_each_line_ended, read_bounded, InputError, LOG_LIMIT,
     REPORT_LIMIT, SAMPLES_LIMIT,
 };
-
-/// Errors writing a report; each names the file. Messages are complete: the OS error is part of
-/// the message, not also a `source()`, so an error chain shows it once.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// A file could not be read.
-    #[error("cannot read {}: {error}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The OS error: part of the message, deliberately not a `source()`.
-        error: std::io::Error,
-    },
-    /// A file is not a readable regular file of a sensible size, or not UTF-8 text.
-    #[error(transparent)]
-    Input(#[from] InputError),
-    /// A file is not what it should be.
-    #[error("{}: {reason}", path.display())]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A file could not be written.
-    #[error("cannot write {}: {error}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The OS error: part of the message, deliberately not a `source()`.
-        error: std::io::Error,
-    },
-}
-
-impl ReportError {
-    /// True when the input (not the machine) is at fault: exit code 2.
-    pub fn is_user_error(&self) -> bool {
-        !matches!(self, ReportError::Write { .. })
-    }
-}
 
 /// The result folder and result.json for an input that is either.
 pub fn locate(input: &Path) -> (PathBuf, PathBuf) {
@@ -74,37 +36,6 @@ const LOG_WHAT: &str = "the log of a run (test.log)";
 /// ([`folder_file`]); every reader of a results folder finds it through here.
 pub fn folder_result(dir: &Path) -> Result<PathBuf, InputError> {
     folder_file(dir, "result.json", RESULT_WHAT)
-}
-
-/// A result folder as read from disk: what every [`Exporter`](crate::export::Exporter) renders.
-#[derive(Debug)]
-pub struct RunFolder {
-    /// result.json.
-    pub result: RunResult,
-    /// The samples of samples.jsonl (empty if there is none).
-    pub samples: Vec<Sample>,
-    /// The lines of test.log (empty if there is none).
-    pub log: Vec<String>,
-    /// The folder.
-    pub dir: PathBuf,
-    /// Why the result is not a complete, passing measurement (empty if it is).
-    pub flags: Vec<Flag>,
-    /// What reading the folder met that the reader should know (a torn last sample skipped).
-    pub notes: Vec<String>,
-}
-
-impl RunFolder {
-    /// A run held in memory (just measured, not yet on disk): its result, nothing else read.
-    pub fn of_result(result: RunResult, dir: PathBuf) -> RunFolder {
-        RunFolder {
-            result,
-            samples: Vec::new(),
-            log: Vec::new(),
-            dir,
-            flags: Vec::new(),
-            notes: Vec::new(),
-        }
-    }
 }
 
 /// Reads a result folder: result.json, and samples.jsonl and test.log if present. Each file must
@@ -216,15 +147,6 @@ fn skip_if_absent(read: Result<(), ReportError>) -> Result<(), ReportError> {
 /// its result.json) into `out` (default: the result folder). Returns the files written.
 pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, ReportError> {
     write_report_as(input, out, &Format::DEFAULT).map(|w| w.files)
-}
-
-/// [`write_report`], also returning the result's flags (shown as a banner in report.html) so the
-/// caller can warn about them too.
-pub fn write_report_with_flags(
-    input: &Path,
-    out: Option<&Path>,
-) -> Result<(Vec<PathBuf>, Vec<Flag>), ReportError> {
-    write_report_as(input, out, &Format::DEFAULT).map(|w| (w.files, w.flags))
 }
 
 /// What [`write_report_as`] wrote, and what the caller should tell the user.

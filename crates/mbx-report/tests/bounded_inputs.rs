@@ -16,7 +16,16 @@ use mbx_report::import::{import_file, ImportError};
 #[cfg(target_os = "linux")]
 use mbx_report::input::{for_each_line, read_bounded, read_bounded_bytes};
 use mbx_report::input::{InputError, REPORT_LIMIT, SAMPLES_LIMIT};
-use mbx_report::report::{write_report, write_report_with_flags, ReportError};
+use mbx_report::report::{write_report, write_report_as, ReportError};
+use mbx_report::Format;
+
+/// The files written and the result's flags (as `report` shows them).
+fn write_report_with_flags(
+    input: &Path,
+    out: Option<&Path>,
+) -> Result<(Vec<PathBuf>, Vec<mbx_report::Flag>), ReportError> {
+    write_report_as(input, out, &Format::DEFAULT).map(|w| (w.files, w.flags))
+}
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -35,6 +35,7 @@ macro_rules! errp {
 mod cli;
 mod commands;
 mod exit;
+mod findings;
 mod interrupt;
 mod progress;
 mod render;

@@ -106,10 +106,12 @@ pub fn run(args: FindMaxArgs) -> anyhow::Result<ExitCode> {
     let found = found.map_err(anyhow::Error::new)?;
     let f = &found.find_max;
     let json = dir.join("find-max.json");
-    let text = serde_json::to_string_pretty(f).context("encoding find-max.json")?;
-    fs_err::write(&json, text + "\n").context("writing find-max.json")?;
+    let found_as = |e: Box<dyn mbx_report::Exporter<mbx_result::FindMax>>| {
+        mbx_report::export::export(f, &dir, &[e])
+    };
+    found_as(Box::new(mbx_report::export::FindMaxJsonExporter)).context("writing find-max.json")?;
     let html = dir.join("find-max.html");
-    if let Err(e) = fs_err::write(&html, mbx_report::html::render_find_max(f)) {
+    if let Err(e) = found_as(Box::new(mbx_report::export::FindMaxHtmlExporter)) {
         errln!("warning: could not write the HTML report: {e}");
     }
     if a.progress == "jsonl" {

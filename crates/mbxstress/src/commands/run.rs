@@ -845,8 +845,8 @@ pub(crate) fn run_one(
     }
     let create = create_params(args, &cfg, data_pages);
     // The fast subset of `mbxstress doctor` (about a second): recorded, never a verdict.
-    let doctor = super::doctor::inspect(&cfg, &specs, &create, super::doctor::ProbePlan::FAST);
-    super::doctor::announce(&doctor, &args.progress);
+    let doctor = mbx_app::doctor::inspect(&cfg, &specs, &create, mbx_app::doctor::ProbePlan::FAST);
+    crate::findings::announce(&doctor, &args.progress);
     let Executed { mut result, error } = match &sized {
         Some(s) => mbx_engine::execute_throughput(
             &cfg,
@@ -1241,7 +1241,7 @@ fn print_summary(r: &RunResult, path: &Path, report: Option<&Path>) -> std::io::
         )?;
     }
     print_stop(r)?;
-    super::doctor::print_write_through(r)?;
+    crate::findings::print_write_through(r)?;
     if let Some(t) = &r.tuning {
         print_tuning(t)?;
     }

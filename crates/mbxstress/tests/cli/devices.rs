@@ -1,8 +1,9 @@
 //! Block devices that are mounted or in use are never written (`prepare`/`run --allow-device`,
 //! `iobench --force`), and a device we write is claimed so that it cannot be mounted meanwhile.
 //!
-//! These need root and loop devices. Without them they print a note and pass, unless
-//! MBX_REQUIRE_DEVICE_TESTS is set (.ci/run sets it where loop devices exist): then they fail.
+//! These need root and loop devices. Without them they are skipped, with a `SKIPPED` line in the
+//! output ([`crate::skip`]), unless MBX_REQUIRE_DEVICE_TESTS is set (.ci/run sets it where loop
+//! devices exist): then they fail.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,14 +48,13 @@ impl Drop for LoopFs {
     }
 }
 
-/// Skips the test (returns `None`) when loop devices cannot be used, unless the environment
-/// requires device tests, in which case it fails with the reason.
+/// Skips the test (returns `None`, the skip printed: [`crate::skip`]) when loop devices cannot
+/// be used, unless the environment requires device tests, in which case it fails with the reason.
 fn unavailable(why: &str) -> Option<LoopFs> {
-    assert!(
-        std::env::var_os("MBX_REQUIRE_DEVICE_TESTS").is_none(),
-        "MBX_REQUIRE_DEVICE_TESTS is set but the device test cannot run: {why}"
+    crate::skip::skip(
+        crate::skip::Need::Devices,
+        &format!("{why} (needs root and loop devices)"),
     );
-    eprintln!("NOTE: block-device test not run: {why} (needs root and loop devices)");
     None
 }
 

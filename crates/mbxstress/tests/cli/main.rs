@@ -19,6 +19,7 @@ mod result_file;
 mod run;
 mod safety;
 mod size;
+mod skip;
 mod stale;
 mod store;
 mod suite;

@@ -37,6 +37,7 @@ mod exit;
 mod interrupt;
 mod progress;
 mod render;
+mod terminal;
 mod units;
 
 use std::process::ExitCode;

@@ -263,7 +263,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             "--stress-duration is the Stress duration of --test suite; for --test stress use --duration",
         ));
     }
-    let cfg = layers.resolve_for(kind).map_err(into_anyhow)?;
     let cancel = crate::interrupt::install();
     let gate = args
         .start_gate
@@ -280,7 +279,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         preflight: &preflight,
     };
     let mut term = crate::terminal::Terminal::new(args.progress);
-    let ran = mbx_app::run::run_one(&req, cfg, &mut term);
+    let ran = mbx_app::run::run(&req, &mut term);
     term.finish()?;
     Ok(code_for(ran.map_err(into_anyhow)?.reason))
 }

@@ -22,6 +22,10 @@ pub enum Event {
     Log {
         /// The line, without its timestamp.
         text: String,
+        /// What kind of line it is (not on the wire: a terminal shows tuning's and find-max's
+        /// own lines while they search; a line read back is [`LogKind::Plain`]).
+        #[serde(skip)]
+        kind: LogKind,
     },
     /// Once a second while the engine runs.
     Progress {
@@ -51,10 +55,11 @@ pub enum Event {
         /// The figures.
         sample: mbx_result::Sample,
     },
-    /// An error the run met but survived (e.g. writing test.log); the result carries it too.
+    /// An error the test met (one entry of result.json's `errors[]`: class, path, errno,
+    /// count, message...), written as the test ends, before its `result`.
     Error {
-        /// What went wrong, in words.
-        error: String,
+        /// The entry.
+        error: mbx_result::ErrorEntry,
     },
     /// The run ended and its result.json is written.
     Result {
@@ -69,7 +74,7 @@ pub enum Event {
     },
     /// `doctor`'s findings (the report `doctor --json` prints).
     Doctor {
-        /// The report.
+        /// The report (schema `mbxstress.doctor/1`).
         doctor: mbx_result::DoctorReport,
     },
     /// A suite skipped a test already done (resume).
@@ -83,10 +88,10 @@ pub enum Event {
     FindMax {
         /// find-max.json.
         path: PathBuf,
-        /// The answer, mailboxes.
-        mailboxes: u64,
-        /// The answer's IOPS.
-        iops: f64,
+        /// The answer, mailboxes (null: no count passed).
+        mailboxes: Option<u64>,
+        /// The answer's IOPS (null: no count passed).
+        iops: Option<f64>,
         /// Why the search ended.
         end: String,
     },
@@ -133,10 +138,12 @@ pub struct Line {
 }
 
 impl Line {
-    /// The line as JSON (no newline).
+    /// The line as JSON (no newline), its keys in alphabetical order at every level: the bytes
+    /// `--progress jsonl` has always written (through `serde_json::Value`, whose maps sort).
     pub fn to_json(&self) -> String {
         // An enum of plain data: serialization cannot fail (no maps with non-string keys).
-        serde_json::to_string(self)
+        serde_json::to_value(self)
+            .map(|v| v.to_string())
             .unwrap_or_else(|e| format!("{{\"event\":\"error\",\"error\":\"{e}\"}}"))
     }
 
@@ -153,10 +160,135 @@ impl From<Event> for Line {
     }
 }
 
+/// What kind of test-log line a [`Event::Log`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogKind {
+    /// An ordinary line (test.log and the stream only).
+    #[default]
+    Plain,
+    /// One of automatic tuning's or find-max's own lines (the start, a step's outcome, the
+    /// end): a terminal shows these while the search runs.
+    Tuning,
+}
+
+impl LogKind {
+    /// The kind of an engine's test-log line. The engine reports its lines as text; this is
+    /// the one place they are classified.
+    pub fn of(text: &str) -> LogKind {
+        if mbx_engine::tune::is_tuning_line(text) {
+            LogKind::Tuning
+        } else {
+            LogKind::Plain
+        }
+    }
+}
+
+/// What a command says to its user that is not part of the event stream (`--progress jsonl`
+/// does not carry these): the terminal's headers, summaries and warnings. Borrowed: a notice
+/// shows what the command holds at that moment.
+#[derive(Debug)]
+pub enum Notice<'a> {
+    /// A test is about to start: what it is and where its results go.
+    RunStart(&'a RunStart),
+    /// Database creation's plan and progress (a terminal's progress bar).
+    Prepare(&'a mbx_store::CreateEvent),
+    /// The engine returned: a progress bar or status line shown can go.
+    EngineDone,
+    /// Something that did not stop the command but the user should know (stderr in every
+    /// mode).
+    Warning(String),
+    /// A test ended and its result.json is written: its summary.
+    RunEnd {
+        /// The test type run.
+        kind: mbx_config::TestKind,
+        /// The result.
+        result: &'a mbx_result::RunResult,
+        /// result.json.
+        path: &'a std::path::Path,
+        /// The HTML report, when one was written.
+        report: Option<&'a std::path::Path>,
+    },
+    /// A test stopped on an error (`stopped.reason` io_error, integrity_error, error, or still
+    /// running), after its summary: the message.
+    TestStopped(&'a str),
+    /// A test of the suite begins (1-based `index` of `of`), its results in `dir`.
+    SuiteTest {
+        /// Which test, from 1.
+        index: usize,
+        /// How many tests the suite has.
+        of: usize,
+        /// Its type.
+        kind: mbx_config::TestKind,
+        /// Its results folder.
+        dir: &'a std::path::Path,
+    },
+    /// An incomplete earlier attempt of a suite's test was moved aside.
+    MovedAside {
+        /// The test's folder name.
+        test: &'a str,
+        /// Where the folder went.
+        to: &'a std::path::Path,
+    },
+    /// The suite ended (or stopped early at `stopped_at`): every test's outcome.
+    SuiteEnd(&'a crate::suite::SuiteSummary),
+    /// find-max is about to start.
+    FindMaxStart(&'a FindMaxStart),
+    /// find-max ended: the answer and its steps, find-max.json and find-max.html.
+    FindMaxEnd {
+        /// The search.
+        find_max: &'a mbx_result::FindMax,
+        /// find-max.json.
+        json: &'a std::path::Path,
+        /// find-max.html.
+        html: &'a std::path::Path,
+    },
+}
+
+/// What a test is about to do ([`Notice::RunStart`]).
+#[derive(Debug, Clone)]
+pub struct RunStart {
+    /// The test type.
+    pub kind: mbx_config::TestKind,
+    /// The resolved configuration.
+    pub config: mbx_config::RunConfig,
+    /// Data pages per database.
+    pub data_pages: u64,
+    /// The disk subsystem throughput test's sizing: the free space and whether the existing
+    /// databases were kept.
+    pub sized: Option<(u64, bool)>,
+    /// The size came from the existing databases' headers (Backup, Checksum).
+    pub from_headers: bool,
+    /// Automatic tuning's step length, seconds, when the test tunes its session count first.
+    pub tuning_step_s: Option<f64>,
+    /// The results folder.
+    pub dir: std::path::PathBuf,
+}
+
+/// What find-max is about to do ([`Notice::FindMaxStart`]).
+#[derive(Debug, Clone)]
+pub struct FindMaxStart {
+    /// The resolved configuration (the profile the ramp starts from).
+    pub config: mbx_config::RunConfig,
+    /// Data pages per database.
+    pub data_pages: u64,
+    /// Most steps.
+    pub max_steps: u32,
+    /// The resolution, percent.
+    pub resolution_pct: f64,
+    /// The results folder.
+    pub dir: std::path::PathBuf,
+}
+
 /// Where a command's events go: the terminal renderer, a JSON-lines writer, a test's recorder.
 pub trait EventSink {
     /// One event, in order.
     fn event(&mut self, e: &Event);
+
+    /// One notice, in order with the events (nothing by default). An error writing it (stdout
+    /// closed) stops the command.
+    fn notice(&mut self, _n: &Notice<'_>) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Keeps every event (tests, and replaying a recorded stream).
@@ -179,6 +311,7 @@ mod tests {
                 r#"{"event":"log","text":"hello"}"#,
                 Event::Log {
                     text: "hello".into(),
+                    kind: LogKind::Plain,
                 },
             ),
             (r#"{"event":"ready","pid":42}"#, Event::Ready { pid: 42 }),
@@ -189,7 +322,7 @@ mod tests {
                 },
             ),
             (
-                r#"{"event":"create","database":1,"bytes_done":4096}"#,
+                r#"{"bytes_done":4096,"database":1,"event":"create"}"#,
                 Event::Create {
                     database: 1,
                     bytes_done: 4096,

@@ -3,8 +3,16 @@
 //! test's result, a host's state or a doctor finding lives here and reports through one typed
 //! event stream ([`event::Event`]), which `--progress jsonl` writes and `fleet run` reads back.
 
+pub mod config;
 pub mod doctor;
+pub mod error;
+pub mod esrp;
 pub mod event;
+pub mod findmax;
 pub mod num;
+pub mod results_folder;
+pub mod run;
+pub mod suite;
 
+pub use error::AppError;
 pub use event::{Event, EventSink, Line};

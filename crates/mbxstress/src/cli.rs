@@ -505,8 +505,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Progress display: human (default), jsonl (events as JSON lines on stdout), quiet.
-    #[arg(long, value_name = "MODE", value_parser = ["human", "jsonl", "quiet"], default_value = "human")]
-    pub progress: String,
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = ProgressMode::Human)]
+    pub progress: ProgressMode,
     /// Overwrite files that are not mbxstress databases, or databases with other parameters.
     #[arg(long)]
     pub force: bool,
@@ -557,6 +557,18 @@ pub struct RunArgs {
     /// phase begins at that wall time. `stop` on stdin, or its end, interrupts the test.
     #[arg(long, value_name = "stdin", value_parser = ["stdin"], hide = true)]
     pub start_gate: Option<String>,
+}
+
+/// `--progress`: how a command shows its work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    // No doc comments: `--help` lists the values as before, without descriptions.
+    #[allow(missing_docs)]
+    Human,
+    #[allow(missing_docs)]
+    Jsonl,
+    #[allow(missing_docs)]
+    Quiet,
 }
 
 /// What `run --test` runs: one test type, or the whole suite (a sequence of runs, not a test

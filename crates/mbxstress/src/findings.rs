@@ -2,19 +2,10 @@
 //! the verdict (`print_write_through`). The checks are `mbx_app::doctor`'s.
 
 use mbx_app::doctor::{DoctorCheck, DoctorReport, DoctorStatus};
-use mbx_app::{Event, Line};
 
-/// What `run` says before the test about its preflight checks: in human mode one line per
-/// warning or failure on stderr; in jsonl mode one `doctor` event with every check.
-pub(crate) fn announce(r: &DoctorReport, progress: &str) {
-    if progress == "jsonl" {
-        let line = Line::from(Event::Doctor { doctor: r.clone() });
-        let _ = outln!("{}", line.to_json());
-        return;
-    }
-    if progress != "human" {
-        return;
-    }
+/// What `run` says before the test about its preflight checks on a terminal: one line per
+/// warning or failure on stderr (in jsonl mode the `doctor` event carries every check).
+pub(crate) fn announce(r: &DoctorReport) {
     let notable: Vec<&DoctorCheck> = r
         .checks
         .iter()

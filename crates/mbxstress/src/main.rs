@@ -39,6 +39,7 @@ mod findings;
 mod interrupt;
 mod progress;
 mod render;
+mod terminal;
 mod units;
 
 use std::process::ExitCode;

@@ -4,12 +4,15 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-use mbx_config::TestKind;
-use mbx_engine::findmax::FindMaxSpec;
-use mbx_store::{plan_paths, LockMode, StoreLock};
+use std::path::Path;
 
-use super::run::{create_params, fmt_secs, resolve_for, results_dir, RunObserver};
+use mbx_app::event::FindMaxStart;
+use mbx_app::findmax::FindMaxRequest;
+use mbx_app::AppError;
+use mbx_config::TestKind;
+use mbx_result::FindMax;
+
+use super::run::{fmt_secs, into_anyhow};
 use crate::cli::{FindMaxArgs, RunTest};
 use crate::exit::usage;
 use crate::render::num;
@@ -55,136 +58,111 @@ pub fn run(args: FindMaxArgs) -> anyhow::Result<ExitCode> {
             "find-max does not take {flag}: {why} (see `mbxstress find-max --help`)"
         )));
     }
-    let cfg = resolve_for(a, TestKind::Performance)?;
-    if cfg.sizing == mbx_config::Sizing::Capacity {
-        return Err(usage(
-            "find-max answers in mailboxes of a profile; the disk subsystem throughput test (--capacity-pct, sizing = \"capacity\") finds the maximum IOPS itself: use `mbxstress run --capacity-pct N --throughput-pct P`",
-        ));
-    }
-    let spec = FindMaxSpec {
-        max_steps: args.max_steps as usize,
-        resolution: args.resolution_pct / 100.0,
-        ..FindMaxSpec::default()
-    };
-    let p = &cfg.profile;
-    let data_pages = mbx_store::create::CreateParams::data_pages_for(
-        p.mailboxes,
-        p.mailbox_quota_mb,
-        p.databases,
-    )
-    .ok_or_else(|| {
-        usage("invalid --mailboxes x --quota-mb / --databases: the databases would be too large")
-    })?;
-    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
-    let dir = results_dir(a.out.as_deref())?;
-    let lock = StoreLock::acquire(&specs, LockMode::Exclusive)?;
-    fs_err::create_dir_all(&dir).context("creating the results folder")?;
-    let human = a.progress == "human";
-    if human {
-        errln!(
-            "find-max: from {} mailboxes x {} IOPS on {} database(s) of {} MiB, steps of {} (each after stable read latency), at most {} steps, to within {}%",
-            num(p.mailboxes as f64, 0),
-            p.iops_per_mailbox,
-            p.databases,
-            num(data_pages as f64 / 32.0, 0),
-            fmt_secs(cfg.tuning.step_for(cfg.duration_s)),
-            args.max_steps,
-            args.resolution_pct
-        );
-        errln!("Results: {}", dir.display());
-    }
-    let mut observer = RunObserver::new(&dir, &a.progress, specs.len())?;
-    let create = create_params(a, &cfg, data_pages);
+    let layers = super::run::layers(a)?;
     let cancel = crate::interrupt::install();
-    let found = mbx_engine::execute_find_max(&cfg, spec, &specs, &create, &mut observer, &cancel);
-    observer.finish_preparing();
-    observer.clear_status();
-    drop(lock);
-    for e in &observer.errors {
-        errln!("warning: {e}");
-    }
-    let found = found.map_err(anyhow::Error::new)?;
-    let f = &found.find_max;
-    let json = dir.join("find-max.json");
-    let found_as = |e: Box<dyn mbx_report::Exporter<mbx_result::FindMax>>| {
-        mbx_report::export::export(f, &dir, &[e])
+    let req = FindMaxRequest {
+        layers: &layers,
+        max_steps: args.max_steps,
+        resolution_pct: args.resolution_pct,
+        out: a.out.clone(),
+        force: a.force,
+        allow_device: a.allow_device,
+        cancel: &cancel,
     };
-    found_as(Box::new(mbx_report::export::FindMaxJsonExporter)).context("writing find-max.json")?;
-    let html = dir.join("find-max.html");
-    if let Err(e) = found_as(Box::new(mbx_report::export::FindMaxHtmlExporter)) {
-        errln!("warning: could not write the HTML report: {e}");
-    }
-    if a.progress == "jsonl" {
-        outln!(
-            "{}",
-            serde_json::json!({ "event": "find_max", "path": json, "mailboxes": f.mailboxes, "iops": f.iops, "end": f.end })
-        )?;
-    } else {
-        outln!()?;
-        outln!(
-            "  {:>10} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}  result",
-            "mailboxes",
-            "sessions",
-            "target",
-            "IOPS",
-            "read ms",
-            "read p99",
-            "log ms"
-        )?;
-        for s in &f.steps {
-            outln!(
-                "  {:>10} {:>8} {:>10} {:>10} {:>9.2} {:>9.2} {:>9.2}  {}{}",
-                num(s.mailboxes as f64, 0),
-                s.sessions,
-                num(s.target_iops, 1),
-                num(s.achieved_iops, 1),
-                s.db_read_avg_ms,
-                s.db_read_p99_ms,
-                s.log_write_avg_ms,
-                if s.pass { "pass" } else { "fail: " },
-                s.failed_checks.join(", ")
-                    + if s.confirmation {
-                        " (confirmation)"
-                    } else {
-                        ""
-                    }
-            )?;
-        }
-        match (f.mailboxes, f.iops) {
-            (Some(m), Some(iops)) if f.lower_bound => outln!(
-                "ANSWER | at least {} mailboxes x {} IOPS = {} transactional IOPS pass every threshold; {} ({}, {} steps, {})",
-                num(m as f64, 0),
-                f.iops_per_mailbox,
-                num(iops, 1),
-                why_lower_bound(&f.end),
-                f.end,
-                f.steps.len(),
-                fmt_secs(f.elapsed_s)
-            )?,
-            (Some(m), Some(iops)) => outln!(
-                "ANSWER | {} mailboxes x {} IOPS = {} transactional IOPS pass every threshold ({}, {} steps, {})",
-                num(m as f64, 0),
-                f.iops_per_mailbox,
-                num(iops, 1),
-                f.end,
-                f.steps.len(),
-                fmt_secs(f.elapsed_s)
-            )?,
-            _ => outln!(
-                "NO ANSWER | no mailbox count passed every threshold ({}, {} steps)",
-                f.end,
-                f.steps.len()
-            )?,
-        }
-        outln!("Result: {}", json.display())?;
-        outln!("Report: {}", html.display())?;
-    }
+    let mut term = crate::terminal::Terminal::new(a.progress);
+    let found = mbx_app::findmax::run(&req, &mut term);
+    term.finish()?;
+    let f = match found {
+        Ok(found) => found.find_max,
+        // The engine's error as itself, as find-max has always reported it.
+        Err(AppError::Engine(e)) => return Err(anyhow::Error::new(e)),
+        Err(e) => return Err(into_anyhow(e)),
+    };
     Ok(match (f.end.as_str(), f.mailboxes) {
         ("interrupted", _) => ExitCode::from(crate::interrupt::INTERRUPTED),
         ("error", _) => ExitCode::from(crate::exit::RUNTIME),
         (_, Some(_)) => ExitCode::SUCCESS,
         (_, None) => ExitCode::from(1),
     })
+}
+
+/// What find-max is about to do (human mode, stderr).
+pub(crate) fn print_start(s: &FindMaxStart) {
+    let p = &s.config.profile;
+    errln!(
+        "find-max: from {} mailboxes x {} IOPS on {} database(s) of {} MiB, steps of {} (each after stable read latency), at most {} steps, to within {}%",
+        num(p.mailboxes as f64, 0),
+        p.iops_per_mailbox,
+        p.databases,
+        num(s.data_pages as f64 / 32.0, 0),
+        fmt_secs(s.config.tuning.step_for(s.config.duration_s)),
+        s.max_steps,
+        s.resolution_pct
+    );
+    errln!("Results: {}", s.dir.display());
+}
+
+/// The search's steps and its answer (stdout).
+pub(crate) fn print_end(f: &FindMax, json: &Path, html: &Path) -> std::io::Result<()> {
+    outln!()?;
+    outln!(
+        "  {:>10} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}  result",
+        "mailboxes",
+        "sessions",
+        "target",
+        "IOPS",
+        "read ms",
+        "read p99",
+        "log ms"
+    )?;
+    for s in &f.steps {
+        outln!(
+            "  {:>10} {:>8} {:>10} {:>10} {:>9.2} {:>9.2} {:>9.2}  {}{}",
+            num(s.mailboxes as f64, 0),
+            s.sessions,
+            num(s.target_iops, 1),
+            num(s.achieved_iops, 1),
+            s.db_read_avg_ms,
+            s.db_read_p99_ms,
+            s.log_write_avg_ms,
+            if s.pass { "pass" } else { "fail: " },
+            s.failed_checks.join(", ")
+                + if s.confirmation {
+                    " (confirmation)"
+                } else {
+                    ""
+                }
+        )?;
+    }
+    match (f.mailboxes, f.iops) {
+        (Some(m), Some(iops)) if f.lower_bound => outln!(
+            "ANSWER | at least {} mailboxes x {} IOPS = {} transactional IOPS pass every threshold; {} ({}, {} steps, {})",
+            num(m as f64, 0),
+            f.iops_per_mailbox,
+            num(iops, 1),
+            why_lower_bound(&f.end),
+            f.end,
+            f.steps.len(),
+            fmt_secs(f.elapsed_s)
+        )?,
+        (Some(m), Some(iops)) => outln!(
+            "ANSWER | {} mailboxes x {} IOPS = {} transactional IOPS pass every threshold ({}, {} steps, {})",
+            num(m as f64, 0),
+            f.iops_per_mailbox,
+            num(iops, 1),
+            f.end,
+            f.steps.len(),
+            fmt_secs(f.elapsed_s)
+        )?,
+        _ => outln!(
+            "NO ANSWER | no mailbox count passed every threshold ({}, {} steps)",
+            f.end,
+            f.steps.len()
+        )?,
+    }
+    outln!("Result: {}", json.display())?;
+    outln!("Report: {}", html.display())?;
+    Ok(())
 }
 
 /// Why an answer is only a lower bound, from how the search ended.

@@ -1642,7 +1642,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     };
     let out = super::run::results_dir(r.out.as_deref())?;
     fs_err::create_dir_all(&out).context("creating the results folder")?;
-    let human = r.progress == "human";
+    let human = r.progress == crate::cli::ProgressMode::Human;
     if let Some(moved) = set_aside_unfinished(&out, &hosts)? {
         if human {
             errln!(
@@ -1652,7 +1652,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let json_out = r.progress == "jsonl";
+    let json_out = r.progress == crate::cli::ProgressMode::Jsonl;
     let ssh = Ssh {
         config: args.ssh_config.clone(),
     };

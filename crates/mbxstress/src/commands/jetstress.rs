@@ -1,10 +1,9 @@
 //! `--jetstress-config FILE [--map-path FROM=TO ...]` on `run` and `prepare`: a Jetstress 2013
 //! configuration read by `mbx_config::jetstress`, as the base the flags override.
 
-use mbx_config::jetstress::{load as load_file, JetstressError, JetstressImport, PathMap};
+use mbx_config::jetstress::JetstressImport;
 
 use crate::cli::JetstressArgs;
-use crate::exit::usage;
 
 /// The configuration the flags name, if any. A file that is not a usable Jetstress
 /// configuration, or a bad --map-path rule, is a usage error (exit 2) naming what to fix.
@@ -12,18 +11,9 @@ pub fn load(args: &JetstressArgs) -> anyhow::Result<Option<JetstressImport>> {
     let Some(path) = &args.jetstress_config else {
         return Ok(None);
     };
-    let mut map = PathMap::default();
-    for rule in &args.map_path {
-        map.add(rule)
-            .map_err(|e| usage(format!("invalid --map-path {e}")))?;
-    }
-    match load_file(path, &map) {
-        Ok(j) => Ok(Some(j)),
-        Err(e @ (JetstressError::Invalid { .. } | JetstressError::Xml { .. })) => {
-            Err(usage(format!("--jetstress-config {e}")))
-        }
-        Err(e) => Err(usage(format!("--jetstress-config: {e}"))),
-    }
+    mbx_app::config::load_jetstress(path, &args.map_path)
+        .map(Some)
+        .map_err(super::run::into_anyhow)
 }
 
 /// What the file asked for that is not used as such, one line each (to stderr before a run).

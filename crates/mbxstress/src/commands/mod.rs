@@ -5,21 +5,26 @@ mod doctor;
 mod engine;
 mod esrp;
 mod export;
-mod findmax;
+pub(crate) mod findmax;
 mod fleet;
 mod import;
 mod iobench;
 mod jetstress;
 mod prepare;
 mod report;
-mod run;
+pub(crate) mod run;
 mod size;
-mod suite;
+pub(crate) mod suite;
 mod verify;
 
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
+
+/// `run`'s preflight findings as a terminal shows them before the test.
+pub(crate) fn doctor_announce(r: &mbx_result::DoctorReport) {
+    crate::findings::announce(r);
+}
 
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -1,541 +1,234 @@
-//! `mbxstress run`: resolve the configuration, build the plan, have the engine execute it
-//! (preparing the databases is the plan's first step), persist samples, log and result as the
-//! events arrive, export the result and print the verdict.
+//! `mbxstress run`: the flags, as the application layer's request (`mbx_app::run`), and the
+//! rendering of a test's start and its summary. What the test does and decides is in mbx-app.
 
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::Context;
-use mbx_config::{RunConfig, TestKind, Thresholds};
+use mbx_app::config::{Flag, Layers, Sources};
+use mbx_app::event::RunStart;
+use mbx_app::AppError;
+use mbx_config::{RunConfig, TestKind};
 use mbx_engine::result::{RunResult, StopReason};
-use mbx_engine::{Executed, Observer, Plan, Progress, RunEvent};
-use mbx_store::{plan_paths, CreateParams, LockMode, StoreLock};
+use mbx_store::CreateParams;
 
-use crate::cli::{RunArgs, RunTest};
+use crate::cli::{ProgressMode, RunArgs, RunTest};
 use crate::exit::usage;
 use crate::render::num;
 
+/// Files a run writes into its results folder.
+pub(crate) use mbx_app::results_folder::RESULT_FILES;
+
+/// Where the configuration of the run the flags describe comes from: the files, and one line
+/// per flag that sets a key (given or not: a message names the flag that would set a key).
+/// Adding a run setting adds its line here.
+pub(crate) fn sources(args: &RunArgs) -> Sources {
+    let secs = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64());
+    let flags = vec![
+        Flag::new("mailboxes", "--mailboxes", args.mailboxes, |c, v| {
+            c.profile.mailboxes = v
+        }),
+        Flag::new(
+            "iops_per_mailbox",
+            "--iops-per-mailbox",
+            args.iops_per_mailbox,
+            |c, v| c.profile.iops_per_mailbox = v,
+        ),
+        Flag::new("mailbox_quota_mb", "--quota-mb", args.quota_mb, |c, v| {
+            c.profile.mailbox_quota_mb = v
+        }),
+        Flag::new("databases", "--databases", args.databases, |c, v| {
+            c.profile.databases = v
+        }),
+        Flag::new("copies_per_database", "--copies", args.copies, |c, v| {
+            c.profile.copies_per_database = v
+        }),
+        Flag::new("threads", "--threads", args.threads, |c, v| c.threads = v),
+        Flag::new(
+            "tuning.step_s",
+            "--tuning-step",
+            secs(args.tuning_step),
+            |c, v| c.tuning.step_s = v,
+        ),
+        Flag::new(
+            "tuning.max_steps",
+            "--tuning-max-steps",
+            args.tuning_max_steps,
+            |c, v| c.tuning.max_steps = v,
+        ),
+        Flag::new("reactors", "--reactors", args.reactors, |c, v| {
+            c.reactors = v
+        }),
+        Flag::new("duration_s", "--duration", secs(args.duration), |c, v| {
+            c.duration_s = v
+        }),
+        Flag::new(
+            "sample_interval_s",
+            "--sample-interval",
+            secs(args.sample_interval),
+            |c, v| c.sample_interval_s = v,
+        ),
+        Flag::new(
+            "bdm",
+            "--bdm",
+            args.bdm.as_deref().map(|b| b == "on"),
+            |c, v| c.bdm = v,
+        ),
+        Flag::new(
+            "compressibility_pct",
+            "--compressibility-pct",
+            args.compressibility_pct,
+            |c, v| c.compressibility_pct = v,
+        ),
+        Flag::new(
+            "checksum_reads_pct",
+            "--checksum-reads-pct",
+            args.checksum_reads_pct,
+            |c, v| c.checksum_reads_pct = v,
+        ),
+        Flag::new("seed", "--seed", args.seed, |c, v| c.seed = v),
+        Flag::new(
+            "log_files_to_replay",
+            "--log-files-to-replay",
+            args.log_files_to_replay,
+            |c, v| c.log_files_to_replay = v,
+        ),
+        Flag::switch(
+            "continue_on_errors",
+            "--continue-on-errors",
+            args.continue_on_errors,
+            |c| c.continue_on_errors = true,
+        ),
+        Flag::new("pacing", "--pacing", args.pacing, |c, v| c.pacing = v),
+        Flag::new("arrivals", "--arrivals", args.arrivals, |c, v| {
+            c.arrivals = v
+        }),
+        Flag::new(
+            "max_backlog_s",
+            "--max-backlog",
+            secs(args.max_backlog),
+            |c, v| c.max_backlog_s = v,
+        ),
+        Flag::new(
+            "thresholds.max_latency_errors",
+            "--max-latency-errors",
+            args.max_latency_errors,
+            |c, v| c.thresholds.max_latency_errors = v,
+        ),
+        Flag::new(
+            "sizing",
+            "--capacity-pct",
+            args.capacity_pct.map(|_| mbx_config::Sizing::Capacity),
+            |c, v| c.sizing = v,
+        ),
+        Flag::new(
+            "capacity_pct",
+            "--capacity-pct",
+            args.capacity_pct,
+            |c, v| c.capacity_pct = v,
+        ),
+        Flag::new(
+            "throughput_pct",
+            "--throughput-pct",
+            args.throughput_pct,
+            |c, v| c.throughput_pct = v,
+        ),
+        Flag::new("engine", "--engine", args.engine.engine, |c, v| {
+            c.engine = v
+        }),
+        Flag::switch("direct", "--buffered", args.engine.buffered, |c| {
+            c.direct = false
+        }),
+        Flag::new(
+            "db_paths",
+            "--db-path",
+            (!args.paths.db_path.is_empty()).then(|| args.paths.db_path.clone()),
+            |c, v| c.db_paths = v,
+        ),
+        Flag::new(
+            "log_paths",
+            "--log-path",
+            (!args.paths.log_path.is_empty()).then(|| args.paths.log_path.clone()),
+            |c, v| c.log_paths = v,
+        ),
+    ];
+    Sources {
+        config: args.config.clone(),
+        jetstress: args.jetstress.jetstress_config.clone(),
+        map_path: args.jetstress.map_path.clone(),
+        profile: args.profile.clone(),
+        flags,
+    }
+}
+
+/// The configuration's layers the flags name, each file read once.
+pub(crate) fn layers(args: &RunArgs) -> anyhow::Result<Layers> {
+    Layers::read(sources(args)).map_err(into_anyhow)
+}
+
 /// Defaults < --config or --jetstress-config < --profile < flags; then validated.
 pub(crate) fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
-    let mut cfg = match (&args.config, super::jetstress::load(&args.jetstress)?) {
-        (Some(path), _) => {
-            RunConfig::load(path).with_context(|| format!("reading --config {}", path.display()))?
-        }
-        (None, Some(j)) => j.config,
-        (None, None) => RunConfig::default(),
-    };
-    if let Some(path) = &args.profile {
-        let p = mbx_config::Profile::load(path)
-            .with_context(|| format!("reading --profile {}", path.display()))?;
-        cfg.apply_profile(&p);
-    }
-    macro_rules! set {
-        ($flag:expr, $field:expr) => {
-            if let Some(v) = $flag {
-                $field = v;
-            }
-        };
-    }
-    set!(args.mailboxes, cfg.profile.mailboxes);
-    set!(args.iops_per_mailbox, cfg.profile.iops_per_mailbox);
-    set!(args.quota_mb, cfg.profile.mailbox_quota_mb);
-    set!(args.databases, cfg.profile.databases);
-    set!(args.copies, cfg.profile.copies_per_database);
-    set!(args.threads, cfg.threads);
-    set!(args.tuning_step.map(|d| d.as_secs_f64()), cfg.tuning.step_s);
-    set!(args.tuning_max_steps, cfg.tuning.max_steps);
-    set!(args.reactors, cfg.reactors);
-    set!(args.duration.map(|d| d.as_secs_f64()), cfg.duration_s);
-    set!(
-        args.sample_interval.map(|d| d.as_secs_f64()),
-        cfg.sample_interval_s
-    );
-    set!(args.bdm.as_deref().map(|b| b == "on"), cfg.bdm);
-    set!(args.compressibility_pct, cfg.compressibility_pct);
-    set!(args.checksum_reads_pct, cfg.checksum_reads_pct);
-    set!(args.seed, cfg.seed);
-    set!(args.log_files_to_replay, cfg.log_files_to_replay);
-    if args.continue_on_errors {
-        cfg.continue_on_errors = true;
-    }
-    set!(args.pacing, cfg.pacing);
-    set!(args.arrivals, cfg.arrivals);
-    set!(args.max_backlog.map(|d| d.as_secs_f64()), cfg.max_backlog_s);
-    set!(args.max_latency_errors, cfg.thresholds.max_latency_errors);
-    if let Some(pct) = args.capacity_pct {
-        cfg.sizing = mbx_config::Sizing::Capacity;
-        cfg.capacity_pct = pct;
-    }
-    set!(args.throughput_pct, cfg.throughput_pct);
-    // The two categories do not mix: a profile flag means nothing to capacity sizing, and the
-    // throughput percentage nothing to a profile.
-    if cfg.sizing == mbx_config::Sizing::Capacity {
-        for (given, flag) in [
-            (args.mailboxes.is_some(), "--mailboxes"),
-            (args.quota_mb.is_some(), "--quota-mb"),
-            (args.iops_per_mailbox.is_some(), "--iops-per-mailbox"),
-            (args.profile.is_some(), "--profile"),
-        ] {
-            if given {
-                return Err(usage(format!(
-                    "{flag} belongs to the mailbox profile test, and this is the disk subsystem throughput test (sizing = \"capacity\", --capacity-pct): the databases are sized from the free space and the target is a percentage of the maximum found; drop {flag}, or set sizing = \"profile\" in the --config file"
-                )));
-            }
-        }
-    } else if args.throughput_pct.is_some() {
-        return Err(usage(
-            "--throughput-pct applies to the disk subsystem throughput test: add --capacity-pct N (the databases' share of the free space), or give the target as --mailboxes x --iops-per-mailbox instead",
-        ));
-    }
-    // The open-loop settings mean nothing to a closed loop: say so rather than ignore them.
-    if cfg.pacing == mbx_config::Pacing::Closed {
-        for (given, flag) in [
-            (args.arrivals.is_some(), "--arrivals"),
-            (args.max_backlog.is_some(), "--max-backlog"),
-        ] {
-            if given {
-                return Err(usage(format!(
-                    "{flag} applies to open-loop pacing only; add --pacing open (or set `pacing = \"open\"` in the --config file), or drop {flag}"
-                )));
-            }
-        }
-    }
-    set!(args.engine.engine, cfg.engine);
-    if args.engine.buffered {
-        cfg.direct = false;
-    }
-    if !args.paths.db_path.is_empty() {
-        cfg.db_paths = args.paths.db_path.clone();
-    }
-    if !args.paths.log_path.is_empty() {
-        cfg.log_paths = args.paths.log_path.clone();
-    }
-    cfg.validate_for(kind)
-        .map_err(|(key, reason)| usage(describe_invalid(key, &reason, args)))?;
-    Ok(cfg)
+    layers(args)?.resolve(kind).map_err(into_anyhow)
 }
 
-/// The Stress test's duration when neither --duration nor the --config file sets one (Jetstress:
-/// 24 h).
-pub(crate) const STRESS_DEFAULT_S: f64 = 86_400.0;
-
-/// The configuration of a `kind` test: [`resolve`], then for Stress the Jetstress Stress
-/// defaults where the user chose nothing: 24 h (no --duration, no `duration_s` in --config) and
-/// the Lenient maximum latencies (no `thresholds.db_read_max_ms` / `log_write_max_ms` in
-/// --config; there are no threshold flags).
+/// The configuration of a `kind` test, with the defaults that depend on the test
+/// (`mbx_app::config::Layers::resolve_for`).
 pub(crate) fn resolve_for(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
-    let mut cfg = resolve(args, kind)?;
-    if kind == TestKind::Stress {
-        // A Jetstress configuration always sets both (Duration, and a Lenient set or the
-        // Jetstress defaults for Stress).
-        let set = |key: &str| {
-            args.jetstress.jetstress_config.is_some()
-                || args.config.as_deref().is_some_and(|p| config_sets(p, key))
-        };
-        if args.duration.is_none() && !set("duration_s") {
-            cfg.duration_s = STRESS_DEFAULT_S;
-        }
-        let lenient = Thresholds::lenient();
-        if !set("thresholds.db_read_max_ms") {
-            cfg.thresholds.db_read_max_ms = lenient.db_read_max_ms;
-        }
-        if !set("thresholds.log_write_max_ms") {
-            cfg.thresholds.log_write_max_ms = lenient.log_write_max_ms;
-        }
-    }
-    // No sample interval chosen (no --sample-interval, none in --config; a Jetstress
-    // configuration has its LogInterval): Jetstress's 15 s, shorter for a short run so that the
-    // maximum-latency checks have samples enough to judge.
-    let interval_set = args.sample_interval.is_some()
-        || args.jetstress.jetstress_config.is_some()
-        || args
-            .config
-            .as_deref()
-            .is_some_and(|p| config_sets(p, "sample_interval_s"));
-    if !interval_set {
-        cfg.sample_interval_s =
-            mbx_config::sample_interval_for(cfg.duration_s, cfg.thresholds.max_latency_errors);
-    }
-    Ok(cfg)
+    layers(args)?.resolve_for(kind).map_err(into_anyhow)
 }
-
-/// Files a run writes into its results folder.
-pub(crate) const RESULT_FILES: [&str; 8] = [
-    "result.json",
-    "find-max.json",
-    "find-max.html",
-    "test.log",
-    "samples.jsonl",
-    "report.html",
-    "instances.csv",
-    "samples.csv",
-];
 
 /// The results folder, checked (nothing of ours or anyone's in the way) but not created.
-/// Whether a flag was given on this command line.
-type FlagGiven = fn(&RunArgs) -> bool;
-
-/// The `RunConfig` keys that have a `run` flag, and the flag. Every other key (`thresholds.*`,
-/// `cache.*`, `op_mix*`, `bdm_reads_per_s`) is set only in a `--config` file, so a message
-/// names it as a key there, never as a flag that does not exist.
-const KEY_FLAGS: &[(&str, &str, FlagGiven)] = &[
-    ("mailboxes", "--mailboxes", |a| a.mailboxes.is_some()),
-    ("iops_per_mailbox", "--iops-per-mailbox", |a| {
-        a.iops_per_mailbox.is_some()
-    }),
-    ("mailbox_quota_mb", "--quota-mb", |a| a.quota_mb.is_some()),
-    ("databases", "--databases", |a| a.databases.is_some()),
-    ("copies_per_database", "--copies", |a| a.copies.is_some()),
-    ("threads", "--threads", |a| a.threads.is_some()),
-    ("tuning.step_s", "--tuning-step", |a| {
-        a.tuning_step.is_some()
-    }),
-    ("tuning.max_steps", "--tuning-max-steps", |a| {
-        a.tuning_max_steps.is_some()
-    }),
-    ("reactors", "--reactors", |a| a.reactors.is_some()),
-    ("duration_s", "--duration", |a| a.duration.is_some()),
-    ("sample_interval_s", "--sample-interval", |a| {
-        a.sample_interval.is_some()
-    }),
-    ("bdm", "--bdm", |a| a.bdm.is_some()),
-    ("compressibility_pct", "--compressibility-pct", |a| {
-        a.compressibility_pct.is_some()
-    }),
-    ("checksum_reads_pct", "--checksum-reads-pct", |a| {
-        a.checksum_reads_pct.is_some()
-    }),
-    ("seed", "--seed", |a| a.seed.is_some()),
-    ("log_files_to_replay", "--log-files-to-replay", |a| {
-        a.log_files_to_replay.is_some()
-    }),
-    ("continue_on_errors", "--continue-on-errors", |a| {
-        a.continue_on_errors
-    }),
-    ("pacing", "--pacing", |a| a.pacing.is_some()),
-    ("arrivals", "--arrivals", |a| a.arrivals.is_some()),
-    ("max_backlog_s", "--max-backlog", |a| {
-        a.max_backlog.is_some()
-    }),
-    (
-        "thresholds.max_latency_errors",
-        "--max-latency-errors",
-        |a| a.max_latency_errors.is_some(),
-    ),
-    ("capacity_pct", "--capacity-pct", |a| {
-        a.capacity_pct.is_some()
-    }),
-    ("throughput_pct", "--throughput-pct", |a| {
-        a.throughput_pct.is_some()
-    }),
-    ("sizing", "--capacity-pct", |a| a.capacity_pct.is_some()),
-    ("engine", "--engine", |a| a.engine.engine.is_some()),
-    ("direct", "--buffered", |a| a.engine.buffered),
-    ("db_paths", "--db-path", |a| !a.paths.db_path.is_empty()),
-    ("log_paths", "--log-path", |a| !a.paths.log_path.is_empty()),
-];
-
-/// The message for an invalid `key`, naming where its value came from (the flag, the
-/// `--profile` or `--config` file, or the built-in default) and how to change it.
-fn describe_invalid(key: &str, reason: &str, args: &RunArgs) -> String {
-    let flag = KEY_FLAGS
-        .iter()
-        .find(|(k, _, _)| *k == key)
-        .map(|&(_, flag, given)| (flag, given(args)));
-    if let Some((flag, true)) = flag {
-        return format!("invalid {flag}: {reason}");
-    }
-    let flag = flag.map(|(flag, _)| flag);
-    let config = args.config.as_deref();
-    let from_profile = args
-        .profile
-        .as_deref()
-        .filter(|_| mbx_config::PROFILE_KEYS.contains(&key));
-    let (source, how) = match (from_profile, config) {
-        // The profile overrides the config file: fix the profile, or override it with the flag.
-        (Some(profile), _) => (
-            format!("`{key}` in --profile {}", profile.display()),
-            flag.map(|f| format!("; correct the profile or override it with {f}"))
-                .unwrap_or_default(),
-        ),
-        (None, Some(path)) if config_sets(path, key) => (
-            format!("`{key}` in --config {}", path.display()),
-            flag.map(|f| format!("; correct it there or override it with {f}"))
-                .unwrap_or_default(),
-        ),
-        (None, Some(path)) => (
-            format!("`{key}` (the built-in default)"),
-            match flag {
-                Some(f) => format!("; set it with {f} or as `{key}` in {}", path.display()),
-                None => format!("; set `{key}` in {}", path.display()),
-            },
-        ),
-        (None, None) => (
-            format!("`{key}` (the built-in default)"),
-            match flag {
-                Some(f) => format!("; set it with {f} or as `{key}` in a --config FILE"),
-                None => format!("; set `{key}` in a --config FILE"),
-            },
-        ),
-    };
-    format!("invalid {source}: {reason}{how}")
-}
-
-/// Whether the `--config` file itself sets `key` (dotted for tables: `cache.max_mb_per_db`).
-/// The file was already read and parsed once, so a failure here only means "not known to".
-pub(crate) fn config_sets(path: &std::path::Path, key: &str) -> bool {
-    let Ok(text) = mbx_config::input::read_bounded(
-        path,
-        mbx_config::input::CONFIG_LIMIT,
-        "a run configuration (TOML)",
-    ) else {
-        return false;
-    };
-    let Ok(table) = text.parse::<toml::Table>() else {
-        return false;
-    };
-    let mut parts = key.split('.');
-    let Some(first) = parts.next() else {
-        return false;
-    };
-    let mut value = table.get(first);
-    for part in parts {
-        value = value.and_then(|v| v.get(part));
-    }
-    value.is_some()
-}
-
 pub(crate) fn results_dir(out: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let dir = match out {
-        Some(d) => d.to_path_buf(),
-        None => {
-            let stamp = mbx_engine::rfc3339_now().replace(':', "");
-            PathBuf::from("mbxstress-results").join(stamp)
-        }
-    };
-    if dir.exists() && !dir.is_dir() {
-        return Err(usage(format!(
-            "--out {} is not a folder; choose a new or empty folder for the results",
-            dir.display()
-        )));
-    }
-    // Never append to, or replace, a file already there (ours from an earlier run, or not).
-    if let Some(name) = RESULT_FILES.iter().find(|n| dir.join(n).exists()) {
-        return Err(usage(format!(
-            "--out {} already holds {name}; choose a new or empty folder for the results",
-            dir.display()
-        )));
-    }
-    Ok(dir)
+    mbx_app::results_folder::results_dir(out).map_err(into_anyhow)
 }
 
-/// Persists and renders engine events: test.log and samples.jsonl are written (and flushed) as
-/// events arrive, so a crash loses at most the current interval.
-pub(crate) struct RunObserver {
-    log: BufWriter<File>,
-    samples: BufWriter<File>,
-    mode: String,
-    tty: bool,
-    last_line_len: usize,
-    last_plain: f64,
-    pub(crate) errors: Vec<String>,
-    /// The database creation progress bar (human mode only).
-    create: crate::progress::CreateProgress,
-    /// When the last `create` event went out (jsonl: at most one a second, so `fleet run`'s
-    /// watchdog hears from a host that is creating its databases).
-    last_create_event: Option<std::time::Instant>,
+/// How the databases of `cfg` are created (or attached) for a test: `data_pages` each.
+pub(crate) fn create_params(args: &RunArgs, cfg: &RunConfig, data_pages: u64) -> CreateParams {
+    mbx_app::run::create_params(cfg, data_pages, args.force, args.allow_device)
 }
 
-impl RunObserver {
-    pub(crate) fn new(dir: &Path, mode: &str, databases: usize) -> anyhow::Result<Self> {
-        let open = |name: &str| -> anyhow::Result<BufWriter<File>> {
-            let path = dir.join(name);
-            let f = fs_err::OpenOptions::new()
-                .create_new(true)
-                .write(true)
-                .open(&path)?
-                .into_parts()
-                .0;
-            Ok(BufWriter::new(f))
-        };
-        Ok(RunObserver {
-            log: open("test.log")?,
-            samples: open("samples.jsonl")?,
-            mode: mode.to_string(),
-            tty: std::io::stderr().is_terminal(),
-            last_line_len: 0,
-            last_plain: -1.0,
-            errors: Vec::new(),
-            create: crate::progress::CreateProgress::new(databases, mode != "human", false),
-            last_create_event: None,
-        })
-    }
-
-    /// Removes the creation progress bar, if one is shown.
-    pub(crate) fn finish_preparing(&self) {
-        self.create.finish();
-    }
-
-    fn log_line(&mut self, text: &str) {
-        let line = format!("{} -- {text}\n", mbx_engine::rfc3339_now());
-        if let Err(e) = self
-            .log
-            .write_all(line.as_bytes())
-            .and_then(|_| self.log.flush())
-        {
-            self.errors.push(format!("writing test.log: {e}"));
-        }
-        if self.mode == "jsonl" {
-            let _ = outln!("{}", serde_json::json!({ "event": "log", "text": text }));
-        } else if self.mode == "human" && mbx_engine::tune::is_tuning_line(text) {
-            self.clear_status();
-            errln!("{text}");
-        }
-    }
-
-    pub(crate) fn clear_status(&mut self) {
-        if self.tty && self.last_line_len > 0 {
-            errp!("\r{:width$}\r", "", width = self.last_line_len);
-            self.last_line_len = 0;
-        }
-    }
-
-    fn progress(&mut self, p: &Progress) {
-        match self.mode.as_str() {
-            "jsonl" => {
-                let _ = outln!(
-                    "{}",
-                    serde_json::json!({ "event": "progress", "progress": p })
-                );
-            }
-            "human" => {
-                let timing = match p.phase_total_s {
-                    Some(total) => format!(
-                        "{} / {} (ETA {})",
-                        fmt_secs(p.phase_elapsed_s),
-                        fmt_secs(total),
-                        fmt_secs((total - p.phase_elapsed_s).max(0.0))
-                    ),
-                    None => fmt_secs(p.phase_elapsed_s),
-                };
-                let line = match p.pass_bytes {
-                    Some(b) => format!(
-                        "[{}] {timing} | {} of {} MB ({:.0}%)",
-                        p.phase.name(),
-                        num(b.done as f64 / 1e6, 1),
-                        num(b.planned as f64 / 1e6, 1),
-                        if b.planned > 0 {
-                            b.done as f64 * 100.0 / b.planned as f64
-                        } else {
-                            100.0
-                        }
-                    ),
-                    None => format!(
-                        "[{}] {timing} | IOPS {} (target {}) | DB read {:.2} ms | log write {:.2} ms | cache {:.0}%",
-                        p.phase.name(),
-                        num(p.iops, 0),
-                        num(p.target_iops, 0),
-                        p.db_read_avg_ms,
-                        p.log_write_avg_ms,
-                        p.cache_fill * 100.0
-                    ),
-                };
-                if self.tty {
-                    let pad = self.last_line_len.saturating_sub(line.len());
-                    errp!("\r{line}{:pad$}", "");
-                    self.last_line_len = line.len();
-                } else if p.phase_elapsed_s - self.last_plain >= 15.0
-                    || p.phase_elapsed_s < self.last_plain
-                {
-                    errln!("{line}");
-                    self.last_plain = p.phase_elapsed_s;
-                }
-            }
-            _ => {}
-        }
+/// The application layer's error as the exit code classification expects it: each library
+/// error as itself (a transparent wrapper would hide it from the chain), with its context.
+pub(crate) fn into_anyhow(e: AppError) -> anyhow::Error {
+    use mbx_engine::EngineError;
+    match e {
+        AppError::Usage(m) => usage(m),
+        AppError::Config { context, source } => anyhow::Error::new(source).context(context),
+        AppError::Store(s) | AppError::Engine(EngineError::Store(s)) => anyhow::Error::new(s),
+        AppError::Engine(EngineError::Io(io)) => anyhow::Error::new(io),
+        AppError::Engine(other) => anyhow::Error::new(other),
+        AppError::Report { context, source } => anyhow::Error::new(source).context(context),
+        AppError::Io { context, source } => anyhow::Error::new(source).context(context),
+        AppError::File(io) => anyhow::Error::new(io),
+        AppError::Failed(m) => anyhow::anyhow!(m),
+        AppError::Input(e) => anyhow::Error::new(e),
+        AppError::Import(e) => anyhow::Error::new(e),
+        AppError::Context { context, source } => into_anyhow(*source).context(context),
+        AppError::Output(io) => anyhow::Error::new(io).context("writing the summary to stdout"),
     }
 }
 
-/// Seconds as measured: to the millisecond under a minute ("0.994s", "12.5s", "2s"), then
-/// rounded to the second ("1m30s", "2h00m00s").
-pub(crate) fn fmt_secs(s: f64) -> String {
-    let s = if s.is_finite() { s.max(0.0) } else { 0.0 };
-    if s < 59.9995 {
-        let text = format!("{s:.3}");
-        let text = text.trim_end_matches('0').trim_end_matches('.');
-        return format!("{text}s");
-    }
-    mbx_engine::human_duration(std::time::Duration::from_secs_f64(s.round()))
-}
-
-impl Observer for RunObserver {
-    fn on_event(&mut self, e: RunEvent<'_>) {
-        match e {
-            RunEvent::Log(text) => self.log_line(text),
-            RunEvent::Prepare(e) => {
-                self.create.on_event(e.clone());
-                if let mbx_store::CreateEvent::Progress { index, bytes_done } = e {
-                    let due = self
-                        .last_create_event
-                        .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1));
-                    if self.mode == "jsonl" && due {
-                        self.last_create_event = Some(std::time::Instant::now());
-                        let _ = outln!(
-                            "{}",
-                            serde_json::json!({ "event": "create", "database": index, "bytes_done": bytes_done })
-                        );
-                    }
-                }
-            }
-            RunEvent::Phase(p) => {
-                self.finish_preparing();
-                self.clear_status();
-                self.last_plain = -1.0;
-                if self.mode == "human" {
-                    errln!("{}", capitalize(p.name()));
-                } else if self.mode == "jsonl" {
-                    let _ = outln!("{}", serde_json::json!({ "event": "phase", "phase": p }));
-                }
-                if p == mbx_engine::Phase::WaitStart {
-                    // `fleet run` waits for this line from every host before it sends the start.
-                    let _ = outln!(
-                        "{}",
-                        serde_json::json!({ "event": "ready", "pid": std::process::id() })
-                    );
-                }
-            }
-            RunEvent::Progress(p) => self.progress(&p),
-            RunEvent::Sample(v) => {
-                // One line per sample, flushed: a crash loses at most the line being written
-                // (which `report` then skips).
-                let written = serde_json::to_vec(v)
-                    .map_err(std::io::Error::other)
-                    .and_then(|mut line| {
-                        line.push(b'\n');
-                        self.samples.write_all(&line)
-                    })
-                    .and_then(|_| self.samples.flush());
-                if let Err(e) = written {
-                    self.errors.push(format!("writing samples.jsonl: {e}"));
-                }
-                if self.mode == "jsonl" {
-                    let _ = outln!("{}", serde_json::json!({ "event": "sample", "sample": v }));
-                }
-            }
-        }
+/// The exit code of a test that ended this way (its own, in a suite).
+pub(crate) fn code_for(reason: StopReason) -> ExitCode {
+    match reason {
+        StopReason::Interrupted => ExitCode::from(crate::interrupt::INTERRUPTED),
+        StopReason::Completed => ExitCode::SUCCESS,
+        StopReason::VerdictFailed => ExitCode::from(1),
+        StopReason::IoError
+        | StopReason::IntegrityError
+        | StopReason::Error
+        | StopReason::Running => ExitCode::from(crate::exit::RUNTIME),
     }
 }
 
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
-        None => String::new(),
-    }
+/// The preflight checks a run performs first (`doctor`'s fast subset).
+pub(crate) fn preflight(
+    cfg: &RunConfig,
+    specs: &[mbx_store::DatabaseSpec],
+    create: &CreateParams,
+) -> mbx_result::DoctorReport {
+    mbx_app::doctor::inspect(cfg, specs, create, mbx_app::doctor::ProbePlan::FAST)
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -544,12 +237,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             "--map-path maps the paths of a --jetstress-config file: give the file too",
         ));
     }
-    let jetstress = super::jetstress::load(&args.jetstress)?;
+    let layers = layers(&args)?;
+    let jetstress = layers.jetstress();
     let test = args.test.unwrap_or(RunTest::Kind(
-        jetstress.as_ref().map_or(TestKind::Performance, |j| j.test),
+        jetstress.map_or(TestKind::Performance, |j| j.test),
     ));
-    if let Some(j) = &jetstress {
-        if args.progress == "human" {
+    if let Some(j) = jetstress {
+        if args.progress == ProgressMode::Human {
             for line in super::jetstress::notes(j) {
                 errln!("note: --jetstress-config: {line}");
             }
@@ -561,7 +255,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 "--start-gate (used by `fleet run`) runs one test type: choose --test performance, stress or soft-recovery",
             ))
         }
-        RunTest::Suite => return super::suite::run(&args),
+        RunTest::Suite => return super::suite::run(&args, &layers),
         RunTest::Kind(kind) => kind,
     };
     if args.stress_duration.is_some() {
@@ -569,21 +263,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             "--stress-duration is the Stress duration of --test suite; for --test stress use --duration",
         ));
     }
-    let cfg = resolve_for(&args, kind)?;
     let cancel = crate::interrupt::install();
     let gate = args
         .start_gate
         .as_ref()
         .map(|_| start_gate_from_stdin(Arc::clone(&cancel)));
-    Ok(run_one(
-        &args,
+    let req = mbx_app::run::RunRequest {
+        layers: &layers,
         kind,
-        cfg,
-        args.out.as_deref(),
-        &cancel,
-        gate.as_ref(),
-    )?
-    .code)
+        out: args.out.clone(),
+        force: args.force,
+        allow_device: args.allow_device,
+        gate,
+        cancel: &cancel,
+        preflight: &preflight,
+    };
+    let mut term = crate::terminal::Terminal::new(args.progress);
+    let ran = mbx_app::run::run(&req, &mut term);
+    term.finish()?;
+    Ok(code_for(ran.map_err(into_anyhow)?.reason))
 }
 
 /// `--start-gate stdin`: a thread reads the coordinator's lines: `start <unix seconds>` opens
@@ -609,170 +307,31 @@ fn start_gate_from_stdin(cancel: Arc<AtomicBool>) -> Arc<mbx_engine::StartGate> 
     gate
 }
 
-/// Backup and Checksum read the databases that are there. When the command gives no size (no
-/// --mailboxes, --quota-mb, --profile or --jetstress-config, and no `mailboxes` or
-/// `mailbox_quota_mb` in --config), the size is the databases' own: the first database's header
-/// sets the profile (mailboxes, quota, and the database count and compressibility unless given)
-/// and the data pages each, which are returned. `None` when a size was given, for other tests,
-/// with capacity sizing, or when there is no mbxstress database to read (Backup then creates
-/// one as the Performance test does; Checksum says to prepare one).
-fn size_from_databases(
-    args: &RunArgs,
-    kind: TestKind,
-    cfg: &mut RunConfig,
-) -> anyhow::Result<Option<u64>> {
-    let in_config = |key: &str| args.config.as_deref().is_some_and(|p| config_sets(p, key));
-    let size_given = args.mailboxes.is_some()
-        || args.quota_mb.is_some()
-        || args.profile.is_some()
-        || args.jetstress.jetstress_config.is_some()
-        || in_config("mailboxes")
-        || in_config("mailbox_quota_mb");
-    if !matches!(kind, TestKind::Backup | TestKind::Checksum)
-        || size_given
-        || cfg.sizing == mbx_config::Sizing::Capacity
-    {
-        return Ok(None);
+/// Seconds as measured: to the millisecond under a minute ("0.994s", "12.5s", "2s"), then
+/// rounded to the second ("1m30s", "2h00m00s").
+pub(crate) fn fmt_secs(s: f64) -> String {
+    let s = if s.is_finite() { s.max(0.0) } else { 0.0 };
+    if s < 59.9995 {
+        let text = format!("{s:.3}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        return format!("{text}s");
     }
-    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, cfg.profile.databases)?;
-    let Some(first) = specs.first().filter(|s| s.path.exists()) else {
-        return Ok(None);
-    };
-    let h = match mbx_store::verify::read_database_header(&first.path) {
-        Ok(h) => h,
-        // Not ours: preparing (Backup) or attaching (Checksum) refuses it with the reason.
-        Err(mbx_store::StoreError::NotADatabase { .. }) => return Ok(None),
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!(
-                "reading the size of the existing database {}",
-                first.path.display()
-            )))
-        }
-    };
-    let p = &mut cfg.profile;
-    if h.mailboxes > 0 && h.quota_mb > 0 {
-        p.mailboxes = h.mailboxes;
-        p.mailbox_quota_mb = h.quota_mb;
-    }
-    if args.databases.is_none() && !in_config("databases") && h.databases > 0 {
-        p.databases = h.databases;
-    }
-    if args.compressibility_pct.is_none() && !in_config("compressibility_pct") {
-        cfg.compressibility_pct = h.compressibility_pct;
-    }
-    Ok(Some(h.data_pages()))
+    mbx_engine::human_duration(std::time::Duration::from_secs_f64(s.round()))
 }
 
-/// How the databases of `cfg` are created (or attached) for a test: `data_pages` each.
-pub(crate) fn create_params(args: &RunArgs, cfg: &RunConfig, data_pages: u64) -> CreateParams {
+pub(crate) fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+/// What a test is about to do, and where its results go (human mode, stderr).
+pub(crate) fn print_start(s: &RunStart) {
+    let (cfg, kind, data_pages) = (&s.config, s.kind, s.data_pages);
     let p = &cfg.profile;
-    CreateParams {
-        data_pages,
-        mailboxes: p.mailboxes,
-        quota_mb: p.mailbox_quota_mb,
-        databases: p.databases,
-        compressibility_pct: cfg.compressibility_pct,
-        engine: cfg.engine,
-        direct: cfg.direct,
-        force: args.force,
-        allow_device: args.allow_device,
-        queue_depth: 4,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-    }
-}
-
-/// How one test ended (what the suite needs to go on or stop).
-pub(crate) struct Ran {
-    /// The exit code of the test alone.
-    pub code: ExitCode,
-    /// Why it stopped.
-    pub reason: StopReason,
-    /// Its verdict.
-    pub pass: bool,
-}
-
-/// Runs one `kind` test with `cfg`, its results in `out` (new or empty; default a time-stamped
-/// folder): builds the plan, executes it, writes the result, the report and the summary. An
-/// error that stopped the test is returned after its result is written.
-pub(crate) fn run_one(
-    args: &RunArgs,
-    kind: TestKind,
-    mut cfg: RunConfig,
-    out: Option<&Path>,
-    cancel: &AtomicBool,
-    gate: Option<&Arc<mbx_engine::StartGate>>,
-) -> anyhow::Result<Ran> {
-    let plan_for: fn(&RunConfig) -> Plan = match kind {
-        TestKind::Performance => Plan::performance,
-        TestKind::Stress => Plan::stress,
-        TestKind::Backup => Plan::backup,
-        TestKind::Checksum => Plan::checksum,
-        TestKind::SoftRecovery => |cfg| Plan::soft_recovery(cfg, cfg.log_files_to_replay),
-    };
-    let human = args.progress == "human";
-    let from_headers = size_from_databases(args, kind, &mut cfg)?;
-    let p = &cfg.profile;
-    let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
-    // Capacity sizing measures the free space now, before anything is created: a share that
-    // cannot hold a database stops here.
-    let sized = if cfg.sizing == mbx_config::Sizing::Capacity {
-        Some(
-            mbx_store::capacity::size_databases(&specs, cfg.capacity_pct).map_err(|e| match e {
-                mbx_store::StoreError::Invalid(m) => usage(format!("--capacity-pct: {m}")),
-                other => {
-                    anyhow::Error::new(other).context("measuring the free space for --capacity-pct")
-                }
-            })?,
-        )
-    } else {
-        None
-    };
-    let data_pages = match (&sized, from_headers) {
-        (Some(s), _) => s.data_pages,
-        (None, Some(pages)) => pages,
-        (None, None) => CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
-            .ok_or_else(|| {
-                usage(format!(
-                    "invalid --mailboxes x --quota-mb / --databases: each database would be larger than {} TiB (the most mbxstress creates); use fewer mailboxes, a smaller quota or more databases",
-                    mbx_store::create::MAX_DATABASE_BYTES >> 40
-                ))
-            })?,
-    };
-    // Jetstress's DatabaseSource Open attaches existing databases: never create one here.
-    if super::jetstress::load(&args.jetstress)?.is_some_and(|j| j.attach_existing) {
-        if let Some(missing) = specs.iter().find(|s| !s.path.exists()) {
-            return Err(usage(format!(
-                "the --jetstress-config file attaches existing databases (DatabaseSource Open), and {} does not exist: run `mbxstress prepare --jetstress-config` with the same file first, or set DatabaseSource to New",
-                missing.path.display()
-            )));
-        }
-    }
-    let mut plan = plan_for(&cfg);
-    if let Some(g) = gate {
-        if !plan.wait_for_start(Arc::clone(g)) {
-            return Err(usage(format!(
-                "--start-gate (used by `fleet run`) needs a test with a measured phase, and the {} test has none: use --test performance, stress or soft-recovery",
-                kind.name()
-            )));
-        }
-    }
-    // One command per database at a time: a second run on these databases stops here, before
-    // it creates a results folder or touches anything. Any other refusal from here on (a
-    // read-only --db-path) leaves a result.json that says why.
-    let dir = results_dir(out)?;
-    let started = std::time::SystemTime::now();
-    let lock = StoreLock::acquire(&specs, LockMode::Exclusive)
-        .map_err(|e| refused(&dir, &cfg, kind, started, anyhow::Error::new(e)))?;
-    fs_err::create_dir_all(&dir).context("creating the results folder")?;
-    let mut observer = RunObserver::new(&dir, &args.progress, specs.len())
-        .map_err(|e| refused(&dir, &cfg, kind, started, e))?;
-    // result.json from the first second: it says the test is running until the end replaces
-    // it, so a run killed on the way (kill -9, out of memory, power lost) leaves a result that
-    // says it never finished.
-    let result_path = dir.join("result.json");
-    mbx_report::export::write_result(&result_path, &running_result(&cfg, kind, started))
-        .context("writing the result")?;
-    if human && kind == TestKind::SoftRecovery {
+    if kind == TestKind::SoftRecovery {
         errln!(
             "Soft Recovery test: {} log files per database generated by {} mailboxes x {} IOPS, then replayed; {} database(s) of {} MiB, {} sessions",
             cfg.log_files_to_replay,
@@ -782,29 +341,27 @@ pub(crate) fn run_one(
             num(data_pages as f64 / 32.0, 0),
             cfg.sessions(),
         );
-        errln!("Results: {}", dir.display());
-    } else if human && !matches!(kind, TestKind::Performance | TestKind::Stress) {
+    } else if !matches!(kind, TestKind::Performance | TestKind::Stress) {
         errln!(
             "{} test: {} database(s) of {} MiB{}",
             capitalize(kind.name()),
             p.databases,
             num(data_pages as f64 / 32.0, 0),
-            if from_headers.is_some() {
+            if s.from_headers {
                 " (the size of the existing databases, from their headers)"
             } else {
                 ""
             }
         );
-        errln!("Results: {}", dir.display());
-    } else if let (true, Some(s)) = (human, &sized) {
+    } else if let Some((free_bytes, reused)) = s.sized {
         errln!(
             "{} test, disk subsystem throughput: {} database(s) of {} MiB ({}% of {} MiB free, 25% reserved for growth{}); first the maximum transactional IOPS (steps of {}), then {}% of it for {}{}",
             capitalize(kind.name()),
             p.databases,
             num(data_pages as f64 / 32.0, 0),
             mbx_config::show_number(cfg.capacity_pct),
-            num((s.free_bytes >> 20) as f64, 0),
-            if s.reused { "; the existing databases kept" } else { "" },
+            num((free_bytes >> 20) as f64, 0),
+            if reused { "; the existing databases kept" } else { "" },
             fmt_secs(cfg.tuning.step_for(cfg.duration_s)),
             mbx_config::show_number(cfg.throughput_pct),
             fmt_secs(cfg.duration_s),
@@ -814,8 +371,7 @@ pub(crate) fn run_one(
                 ""
             }
         );
-        errln!("Results: {}", dir.display());
-    } else if human {
+    } else {
         errln!(
             "{} test: {} mailboxes x {} IOPS = {} IOPS target, {} database(s) of {} MiB, {} cop{}, {}, {} measured{}",
             capitalize(kind.name()),
@@ -826,13 +382,12 @@ pub(crate) fn run_one(
             num(data_pages as f64 / 32.0, 0),
             p.copies_per_database,
             if p.copies_per_database == 1 { "y" } else { "ies" },
-            if mbx_engine::tunes(&cfg, &plan_for(&cfg)) {
-                format!(
+            match s.tuning_step_s {
+                Some(step) => format!(
                     "sessions tuned first (steps of {})",
-                    mbx_engine::step_secs(mbx_engine::tune::step_length(&cfg).step_s)
-                )
-            } else {
-                format!("{} sessions", cfg.sessions())
+                    mbx_engine::step_secs(step)
+                ),
+                None => format!("{} sessions", cfg.sessions()),
             },
             fmt_secs(cfg.duration_s),
             if kind == TestKind::Stress {
@@ -841,194 +396,27 @@ pub(crate) fn run_one(
                 ""
             }
         );
-        errln!("Results: {}", dir.display());
     }
-    let create = create_params(args, &cfg, data_pages);
-    // The fast subset of `mbxstress doctor` (about a second): recorded, never a verdict.
-    let doctor = mbx_app::doctor::inspect(&cfg, &specs, &create, mbx_app::doctor::ProbePlan::FAST);
-    crate::findings::announce(&doctor, &args.progress);
-    let Executed { mut result, error } = match &sized {
-        Some(s) => mbx_engine::execute_throughput(
-            &cfg,
-            &plan,
-            throughput_spec(args, &cfg),
-            mbx_engine::throughput::Sized {
-                free_bytes: s.free_bytes,
-                database_bytes: s.database_bytes,
-            },
-            &specs,
-            &create,
-            &mut observer,
-            cancel,
-        ),
-        None => mbx_engine::execute(&cfg, &plan, &specs, &create, &mut observer, cancel, None),
-    };
-    result.doctor = Some(doctor);
-    observer.finish_preparing();
-    observer.clear_status();
-    let error = error.map(into_anyhow);
-    // result.json replaces the one written as the test started (atomically and durably), then
-    // the report from the files on disk through the exporters.
-    let written =
-        mbx_report::export::write_result(&result_path, &result).context("writing the result");
-    for e in &observer.errors {
-        errln!("warning: {e}");
-    }
-    drop(lock);
-    if let Err(write_err) = written {
-        // Nothing else to keep the figures in: say so loudly, with the original error if any.
-        return Err(match error {
-            Some(e) => e.context(format!("{write_err:#}")),
-            None => write_err,
-        });
-    }
-    // The report is a convenience on top of result.json: a failure to write it is a warning.
-    let measured = !result.instances.is_empty()
-        || !result.sections.is_empty()
-        || result.tuning.is_some()
-        || result.throughput.is_some();
-    let report = if !measured {
-        None
-    } else {
-        match mbx_report::write_report(&dir, None) {
-            Ok(files) => files.into_iter().next(),
-            Err(e) => {
-                errln!("warning: could not write the HTML report: {e}");
-                None
-            }
-        }
-    };
-    if args.progress == "jsonl" {
-        for e in &result.errors {
-            outln!("{}", serde_json::json!({ "event": "error", "error": e }))?;
-        }
-    }
-    match args.progress.as_str() {
-        "jsonl" => outln!(
-            "{}",
-            serde_json::json!({
-                "event": "result",
-                "path": result_path,
-                "pass": result.verdict.pass(),
-                "verdict": result.verdict.state().name(),
-                "stopped": result.stopped,
-            })
-        )?,
-        // Soft Recovery's and Stress's summaries are the performance one's, plus their rows.
-        _ if !result.sections.is_empty()
-            && !matches!(kind, TestKind::SoftRecovery | TestKind::Stress) =>
-        {
-            print_pass_summary(&result, &result_path, report.as_deref())
-                .context("writing the summary to stdout")?
-        }
-        _ if result.instances.is_empty()
-            && result.tuning.is_none()
-            && result.throughput.is_none() =>
-        {
-            errln!("Result (nothing measured): {}", result_path.display())
-        }
-        _ => print_summary(&result, &result_path, report.as_deref())
-            .context("writing the summary to stdout")?,
-    }
-    if let Some(e) = error {
-        return Err(e);
-    }
-    let code = match result.stopped.reason {
-        StopReason::Interrupted => ExitCode::from(crate::interrupt::INTERRUPTED),
-        StopReason::Completed => ExitCode::SUCCESS,
-        StopReason::VerdictFailed => ExitCode::from(1),
-        StopReason::IoError
-        | StopReason::IntegrityError
-        | StopReason::Error
-        | StopReason::Running => {
-            errln!("error: the test stopped: {}", result.stopped.message);
-            ExitCode::from(crate::exit::RUNTIME)
-        }
-    };
-    Ok(Ran {
-        code,
-        reason: result.stopped.reason,
-        pass: result.verdict.pass(),
-    })
+    errln!("Results: {}", s.dir.display());
 }
 
-/// The result written as a test starts: nothing measured, `stopped.reason` "running". The end
-/// of the test replaces it; read after the test, it says the process never finished it.
-fn running_result(cfg: &RunConfig, kind: TestKind, started: std::time::SystemTime) -> RunResult {
-    let mut r = mbx_engine::unmeasured_result(
-        cfg,
-        started,
-        mbx_engine::result::Stopped::new(
-            StopReason::Running,
-            "the test has not finished: this file is written as the test starts and replaced as it ends; read after the test, it means the process never finished it (killed, out of memory, power lost) and nothing was measured",
-        ),
-    );
-    r.test.test_type = kind;
-    r
-}
-
-/// A test refused before it started (`e`): unless the user fixes it with flags (exit 2, which
-/// creates nothing: a usage error, or the databases in use by another command), the results
-/// folder gets a result.json that says why (`stopped.reason` "error", the message, and the
-/// error's path and errno in `errors[]`). Returns `e` (a result.json that cannot be written is
-/// a warning).
-fn refused(
-    dir: &Path,
-    cfg: &RunConfig,
+/// A test's summary (human and quiet modes): Backup's and Checksum's table, or the
+/// performance summary (Soft Recovery's and Stress's are it plus their rows), or a line when
+/// nothing was measured.
+pub(crate) fn print_end(
     kind: TestKind,
-    started: std::time::SystemTime,
-    e: anyhow::Error,
-) -> anyhow::Error {
-    if crate::exit::code_for(&e) == ExitCode::from(crate::exit::USAGE) {
-        return e;
-    }
-    let message = format!("{e:#}");
-    let mut r = mbx_engine::unmeasured_result(
-        cfg,
-        started,
-        mbx_engine::result::Stopped::new(
-            StopReason::Error,
-            format!("the test did not start: {message}"),
-        )
-        .in_phase("prepare"),
-    );
-    r.test.test_type = kind;
-    let io = e
-        .chain()
-        .find_map(|c| match c.downcast_ref::<mbx_store::StoreError>() {
-            Some(mbx_store::StoreError::Io(io)) => Some(io),
-            _ => c.downcast_ref::<mbx_io::IoError>(),
-        });
-    if let Some(mbx_io::IoError::Os { path, error, .. }) = io {
-        r.errors.push(mbx_engine::result::ErrorEntry {
-            class: "error".into(),
-            path: Some(path.display().to_string()),
-            volume: mbx_io::platform::volume_of(path),
-            errno: error.raw_os_error(),
-            count: 1,
-            first_at: mbx_engine::rfc3339_now(),
-            message,
-            ..Default::default()
-        });
-    }
-    let path = dir.join("result.json");
-    let written = fs_err::create_dir_all(dir)
-        .map_err(anyhow::Error::new)
-        .and_then(|()| Ok(mbx_report::export::write_result(&path, &r)?));
-    if let Err(w) = written {
-        errln!("warning: no result.json could be written: {w:#}");
-    }
-    e
-}
-
-/// The engine's error as the exit code classification expects it: a store or I/O error as
-/// itself (a transparent wrapper hides it from the error chain).
-fn into_anyhow(e: mbx_engine::EngineError) -> anyhow::Error {
-    use mbx_engine::EngineError;
-    match e {
-        EngineError::Store(s) => anyhow::Error::new(s),
-        EngineError::Io(io) => anyhow::Error::new(io),
-        other => anyhow::Error::new(other),
+    result: &RunResult,
+    path: &Path,
+    report: Option<&Path>,
+) -> std::io::Result<()> {
+    if !result.sections.is_empty() && !matches!(kind, TestKind::SoftRecovery | TestKind::Stress) {
+        print_pass_summary(result, path, report)
+    } else if result.instances.is_empty() && result.tuning.is_none() && result.throughput.is_none()
+    {
+        errln!("Result (nothing measured): {}", path.display());
+        Ok(())
+    } else {
+        print_summary(result, path, report)
     }
 }
 
@@ -1119,26 +507,6 @@ fn print_tuning(t: &mbx_engine::result::Tuning) -> std::io::Result<()> {
         )?,
     }
     print_steps(&t.steps)
-}
-
-/// The throughput search's budgets: find-max's (12 steps, 4 h), unless the --config file sets
-/// `tuning.max_steps` or `tuning.max_s` (the search is this test category's tuning).
-fn throughput_spec(args: &RunArgs, cfg: &RunConfig) -> mbx_engine::findmax::FindMaxSpec {
-    let set = |key: &str| args.config.as_deref().is_some_and(|p| config_sets(p, key));
-    let d = mbx_engine::findmax::FindMaxSpec::default();
-    mbx_engine::findmax::FindMaxSpec {
-        max_steps: if set("tuning.max_steps") {
-            cfg.tuning.max_steps as usize
-        } else {
-            d.max_steps
-        },
-        max_s: if set("tuning.max_s") {
-            cfg.tuning.max_s
-        } else {
-            d.max_s
-        },
-        ..d
-    }
 }
 
 /// The disk subsystem throughput test: the sizing, the maximum found, the target held, and the
@@ -1508,6 +876,8 @@ fn print_soft_recovery(r: &RunResult) -> std::io::Result<()> {
 mod resolve_tests {
     use super::*;
     use clap::{CommandFactory, Parser};
+    use mbx_app::config::STRESS_DEFAULT_S;
+    use mbx_config::Thresholds;
 
     fn run_flags() -> Vec<String> {
         let cli = crate::cli::Cli::command();
@@ -1550,13 +920,30 @@ mod resolve_tests {
         out
     }
 
+    /// An empty --config file and a valid --profile file in `dir`: (config, profile).
+    fn files(dir: &std::path::Path) -> (String, String) {
+        let config = dir.join("c.toml");
+        std::fs::write(&config, "").expect("write");
+        let profile = dir.join("p.toml");
+        std::fs::write(
+            &profile,
+            "mailboxes = 100\niops_per_mailbox = 0.1\nmailbox_quota_mb = 10\ndatabases = 1\ncopies_per_database = 1\n",
+        )
+        .expect("write");
+        (config.display().to_string(), profile.display().to_string())
+    }
+
     #[test]
     fn every_mapped_flag_exists() {
         let flags = run_flags();
-        for (key, flag, _) in KEY_FLAGS {
+        let sources = sources(&args(&[]));
+        assert!(sources.flags.len() >= 28, "{:?}", sources.flags);
+        for f in &sources.flags {
             assert!(
-                flags.iter().any(|f| f == flag),
-                "{key} -> {flag} is not a run flag"
+                flags.iter().any(|name| name == f.name()),
+                "{} -> {} is not a run flag",
+                f.key(),
+                f.name()
             );
         }
     }
@@ -1568,22 +955,26 @@ mod resolve_tests {
         let flags = run_flags();
         let keys = config_keys();
         assert!(keys.iter().any(|k| k == "thresholds.db_read_avg_ms"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (config, profile) = files(dir.path());
         for extra in [
             &[][..],
-            &["--config", "no-such.toml"][..],
-            &["--profile", "p.toml"][..],
+            &["--config", &config][..],
+            &["--profile", &profile][..],
             &["--mailboxes", "5", "--duration", "9s", "--buffered"][..],
         ] {
             let a = args(extra);
+            let layers = layers(&a).expect("reads");
+            let flagged = sources(&a).flags;
             for key in &keys {
-                let msg = describe_invalid(key, "reason", &a);
+                let msg = layers.describe_invalid(key, "reason");
                 for word in msg.split(|c: char| !(c.is_ascii_alphanumeric() || "-._".contains(c))) {
                     if let Some(rest) = word.strip_prefix("--") {
                         let flag = format!("--{}", rest.trim_end_matches('.'));
                         assert!(flags.contains(&flag), "{key}: {msg}");
                     }
                 }
-                if !KEY_FLAGS.iter().any(|(k, _, _)| k == key) {
+                if !flagged.iter().any(|f| f.key() == key) {
                     assert!(msg.contains(&format!("`{key}`")), "{key}: {msg}");
                 }
             }
@@ -1736,13 +1127,20 @@ mod resolve_tests {
 
     #[test]
     fn messages_say_where_the_value_came_from() {
-        let msg = describe_invalid("duration_s", "r", &args(&["--duration", "9s"]));
+        let describe =
+            |key: &str, a: &[&str]| layers(&args(a)).expect("reads").describe_invalid(key, "r");
+        let msg = describe("duration_s", &["--duration", "9s"]);
         assert_eq!(msg, "invalid --duration: r");
-        let msg = describe_invalid("thresholds.db_read_avg_ms", "r", &args(&[]));
+        let msg = describe("thresholds.db_read_avg_ms", &[]);
         assert!(msg.starts_with("invalid `thresholds.db_read_avg_ms` (the built-in default)"));
         assert!(msg.ends_with("in a --config FILE"), "{msg}");
-        let msg = describe_invalid("mailboxes", "r", &args(&["--profile", "p.toml"]));
-        assert!(msg.contains("`mailboxes` in --profile p.toml"), "{msg}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (_, profile) = files(dir.path());
+        let msg = describe("mailboxes", &["--profile", &profile]);
+        assert!(
+            msg.contains(&format!("`mailboxes` in --profile {profile}")),
+            "{msg}"
+        );
         assert!(msg.contains("--mailboxes"), "{msg}");
     }
 }

@@ -454,3 +454,61 @@ fn soft_recovery_replays_the_logs_and_reports_the_rows() {
         run.stderr
     );
 }
+
+/// Every key of a JSON line, dotted, in order.
+fn keys(line: &str) -> Vec<String> {
+    fn walk(v: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+        if let Some(o) = v.as_object() {
+            for (k, x) in o {
+                let key = format!("{prefix}.{k}");
+                walk(x, &key, out);
+                out.push(key);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&serde_json::from_str(line).expect("json"), "", &mut out);
+    out
+}
+
+/// Issue 26: `--progress jsonl` writes the typed event stream (docs/results.md, "The event
+/// stream"): every line reads back as an `mbx_app::Line` and writes again as the same bytes, the
+/// stream starts with the preflight's `doctor` event and ends with the `result`.
+#[test]
+fn the_jsonl_progress_is_the_typed_event_stream() {
+    let dir = scratch("run-jsonl");
+    let r = small_run(&dir, "r", &["--progress", "jsonl"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<mbx_app::Line> = r
+        .stdout
+        .lines()
+        .map(|l| {
+            let line = mbx_app::Line::parse(l).unwrap_or_else(|e| panic!("{l}: {e}"));
+            // Written again, it has the same keys at every level (no field lost or renamed;
+            // the figures may differ in the last digit: serde_json parses floats to within an
+            // ulp).
+            assert_eq!(keys(&line.to_json()), keys(l), "{l}");
+            line
+        })
+        .collect();
+    assert!(
+        matches!(
+            lines.first().map(|l| &l.event),
+            Some(mbx_app::Event::Doctor { .. })
+        ),
+        "{}",
+        r.stdout
+    );
+    for want in ["phase", "progress", "sample", "log"] {
+        assert!(
+            r.stdout.contains(&format!("\"event\":\"{want}\"")),
+            "no {want} event: {}",
+            r.stdout
+        );
+    }
+    let Some(mbx_app::Event::Result { pass, path, .. }) = lines.last().map(|l| &l.event) else {
+        panic!("the last line is not the result: {}", r.stdout);
+    };
+    assert!(*pass);
+    assert!(dir.join(path).is_file(), "{}", path.display());
+}

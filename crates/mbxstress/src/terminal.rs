@@ -1,0 +1,255 @@
+//! The terminal side of the application layer's events: `--progress jsonl` writes each
+//! [`Event`] as one line of JSON on stdout; `human` renders them (a status line, phase names,
+//! tuning's lines, headers and summaries); `quiet` prints the summaries only.
+
+use std::io::IsTerminal;
+
+use mbx_app::event::{Event, EventSink, Line, LogKind, Notice};
+
+use crate::cli::ProgressMode;
+use crate::commands::run::{capitalize, fmt_secs};
+use crate::render::num;
+
+/// Renders a command's events and notices for `--progress MODE`.
+pub struct Terminal {
+    mode: ProgressMode,
+    tty: bool,
+    last_line_len: usize,
+    last_plain: f64,
+    /// The database creation progress bar (human mode only).
+    create: Option<crate::progress::CreateProgress>,
+    /// The first error writing a line whose loss matters (a result, a summary line).
+    failed: Option<std::io::Error>,
+}
+
+impl Terminal {
+    /// For `mode`.
+    pub fn new(mode: ProgressMode) -> Terminal {
+        Terminal {
+            mode,
+            tty: std::io::stderr().is_terminal(),
+            last_line_len: 0,
+            last_plain: -1.0,
+            create: None,
+            failed: None,
+        }
+    }
+
+    /// The first error writing an event that had to reach stdout (a closed pipe).
+    pub fn finish(&mut self) -> anyhow::Result<()> {
+        match self.failed.take() {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    fn keep(&mut self, written: std::io::Result<()>) {
+        if let Err(e) = written {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    /// One event as a line of JSON on stdout.
+    fn jsonl(e: &Event) -> std::io::Result<()> {
+        outln!("{}", Line::from(e.clone()).to_json())
+    }
+
+    fn finish_preparing(&mut self) {
+        if let Some(c) = self.create.take() {
+            c.finish();
+        }
+    }
+
+    fn clear_status(&mut self) {
+        if self.tty && self.last_line_len > 0 {
+            errp!("\r{:width$}\r", "", width = self.last_line_len);
+            self.last_line_len = 0;
+        }
+    }
+
+    fn progress(&mut self, p: &mbx_engine::Progress) {
+        let timing = match p.phase_total_s {
+            Some(total) => format!(
+                "{} / {} (ETA {})",
+                fmt_secs(p.phase_elapsed_s),
+                fmt_secs(total),
+                fmt_secs((total - p.phase_elapsed_s).max(0.0))
+            ),
+            None => fmt_secs(p.phase_elapsed_s),
+        };
+        let line = match p.pass_bytes {
+            Some(b) => format!(
+                "[{}] {timing} | {} of {} MB ({:.0}%)",
+                p.phase.name(),
+                num(b.done as f64 / 1e6, 1),
+                num(b.planned as f64 / 1e6, 1),
+                if b.planned > 0 {
+                    b.done as f64 * 100.0 / b.planned as f64
+                } else {
+                    100.0
+                }
+            ),
+            None => format!(
+                "[{}] {timing} | IOPS {} (target {}) | DB read {:.2} ms | log write {:.2} ms | cache {:.0}%",
+                p.phase.name(),
+                num(p.iops, 0),
+                num(p.target_iops, 0),
+                p.db_read_avg_ms,
+                p.log_write_avg_ms,
+                p.cache_fill * 100.0
+            ),
+        };
+        if self.tty {
+            let pad = self.last_line_len.saturating_sub(line.len());
+            errp!("\r{line}{:pad$}", "");
+            self.last_line_len = line.len();
+        } else if p.phase_elapsed_s - self.last_plain >= 15.0 || p.phase_elapsed_s < self.last_plain
+        {
+            errln!("{line}");
+            self.last_plain = p.phase_elapsed_s;
+        }
+    }
+}
+
+impl EventSink for Terminal {
+    fn event(&mut self, e: &Event) {
+        let jsonl = self.mode == ProgressMode::Jsonl;
+        let human = self.mode == ProgressMode::Human;
+        match e {
+            Event::Log { text, kind } => {
+                if jsonl {
+                    let _ = Self::jsonl(e);
+                } else if human && *kind == LogKind::Tuning {
+                    self.clear_status();
+                    errln!("{text}");
+                }
+            }
+            Event::Phase { phase } => {
+                self.finish_preparing();
+                self.clear_status();
+                self.last_plain = -1.0;
+                if human {
+                    errln!("{}", capitalize(phase.name()));
+                } else if jsonl {
+                    let _ = Self::jsonl(e);
+                }
+            }
+            // `fleet run` waits for this line from every host, whatever the mode.
+            Event::Ready { .. } => {
+                let _ = Self::jsonl(e);
+            }
+            Event::Progress { progress } => {
+                if jsonl {
+                    let _ = Self::jsonl(e);
+                } else if human {
+                    self.progress(progress);
+                }
+            }
+            Event::Doctor { doctor } => {
+                if jsonl {
+                    let _ = Self::jsonl(e);
+                } else if human {
+                    crate::commands::doctor_announce(doctor);
+                }
+            }
+            Event::SuiteSkip { test, pass } => {
+                let written = if jsonl {
+                    Self::jsonl(e)
+                } else {
+                    outln!(
+                        "skipping {test}: it ran to completion earlier ({})",
+                        if *pass { "PASS" } else { "FAIL" }
+                    )
+                };
+                self.keep(written);
+            }
+            Event::Error { .. } | Event::Result { .. } | Event::FindMax { .. } => {
+                if jsonl {
+                    let written = Self::jsonl(e);
+                    self.keep(written);
+                }
+            }
+            _ => {
+                if jsonl {
+                    let _ = Self::jsonl(e);
+                }
+            }
+        }
+    }
+
+    fn notice(&mut self, n: &Notice<'_>) -> std::io::Result<()> {
+        let human = self.mode == ProgressMode::Human;
+        let summaries = self.mode != ProgressMode::Jsonl;
+        match n {
+            Notice::RunStart(s) => {
+                if human {
+                    self.create = Some(crate::progress::CreateProgress::new(
+                        s.config.profile.databases as usize,
+                        false,
+                        false,
+                    ));
+                    crate::commands::run::print_start(s);
+                }
+            }
+            Notice::FindMaxStart(s) => {
+                if human {
+                    self.create = Some(crate::progress::CreateProgress::new(
+                        s.config.profile.databases as usize,
+                        false,
+                        false,
+                    ));
+                    crate::commands::findmax::print_start(s);
+                }
+            }
+            Notice::Prepare(e) => {
+                if let Some(c) = &self.create {
+                    c.on_event((*e).clone());
+                }
+            }
+            Notice::EngineDone => {
+                self.finish_preparing();
+                self.clear_status();
+            }
+            Notice::Warning(w) => errln!("warning: {w}"),
+            Notice::RunEnd {
+                kind,
+                result,
+                path,
+                report,
+            } => {
+                if summaries {
+                    crate::commands::run::print_end(*kind, result, path, *report)?;
+                }
+            }
+            Notice::TestStopped(message) => errln!("error: the test stopped: {message}"),
+            Notice::SuiteTest {
+                index,
+                of,
+                kind,
+                dir,
+            } => {
+                if human {
+                    errln!(
+                        "\n== Suite test {index} of {of}: {kind} ({})",
+                        dir.display()
+                    );
+                }
+            }
+            Notice::MovedAside { test, to } => errln!(
+                "{test}: an incomplete earlier attempt was moved aside to {}; running it again",
+                to.display()
+            ),
+            Notice::SuiteEnd(summary) => crate::commands::suite::print_summary(summary)?,
+            Notice::FindMaxEnd {
+                find_max,
+                json,
+                html,
+            } => {
+                if summaries {
+                    crate::commands::findmax::print_end(find_max, json, html)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

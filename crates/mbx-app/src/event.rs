@@ -51,10 +51,10 @@ pub enum Event {
         /// The figures.
         sample: mbx_result::Sample,
     },
-    /// An error the run met but survived (e.g. writing test.log); the result carries it too.
+    /// An error the run met (result.json's `errors[]` entry, written just before `result`).
     Error {
-        /// What went wrong, in words.
-        error: String,
+        /// The entry: its class (`io_error`, `no_space`, ...), where, how often.
+        error: mbx_result::ErrorEntry,
     },
     /// The run ended and its result.json is written.
     Result {
@@ -198,6 +198,20 @@ mod tests {
             (
                 r#"{"event":"remote_exit","status":137}"#,
                 Event::RemoteExit { status: 137 },
+            ),
+            // The run writes result.json's `errors[]` entries (objects, not words).
+            (
+                r#"{"event":"error","error":{"class":"no_space","path":"/d/db1.edb","count":1,"first_at":"2026-01-01T00:00:00Z","message":"no space"}}"#,
+                Event::Error {
+                    error: mbx_result::ErrorEntry {
+                        class: "no_space".into(),
+                        path: Some("/d/db1.edb".into()),
+                        count: 1,
+                        first_at: "2026-01-01T00:00:00Z".into(),
+                        message: "no space".into(),
+                        ..Default::default()
+                    },
+                },
             ),
         ] {
             let got = Line::parse(line).expect(line);

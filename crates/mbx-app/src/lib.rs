@@ -4,5 +4,6 @@
 //! event stream ([`event::Event`]), which `--progress jsonl` writes and `fleet run` reads back.
 
 pub mod event;
+pub mod fleet;
 
 pub use event::{Event, EventSink, Line};

@@ -420,7 +420,11 @@ impl Coordinator {
                             m.push_str(n);
                         }
                     }
-                    out.extend(warnings.into_iter().map(|w| Action::Notice(Notice::Warning(w))));
+                    out.extend(
+                        warnings
+                            .into_iter()
+                            .map(|w| Action::Notice(Notice::Warning(w))),
+                    );
                     if let Some(e) = error {
                         out.push(Action::Notice(Notice::CollectError {
                             host: h.name.clone(),
@@ -466,11 +470,15 @@ impl Coordinator {
                 // Not JSON at all (a shell's greeting on stdout): not the run's, ignored. JSON
                 // that is not an event of this version: the run and the coordinator disagree
                 // on the stream, and nothing it says can be trusted.
-                let is_object = serde_json::from_str::<serde_json::Value>(text)
-                    .is_ok_and(|v| v.is_object());
+                let is_object =
+                    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object());
                 if is_object && h.state == State::Running {
                     let quoted: String = text.chars().take(QUOTE_LIMIT).collect();
-                    let more = if quoted.len() < text.len() { " ..." } else { "" };
+                    let more = if quoted.len() < text.len() {
+                        " ..."
+                    } else {
+                        ""
+                    };
                     let why = format!(
                         "protocol error: a line of its event stream is not an event of mbxstress {} ({e}): {quoted}{more}",
                         env!("CARGO_PKG_VERSION")
@@ -490,9 +498,7 @@ impl Coordinator {
                 h.iops = p.iops;
                 h.target = p.target_iops;
                 h.read_ms = p.db_read_avg_ms;
-                h.eta_s = p
-                    .phase_total_s
-                    .map(|t| (t - p.phase_elapsed_s).max(0.0));
+                h.eta_s = p.phase_total_s.map(|t| (t - p.phase_elapsed_s).max(0.0));
             }
             Event::Result { .. } => h.result_seen = true,
             // The wrapper's, not the run's: kept out of the event stream.
@@ -508,7 +514,13 @@ impl Coordinator {
         }));
     }
 
-    fn on_exit(&mut self, host: usize, code: Option<i32>, stderr_last: &str, out: &mut Vec<Action>) {
+    fn on_exit(
+        &mut self,
+        host: usize,
+        code: Option<i32>,
+        stderr_last: &str,
+        out: &mut Vec<Action>,
+    ) {
         let silence = self.config.host_timeout;
         let Some(h) = self.hosts.get_mut(host) else {
             return;
@@ -628,7 +640,9 @@ impl Coordinator {
                     });
                 }
             }
-            out.push(Action::Emit(Event::FleetStart { start_at_unix_s: t }.into()));
+            out.push(Action::Emit(
+                Event::FleetStart { start_at_unix_s: t }.into(),
+            ));
             out.push(Action::Notice(Notice::AllReady {
                 hosts: running,
                 margin_s,
@@ -671,5 +685,472 @@ fn ended_state(h: &HostRun, code: Option<i32>, last: &str) -> State {
             "the remote run exited with {c} before writing its result: {last}"
         )),
         (None, Some(c)) => State::Exited(c),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real run's `--progress jsonl` stream (`mbxstress run --start-gate stdin`, 3 s,
+    /// recorded): what a host sends, line for line.
+    const RECORDED: &str = include_str!("../../tests/fixtures/host-run.jsonl");
+
+    const TIMEOUT: Duration = Duration::from_secs(60);
+
+    fn config(abort_on_host_failure: bool) -> Config {
+        Config {
+            host_timeout: TIMEOUT,
+            start_margin: Duration::from_secs(2),
+            abort_on_host_failure,
+        }
+    }
+
+    /// A coordinator for hosts named `names`, their clocks `offsets` ahead of ours, all started.
+    struct Replay {
+        c: Coordinator,
+        /// Seconds since the start (the monotonic clock); the wall clock is 1e9 + it.
+        t: f64,
+        actions: Vec<Action>,
+    }
+
+    impl Replay {
+        fn new(names: &[&str], offsets: &[f64], abort: bool) -> Replay {
+            let hosts = names
+                .iter()
+                .zip(offsets)
+                .map(|(n, o)| {
+                    let checked = Checked {
+                        offset_s: *o,
+                        ..Checked::default()
+                    };
+                    HostRun::new(n, &format!("user@{n}"), checked)
+                })
+                .collect();
+            let mut r = Replay {
+                c: Coordinator::new(hosts, config(abort)),
+                t: 0.0,
+                actions: Vec::new(),
+            };
+            for i in 0..names.len() {
+                r.on(Message::Started {
+                    host: i,
+                    error: None,
+                });
+            }
+            r
+        }
+
+        fn now(&self) -> Now {
+            Now {
+                mono: Duration::from_secs_f64(self.t),
+                unix_s: 1.0e9 + self.t,
+            }
+        }
+
+        /// One message at the current time; its actions are kept (and returned).
+        fn on(&mut self, m: Message) -> Vec<Action> {
+            let a = self.c.on(self.now(), m);
+            self.actions.extend(a.iter().cloned());
+            a
+        }
+
+        /// `host` sends `lines`, 0.1 s apart.
+        fn lines<'a>(&mut self, host: usize, lines: impl IntoIterator<Item = &'a str>) {
+            for text in lines {
+                self.t += 0.1;
+                self.on(Message::Line {
+                    host,
+                    text: text.into(),
+                });
+            }
+        }
+
+        fn wait(&mut self, s: f64) -> Vec<Action> {
+            self.t += s;
+            self.on(Message::Tick)
+        }
+
+        fn host(&self, i: usize) -> &HostRun {
+            &self.c.hosts()[i]
+        }
+
+        fn take(&mut self) -> Vec<Action> {
+            std::mem::take(&mut self.actions)
+        }
+    }
+
+    /// The recorded stream up to and including `ready`, and the rest.
+    fn recorded() -> (Vec<&'static str>, Vec<&'static str>) {
+        let lines: Vec<&str> = RECORDED.lines().collect();
+        let ready = lines
+            .iter()
+            .position(|l| l.contains("\"event\":\"ready\""))
+            .expect("the recording has its ready line");
+        let (a, b) = lines.split_at(ready + 1);
+        (a.to_vec(), b.to_vec())
+    }
+
+    fn sends(actions: &[Action], what: &str) -> Vec<(usize, String)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send { host, text } if text.starts_with(what) => {
+                    Some((*host, text.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn collects(actions: &[Action]) -> Vec<(usize, Collect)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Collect { host, how } => Some((*host, *how)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn failed_with(h: &HostRun) -> &str {
+        match &h.state {
+            State::Failed(m) => m,
+            s => panic!("{} is {s:?}, not failed", h.name),
+        }
+    }
+
+    /// Three hosts replay a real run's stream: the start goes out once all are ready, in each
+    /// host's clock; every line is forwarded with its host; the progress figures are the
+    /// stream's. Host c's connection drops mid-measure: it fails, naming the phase, and is
+    /// collected as lost (its run may still write its result) while a and b finish and pass.
+    #[test]
+    fn a_recorded_stream_replays_and_a_host_failing_mid_run_leaves_the_others_to_finish() {
+        let (setup, rest) = recorded();
+        let mut r = Replay::new(&["a", "b", "c"], &[0.0, 0.5, -0.25], false);
+        r.lines(0, setup.iter().copied());
+        r.lines(1, setup.iter().copied());
+        assert!(
+            sends(&r.actions, "start").is_empty(),
+            "started before c was ready"
+        );
+        assert_eq!(r.c.start_at(), None);
+        r.lines(2, setup.iter().copied());
+        let t = r.c.start_at().expect("the start once every host is ready");
+        assert!((t - (1.0e9 + r.t + 2.0)).abs() < 1e-6, "{t}");
+        let starts = sends(&r.actions, "start");
+        assert_eq!(
+            starts,
+            [
+                (0, format!("start {t:.6}\n")),
+                (1, format!("start {:.6}\n", t + 0.5)),
+                (2, format!("start {:.6}\n", t - 0.25)),
+            ]
+        );
+        assert!(r.actions.contains(&Action::Emit(
+            Event::FleetStart { start_at_unix_s: t }.into()
+        )));
+        assert!(r.actions.contains(&Action::Notice(Notice::AllReady {
+            hosts: 3,
+            margin_s: 2.0
+        })));
+        // c measures for a while, then its connection drops (ssh exits 255, no wrapper line).
+        let measuring = rest
+            .iter()
+            .position(|l| l.contains("\"phase\":\"measure\"") && l.contains("progress"))
+            .expect("a progress line in measure");
+        r.lines(2, rest[..=measuring].iter().copied());
+        r.take();
+        r.t += 0.1;
+        r.on(Message::Exit {
+            host: 2,
+            code: Some(255),
+            stderr_last: "Connection to c closed by remote host.".into(),
+        });
+        let why = failed_with(r.host(2));
+        assert!(
+            why.contains("the ssh connection ended (exit 255) in phase \"measure\"")
+                && why.contains("closed by remote host"),
+            "{why}"
+        );
+        assert_eq!(collects(&r.actions), [(2, Collect::Lost { wait: TIMEOUT })]);
+        assert!(r.actions.contains(&Action::Emit(
+            Event::HostEnd {
+                host: "c".into(),
+                state: "failed".into(),
+                message: Some(why.to_string()),
+            }
+            .into()
+        )));
+        // No --abort-on-host-failure: the others are not stopped.
+        assert!(sends(&r.actions, "stop").is_empty());
+        // a and b run to the end: their result, the wrapper's exit status, ssh's exit 0.
+        r.take();
+        for h in [0, 1] {
+            r.lines(h, rest.iter().copied());
+            r.lines(h, [r#"{"event":"remote_exit","status":0}"#]);
+            r.on(Message::Exit {
+                host: h,
+                code: Some(0),
+                stderr_last: String::new(),
+            });
+        }
+        assert_eq!(r.host(0).state, State::Exited(0));
+        assert_eq!(r.host(1).state, State::Exited(0));
+        assert_eq!(
+            collects(&r.actions),
+            [(0, Collect::Finished), (1, Collect::Finished)]
+        );
+        // Every line of the run is forwarded with its host (the wrapper's is not), and the
+        // live figures are the last progress line's, not zeros.
+        let forwarded: Vec<&Line> = r
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Emit(l) if l.host.as_deref() == Some("a") => Some(l),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(forwarded.len(), rest.len());
+        let last_progress = rest
+            .iter()
+            .rev()
+            .find_map(|l| match Line::parse(l).expect("recorded").event {
+                Event::Progress { progress } => Some(progress),
+                _ => None,
+            })
+            .expect("progress in the recording");
+        assert!(last_progress.iops > 0.0);
+        let a = r.host(0);
+        assert_eq!(
+            (a.iops, a.target, a.read_ms),
+            (
+                last_progress.iops,
+                last_progress.target_iops,
+                last_progress.db_read_avg_ms
+            )
+        );
+        assert_eq!(a.phase, "shutdown");
+        assert!(a.result_seen && a.ready && a.heard);
+        assert_eq!(a.remote_exit, Some(0));
+        // The collections end: fleet.json is rewritten after each; the run is over, partial.
+        assert!(!r.c.finished());
+        for h in [0, 1, 2] {
+            let a = r.on(Message::Collected {
+                host: h,
+                note: (h == 2).then(|| "the host was reached again; its run had ended".into()),
+                error: None,
+                warnings: Vec::new(),
+            });
+            assert!(a.contains(&Action::WriteFleet {
+                partial: true,
+                interrupted: false
+            }));
+        }
+        assert!(r.c.finished());
+        assert!(failed_with(r.host(2)).ends_with("; the host was reached again; its run had ended"));
+        assert!(r.c.partial(|_| true));
+        assert!(!r.c.all_passed());
+    }
+
+    /// The watchdog: a running host that falls silent is given up after --host-timeout (its
+    /// ssh ended, its input closed), and after at least SETUP_SILENCE before its engine's first
+    /// progress event; its run is then collected by stopping it.
+    #[test]
+    fn the_watchdog_gives_up_a_silent_host_and_its_run_is_stopped() {
+        let (setup, rest) = recorded();
+        // a's engine runs (it sent progress), then a falls silent; b says nothing yet (setting
+        // up): a is given up after the host timeout, b has the setup allowance.
+        let mut r = Replay::new(&["a", "b"], &[0.0, 0.0], false);
+        r.lines(0, setup.iter().copied());
+        r.take();
+        r.wait(TIMEOUT.as_secs_f64() + 1.0);
+        assert!(
+            failed_with(r.host(0))
+                .contains("no event for 61 s (--host-timeout 60s) in phase \"wait_start\""),
+            "{:?}",
+            r.host(0).state
+        );
+        assert_eq!(r.host(1).state, State::Running);
+
+        // Both measure; a keeps talking, b falls silent.
+        let mut r = Replay::new(&["a", "b"], &[0.0, 0.0], false);
+        r.lines(0, setup.iter().copied());
+        r.lines(1, setup.iter().copied());
+        let measuring = rest
+            .iter()
+            .position(|l| l.contains("\"phase\":\"measure\"") && l.contains("progress"))
+            .expect("measure");
+        r.lines(0, rest[..=measuring].iter().copied());
+        r.lines(1, rest[..=measuring].iter().copied());
+        let last_b = r.t;
+        let progress = rest[measuring];
+        while r.t < last_b + TIMEOUT.as_secs_f64() - 0.5 {
+            r.lines(0, [progress]);
+            r.wait(0.3);
+        }
+        assert_eq!(r.host(1).state, State::Running, "given up too early");
+        r.take();
+        r.wait(1.0);
+        let why = failed_with(r.host(1));
+        assert!(
+            why.starts_with("the watchdog gave up on it: no event for 6")
+                && why.ends_with(" s (--host-timeout 60s) in phase \"measure\""),
+            "{why}"
+        );
+        assert!(r.actions.contains(&Action::KillSsh { host: 1 }));
+        assert!(r.actions.contains(&Action::CloseInput { host: 1 }));
+        assert_eq!(r.host(0).state, State::Running);
+        // Its ssh ends (killed): the run is stopped over a fresh connection, the reason kept.
+        r.take();
+        r.on(Message::Exit {
+            host: 1,
+            code: None,
+            stderr_last: String::new(),
+        });
+        assert_eq!(collects(&r.actions), [(1, Collect::Stop)]);
+        assert!(failed_with(r.host(1)).contains("watchdog"));
+
+        // Setup: a host never heard from is given up after SETUP_SILENCE, not the timeout.
+        let mut r = Replay::new(&["s"], &[0.0], false);
+        r.wait(SETUP_SILENCE.as_secs_f64() - 1.0);
+        assert_eq!(r.host(0).state, State::Running);
+        r.wait(1.0);
+        assert!(failed_with(r.host(0)).contains("at least 10 min during the setup"));
+    }
+
+    /// A dropped connection after the run wrote its result (no wrapper line: the connection
+    /// ended first) is a failed host collected as lost; a run killed by a signal (the
+    /// wrapper's status 137, ssh's 255) is told apart and collected as finished.
+    #[test]
+    fn a_dropped_connection_is_told_from_a_run_killed_by_a_signal() {
+        let (setup, rest) = recorded();
+        let mut r = Replay::new(&["a", "b"], &[0.0, 0.0], false);
+        for h in [0, 1] {
+            r.lines(h, setup.iter().copied());
+            r.lines(h, rest.iter().copied());
+        }
+        r.take();
+        r.on(Message::Exit {
+            host: 0,
+            code: Some(255),
+            stderr_last: "client_loop: send disconnect: Broken pipe".into(),
+        });
+        assert!(failed_with(r.host(0)).contains("the ssh connection ended (exit 255)"));
+        assert_eq!(collects(&r.actions), [(0, Collect::Lost { wait: TIMEOUT })]);
+        r.take();
+        r.lines(1, [r#"{"event":"remote_exit","status":137}"#]);
+        r.on(Message::Exit {
+            host: 1,
+            code: Some(255),
+            stderr_last: String::new(),
+        });
+        // It wrote its result before the signal: its verdict stands, the signal is named.
+        assert_eq!(r.host(1).state, State::Exited(137));
+        assert_eq!(
+            r.host(1).state.message().as_deref(),
+            Some("the remote run was killed by signal 9 (SIGKILL) after writing its result")
+        );
+        assert_eq!(collects(&r.actions), [(1, Collect::Finished)]);
+        // The collection of the lost host says what it found; a copy that failed is kept too.
+        r.take();
+        r.on(Message::Collected {
+            host: 0,
+            note: Some(
+                "the host was reached again; its run had ended; its result was copied back".into(),
+            ),
+            error: None,
+            warnings: vec![
+                "host a: \"./x\" (a FIFO) in its results folder was not copied back".into(),
+            ],
+        });
+        assert!(failed_with(r.host(0)).ends_with("; its result was copied back"));
+        assert!(r.actions.contains(&Action::Notice(Notice::Warning(
+            "host a: \"./x\" (a FIFO) in its results folder was not copied back".into()
+        ))));
+        r.on(Message::Collected {
+            host: 1,
+            note: None,
+            error: Some("copying the results of host b back failed".into()),
+            warnings: Vec::new(),
+        });
+        assert_eq!(
+            failed_with(r.host(1)),
+            "copying the results of host b back failed"
+        );
+        assert!(r.c.finished() && r.c.partial(|_| true));
+    }
+
+    /// A renamed field in a host's line does not read as zero: the host fails with a protocol
+    /// error quoting the line, its ssh is ended and the line is not forwarded. A line that is
+    /// not JSON at all (a shell's greeting) is not the run's and is ignored.
+    #[test]
+    fn a_renamed_field_in_a_hosts_line_fails_the_host_loudly() {
+        let (setup, rest) = recorded();
+        let mut r = Replay::new(&["a", "b"], &[0.0, 0.0], false);
+        r.lines(0, ["Welcome to a (motd on stdout)"]);
+        assert_eq!(r.host(0).state, State::Running);
+        r.lines(0, setup.iter().copied());
+        r.lines(1, setup.iter().copied());
+        let progress = rest
+            .iter()
+            .find(|l| l.contains("\"phase\":\"measure\"") && l.contains("progress"))
+            .expect("measure");
+        r.lines(0, [*progress]);
+        let iops = r.host(0).iops;
+        assert!(iops > 0.0);
+        // The same line from a run whose `iops` is called something else.
+        let renamed = progress.replace("\"iops\":", "\"iops_now\":");
+        assert_ne!(&renamed, progress);
+        r.take();
+        r.lines(0, [renamed.as_str()]);
+        let why = failed_with(r.host(0));
+        assert!(
+            why.starts_with(
+                "protocol error: a line of its event stream is not an event of mbxstress"
+            ) && why.contains("missing field `iops`")
+                && why.contains("\"iops_now\":"),
+            "{why}"
+        );
+        assert_eq!(r.host(0).iops, iops, "the renamed line changed the figures");
+        assert!(r.actions.contains(&Action::KillSsh { host: 0 }));
+        assert!(!r.actions.iter().any(|a| matches!(a, Action::Emit(_))));
+        // An event this version does not know fails the same way.
+        r.lines(1, [r#"{"event":"progress_v2","iops":5}"#]);
+        assert!(failed_with(r.host(1)).contains("progress_v2"));
+    }
+
+    /// The first interrupt (or, with --abort-on-host-failure, a failed host) asks every run to
+    /// stop and no start goes out after it; the second stops waiting for the hosts.
+    #[test]
+    fn interrupts_stop_every_host_then_stop_waiting() {
+        let (setup, _) = recorded();
+        let mut r = Replay::new(&["a", "b"], &[0.0, 0.0], false);
+        r.lines(0, setup.iter().copied());
+        r.take();
+        r.on(Message::Interrupt { presses: 1 });
+        assert_eq!(
+            sends(&r.actions, "stop"),
+            [(0, "stop\n".into()), (1, "stop\n".into())]
+        );
+        assert!(r.actions.contains(&Action::Notice(Notice::Stopping)));
+        r.lines(1, setup.iter().copied());
+        assert_eq!(r.c.start_at(), None, "a start after the stop");
+        r.take();
+        r.on(Message::Interrupt { presses: 2 });
+        assert!(r.actions.contains(&Action::Quit));
+        for h in [0, 1] {
+            assert!(failed_with(r.host(h)).contains("interrupted a second time"));
+        }
+        assert!(r.c.interrupted());
+
+        let mut r = Replay::new(&["a", "b"], &[0.0, 0.0], true);
+        r.take();
+        r.on(Message::Exit {
+            host: 0,
+            code: Some(255),
+            stderr_last: String::new(),
+        });
+        assert_eq!(sends(&r.actions, "stop"), [(1, "stop\n".into())]);
     }
 }

@@ -16,8 +16,8 @@ use super::coordinator::{Action, Config, Coordinator, HostRun, Message, Notice, 
 use super::hosts::Host;
 use super::remote::{forwarded_flags, remote_command, remote_run_dir};
 use super::ssh::{
-    bounded_map, check_host, spawn_collect, spawn_run, unix_now, Checked, CollectJob, Push,
-    Ssh, Watched,
+    bounded_map, check_host, spawn_collect, spawn_run, unix_now, Checked, CollectJob, Push, Ssh,
+    Watched,
 };
 use super::summary::{self, FleetSummary};
 use super::{failed, usage, Ctx, Result};
@@ -161,11 +161,7 @@ pub fn run(
             "fleet run: {failures} of {} host(s) failed the checks (see above); nothing was started",
             hosts.len()
         );
-        return Err(if usage_error {
-            usage(msg)
-        } else {
-            failed(msg)
-        });
+        return Err(if usage_error { usage(msg) } else { failed(msg) });
     }
     if presses.load(Ordering::SeqCst) >= 1 {
         nothing_started();
@@ -324,9 +320,7 @@ impl Io {
                                 view.notice(&Notice::Warning(w));
                             }
                         }
-                        Err(e) => {
-                            view.notice(&Notice::Warning(format!("writing fleet.json: {e}")))
-                        }
+                        Err(e) => view.notice(&Notice::Warning(format!("writing fleet.json: {e}"))),
                     }
                 }
             }

@@ -9,12 +9,10 @@ pub fn sh(word: &str) -> String {
     format!("'{}'", word.replace('\'', "'\\''"))
 }
 
-
 /// folder (a home shared over NFS, two aliases of one server) never share files.
 pub fn remote_run_dir(work_dir: &str, run_id: &str, name: &str) -> String {
     format!("{work_dir}/fleet/{run_id}/{name}")
 }
-
 
 /// Flags of `fleet run` that the coordinator consumes: (flag, takes a value).
 pub const OWN_FLAGS: [(&str, bool); 10] = [
@@ -148,7 +146,6 @@ pub fn signal_text(status: i64) -> String {
 /// The remote run's pid file, in its run folder (written by the remote shell before `exec`).
 pub const PID_FILE: &str = "run.pid";
 
-
 /// A remote shell command acting on the host's run when it is still alive: its pid from the
 /// pid file, kept only if that process still has the run folder on its command line (a pid
 /// reused by another process is never signalled). `then` runs with `$p` set; prints
@@ -161,7 +158,6 @@ pub fn on_live_run(run_dir: &str, then: &str) -> String {
         out = sh(&format!("{run_dir}/result")),
     )
 }
-
 
 #[cfg(test)]
 mod tests {

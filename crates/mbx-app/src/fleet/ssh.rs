@@ -504,7 +504,6 @@ pub(crate) fn bounded_map<T: Sync, R: Send>(
         .collect()
 }
 
-
 /// Starts one host's run: `remote` over ssh, its stderr to `stderr_path`. A thread reads its
 /// event stream, sending every line then the exit ([`Message::Line`], [`Message::Exit`], the
 /// latter with the last line of its stderr): the result line arrives before the end. Returns
@@ -686,8 +685,7 @@ fn extract_regular_files(stream: impl std::io::Read, dest: &Path) -> Result<Vec<
                 let _ = std::fs::remove_file(&target);
             }
             let mut f = fs_err::File::create(&target).ctx(|| "unpacking a file".into())?;
-            std::io::copy(&mut entry, &mut f)
-                .ctx(|| format!("writing {}", target.display()))?;
+            std::io::copy(&mut entry, &mut f).ctx(|| format!("writing {}", target.display()))?;
         } else {
             let what = if kind.is_symlink() {
                 let to = entry

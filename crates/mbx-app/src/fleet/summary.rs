@@ -231,7 +231,8 @@ pub fn set_aside_unfinished(out: &Path, hosts: &[Host]) -> Result<Option<PathBuf
     if dest.exists() {
         return Err(refuse(&format!("{} exists already", dest.display())));
     }
-    fs_err::create_dir_all(&dest).ctx(|| "making the folder for the earlier run's results".into())?;
+    fs_err::create_dir_all(&dest)
+        .ctx(|| "making the folder for the earlier run's results".into())?;
     for p in &ours {
         if let Some(name) = p.file_name() {
             fs_err::rename(p, dest.join(name))

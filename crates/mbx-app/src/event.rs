@@ -122,7 +122,8 @@ pub enum Event {
 }
 
 /// One line of the stream: an event and, for lines a coordinator forwards, the host it came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// (`host_end` names its host in the event itself: on that line `host` is the event's.)
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Line {
     /// The host the event came from (`fleet run`'s output only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,6 +131,31 @@ pub struct Line {
     /// The event.
     #[serde(flatten)]
     pub event: Event,
+}
+
+/// By hand: a derived (flattened) reader would take `host_end`'s own `host` for the line's and
+/// then refuse the event for missing it.
+impl<'de> Deserialize<'de> for Line {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Line, D::Error> {
+        use serde::de::Error;
+        use serde_json::Value;
+        let mut map = serde_json::Map::<String, Value>::deserialize(d)?;
+        let host = if map.get("event").and_then(Value::as_str) == Some("host_end") {
+            None
+        } else {
+            match map.remove("host") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(h)) => Some(h),
+                Some(other) => {
+                    return Err(D::Error::custom(format!(
+                        "`host` is {other}, not a host's name"
+                    )))
+                }
+            }
+        };
+        let event = Event::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
+        Ok(Line { host, event })
+    }
 }
 
 impl Line {
@@ -228,6 +254,39 @@ mod tests {
             (progress.iops, progress.target_iops, progress.pass_bytes),
             (100.5, 100.0, None)
         );
+    }
+
+    /// fleet's own lines read back too: `host_end` carries its host in the event, forwarded
+    /// lines theirs beside it.
+    #[test]
+    fn fleets_own_lines_read_back() {
+        for line in [
+            Line::from(Event::HostEnd {
+                host: "h1".into(),
+                state: "failed".into(),
+                message: Some("the ssh connection ended".into()),
+            }),
+            Line::from(Event::FleetStart {
+                start_at_unix_s: 1.5e9,
+            }),
+            Line {
+                host: Some("h2".into()),
+                event: Event::Ready { pid: 7 },
+            },
+        ] {
+            let json = line.to_json();
+            assert_eq!(Line::parse(&json).expect(&json), line, "{json}");
+        }
+        assert_eq!(
+            Line::from(Event::HostEnd {
+                host: "h1".into(),
+                state: "passed".into(),
+                message: None
+            })
+            .to_json(),
+            r#"{"event":"host_end","host":"h1","state":"passed","message":null}"#
+        );
+        assert!(Line::parse(r#"{"event":"ready","pid":1,"host":3}"#).is_err());
     }
 
     /// A renamed or missing field fails loudly instead of reading as zero.

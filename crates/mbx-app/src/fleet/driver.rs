@@ -100,7 +100,7 @@ pub fn run(
     // 1. Checks, at most `fanout` hosts at once.
     view.notice(&Notice::Checking {
         hosts: hosts.len(),
-        at_once: fanout.clamp(1, hosts.len().max(1)),
+        at_once: fanout.min(hosts.len()),
     });
     let checks: Vec<Result<Checked>> = bounded_map(&hosts, fanout, |h| {
         let run_dir = remote_run_dir(&h.work_dir, &run_id, &h.name);

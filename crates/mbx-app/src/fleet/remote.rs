@@ -139,10 +139,6 @@ pub fn signal_text(status: i64) -> String {
     }
 }
 
-/// How a host's run ended, from ssh's exit status (`code`, `None` if ssh itself was killed) and
-/// the remote wrapper's report of the run's own status. ssh exits 255 both when the connection
-/// fails and when the remote command is killed by a signal; the wrapper's line tells them apart:
-
 /// The remote run's pid file, in its run folder (written by the remote shell before `exec`).
 pub const PID_FILE: &str = "run.pid";
 

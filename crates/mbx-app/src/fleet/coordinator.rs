@@ -11,10 +11,11 @@
 
 use std::time::Duration;
 
+use mbx_result::DoctorReport;
+
 use crate::event::{Event, Line};
 
 use super::remote::signal_text;
-use super::ssh::Checked;
 
 /// The watchdog's allowance during a host's setup (before its engine's first event): database
 /// creation sends an event a second, other steps (attaching, checking) are silent.
@@ -22,6 +23,25 @@ pub const SETUP_SILENCE: Duration = Duration::from_secs(600);
 
 /// How much of a line a protocol error quotes.
 const QUOTE_LIMIT: usize = 300;
+
+/// What the checks found on one host.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Checked {
+    /// The remote binary to run.
+    pub bin: String,
+    /// Remote clock minus local clock, seconds.
+    pub offset_s: f64,
+    /// The round trip of the best clock reading, seconds.
+    pub rtt_s: f64,
+    /// It runs the static build --push copies (uploaded now, or already there: `push_reused`).
+    pub pushed: bool,
+    /// The static build was there already, verified by SHA-256: nothing was uploaded.
+    pub push_reused: bool,
+    /// `mbxstress doctor --json` on the host, for the host's paths and the run's flags.
+    pub doctor: Option<DoctorReport>,
+    /// How long that doctor took, seconds (ssh round trip included).
+    pub doctor_s: f64,
+}
 
 /// The times a message arrives at, as inputs: the coordinator reads no clock.
 #[derive(Debug, Clone, Copy, PartialEq)]

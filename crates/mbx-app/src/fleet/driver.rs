@@ -12,15 +12,15 @@ use std::time::{Duration, Instant};
 
 use mbx_result::DoctorStatus;
 
-use super::coordinator::{Action, Config, Coordinator, HostRun, Message, Notice, Now};
+use super::coordinator::{Action, Checked, Config, Coordinator, HostRun, Message, Notice, Now};
+use super::error::{failed, usage, Ctx, Result};
 use super::hosts::Host;
+use super::html;
 use super::remote::{forwarded_flags, remote_command, remote_run_dir};
 use super::ssh::{
-    bounded_map, check_host, spawn_collect, spawn_run, unix_now, Checked, CollectJob, Push, Ssh,
-    Watched,
+    bounded_map, check_host, spawn_collect, spawn_run, unix_now, CollectJob, Push, Ssh, Watched,
 };
 use super::summary::{self, FleetSummary};
-use super::{failed, usage, Ctx, Result};
 use crate::event::{Event, Line};
 
 /// What `fleet run` is asked to do (the binary builds it from the flags).
@@ -205,7 +205,7 @@ pub fn run(
         let actions = coord.on(now(), Message::Started { host: i, error });
         io.carry_out(actions, &coord, view);
     }
-    if let Err(e) = summary::write(&io.out, &io.run_id, coord.hosts(), None, true, false) {
+    if let Err(e) = write_fleet(&io.out, &io.run_id, coord.hosts(), None, true, false) {
         view.notice(&Notice::Warning(format!("writing fleet.json: {e}")));
     }
     let mut seen_presses = 0;
@@ -229,7 +229,7 @@ pub fn run(
     // 3. The aggregate.
     let interrupted = coord.interrupted();
     let partial = coord.partial(|name| io.out.join(name).join("result.json").exists());
-    let (summary, warnings) = summary::write(
+    let (summary, warnings) = write_fleet(
         &io.out,
         &io.run_id,
         coord.hosts(),
@@ -254,6 +254,22 @@ pub fn run(
         interrupted,
         all_passed: coord.all_passed(),
     })
+}
+
+/// Writes fleet.json and fleet.html into `out`; returns the summary and the warnings.
+fn write_fleet(
+    out: &std::path::Path,
+    run_id: &str,
+    hosts: &[HostRun],
+    start_at: Option<f64>,
+    partial: bool,
+    interrupted: bool,
+) -> Result<(FleetSummary, Vec<String>)> {
+    let (s, warnings) = summary::summarize(out, run_id, hosts, start_at, partial, interrupted);
+    let json = serde_json::to_string_pretty(&s).ctx(|| "writing fleet.json".into())?;
+    fs_err::write(out.join("fleet.json"), json + "\n").ctx(|| "writing fleet.json".into())?;
+    fs_err::write(out.join("fleet.html"), html::page(&s)).ctx(|| "writing fleet.html".into())?;
+    Ok((s, warnings))
 }
 
 /// The loop's handles: the hosts' inputs and ssh clients, the collection threads' channel.
@@ -307,7 +323,7 @@ impl Io {
                     partial,
                     interrupted,
                 } => {
-                    match summary::write(
+                    match write_fleet(
                         &self.out,
                         &self.run_id,
                         coord.hosts(),

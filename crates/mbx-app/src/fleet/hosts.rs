@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{usage, Result};
+use super::error::{usage, Result};
 
 /// A database or log location in the hosts file: one path or a list.
 #[derive(Debug, Clone, Deserialize)]

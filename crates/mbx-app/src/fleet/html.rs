@@ -124,3 +124,52 @@ fn host_section(host: &HostSummary) -> Markup {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::coordinator::{Checked, HostRun, State};
+
+    /// The aggregate first, text left-aligned (the default), figures right-aligned; every text
+    /// escaped (a host's message is the remote's words).
+    #[test]
+    fn the_page_aligns_figures_right_and_escapes_text() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fixture = include_str!("../../../mbx-report/tests/fixtures/mbxstress-result.json");
+        let mut v: serde_json::Value = serde_json::from_str(fixture).expect("fixture");
+        v["test"]["collection_start_unix_s"] = 1.0e9.into();
+        fs_err::create_dir_all(dir.path().join("a")).expect("mkdir");
+        fs_err::write(dir.path().join("a/result.json"), v.to_string()).expect("write");
+        let mut a = HostRun::new("a", "a", Checked::default());
+        (a.state, a.ready, a.started) = (State::Exited(0), true, true);
+        let mut b = HostRun::new("b", "b", Checked::default());
+        b.state = State::Failed("<script>x</script> & more".into());
+        b.started = true;
+        let (s, _) = crate::fleet::summary::summarize(
+            dir.path(),
+            "fleet-1",
+            &[a, b],
+            Some(1.0e9),
+            true,
+            false,
+        );
+        let page = page(&s);
+        assert!(page.contains("text-align:left") && page.contains(".n{text-align:right"));
+        assert!(page.contains("<th class=\"n\">transfers/s</th>"), "{page}");
+        assert!(page.contains("<tr><td>a</td><td class=\"n\">"), "{page}");
+        assert!(
+            page.find("Aggregate") < page.find("<h2 id=\"a\">"),
+            "{page}"
+        );
+        assert!(
+            page.contains("&lt;script&gt;x&lt;/script&gt; &amp; more"),
+            "{page}"
+        );
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(
+            page.contains("<a href=\"a/report.html\">report</a>"),
+            "{page}"
+        );
+        assert!(page.contains("No result (last phase: )"), "{page}");
+    }
+}

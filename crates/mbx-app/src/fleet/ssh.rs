@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mbx_engine::result::{DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
+use mbx_result::{DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
 
-use super::coordinator::{Collect, Message};
+use super::coordinator::{Checked, Collect, Message};
+use super::error::{fail, failed, usage, Ctx, Result};
 use super::hosts::Host;
 use super::remote::{host_words, on_live_run, sh, PID_FILE};
-use super::{fail, failed, usage, Ctx, Result};
 
 /// Builds ssh and tar commands with the user's options.
 #[derive(Debug, Clone)]
@@ -78,25 +78,6 @@ impl Ssh {
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
-}
-
-/// What the checks found on one host.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Checked {
-    /// The remote binary to run.
-    pub bin: String,
-    /// Remote clock minus local clock, seconds.
-    pub offset_s: f64,
-    /// The round trip of the best clock reading, seconds.
-    pub rtt_s: f64,
-    /// It runs the static build --push copies (uploaded now, or already there: `push_reused`).
-    pub pushed: bool,
-    /// The static build was there already, verified by SHA-256: nothing was uploaded.
-    pub push_reused: bool,
-    /// `mbxstress doctor --json` on the host, for the host's paths and the run's flags.
-    pub doctor: Option<DoctorReport>,
-    /// How long that doctor took, seconds (ssh round trip included).
-    pub doctor_s: f64,
 }
 
 /// The wall clock, Unix seconds.

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use mbx_result::DoctorReport;
 
 use super::coordinator::HostRun;
+use super::error::{usage, Ctx, Result};
 use super::hosts::Host;
-use super::{usage, Ctx, Result};
 
 /// fleet.json's schema.
 pub const FLEET_SCHEMA: &str = "mbxstress-fleet/1";
@@ -85,16 +85,16 @@ pub(crate) fn aggregate_exclusion(ready: bool, measured: bool) -> Option<String>
     }
 }
 
-/// Writes fleet.json and fleet.html into `out` from the hosts' states and the result.json
-/// files copied back; returns the summary and warnings (a result that does not load).
-pub fn write(
+/// fleet.json's contents from the hosts' states and the result.json files copied back into
+/// `out`; with warnings (a result that does not load).
+pub fn summarize(
     out: &Path,
     run_id: &str,
     lives: &[HostRun],
     start_at: Option<f64>,
     partial: bool,
     interrupted: bool,
-) -> Result<(FleetSummary, Vec<String>)> {
+) -> (FleetSummary, Vec<String>) {
     let mut warnings = Vec::new();
     let mut inputs = Vec::new();
     let mut hosts = Vec::new();
@@ -170,11 +170,7 @@ pub fn write(
         hosts,
         esrp: mbx_report::summarize(&inputs),
     };
-    let json = serde_json::to_string_pretty(&summary).ctx(|| "writing fleet.json".into())?;
-    fs_err::write(out.join("fleet.json"), json + "\n").ctx(|| "writing fleet.json".into())?;
-    fs_err::write(out.join("fleet.html"), super::html::page(&summary))
-        .ctx(|| "writing fleet.html".into())?;
-    Ok((summary, warnings))
+    (summary, warnings)
 }
 
 /// Makes `out` ready for this run's files. A folder without our files is used as it is. One
@@ -245,8 +241,8 @@ pub fn set_aside_unfinished(out: &Path, hosts: &[Host]) -> Result<Option<PathBuf
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::coordinator::Checked;
     use crate::fleet::coordinator::State;
-    use crate::fleet::ssh::Checked;
 
     #[test]
     fn an_unfinished_run_in_out_is_moved_aside_and_a_finished_one_refused() {
@@ -321,8 +317,7 @@ mod tests {
             live("c", true, Some(fixture)),
             live("d", true, None),
         ];
-        let (s, warnings) =
-            write(dir.path(), "fleet-1", &lives, Some(1.0e9), true, false).expect("fleet");
+        let (s, warnings) = summarize(dir.path(), "fleet-1", &lives, Some(1.0e9), true, false);
         assert!(warnings.is_empty(), "{warnings:?}");
         let machines: Vec<&str> = s.esrp.servers.iter().map(|f| f.machine.as_str()).collect();
         assert_eq!(machines, ["a"]);
@@ -341,10 +336,5 @@ mod tests {
             s.hosts.iter().map(|h| h.aggregated).collect::<Vec<_>>(),
             [true, false, false, false]
         );
-        // fleet.html: text left-aligned (the default), the aggregate's figures right-aligned.
-        let page = crate::fleet::html::page(&s);
-        assert!(page.contains("text-align:left") && page.contains(".n{text-align:right"));
-        assert!(page.contains("<th class=\"n\">transfers/s</th>"), "{page}");
-        assert!(page.contains("<tr><td>a</td><td class=\"n\">"), "{page}");
     }
 }

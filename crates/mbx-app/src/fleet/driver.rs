@@ -226,7 +226,12 @@ pub fn run(
         view.hosts(coord.hosts());
     }
 
-    // 3. The aggregate.
+    // 3. The aggregate. An interrupt after the last collection still makes the run interrupted
+    // (nothing is left to stop: the actions are moot).
+    let p = presses.load(Ordering::SeqCst);
+    if p > seen_presses {
+        let _moot = coord.on(now(), Message::Interrupt { presses: p });
+    }
     let interrupted = coord.interrupted();
     let partial = coord.partial(|name| io.out.join(name).join("result.json").exists());
     let (summary, warnings) = write_fleet(

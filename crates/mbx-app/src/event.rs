@@ -127,7 +127,8 @@ pub enum Event {
 }
 
 /// One line of the stream: an event and, for lines a coordinator forwards, the host it came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// (`host_end` names its host in the event itself: on that line `host` is the event's.)
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Line {
     /// The host the event came from (`fleet run`'s output only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -135,6 +136,31 @@ pub struct Line {
     /// The event.
     #[serde(flatten)]
     pub event: Event,
+}
+
+/// By hand: a derived (flattened) reader would take `host_end`'s own `host` for the line's and
+/// then refuse the event for missing it.
+impl<'de> Deserialize<'de> for Line {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Line, D::Error> {
+        use serde::de::Error;
+        use serde_json::Value;
+        let mut map = serde_json::Map::<String, Value>::deserialize(d)?;
+        let host = if map.get("event").and_then(Value::as_str) == Some("host_end") {
+            None
+        } else {
+            match map.remove("host") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(h)) => Some(h),
+                Some(other) => {
+                    return Err(D::Error::custom(format!(
+                        "`host` is {other}, not a host's name"
+                    )))
+                }
+            }
+        };
+        let event = Event::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
+        Ok(Line { host, event })
+    }
 }
 
 impl Line {
@@ -332,11 +358,28 @@ mod tests {
                 r#"{"event":"remote_exit","status":137}"#,
                 Event::RemoteExit { status: 137 },
             ),
+            // The run writes result.json's `errors[]` entries (objects, not words).
+            (
+                r#"{"event":"error","error":{"class":"no_space","path":"/d/db1.edb","count":1,"first_at":"2026-01-01T00:00:00Z","message":"no space"}}"#,
+                Event::Error {
+                    error: mbx_result::ErrorEntry {
+                        class: "no_space".into(),
+                        path: Some("/d/db1.edb".into()),
+                        count: 1,
+                        first_at: "2026-01-01T00:00:00Z".into(),
+                        message: "no space".into(),
+                        ..Default::default()
+                    },
+                },
+            ),
         ] {
             let got = Line::parse(line).expect(line);
             assert_eq!(got.event, want, "{line}");
             assert_eq!(got.host, None);
-            assert_eq!(Line::from(want).to_json(), line);
+            // The same JSON (to_json writes keys sorted, as the stream always has).
+            let json = Line::from(want).to_json();
+            let value = |t: &str| serde_json::from_str::<serde_json::Value>(t).expect(t);
+            assert_eq!(value(&json), value(line), "{json}");
         }
         let p = Line::parse(r#"{"event":"progress","host":"h1","progress":{"phase":"measure","phase_elapsed_s":3.0,"phase_total_s":10.0,"iops":100.5,"target_iops":100,"db_read_avg_ms":1.5,"log_write_avg_ms":0.5,"cache_fill":1.0}}"#).expect("progress");
         assert_eq!(p.host.as_deref(), Some("h1"));
@@ -347,6 +390,39 @@ mod tests {
             (progress.iops, progress.target_iops, progress.pass_bytes),
             (100.5, 100.0, None)
         );
+    }
+
+    /// fleet's own lines read back too: `host_end` carries its host in the event, forwarded
+    /// lines theirs beside it.
+    #[test]
+    fn fleets_own_lines_read_back() {
+        for line in [
+            Line::from(Event::HostEnd {
+                host: "h1".into(),
+                state: "failed".into(),
+                message: Some("the ssh connection ended".into()),
+            }),
+            Line::from(Event::FleetStart {
+                start_at_unix_s: 1.5e9,
+            }),
+            Line {
+                host: Some("h2".into()),
+                event: Event::Ready { pid: 7 },
+            },
+        ] {
+            let json = line.to_json();
+            assert_eq!(Line::parse(&json).expect(&json), line, "{json}");
+        }
+        assert_eq!(
+            Line::from(Event::HostEnd {
+                host: "h1".into(),
+                state: "passed".into(),
+                message: None
+            })
+            .to_json(),
+            r#"{"event":"host_end","host":"h1","message":null,"state":"passed"}"#
+        );
+        assert!(Line::parse(r#"{"event":"ready","pid":1,"host":3}"#).is_err());
     }
 
     /// A renamed or missing field fails loudly instead of reading as zero.

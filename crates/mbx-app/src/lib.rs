@@ -9,6 +9,7 @@ pub mod error;
 pub mod esrp;
 pub mod event;
 pub mod findmax;
+pub mod fleet;
 pub mod num;
 pub mod results_folder;
 pub mod run;

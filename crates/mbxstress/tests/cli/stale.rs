@@ -72,7 +72,10 @@ fn a_page_rolled_back_between_runs_is_found_by_verify_checksum_and_the_next_run(
     let dir = scratch("stale");
     // A 1 MiB cache for the 2 MiB database: reads reach the file, so the latency checks judge
     // (a database held whole in its cache measures no read: NOT JUDGED, exit 1).
-    let config = FAST.replace("[cache]\n", "[cache]\nmin_mb_per_db = 1\nmax_mb_per_db = 1\n");
+    let config = FAST.replace(
+        "[cache]\n",
+        "[cache]\nmin_mb_per_db = 1\nmax_mb_per_db = 1\n",
+    );
     assert_ne!(config, FAST, "FAST has a [cache] table");
     std::fs::write(dir.join("fast.toml"), config).expect("config");
     let first = run(&dir, "performance", "r1");

@@ -1,0 +1,37 @@
+//! `fleet run`: the test on several servers at once over SSH, as a library.
+//!
+//! The coordinator only drives the system `ssh` client (`std::process::Command`, BatchMode=yes:
+//! keys or an agent, never a password): checks every host in parallel (reachable, version or
+//! `--push`, clock offset, doctor), starts `mbxstress run --progress jsonl --start-gate stdin`
+//! on each, reads their event streams (as [`crate::Line`]), sends every host the same start time
+//! once all are ready, and copies each result folder back as its run ends (`tar` over ssh,
+//! regular files only). The aggregate is the `esrp` summary of the per-host result.json files.
+//!
+//! The parts:
+//! - [`hosts`]: the hosts file (strict keys, safe unique names, checked profiles);
+//! - [`remote`]: the remote protocol: command lines, the wrapper around the run, quoting;
+//! - [`coordinator`]: the host state machine, pure: `on(Message) -> Vec<Action>`, time an input;
+//! - [`ssh`]: the processes: checks, `--push`, the runs' ssh sessions, collection, copy-back;
+//! - [`driver`]: the thin I/O loop that feeds the state machine and carries out its actions;
+//! - [`summary`]: fleet.json's schema and contents; [`html`]: fleet.html (maud);
+//! - [`error`]: [`FleetError`], usage (exit 2) or failure (exit 3).
+//!
+//! The binary keeps the flags, the rendering (a [`FleetView`]) and the exit codes.
+
+pub mod coordinator;
+pub mod driver;
+pub mod error;
+pub mod hosts;
+pub mod html;
+pub mod remote;
+pub mod ssh;
+pub mod summary;
+
+pub use coordinator::{
+    Action, Checked, Collect, Config, Coordinator, HostRun, Message, Notice, Now, State,
+};
+pub use driver::{run, FleetRequest, FleetView, Ran};
+pub use error::{FleetError, Result};
+pub use hosts::{Host, HostEntry};
+pub use ssh::{find_push_binary, Push};
+pub use summary::{FleetSummary, HostSummary};

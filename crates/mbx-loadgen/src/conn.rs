@@ -238,6 +238,8 @@ impl Conn {
         }
     }
 
+    /// Reads what is available into the buffer. Cancel-safe (`read_buf` commits only bytes
+    /// read), so a wait that times out (IDLE) loses nothing.
     async fn read_more(&mut self) -> io::Result<usize> {
         if self.pos == self.buf.len() {
             self.buf.clear();
@@ -246,15 +248,12 @@ impl Conn {
                 self.buf.shrink_to(READ_CHUNK);
             }
         }
-        let start = self.buf.len();
-        self.buf.resize(start + READ_CHUNK, 0);
-        let n = match &mut self.inner {
-            Inner::Plain(s) => s.read(&mut self.buf[start..]).await,
-            Inner::Tls(s) => s.read(&mut self.buf[start..]).await,
+        self.buf.reserve(READ_CHUNK);
+        match &mut self.inner {
+            Inner::Plain(s) => s.read_buf(&mut self.buf).await,
+            Inner::Tls(s) => s.read_buf(&mut self.buf).await,
             Inner::Gone => Err(io::Error::new(io::ErrorKind::NotConnected, "closed")),
-        };
-        self.buf.truncate(start + *n.as_ref().unwrap_or(&0));
-        n
+        }
     }
 
     async fn fill(&mut self, command: &str) -> Result<()> {

@@ -249,6 +249,29 @@ impl ImapClient {
         Ok(s)
     }
 
+    /// `CREATE mailbox`; a mailbox that exists already is not an error (`[ALREADYEXISTS]`).
+    pub async fn create(&mut self, mailbox: &str) -> Result<()> {
+        let Some(m) = quote(mailbox) else {
+            return Err(self.conn.error(
+                ErrorClass::Protocol,
+                "CREATE",
+                "a mailbox name with CR or LF",
+            ));
+        };
+        match self
+            .run(
+                "CREATE",
+                format!("CREATE {m}").as_bytes(),
+                Instant::now(),
+                true,
+            )
+            .await
+        {
+            Err(e) if e.detail.to_ascii_uppercase().contains("[ALREADYEXISTS]") => Ok(()),
+            r => r.map(|_| ()),
+        }
+    }
+
     /// `FETCH set items` (sequence numbers), e.g. `fetch("1:*", "(UID FLAGS BODY.PEEK[])")`.
     pub async fn fetch(&mut self, set: &str, items: &str) -> Result<Vec<Fetched>> {
         let untagged = self
@@ -396,7 +419,7 @@ impl ImapClient {
         Ok(text
             .split("[APPENDUID ")
             .nth(1)
-            .and_then(|rest| rest.split(|c: char| c == ' ' || c == ']').nth(1))
+            .and_then(|rest| rest.split([' ', ']']).nth(1))
             .and_then(|u| u.parse().ok()))
     }
 

@@ -1,0 +1,512 @@
+//! The clients, messages and verifier against a real Postfix + Dovecot on loopback
+//! (scripts/mailserver.sh). Each test uses its own users of the shared server.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use mbx_loadgen::imap::IdleEvent;
+use mbx_loadgen::message::{Generator, MessageId, Verdict};
+use mbx_loadgen::tls::{client_config, Trust};
+use mbx_loadgen::{
+    AuthMechanism, Endpoint, ErrorClass, ImapClient, Pop3Client, Protocol, Recorder, Security,
+    SmtpClient,
+};
+use support::MailServer;
+
+const EPOCH: u64 = 1_795_737_600;
+
+/// Fetches every message of `user`'s INBOX over IMAP, waiting up to 10 s for `want` of them.
+async fn fetch_all_imap(s: &MailServer, user: u32, want: usize, rec: &Recorder) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut imap = ImapClient::connect(&s.endpoint(s.imap, Security::StartTls), rec.clone())
+        .await
+        .expect("IMAP connects with STARTTLS");
+    assert!(imap.is_tls());
+    imap.login(&s.user(user), &s.password)
+        .await
+        .expect("IMAP login");
+    loop {
+        let sel = imap.select("INBOX").await.expect("SELECT INBOX");
+        if sel.exists as usize >= want || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let fetched = imap
+        .uid_fetch("1:*", "(UID RFC822.SIZE BODY.PEEK[])")
+        .await
+        .expect("UID FETCH");
+    imap.logout().await.expect("LOGOUT");
+    fetched
+        .into_iter()
+        .map(|f| {
+            let body = f.body.expect("BODY[] fetched");
+            assert_eq!(
+                f.size,
+                Some(body.len() as u64),
+                "RFC822.SIZE matches the bytes fetched"
+            );
+            body
+        })
+        .collect()
+}
+
+fn ends_with_sent(fetched: &[u8], sent: &[u8]) -> bool {
+    fetched.len() >= sent.len() && &fetched[fetched.len() - sent.len()..] == sent
+}
+
+#[tokio::test]
+async fn messages_sent_with_starttls_and_auth_are_found_once_over_imap_and_pop3_byte_identical() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("t1", 1, 75 * 1024, EPOCH);
+    let (alice, bob, carol) = (1, 2, 3);
+    let (bob_addr, carol_addr) = (s.address(bob), s.address(carol));
+    let mut sent: BTreeMap<MessageId, Vec<u8>> = BTreeMap::new();
+
+    // Submission on 587-style STARTTLS with AUTH PLAIN: 8 messages to Bob and Carol.
+    let mut smtp = SmtpClient::connect(
+        &s.endpoint(s.submission, Security::StartTls),
+        "client.loadgen.test",
+        rec.clone(),
+    )
+    .await
+    .expect("SMTP connects with STARTTLS");
+    assert!(smtp.is_tls());
+    smtp.auth(&s.user(alice), &s.password, AuthMechanism::Plain)
+        .await
+        .expect("AUTH PLAIN");
+    let from = s.address(alice);
+    for seq in 0..8 {
+        let m = g.message(&from, seq, &[&bob_addr, &carol_addr]);
+        smtp.send(&from, &[&bob_addr, &carol_addr], &m)
+            .await
+            .expect("message accepted");
+        sent.insert(
+            MessageId {
+                run: "t1".into(),
+                sender: from.clone(),
+                seq,
+            },
+            m,
+        );
+    }
+    smtp.quit().await.expect("QUIT");
+    // Implicit TLS (465-style) with AUTH LOGIN: 2 more, one with lines that need dot-stuffing.
+    let mut smtp = SmtpClient::connect(
+        &s.endpoint(s.submissions, Security::Implicit),
+        "client.loadgen.test",
+        rec.clone(),
+    )
+    .await
+    .expect("SMTP connects with implicit TLS");
+    smtp.auth(&s.user(alice), &s.password, AuthMechanism::Login)
+        .await
+        .expect("AUTH LOGIN");
+    for seq in 8..10 {
+        let m = g.message(&from, seq, &[&bob_addr, &carol_addr]);
+        smtp.send(&from, &[&bob_addr, &carol_addr], &m)
+            .await
+            .expect("message accepted");
+        sent.insert(
+            MessageId {
+                run: "t1".into(),
+                sender: from.clone(),
+                seq,
+            },
+            m,
+        );
+    }
+    smtp.quit().await.expect("QUIT");
+
+    // Bob over IMAP: each message exactly once, intact, byte-identical after the trace headers.
+    let fetched = fetch_all_imap(s, bob, sent.len(), &rec).await;
+    assert_eq!(
+        fetched.len(),
+        sent.len(),
+        "every message delivered to Bob, none twice"
+    );
+    let mut seen = BTreeMap::new();
+    for f in &fetched {
+        let Verdict::Intact(id) = g.verify(f) else {
+            panic!("not intact: {:?}", g.verify(f))
+        };
+        assert!(
+            ends_with_sent(f, &sent[&id]),
+            "{id} byte-identical over IMAP"
+        );
+        *seen.entry(id).or_insert(0) += 1;
+    }
+    assert!(
+        seen.values().all(|&n| n == 1) && seen.len() == sent.len(),
+        "each found once: {seen:?}"
+    );
+
+    // Carol over POP3 with implicit TLS: the same.
+    let mut pop = Pop3Client::connect(&s.endpoint(s.pop3s, Security::Implicit), rec.clone())
+        .await
+        .expect("POP3S connects");
+    pop.login(&s.user(carol), &s.password)
+        .await
+        .expect("POP3 login");
+    let (n, octets) = pop.stat().await.expect("STAT");
+    assert_eq!(n as usize, sent.len());
+    let uidl = pop.uidl().await.expect("UIDL");
+    assert_eq!(uidl.len(), sent.len());
+    let mut total = 0;
+    let mut seen = BTreeMap::new();
+    for (i, _) in &uidl {
+        let m = pop.retr(*i).await.expect("RETR");
+        total += m.len() as u64;
+        let Verdict::Intact(id) = g.verify(&m) else {
+            panic!("not intact over POP3: {:?}", g.verify(&m))
+        };
+        assert!(
+            ends_with_sent(&m, &sent[&id]),
+            "{id} byte-identical over POP3"
+        );
+        *seen.entry(id).or_insert(0) += 1;
+    }
+    assert_eq!(total, octets, "STAT's octets are the bytes retrieved");
+    assert!(seen.values().all(|&n| n == 1) && seen.len() == sent.len());
+    pop.dele(1).await.expect("DELE");
+    pop.quit().await.expect("QUIT");
+    let mut pop = Pop3Client::connect(&s.endpoint(s.pop3, Security::StartTls), rec.clone())
+        .await
+        .expect("POP3 STLS");
+    assert!(pop.is_tls());
+    pop.login(&s.user(carol), &s.password)
+        .await
+        .expect("POP3 login");
+    assert_eq!(
+        pop.stat().await.expect("STAT").0 as usize,
+        sent.len() - 1,
+        "DELE then QUIT removed one"
+    );
+    pop.quit().await.expect("QUIT");
+
+    // Every command measured.
+    let stats = rec.snapshot();
+    for (p, c, n) in [
+        (Protocol::Smtp, "DATA end", 10),
+        (Protocol::Smtp, "RCPT", 20),
+        (Protocol::Smtp, "AUTH", 2),
+        (Protocol::Smtp, "STARTTLS", 1),
+        (Protocol::Imap, "UID FETCH", 1),
+        (Protocol::Pop3, "RETR", 10),
+    ] {
+        let st = stats.get(p, c).unwrap_or_else(|| panic!("{c} recorded"));
+        assert_eq!(st.ok(), n, "{c}");
+        assert_eq!(st.failed(), 0, "{c}");
+        assert!(st.latency_us.max() > 0);
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_an_auth_error_naming_user_server_and_command() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let mut smtp = SmtpClient::connect(
+        &s.endpoint(s.submission, Security::StartTls),
+        "c",
+        rec.clone(),
+    )
+    .await
+    .expect("connects");
+    let e = smtp
+        .auth(&s.user(4), "wrong", AuthMechanism::Plain)
+        .await
+        .expect_err("refused");
+    assert_eq!(e.class, ErrorClass::Auth, "{e}");
+    assert_eq!(e.user.as_deref(), Some("loadgen4"));
+    assert_eq!(e.command, "AUTH");
+    assert!(e.server.starts_with("smtp://127.0.0.1:"), "{e}");
+    let e = smtp
+        .auth(&s.user(4), "wrong", AuthMechanism::Login)
+        .await
+        .expect_err("refused");
+    assert_eq!(e.class, ErrorClass::Auth, "{e}");
+
+    let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+        .await
+        .expect("connects");
+    let e = imap.login(&s.user(4), "wrong").await.expect_err("refused");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Auth, "LOGIN"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("password"),
+        "says what to check: {e}"
+    );
+
+    let mut pop = Pop3Client::connect(&s.endpoint(s.pop3s, Security::Implicit), rec.clone())
+        .await
+        .expect("connects");
+    let e = pop.login(&s.user(4), "wrong").await.expect_err("refused");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Auth, "PASS"),
+        "{e}"
+    );
+    let st = rec.snapshot();
+    assert_eq!(
+        st.get(Protocol::Smtp, "AUTH")
+            .map(|c| c.errors.get("auth").copied()),
+        Some(Some(2))
+    );
+    assert_eq!(st.get(Protocol::Imap, "LOGIN").map(|c| c.failed()), Some(1));
+}
+
+#[tokio::test]
+async fn a_closed_port_is_a_connect_error_and_an_untrusted_certificate_a_tls_error() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let tls = client_config(&Trust::Insecure).expect("config");
+    let e = SmtpClient::connect(
+        &Endpoint::new("127.0.0.1", port, Security::Implicit, Some(tls.clone())),
+        "c",
+        rec.clone(),
+    )
+    .await
+    .err()
+    .expect("nothing listens");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Connect, "connect"),
+        "{e}"
+    );
+    assert_eq!(e.server, format!("smtp://127.0.0.1:{port}"));
+    let e = ImapClient::connect(
+        &Endpoint::new("127.0.0.1", port, Security::Plain, None),
+        rec.clone(),
+    )
+    .await
+    .err()
+    .expect("refused");
+    assert_eq!(e.class, ErrorClass::Connect, "{e}");
+    assert_eq!(
+        rec.snapshot()
+            .get(Protocol::Smtp, "connect")
+            .map(|c| c.errors.get("connect").copied()),
+        Some(Some(1))
+    );
+
+    // The lab server's certificate is not in the system's store: a TLS error, unless insecure.
+    if let Ok(system) = client_config(&Trust::System) {
+        let e = ImapClient::connect(
+            &Endpoint::new(&s.host, s.imaps, Security::Implicit, Some(system)),
+            rec.clone(),
+        )
+        .await
+        .err()
+        .expect("untrusted");
+        assert_eq!(e.class, ErrorClass::Tls, "{e}");
+    }
+    let mut imap = ImapClient::connect(
+        &Endpoint::new(&s.host, s.imaps, Security::Implicit, Some(tls)),
+        rec.clone(),
+    )
+    .await
+    .expect("insecure accepts the self-signed lab server");
+    imap.login(&s.user(4), &s.password).await.expect("login");
+    imap.logout().await.expect("logout");
+}
+
+#[tokio::test]
+async fn a_message_edited_in_the_maildir_is_named_by_the_verifier() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("t4", 4, 75 * 1024, EPOCH);
+    let user = 5;
+    let to = s.address(user);
+    let mut smtp = SmtpClient::connect(
+        &s.endpoint(s.submission, Security::StartTls),
+        "c",
+        rec.clone(),
+    )
+    .await
+    .expect("connects");
+    smtp.auth(&s.user(6), &s.password, AuthMechanism::Plain)
+        .await
+        .expect("auth");
+    let from = s.address(6);
+    for seq in 0..3 {
+        smtp.send(&from, &[&to], &g.message(&from, seq, &[&to]))
+            .await
+            .expect("sent");
+    }
+    smtp.quit().await.expect("quit");
+    // Wait for delivery without fetching bodies (Dovecot would cache them).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let files = loop {
+        let files: Vec<_> = ["new", "cur"]
+            .iter()
+            .flat_map(|d| {
+                std::fs::read_dir(s.maildir(user).join(d))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+            })
+            .collect();
+        if files.len() == 3 || Instant::now() > deadline {
+            break files;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(files.len(), 3, "delivered to the maildir");
+    // Edit one byte near the end of the body of seq 1's file (same size: maildir names carry it).
+    let victim = files
+        .iter()
+        .find(|p| {
+            std::fs::read(p).is_ok_and(|b| {
+                // Dovecot stores maildir files with LF line endings.
+                let id = b"X-Mbx-Id: t4/loadgen6@loadgen.test/1\n";
+                b.windows(id.len()).any(|w| w == id)
+            })
+        })
+        .expect("seq 1's file");
+    let mut bytes = std::fs::read(victim).expect("read");
+    let at = bytes.len() - 40;
+    bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+    std::fs::write(victim, &bytes).expect("edit");
+
+    let fetched = fetch_all_imap(s, user, 3, &rec).await;
+    let mut verdicts: Vec<String> = fetched
+        .iter()
+        .map(|f| match g.verify(f) {
+            Verdict::Intact(id) => format!("intact {}", id.seq),
+            Verdict::Corrupted { id, what } => format!("corrupted {}: {what}", id.seq),
+            Verdict::NotOurs(w) => format!("not ours: {w}"),
+        })
+        .collect();
+    verdicts.sort();
+    assert_eq!(verdicts.len(), 3);
+    assert!(
+        verdicts[0].starts_with("corrupted 1: body changed: "),
+        "{verdicts:?}"
+    );
+    assert_eq!(&verdicts[1..], ["intact 0", "intact 2"], "{verdicts:?}");
+}
+
+#[tokio::test]
+async fn imap_append_search_store_copy_move_expunge_and_idle_work_and_idle_sees_a_delivery() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("t5", 5, 20 * 1024, EPOCH);
+    let user = 7;
+    let ep = s.endpoint(s.imaps, Security::Implicit);
+    let mut imap = ImapClient::connect(&ep, rec.clone())
+        .await
+        .expect("connects");
+    imap.login(&s.user(user), &s.password).await.expect("login");
+    assert!(imap.has_capability("MOVE") && imap.has_capability("IDLE"));
+    let me = s.address(user);
+    for seq in 0..3 {
+        let m = g.message(&me, seq, &[&me]);
+        let uid = imap.append("INBOX", "", &m).await.expect("APPEND");
+        assert_eq!(uid, Some(seq as u32 + 1), "APPENDUID");
+    }
+    let sel = imap.select("INBOX").await.expect("SELECT");
+    assert_eq!(sel.exists, 3);
+    assert!(sel.uid_validity > 0 && sel.uid_next == 4, "{sel:?}");
+    let all = imap.search("ALL", true).await.expect("UID SEARCH");
+    assert_eq!(all, vec![1, 2, 3]);
+    let hit = imap
+        .search("HEADER X-Mbx-Id \"t5/\"", false)
+        .await
+        .expect("SEARCH");
+    assert_eq!(hit.len(), 3);
+    imap.uid_store("1", "+FLAGS", "\\Seen \\Flagged")
+        .await
+        .expect("STORE");
+    let f = imap.uid_fetch("1", "(UID FLAGS)").await.expect("FETCH");
+    assert!(f[0].flags.iter().any(|x| x == "\\Flagged"), "{f:?}");
+    imap.create("Archive").await.expect("CREATE");
+    imap.create("Archive").await.expect("CREATE again is fine");
+    imap.uid_copy("2", "Archive").await.expect("COPY");
+    imap.uid_move("3", "Archive").await.expect("MOVE");
+    imap.uid_store("1", "+FLAGS.SILENT", "\\Deleted")
+        .await
+        .expect("STORE");
+    assert_eq!(imap.expunge().await.expect("EXPUNGE"), vec![1]);
+    let sel = imap.select("Archive").await.expect("SELECT Archive");
+    assert_eq!(sel.exists, 2);
+    let fetched = imap.fetch("1:*", "(BODY.PEEK[])").await.expect("FETCH");
+    for f in &fetched {
+        assert!(matches!(
+            g.verify(f.body.as_deref().unwrap_or_default()),
+            Verdict::Intact(_)
+        ));
+    }
+
+    // IDLE on INBOX: a message submitted now is announced; the delay is the delivery latency.
+    imap.select("INBOX").await.expect("SELECT");
+    imap.idle().await.expect("IDLE");
+    let mut smtp = SmtpClient::connect(
+        &s.endpoint(s.submission, Security::StartTls),
+        "c",
+        rec.clone(),
+    )
+    .await
+    .expect("smtp");
+    smtp.auth(&s.user(8), &s.password, AuthMechanism::Plain)
+        .await
+        .expect("auth");
+    let from = s.address(8);
+    let accepted = smtp
+        .send(&from, &[&me], &g.message(&from, 0, &[&me]))
+        .await
+        .expect("sent");
+    smtp.quit().await.expect("quit");
+    let event = imap
+        .idle_wait(Duration::from_secs(10))
+        .await
+        .expect("idle wait");
+    let IdleEvent::Changed(at, news) = event else {
+        panic!("no news within 10 s")
+    };
+    assert!(news.iter().any(|n| n.ends_with("EXISTS")), "{news:?}");
+    let delivery = at.saturating_duration_since(accepted.at);
+    eprintln!("delivery latency (SMTP acceptance to IDLE EXISTS): {delivery:?}");
+    assert!(delivery < Duration::from_secs(10));
+    imap.done().await.expect("DONE");
+    imap.logout().await.expect("LOGOUT");
+    let st = rec.snapshot();
+    for c in [
+        "APPEND",
+        "SELECT",
+        "UID SEARCH",
+        "SEARCH",
+        "UID STORE",
+        "UID COPY",
+        "UID MOVE",
+        "EXPUNGE",
+        "IDLE",
+        "DONE",
+        "LOGOUT",
+    ] {
+        assert!(
+            st.get(Protocol::Imap, c).is_some_and(|x| x.ok() > 0),
+            "{c} measured"
+        );
+    }
+}

@@ -20,6 +20,7 @@ pub mod imap;
 pub mod message;
 pub mod metrics;
 pub mod pop3;
+pub mod sched;
 pub mod smtp;
 pub mod tls;
 

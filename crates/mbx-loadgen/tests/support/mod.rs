@@ -1,8 +1,10 @@
 //! A real mail server for the tests: scripts/mailserver.sh's Postfix + Dovecot on loopback, one
 //! per test binary (starting one takes ~1 s, stopping Dovecot 1-3 s), shared by its tests; each
-//! test uses its own users. The script stops the server when the test binary exits (`--watch`),
-//! so a crashed or interrupted test leaves nothing running; an owned [`MailServer`] (a test that
-//! needs a server of its own) is also stopped when dropped.
+//! test uses its own users. The shared server is stopped as the test binary exits (an atexit
+//! handler: statics are never dropped, and the suite's footprint check lists /tmp right after
+//! `cargo test` returns); if the binary is killed instead, the script's watcher (`--watch`) stops
+//! it within a second. An owned [`MailServer`] (a test that needs a server of its own) is
+//! stopped when dropped.
 //!
 //! Without root, Postfix or Dovecot the tests say so on stderr and return, unless
 //! MBX_REQUIRE_MAIL_SERVER is set (.ci/run sets it): then they fail.
@@ -115,9 +117,9 @@ impl MailServer {
             if !cfg!(target_os = "linux") {
                 return Err("the mail server script runs on Linux only".into());
             }
-            // Stopped by the script's watcher when this process exits (statics are not dropped).
             MailServer::start(40).map(|mut s| {
                 s.owned = false;
+                stop_at_exit(&s.dir);
                 s
             })
         });
@@ -160,6 +162,28 @@ impl MailServer {
     pub fn stop_dovecot(&self) {
         let pid = std::fs::read_to_string(self.dir.join("run/master.pid")).unwrap_or_default();
         let _ = Command::new("kill").arg(pid.trim()).status();
+    }
+}
+
+static AT_EXIT: OnceLock<PathBuf> = OnceLock::new();
+
+extern "C" fn stop_shared() {
+    if let Some(dir) = AT_EXIT.get() {
+        let _ = Command::new("bash")
+            .arg(script())
+            .arg("stop")
+            .arg(dir)
+            .status();
+    }
+}
+
+/// Stops the shared server in `dir` when the process exits (normally or by `process::exit`).
+fn stop_at_exit(dir: &Path) {
+    if AT_EXIT.set(dir.to_path_buf()).is_ok() {
+        // SAFETY: registers a plain function; it only reads a set-once static and runs a command.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::atexit(stop_shared) };
+        assert_eq!(rc, 0, "atexit failed");
     }
 }
 

@@ -26,8 +26,11 @@ usage() {
   exit 2
 }
 
+cleanup_dir=""
 die() {
   echo "mailserver.sh: $*" >&2
+  # A folder this start made, before any daemon ran: remove it.
+  [ -z "$cleanup_dir" ] || rm -rf "$cleanup_dir"
   exit 1
 }
 
@@ -135,21 +138,25 @@ command -v dovecot >/dev/null || die "dovecot is not installed (apt-get install 
 command -v openssl >/dev/null || die "openssl is not installed"
 case $users in '' | *[!0-9]*) die "--users must be a number" ;; esac
 
-if [ -e "$dir" ]; then
-  [ -z "$(ls -A "$dir" 2>/dev/null)" ] || die "$dir exists and is not empty (stop the server there first)"
-fi
-mkdir -p "$dir"
-dir=$(cd "$dir" && pwd)
+dir=$(realpath -m "$dir")
 [ "${#dir}" -le 60 ] || die "$dir is too long (Unix socket paths are limited to 108 bytes; keep DIR under 60)"
-chmod 0755 "$dir"
-touch "$dir/$marker"
 # Every parent must be traversable by the postfix and dovecot users.
 p=$dir
 while [ "$p" != / ]; do
   p=$(dirname "$p")
+  [ -e "$p" ] || continue
   perm=$(stat -c %A "$p")
   [ "${perm:9:1}" = x ] || [ "${perm:9:1}" = t ] || die "$p is not traversable by other users (chmod o+x $p); Postfix and Dovecot cannot reach $dir"
 done
+if [ -e "$dir" ]; then
+  [ -z "$(ls -A "$dir" 2>/dev/null)" ] || die "$dir exists and is not empty (stop the server there first)"
+else
+  cleanup_dir=$dir
+fi
+mkdir -p "$dir"
+chmod 0755 "$dir"
+touch "$dir/$marker"
+cleanup_dir=$dir
 
 if [ -z "$port_base" ]; then
   for b in $(seq 24000 10 29990); do
@@ -390,6 +397,10 @@ EOF
 fail_start() {
   echo "mailserver.sh: $1; the logs:" >&2
   tail -n 30 "$dir/log/dovecot.log" "$dir/log/postfix.log" >&2 2>/dev/null || true
+  # Postfix prints its configuration errors only to a terminal: give it one.
+  if command -v script >/dev/null && [ -f "$dir/postfix/main.cf" ]; then
+    script -qc "postfix -c $dir/postfix check" /dev/null >&2 || true
+  fi
   # MBX_MAILSERVER_KEEP=1 keeps DIR for a look.
   keep=${MBX_MAILSERVER_KEEP:-0}
   stop_server "$dir" >/dev/null 2>&1 || true

@@ -12,6 +12,7 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,9 +53,15 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 impl MailServer {
     /// Starts a server with `users` users; Err says why it cannot.
     pub fn start(users: u32) -> Result<MailServer, String> {
-        // Short path (Unix socket paths are limited), parents 0755 (/tmp is).
+        // A short path (Unix socket paths are limited) whose parents the daemons' users can
+        // traverse: /tmp, unless it is private (bench/test-footprint.sh binds a 0700 folder over
+        // it), then /var/tmp or /dev/shm.
+        let base = ["/tmp", "/var/tmp", "/dev/shm"]
+            .into_iter()
+            .find(|b| std::fs::metadata(b).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+            .ok_or("none of /tmp, /var/tmp, /dev/shm is traversable by other users")?;
         let dir = PathBuf::from(format!(
-            "/tmp/mbxlg-{}-{}",
+            "{base}/mbxlg-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));

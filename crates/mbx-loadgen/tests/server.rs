@@ -510,3 +510,65 @@ async fn imap_append_search_store_copy_move_expunge_and_idle_work_and_idle_sees_
         );
     }
 }
+
+#[tokio::test]
+async fn dovecot_crashing_mid_session_gives_disconnect_then_connect_errors() {
+    if MailServer::shared().is_none() {
+        return;
+    }
+    // A server of its own: this test stops its Dovecot.
+    let s = MailServer::start(3).expect("a second server starts");
+    let rec = Recorder::new();
+    let mut imap = ImapClient::connect(&s.endpoint(s.imap, Security::StartTls), rec.clone())
+        .await
+        .expect("connects");
+    imap.login(&s.user(1), &s.password).await.expect("login");
+    imap.select("INBOX").await.expect("select");
+    let t0 = Instant::now();
+    s.crash_dovecot();
+    let e = loop {
+        match imap.select("INBOX").await {
+            Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => break e,
+        }
+    };
+    eprintln!("session ended after {:?}: {e}", t0.elapsed());
+    assert_eq!(e.class, ErrorClass::Disconnect, "{e}");
+    assert_eq!(e.user.as_deref(), Some("loadgen1"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let e = loop {
+        match ImapClient::connect(&s.endpoint(s.imap, Security::StartTls), rec.clone()).await {
+            Err(e) if e.class == ErrorClass::Connect || Instant::now() > deadline => break e,
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    assert_eq!(e.class, ErrorClass::Connect, "{e}");
+    eprintln!("connect refused after {:?}", t0.elapsed());
+    // Postfix still listens, but its smtpd ends the session when Dovecot's auth socket is gone.
+    let t = Instant::now();
+    let r = async {
+        let mut smtp = SmtpClient::connect(
+            &s.endpoint(s.submission, Security::StartTls),
+            "c",
+            rec.clone(),
+        )
+        .await?;
+        smtp.auth(&s.user(1), &s.password, AuthMechanism::Plain)
+            .await
+    };
+    let e = r.await.expect_err("no auth service");
+    eprintln!("SMTP without Dovecot after {:?}: {e}", t.elapsed());
+    assert!(
+        matches!(e.class, ErrorClass::Disconnect | ErrorClass::Auth),
+        "{e}"
+    );
+    let st = rec.snapshot();
+    assert_eq!(
+        st.get(Protocol::Imap, "SELECT")
+            .map(|c| c.errors.get("disconnect").copied()),
+        Some(Some(1))
+    );
+    assert!(st
+        .get(Protocol::Imap, "connect")
+        .is_some_and(|c| c.errors.contains_key("connect")));
+}

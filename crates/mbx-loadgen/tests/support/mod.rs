@@ -165,10 +165,24 @@ impl MailServer {
         self.dir.join(format!("mail/loadgen{i}/Maildir"))
     }
 
-    /// Stops Dovecot only (Postfix keeps running): for tests of a server going away.
-    pub fn stop_dovecot(&self) {
+    /// Kills this instance's Dovecot as a crash would (SIGKILL to its master and the master's
+    /// children, by process id); Postfix keeps running. A clean stop would keep logged-in
+    /// sessions served for 30 s ("Server shutting down" comes late).
+    pub fn crash_dovecot(&self) {
         let pid = std::fs::read_to_string(self.dir.join("run/master.pid")).unwrap_or_default();
-        let _ = Command::new("kill").arg(pid.trim()).status();
+        let master = pid.trim().to_owned();
+        let mut pids = vec![master.clone()];
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // pid (comm) state ppid ...: the fields after the last ')'.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+            if ppid == Some(master.as_str()) {
+                pids.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        let _ = Command::new("kill").arg("-KILL").args(&pids).status();
     }
 }
 

@@ -1,5 +1,7 @@
 //! The clients, messages and verifier against a real Postfix + Dovecot on loopback
-//! (scripts/mailserver.sh). Each test uses its own users of the shared server.
+//! (scripts/mailserver.sh). Each test uses its own users of the shared server. Linux only (the
+//! script and Debian's packages); the Windows build compiles none of it.
+#![cfg(target_os = "linux")]
 
 mod support;
 

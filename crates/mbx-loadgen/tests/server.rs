@@ -574,3 +574,198 @@ async fn dovecot_crashing_mid_session_gives_disconnect_then_connect_errors() {
         .get(Protocol::Imap, "connect")
         .is_some_and(|c| c.errors.contains_key("connect")));
 }
+
+/// A recipient: IDLE on INBOX; on news, FETCH the new messages and report each with the instant
+/// it was announced (or, past the announced count, fetched), until `want` arrived or `until`.
+async fn watch_inbox(
+    s: &'static MailServer,
+    user: u32,
+    want: usize,
+    until: Instant,
+    rec: Recorder,
+    out: tokio::sync::mpsc::UnboundedSender<(u32, Vec<u8>, Instant)>,
+    ready: tokio::sync::mpsc::UnboundedSender<()>,
+) {
+    let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec)
+        .await
+        .expect("connects");
+    imap.login(&s.user(user), &s.password).await.expect("login");
+    let sel = imap.select("INBOX").await.expect("select");
+    let mut known = sel.exists;
+    let mut last_uid = sel.uid_next.saturating_sub(1);
+    let mut got = 0;
+    imap.idle().await.expect("IDLE");
+    let _ = ready.send(());
+    while got < want && Instant::now() < until {
+        let IdleEvent::Changed(at, news) = imap
+            .idle_wait(until.saturating_duration_since(Instant::now()))
+            .await
+            .expect("idle")
+        else {
+            break;
+        };
+        let exists = news
+            .iter()
+            .filter_map(|n| {
+                n.strip_suffix(" EXISTS")
+                    .and_then(|x| x.parse::<u32>().ok())
+            })
+            .max()
+            .unwrap_or(known);
+        imap.done().await.expect("DONE");
+        let fetched = imap
+            .uid_fetch(&format!("{}:*", last_uid + 1), "(UID BODY.PEEK[])")
+            .await
+            .expect("fetch");
+        let fetched_at = Instant::now();
+        let before = last_uid;
+        for f in fetched
+            .into_iter()
+            .filter(|f| f.uid.is_some_and(|u| u > before))
+        {
+            last_uid = last_uid.max(f.uid.unwrap_or(0));
+            let seen_at = if f.seq <= exists { at } else { fetched_at };
+            got += 1;
+            let _ = out.send((user, f.body.unwrap_or_default(), seen_at));
+        }
+        known = known.max(exists);
+        imap.idle().await.expect("IDLE");
+    }
+    let _ = imap.done().await;
+    let _ = imap.logout().await;
+}
+
+#[tokio::test]
+async fn twelve_users_send_to_four_each_and_every_copy_arrives_once_intact_with_its_delivery_latency(
+) {
+    use mbx_loadgen::ledger::Ledger;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("e2e", 12, 30 * 1024, EPOCH);
+    let users: Vec<u32> = (11..23).collect();
+    let per_sender = 3u64;
+    let until = Instant::now() + Duration::from_secs(30);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut watchers = Vec::new();
+    for &u in &users {
+        // Each user is a recipient of 4 senders x 3 messages.
+        watchers.push(tokio::spawn(watch_inbox(
+            s,
+            u,
+            12,
+            until,
+            rec.clone(),
+            tx.clone(),
+            ready_tx.clone(),
+        )));
+    }
+    drop(tx);
+    for _ in &users {
+        ready_rx.recv().await.expect("every recipient idles");
+    }
+    // Senders: 4 SMTP sessions at once, each user's messages to the next 4 users.
+    let mut ledger = Ledger::new();
+    let t0 = Instant::now();
+    let mut senders = Vec::new();
+    for chunk in users.chunks(3) {
+        let chunk = chunk.to_vec();
+        let (g, rec, all) = (g.clone(), rec.clone(), users.clone());
+        senders.push(tokio::spawn(async move {
+            let mut done = Vec::new();
+            for u in chunk {
+                let mut smtp = SmtpClient::connect(
+                    &s.endpoint(s.submission, Security::StartTls),
+                    "c",
+                    rec.clone(),
+                )
+                .await
+                .expect("smtp");
+                smtp.auth(&s.user(u), &s.password, AuthMechanism::Plain)
+                    .await
+                    .expect("auth");
+                let from = s.address(u);
+                let i = all.iter().position(|&x| x == u).unwrap_or(0);
+                let to: Vec<u32> = (1..=4).map(|k| all[(i + k) % all.len()]).collect();
+                let to_addr: Vec<String> = to.iter().map(|&r| s.address(r)).collect();
+                let to_ref: Vec<&str> = to_addr.iter().map(String::as_str).collect();
+                for seq in 0..per_sender {
+                    let a = smtp
+                        .send(&from, &to_ref, &g.message(&from, seq, &to_ref))
+                        .await
+                        .expect("sent");
+                    done.push((
+                        MessageId {
+                            run: "e2e".into(),
+                            sender: from.clone(),
+                            seq,
+                        },
+                        to.clone(),
+                        a.at,
+                    ));
+                }
+                smtp.quit().await.expect("quit");
+            }
+            done
+        }));
+    }
+    let mut bytes_sent = 0u64;
+    for h in senders {
+        for (id, to, at) in h.await.expect("sender") {
+            bytes_sent += g
+                .message(
+                    &id.sender,
+                    id.seq,
+                    &to.iter()
+                        .map(|&r| s.address(r))
+                        .collect::<Vec<_>>()
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>(),
+                )
+                .len() as u64;
+            ledger.sent(&id, &to, at);
+        }
+    }
+    let send_time = t0.elapsed();
+    while let Some((user, body, at)) = rx.recv().await {
+        let v = g.verify(&body);
+        ledger.seen(user, &v, at);
+        if ledger.complete() && ledger.summary().delivered == 12 * 12 {
+            break;
+        }
+    }
+    for w in watchers {
+        w.abort();
+    }
+    let sum = ledger.summary();
+    let p = |q| Duration::from_micros(sum.latency_us.value_at_quantile(q));
+    eprintln!(
+        "e2e: {} messages ({} KB) sent in {send_time:?}; {} of {} copies delivered, {} missing, {} duplicated, {} corrupted; delivery latency p50 {:?} p95 {:?} p99 {:?} max {:?}",
+        users.len() as u64 * per_sender,
+        bytes_sent / 1024,
+        sum.delivered,
+        sum.expected,
+        sum.missing,
+        sum.duplicated,
+        sum.corrupted.len(),
+        p(0.5),
+        p(0.95),
+        p(0.99),
+        Duration::from_micros(sum.latency_us.max())
+    );
+    assert_eq!(sum.expected, 12 * 3 * 4);
+    assert_eq!(
+        (sum.delivered, sum.missing, sum.duplicated, sum.unexpected),
+        (144, 0, 0, 0)
+    );
+    assert!(sum.corrupted.is_empty(), "{:?}", sum.corrupted);
+    assert_eq!(
+        sum.latency_us.len(),
+        144,
+        "every copy's delivery latency measured"
+    );
+    assert!(p(0.99) < Duration::from_secs(20));
+}

@@ -127,6 +127,9 @@ pub(crate) struct Conn {
     pub(crate) limits: Limits,
     tls: Option<Arc<ClientConfig>>,
     tls_name: String,
+    /// Set by a timeout: the late answer would be read as the next command's, so the
+    /// connection is not used again.
+    abandoned: bool,
 }
 
 fn io_class(e: &io::Error) -> ErrorClass {
@@ -173,6 +176,7 @@ impl Conn {
             limits: ep.limits,
             tls: ep.tls.clone(),
             tls_name: ep.tls_name.clone().unwrap_or_else(|| ep.host.clone()),
+            abandoned: false,
         };
         if ep.security == Security::Implicit {
             conn.start_tls("TLS handshake").await?;
@@ -188,6 +192,24 @@ impl Conn {
         detail: impl Into<String>,
     ) -> Error {
         Error::new(class, self.user.as_deref(), &self.server, command, detail)
+    }
+
+    /// A `timeout` error for `command`; the connection is abandoned (any later command fails at
+    /// once with a `timeout` error saying so).
+    pub(crate) fn timed_out(&mut self, command: &str, detail: impl Into<String>) -> Error {
+        self.abandoned = true;
+        self.error(ErrorClass::Timeout, command, detail)
+    }
+
+    fn check_usable(&self, command: &str) -> Result<()> {
+        if self.abandoned {
+            return Err(self.error(
+                ErrorClass::Timeout,
+                command,
+                "the connection was abandoned after an earlier command timed out; open a new one",
+            ));
+        }
+        Ok(())
     }
 
     /// Whether the connection runs TLS.
@@ -257,6 +279,7 @@ impl Conn {
     }
 
     async fn fill(&mut self, command: &str) -> Result<()> {
+        self.check_usable(command)?;
         match self.read_more().await {
             Ok(0) => Err(self.error(
                 ErrorClass::Disconnect,
@@ -318,6 +341,7 @@ impl Conn {
 
     /// Writes all of `data` and flushes.
     pub(crate) async fn write_all(&mut self, data: &[u8], command: &str) -> Result<()> {
+        self.check_usable(command)?;
         let r = match &mut self.inner {
             Inner::Plain(s) => match s.write_all(data).await {
                 Ok(()) => s.flush().await,

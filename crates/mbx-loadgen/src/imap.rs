@@ -63,6 +63,10 @@ pub struct ImapClient {
     tag: u32,
     capabilities: Vec<String>,
     idling: Option<Vec<u8>>,
+    /// Untagged news that came with a command's answer while no one was idling (the server
+    /// announces what changed before IDLE's `+`): handed out by the next `idle_wait`.
+    pending: Vec<String>,
+    pending_at: Option<Instant>,
 }
 
 fn quote(s: &str) -> Option<String> {
@@ -93,11 +97,13 @@ impl ImapClient {
             tag: 0,
             capabilities: Vec::new(),
             idling: None,
+            pending: Vec::new(),
+            pending_at: None,
         };
         let limit = c.conn.timeouts.command;
         let greeting = match tokio::time::timeout(limit, c.conn.read_line("connect")).await {
             Ok(r) => r,
-            Err(_) => Err(c.conn.error(ErrorClass::Timeout, "connect", "no greeting")),
+            Err(_) => Err(c.conn.timed_out("connect", "no greeting")),
         };
         let greeting = match greeting {
             Ok(g) if g.starts_with(b"* OK") || g.starts_with(b"* PREAUTH") => Ok(g),
@@ -401,11 +407,9 @@ impl ImapClient {
         .await;
         let r = match r {
             Ok(r) => r,
-            Err(_) => Err(self.conn.error(
-                ErrorClass::Timeout,
-                "APPEND",
-                format!("no answer within {limit:?}"),
-            )),
+            Err(_) => Err(self
+                .conn
+                .timed_out("APPEND", format!("no answer within {limit:?}"))),
         };
         self.rec.record(
             Protocol::Imap,
@@ -430,6 +434,8 @@ impl ImapClient {
         let tag = self.next_tag();
         let line = [tag.as_slice(), b" IDLE\r\n"].concat();
         let limit = self.conn.timeouts.command;
+        let mut news = Vec::new();
+        let mut news_at = None;
         let r = tokio::time::timeout(limit, async {
             self.conn.write_all(&line, "IDLE").await?;
             loop {
@@ -440,16 +446,26 @@ impl ImapClient {
                 if l.starts_with(&tag) {
                     return Err(tagged_error(&self.conn, "IDLE", &l[tag.len()..]));
                 }
+                // News before the go-ahead (messages that arrived since the last command) is
+                // news all the same: kept for idle_wait.
+                if let Some(n) = l.strip_prefix(b"* ") {
+                    news_at.get_or_insert_with(Instant::now);
+                    if news.len() < 10_000 {
+                        news.push(String::from_utf8_lossy(n).into_owned());
+                    }
+                }
             }
         })
         .await;
+        if !news.is_empty() {
+            self.pending.extend(news);
+            self.pending_at = self.pending_at.or(news_at);
+        }
         let r = match r {
             Ok(r) => r,
-            Err(_) => Err(self.conn.error(
-                ErrorClass::Timeout,
-                "IDLE",
-                format!("no answer within {limit:?}"),
-            )),
+            Err(_) => Err(self
+                .conn
+                .timed_out("IDLE", format!("no answer within {limit:?}"))),
         };
         self.rec.record(
             Protocol::Imap,
@@ -464,12 +480,16 @@ impl ImapClient {
 
     /// While idling: waits up to `wait` for the server's untagged news (not a timeout error:
     /// quiet is an answer). The news are returned when the first line arrives, with any lines
-    /// already buffered behind it.
+    /// already buffered behind it; news that came before IDLE's go-ahead are returned at once,
+    /// with the instant they were read.
     pub async fn idle_wait(&mut self, wait: Duration) -> Result<IdleEvent> {
         if self.idling.is_none() {
             return Err(self
                 .conn
                 .error(ErrorClass::Protocol, "IDLE", "idle_wait without IDLE"));
+        }
+        if let Some(at) = self.pending_at.take() {
+            return Ok(IdleEvent::Changed(at, std::mem::take(&mut self.pending)));
         }
         match tokio::time::timeout(wait, self.conn.read_line("IDLE")).await {
             Err(_) => Ok(IdleEvent::Quiet),
@@ -514,11 +534,9 @@ impl ImapClient {
         .await;
         let r = match r {
             Ok(r) => r,
-            Err(_) => Err(self.conn.error(
-                ErrorClass::Timeout,
-                "DONE",
-                format!("no answer within {limit:?}"),
-            )),
+            Err(_) => Err(self
+                .conn
+                .timed_out("DONE", format!("no answer within {limit:?}"))),
         };
         self.rec.record(
             Protocol::Imap,
@@ -571,11 +589,9 @@ impl ImapClient {
         .await;
         let r = match r {
             Ok(r) => r.map(|(u, _)| u),
-            Err(_) => Err(self.conn.error(
-                ErrorClass::Timeout,
-                name,
-                format!("no answer within {limit:?}"),
-            )),
+            Err(_) => Err(self
+                .conn
+                .timed_out(name, format!("no answer within {limit:?}"))),
         };
         if record || r.is_err() {
             self.rec.record(

@@ -181,11 +181,9 @@ impl Pop3Client {
         .await;
         let r = match r {
             Ok(r) => r,
-            Err(_) => Err(self.conn.error(
-                ErrorClass::Timeout,
-                name,
-                format!("no answer within {limit:?}"),
-            )),
+            Err(_) => Err(self
+                .conn
+                .timed_out(name, format!("no answer within {limit:?}"))),
         };
         self.rec.record(
             Protocol::Pop3,
@@ -244,11 +242,9 @@ impl Pop3Client {
         .await;
         let r = match r {
             Ok(r) => r,
-            Err(_) => Err(self.conn.error(
-                ErrorClass::Timeout,
-                name,
-                format!("no complete answer within {limit:?}"),
-            )),
+            Err(_) => Err(self
+                .conn
+                .timed_out(name, format!("no complete answer within {limit:?}"))),
         };
         self.rec.record(
             Protocol::Pop3,

@@ -283,11 +283,9 @@ impl SmtpClient {
         .await
         {
             Ok(r) => r,
-            Err(_) => Err(self.conn.error(
-                ErrorClass::Timeout,
-                name,
-                format!("no reply within {limit:?}"),
-            )),
+            Err(_) => Err(self
+                .conn
+                .timed_out(name, format!("no reply within {limit:?}"))),
         }
     }
 
@@ -295,11 +293,9 @@ impl SmtpClient {
         let limit = self.conn.timeouts.command;
         match tokio::time::timeout(limit, read_reply(&mut self.conn, name)).await {
             Ok(r) => r,
-            Err(_) => Err(self.conn.error(
-                ErrorClass::Timeout,
-                name,
-                format!("no reply within {limit:?}"),
-            )),
+            Err(_) => Err(self
+                .conn
+                .timed_out(name, format!("no reply within {limit:?}"))),
         }
     }
 }

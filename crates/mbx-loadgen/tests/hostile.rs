@@ -168,3 +168,44 @@ async fn starttls_refused_or_not_offered_never_falls_back_to_plaintext() {
     assert_eq!(e.class, ErrorClass::Tls, "{e}");
     assert!(e.detail.contains("before the TLS handshake"), "{e}");
 }
+
+#[tokio::test]
+async fn after_a_timeout_the_connection_is_abandoned_not_reused() {
+    // Greets, answers USER, then says nothing (to PASS) until late.
+    let port = scripted(b"+OK ready\r\n+OK\r\n".to_vec(), Duration::from_secs(5)).await;
+    let mut pop = Pop3Client::connect(&ep(port), Recorder::new())
+        .await
+        .expect("greeting");
+    let e = pop.login("u", "p").await.expect_err("PASS times out");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Timeout, "PASS"),
+        "{e}"
+    );
+    let t = Instant::now();
+    let e = pop.stat().await.expect_err("abandoned");
+    assert_eq!(e.class, ErrorClass::Timeout, "{e}");
+    assert!(e.detail.contains("abandoned"), "{e}");
+    assert!(t.elapsed() < Duration::from_millis(100), "fails at once");
+}
+
+#[tokio::test]
+async fn news_sent_before_idles_go_ahead_is_not_lost() {
+    // A1 = CAPABILITY, A2 = IDLE: the server announces a new message before its "+".
+    let script =
+        b"* OK ready\r\n* CAPABILITY IMAP4rev1 IDLE\r\nA1 OK done\r\n* 5 EXISTS\r\n+ idling\r\n"
+            .to_vec();
+    let port = scripted(script, Duration::from_secs(5)).await;
+    let mut imap = ImapClient::connect(&ep(port), Recorder::new())
+        .await
+        .expect("greeting");
+    imap.idle().await.expect("IDLE");
+    let t = Instant::now();
+    match imap.idle_wait(Duration::from_secs(2)).await.expect("news") {
+        mbx_loadgen::imap::IdleEvent::Changed(_, news) => {
+            assert_eq!(news, vec!["5 EXISTS".to_owned()])
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(t.elapsed() < Duration::from_millis(100), "at once");
+}

@@ -4,7 +4,7 @@
 # POP3, POP3S, LMTP; passwd-file users loadgen1..N; maildir), with a throwaway configuration in DIR.
 #
 #   scripts/mailserver.sh start DIR [--users N] [--password PW] [--domain D] [--port-base P]
-#                                   [--watch PID]
+#                                   [--connections C] [--watch PID]
 #   scripts/mailserver.sh stop DIR [--keep]
 #   scripts/mailserver.sh status DIR
 #
@@ -12,7 +12,10 @@
 # every port accepts connections. Ports are P+0 submission (STARTTLS), P+1 submissions (implicit
 # TLS), P+2 IMAP, P+3 IMAPS, P+4 POP3, P+5 POP3S, P+6 LMTP (Postfix -> Dovecot); without
 # --port-base the first free block of 10 from 24000 is taken. --watch PID stops the server when
-# that process exits (test harnesses use it, so a crashed test leaves nothing running). stop ends
+# that process exits (test harnesses use it, so a crashed test leaves nothing running).
+# --connections C (default 200): IMAP and POP3 sessions Dovecot accepts at once (one imap/pop3
+# process each; the login processes run in Dovecot's high-performance mode, many clients each).
+# stop ends
 # both daemons and removes DIR (only a DIR that start made; --keep leaves it, mail included).
 #
 # Needs root (Postfix's master starts only as root) and Debian's postfix, dovecot-imapd,
@@ -43,6 +46,7 @@ users=50
 password=loadgen
 domain=loadgen.test
 port_base=""
+connections=200
 watch=""
 keep=0
 while [ $# -gt 0 ]; do
@@ -51,6 +55,7 @@ while [ $# -gt 0 ]; do
   --password) password=$2; shift 2 ;;
   --domain) domain=$2; shift 2 ;;
   --port-base) port_base=$2; shift 2 ;;
+  --connections) connections=$2; shift 2 ;;
   --watch) watch=$2; shift 2 ;;
   --keep) keep=1; shift ;;
   *) usage ;;
@@ -137,6 +142,7 @@ command -v dovecot >/dev/null || die "dovecot is not installed (apt-get install 
 [ -x /usr/lib/dovecot/pop3 ] || die "dovecot-pop3d is not installed"
 command -v openssl >/dev/null || die "openssl is not installed"
 case $users in '' | *[!0-9]*) die "--users must be a number" ;; esac
+case $connections in '' | *[!0-9]* | 0) die "--connections must be a positive number" ;; esac
 
 dir=$(realpath -m "$dir")
 [ "${#dir}" -le 60 ] || die "$dir is too long (Unix socket paths are limited to 108 bytes; keep DIR under 60)"
@@ -238,7 +244,10 @@ first_valid_gid = $vmail_uid
 last_valid_gid = $vmail_uid
 mail_location = maildir:~/Maildir
 pop3_uidl_format = %08Xu%08Xv
-mail_max_userip_connections = 1000
+# Sessions at once (--connections): per user and address, and in all.
+mail_max_userip_connections = $connections
+default_process_limit = $((connections + 50))
+default_client_limit = $((connections * 2 + 1000))
 passdb {
   driver = passwd-file
   args = scheme=PLAIN username_format=%n $dir/users
@@ -248,6 +257,10 @@ userdb {
   args = username_format=%n $dir/users
 }
 service imap-login {
+  # High-performance mode: a few login processes (TLS proxies) for many clients.
+  service_count = 0
+  process_min_avail = 1
+  client_limit = $((connections + 100))
   inet_listener imap {
     address = 127.0.0.1
     port = $p_imap
@@ -259,6 +272,9 @@ service imap-login {
   }
 }
 service pop3-login {
+  service_count = 0
+  process_min_avail = 1
+  client_limit = $((connections + 100))
   inet_listener pop3 {
     address = 127.0.0.1
     port = $p_pop3
@@ -408,6 +424,8 @@ fail_start() {
 }
 
 # Dovecot first (Postfix's SASL and LMTP go to it). Its daemon keeps stdout/stderr open: detach.
+# Each session holds descriptors in the login process and the master: raise the soft limit.
+ulimit -n "$(( $(ulimit -Hn) < connections * 4 + 1024 ? $(ulimit -Hn) : connections * 4 + 1024 ))" 2>/dev/null || true
 dovecot -c "$dir/dovecot.conf" </dev/null >/dev/null 2>>"$dir/log/dovecot.log" || fail_start "dovecot did not start"
 postfix -c "$dir/postfix" start </dev/null >>"$dir/log/postfix.log" 2>&1 || fail_start "postfix did not start"
 for p in $p_sub $p_subs $p_imap $p_imaps $p_pop3 $p_pop3s $p_lmtp; do

@@ -427,6 +427,61 @@ impl ImapClient {
             .and_then(|u| u.parse().ok()))
     }
 
+    /// Whether [`ImapClient::multiappend`] can be used: MULTIAPPEND (RFC 3502) and LITERAL+
+    /// (RFC 7888) both advertised.
+    pub fn can_multiappend(&self) -> bool {
+        self.has_capability("MULTIAPPEND") && self.has_capability("LITERAL+")
+    }
+
+    /// Appends `messages` in one MULTIAPPEND command with non-synchronizing literals: one round
+    /// trip for the batch, recorded as `MULTIAPPEND`. The server stores all or none.
+    pub async fn multiappend(
+        &mut self,
+        mailbox: &str,
+        flags: &str,
+        messages: &[&[u8]],
+    ) -> Result<()> {
+        if !self.can_multiappend() {
+            return Err(self.conn.error(
+                ErrorClass::Protocol,
+                "MULTIAPPEND",
+                "the server does not advertise MULTIAPPEND and LITERAL+",
+            ));
+        }
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let t = Instant::now();
+        let m = quote(mailbox).unwrap_or_default();
+        let tag = self.next_tag();
+        let limit = self.conn.timeouts.command;
+        let r = tokio::time::timeout(limit, async {
+            let mut head = format!("{} APPEND {m}", String::from_utf8_lossy(&tag));
+            for msg in messages {
+                head.push_str(&format!(" ({flags}) {{{}+}}\r\n", msg.len()));
+                self.conn.write_all(head.as_bytes(), "MULTIAPPEND").await?;
+                self.conn.write_all(msg, "MULTIAPPEND").await?;
+                head.clear();
+            }
+            self.conn.write_all(b"\r\n", "MULTIAPPEND").await?;
+            read_tagged(&mut self.conn, "MULTIAPPEND", &tag).await
+        })
+        .await;
+        let r = match r {
+            Ok(r) => r,
+            Err(_) => Err(self
+                .conn
+                .timed_out("MULTIAPPEND", format!("no answer within {limit:?}"))),
+        };
+        self.rec.record(
+            Protocol::Imap,
+            "MULTIAPPEND",
+            t.elapsed(),
+            r.as_ref().map(|_| ()).map_err(|e| e.class),
+        );
+        r.map(|_| ())
+    }
+
     /// Starts IDLE (the server's `+` read). Then [`ImapClient::idle_wait`], then
     /// [`ImapClient::done`].
     pub async fn idle(&mut self) -> Result<()> {

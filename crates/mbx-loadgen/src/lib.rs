@@ -17,6 +17,7 @@
 pub mod conn;
 pub mod error;
 pub mod imap;
+pub mod init;
 pub mod ledger;
 pub mod message;
 pub mod metrics;

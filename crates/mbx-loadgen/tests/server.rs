@@ -778,3 +778,114 @@ async fn twelve_users_send_to_four_each_and_every_copy_arrives_once_intact_with_
     );
     assert!(p(0.99) < Duration::from_secs(20));
 }
+
+#[tokio::test]
+async fn initialization_fills_to_the_target_resumes_and_leaves_other_messages_alone() {
+    use mbx_loadgen::init::{fill_mailbox, Fill, INIT_SEQ_BASE};
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("init1", 30, 20 * 1024, EPOCH);
+    let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+        .await
+        .expect("connects");
+    let user = 30;
+    imap.login(&s.user(user), &s.password).await.expect("login");
+    let owner = s.address(user);
+    assert!(
+        imap.can_multiappend(),
+        "Dovecot offers MULTIAPPEND and LITERAL+"
+    );
+    // Someone else's message and another run's, there first.
+    imap.append(
+        "INBOX",
+        "",
+        b"From: <x@y>\r\nSubject: not ours\r\n\r\nhello\r\n",
+    )
+    .await
+    .expect("append");
+    let other = Generator::new("another", 1, 10 * 1024, EPOCH);
+    imap.append(
+        "INBOX",
+        "",
+        &other.message(&owner, INIT_SEQ_BASE, &[&owner]),
+    )
+    .await
+    .expect("append");
+
+    let t = Instant::now();
+    let first = fill_mailbox(
+        &mut imap,
+        &g,
+        &owner,
+        &Fill {
+            target: 10,
+            batch: 4,
+            ..Fill::default()
+        },
+    )
+    .await
+    .expect("fill to 10");
+    assert_eq!((first.found, first.appended), (0, 10));
+    // Resumed to a larger target: only the missing ones.
+    let second = fill_mailbox(
+        &mut imap,
+        &g,
+        &owner,
+        &Fill {
+            target: 25,
+            batch: 4,
+            ..Fill::default()
+        },
+    )
+    .await
+    .expect("fill to 25");
+    assert_eq!((second.found, second.appended), (10, 15));
+    let elapsed = t.elapsed();
+    let third = fill_mailbox(
+        &mut imap,
+        &g,
+        &owner,
+        &Fill {
+            target: 25,
+            batch: 1,
+            ..Fill::default()
+        },
+    )
+    .await
+    .expect("again");
+    assert_eq!((third.found, third.appended, third.bytes), (25, 0, 0));
+    let bytes = first.bytes + second.bytes;
+    eprintln!(
+        "init: 25 messages, {} KB in {elapsed:?} ({:.1} MB/s, {:.0} messages/s, MULTIAPPEND of 4)",
+        bytes / 1024,
+        bytes as f64 / 1e6 / elapsed.as_secs_f64(),
+        25.0 / elapsed.as_secs_f64()
+    );
+
+    let sel = imap.select("INBOX").await.expect("select");
+    assert_eq!(sel.exists, 27, "25 ours + the 2 that were there");
+    let all = imap.fetch("1:*", "(BODY.PEEK[])").await.expect("fetch");
+    let mut ours = std::collections::BTreeSet::new();
+    let mut not_ours = 0;
+    for f in &all {
+        match g.verify(f.body.as_deref().unwrap_or_default()) {
+            Verdict::Intact(id) => {
+                assert_eq!(id.sender, owner);
+                assert!(ours.insert(id.seq), "no duplicate");
+            }
+            Verdict::NotOurs(_) => not_ours += 1,
+            v => panic!("{v:?}"),
+        }
+    }
+    assert_eq!(ours, (0..25).map(|i| INIT_SEQ_BASE + i).collect());
+    assert_eq!(not_ours, 2, "the other messages are still there, untouched");
+    assert_eq!(
+        rec.snapshot()
+            .get(Protocol::Imap, "MULTIAPPEND")
+            .map(|c| c.ok()),
+        Some(3 + 4)
+    );
+    imap.logout().await.expect("logout");
+}

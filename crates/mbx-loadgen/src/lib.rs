@@ -25,6 +25,7 @@ pub mod pop3;
 pub mod sched;
 pub mod smtp;
 pub mod tls;
+pub mod users;
 
 pub use conn::{Endpoint, Limits, Security, Timeouts};
 pub use error::{Error, ErrorClass, Rejection, Result};

@@ -278,6 +278,15 @@ impl ImapClient {
         }
     }
 
+    /// `NOOP`: lets the server report what changed (untagged EXISTS/EXPUNGE are returned).
+    pub async fn noop(&mut self) -> Result<Vec<String>> {
+        let untagged = self.run("NOOP", b"NOOP", Instant::now(), true).await?;
+        Ok(untagged
+            .into_iter()
+            .map(|u| String::from_utf8_lossy(&u.text).into_owned())
+            .collect())
+    }
+
     /// `FETCH set items` (sequence numbers), e.g. `fetch("1:*", "(UID FLAGS BODY.PEEK[])")`.
     pub async fn fetch(&mut self, set: &str, items: &str) -> Result<Vec<Fetched>> {
         let untagged = self

@@ -15,6 +15,7 @@
 //! lines each.
 
 pub mod conn;
+pub mod day;
 pub mod error;
 pub mod imap;
 pub mod init;

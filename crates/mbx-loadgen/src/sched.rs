@@ -399,6 +399,19 @@ impl Scheduler {
         TaskKind::CheckInbox
     }
 
+    /// Tasks the schedule holds over all its days (computed, not stored).
+    pub fn planned(&self) -> u64 {
+        let mut total = 0;
+        for (u, ud) in self.users.iter().enumerate() {
+            let mut x = ud.clone();
+            for d in 0..self.days {
+                self.plan_day(&mut x, u as u32, d);
+                total += u64::from(x.n);
+            }
+        }
+        total
+    }
+
     /// The next task in time order (whether due or not), or None when the days are over.
     pub fn next_task(&mut self) -> Option<Task> {
         let Reverse((at, u)) = self.heap.pop()?;

@@ -110,6 +110,7 @@ fn later_days_repeat_the_table_and_a_task_is_never_early() {
     let users = clients(100);
     let day = Duration::from_secs(600);
     let mut s = Scheduler::new(1, 50, day, 3, &users);
+    let planned = s.planned();
     let mut per_day = [0u64; 3];
     let mut first_of_user_day: BTreeMap<(u32, u32), TaskKind> = BTreeMap::new();
     let mut last_of_user_day: BTreeMap<(u32, u32), TaskKind> = BTreeMap::new();
@@ -130,6 +131,11 @@ fn later_days_repeat_the_table_and_a_task_is_never_early() {
             * ActionTable::for_profile(50, *c).tasks_per_user()
     })
     .sum();
+    assert_eq!(
+        per_day.iter().sum::<u64>(),
+        planned,
+        "planned() counts what is dispatched"
+    );
     for n in per_day {
         assert!(
             (n as f64 - per_user_day).abs() <= 11.0,

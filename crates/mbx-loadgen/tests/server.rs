@@ -889,3 +889,106 @@ async fn initialization_fills_to_the_target_resumes_and_leaves_other_messages_al
     );
     imap.logout().await.expect("logout");
 }
+
+#[tokio::test]
+async fn a_compressed_day_of_eight_users_runs_every_task_and_delivers_every_copy_once_intact() {
+    use mbx_loadgen::day::{run_days, DayPlan, Servers};
+    use mbx_loadgen::sched::{ClientType, TaskKind};
+    use mbx_loadgen::users::User;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    // Users 24..=29 and 31..=32 of the shared server: 5 desktop IMAP, 2 webmail, 1 POP3.
+    let ids: Vec<u32> = (24..=29).chain(31..=32).collect();
+    let users: Vec<User> = ids
+        .iter()
+        .map(|&i| User {
+            login: s.user(i),
+            password: s.password.clone(),
+            address: s.address(i),
+        })
+        .collect();
+    let clients = [
+        ClientType::DesktopImap,
+        ClientType::DesktopImap,
+        ClientType::Webmail,
+        ClientType::DesktopImap,
+        ClientType::Pop3,
+        ClientType::DesktopImap,
+        ClientType::Webmail,
+        ClientType::DesktopImap,
+    ];
+    let servers = Servers {
+        smtp: s.endpoint(s.submission, Security::StartTls),
+        imap: s.endpoint(s.imaps, Security::Implicit),
+        pop3: s.endpoint(s.pop3s, Security::Implicit),
+        helo: "client.loadgen.test".into(),
+        auth: AuthMechanism::Plain,
+    };
+    let plan = DayPlan {
+        seed: 8,
+        messages_per_day: 50,
+        day: Duration::from_secs(10),
+        days: 1,
+        overload_per_user: 1.5,
+        grace: Duration::from_secs(15),
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("day1", 8, 20 * 1024, EPOCH);
+    let r = run_days(&servers, &users, &clients, &g, &plan, rec.clone()).await;
+    let d = &r.delivery;
+    let p = |q| Duration::from_micros(d.latency_us.value_at_quantile(q));
+    eprintln!(
+        "day: {} of {} tasks dispatched in {:?}, max unfinished {}, errors {:?}; copies {} expected, {} delivered, {} missing, {} duplicated, {} corrupted; delivery p50 {:?} p95 {:?}",
+        r.dispatched,
+        r.planned,
+        r.elapsed,
+        r.max_unfinished,
+        r.first_errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        d.expected,
+        d.delivered,
+        d.missing,
+        d.duplicated,
+        d.corrupted.len(),
+        p(0.5),
+        p(0.95)
+    );
+    for (k, t) in &r.tasks {
+        eprintln!(
+            "  {:12} {:4} done, failed {:?}, from schedule p50 {:?} p95 {:?}",
+            k.name(),
+            t.completed,
+            t.failed,
+            Duration::from_micros(t.from_schedule_us.value_at_quantile(0.5)),
+            Duration::from_micros(t.from_schedule_us.value_at_quantile(0.95))
+        );
+    }
+    assert!(!r.overloaded);
+    assert_eq!(r.dispatched, r.planned, "every planned task dispatched");
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    assert_eq!(completed, r.planned, "every task completed");
+    let sent: u64 = r
+        .tasks
+        .iter()
+        .filter(|(k, _)| k.sends())
+        .map(|(_, t)| t.completed)
+        .sum();
+    assert_eq!(sent, 8 * 10, "50 messages a day: 10 sent per user");
+    assert_eq!(
+        r.tasks[&TaskKind::Logon].completed,
+        5,
+        "desktop users log on once"
+    );
+    assert_eq!(
+        (
+            d.expected,
+            d.delivered,
+            d.missing,
+            d.duplicated,
+            d.unexpected
+        ),
+        (sent * 4, sent * 4, 0, 0, 0)
+    );
+    assert!(d.corrupted.is_empty(), "{:?}", d.corrupted);
+}

@@ -110,11 +110,16 @@ pub struct DayReport {
     pub elapsed: Duration,
 }
 
+/// How long running tasks get to finish when the overload guard stops a run.
+pub const STOP_WAIT: Duration = Duration::from_secs(2);
+
 struct Shared {
     ledger: Mutex<Ledger>,
     stats: Mutex<BTreeMap<TaskKind, TaskStats>>,
     errors: Mutex<Vec<Error>>,
     unfinished: AtomicU64,
+    /// Set when the run stops early: queued tasks are dropped, not run.
+    stopping: std::sync::atomic::AtomicBool,
     gen: Generator,
     servers: Servers,
     rec: Recorder,
@@ -349,6 +354,10 @@ impl Actor {
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) -> Actor {
         while let Some(job) = rx.recv().await {
+            if self.shared.stopping.load(Ordering::Relaxed) {
+                self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
+                continue;
+            }
             let started = Instant::now();
             let r = self.act(&job.task, &job.recipients).await;
             if self.client == ClientType::Webmail {
@@ -420,6 +429,7 @@ pub async fn run_days(
         stats: Mutex::new(BTreeMap::new()),
         errors: Mutex::new(Vec::new()),
         unfinished: AtomicU64::new(0),
+        stopping: std::sync::atomic::AtomicBool::new(false),
         gen: gen.clone(),
         servers: servers.clone(),
         rec,
@@ -482,9 +492,22 @@ pub async fn run_days(
     }
     drop(senders);
     let mut done = Vec::with_capacity(actors.len());
-    for a in actors {
-        if let Ok(actor) = a.await {
-            done.push(actor);
+    if overloaded {
+        // Stop: queued tasks are dropped; running ones get a moment, then are cancelled
+        // (their connections closed).
+        shared.stopping.store(true, Ordering::Relaxed);
+        let deadline = tokio::time::Instant::now() + STOP_WAIT;
+        for mut a in actors {
+            match tokio::time::timeout_at(deadline, &mut a).await {
+                Ok(Ok(actor)) => done.push(actor),
+                _ => a.abort(),
+            }
+        }
+    } else {
+        for a in actors {
+            if let Ok(actor) = a.await {
+                done.push(actor);
+            }
         }
     }
     // Copies still on their way: look again until all are seen or the grace time is over.

@@ -209,3 +209,62 @@ async fn news_sent_before_idles_go_ahead_is_not_lost() {
     }
     assert!(t.elapsed() < Duration::from_millis(100), "at once");
 }
+
+#[tokio::test]
+async fn a_server_that_never_answers_trips_loadgens_overload_guard() {
+    use mbx_loadgen::day::{run_days, DayPlan, Servers};
+    use mbx_loadgen::message::Generator;
+    use mbx_loadgen::sched::ClientType;
+    use mbx_loadgen::users::from_template;
+    // Accepts every connection and says nothing.
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = l.accept().await {
+            held.push(s);
+        }
+    });
+    let mut e = ep(port);
+    e.timeouts = Timeouts {
+        connect: Duration::from_secs(2),
+        command: Duration::from_secs(30),
+    };
+    let servers = Servers {
+        smtp: e.clone(),
+        imap: e.clone(),
+        pop3: e,
+        helo: "c".into(),
+        auth: mbx_loadgen::AuthMechanism::Plain,
+    };
+    let users = from_template("u%d", 1, 4, "pw", "d.test").expect("users");
+    let plan = DayPlan {
+        seed: 1,
+        messages_per_day: 150,
+        day: Duration::from_secs(2),
+        days: 1,
+        overload_per_user: 1.5,
+        grace: Duration::ZERO,
+    };
+    let t = Instant::now();
+    let r = run_days(
+        &servers,
+        &users,
+        &[ClientType::DesktopImap; 4],
+        &Generator::new("ov", 1, 10_000, 0),
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    assert!(
+        r.overloaded,
+        "unfinished tasks over 1.5 x users stop the run"
+    );
+    assert!(
+        r.max_unfinished > 6 && r.dispatched < r.planned,
+        "{} of {}",
+        r.dispatched,
+        r.planned
+    );
+    assert!(t.elapsed() < Duration::from_secs(35), "{:?}", t.elapsed());
+}

@@ -544,8 +544,9 @@ impl ImapClient {
 
     /// While idling: waits up to `wait` for the server's untagged news (not a timeout error:
     /// quiet is an answer). The news are returned when the first line arrives, with any lines
-    /// already buffered behind it; news that came before IDLE's go-ahead are returned at once,
-    /// with the instant they were read.
+    /// already buffered behind it. News that came earlier (in IDLE's go-ahead, DONE's or
+    /// another command's answer: EXISTS, EXPUNGE, RECENT) are returned at once, with the
+    /// instant they were read.
     pub async fn idle_wait(&mut self, wait: Duration) -> Result<IdleEvent> {
         if self.idling.is_none() {
             return Err(self
@@ -609,6 +610,7 @@ impl ImapClient {
             r.as_ref().map(|_| ()).map_err(|e| e.class),
         );
         let (untagged, _) = r?;
+        self.note_news(untagged.iter().map(|u| u.text.as_slice()));
         Ok(untagged
             .into_iter()
             .map(|u| String::from_utf8_lossy(&u.text).into_owned())
@@ -665,7 +667,37 @@ impl ImapClient {
                 r.as_ref().map(|_| ()).map_err(|e| e.class),
             );
         }
+        if let Ok(untagged) = &r {
+            // SELECT's EXISTS describes the mailbox opened, not a change, and news of the
+            // mailbox before it is moot.
+            if name == "SELECT" {
+                self.pending.clear();
+                self.pending_at = None;
+            } else {
+                self.note_news(untagged.iter().map(|u| u.text.as_slice()));
+            }
+        }
         r
+    }
+
+    /// Keeps EXISTS/EXPUNGE/RECENT reported in a command's answer as news for the next
+    /// [`ImapClient::idle_wait`]: the server reports each change once, so a change announced
+    /// during a FETCH would otherwise never wake an IDLE.
+    fn note_news<'a>(&mut self, texts: impl Iterator<Item = &'a [u8]>) {
+        for t in texts {
+            let text = String::from_utf8_lossy(t);
+            let mut w = text.split_whitespace();
+            let is_news = w.next().is_some_and(|n| n.parse::<u32>().is_ok())
+                && w.next().is_some_and(|k| {
+                    ["EXISTS", "EXPUNGE", "RECENT"]
+                        .iter()
+                        .any(|x| k.eq_ignore_ascii_case(x))
+                });
+            if is_news && self.pending.len() < 10_000 {
+                self.pending_at.get_or_insert_with(Instant::now);
+                self.pending.push(text.into_owned());
+            }
+        }
     }
 }
 

@@ -268,3 +268,23 @@ async fn a_server_that_never_answers_trips_loadgens_overload_guard() {
     );
     assert!(t.elapsed() < Duration::from_secs(35), "{:?}", t.elapsed());
 }
+
+#[tokio::test]
+async fn news_in_another_commands_answer_wakes_the_next_idle() {
+    // A1 = CAPABILITY, A2 = NOOP (the server reports a new message there), A3 = IDLE.
+    let script = b"* OK ready\r\n* CAPABILITY IMAP4rev1 IDLE\r\nA1 OK done\r\n* 7 EXISTS\r\nA2 OK done\r\n+ idling\r\n".to_vec();
+    let port = scripted(script, Duration::from_secs(5)).await;
+    let mut imap = ImapClient::connect(&ep(port), Recorder::new())
+        .await
+        .expect("greeting");
+    imap.noop().await.expect("NOOP");
+    imap.idle().await.expect("IDLE");
+    let t = Instant::now();
+    match imap.idle_wait(Duration::from_secs(2)).await.expect("news") {
+        mbx_loadgen::imap::IdleEvent::Changed(_, news) => {
+            assert_eq!(news, vec!["7 EXISTS".to_owned()])
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(t.elapsed() < Duration::from_millis(100), "at once");
+}

@@ -891,7 +891,8 @@ async fn initialization_fills_to_the_target_resumes_and_leaves_other_messages_al
 }
 
 #[tokio::test]
-async fn a_compressed_day_of_eight_users_runs_every_task_and_delivers_every_copy_once_intact() {
+async fn a_compressed_15_s_day_of_eight_users_runs_every_task_and_delivers_every_copy_once_intact()
+{
     use mbx_loadgen::day::{run_days, DayPlan, Servers};
     use mbx_loadgen::sched::{ClientType, TaskKind};
     use mbx_loadgen::users::User;
@@ -928,9 +929,12 @@ async fn a_compressed_day_of_eight_users_runs_every_task_and_delivers_every_copy
     let plan = DayPlan {
         seed: 8,
         messages_per_day: 50,
-        day: Duration::from_secs(10),
+        day: Duration::from_secs(15),
         days: 1,
-        overload_per_user: 1.5,
+        // A day compressed 1,920-fold on a shared 2-core machine: a user's tasks come every
+        // 140 ms and a logon can take 300 ms, so LoadGen's 1.5 would stop it on a busy machine;
+        // the guard itself is tested in tests/hostile.rs.
+        overload_per_user: 8.0,
         grace: Duration::from_secs(15),
     };
     let rec = Recorder::new();

@@ -57,8 +57,9 @@ impl Clock for SimClock {
 /// How a user's mail client behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ClientType {
-    /// A desktop IMAP client: logs on once a day, keeps the connection open in IDLE, acts on
-    /// messages in its session, logs off at the end of the day.
+    /// A desktop IMAP client: logs on once a day, keeps its session open, acts on messages in
+    /// it, logs off at the end of the day (idling between tasks, as Thunderbird or Outlook do,
+    /// is left to the loadgen command: the day engine polls at each check).
     DesktopImap,
     /// A webmail-like client: every task is a short IMAP session of its own (log on, act, log
     /// off), as OWA requests are.

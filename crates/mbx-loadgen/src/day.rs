@@ -55,6 +55,10 @@ pub struct DayPlan {
     pub overload_per_user: f64,
     /// After the last task, how long to keep looking for copies not yet delivered.
     pub grace: Duration,
+    /// Set it (from a Ctrl-C or SIGTERM handler) to stop the run: it ends as after the overload
+    /// guard (queued tasks dropped, running ones cancelled after [`STOP_WAIT`]) and reports
+    /// what it did.
+    pub stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One task kind's figures.
@@ -102,6 +106,8 @@ pub struct DayReport {
     pub max_unfinished: u64,
     /// Whether the overload guard stopped the run.
     pub overloaded: bool,
+    /// Whether the caller asked the run to stop ([`DayPlan::stop`]: Ctrl-C, SIGTERM).
+    pub interrupted: bool,
     /// Copies expected, delivered, missing, duplicated, corrupted; delivery latency.
     pub delivery: DeliverySummary,
     /// The first errors (at most 20), for messages.
@@ -455,8 +461,13 @@ pub async fn run_days(
     let clock = RealClock(start);
     let limit = (plan.overload_per_user * users.len() as f64).ceil() as u64;
     let mut due = Vec::new();
-    let (mut dispatched, mut max_unfinished, mut overloaded) = (0u64, 0u64, false);
+    let (mut dispatched, mut max_unfinished, mut overloaded, mut interrupted) =
+        (0u64, 0u64, false, false);
     loop {
+        if plan.stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
         sched.due(&clock, &mut due);
         for t in due.drain(..) {
             let recipients = if t.kind.sends() {
@@ -492,7 +503,7 @@ pub async fn run_days(
     }
     drop(senders);
     let mut done = Vec::with_capacity(actors.len());
-    if overloaded {
+    if overloaded || interrupted {
         // Stop: queued tasks are dropped; running ones get a moment, then are cancelled
         // (their connections closed).
         shared.stopping.store(true, Ordering::Relaxed);
@@ -512,7 +523,11 @@ pub async fn run_days(
     }
     // Copies still on their way: look again until all are seen or the grace time is over.
     let grace_end = Instant::now() + plan.grace;
-    while !lock(&shared.ledger).complete() && Instant::now() < grace_end && !overloaded {
+    while !lock(&shared.ledger).complete()
+        && Instant::now() < grace_end
+        && !overloaded
+        && !interrupted
+    {
         for actor in &mut done {
             let _ = actor.sweep().await;
         }
@@ -532,6 +547,7 @@ pub async fn run_days(
         tasks,
         max_unfinished,
         overloaded,
+        interrupted,
         delivery,
         first_errors,
         elapsed: start.elapsed(),

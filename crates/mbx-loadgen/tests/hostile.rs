@@ -245,6 +245,7 @@ async fn a_server_that_never_answers_trips_loadgens_overload_guard() {
         days: 1,
         overload_per_user: 1.5,
         grace: Duration::ZERO,
+        stop: Default::default(),
     };
     let t = Instant::now();
     let r = run_days(
@@ -287,4 +288,68 @@ async fn news_in_another_commands_answer_wakes_the_next_idle() {
         other => panic!("{other:?}"),
     }
     assert!(t.elapsed() < Duration::from_millis(100), "at once");
+}
+
+#[tokio::test]
+async fn a_stop_request_ends_the_run_promptly_with_what_it_did() {
+    use mbx_loadgen::day::{run_days, DayPlan, Servers, STOP_WAIT};
+    use mbx_loadgen::message::Generator;
+    use mbx_loadgen::sched::ClientType;
+    use mbx_loadgen::users::from_template;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = l.accept().await {
+            held.push(s);
+        }
+    });
+    let mut e = ep(port);
+    e.timeouts = Timeouts {
+        connect: Duration::from_secs(2),
+        command: Duration::from_secs(60),
+    };
+    let servers = Servers {
+        smtp: e.clone(),
+        imap: e.clone(),
+        pop3: e,
+        helo: "c".into(),
+        auth: mbx_loadgen::AuthMechanism::Plain,
+    };
+    let users = from_template("u%d", 1, 4, "pw", "d.test").expect("users");
+    let stop = Arc::new(AtomicBool::new(false));
+    let plan = DayPlan {
+        seed: 1,
+        messages_per_day: 50,
+        // 4 x 105.5 tasks in 60 s: a few dispatched (and stuck on the silent server) by the stop.
+        day: Duration::from_secs(60),
+        days: 1,
+        overload_per_user: 1e9,
+        grace: Duration::from_secs(60),
+        stop: stop.clone(),
+    };
+    let s2 = stop.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        s2.store(true, Ordering::Relaxed);
+    });
+    let t = Instant::now();
+    let r = run_days(
+        &servers,
+        &users,
+        &[ClientType::Webmail; 4],
+        &Generator::new("st", 1, 10_000, 0),
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    assert!(r.interrupted && !r.overloaded);
+    assert!(r.dispatched < r.planned);
+    assert!(
+        t.elapsed() < Duration::from_millis(500) + STOP_WAIT + Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
+    );
 }

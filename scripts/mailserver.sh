@@ -67,8 +67,12 @@ vmail_uid=5000
 marker=.mbxstress-mailserver
 
 port_in_use() {
-  # Listening sockets on 127.0.0.1 or any address.
-  ss -Htln "sport = :$1" 2>/dev/null | grep -q .
+  # Listening sockets on 127.0.0.1 or any address (ss from iproute2; else try to connect).
+  if command -v ss >/dev/null 2>&1; then
+    ss -Htln "sport = :$1" 2>/dev/null | grep -q .
+  else
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+  fi
 }
 
 wait_port() {

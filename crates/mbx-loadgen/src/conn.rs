@@ -1,0 +1,373 @@
+//! One client connection: TCP, optionally TLS (from the start or after STARTTLS), with bounded
+//! line and literal reads and a timeout on every wait. The protocol clients sit on top.
+//!
+//! Memory: an idle plain connection holds its socket and a read buffer of 4 KiB
+//! ([`READ_CHUNK`]); a TLS one adds rustls's state (its buffers grow to a record, 16 KiB, while
+//! one is in flight). A buffer grown by a long answer shrinks back once it is consumed.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::ServerName;
+use rustls::ClientConfig;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+use crate::error::{Error, ErrorClass, Result};
+
+/// The read buffer's size while idle, and the size of each read.
+pub const READ_CHUNK: usize = 4096;
+
+/// How a connection is secured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Security {
+    /// No TLS.
+    Plain,
+    /// TLS after the protocol's STARTTLS (SMTP, IMAP) or STLS (POP3) command: required, so a
+    /// server that does not offer it is an error, never a silent plaintext session.
+    #[default]
+    StartTls,
+    /// TLS from the first byte (SMTP 465 "submissions", IMAPS 993, POP3S 995).
+    Implicit,
+}
+
+/// Waits, each bounded: a wait that runs out is a `timeout` error naming the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// TCP connect plus the TLS handshake.
+    pub connect: Duration,
+    /// One command's complete answer (a DATA or APPEND transfer included).
+    pub command: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            command: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Sizes a server's answer may not exceed (network input is hostile: nothing is read unbounded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// One response line, CRLF included (SMTP's limit is 512 octets, RFC 5321 4.5.3.1.5; IMAP
+    /// FETCH lines with many flags are longer): 64 KiB.
+    pub line: usize,
+    /// One IMAP literal or one POP3 RETR answer: 64 MiB (larger than Postfix's default
+    /// message_size_limit, 10 MB, and Exchange's 35 MB submission limit).
+    pub message: usize,
+    /// Lines of one multi-line answer (an SMTP EHLO, a POP3 UIDL or an IMAP SEARCH's untagged
+    /// responses): 1,000,000.
+    pub lines: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            line: 64 * 1024,
+            message: 64 * 1024 * 1024,
+            lines: 1_000_000,
+        }
+    }
+}
+
+/// Where to connect and how.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Host name or address.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Plain, STARTTLS or implicit TLS.
+    pub security: Security,
+    /// The TLS configuration (from [`crate::tls::client_config`]); required unless `Plain`.
+    pub tls: Option<Arc<ClientConfig>>,
+    /// The name the certificate must carry; the host by default.
+    pub tls_name: Option<String>,
+    /// Timeouts of every wait.
+    pub timeouts: Timeouts,
+    /// Bounds of every read.
+    pub limits: Limits,
+}
+
+impl Endpoint {
+    /// An endpoint with default timeouts and limits.
+    pub fn new(host: &str, port: u16, security: Security, tls: Option<Arc<ClientConfig>>) -> Self {
+        Endpoint {
+            host: host.to_owned(),
+            port,
+            security,
+            tls,
+            tls_name: None,
+            timeouts: Timeouts::default(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+enum Inner {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+    Gone,
+}
+
+/// A connection with a bounded read buffer. Errors carry its server and user.
+pub(crate) struct Conn {
+    inner: Inner,
+    buf: Vec<u8>,
+    pos: usize,
+    pub(crate) server: String,
+    pub(crate) user: Option<String>,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) limits: Limits,
+    tls: Option<Arc<ClientConfig>>,
+    tls_name: String,
+    /// Set by a timeout: the late answer would be read as the next command's, so the
+    /// connection is not used again.
+    abandoned: bool,
+}
+
+fn io_class(e: &io::Error) -> ErrorClass {
+    match e.kind() {
+        io::ErrorKind::TimedOut => ErrorClass::Timeout,
+        io::ErrorKind::InvalidData => ErrorClass::Tls,
+        _ => ErrorClass::Disconnect,
+    }
+}
+
+impl Conn {
+    /// Connects (and for implicit TLS, handshakes). `scheme` names the protocol in errors.
+    pub(crate) async fn connect(ep: &Endpoint, scheme: &str, user: Option<&str>) -> Result<Conn> {
+        let server = format!("{scheme}://{}:{}", ep.host, ep.port);
+        let err = |class, cmd: &str, d: String| Error::new(class, user, &server, cmd, d);
+        let addr = (ep.host.as_str(), ep.port);
+        let tcp = match tokio::time::timeout(ep.timeouts.connect, TcpStream::connect(addr)).await {
+            Err(_) => {
+                return Err(err(
+                    ErrorClass::Timeout,
+                    "connect",
+                    format!("no connection within {:?}", ep.timeouts.connect),
+                ))
+            }
+            Ok(Err(e)) => return Err(err(ErrorClass::Connect, "connect", e.to_string())),
+            Ok(Ok(t)) => t,
+        };
+        // Commands are small and latency is measured: no Nagle delay.
+        let _ = tcp.set_nodelay(true);
+        if ep.security != Security::Plain && ep.tls.is_none() {
+            return Err(err(
+                ErrorClass::Tls,
+                "connect",
+                "TLS asked for but no TLS configuration given".into(),
+            ));
+        }
+        let mut conn = Conn {
+            inner: Inner::Plain(tcp),
+            buf: Vec::with_capacity(READ_CHUNK),
+            pos: 0,
+            server,
+            user: user.map(str::to_owned),
+            timeouts: ep.timeouts,
+            limits: ep.limits,
+            tls: ep.tls.clone(),
+            tls_name: ep.tls_name.clone().unwrap_or_else(|| ep.host.clone()),
+            abandoned: false,
+        };
+        if ep.security == Security::Implicit {
+            conn.start_tls("TLS handshake").await?;
+        }
+        Ok(conn)
+    }
+
+    /// An error on this connection.
+    pub(crate) fn error(
+        &self,
+        class: ErrorClass,
+        command: &str,
+        detail: impl Into<String>,
+    ) -> Error {
+        Error::new(class, self.user.as_deref(), &self.server, command, detail)
+    }
+
+    /// A `timeout` error for `command`; the connection is abandoned (any later command fails at
+    /// once with a `timeout` error saying so).
+    pub(crate) fn timed_out(&mut self, command: &str, detail: impl Into<String>) -> Error {
+        self.abandoned = true;
+        self.error(ErrorClass::Timeout, command, detail)
+    }
+
+    fn check_usable(&self, command: &str) -> Result<()> {
+        if self.abandoned {
+            return Err(self.error(
+                ErrorClass::Timeout,
+                command,
+                "the connection was abandoned after an earlier command timed out; open a new one",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the connection runs TLS.
+    pub(crate) fn is_tls(&self) -> bool {
+        matches!(self.inner, Inner::Tls(_))
+    }
+
+    /// Upgrades to TLS (after the server accepted STARTTLS, or at once for implicit TLS).
+    pub(crate) async fn start_tls(&mut self, command: &str) -> Result<()> {
+        if self.pos < self.buf.len() {
+            // Bytes the server sent before the handshake would be read as if protected
+            // (the STARTTLS command injection, CVE-2011-0411).
+            return Err(self.error(
+                ErrorClass::Tls,
+                command,
+                "the server sent data before the TLS handshake",
+            ));
+        }
+        let Some(config) = self.tls.clone() else {
+            return Err(self.error(ErrorClass::Tls, command, "no TLS configuration"));
+        };
+        let name = ServerName::try_from(self.tls_name.clone()).map_err(|e| {
+            self.error(
+                ErrorClass::Tls,
+                command,
+                format!("server name {}: {e}", self.tls_name),
+            )
+        })?;
+        let tcp = match std::mem::replace(&mut self.inner, Inner::Gone) {
+            Inner::Plain(t) => t,
+            other => {
+                self.inner = other;
+                return Err(self.error(ErrorClass::Protocol, command, "TLS is already on"));
+            }
+        };
+        let connector = TlsConnector::from(config);
+        match tokio::time::timeout(self.timeouts.connect, connector.connect(name, tcp)).await {
+            Err(_) => Err(self.error(
+                ErrorClass::Timeout,
+                command,
+                "TLS handshake did not finish in time",
+            )),
+            Ok(Err(e)) => Err(self.error(ErrorClass::Tls, command, e.to_string())),
+            Ok(Ok(s)) => {
+                self.inner = Inner::Tls(Box::new(s));
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads what is available into the buffer. Cancel-safe (`read_buf` commits only bytes
+    /// read), so a wait that times out (IDLE) loses nothing.
+    async fn read_more(&mut self) -> io::Result<usize> {
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+            if self.buf.capacity() > 16 * READ_CHUNK {
+                self.buf.shrink_to(READ_CHUNK);
+            }
+        }
+        self.buf.reserve(READ_CHUNK);
+        match &mut self.inner {
+            Inner::Plain(s) => s.read_buf(&mut self.buf).await,
+            Inner::Tls(s) => s.read_buf(&mut self.buf).await,
+            Inner::Gone => Err(io::Error::new(io::ErrorKind::NotConnected, "closed")),
+        }
+    }
+
+    async fn fill(&mut self, command: &str) -> Result<()> {
+        self.check_usable(command)?;
+        match self.read_more().await {
+            Ok(0) => Err(self.error(
+                ErrorClass::Disconnect,
+                command,
+                "the server closed the connection",
+            )),
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.error(io_class(&e), command, e.to_string())),
+        }
+    }
+
+    /// One line without its line ending (CRLF, or a bare LF), at most `limits.line` long. No
+    /// timeout of its own: callers bound the whole answer ([`Conn::timed`]).
+    pub(crate) async fn read_line(&mut self, command: &str) -> Result<Vec<u8>> {
+        let mut scanned = self.pos;
+        loop {
+            if let Some(i) = self.buf[scanned..].iter().position(|&b| b == b'\n') {
+                let end = scanned + i;
+                let mut line_end = end;
+                if line_end > self.pos && self.buf[line_end - 1] == b'\r' {
+                    line_end -= 1;
+                }
+                let line = self.buf[self.pos..line_end].to_vec();
+                self.pos = end + 1;
+                return Ok(line);
+            }
+            scanned = self.buf.len();
+            if self.buf.len() - self.pos > self.limits.line {
+                let limit = self.limits.line;
+                return Err(self.error(
+                    ErrorClass::Protocol,
+                    command,
+                    format!("a response line longer than {limit} bytes"),
+                ));
+            }
+            // Keep the unread part at the start, so the buffer does not grow with consumed bytes.
+            if self.pos > 0 {
+                self.buf.drain(..self.pos);
+                scanned -= self.pos;
+                self.pos = 0;
+            }
+            self.fill(command).await?;
+        }
+    }
+
+    /// Exactly `n` bytes (an IMAP literal); `n` was checked against the limit by the caller.
+    pub(crate) async fn read_exact(&mut self, n: usize, command: &str) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            if self.pos == self.buf.len() {
+                self.fill(command).await?;
+            }
+            let take = (n - out.len()).min(self.buf.len() - self.pos);
+            out.extend_from_slice(&self.buf[self.pos..self.pos + take]);
+            self.pos += take;
+        }
+        Ok(out)
+    }
+
+    /// Writes all of `data` and flushes.
+    pub(crate) async fn write_all(&mut self, data: &[u8], command: &str) -> Result<()> {
+        self.check_usable(command)?;
+        let r = match &mut self.inner {
+            Inner::Plain(s) => match s.write_all(data).await {
+                Ok(()) => s.flush().await,
+                Err(e) => Err(e),
+            },
+            Inner::Tls(s) => match s.write_all(data).await {
+                Ok(()) => s.flush().await,
+                Err(e) => Err(e),
+            },
+            Inner::Gone => Err(io::Error::new(io::ErrorKind::NotConnected, "closed")),
+        };
+        r.map_err(|e| self.error(io_class(&e), command, e.to_string()))
+    }
+
+    /// Closes the connection (TLS close_notify first); errors are ignored.
+    pub(crate) async fn shutdown(&mut self) {
+        let limit = Duration::from_secs(2);
+        match &mut self.inner {
+            Inner::Plain(s) => {
+                let _ = tokio::time::timeout(limit, s.shutdown()).await;
+            }
+            Inner::Tls(s) => {
+                let _ = tokio::time::timeout(limit, s.shutdown()).await;
+            }
+            Inner::Gone => {}
+        }
+        self.inner = Inner::Gone;
+    }
+}

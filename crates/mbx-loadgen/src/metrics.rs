@@ -1,0 +1,170 @@
+//! Per-command measurement: an HDR histogram of latency per protocol command, and errors per
+//! class. One [`Recorder`] is shared by every connection of a run (a mutex taken once per
+//! command, so memory depends on the commands used, not on the connections or the test length).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::error::ErrorClass;
+
+/// The protocol a command belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    /// SMTP submission.
+    Smtp,
+    /// IMAP4rev1.
+    Imap,
+    /// POP3.
+    Pop3,
+}
+
+impl Protocol {
+    /// `smtp`, `imap` or `pop3`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Smtp => "smtp",
+            Protocol::Imap => "imap",
+            Protocol::Pop3 => "pop3",
+        }
+    }
+}
+
+/// Latency bounds of the histograms: 1 us to 1 hour, 3 significant digits.
+const HIGHEST_US: u64 = 3_600_000_000;
+
+/// One command's figures.
+#[derive(Debug, Clone)]
+pub struct CommandStats {
+    /// Latency in microseconds of the commands that succeeded, from the first byte written
+    /// to the last byte of the answer read (`connect`: TCP, TLS and the greeting).
+    pub latency_us: Histogram<u64>,
+    /// Errors by class; a failed command is not in the histogram.
+    pub errors: BTreeMap<&'static str, u64>,
+}
+
+impl CommandStats {
+    fn new() -> Self {
+        CommandStats {
+            latency_us: Histogram::new_with_bounds(1, HIGHEST_US, 3)
+                .expect("constant bounds within hdrhistogram's limits"),
+            errors: BTreeMap::new(),
+        }
+    }
+
+    /// Commands that succeeded.
+    pub fn ok(&self) -> u64 {
+        self.latency_us.len()
+    }
+
+    /// Commands that failed.
+    pub fn failed(&self) -> u64 {
+        self.errors.values().sum()
+    }
+}
+
+/// Everything recorded: per (protocol, command).
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Figures per protocol and command name (`EHLO`, `UID FETCH`, `RETR`, `connect`, ...).
+    pub commands: BTreeMap<(Protocol, &'static str), CommandStats>,
+}
+
+impl Stats {
+    /// The figures of one command, if it ran.
+    pub fn get(&self, protocol: Protocol, command: &str) -> Option<&CommandStats> {
+        self.commands
+            .iter()
+            .find(|((p, c), _)| *p == protocol && *c == command)
+            .map(|(_, s)| s)
+    }
+
+    /// Adds another recorder's figures (histograms merged, never averaged).
+    pub fn merge(&mut self, other: &Stats) {
+        for (k, s) in &other.commands {
+            let mine = self.commands.entry(*k).or_insert_with(CommandStats::new);
+            // Same bounds on both sides: add cannot fail.
+            let _ = mine.latency_us.add(&s.latency_us);
+            for (c, n) in &s.errors {
+                *mine.errors.entry(c).or_insert(0) += n;
+            }
+        }
+    }
+}
+
+/// Shared, cheap to clone: every connection of a run records into the same one.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    inner: Arc<Mutex<Stats>>,
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        Recorder::default()
+    }
+
+    /// Records one command's outcome.
+    pub fn record(
+        &self,
+        protocol: Protocol,
+        command: &'static str,
+        latency: Duration,
+        outcome: Result<(), ErrorClass>,
+    ) {
+        let mut stats = match self.inner.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let s = stats
+            .commands
+            .entry((protocol, command))
+            .or_insert_with(CommandStats::new);
+        match outcome {
+            Ok(()) => {
+                let us = (latency.as_micros() as u64).clamp(1, HIGHEST_US);
+                s.latency_us.saturating_record(us);
+            }
+            Err(class) => *s.errors.entry(class.name()).or_insert(0) += 1,
+        }
+    }
+
+    /// A copy of everything recorded so far.
+    pub fn snapshot(&self) -> Stats {
+        match self.inner.lock() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Rejection;
+
+    #[test]
+    fn records_latency_of_successes_and_counts_errors_by_class() {
+        let r = Recorder::new();
+        r.record(Protocol::Smtp, "DATA", Duration::from_millis(3), Ok(()));
+        r.record(Protocol::Smtp, "DATA", Duration::from_millis(5), Ok(()));
+        r.record(
+            Protocol::Smtp,
+            "DATA",
+            Duration::from_millis(9),
+            Err(ErrorClass::Rejected(Rejection::Quota)),
+        );
+        let s = r.snapshot();
+        let d = s.get(Protocol::Smtp, "DATA").expect("DATA recorded");
+        assert_eq!(d.ok(), 2);
+        assert_eq!(d.failed(), 1);
+        assert_eq!(d.errors.get("rejected_quota"), Some(&1));
+        assert!((4990..=5010).contains(&d.latency_us.value_at_quantile(1.0)));
+        let mut m = Stats::default();
+        m.merge(&s);
+        m.merge(&s);
+        assert_eq!(m.get(Protocol::Smtp, "DATA").map(|d| d.ok()), Some(4));
+    }
+}

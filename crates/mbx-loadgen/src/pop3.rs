@@ -1,0 +1,257 @@
+//! POP3 client (RFC 1939, 2449, 2595): STLS or implicit TLS, USER/PASS, STAT, LIST, UIDL,
+//! RETR (dot-unstuffed, bounded), DELE, QUIT.
+
+use std::time::Instant;
+
+use crate::conn::{Conn, Endpoint, Security};
+use crate::error::{text_rejection, ErrorClass, Result};
+use crate::metrics::{Protocol, Recorder};
+
+/// A POP3 session.
+pub struct Pop3Client {
+    conn: Conn,
+    rec: Recorder,
+}
+
+impl Pop3Client {
+    /// Connects, reads the greeting, and with [`Security::StartTls`] upgrades with STLS.
+    pub async fn connect(ep: &Endpoint, rec: Recorder) -> Result<Pop3Client> {
+        let t0 = Instant::now();
+        let conn = match Conn::connect(ep, "pop3", None).await {
+            Ok(c) => c,
+            Err(e) => {
+                rec.record(Protocol::Pop3, "connect", t0.elapsed(), Err(e.class));
+                return Err(e);
+            }
+        };
+        let mut c = Pop3Client { conn, rec };
+        c.command("connect", None, t0).await?;
+        if ep.security == Security::StartTls {
+            let t = Instant::now();
+            c.command("STLS", Some(b"STLS\r\n"), t)
+                .await
+                .map_err(|mut e| {
+                    if matches!(e.class, ErrorClass::Rejected(_)) {
+                        e.class = ErrorClass::Tls;
+                    }
+                    e
+                })?;
+            if let Err(e) = c.conn.start_tls("STLS").await {
+                c.rec
+                    .record(Protocol::Pop3, "STLS", t.elapsed(), Err(e.class));
+                return Err(e);
+            }
+        }
+        Ok(c)
+    }
+
+    /// Whether the session runs over TLS.
+    pub fn is_tls(&self) -> bool {
+        self.conn.is_tls()
+    }
+
+    /// USER then PASS. A refusal is an `auth` error.
+    pub async fn login(&mut self, user: &str, password: &str) -> Result<()> {
+        self.conn.user = Some(user.to_owned());
+        if user.contains(['\r', '\n']) || password.contains(['\r', '\n']) {
+            return Err(self.conn.error(
+                ErrorClass::Auth,
+                "USER",
+                "a user name or password with CR or LF",
+            ));
+        }
+        let auth = |mut e: crate::error::Error| {
+            if matches!(
+                e.class,
+                ErrorClass::Rejected(crate::error::Rejection::Other)
+            ) {
+                e.class = ErrorClass::Auth;
+            }
+            e
+        };
+        self.command(
+            "USER",
+            Some(format!("USER {user}\r\n").as_bytes()),
+            Instant::now(),
+        )
+        .await
+        .map_err(auth)?;
+        self.command(
+            "PASS",
+            Some(format!("PASS {password}\r\n").as_bytes()),
+            Instant::now(),
+        )
+        .await
+        .map_err(auth)?;
+        Ok(())
+    }
+
+    /// STAT: (messages, octets).
+    pub async fn stat(&mut self) -> Result<(u32, u64)> {
+        let line = self
+            .command("STAT", Some(b"STAT\r\n"), Instant::now())
+            .await?;
+        let mut w = line.split_whitespace();
+        match (
+            w.next().and_then(|n| n.parse().ok()),
+            w.next().and_then(|n| n.parse().ok()),
+        ) {
+            (Some(n), Some(o)) => Ok((n, o)),
+            _ => Err(self.conn.error(
+                ErrorClass::Protocol,
+                "STAT",
+                format!("not a STAT answer: {line}"),
+            )),
+        }
+    }
+
+    /// UIDL: (message number, unique id) of every message.
+    pub async fn uidl(&mut self) -> Result<Vec<(u32, String)>> {
+        let lines = self.multi("UIDL", b"UIDL\r\n").await?;
+        Ok(lines
+            .iter()
+            .filter_map(|l| {
+                let t = String::from_utf8_lossy(l);
+                let mut w = t.split_whitespace();
+                Some((w.next()?.parse().ok()?, w.next()?.to_owned()))
+            })
+            .collect())
+    }
+
+    /// LIST: (message number, octets) of every message.
+    pub async fn list(&mut self) -> Result<Vec<(u32, u64)>> {
+        let lines = self.multi("LIST", b"LIST\r\n").await?;
+        Ok(lines
+            .iter()
+            .filter_map(|l| {
+                let t = String::from_utf8_lossy(l);
+                let mut w = t.split_whitespace();
+                Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+            })
+            .collect())
+    }
+
+    /// RETR n: the message, dot-unstuffed, lines ended by CRLF, at most `limits.message` bytes.
+    pub async fn retr(&mut self, n: u32) -> Result<Vec<u8>> {
+        let lines = self
+            .multi("RETR", format!("RETR {n}\r\n").as_bytes())
+            .await?;
+        let mut out = Vec::with_capacity(lines.iter().map(|l| l.len() + 2).sum());
+        for l in lines {
+            out.extend_from_slice(&l);
+            out.extend_from_slice(b"\r\n");
+        }
+        Ok(out)
+    }
+
+    /// DELE n (removed at QUIT).
+    pub async fn dele(&mut self, n: u32) -> Result<()> {
+        self.command(
+            "DELE",
+            Some(format!("DELE {n}\r\n").as_bytes()),
+            Instant::now(),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// QUIT (commits deletions) and close.
+    pub async fn quit(mut self) -> Result<()> {
+        let r = self
+            .command("QUIT", Some(b"QUIT\r\n"), Instant::now())
+            .await;
+        self.conn.shutdown().await;
+        r.map(|_| ())
+    }
+
+    /// A single-line command: the text after `+OK`.
+    async fn command(
+        &mut self,
+        name: &'static str,
+        line: Option<&[u8]>,
+        t: Instant,
+    ) -> Result<String> {
+        let limit = self.conn.timeouts.command;
+        let r = tokio::time::timeout(limit, async {
+            if let Some(l) = line {
+                self.conn.write_all(l, name).await?;
+            }
+            self.status(name).await
+        })
+        .await;
+        let r = match r {
+            Ok(r) => r,
+            Err(_) => Err(self
+                .conn
+                .timed_out(name, format!("no answer within {limit:?}"))),
+        };
+        self.rec.record(
+            Protocol::Pop3,
+            name,
+            t.elapsed(),
+            r.as_ref().map(|_| ()).map_err(|e| e.class),
+        );
+        r
+    }
+
+    async fn status(&mut self, name: &str) -> Result<String> {
+        let line = self.conn.read_line(name).await?;
+        if let Some(rest) = line.strip_prefix(b"+OK") {
+            return Ok(String::from_utf8_lossy(rest).trim().to_owned());
+        }
+        let text = String::from_utf8_lossy(&line).into_owned();
+        if let Some(rest) = text.strip_prefix("-ERR") {
+            return Err(self.conn.error(text_rejection(rest), name, text.clone()));
+        }
+        Err(self.conn.error(
+            ErrorClass::Protocol,
+            name,
+            format!("not a POP3 answer: {text:?}"),
+        ))
+    }
+
+    /// A multi-line command: its lines, dot-unstuffed, up to the terminating `.`.
+    async fn multi(&mut self, name: &'static str, line: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let t = Instant::now();
+        let limit = self.conn.timeouts.command;
+        let r = tokio::time::timeout(limit, async {
+            self.conn.write_all(line, name).await?;
+            self.status(name).await?;
+            let mut lines = Vec::new();
+            let mut bytes = 0usize;
+            loop {
+                let mut l = self.conn.read_line(name).await?;
+                if l == b"." {
+                    return Ok(lines);
+                }
+                if l.first() == Some(&b'.') {
+                    l.remove(0);
+                }
+                bytes += l.len() + 2;
+                if bytes > self.conn.limits.message || lines.len() >= self.conn.limits.lines {
+                    let limit = self.conn.limits.message;
+                    return Err(self.conn.error(
+                        ErrorClass::Protocol,
+                        name,
+                        format!("an answer over {limit} bytes or too many lines"),
+                    ));
+                }
+                lines.push(l);
+            }
+        })
+        .await;
+        let r = match r {
+            Ok(r) => r,
+            Err(_) => Err(self
+                .conn
+                .timed_out(name, format!("no complete answer within {limit:?}"))),
+        };
+        self.rec.record(
+            Protocol::Pop3,
+            name,
+            t.elapsed(),
+            r.as_ref().map(|_| ()).map_err(|e| e.class),
+        );
+        r
+    }
+}

@@ -1,0 +1,383 @@
+//! SMTP submission client (RFC 5321, 6409): EHLO, STARTTLS (RFC 3207) or implicit TLS
+//! (RFC 8314), AUTH PLAIN and LOGIN (RFC 4954), MAIL/RCPT/DATA with dot-stuffing, QUIT.
+//!
+//! One command at a time (no PIPELINING), so each command's latency is its own round trip.
+
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+
+use crate::conn::{Conn, Endpoint, Security};
+use crate::error::{smtp_rejection, ErrorClass, Result};
+use crate::metrics::{Protocol, Recorder};
+
+/// A reply: its code and text lines (without the code).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The three-digit code.
+    pub code: u16,
+    /// Each line's text after the code and separator.
+    pub lines: Vec<String>,
+}
+
+impl Reply {
+    fn text(&self) -> String {
+        format!("{} {}", self.code, self.lines.join(" / "))
+    }
+}
+
+/// SASL mechanism for AUTH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthMechanism {
+    /// AUTH PLAIN with the initial response (one round trip).
+    #[default]
+    Plain,
+    /// AUTH LOGIN (three round trips).
+    Login,
+}
+
+/// What the server said when it accepted a message.
+#[derive(Debug, Clone)]
+pub struct Accepted {
+    /// When the final 250 after the message's end arrived (delivery latency starts here).
+    pub at: Instant,
+    /// The reply text (Postfix: `2.0.0 Ok: queued as 4Xk...`).
+    pub reply: String,
+}
+
+/// A submission session.
+pub struct SmtpClient {
+    conn: Conn,
+    rec: Recorder,
+    extensions: Vec<String>,
+    helo: String,
+}
+
+impl SmtpClient {
+    /// Connects, reads the greeting, says EHLO, and with [`Security::StartTls`] upgrades and
+    /// says EHLO again. `helo` is the client's name in EHLO.
+    pub async fn connect(ep: &Endpoint, helo: &str, rec: Recorder) -> Result<SmtpClient> {
+        let t0 = Instant::now();
+        let conn = match Conn::connect(ep, "smtp", None).await {
+            Ok(c) => c,
+            Err(e) => {
+                rec.record(Protocol::Smtp, "connect", t0.elapsed(), Err(e.class));
+                return Err(e);
+            }
+        };
+        let mut c = SmtpClient {
+            conn,
+            rec,
+            extensions: Vec::new(),
+            helo: helo.to_owned(),
+        };
+        c.command("connect", None, 220, t0).await?;
+        c.ehlo().await?;
+        if ep.security == Security::StartTls {
+            if !c.has_extension("STARTTLS") {
+                let e = c.conn.error(
+                    ErrorClass::Tls,
+                    "STARTTLS",
+                    "the server does not offer STARTTLS",
+                );
+                c.rec
+                    .record(Protocol::Smtp, "STARTTLS", Duration::ZERO, Err(e.class));
+                return Err(e);
+            }
+            let t = Instant::now();
+            c.command("STARTTLS", Some(b"STARTTLS\r\n"), 220, t).await?;
+            if let Err(e) = c.conn.start_tls("STARTTLS").await {
+                c.rec
+                    .record(Protocol::Smtp, "STARTTLS", t.elapsed(), Err(e.class));
+                return Err(e);
+            }
+            c.ehlo().await?;
+        }
+        Ok(c)
+    }
+
+    /// The extensions of the last EHLO answer (upper case keywords with their parameters).
+    pub fn extensions(&self) -> &[String] {
+        &self.extensions
+    }
+
+    /// Whether the session runs over TLS.
+    pub fn is_tls(&self) -> bool {
+        self.conn.is_tls()
+    }
+
+    fn has_extension(&self, name: &str) -> bool {
+        self.extensions
+            .iter()
+            .any(|e| e.split_whitespace().next() == Some(name))
+    }
+
+    async fn ehlo(&mut self) -> Result<()> {
+        let cmd = format!("EHLO {}\r\n", self.helo);
+        let reply = self
+            .command("EHLO", Some(cmd.as_bytes()), 250, Instant::now())
+            .await?;
+        self.extensions = reply
+            .lines
+            .iter()
+            .skip(1)
+            .map(|l| l.to_ascii_uppercase())
+            .collect();
+        Ok(())
+    }
+
+    /// Logs in. A refusal is an `auth` error.
+    pub async fn auth(
+        &mut self,
+        user: &str,
+        password: &str,
+        mechanism: AuthMechanism,
+    ) -> Result<()> {
+        self.conn.user = Some(user.to_owned());
+        let t = Instant::now();
+        match mechanism {
+            AuthMechanism::Plain => {
+                let token = B64.encode(format!("\0{user}\0{password}"));
+                self.command(
+                    "AUTH",
+                    Some(format!("AUTH PLAIN {token}\r\n").as_bytes()),
+                    235,
+                    t,
+                )
+                .await?;
+            }
+            AuthMechanism::Login => {
+                let r = self.exchange("AUTH", b"AUTH LOGIN\r\n").await;
+                self.expect_step(r, 334, t).await?;
+                let r = self
+                    .exchange("AUTH", format!("{}\r\n", B64.encode(user)).as_bytes())
+                    .await;
+                self.expect_step(r, 334, t).await?;
+                let r = self
+                    .exchange("AUTH", format!("{}\r\n", B64.encode(password)).as_bytes())
+                    .await;
+                self.expect_step(r, 235, t).await?;
+                self.rec.record(Protocol::Smtp, "AUTH", t.elapsed(), Ok(()));
+            }
+        }
+        Ok(())
+    }
+
+    async fn expect_step(&mut self, r: Result<Reply>, want: u16, t: Instant) -> Result<()> {
+        let e = match r {
+            Ok(reply) if reply.code == want => return Ok(()),
+            Ok(reply) => {
+                let class = if reply.code >= 500 || reply.code == 454 {
+                    ErrorClass::Auth
+                } else {
+                    ErrorClass::Protocol
+                };
+                self.conn.error(class, "AUTH", reply.text())
+            }
+            Err(e) => e,
+        };
+        self.rec
+            .record(Protocol::Smtp, "AUTH", t.elapsed(), Err(e.class));
+        Err(e)
+    }
+
+    /// Submits one message: MAIL FROM, RCPT TO for each recipient, DATA, the message
+    /// dot-stuffed (a bare LF becomes CRLF). Any recipient refused fails the submission
+    /// (after RSET, so the session stays usable).
+    pub async fn send(
+        &mut self,
+        from: &str,
+        recipients: &[&str],
+        message: &[u8],
+    ) -> Result<Accepted> {
+        let t = Instant::now();
+        self.command(
+            "MAIL",
+            Some(format!("MAIL FROM:<{from}>\r\n").as_bytes()),
+            250,
+            t,
+        )
+        .await?;
+        for r in recipients {
+            let t = Instant::now();
+            if let Err(e) = self
+                .command(
+                    "RCPT",
+                    Some(format!("RCPT TO:<{r}>\r\n").as_bytes()),
+                    250,
+                    t,
+                )
+                .await
+            {
+                self.rset().await;
+                return Err(e);
+            }
+        }
+        let t = Instant::now();
+        self.command("DATA", Some(b"DATA\r\n"), 354, t).await?;
+        let t = Instant::now();
+        let payload = dot_stuff(message);
+        let reply = self.command("DATA end", Some(&payload), 250, t).await?;
+        Ok(Accepted {
+            at: Instant::now(),
+            reply: reply.text(),
+        })
+    }
+
+    async fn rset(&mut self) {
+        let _ = self
+            .command("RSET", Some(b"RSET\r\n"), 250, Instant::now())
+            .await;
+    }
+
+    /// Says QUIT and closes.
+    pub async fn quit(mut self) -> Result<()> {
+        let r = self
+            .command("QUIT", Some(b"QUIT\r\n"), 221, Instant::now())
+            .await;
+        self.conn.shutdown().await;
+        r.map(|_| ())
+    }
+
+    /// Sends `line` (if any), reads the reply within the command timeout, records the latency
+    /// from `t` under `name`, and fails unless the code is `want`.
+    async fn command(
+        &mut self,
+        name: &'static str,
+        line: Option<&[u8]>,
+        want: u16,
+        t: Instant,
+    ) -> Result<Reply> {
+        let r = match line {
+            Some(l) => self.exchange(name, l).await,
+            None => self.read_reply_timed(name).await,
+        };
+        let r = match r {
+            Ok(reply) if reply.code == want => Ok(reply),
+            Ok(reply) => {
+                let class = if reply.code < 400 {
+                    ErrorClass::Protocol
+                } else {
+                    smtp_rejection(reply.code, &reply.text())
+                };
+                Err(self.conn.error(class, name, reply.text()))
+            }
+            Err(e) => Err(e),
+        };
+        self.rec.record(
+            Protocol::Smtp,
+            name,
+            t.elapsed(),
+            r.as_ref().map(|_| ()).map_err(|e| e.class),
+        );
+        r
+    }
+
+    async fn exchange(&mut self, name: &str, line: &[u8]) -> Result<Reply> {
+        let limit = self.conn.timeouts.command;
+        match tokio::time::timeout(limit, async {
+            self.conn.write_all(line, name).await?;
+            read_reply(&mut self.conn, name).await
+        })
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(self
+                .conn
+                .timed_out(name, format!("no reply within {limit:?}"))),
+        }
+    }
+
+    async fn read_reply_timed(&mut self, name: &str) -> Result<Reply> {
+        let limit = self.conn.timeouts.command;
+        match tokio::time::timeout(limit, read_reply(&mut self.conn, name)).await {
+            Ok(r) => r,
+            Err(_) => Err(self
+                .conn
+                .timed_out(name, format!("no reply within {limit:?}"))),
+        }
+    }
+}
+
+/// Reads one (possibly multi-line) reply: `250-...` lines then `250 ...`.
+async fn read_reply(conn: &mut Conn, name: &str) -> Result<Reply> {
+    let mut lines = Vec::new();
+    let mut code = None;
+    loop {
+        let line = conn.read_line(name).await?;
+        if line.len() < 3
+            || !line[..3].iter().all(u8::is_ascii_digit)
+            || line.len() > 3 && line[3] != b' ' && line[3] != b'-'
+        {
+            return Err(conn.error(
+                ErrorClass::Protocol,
+                name,
+                format!("not an SMTP reply: {:?}", String::from_utf8_lossy(&line)),
+            ));
+        }
+        let c = u16::from(line[0] - b'0') * 100
+            + u16::from(line[1] - b'0') * 10
+            + u16::from(line[2] - b'0');
+        if code.is_some_and(|k| k != c) {
+            return Err(conn.error(
+                ErrorClass::Protocol,
+                name,
+                "a multi-line reply changed its code",
+            ));
+        }
+        code = Some(c);
+        let text = if line.len() > 4 {
+            String::from_utf8_lossy(&line[4..]).into_owned()
+        } else {
+            String::new()
+        };
+        lines.push(text);
+        if lines.len() > 1000 {
+            return Err(conn.error(ErrorClass::Protocol, name, "a reply of over 1,000 lines"));
+        }
+        if line.len() == 3 || line[3] == b' ' {
+            return Ok(Reply { code: c, lines });
+        }
+    }
+}
+
+/// The DATA payload: CRLF line endings, every line starting with `.` doubled (RFC 5321
+/// 4.5.2), ended by `CRLF.CRLF`.
+pub fn dot_stuff(message: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(message.len() + message.len() / 64 + 5);
+    let mut at_line_start = true;
+    let mut prev = 0u8;
+    for &b in message {
+        if at_line_start && b == b'.' {
+            out.push(b'.');
+        }
+        if b == b'\n' && prev != b'\r' {
+            out.push(b'\r');
+        }
+        out.push(b);
+        at_line_start = b == b'\n';
+        prev = b;
+    }
+    if !out.is_empty() && !out.ends_with(b"\r\n") {
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b".\r\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dot_stuff;
+
+    #[test]
+    fn dot_stuffing_doubles_leading_dots_and_ends_the_data() {
+        assert_eq!(
+            dot_stuff(b"a\r\n.b\r\n..c\r\n"),
+            b"a\r\n..b\r\n...c\r\n.\r\n"
+        );
+        assert_eq!(dot_stuff(b".\r\nx"), b"..\r\nx\r\n.\r\n");
+        assert_eq!(dot_stuff(b"a\n.b\n"), b"a\r\n..b\r\n.\r\n");
+        assert_eq!(dot_stuff(b""), b".\r\n");
+    }
+}

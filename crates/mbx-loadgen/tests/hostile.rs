@@ -1,0 +1,355 @@
+//! Network input is hostile: a server that sends too much, too little, nothing, or nonsense gets
+//! a classed error within the bounds and timeouts, never a hang or unbounded memory. The
+//! "servers" here are scripted TCP listeners on loopback (the protocol tests use real Postfix
+//! and Dovecot: tests/server.rs).
+
+use std::time::{Duration, Instant};
+
+use mbx_loadgen::conn::{Limits, Timeouts};
+use mbx_loadgen::{Endpoint, ErrorClass, ImapClient, Pop3Client, Recorder, Security, SmtpClient};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// A server that writes `script` after accepting (reading whatever comes), then stays open for
+/// `hold` or closes.
+async fn scripted(script: Vec<u8>, hold: Duration) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        if let Ok((mut s, _)) = l.accept().await {
+            let _ = s.write_all(&script).await;
+            let deadline = tokio::time::sleep(hold);
+            tokio::pin!(deadline);
+            let mut buf = [0u8; 4096];
+            loop {
+                tokio::select! {
+                    _ = &mut deadline => break,
+                    r = s.read(&mut buf) => if matches!(r, Ok(0) | Err(_)) { break },
+                }
+            }
+        }
+    });
+    port
+}
+
+fn ep(port: u16) -> Endpoint {
+    let mut e = Endpoint::new("127.0.0.1", port, Security::Plain, None);
+    e.timeouts = Timeouts {
+        connect: Duration::from_secs(2),
+        command: Duration::from_millis(500),
+    };
+    e.limits = Limits {
+        line: 1024,
+        message: 4096,
+        lines: 100,
+    };
+    e
+}
+
+#[tokio::test]
+async fn an_overlong_line_is_a_protocol_error_not_a_buffer_that_grows() {
+    let mut script = b"220 ".to_vec();
+    script.extend(std::iter::repeat_n(b'x', 100_000));
+    let port = scripted(script, Duration::from_secs(5)).await;
+    let e = SmtpClient::connect(&ep(port), "c", Recorder::new())
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(e.class, ErrorClass::Protocol, "{e}");
+    assert!(e.detail.contains("longer than 1024"), "{e}");
+}
+
+#[tokio::test]
+async fn an_oversized_literal_is_refused_before_it_is_read() {
+    let script = b"* OK ready\r\n* CAPABILITY IMAP4rev1 {999999999}\r\n".to_vec();
+    let port = scripted(script, Duration::from_secs(5)).await;
+    let e = ImapClient::connect(&ep(port), Recorder::new())
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Protocol, "CAPABILITY"),
+        "{e}"
+    );
+    assert!(e.detail.contains("literal of 999999999 bytes"), "{e}");
+}
+
+#[tokio::test]
+async fn a_silent_server_is_a_timeout_within_the_command_timeout() {
+    let port = scripted(Vec::new(), Duration::from_secs(5)).await;
+    let t = Instant::now();
+    let e = Pop3Client::connect(&ep(port), Recorder::new())
+        .await
+        .err()
+        .expect("times out");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Timeout, "connect"),
+        "{e}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}
+
+#[tokio::test]
+async fn a_server_that_closes_mid_answer_is_a_disconnect() {
+    let port = scripted(b"220 hi\r\n250-mail\r\n250-PIPE".to_vec(), Duration::ZERO).await;
+    let e = SmtpClient::connect(&ep(port), "c", Recorder::new())
+        .await
+        .err()
+        .expect("closed");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Disconnect, "EHLO"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn nonsense_is_a_protocol_error_and_a_pop3_answer_too_long_is_cut() {
+    let port = scripted(
+        b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec(),
+        Duration::from_secs(5),
+    )
+    .await;
+    let e = SmtpClient::connect(&ep(port), "c", Recorder::new())
+        .await
+        .err()
+        .expect("nonsense");
+    assert_eq!(e.class, ErrorClass::Protocol, "{e}");
+
+    let mut script = b"+OK ready\r\n+OK\r\n+OK\r\n+OK\r\n".to_vec();
+    for _ in 0..200 {
+        script.extend_from_slice(b"line of a message that never ends\r\n");
+    }
+    let port = scripted(script, Duration::from_secs(5)).await;
+    let mut pop = Pop3Client::connect(&ep(port), Recorder::new())
+        .await
+        .expect("greeting");
+    pop.login("u", "p").await.expect("USER/PASS");
+    let e = pop.retr(1).await.expect_err("bounded");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Protocol, "RETR"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn starttls_refused_or_not_offered_never_falls_back_to_plaintext() {
+    let tls = mbx_loadgen::tls::client_config(&mbx_loadgen::Trust::Insecure).expect("config");
+    // Not offered.
+    let port = scripted(b"220 hi\r\n250 mail\r\n".to_vec(), Duration::from_secs(5)).await;
+    let mut e1 = ep(port);
+    e1.security = Security::StartTls;
+    e1.tls = Some(tls.clone());
+    let e = SmtpClient::connect(&e1, "c", Recorder::new())
+        .await
+        .err()
+        .expect("no STARTTLS");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Tls, "STARTTLS"),
+        "{e}"
+    );
+    // Accepted, but with plaintext injected after the go-ahead (CVE-2011-0411).
+    let port = scripted(
+        b"220 hi\r\n250-mail\r\n250 STARTTLS\r\n220 go ahead\r\n250 injected\r\n".to_vec(),
+        Duration::from_secs(5),
+    )
+    .await;
+    let mut e2 = ep(port);
+    e2.security = Security::StartTls;
+    e2.tls = Some(tls);
+    let e = SmtpClient::connect(&e2, "c", Recorder::new())
+        .await
+        .err()
+        .expect("injection refused");
+    assert_eq!(e.class, ErrorClass::Tls, "{e}");
+    assert!(e.detail.contains("before the TLS handshake"), "{e}");
+}
+
+#[tokio::test]
+async fn after_a_timeout_the_connection_is_abandoned_not_reused() {
+    // Greets, answers USER, then says nothing (to PASS) until late.
+    let port = scripted(b"+OK ready\r\n+OK\r\n".to_vec(), Duration::from_secs(5)).await;
+    let mut pop = Pop3Client::connect(&ep(port), Recorder::new())
+        .await
+        .expect("greeting");
+    let e = pop.login("u", "p").await.expect_err("PASS times out");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Timeout, "PASS"),
+        "{e}"
+    );
+    let t = Instant::now();
+    let e = pop.stat().await.expect_err("abandoned");
+    assert_eq!(e.class, ErrorClass::Timeout, "{e}");
+    assert!(e.detail.contains("abandoned"), "{e}");
+    assert!(t.elapsed() < Duration::from_millis(100), "fails at once");
+}
+
+#[tokio::test]
+async fn news_sent_before_idles_go_ahead_is_not_lost() {
+    // A1 = CAPABILITY, A2 = IDLE: the server announces a new message before its "+".
+    let script =
+        b"* OK ready\r\n* CAPABILITY IMAP4rev1 IDLE\r\nA1 OK done\r\n* 5 EXISTS\r\n+ idling\r\n"
+            .to_vec();
+    let port = scripted(script, Duration::from_secs(5)).await;
+    let mut imap = ImapClient::connect(&ep(port), Recorder::new())
+        .await
+        .expect("greeting");
+    imap.idle().await.expect("IDLE");
+    let t = Instant::now();
+    match imap.idle_wait(Duration::from_secs(2)).await.expect("news") {
+        mbx_loadgen::imap::IdleEvent::Changed(_, news) => {
+            assert_eq!(news, vec!["5 EXISTS".to_owned()])
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(t.elapsed() < Duration::from_millis(100), "at once");
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_trips_loadgens_overload_guard() {
+    use mbx_loadgen::day::{run_days, DayPlan, Servers};
+    use mbx_loadgen::message::Generator;
+    use mbx_loadgen::sched::ClientType;
+    use mbx_loadgen::users::from_template;
+    // Accepts every connection and says nothing.
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = l.accept().await {
+            held.push(s);
+        }
+    });
+    let mut e = ep(port);
+    e.timeouts = Timeouts {
+        connect: Duration::from_secs(2),
+        command: Duration::from_secs(30),
+    };
+    let servers = Servers {
+        smtp: e.clone(),
+        imap: e.clone(),
+        pop3: e,
+        helo: "c".into(),
+        auth: mbx_loadgen::AuthMechanism::Plain,
+    };
+    let users = from_template("u%d", 1, 4, "pw", "d.test").expect("users");
+    let plan = DayPlan {
+        seed: 1,
+        messages_per_day: 150,
+        day: Duration::from_secs(2),
+        days: 1,
+        overload_per_user: 1.5,
+        grace: Duration::ZERO,
+        stop: Default::default(),
+    };
+    let t = Instant::now();
+    let r = run_days(
+        &servers,
+        &users,
+        &[ClientType::DesktopImap; 4],
+        &Generator::new("ov", 1, 10_000, 0),
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    assert!(
+        r.overloaded,
+        "unfinished tasks over 1.5 x users stop the run"
+    );
+    assert!(
+        r.max_unfinished > 6 && r.dispatched < r.planned,
+        "{} of {}",
+        r.dispatched,
+        r.planned
+    );
+    assert!(t.elapsed() < Duration::from_secs(35), "{:?}", t.elapsed());
+}
+
+#[tokio::test]
+async fn news_in_another_commands_answer_wakes_the_next_idle() {
+    // A1 = CAPABILITY, A2 = NOOP (the server reports a new message there), A3 = IDLE.
+    let script = b"* OK ready\r\n* CAPABILITY IMAP4rev1 IDLE\r\nA1 OK done\r\n* 7 EXISTS\r\nA2 OK done\r\n+ idling\r\n".to_vec();
+    let port = scripted(script, Duration::from_secs(5)).await;
+    let mut imap = ImapClient::connect(&ep(port), Recorder::new())
+        .await
+        .expect("greeting");
+    imap.noop().await.expect("NOOP");
+    imap.idle().await.expect("IDLE");
+    let t = Instant::now();
+    match imap.idle_wait(Duration::from_secs(2)).await.expect("news") {
+        mbx_loadgen::imap::IdleEvent::Changed(_, news) => {
+            assert_eq!(news, vec!["7 EXISTS".to_owned()])
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(t.elapsed() < Duration::from_millis(100), "at once");
+}
+
+#[tokio::test]
+async fn a_stop_request_ends_the_run_promptly_with_what_it_did() {
+    use mbx_loadgen::day::{run_days, DayPlan, Servers, STOP_WAIT};
+    use mbx_loadgen::message::Generator;
+    use mbx_loadgen::sched::ClientType;
+    use mbx_loadgen::users::from_template;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = l.accept().await {
+            held.push(s);
+        }
+    });
+    let mut e = ep(port);
+    e.timeouts = Timeouts {
+        connect: Duration::from_secs(2),
+        command: Duration::from_secs(60),
+    };
+    let servers = Servers {
+        smtp: e.clone(),
+        imap: e.clone(),
+        pop3: e,
+        helo: "c".into(),
+        auth: mbx_loadgen::AuthMechanism::Plain,
+    };
+    let users = from_template("u%d", 1, 4, "pw", "d.test").expect("users");
+    let stop = Arc::new(AtomicBool::new(false));
+    let plan = DayPlan {
+        seed: 1,
+        messages_per_day: 50,
+        // 4 x 105.5 tasks in 60 s: a few dispatched (and stuck on the silent server) by the stop.
+        day: Duration::from_secs(60),
+        days: 1,
+        overload_per_user: 1e9,
+        grace: Duration::from_secs(60),
+        stop: stop.clone(),
+    };
+    let s2 = stop.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        s2.store(true, Ordering::Relaxed);
+    });
+    let t = Instant::now();
+    let r = run_days(
+        &servers,
+        &users,
+        &[ClientType::Webmail; 4],
+        &Generator::new("st", 1, 10_000, 0),
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    assert!(r.interrupted && !r.overloaded);
+    assert!(r.dispatched < r.planned);
+    assert!(
+        t.elapsed() < Duration::from_millis(500) + STOP_WAIT + Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
+    );
+}

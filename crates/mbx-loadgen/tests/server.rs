@@ -1,0 +1,999 @@
+//! The clients, messages and verifier against a real Postfix + Dovecot on loopback
+//! (scripts/mailserver.sh). Each test uses its own users of the shared server. Linux only (the
+//! script and Debian's packages); the Windows build compiles none of it.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use mbx_loadgen::imap::IdleEvent;
+use mbx_loadgen::message::{Generator, MessageId, Verdict};
+use mbx_loadgen::tls::{client_config, Trust};
+use mbx_loadgen::{
+    AuthMechanism, Endpoint, ErrorClass, ImapClient, Pop3Client, Protocol, Recorder, Security,
+    SmtpClient,
+};
+use support::MailServer;
+
+const EPOCH: u64 = 1_795_737_600;
+
+/// Fetches every message of `user`'s INBOX over IMAP, waiting up to 10 s for `want` of them.
+async fn fetch_all_imap(s: &MailServer, user: u32, want: usize, rec: &Recorder) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut imap = ImapClient::connect(&s.endpoint(s.imap, Security::StartTls), rec.clone())
+        .await
+        .expect("IMAP connects with STARTTLS");
+    assert!(imap.is_tls());
+    imap.login(&s.user(user), &s.password)
+        .await
+        .expect("IMAP login");
+    loop {
+        let sel = imap.select("INBOX").await.expect("SELECT INBOX");
+        if sel.exists as usize >= want || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let fetched = imap
+        .uid_fetch("1:*", "(UID RFC822.SIZE BODY.PEEK[])")
+        .await
+        .expect("UID FETCH");
+    imap.logout().await.expect("LOGOUT");
+    fetched
+        .into_iter()
+        .map(|f| {
+            let body = f.body.expect("BODY[] fetched");
+            assert_eq!(
+                f.size,
+                Some(body.len() as u64),
+                "RFC822.SIZE matches the bytes fetched"
+            );
+            body
+        })
+        .collect()
+}
+
+fn ends_with_sent(fetched: &[u8], sent: &[u8]) -> bool {
+    fetched.len() >= sent.len() && &fetched[fetched.len() - sent.len()..] == sent
+}
+
+#[tokio::test]
+async fn messages_sent_with_starttls_and_auth_are_found_once_over_imap_and_pop3_byte_identical() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("t1", 1, 75 * 1024, EPOCH);
+    let (alice, bob, carol) = (1, 2, 3);
+    let (bob_addr, carol_addr) = (s.address(bob), s.address(carol));
+    let mut sent: BTreeMap<MessageId, Vec<u8>> = BTreeMap::new();
+
+    // Submission on 587-style STARTTLS with AUTH PLAIN: 8 messages to Bob and Carol.
+    let mut smtp = SmtpClient::connect(
+        &s.endpoint(s.submission, Security::StartTls),
+        "client.loadgen.test",
+        rec.clone(),
+    )
+    .await
+    .expect("SMTP connects with STARTTLS");
+    assert!(smtp.is_tls());
+    smtp.auth(&s.user(alice), &s.password, AuthMechanism::Plain)
+        .await
+        .expect("AUTH PLAIN");
+    let from = s.address(alice);
+    for seq in 0..8 {
+        let m = g.message(&from, seq, &[&bob_addr, &carol_addr]);
+        smtp.send(&from, &[&bob_addr, &carol_addr], &m)
+            .await
+            .expect("message accepted");
+        sent.insert(
+            MessageId {
+                run: "t1".into(),
+                sender: from.clone(),
+                seq,
+            },
+            m,
+        );
+    }
+    smtp.quit().await.expect("QUIT");
+    // Implicit TLS (465-style) with AUTH LOGIN: 2 more, one with lines that need dot-stuffing.
+    let mut smtp = SmtpClient::connect(
+        &s.endpoint(s.submissions, Security::Implicit),
+        "client.loadgen.test",
+        rec.clone(),
+    )
+    .await
+    .expect("SMTP connects with implicit TLS");
+    smtp.auth(&s.user(alice), &s.password, AuthMechanism::Login)
+        .await
+        .expect("AUTH LOGIN");
+    for seq in 8..10 {
+        let m = g.message(&from, seq, &[&bob_addr, &carol_addr]);
+        smtp.send(&from, &[&bob_addr, &carol_addr], &m)
+            .await
+            .expect("message accepted");
+        sent.insert(
+            MessageId {
+                run: "t1".into(),
+                sender: from.clone(),
+                seq,
+            },
+            m,
+        );
+    }
+    smtp.quit().await.expect("QUIT");
+
+    // Bob over IMAP: each message exactly once, intact, byte-identical after the trace headers.
+    let fetched = fetch_all_imap(s, bob, sent.len(), &rec).await;
+    assert_eq!(
+        fetched.len(),
+        sent.len(),
+        "every message delivered to Bob, none twice"
+    );
+    let mut seen = BTreeMap::new();
+    for f in &fetched {
+        let Verdict::Intact(id) = g.verify(f) else {
+            panic!("not intact: {:?}", g.verify(f))
+        };
+        assert!(
+            ends_with_sent(f, &sent[&id]),
+            "{id} byte-identical over IMAP"
+        );
+        *seen.entry(id).or_insert(0) += 1;
+    }
+    assert!(
+        seen.values().all(|&n| n == 1) && seen.len() == sent.len(),
+        "each found once: {seen:?}"
+    );
+
+    // Carol over POP3 with implicit TLS: the same (a POP3 session sees the mailbox as it was at
+    // login: wait for the deliveries with new sessions).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (mut pop, n, octets) = loop {
+        let mut pop = Pop3Client::connect(&s.endpoint(s.pop3s, Security::Implicit), rec.clone())
+            .await
+            .expect("POP3S connects");
+        pop.login(&s.user(carol), &s.password)
+            .await
+            .expect("POP3 login");
+        let (n, octets) = pop.stat().await.expect("STAT");
+        if n as usize >= sent.len() || Instant::now() > deadline {
+            break (pop, n, octets);
+        }
+        pop.quit().await.expect("QUIT");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(n as usize, sent.len());
+    let uidl = pop.uidl().await.expect("UIDL");
+    assert_eq!(uidl.len(), sent.len());
+    let mut total = 0;
+    let mut seen = BTreeMap::new();
+    for (i, _) in &uidl {
+        let m = pop.retr(*i).await.expect("RETR");
+        total += m.len() as u64;
+        let Verdict::Intact(id) = g.verify(&m) else {
+            panic!("not intact over POP3: {:?}", g.verify(&m))
+        };
+        assert!(
+            ends_with_sent(&m, &sent[&id]),
+            "{id} byte-identical over POP3"
+        );
+        *seen.entry(id).or_insert(0) += 1;
+    }
+    assert_eq!(total, octets, "STAT's octets are the bytes retrieved");
+    assert!(seen.values().all(|&n| n == 1) && seen.len() == sent.len());
+    pop.dele(1).await.expect("DELE");
+    pop.quit().await.expect("QUIT");
+    let mut pop = Pop3Client::connect(&s.endpoint(s.pop3, Security::StartTls), rec.clone())
+        .await
+        .expect("POP3 STLS");
+    assert!(pop.is_tls());
+    pop.login(&s.user(carol), &s.password)
+        .await
+        .expect("POP3 login");
+    assert_eq!(
+        pop.stat().await.expect("STAT").0 as usize,
+        sent.len() - 1,
+        "DELE then QUIT removed one"
+    );
+    pop.quit().await.expect("QUIT");
+
+    // Every command measured.
+    let stats = rec.snapshot();
+    for (p, c, n) in [
+        (Protocol::Smtp, "DATA end", 10),
+        (Protocol::Smtp, "RCPT", 20),
+        (Protocol::Smtp, "AUTH", 2),
+        (Protocol::Smtp, "STARTTLS", 1),
+        (Protocol::Imap, "UID FETCH", 1),
+        (Protocol::Pop3, "RETR", 10),
+    ] {
+        let st = stats.get(p, c).unwrap_or_else(|| panic!("{c} recorded"));
+        assert_eq!(st.ok(), n, "{c}");
+        assert_eq!(st.failed(), 0, "{c}");
+        assert!(st.latency_us.max() > 0);
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_an_auth_error_naming_user_server_and_command() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let mut smtp = SmtpClient::connect(
+        &s.endpoint(s.submission, Security::StartTls),
+        "c",
+        rec.clone(),
+    )
+    .await
+    .expect("connects");
+    let e = smtp
+        .auth(&s.user(4), "wrong", AuthMechanism::Plain)
+        .await
+        .expect_err("refused");
+    assert_eq!(e.class, ErrorClass::Auth, "{e}");
+    assert_eq!(e.user.as_deref(), Some("loadgen4"));
+    assert_eq!(e.command, "AUTH");
+    assert!(e.server.starts_with("smtp://127.0.0.1:"), "{e}");
+    let e = smtp
+        .auth(&s.user(4), "wrong", AuthMechanism::Login)
+        .await
+        .expect_err("refused");
+    assert_eq!(e.class, ErrorClass::Auth, "{e}");
+
+    let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+        .await
+        .expect("connects");
+    let e = imap.login(&s.user(4), "wrong").await.expect_err("refused");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Auth, "LOGIN"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("password"),
+        "says what to check: {e}"
+    );
+
+    let mut pop = Pop3Client::connect(&s.endpoint(s.pop3s, Security::Implicit), rec.clone())
+        .await
+        .expect("connects");
+    let e = pop.login(&s.user(4), "wrong").await.expect_err("refused");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Auth, "PASS"),
+        "{e}"
+    );
+    let st = rec.snapshot();
+    assert_eq!(
+        st.get(Protocol::Smtp, "AUTH")
+            .map(|c| c.errors.get("auth").copied()),
+        Some(Some(2))
+    );
+    assert_eq!(st.get(Protocol::Imap, "LOGIN").map(|c| c.failed()), Some(1));
+}
+
+#[tokio::test]
+async fn a_closed_port_is_a_connect_error_and_an_untrusted_certificate_a_tls_error() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let tls = client_config(&Trust::Insecure).expect("config");
+    let e = SmtpClient::connect(
+        &Endpoint::new("127.0.0.1", port, Security::Implicit, Some(tls.clone())),
+        "c",
+        rec.clone(),
+    )
+    .await
+    .err()
+    .expect("nothing listens");
+    assert_eq!(
+        (e.class, e.command.as_str()),
+        (ErrorClass::Connect, "connect"),
+        "{e}"
+    );
+    assert_eq!(e.server, format!("smtp://127.0.0.1:{port}"));
+    let e = ImapClient::connect(
+        &Endpoint::new("127.0.0.1", port, Security::Plain, None),
+        rec.clone(),
+    )
+    .await
+    .err()
+    .expect("refused");
+    assert_eq!(e.class, ErrorClass::Connect, "{e}");
+    assert_eq!(
+        rec.snapshot()
+            .get(Protocol::Smtp, "connect")
+            .map(|c| c.errors.get("connect").copied()),
+        Some(Some(1))
+    );
+
+    // The lab server's certificate is not in the system's store: a TLS error, unless insecure.
+    if let Ok(system) = client_config(&Trust::System) {
+        let e = ImapClient::connect(
+            &Endpoint::new(&s.host, s.imaps, Security::Implicit, Some(system)),
+            rec.clone(),
+        )
+        .await
+        .err()
+        .expect("untrusted");
+        assert_eq!(e.class, ErrorClass::Tls, "{e}");
+    }
+    let mut imap = ImapClient::connect(
+        &Endpoint::new(&s.host, s.imaps, Security::Implicit, Some(tls)),
+        rec.clone(),
+    )
+    .await
+    .expect("insecure accepts the self-signed lab server");
+    imap.login(&s.user(4), &s.password).await.expect("login");
+    imap.logout().await.expect("logout");
+}
+
+#[tokio::test]
+async fn a_message_edited_in_the_maildir_is_named_by_the_verifier() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("t4", 4, 75 * 1024, EPOCH);
+    let user = 5;
+    let to = s.address(user);
+    let mut smtp = SmtpClient::connect(
+        &s.endpoint(s.submission, Security::StartTls),
+        "c",
+        rec.clone(),
+    )
+    .await
+    .expect("connects");
+    smtp.auth(&s.user(6), &s.password, AuthMechanism::Plain)
+        .await
+        .expect("auth");
+    let from = s.address(6);
+    for seq in 0..3 {
+        smtp.send(&from, &[&to], &g.message(&from, seq, &[&to]))
+            .await
+            .expect("sent");
+    }
+    smtp.quit().await.expect("quit");
+    // Wait for delivery without fetching bodies (Dovecot would cache them).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let files = loop {
+        let files: Vec<_> = ["new", "cur"]
+            .iter()
+            .flat_map(|d| {
+                std::fs::read_dir(s.maildir(user).join(d))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+            })
+            .collect();
+        if files.len() == 3 || Instant::now() > deadline {
+            break files;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(files.len(), 3, "delivered to the maildir");
+    // Edit one byte near the end of the body of seq 1's file (same size: maildir names carry it).
+    let victim = files
+        .iter()
+        .find(|p| {
+            std::fs::read(p).is_ok_and(|b| {
+                // Dovecot stores maildir files with LF line endings.
+                let id = b"X-Mbx-Id: t4/loadgen6@loadgen.test/1\n";
+                b.windows(id.len()).any(|w| w == id)
+            })
+        })
+        .expect("seq 1's file");
+    let mut bytes = std::fs::read(victim).expect("read");
+    let at = bytes.len() - 40;
+    bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+    std::fs::write(victim, &bytes).expect("edit");
+
+    let fetched = fetch_all_imap(s, user, 3, &rec).await;
+    let mut verdicts: Vec<String> = fetched
+        .iter()
+        .map(|f| match g.verify(f) {
+            Verdict::Intact(id) => format!("intact {}", id.seq),
+            Verdict::Corrupted { id, what } => format!("corrupted {}: {what}", id.seq),
+            Verdict::NotOurs(w) => format!("not ours: {w}"),
+        })
+        .collect();
+    verdicts.sort();
+    assert_eq!(verdicts.len(), 3);
+    assert!(
+        verdicts[0].starts_with("corrupted 1: body changed: "),
+        "{verdicts:?}"
+    );
+    assert_eq!(&verdicts[1..], ["intact 0", "intact 2"], "{verdicts:?}");
+}
+
+#[tokio::test]
+async fn imap_append_search_store_copy_move_expunge_and_idle_work_and_idle_sees_a_delivery() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("t5", 5, 20 * 1024, EPOCH);
+    let user = 7;
+    let ep = s.endpoint(s.imaps, Security::Implicit);
+    let mut imap = ImapClient::connect(&ep, rec.clone())
+        .await
+        .expect("connects");
+    imap.login(&s.user(user), &s.password).await.expect("login");
+    assert!(imap.has_capability("MOVE") && imap.has_capability("IDLE"));
+    let me = s.address(user);
+    for seq in 0..3 {
+        let m = g.message(&me, seq, &[&me]);
+        let uid = imap.append("INBOX", "", &m).await.expect("APPEND");
+        assert_eq!(uid, Some(seq as u32 + 1), "APPENDUID");
+    }
+    let sel = imap.select("INBOX").await.expect("SELECT");
+    assert_eq!(sel.exists, 3);
+    assert!(sel.uid_validity > 0 && sel.uid_next == 4, "{sel:?}");
+    let all = imap.search("ALL", true).await.expect("UID SEARCH");
+    assert_eq!(all, vec![1, 2, 3]);
+    let hit = imap
+        .search("HEADER X-Mbx-Id \"t5/\"", false)
+        .await
+        .expect("SEARCH");
+    assert_eq!(hit.len(), 3);
+    imap.uid_store("1", "+FLAGS", "\\Seen \\Flagged")
+        .await
+        .expect("STORE");
+    let f = imap.uid_fetch("1", "(UID FLAGS)").await.expect("FETCH");
+    assert!(f[0].flags.iter().any(|x| x == "\\Flagged"), "{f:?}");
+    imap.create("Archive").await.expect("CREATE");
+    imap.create("Archive").await.expect("CREATE again is fine");
+    imap.uid_copy("2", "Archive").await.expect("COPY");
+    imap.uid_move("3", "Archive").await.expect("MOVE");
+    imap.uid_store("1", "+FLAGS.SILENT", "\\Deleted")
+        .await
+        .expect("STORE");
+    assert_eq!(imap.expunge().await.expect("EXPUNGE"), vec![1]);
+    let sel = imap.select("Archive").await.expect("SELECT Archive");
+    assert_eq!(sel.exists, 2);
+    let fetched = imap.fetch("1:*", "(BODY.PEEK[])").await.expect("FETCH");
+    for f in &fetched {
+        assert!(matches!(
+            g.verify(f.body.as_deref().unwrap_or_default()),
+            Verdict::Intact(_)
+        ));
+    }
+
+    // IDLE on INBOX: a message submitted now is announced; the delay is the delivery latency.
+    imap.select("INBOX").await.expect("SELECT");
+    imap.idle().await.expect("IDLE");
+    let mut smtp = SmtpClient::connect(
+        &s.endpoint(s.submission, Security::StartTls),
+        "c",
+        rec.clone(),
+    )
+    .await
+    .expect("smtp");
+    smtp.auth(&s.user(8), &s.password, AuthMechanism::Plain)
+        .await
+        .expect("auth");
+    let from = s.address(8);
+    let accepted = smtp
+        .send(&from, &[&me], &g.message(&from, 0, &[&me]))
+        .await
+        .expect("sent");
+    smtp.quit().await.expect("quit");
+    let event = imap
+        .idle_wait(Duration::from_secs(10))
+        .await
+        .expect("idle wait");
+    let IdleEvent::Changed(at, news) = event else {
+        panic!("no news within 10 s")
+    };
+    assert!(news.iter().any(|n| n.ends_with("EXISTS")), "{news:?}");
+    let delivery = at.saturating_duration_since(accepted.at);
+    eprintln!("delivery latency (SMTP acceptance to IDLE EXISTS): {delivery:?}");
+    assert!(delivery < Duration::from_secs(10));
+    imap.done().await.expect("DONE");
+    imap.logout().await.expect("LOGOUT");
+    let st = rec.snapshot();
+    for c in [
+        "APPEND",
+        "SELECT",
+        "UID SEARCH",
+        "SEARCH",
+        "UID STORE",
+        "UID COPY",
+        "UID MOVE",
+        "EXPUNGE",
+        "IDLE",
+        "DONE",
+        "LOGOUT",
+    ] {
+        assert!(
+            st.get(Protocol::Imap, c).is_some_and(|x| x.ok() > 0),
+            "{c} measured"
+        );
+    }
+}
+
+#[tokio::test]
+async fn dovecot_crashing_mid_session_gives_disconnect_then_connect_errors() {
+    if MailServer::shared().is_none() {
+        return;
+    }
+    // A server of its own: this test stops its Dovecot.
+    let s = MailServer::start(3).expect("a second server starts");
+    let rec = Recorder::new();
+    let mut imap = ImapClient::connect(&s.endpoint(s.imap, Security::StartTls), rec.clone())
+        .await
+        .expect("connects");
+    imap.login(&s.user(1), &s.password).await.expect("login");
+    imap.select("INBOX").await.expect("select");
+    let t0 = Instant::now();
+    s.crash_dovecot();
+    let e = loop {
+        match imap.select("INBOX").await {
+            Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => break e,
+        }
+    };
+    eprintln!("session ended after {:?}: {e}", t0.elapsed());
+    assert_eq!(e.class, ErrorClass::Disconnect, "{e}");
+    assert_eq!(e.user.as_deref(), Some("loadgen1"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let e = loop {
+        match ImapClient::connect(&s.endpoint(s.imap, Security::StartTls), rec.clone()).await {
+            Err(e) if e.class == ErrorClass::Connect || Instant::now() > deadline => break e,
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    assert_eq!(e.class, ErrorClass::Connect, "{e}");
+    eprintln!("connect refused after {:?}", t0.elapsed());
+    // Postfix still listens, but its smtpd ends the session when Dovecot's auth socket is gone.
+    let t = Instant::now();
+    let r = async {
+        let mut smtp = SmtpClient::connect(
+            &s.endpoint(s.submission, Security::StartTls),
+            "c",
+            rec.clone(),
+        )
+        .await?;
+        smtp.auth(&s.user(1), &s.password, AuthMechanism::Plain)
+            .await
+    };
+    let e = r.await.expect_err("no auth service");
+    eprintln!("SMTP without Dovecot after {:?}: {e}", t.elapsed());
+    assert!(
+        matches!(e.class, ErrorClass::Disconnect | ErrorClass::Auth),
+        "{e}"
+    );
+    let st = rec.snapshot();
+    assert_eq!(
+        st.get(Protocol::Imap, "SELECT")
+            .map(|c| c.errors.get("disconnect").copied()),
+        Some(Some(1))
+    );
+    assert!(st
+        .get(Protocol::Imap, "connect")
+        .is_some_and(|c| c.errors.contains_key("connect")));
+}
+
+/// A recipient: IDLE on INBOX; on news, FETCH the new messages and report each with the instant
+/// it was announced (or, past the announced count, fetched), until `want` arrived or `until`.
+async fn watch_inbox(
+    s: &'static MailServer,
+    user: u32,
+    want: usize,
+    until: Instant,
+    rec: Recorder,
+    out: tokio::sync::mpsc::UnboundedSender<(u32, Vec<u8>, Instant)>,
+    ready: tokio::sync::mpsc::UnboundedSender<()>,
+) {
+    let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec)
+        .await
+        .expect("connects");
+    imap.login(&s.user(user), &s.password).await.expect("login");
+    let sel = imap.select("INBOX").await.expect("select");
+    let mut known = sel.exists;
+    let mut last_uid = sel.uid_next.saturating_sub(1);
+    let mut got = 0;
+    imap.idle().await.expect("IDLE");
+    let _ = ready.send(());
+    while got < want && Instant::now() < until {
+        let IdleEvent::Changed(at, news) = imap
+            .idle_wait(until.saturating_duration_since(Instant::now()))
+            .await
+            .expect("idle")
+        else {
+            break;
+        };
+        let exists = news
+            .iter()
+            .filter_map(|n| {
+                n.strip_suffix(" EXISTS")
+                    .and_then(|x| x.parse::<u32>().ok())
+            })
+            .max()
+            .unwrap_or(known);
+        imap.done().await.expect("DONE");
+        let fetched = imap
+            .uid_fetch(&format!("{}:*", last_uid + 1), "(UID BODY.PEEK[])")
+            .await
+            .expect("fetch");
+        let fetched_at = Instant::now();
+        let before = last_uid;
+        for f in fetched
+            .into_iter()
+            .filter(|f| f.uid.is_some_and(|u| u > before))
+        {
+            last_uid = last_uid.max(f.uid.unwrap_or(0));
+            let seen_at = if f.seq <= exists { at } else { fetched_at };
+            got += 1;
+            let _ = out.send((user, f.body.unwrap_or_default(), seen_at));
+        }
+        known = known.max(exists);
+        imap.idle().await.expect("IDLE");
+    }
+    let _ = imap.done().await;
+    let _ = imap.logout().await;
+}
+
+#[tokio::test]
+async fn twelve_users_send_to_four_each_and_every_copy_arrives_once_intact_with_its_delivery_latency(
+) {
+    use mbx_loadgen::ledger::Ledger;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("e2e", 12, 30 * 1024, EPOCH);
+    let users: Vec<u32> = (11..23).collect();
+    let per_sender = 3u64;
+    let until = Instant::now() + Duration::from_secs(30);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut watchers = Vec::new();
+    for &u in &users {
+        // Each user is a recipient of 4 senders x 3 messages.
+        watchers.push(tokio::spawn(watch_inbox(
+            s,
+            u,
+            12,
+            until,
+            rec.clone(),
+            tx.clone(),
+            ready_tx.clone(),
+        )));
+    }
+    drop(tx);
+    for _ in &users {
+        ready_rx.recv().await.expect("every recipient idles");
+    }
+    // Senders: 4 SMTP sessions at once, each user's messages to the next 4 users.
+    let mut ledger = Ledger::new();
+    let t0 = Instant::now();
+    let mut senders = Vec::new();
+    for chunk in users.chunks(3) {
+        let chunk = chunk.to_vec();
+        let (g, rec, all) = (g.clone(), rec.clone(), users.clone());
+        senders.push(tokio::spawn(async move {
+            let mut done = Vec::new();
+            for u in chunk {
+                let mut smtp = SmtpClient::connect(
+                    &s.endpoint(s.submission, Security::StartTls),
+                    "c",
+                    rec.clone(),
+                )
+                .await
+                .expect("smtp");
+                smtp.auth(&s.user(u), &s.password, AuthMechanism::Plain)
+                    .await
+                    .expect("auth");
+                let from = s.address(u);
+                let i = all.iter().position(|&x| x == u).unwrap_or(0);
+                let to: Vec<u32> = (1..=4).map(|k| all[(i + k) % all.len()]).collect();
+                let to_addr: Vec<String> = to.iter().map(|&r| s.address(r)).collect();
+                let to_ref: Vec<&str> = to_addr.iter().map(String::as_str).collect();
+                for seq in 0..per_sender {
+                    let a = smtp
+                        .send(&from, &to_ref, &g.message(&from, seq, &to_ref))
+                        .await
+                        .expect("sent");
+                    done.push((
+                        MessageId {
+                            run: "e2e".into(),
+                            sender: from.clone(),
+                            seq,
+                        },
+                        to.clone(),
+                        a.at,
+                    ));
+                }
+                smtp.quit().await.expect("quit");
+            }
+            done
+        }));
+    }
+    let mut bytes_sent = 0u64;
+    for h in senders {
+        for (id, to, at) in h.await.expect("sender") {
+            bytes_sent += g
+                .message(
+                    &id.sender,
+                    id.seq,
+                    &to.iter()
+                        .map(|&r| s.address(r))
+                        .collect::<Vec<_>>()
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>(),
+                )
+                .len() as u64;
+            ledger.sent(&id, &to, at);
+        }
+    }
+    let send_time = t0.elapsed();
+    while let Some((user, body, at)) = rx.recv().await {
+        let v = g.verify(&body);
+        ledger.seen(user, &v, at);
+        if ledger.complete() && ledger.summary().delivered == 12 * 12 {
+            break;
+        }
+    }
+    for w in watchers {
+        w.abort();
+    }
+    let sum = ledger.summary();
+    let p = |q| Duration::from_micros(sum.latency_us.value_at_quantile(q));
+    eprintln!(
+        "e2e: {} messages ({} KB) sent in {send_time:?}; {} of {} copies delivered, {} missing, {} duplicated, {} corrupted; delivery latency p50 {:?} p95 {:?} p99 {:?} max {:?}",
+        users.len() as u64 * per_sender,
+        bytes_sent / 1024,
+        sum.delivered,
+        sum.expected,
+        sum.missing,
+        sum.duplicated,
+        sum.corrupted.len(),
+        p(0.5),
+        p(0.95),
+        p(0.99),
+        Duration::from_micros(sum.latency_us.max())
+    );
+    assert_eq!(sum.expected, 12 * 3 * 4);
+    assert_eq!(
+        (sum.delivered, sum.missing, sum.duplicated, sum.unexpected),
+        (144, 0, 0, 0)
+    );
+    assert!(sum.corrupted.is_empty(), "{:?}", sum.corrupted);
+    assert_eq!(
+        sum.latency_us.len(),
+        144,
+        "every copy's delivery latency measured"
+    );
+    assert!(p(0.99) < Duration::from_secs(20));
+}
+
+#[tokio::test]
+async fn initialization_fills_to_the_target_resumes_and_leaves_other_messages_alone() {
+    use mbx_loadgen::init::{fill_mailbox, Fill, INIT_SEQ_BASE};
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("init1", 30, 20 * 1024, EPOCH);
+    let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+        .await
+        .expect("connects");
+    let user = 30;
+    imap.login(&s.user(user), &s.password).await.expect("login");
+    let owner = s.address(user);
+    assert!(
+        imap.can_multiappend(),
+        "Dovecot offers MULTIAPPEND and LITERAL+"
+    );
+    // Someone else's message and another run's, there first.
+    imap.append(
+        "INBOX",
+        "",
+        b"From: <x@y>\r\nSubject: not ours\r\n\r\nhello\r\n",
+    )
+    .await
+    .expect("append");
+    let other = Generator::new("another", 1, 10 * 1024, EPOCH);
+    imap.append(
+        "INBOX",
+        "",
+        &other.message(&owner, INIT_SEQ_BASE, &[&owner]),
+    )
+    .await
+    .expect("append");
+
+    let t = Instant::now();
+    let first = fill_mailbox(
+        &mut imap,
+        &g,
+        &owner,
+        &Fill {
+            target: 10,
+            batch: 4,
+            ..Fill::default()
+        },
+    )
+    .await
+    .expect("fill to 10");
+    assert_eq!((first.found, first.appended), (0, 10));
+    // Resumed to a larger target: only the missing ones.
+    let second = fill_mailbox(
+        &mut imap,
+        &g,
+        &owner,
+        &Fill {
+            target: 25,
+            batch: 4,
+            ..Fill::default()
+        },
+    )
+    .await
+    .expect("fill to 25");
+    assert_eq!((second.found, second.appended), (10, 15));
+    let elapsed = t.elapsed();
+    let third = fill_mailbox(
+        &mut imap,
+        &g,
+        &owner,
+        &Fill {
+            target: 25,
+            batch: 1,
+            ..Fill::default()
+        },
+    )
+    .await
+    .expect("again");
+    assert_eq!((third.found, third.appended, third.bytes), (25, 0, 0));
+    let bytes = first.bytes + second.bytes;
+    eprintln!(
+        "init: 25 messages, {} KB in {elapsed:?} ({:.1} MB/s, {:.0} messages/s, MULTIAPPEND of 4)",
+        bytes / 1024,
+        bytes as f64 / 1e6 / elapsed.as_secs_f64(),
+        25.0 / elapsed.as_secs_f64()
+    );
+
+    let sel = imap.select("INBOX").await.expect("select");
+    assert_eq!(sel.exists, 27, "25 ours + the 2 that were there");
+    let all = imap.fetch("1:*", "(BODY.PEEK[])").await.expect("fetch");
+    let mut ours = std::collections::BTreeSet::new();
+    let mut not_ours = 0;
+    for f in &all {
+        match g.verify(f.body.as_deref().unwrap_or_default()) {
+            Verdict::Intact(id) => {
+                assert_eq!(id.sender, owner);
+                assert!(ours.insert(id.seq), "no duplicate");
+            }
+            Verdict::NotOurs(_) => not_ours += 1,
+            v => panic!("{v:?}"),
+        }
+    }
+    assert_eq!(ours, (0..25).map(|i| INIT_SEQ_BASE + i).collect());
+    assert_eq!(not_ours, 2, "the other messages are still there, untouched");
+    assert_eq!(
+        rec.snapshot()
+            .get(Protocol::Imap, "MULTIAPPEND")
+            .map(|c| c.ok()),
+        Some(3 + 4)
+    );
+    imap.logout().await.expect("logout");
+}
+
+#[tokio::test]
+async fn a_compressed_15_s_day_of_eight_users_runs_every_task_and_delivers_every_copy_once_intact()
+{
+    use mbx_loadgen::day::{run_days, DayPlan, Servers};
+    use mbx_loadgen::sched::{ClientType, TaskKind};
+    use mbx_loadgen::users::User;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    // Users 24..=29 and 31..=32 of the shared server: 5 desktop IMAP, 2 webmail, 1 POP3.
+    let ids: Vec<u32> = (24..=29).chain(31..=32).collect();
+    let users: Vec<User> = ids
+        .iter()
+        .map(|&i| User {
+            login: s.user(i),
+            password: s.password.clone(),
+            address: s.address(i),
+        })
+        .collect();
+    let clients = [
+        ClientType::DesktopImap,
+        ClientType::DesktopImap,
+        ClientType::Webmail,
+        ClientType::DesktopImap,
+        ClientType::Pop3,
+        ClientType::DesktopImap,
+        ClientType::Webmail,
+        ClientType::DesktopImap,
+    ];
+    let servers = Servers {
+        smtp: s.endpoint(s.submission, Security::StartTls),
+        imap: s.endpoint(s.imaps, Security::Implicit),
+        pop3: s.endpoint(s.pop3s, Security::Implicit),
+        helo: "client.loadgen.test".into(),
+        auth: AuthMechanism::Plain,
+    };
+    let plan = DayPlan {
+        seed: 8,
+        messages_per_day: 50,
+        day: Duration::from_secs(15),
+        days: 1,
+        // A day compressed 1,920-fold on a shared 2-core machine: a user's tasks come every
+        // 140 ms and a logon can take 300 ms, so LoadGen's 1.5 would stop it on a busy machine;
+        // the guard itself is tested in tests/hostile.rs.
+        overload_per_user: 8.0,
+        grace: Duration::from_secs(15),
+        stop: Default::default(),
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("day1", 8, 20 * 1024, EPOCH);
+    let r = run_days(&servers, &users, &clients, &g, &plan, rec.clone()).await;
+    let d = &r.delivery;
+    let p = |q| Duration::from_micros(d.latency_us.value_at_quantile(q));
+    eprintln!(
+        "day: {} of {} tasks dispatched in {:?}, max unfinished {}, errors {:?}; copies {} expected, {} delivered, {} missing, {} duplicated, {} corrupted; delivery p50 {:?} p95 {:?}",
+        r.dispatched,
+        r.planned,
+        r.elapsed,
+        r.max_unfinished,
+        r.first_errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        d.expected,
+        d.delivered,
+        d.missing,
+        d.duplicated,
+        d.corrupted.len(),
+        p(0.5),
+        p(0.95)
+    );
+    for (k, t) in &r.tasks {
+        eprintln!(
+            "  {:12} {:4} done, failed {:?}, from schedule p50 {:?} p95 {:?}",
+            k.name(),
+            t.completed,
+            t.failed,
+            Duration::from_micros(t.from_schedule_us.value_at_quantile(0.5)),
+            Duration::from_micros(t.from_schedule_us.value_at_quantile(0.95))
+        );
+    }
+    assert!(!r.overloaded);
+    assert_eq!(r.dispatched, r.planned, "every planned task dispatched");
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    assert_eq!(completed, r.planned, "every task completed");
+    let sent: u64 = r
+        .tasks
+        .iter()
+        .filter(|(k, _)| k.sends())
+        .map(|(_, t)| t.completed)
+        .sum();
+    assert_eq!(sent, 8 * 10, "50 messages a day: 10 sent per user");
+    assert_eq!(
+        r.tasks[&TaskKind::Logon].completed,
+        5,
+        "desktop users log on once"
+    );
+    assert_eq!(
+        (
+            d.expected,
+            d.delivered,
+            d.missing,
+            d.duplicated,
+            d.unexpected
+        ),
+        (sent * 4, sent * 4, 0, 0, 0)
+    );
+    assert!(d.corrupted.is_empty(), "{:?}", d.corrupted);
+}

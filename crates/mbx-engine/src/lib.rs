@@ -287,7 +287,7 @@ pub fn run_test(
 ) -> Result<RunResult, EngineError> {
     cfg.validate_for(plan.kind)
         .map_err(|(k, m)| EngineError::Invalid(format!("invalid {k}: {m}")))?;
-    let engine: EngineKind = cfg.engine;
+    let engine = engine_kind(cfg.engine);
     let pid = std::process::id();
     let mut specs = Vec::new();
     for d in databases {
@@ -1342,9 +1342,9 @@ fn build_result(
                 read_avg_bytes: lr.avg_bytes(),
             },
             latency_ms: LatencyPercentiles {
-                db_read: st.hist[Stream::DbRead as usize].percentiles(),
-                db_write: st.hist[Stream::DbWrite as usize].percentiles(),
-                log_write: st.hist[Stream::LogWrite as usize].percentiles(),
+                db_read: pct(st.hist[Stream::DbRead as usize].percentiles()),
+                db_write: pct(st.hist[Stream::DbWrite as usize].percentiles()),
+                log_write: pct(st.hist[Stream::LogWrite as usize].percentiles()),
             },
             integrity: inst.integrity,
             transactions_per_s: if secs > 0.0 {
@@ -1651,8 +1651,8 @@ fn pacing_result<'a>(
         transactions_dropped: txn.dropped,
         backlog_max: txn.backlog_max,
         backlog_max_per_sample: per_sample.amm(),
-        transaction_latency_ms: txn.service.percentiles(),
-        latency_from_arrival_ms: txn.from_arrival.percentiles(),
+        transaction_latency_ms: pct(txn.service.percentiles()),
+        latency_from_arrival_ms: pct(txn.from_arrival.percentiles()),
     }
 }
 
@@ -1711,6 +1711,28 @@ fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
+}
+
+/// The I/O backend `b` names: `mbx_io` mirrors the configuration's enum so it needs no
+/// configuration crate.
+pub fn engine_kind(b: mbx_config::IoBackend) -> EngineKind {
+    match b {
+        mbx_config::IoBackend::IoUring => EngineKind::IoUring,
+        mbx_config::IoBackend::Sync => EngineKind::Sync,
+        mbx_config::IoBackend::Iocp => EngineKind::Iocp,
+    }
+}
+
+/// A histogram's summary in the result model's type (`mbx_io` mirrors it).
+pub(crate) fn pct(p: mbx_io::Percentiles) -> Percentiles {
+    Percentiles {
+        avg: p.avg,
+        p50: p.p50,
+        p90: p.p90,
+        p99: p.p99,
+        p999: p.p999,
+        max: p.max,
+    }
 }
 
 /// Seconds as "1h02m03s" for messages.

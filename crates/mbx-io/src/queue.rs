@@ -320,36 +320,6 @@ pub trait IoQueue: Send {
     }
 }
 
-/// Which backend to use: the one I/O backend enum of the workspace ([`mbx_config::IoBackend`]:
-/// one name table for flags, configuration files and results), under the name this crate has
-/// always used.
-pub use mbx_config::IoBackend as EngineKind;
-
-/// Opens a queue of `depth` over `files` with the chosen backend.
-pub fn open_queue(
-    kind: EngineKind,
-    files: FileTable,
-    depth: usize,
-) -> Result<Box<dyn IoQueue>, IoError> {
-    let depth = depth.max(1);
-    match kind {
-        #[cfg(target_os = "linux")]
-        EngineKind::IoUring => Ok(Box::new(crate::uring::UringQueue::new(files, depth)?)),
-        #[cfg(not(target_os = "linux"))]
-        EngineKind::IoUring => Err(IoError::Unsupported(
-            "io_uring is only available on Linux; use --engine sync".into(),
-        )),
-        EngineKind::Sync => Ok(Box::new(crate::threads::ThreadQueue::new(files, depth))),
-        #[cfg(windows)]
-        EngineKind::Iocp => Ok(Box::new(crate::iocp::IocpQueue::new(files, depth)?)),
-        #[cfg(not(windows))]
-        EngineKind::Iocp => Err(IoError::Unsupported(
-            "the iocp engine (I/O completion ports) is only available on Windows; use --engine sync"
-                .into(),
-        )),
-    }
-}
-
 /// Performs one request synchronously on the calling thread (the thread-pool backend's worker).
 pub(crate) fn perform(f: &IoFile, req: &mut IoRequest) -> Result<usize, std::io::Error> {
     let len = req.len.min(req.buf.len());

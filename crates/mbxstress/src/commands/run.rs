@@ -672,7 +672,7 @@ pub(crate) fn create_params(args: &RunArgs, cfg: &RunConfig, data_pages: u64) ->
         quota_mb: p.mailbox_quota_mb,
         databases: p.databases,
         compressibility_pct: cfg.compressibility_pct,
-        engine: cfg.engine,
+        engine: mbx_engine::engine_kind(cfg.engine),
         direct: cfg.direct,
         force: args.force,
         allow_device: args.allow_device,

@@ -420,7 +420,7 @@ fn clock_offset(ssh: &Ssh, dest: &str) -> anyhow::Result<(f64, f64)> {
                 )
             })?;
             let rtt = t1 - t0;
-            if best.is_none_or_rtt(rtt) {
+            if best.is_none_or(|(_, r)| rtt < r) {
                 best = Some((remote - (t0 + t1) / 2.0, rtt));
             }
         }
@@ -439,20 +439,6 @@ fn clock_offset(ssh: &Ssh, dest: &str) -> anyhow::Result<(f64, f64)> {
             err.trim()
         )
     })
-}
-
-/// `Option::is_none_or` is above the MSRV: the best reading is the one with the smallest RTT.
-trait BestRtt {
-    fn is_none_or_rtt(&self, rtt: f64) -> bool;
-}
-
-impl BestRtt for Option<(f64, f64)> {
-    fn is_none_or_rtt(&self, rtt: f64) -> bool {
-        match self {
-            None => true,
-            Some((_, r)) => rtt < *r,
-        }
-    }
 }
 
 fn sha256_local(path: &Path) -> anyhow::Result<String> {

@@ -35,7 +35,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use mbx_config::RunConfig;
-use mbx_io::{open_queue, EngineKind, Files, IoQueue};
+use mbx_io::{open_queue, Clock, EngineKind, Files, IoQueue};
 use mbx_store::{DbState, PreparedDatabase, StoreError};
 
 use db::{Database, DbParams};
@@ -329,7 +329,7 @@ pub fn run_test(
                 class: "header_copy_damaged".into(),
                 instance: specs.get(k).map(|s| s.name.clone()),
                 count: 1,
-                first_at: rfc3339_now(),
+                first_at: rfc3339(mbx_io::RealClock.wall()),
                 message: line,
                 ..located(
                     Some(&d.spec.path),
@@ -437,12 +437,7 @@ fn mark_clean(
         );
         observer.on_event(RunEvent::Log(&line));
         let kept = first.clone();
-        stop_with_error(
-            result,
-            &e,
-            std::time::SystemTime::now(),
-            Some(Phase::Shutdown),
-        );
+        stop_with_error(result, &e, mbx_io::RealClock.wall(), Some(Phase::Shutdown));
         match kept {
             Some(stopped) => result.stopped = stopped,
             None => first = Some(result.stopped.clone()),
@@ -541,6 +536,8 @@ pub(crate) struct Part {
     shutdown: Option<Duration>,
     /// The phase it was in when it ended (for an error: the phase the error came in).
     stopped_in: Phase,
+    /// Where its host counters come from.
+    machine: std::sync::Arc<dyn mbx_io::Machine>,
 }
 
 /// Runs `plan` on one reactor over the databases `specs`, its `share` of the test.
@@ -741,6 +738,7 @@ pub(crate) fn run_part(
         outcome,
         shutdown,
         stopped_in,
+        machine: engine.reactor.machine().clone(),
     })
 }
 
@@ -805,14 +803,18 @@ pub(crate) fn finish(
     let mut error = None;
     let mut parts = parts.into_iter().enumerate();
     let Some((_, first)) = parts.next() else {
-        return unmeasured_result(
+        // No reactor, so no clock of the run: the system's.
+        let now = mbx_io::RealClock.wall();
+        return unmeasured_result_at(
             cfg,
-            std::time::SystemTime::now(),
+            now,
+            now,
             Stopped::new(StopReason::Error, "no reactor ran"),
         );
     };
     let (ref_instant, ref_wall, engine_name) =
         (first.ref_instant, first.ref_wall, first.engine_name);
+    let machine = first.machine.clone();
     let measure_start_wall = first.measure_start_wall;
     let mut times = first.times;
     let mut min_secs = measured_secs(&first.times);
@@ -872,6 +874,7 @@ pub(crate) fn finish(
         hung: &hung,
         host: &host,
         txns: &txns,
+        machine: &*machine,
     };
     let mut result = build_result(cfg, &view, &times, &wall, engine_name);
     result.test.shutdown_s = shutdown.map(|d| d.as_secs_f64());
@@ -1001,8 +1004,7 @@ pub(crate) fn stop_with_error(
         }
         return;
     }
-    let mut entry = error_entry(e, &result.instances);
-    entry.first_at = rfc3339(at);
+    let entry = error_entry(e, &result.instances, at);
     let reason = if entry.class == "io_error" || entry.class == "no_space" {
         StopReason::IoError
     } else {
@@ -1117,7 +1119,11 @@ pub fn is_no_space(e: &std::io::Error) -> bool {
 }
 
 /// Describes an error that stopped a test as a result entry (class, path, offset, instance).
-pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry {
+pub fn error_entry(
+    e: &EngineError,
+    instances: &[InstanceResult],
+    at: std::time::SystemTime,
+) -> ErrorEntry {
     let (class, path, offset, errno) = match e {
         EngineError::Io(io) | EngineError::Store(StoreError::Io(io)) => match io {
             mbx_io::IoError::Os {
@@ -1159,7 +1165,7 @@ pub fn error_entry(e: &EngineError, instances: &[InstanceResult]) -> ErrorEntry 
         instance,
         errno,
         count: 1,
-        first_at: rfc3339_now(),
+        first_at: rfc3339(at),
         message: e.to_string(),
         ..located(path.as_deref(), offset, in_database)
     }
@@ -1186,7 +1192,16 @@ pub fn unmeasured_result(
     started: std::time::SystemTime,
     stopped: Stopped,
 ) -> RunResult {
-    let now = std::time::SystemTime::now();
+    unmeasured_result_at(cfg, started, mbx_io::RealClock.wall(), stopped)
+}
+
+/// [`unmeasured_result`] of a run that ended at `now` (on the run's clock).
+pub(crate) fn unmeasured_result_at(
+    cfg: &RunConfig,
+    started: std::time::SystemTime,
+    now: std::time::SystemTime,
+    stopped: Stopped,
+) -> RunResult {
     RunResult {
         schema: SCHEMA.into(),
         test: TestInfo {
@@ -1268,6 +1283,8 @@ pub(crate) struct Measured<'a> {
     host: &'a sampling::HostSeries,
     /// Every reactor's transaction figures (merged into `pacing`).
     txns: &'a [workload::open::TxnStats],
+    /// Where the host counters come from.
+    machine: &'a dyn mbx_io::Machine,
 }
 
 /// The result of one engine (a plan run on one reactor) over `times`.
@@ -1287,6 +1304,7 @@ pub(crate) fn engine_result(
         hung: &engine.hung,
         host: &engine.host,
         txns: std::slice::from_ref(&engine.work.txn),
+        machine: &**engine.reactor.machine(),
     };
     build_result(cfg, &view, times, wall, engine_name)
 }
@@ -1365,7 +1383,9 @@ fn build_result(
         cpu_pct: engine.host.cpu_pct.amm(),
         available_mb: engine.host.available_mb.amm(),
         page_fault_stalls_per_s: engine.host.stalls_per_s.amm(),
-        process_peak_rss_mb: mbx_io::platform::peak_resident_memory_bytes()
+        process_peak_rss_mb: engine
+            .machine
+            .peak_resident_memory_bytes()
             .map(|b| b as f64 / (1 << 20) as f64)
             .unwrap_or(0.0),
     };
@@ -1475,7 +1495,7 @@ fn build_result(
             }
         },
     ];
-    let errors: Vec<ErrorEntry> = integrity_errors(engine.dbs)
+    let errors: Vec<ErrorEntry> = integrity_errors(engine.dbs, &wall(times.ended))
         .into_iter()
         .chain(engine.dbs.iter().flat_map(|d| d.log_errors.iter().cloned()))
         .chain(engine.dbs.iter().flat_map(|d| d.io_errors.iter().cloned()))
@@ -1659,7 +1679,7 @@ fn pacing_result<'a>(
 /// The `errors[]` entries of the damaged pages: per instance, each page named (the first
 /// `verify::NAMED_PAGES`), then one entry per class counting the rest, so the counts of a class
 /// sum to its total in `integrity`.
-fn integrity_errors(dbs: &[Database]) -> Vec<ErrorEntry> {
+fn integrity_errors(dbs: &[Database], at: &str) -> Vec<ErrorEntry> {
     let mut out = Vec::new();
     for inst in dbs {
         let (name, path) = (&inst.spec.name, &inst.spec.db_path);
@@ -1685,7 +1705,7 @@ fn integrity_errors(dbs: &[Database]) -> Vec<ErrorEntry> {
                     class: class.into(),
                     instance: Some(name.clone()),
                     count: more,
-                    first_at: rfc3339_now(),
+                    first_at: at.to_string(),
                     message: format!("{more} {class} pages in {}", path.display()),
                     ..located(Some(path), None, true)
                 });
@@ -1755,14 +1775,6 @@ pub fn step_secs(s: f64) -> String {
     } else {
         format!("{:.1} s", s)
     }
-}
-
-/// Writes `value` as pretty JSON to `path` atomically (temporary file + rename).
-pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mbx_io::{AlignedBuf, Clock, IoCompletion, IoError, IoOp, IoQueue, IoRequest, OpenMode};
+use mbx_io::{
+    AlignedBuf, Clock, IoCompletion, IoError, IoOp, IoQueue, IoRequest, Machine, OpenMode,
+};
 
 use crate::EngineError;
 
@@ -92,6 +94,7 @@ pub(crate) struct HungIo {
 pub(crate) struct Reactor {
     queue: Box<dyn IoQueue>,
     clock: Arc<dyn Clock>,
+    machine: Arc<dyn Machine>,
     owners: Vec<Option<Slot>>,
     free: Vec<usize>,
     /// Free buffers by size (every size in use: pages, coalesced writes, log records).
@@ -111,6 +114,7 @@ impl Reactor {
     pub fn new(queue: Box<dyn IoQueue>) -> Reactor {
         Reactor {
             clock: queue.clock(),
+            machine: queue.machine(),
             pool_cap: POOL_PER_SIZE.max(queue.depth()),
             queue,
             owners: Vec::new(),
@@ -128,6 +132,11 @@ impl Reactor {
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// Where the host counters come from (the queue's machine: none on the simulated device).
+    pub fn machine(&self) -> &Arc<dyn Machine> {
+        &self.machine
     }
 
     pub fn engine_name(&self) -> &'static str {

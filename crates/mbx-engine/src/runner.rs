@@ -7,13 +7,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::SystemTime;
 
+use mbx_io::Clock;
+
 use mbx_config::{RunConfig, TestKind};
 use mbx_store::{CreateEvent, CreateParams, DatabaseSpec, PreparedDatabase, StoreError};
 
 use crate::plan::{Databases, Plan};
 use crate::result::{RunResult, StopReason, Stopped};
 use crate::{
-    error_entry, run_test, unmeasured_result, EngineError, Observer, QueueWrapper, RunEvent,
+    error_entry, run_test, unmeasured_result_at, EngineError, Observer, QueueWrapper, RunEvent,
 };
 
 /// What [`execute`] gives back: always a result (what was measured and why the test ended), and
@@ -40,7 +42,7 @@ pub fn execute(
     cancel: &AtomicBool,
     wrap: Option<&QueueWrapper>,
 ) -> Executed {
-    let started = SystemTime::now();
+    let started = mbx_io::RealClock.wall();
     let outcome = match ready_databases(plan, specs, create, observer, cancel, wrap) {
         Err(e) => Err((e, Some("prepare"))),
         Ok(prepared) if !tunes(cfg, plan) => {
@@ -75,7 +77,7 @@ pub fn tune_then_run(
 ) -> Result<RunResult, EngineError> {
     let tuned = crate::tune::tune(cfg, observer, cancel, clock, run)?;
     let Some(sessions) = tuned.tuning.sessions else {
-        return Ok(untuned_result(cfg, started, tuned));
+        return Ok(untuned_result(cfg, started, clock.wall(), tuned));
     };
     let mut c = cfg.clone();
     c.threads = sessions;
@@ -103,7 +105,10 @@ fn finish(
 ) -> Executed {
     let (mut result, error) = match outcome {
         Ok(result) => (result, None),
-        Err((e, phase)) => (stopped_result(cfg, started, &e, phase), Some(e)),
+        Err((e, phase)) => {
+            let ended = mbx_io::RealClock.wall();
+            (stopped_result(cfg, started, ended, &e, phase), Some(e))
+        }
     };
     result.test.test_type = plan.kind;
     // Only the paced types have a target to compare with.
@@ -259,7 +264,7 @@ pub fn execute_throughput(
     observer: &mut dyn Observer,
     cancel: &AtomicBool,
 ) -> Executed {
-    let started = SystemTime::now();
+    let started = mbx_io::RealClock.wall();
     let kind = plan.kind;
     let plan_for = move |c: &RunConfig| match kind {
         TestKind::Stress => Plan::stress(c),
@@ -302,7 +307,12 @@ pub fn tunes(cfg: &RunConfig, plan: &Plan) -> bool {
 }
 
 /// The result of a test whose tuning found no session count to run it with (or was stopped).
-fn untuned_result(cfg: &RunConfig, started: SystemTime, tuned: crate::tune::Tuned) -> RunResult {
+fn untuned_result(
+    cfg: &RunConfig,
+    started: SystemTime,
+    ended: SystemTime,
+    tuned: crate::tune::Tuned,
+) -> RunResult {
     let no_count = format!(
         "automatic tuning found no session count up to {} that meets {:.1} IOPS within every threshold: the storage cannot carry this target (the steps are in `tuning`); lower the target or give --threads to run the test anyway",
         tuned.tuning.steps.iter().map(|s| s.sessions).max().unwrap_or(0),
@@ -311,6 +321,7 @@ fn untuned_result(cfg: &RunConfig, started: SystemTime, tuned: crate::tune::Tune
     let mut r = search_not_run(
         cfg,
         started,
+        ended,
         NotRun {
             last: tuned.last,
             end: &tuned.tuning.end,
@@ -347,7 +358,12 @@ pub(crate) struct NotRun<'a> {
 /// throughput search) found nothing, was interrupted or met an error: no figures of its own (a
 /// step's figures are the step's, in the search's record, never the test's), and a stop that
 /// says why, in phase `tuning`. An error a step met stays in `errors[]` (it is the storage's).
-pub(crate) fn search_not_run(cfg: &RunConfig, started: SystemTime, s: NotRun<'_>) -> RunResult {
+pub(crate) fn search_not_run(
+    cfg: &RunConfig,
+    started: SystemTime,
+    ended: SystemTime,
+    s: NotRun<'_>,
+) -> RunResult {
     let last_stop = s.last.as_ref().map(|r| r.stopped.clone());
     let step = s
         .steps
@@ -391,7 +407,7 @@ pub(crate) fn search_not_run(cfg: &RunConfig, started: SystemTime, s: NotRun<'_>
         _ => Stopped::new(StopReason::VerdictFailed, s.found_nothing),
     };
     let found_nothing = stopped.reason == StopReason::VerdictFailed;
-    let mut r = unmeasured_result(cfg, started, stopped.in_phase("tuning"));
+    let mut r = unmeasured_result_at(cfg, started, ended, stopped.in_phase("tuning"));
     if found_nothing {
         r.verdict
             .set(crate::result::Check::new(s.check, 0.0, 1.0, false));
@@ -427,6 +443,7 @@ pub(crate) fn search_not_run(cfg: &RunConfig, started: SystemTime, s: NotRun<'_>
 fn stopped_result(
     cfg: &RunConfig,
     started: SystemTime,
+    ended: SystemTime,
     e: &EngineError,
     phase: Option<&str>,
 ) -> RunResult {
@@ -437,9 +454,9 @@ fn stopped_result(
     };
     let mut stopped = Stopped::new(reason, e.to_string());
     stopped.phase = phase.map(str::to_string);
-    let mut r = unmeasured_result(cfg, started, stopped);
+    let mut r = unmeasured_result_at(cfg, started, ended, stopped);
     if reason == StopReason::IoError {
-        r.errors.push(error_entry(e, &[]));
+        r.errors.push(error_entry(e, &[], ended));
         r.verdict
             .set(crate::result::Check::new("errors", 1.0, 0.0, false));
     }

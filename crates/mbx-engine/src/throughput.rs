@@ -64,7 +64,7 @@ pub fn throughput(
     clock: &dyn mbx_io::Clock,
     run: &mut StepRunner<'_>,
 ) -> ThroughputRun {
-    let started = std::time::SystemTime::now();
+    let started = clock.wall();
     let mut record = Throughput {
         capacity_pct: cfg.capacity_pct,
         throughput_pct: cfg.throughput_pct,
@@ -97,6 +97,7 @@ pub fn throughput(
             let r = crate::runner::search_not_run(
                 cfg,
                 started,
+                clock.wall(),
                 crate::runner::NotRun {
                     last: found.last,
                     end: found.end,

@@ -32,6 +32,7 @@ mod file;
 mod hist;
 #[cfg(windows)]
 mod iocp;
+mod machine;
 pub mod platform;
 pub mod probe;
 mod queue;
@@ -51,6 +52,7 @@ pub use clock::{Clock, RealClock};
 pub use fault::{FaultKind, FaultQueue, FaultRule};
 pub use file::{IoFile, OpenMode};
 pub use hist::{LatencyHistogram, Percentiles};
+pub use machine::{Machine, NoMachine, RealMachine};
 pub use queue::{FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest};
 pub use tap::{OnComplete, OnSubmit, Tap};
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use crate::remove::Remover;
-use crate::{AlignedBuf, Clock, IoError, IoFile, OpenMode, RealClock};
+use crate::{AlignedBuf, Clock, IoError, IoFile, Machine, OpenMode, RealClock, RealMachine};
 
 /// The files a queue may address, by index. Files can be added while the queue runs (a new log
 /// file) and removed once nothing is in flight for them; indexes of removed files are reused.
@@ -317,6 +317,12 @@ pub trait IoQueue: Send {
     /// virtual clock. An engine given a queue takes its time from here.
     fn clock(&self) -> Arc<dyn Clock> {
         Arc::new(RealClock)
+    }
+
+    /// The machine whose host counters a test records: this computer, or for a simulated queue
+    /// none (see [`crate::Machine`]). An engine given a queue takes them from here.
+    fn machine(&self) -> Arc<dyn Machine> {
+        Arc::new(RealMachine)
     }
 }
 

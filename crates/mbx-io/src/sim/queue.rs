@@ -443,6 +443,12 @@ impl IoQueue for SimQueue {
     fn clock(&self) -> Arc<dyn Clock> {
         Arc::clone(&self.clock) as Arc<dyn Clock>
     }
+
+    /// The simulated device runs on no machine: no host counter is known, so a simulated run's
+    /// result does not depend on the computer that ran it.
+    fn machine(&self) -> Arc<dyn crate::Machine> {
+        Arc::new(crate::NoMachine)
+    }
 }
 
 impl Drop for SimQueue {

@@ -117,7 +117,7 @@ pub(crate) struct Engine<'o> {
     /// The databases of a plan that only reads them (they are not opened as [`Database`]s).
     pub pass_specs: Vec<crate::InstanceSpec>,
     /// What a sequential pass found, once it is done (or stopped).
-    pub pass_report: Option<crate::phase::seqpass::PassReport>,
+    pub pass_report: Option<crate::assemble::PassReport>,
     scratch: Vec<u8>,
     /// Damaged pages of the read being verified (reused).
     found: Vec<(u64, verify::Finding)>,
@@ -600,7 +600,7 @@ impl<'o> Engine<'o> {
                 count: 1,
                 first_at: crate::rfc3339(self.reactor.clock().wall()),
                 message,
-                ..crate::located(Some(&h.path), Some(h.offset), in_database)
+                ..crate::assemble::located(Some(&h.path), Some(h.offset), in_database)
             });
         }
     }
@@ -964,7 +964,7 @@ fn gone_past(
             path,
             offset,
             ..
-        } if !crate::is_no_space(error) => (error.raw_os_error(), path.clone(), *offset),
+        } if !crate::assemble::is_no_space(error) => (error.raw_os_error(), path.clone(), *offset),
         mbx_io::IoError::Short { path, offset, .. } => (None, path.clone(), Some(*offset)),
         _ => return Err(e.into()),
     };
@@ -991,7 +991,7 @@ fn gone_past(
         count: 1,
         first_at: crate::rfc3339(reactor.clock().wall()),
         message,
-        ..crate::located(Some(&path), offset, in_database)
+        ..crate::assemble::located(Some(&path), offset, in_database)
     });
     Ok(())
 }

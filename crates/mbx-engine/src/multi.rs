@@ -446,7 +446,7 @@ pub fn run_plan_reactors(
     merger.flush();
     let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
     let host = std::mem::take(&mut merger.host);
-    let mut result = crate::finish(cfg, plan, parts, Some(host), merger.observer);
+    let mut result = crate::assemble::finish(cfg, plan, parts, Some(host), merger.observer);
     result.test.reactors = u32::try_from(shares.len()).unwrap_or(u32::MAX);
     Ok(result)
 }

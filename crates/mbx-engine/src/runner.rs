@@ -13,10 +13,8 @@ use mbx_config::{RunConfig, TestKind};
 use mbx_store::{CreateEvent, CreateParams, DatabaseSpec, PreparedDatabase, StoreError};
 
 use crate::plan::{Databases, Plan};
-use crate::result::{RunResult, StopReason, Stopped};
-use crate::{
-    error_entry, run_test, unmeasured_result_at, EngineError, Observer, QueueWrapper, RunEvent,
-};
+use crate::result::RunResult;
+use crate::{run_test, EngineError, Observer, QueueWrapper, RunEvent};
 
 /// What [`execute`] gives back: always a result (what was measured and why the test ended), and
 /// the error that stopped it, if one did.
@@ -77,7 +75,12 @@ pub fn tune_then_run(
 ) -> Result<RunResult, EngineError> {
     let tuned = crate::tune::tune(cfg, observer, cancel, clock, run)?;
     let Some(sessions) = tuned.tuning.sessions else {
-        return Ok(untuned_result(cfg, started, clock.wall(), tuned));
+        return Ok(crate::assemble::untuned_result(
+            cfg,
+            started,
+            clock.wall(),
+            tuned,
+        ));
     };
     let mut c = cfg.clone();
     c.threads = sessions;
@@ -107,7 +110,10 @@ fn finish(
         Ok(result) => (result, None),
         Err((e, phase)) => {
             let ended = mbx_io::RealClock.wall();
-            (stopped_result(cfg, started, ended, &e, phase), Some(e))
+            (
+                crate::assemble::stopped_result(cfg, started, ended, &e, phase),
+                Some(e),
+            )
         }
     };
     result.test.test_type = plan.kind;
@@ -306,163 +312,6 @@ pub fn tunes(cfg: &RunConfig, plan: &Plan) -> bool {
     cfg.threads == 0 && matches!(plan.kind, TestKind::Performance | TestKind::Stress)
 }
 
-/// The result of a test whose tuning found no session count to run it with (or was stopped).
-fn untuned_result(
-    cfg: &RunConfig,
-    started: SystemTime,
-    ended: SystemTime,
-    tuned: crate::tune::Tuned,
-) -> RunResult {
-    let no_count = format!(
-        "automatic tuning found no session count up to {} that meets {:.1} IOPS within every threshold: the storage cannot carry this target (the steps are in `tuning`); lower the target or give --threads to run the test anyway",
-        tuned.tuning.steps.iter().map(|s| s.sessions).max().unwrap_or(0),
-        cfg.target_iops()
-    );
-    let mut r = search_not_run(
-        cfg,
-        started,
-        ended,
-        NotRun {
-            last: tuned.last,
-            end: &tuned.tuning.end,
-            steps: &tuned.tuning.steps,
-            what: "automatic tuning",
-            record: "tuning",
-            check: "automatic_tuning",
-            found_nothing: no_count,
-        },
-    );
-    r.tuning = Some(tuned.tuning);
-    r
-}
-
-/// What [`search_not_run`] reports: how the search before the test ended and what it ran.
-pub(crate) struct NotRun<'a> {
-    /// The last step's result (its stop, its errors).
-    pub last: Option<RunResult>,
-    /// How the search ended ("interrupted", "error", or why it found nothing).
-    pub end: &'a str,
-    /// Its steps.
-    pub steps: &'a [crate::result::SearchStep],
-    /// Its name in messages ("automatic tuning").
-    pub what: &'a str,
-    /// Its key in result.json ("tuning").
-    pub record: &'a str,
-    /// The check that fails when it found nothing ("automatic_tuning").
-    pub check: &'a str,
-    /// The stop message when it found nothing.
-    pub found_nothing: String,
-}
-
-/// The result of a test that never ran because the search before it (automatic tuning, the
-/// throughput search) found nothing, was interrupted or met an error: no figures of its own (a
-/// step's figures are the step's, in the search's record, never the test's), and a stop that
-/// says why, in phase `tuning`. An error a step met stays in `errors[]` (it is the storage's).
-pub(crate) fn search_not_run(
-    cfg: &RunConfig,
-    started: SystemTime,
-    ended: SystemTime,
-    s: NotRun<'_>,
-) -> RunResult {
-    let last_stop = s.last.as_ref().map(|r| r.stopped.clone());
-    let step = s
-        .steps
-        .last()
-        .map(|st| {
-            let phase = last_stop
-                .as_ref()
-                .and_then(|l| l.phase.as_deref())
-                .map(|p| format!(", in its {p} phase"))
-                .unwrap_or_default();
-            format!(
-                " (step {}, {} session(s){phase})",
-                s.steps.len(),
-                st.sessions
-            )
-        })
-        .unwrap_or_default();
-    let not_run = format!(
-        "the test did not run, so nothing of its own was measured (the steps are in `{}`)",
-        s.record
-    );
-    let stopped = match s.end {
-        "interrupted" => Stopped::new(
-            StopReason::Interrupted,
-            format!("interrupted during {}{step}: {not_run}", s.what),
-        ),
-        "error" => {
-            let (reason, message) = last_stop
-                .map(|l| (l.reason, l.message))
-                .unwrap_or((StopReason::Error, "an error".into()));
-            let reason = if reason.ran_to_completion() || reason == StopReason::Interrupted {
-                StopReason::Error
-            } else {
-                reason
-            };
-            Stopped::new(
-                reason,
-                format!("{} stopped{step}: {message}; {not_run}", s.what),
-            )
-        }
-        _ => Stopped::new(StopReason::VerdictFailed, s.found_nothing),
-    };
-    let found_nothing = stopped.reason == StopReason::VerdictFailed;
-    let mut r = unmeasured_result_at(cfg, started, ended, stopped.in_phase("tuning"));
-    if found_nothing {
-        r.verdict
-            .set(crate::result::Check::new(s.check, 0.0, 1.0, false));
-    }
-    if let Some(last) = s.last.filter(|_| !found_nothing) {
-        r.errors = last.errors;
-        let total = r
-            .errors
-            .iter()
-            .filter(|e| e.class != "patched_page")
-            .fold(0u64, |a, e| a.saturating_add(e.count));
-        if total > 0 {
-            r.verdict.set(crate::result::Check::new(
-                "errors",
-                total as f64,
-                0.0,
-                false,
-            ));
-        }
-    }
-    r.notes.insert(
-        0,
-        format!(
-            "The test did not run: {} ended without a choice ({}); its steps' figures are in `{}`, never the test's.",
-            s.what, s.end, s.record
-        ),
-    );
-    r
-}
-
-/// The result of a test that an error stopped before the engine could produce one (`phase`:
-/// where, when known).
-fn stopped_result(
-    cfg: &RunConfig,
-    started: SystemTime,
-    ended: SystemTime,
-    e: &EngineError,
-    phase: Option<&str>,
-) -> RunResult {
-    let reason = match e {
-        EngineError::Store(StoreError::Interrupted { .. }) => StopReason::Interrupted,
-        EngineError::Io(_) | EngineError::Store(StoreError::Io(_)) => StopReason::IoError,
-        _ => StopReason::Error,
-    };
-    let mut stopped = Stopped::new(reason, e.to_string());
-    stopped.phase = phase.map(str::to_string);
-    let mut r = unmeasured_result_at(cfg, started, ended, stopped);
-    if reason == StopReason::IoError {
-        r.errors.push(error_entry(e, &[], ended));
-        r.verdict
-            .set(crate::result::Check::new("errors", 1.0, 0.0, false));
-    }
-    r
-}
-
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
@@ -474,6 +323,7 @@ fn capitalize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::StopReason;
     use mbx_io::EngineKind;
 
     struct Recorder(Vec<String>);

@@ -94,11 +94,11 @@ pub fn throughput(
                 record.steps.len()
             );
             observer.on_event(RunEvent::Log(&line));
-            let r = crate::runner::search_not_run(
+            let r = crate::assemble::search_not_run(
                 cfg,
                 started,
                 clock.wall(),
-                crate::runner::NotRun {
+                crate::assemble::NotRun {
                     last: found.last,
                     end: found.end,
                     steps: &record.steps,

@@ -600,7 +600,7 @@ impl<'o> Engine<'o> {
                 count: 1,
                 first_at: crate::rfc3339(self.reactor.clock().wall()),
                 message,
-                ..crate::assemble::located(Some(&h.path), Some(h.offset), in_database)
+                ..crate::errors::located(Some(&h.path), Some(h.offset), in_database)
             });
         }
     }
@@ -964,7 +964,7 @@ fn gone_past(
             path,
             offset,
             ..
-        } if !crate::assemble::is_no_space(error) => (error.raw_os_error(), path.clone(), *offset),
+        } if !crate::errors::is_no_space(error) => (error.raw_os_error(), path.clone(), *offset),
         mbx_io::IoError::Short { path, offset, .. } => (None, path.clone(), Some(*offset)),
         _ => return Err(e.into()),
     };
@@ -991,7 +991,7 @@ fn gone_past(
         count: 1,
         first_at: crate::rfc3339(reactor.clock().wall()),
         message,
-        ..crate::assemble::located(Some(&path), offset, in_database)
+        ..crate::errors::located(Some(&path), offset, in_database)
     });
     Ok(())
 }

@@ -420,7 +420,7 @@ pub fn run_plan_reactors(
                 let _guard = HaltOnPanic(stop.clone());
                 let mut fwd = Forward { r: sh.index, tx };
                 let part = queue_for(sh.index, depth).and_then(|q| {
-                    crate::run_part(cfg, plan, group, sh, q, &mut fwd, cancel, Some(link))
+                    crate::run::run_part(cfg, plan, group, sh, q, &mut fwd, cancel, Some(link))
                 });
                 if part.as_ref().map_or(true, |p| p.outcome.is_err()) {
                     stop.halt();

@@ -10,6 +10,7 @@ use mbx_store::StoreError;
 use mbx_io::Clock;
 
 use super::{hostname, kernel_release, verdict};
+use crate::errors::{is_no_space, located};
 use crate::result::*;
 use crate::{rfc3339, EngineError, Phase};
 
@@ -47,13 +48,6 @@ pub(crate) fn stop_with_error(
     result.errors.push(entry);
     // Every error fails the test, the one that stopped it too.
     verdict::errors_met(result);
-}
-
-/// True if an I/O error is the file system running out of space.
-pub fn is_no_space(e: &std::io::Error) -> bool {
-    // ENOSPC on Unix; ERROR_HANDLE_DISK_FULL and ERROR_DISK_FULL on Windows.
-    let codes: &[i32] = if cfg!(windows) { &[39, 112] } else { &[28] };
-    e.raw_os_error().is_some_and(|c| codes.contains(&c))
 }
 
 /// Describes an error that stopped a test as a result entry (class, path, offset, instance).
@@ -106,20 +100,6 @@ pub fn error_entry(
         first_at: rfc3339(at),
         message: e.to_string(),
         ..located(path.as_deref(), offset, in_database)
-    }
-}
-
-/// An `errors[]` entry with only its place filled in: the path, its volume, the offset and, in a
-/// database file (not a log file), the page number there.
-pub(crate) fn located(path: Option<&Path>, offset: Option<u64>, in_database: bool) -> ErrorEntry {
-    ErrorEntry {
-        path: path.map(|p| p.display().to_string()),
-        volume: path.and_then(mbx_io::platform::volume_of),
-        offset,
-        page: offset
-            .filter(|_| in_database)
-            .map(|o| o / mbx_store::page::PAGE_SIZE as u64),
-        ..ErrorEntry::default()
     }
 }
 

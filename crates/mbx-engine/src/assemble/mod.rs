@@ -21,10 +21,9 @@ use crate::{
     human_duration, rfc3339, sampling, workload, EngineError, Observer, Phase, RunEvent, RunTimes,
 };
 
-pub use errors::{error_entry, is_no_space, unmeasured_result};
+pub use errors::{error_entry, unmeasured_result};
 pub(crate) use errors::{
-    located, search_not_run, stop_with_error, stopped_result, unmeasured_result_at, untuned_result,
-    NotRun,
+    search_not_run, stop_with_error, stopped_result, unmeasured_result_at, untuned_result, NotRun,
 };
 pub(crate) use passes::{add_final_pass, read_pass, soft_recovery, PassReport};
 
@@ -671,7 +670,7 @@ fn integrity_errors(dbs: &[Database], at: &str) -> Vec<ErrorEntry> {
                     count: more,
                     first_at: at.to_string(),
                     message: format!("{more} {class} pages in {}", path.display()),
-                    ..located(Some(path), None, true)
+                    ..crate::errors::located(Some(path), None, true)
                 });
             }
         }

@@ -234,7 +234,7 @@ impl Target {
                 count: 1,
                 first_at: at.to_string(),
                 message: format!("{path}: {place} {what}{detail}"),
-                ..crate::assemble::located(Some(&self.path), Some(offset), page.is_some())
+                ..crate::errors::located(Some(&self.path), Some(offset), page.is_some())
             });
         } else {
             let e = self.more.entry(class).or_insert((0, page, offset, what));
@@ -602,7 +602,7 @@ impl SeqPass {
                             "{}: {count} more pages beyond the {LISTED_PER_FILE} listed {what}",
                             t.path.display()
                         ),
-                        ..crate::assemble::located(Some(&t.path), Some(*offset), page.is_some())
+                        ..crate::errors::located(Some(&t.path), Some(*offset), page.is_some())
                     });
                 }
                 match t.kind {
@@ -655,7 +655,7 @@ impl SeqPass {
                         count: 1,
                         first_at: at.clone(),
                         message: format!("{}: {}", path.display(), p.describe(spec.database_id)),
-                        ..crate::assemble::located(Some(&path), p.offset(), false)
+                        ..crate::errors::located(Some(&path), p.offset(), false)
                     });
                 }
             }

@@ -41,10 +41,12 @@ use mbx_store::StoreError;
 pub use assemble::{error_entry, unmeasured_result};
 pub use db::{InstanceSpec, LogStart};
 pub use errors::is_no_space;
-pub use multi::{reactors_for, run_plan_reactors, QueueFactory};
-pub use phase::wait_start::StartGate;
-pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec};
-pub use run::{log_start, queue_depth, queue_depth_for, run_performance, run_plan, run_test};
+pub use multi::reactors_for;
+pub use plan::{Databases, PassPurpose, PhaseSpec, Plan, SeqPassSpec, StabilizeSpec, StartGate};
+pub use run::{
+    log_start, queue_depth, queue_depth_for, run_performance, run_plan, run_plan_reactors,
+    run_test, QueueFactory,
+};
 pub use runner::{execute, execute_find_max, execute_throughput, tune_then_run, tunes, Executed};
 
 /// When things happened.

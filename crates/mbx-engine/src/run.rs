@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use mbx_config::{Pacing, RunConfig};
@@ -14,11 +15,12 @@ use crate::assemble;
 use crate::db::{self, Database, DbParams, InstanceSpec, LogStart};
 use crate::exec::{Engine, Settings};
 use crate::model;
-use crate::multi::{self, run_plan_reactors};
+use crate::multi::{self, Forward, Gate, HaltOnPanic, Link, Merger, Share};
 use crate::phase;
 use crate::plan::Plan;
 use crate::reactor::Reactor;
 use crate::result::*;
+use crate::sampling::HostSeries;
 use crate::stats::{self};
 use crate::workload::open::OpenLoop;
 use crate::workload::pacing::{Pacer, PacerConfig};
@@ -426,7 +428,7 @@ pub(crate) fn run_part(
         );
         engine.log(&line, false);
     }
-    let outcome = engine.execute(plan, cancel);
+    let outcome = crate::phase::execute(&mut engine, plan, cancel);
     engine.journal_lines();
     // Retired log files are deleted in the background: a failure there is the test's too.
     let outcome = outcome.and_then(|()| Ok(engine.reactor.wait_removals()?));
@@ -528,4 +530,116 @@ fn cache_frames(cfg: &RunConfig, data_pages: u64) -> Result<usize, EngineError> 
     Ok(usize::try_from(max_bytes / page)
         .map_err(|_| EngineError::Invalid("database cache too large".into()))?
         .max(1))
+}
+
+/// Creates the I/O queue of a reactor, given the reactor's number and the queue depth it needs.
+/// It is called on the reactor's thread (an io_uring ring takes submissions only from the
+/// thread that set it up).
+pub type QueueFactory<'a> =
+    dyn Fn(usize, usize) -> Result<Box<dyn IoQueue>, EngineError> + Sync + 'a;
+
+/// Runs `plan` on `reactors` reactors, each on its own thread with its own queue from
+/// `queue_for`, the databases `specs` partitioned among them ([`Share::split`]); one reactor
+/// (or a plan [`reactors_for`] keeps on one) is exactly [`crate::run_plan`]. Events reach
+/// `observer` on this thread; the result covers every database.
+pub fn run_plan_reactors(
+    cfg: &RunConfig,
+    plan: &Plan,
+    specs: Vec<InstanceSpec>,
+    reactors: usize,
+    queue_for: &QueueFactory<'_>,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+) -> Result<RunResult, EngineError> {
+    let n = specs.len();
+    let single = plan.reads_only()
+        || plan.final_pass().is_some()
+        || plan.log_files_to_replay().is_some()
+        || reactors.min(n) <= 1;
+    if single {
+        let q = queue_for(0, queue_depth(cfg, n))?;
+        let mut result = run_plan(cfg, plan, specs, q, observer, cancel)?;
+        result.test.reactors = 1;
+        return Ok(result);
+    }
+    let shares = Share::split(cfg, n, reactors);
+    let mut depths = Vec::with_capacity(shares.len());
+    let mut groups = Vec::with_capacity(shares.len());
+    let mut specs = specs.into_iter();
+    for sh in &shares {
+        let k = if sh.index + 1 < shares.len() {
+            shares[sh.index + 1].first_db - sh.first_db
+        } else {
+            n - sh.first_db
+        };
+        groups.push(specs.by_ref().take(k).collect::<Vec<_>>());
+        depths.push(queue_depth_for(cfg, sh.sessions, k));
+    }
+    let gate = Arc::new(Gate::new(shares.len()));
+    let line = format!(
+        "Running on {} reactors (threads), the databases partitioned among them: {}.",
+        shares.len(),
+        shares
+            .iter()
+            .zip(&groups)
+            .map(|(s, g)| format!(
+                "reactor {}: {} database(s), {} session(s), {:.0} IOPS target",
+                s.index + 1,
+                g.len(),
+                s.sessions,
+                s.target_iops
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    observer.on_event(RunEvent::Log(&line));
+    let (tx, rx) = mpsc::channel();
+    let mut merger = Merger {
+        n: shares.len(),
+        observer,
+        progress: vec![None; shares.len()],
+        samples: (0..shares.len()).map(|_| Default::default()).collect(),
+        host: HostSeries::default(),
+    };
+    let parts = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for ((sh, group), depth) in shares.iter().zip(groups).zip(depths) {
+            let tx = tx.clone();
+            let link = Link {
+                gate: Arc::clone(&gate),
+                me: sh.index,
+            };
+            let stop = link.clone();
+            handles.push(scope.spawn(move || {
+                let _guard = HaltOnPanic(stop.clone());
+                let mut fwd = Forward { r: sh.index, tx };
+                let part = queue_for(sh.index, depth)
+                    .and_then(|q| run_part(cfg, plan, group, sh, q, &mut fwd, cancel, Some(link)));
+                if part.as_ref().map_or(true, |p| p.outcome.is_err()) {
+                    stop.halt();
+                }
+                part
+            }));
+        }
+        drop(tx);
+        for (r, m) in rx {
+            merger.on(r, m);
+        }
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(EngineError::Invalid(
+                        "internal: a reactor thread panicked".into(),
+                    ))
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    merger.flush();
+    let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let host = std::mem::take(&mut merger.host);
+    let mut result = crate::assemble::finish(cfg, plan, parts, Some(host), merger.observer);
+    result.test.reactors = u32::try_from(shares.len()).unwrap_or(u32::MAX);
+    Ok(result)
 }

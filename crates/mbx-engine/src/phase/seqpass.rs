@@ -994,7 +994,7 @@ pub(crate) fn run_reads(
     let work = Workload::new(0, cfg.seed, cfg.op_mix.clone(), 1, pacer, None);
     let mut engine = crate::exec::Engine::new(settings, reactor, Vec::new(), work, observer);
     engine.pass_specs = specs;
-    let outcome = engine.execute(plan, cancel);
+    let outcome = crate::phase::execute(&mut engine, plan, cancel);
     let end = engine.reactor.now();
     let marks = engine.marks;
     let times = RunTimes {

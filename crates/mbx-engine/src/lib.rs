@@ -47,7 +47,10 @@ pub use run::{
     log_start, queue_depth, queue_depth_for, run_performance, run_plan, run_plan_reactors,
     run_test, QueueFactory,
 };
-pub use runner::{execute, execute_find_max, execute_throughput, tune_then_run, tunes, Executed};
+pub use runner::{
+    execute, execute_find_max, execute_throughput, start, tune_then_run, tunes, Executed,
+    RunRequest, Storage,
+};
 
 /// When things happened.
 #[derive(Debug, Clone, Copy)]

@@ -1,7 +1,8 @@
 //! A test from start to end, as the CLI asks for it: the plan's databases made ready, the plan
 //! executed on them, and whatever happened, an error included, turned into a result. The caller
 //! resolves the configuration, builds the plan, renders the events and exports the result; it
-//! does not orchestrate.
+//! does not orchestrate. [`start`] is the one way in; [`execute`] and [`execute_throughput`]
+//! are thin wrappers over it kept for the binary until it calls [`start`].
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
@@ -26,11 +27,147 @@ pub struct Executed {
     pub error: Option<EngineError>,
 }
 
-/// Runs `plan` on the databases `specs` describe: prepares them as the plan says (creation
-/// progress arrives as [`RunEvent::Prepare`]), executes the plan ([`run_test`]) and, when
-/// anything fails on the way, still returns a result that says why. Test-log lines frame it as
-/// Jetstress's do: "Preparing for testing ...", one line per database, "Preparations for testing
-/// are complete.", and a last line with how the test ended.
+/// The databases a test runs on.
+pub enum Storage<'a> {
+    /// Database files, made ready as the plan says ([`Databases`]: created or resumed, or
+    /// attached), creation progress arriving as [`RunEvent::Prepare`]; opened on the
+    /// configuration's I/O backend, its queue `wrap`ped (tests inject faults with it).
+    Files {
+        /// The database files and their log folders.
+        specs: &'a [DatabaseSpec],
+        /// How missing databases are created.
+        create: &'a CreateParams,
+        /// Wraps the run's I/O queue.
+        wrap: Option<&'a QueueWrapper>,
+    },
+    /// Instances on a queue of the caller's (a real backend, or the simulated device and its
+    /// clock): one reactor, the databases already there ([`crate::run_plan`]).
+    Queue {
+        /// The instances.
+        specs: Vec<crate::InstanceSpec>,
+        /// The queue every instance's I/O goes through.
+        queue: Box<dyn mbx_io::IoQueue>,
+    },
+}
+
+/// A test to run: its configuration, its plan and its databases.
+pub struct RunRequest<'a> {
+    /// The configuration (the test's figures, thresholds, sessions).
+    pub cfg: &'a RunConfig,
+    /// The plan (the test type's phases).
+    pub plan: &'a Plan,
+    /// Where it runs.
+    pub storage: Storage<'a>,
+    /// The disk subsystem throughput test (`sizing = "capacity"`, [`Storage::Files`] only): the
+    /// search for the maximum transactional IOPS, then the plan's test type held at
+    /// `throughput_pct` of it; the result carries `throughput` whatever happened.
+    pub throughput: Option<(crate::findmax::FindMaxSpec, crate::throughput::Sized)>,
+}
+
+/// Runs a test from start to end: the one way to start a run from outside the engine. The
+/// databases are made ready (or taken as they are), the session count tuned first when the
+/// configuration asks for it ([`tunes`], on files), the plan executed, and whatever happened, an
+/// error included, turned into a result that says why the test ended. Test-log lines frame it
+/// as Jetstress's do: "Preparing for testing ...", one line per database, "Preparations for
+/// testing are complete.", and a last line with how the test ended. (find-max, a search rather
+/// than a test, is [`execute_find_max`].)
+pub fn start(req: RunRequest<'_>, observer: &mut dyn Observer, cancel: &AtomicBool) -> Executed {
+    let started = mbx_io::RealClock.wall();
+    let RunRequest {
+        cfg,
+        plan,
+        storage,
+        throughput,
+    } = req;
+    match (storage, throughput) {
+        (
+            Storage::Files {
+                specs,
+                create,
+                wrap,
+            },
+            None,
+        ) => {
+            let outcome = match ready_databases(plan, specs, create, observer, cancel, wrap) {
+                Err(e) => Err((e, Some("prepare"))),
+                Ok(prepared) if !tunes(cfg, plan) => {
+                    run_test(cfg, plan, &prepared, observer, cancel, wrap).map_err(|e| (e, None))
+                }
+                Ok(prepared) => tune_then_run(
+                    cfg,
+                    plan,
+                    started,
+                    observer,
+                    cancel,
+                    &mbx_io::RealClock,
+                    &mut |c, p, o| run_test(c, p, &prepared, o, cancel, wrap),
+                )
+                .map_err(|e| (e, None)),
+            };
+            finish(cfg, plan, started, outcome, observer)
+        }
+        (
+            Storage::Files {
+                specs,
+                create,
+                wrap,
+            },
+            Some((spec, sized)),
+        ) => {
+            let kind = plan.kind;
+            let plan_for = move |c: &RunConfig| match kind {
+                TestKind::Stress => Plan::stress(c),
+                _ => Plan::performance(c),
+            };
+            let (outcome, record) =
+                match ready_databases(plan, specs, create, observer, cancel, wrap) {
+                    Err(e) => (Err((e, Some("prepare"))), None),
+                    Ok(prepared) => {
+                        let run = crate::throughput::throughput(
+                            cfg,
+                            spec,
+                            sized,
+                            &plan_for,
+                            observer,
+                            cancel,
+                            &mbx_io::RealClock,
+                            &mut |c, p, o| run_test(c, p, &prepared, o, cancel, wrap),
+                        );
+                        (run.outcome.map_err(|e| (e, None)), Some(run.record))
+                    }
+                };
+            let mut executed = finish(cfg, plan, started, outcome, observer);
+            executed.result.throughput = record.or_else(|| {
+                Some(crate::result::Throughput {
+                    capacity_pct: cfg.capacity_pct,
+                    throughput_pct: cfg.throughput_pct,
+                    free_bytes: sized.free_bytes,
+                    database_bytes: sized.database_bytes,
+                    end: "error".into(),
+                    ..Default::default()
+                })
+            });
+            executed
+        }
+        (Storage::Queue { specs, queue }, throughput) => {
+            let clock = queue.clock();
+            let started = clock.wall();
+            let outcome = if throughput.is_some() {
+                Err((
+                    EngineError::Invalid(
+                        "the throughput test searches on database files, not on one queue".into(),
+                    ),
+                    None,
+                ))
+            } else {
+                crate::run_plan(cfg, plan, specs, queue, observer, cancel).map_err(|e| (e, None))
+            };
+            finish_at(cfg, plan, started, &*clock, outcome, observer)
+        }
+    }
+}
+
+/// [`start`] on database files. Kept for the binary's callers until they call [`start`].
 pub fn execute(
     cfg: &RunConfig,
     plan: &Plan,
@@ -40,24 +177,18 @@ pub fn execute(
     cancel: &AtomicBool,
     wrap: Option<&QueueWrapper>,
 ) -> Executed {
-    let started = mbx_io::RealClock.wall();
-    let outcome = match ready_databases(plan, specs, create, observer, cancel, wrap) {
-        Err(e) => Err((e, Some("prepare"))),
-        Ok(prepared) if !tunes(cfg, plan) => {
-            run_test(cfg, plan, &prepared, observer, cancel, wrap).map_err(|e| (e, None))
-        }
-        Ok(prepared) => tune_then_run(
-            cfg,
-            plan,
-            started,
-            observer,
-            cancel,
-            &mbx_io::RealClock,
-            &mut |c, p, o| run_test(c, p, &prepared, o, cancel, wrap),
-        )
-        .map_err(|e| (e, None)),
+    let storage = Storage::Files {
+        specs,
+        create,
+        wrap,
     };
-    finish(cfg, plan, started, outcome, observer)
+    let req = RunRequest {
+        cfg,
+        plan,
+        storage,
+        throughput: None,
+    };
+    start(req, observer, cancel)
 }
 
 /// Automatic tuning ([`crate::tune::tune`]), then `plan` with the session count it chose. `run`
@@ -106,10 +237,22 @@ fn finish(
     outcome: Result<RunResult, (EngineError, Option<&str>)>,
     observer: &mut dyn Observer,
 ) -> Executed {
+    finish_at(cfg, plan, started, &mbx_io::RealClock, outcome, observer)
+}
+
+/// [`finish`] of a test whose time is `clock`'s.
+fn finish_at(
+    cfg: &RunConfig,
+    plan: &Plan,
+    started: SystemTime,
+    clock: &dyn Clock,
+    outcome: Result<RunResult, (EngineError, Option<&str>)>,
+    observer: &mut dyn Observer,
+) -> Executed {
     let (mut result, error) = match outcome {
         Ok(result) => (result, None),
         Err((e, phase)) => {
-            let ended = mbx_io::RealClock.wall();
+            let ended = clock.wall();
             (
                 crate::assemble::stopped_result(cfg, started, ended, &e, phase),
                 Some(e),
@@ -254,11 +397,8 @@ pub fn execute_find_max(
     )
 }
 
-/// The disk subsystem throughput test from start to end (`sizing = "capacity"`): the
-/// databases made ready as `plan` says (already sized by the caller: `create.data_pages`), the
-/// search for the maximum transactional IOPS on them, then `plan`'s test type held at
-/// `throughput_pct` of it ([`crate::throughput::throughput`]); the result carries `throughput`
-/// whatever happened.
+/// [`start`] of the disk subsystem throughput test on database files. Kept for the binary's
+/// callers until they call [`start`].
 #[allow(clippy::too_many_arguments)]
 pub fn execute_throughput(
     cfg: &RunConfig,
@@ -270,40 +410,18 @@ pub fn execute_throughput(
     observer: &mut dyn Observer,
     cancel: &AtomicBool,
 ) -> Executed {
-    let started = mbx_io::RealClock.wall();
-    let kind = plan.kind;
-    let plan_for = move |c: &RunConfig| match kind {
-        TestKind::Stress => Plan::stress(c),
-        _ => Plan::performance(c),
+    let storage = Storage::Files {
+        specs,
+        create,
+        wrap: None,
     };
-    let (outcome, record) = match ready_databases(plan, specs, create, observer, cancel, None) {
-        Err(e) => (Err((e, Some("prepare"))), None),
-        Ok(prepared) => {
-            let run = crate::throughput::throughput(
-                cfg,
-                spec,
-                sized,
-                &plan_for,
-                observer,
-                cancel,
-                &mbx_io::RealClock,
-                &mut |c, p, o| run_test(c, p, &prepared, o, cancel, None),
-            );
-            (run.outcome.map_err(|e| (e, None)), Some(run.record))
-        }
+    let req = RunRequest {
+        cfg,
+        plan,
+        storage,
+        throughput: Some((spec, sized)),
     };
-    let mut executed = finish(cfg, plan, started, outcome, observer);
-    executed.result.throughput = record.or_else(|| {
-        Some(crate::result::Throughput {
-            capacity_pct: cfg.capacity_pct,
-            throughput_pct: cfg.throughput_pct,
-            free_bytes: sized.free_bytes,
-            database_bytes: sized.database_bytes,
-            end: "error".into(),
-            ..Default::default()
-        })
-    });
-    executed
+    start(req, observer, cancel)
 }
 
 /// Whether `plan` tunes its session count first: a Performance or Stress test without a thread

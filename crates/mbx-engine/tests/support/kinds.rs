@@ -9,7 +9,7 @@ use mbx_config::{RunConfig, Sizing};
 use mbx_engine::findmax::FindMaxSpec;
 use mbx_engine::result::RunResult;
 use mbx_engine::throughput::{throughput, Sized};
-use mbx_engine::{run_plan, InstanceSpec, Observer, Plan, RunEvent};
+use mbx_engine::{InstanceSpec, Observer, Plan, RunEvent, RunRequest, Storage};
 use mbx_io::sim::{Latency, LatencyModel, SimClock, SimDevice, SimQueue};
 use mbx_io::FaultRule;
 use mbx_store::header::{DbHeader, DbState, FORMAT_VERSION, HEADER_PAGES};
@@ -94,22 +94,29 @@ pub fn plan(kind: &str, cfg: &RunConfig) -> Plan {
 }
 
 /// Runs test type `kind` with `cfg` on a fresh simulated device and clock with `seed`, the
-/// device failing as `faults` say.
+/// device failing as `faults` say, through the engine's one entry point ([`mbx_engine::start`]).
 pub fn run(kind: &str, cfg: &RunConfig, seed: u64, faults: Vec<FaultRule>) -> RunResult {
     let dev = SimDevice::new();
     let spec = database(&dev);
     let clock = Arc::new(SimClock::new());
     let depth = mbx_engine::queue_depth(cfg, 1);
-    let queue = SimQueue::new(dev, clock, depth, LatencyModel::typical(), seed).with_faults(faults);
-    run_plan(
+    let queue =
+        SimQueue::new(dev, clock, depth, LatencyModel::typical(), seed).with_faults(faults);
+    let plan = plan(kind, cfg);
+    let req = RunRequest {
         cfg,
-        &plan(kind, cfg),
-        vec![spec],
-        Box::new(queue),
-        &mut Quiet,
-        &AtomicBool::new(false),
-    )
-    .unwrap_or_else(|e| panic!("{kind}: {e}"))
+        plan: &plan,
+        storage: Storage::Queue {
+            specs: vec![spec],
+            queue: Box::new(queue),
+        },
+        throughput: None,
+    };
+    let out = mbx_engine::start(req, &mut Quiet, &AtomicBool::new(false));
+    if let Some(e) = out.error {
+        panic!("{kind}: {e}");
+    }
+    out.result
 }
 
 /// The throughput test (search, then the held test) on a device of 400 transactional IOPS;

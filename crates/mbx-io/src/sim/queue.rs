@@ -107,11 +107,6 @@ impl SimQueue {
         &self.device
     }
 
-    /// The clock.
-    pub fn sim_clock(&self) -> &Arc<SimClock> {
-        &self.clock
-    }
-
     fn handle(&self, index: usize) -> Option<&Handle> {
         self.handles.get(index).and_then(Option::as_ref)
     }

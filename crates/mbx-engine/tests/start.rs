@@ -61,14 +61,19 @@ fn a_test_whose_databases_are_missing_still_ends_with_a_result_that_says_why() {
         &mut lines,
         &AtomicBool::new(false),
     );
-    let e = out.error.unwrap_or_else(|| panic!("no error: {:?} {:?}", out.result.stopped, lines.0));
+    let e = out
+        .error
+        .unwrap_or_else(|| panic!("no error: {:?} {:?}", out.result.stopped, lines.0));
     assert!(e.to_string().contains("no database at"), "{e}");
     assert_eq!(out.result.stopped.reason, StopReason::Error);
     assert_eq!(out.result.stopped.phase.as_deref(), Some("prepare"));
     assert_eq!(out.result.test.test_type, mbx_config::TestKind::Checksum);
     assert!(!out.result.verdict.pass());
     assert!(
-        lines.0.last().is_some_and(|l| l.starts_with("Test error: ")),
+        lines
+            .0
+            .last()
+            .is_some_and(|l| l.starts_with("Test error: ")),
         "{:?}",
         lines.0
     );

@@ -100,8 +100,7 @@ pub fn run(kind: &str, cfg: &RunConfig, seed: u64, faults: Vec<FaultRule>) -> Ru
     let spec = database(&dev);
     let clock = Arc::new(SimClock::new());
     let depth = mbx_engine::queue_depth(cfg, 1);
-    let queue =
-        SimQueue::new(dev, clock, depth, LatencyModel::typical(), seed).with_faults(faults);
+    let queue = SimQueue::new(dev, clock, depth, LatencyModel::typical(), seed).with_faults(faults);
     let plan = plan(kind, cfg);
     let req = RunRequest {
         cfg,

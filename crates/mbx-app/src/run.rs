@@ -234,7 +234,7 @@ pub fn create_params(
         quota_mb: p.mailbox_quota_mb,
         databases: p.databases,
         compressibility_pct: cfg.compressibility_pct,
-        engine: cfg.engine,
+        engine: mbx_engine::engine_kind(cfg.engine),
         direct: cfg.direct,
         force,
         allow_device,

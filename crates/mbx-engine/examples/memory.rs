@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
     }
     let q = open_queue(
-        cfg.engine,
+        mbx_engine::engine_kind(cfg.engine),
         Files::new(Vec::new()),
         mbx_engine::queue_depth(&cfg, specs.len()),
     )?;

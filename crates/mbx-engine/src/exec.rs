@@ -9,16 +9,64 @@ use std::time::{Duration, Instant};
 use mbx_io::IoCompletion;
 
 use crate::db::{verify, Database};
-use crate::phase::{Flow, Mode, PhaseRun};
-use crate::plan::Plan;
 use crate::reactor::{Owner, Reactor};
 use crate::sampling::{HostSeries, Sampler};
 use crate::stats::Stream;
 use crate::workload::session::Workload;
-use crate::{EngineError, Observer, Phase, Progress, RunEvent};
+use crate::{EngineError, Observer, PassBytes, Phase, Progress, RunEvent};
 
 /// How often a reactor done with a phase looks whether the others are done too.
-const GATE_POLL: Duration = Duration::from_millis(10);
+pub(crate) const GATE_POLL: Duration = Duration::from_millis(10);
+
+/// Whether a phase continues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Keep going.
+    Continue,
+    /// The phase is over.
+    Done,
+}
+
+/// How sessions start transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// As fast as they can (cache warm-up).
+    Unpaced,
+    /// At the pacer's rate.
+    Paced,
+    /// No new transactions; background work drains.
+    Stopping,
+    /// Nothing: no transaction starts, no page is flushed, no log is written, no checkpoint is
+    /// taken (a stop without a clean shutdown, and recovery after it). Only what a phase
+    /// submits itself runs.
+    Halted,
+}
+
+/// One phase of a plan.
+pub(crate) trait PhaseRun {
+    /// Which phase this is (for events and progress).
+    fn kind(&self) -> Phase;
+    /// Its planned length, when known (for progress and ETA).
+    fn planned(&self) -> Option<Duration> {
+        None
+    }
+    /// Called once when the phase begins.
+    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError>;
+    /// Called every loop turn.
+    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError>;
+    /// The user interrupted the test during this phase. `Done` ends it (the executor then runs
+    /// the plan's closing phase); `Continue` keeps it running.
+    fn interrupt(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError>;
+    /// Its own next timer, if any.
+    fn wake_at(&self) -> Option<Instant> {
+        None
+    }
+    /// Bytes done and planned, for a phase that moves a known amount of data (a sequential
+    /// pass): progress and ETA come from them.
+    fn pass_bytes(&self) -> Option<PassBytes> {
+        None
+    }
+}
 
 /// A completed sequential-pass read, kept for the pass phase to verify on its next tick (the
 /// completion's own buffer goes back to the pool when routing ends).
@@ -117,7 +165,7 @@ pub(crate) struct Engine<'o> {
     /// The databases of a plan that only reads them (they are not opened as [`Database`]s).
     pub pass_specs: Vec<crate::InstanceSpec>,
     /// What a sequential pass found, once it is done (or stopped).
-    pub pass_report: Option<crate::phase::seqpass::PassReport>,
+    pub pass_report: Option<crate::assemble::PassReport>,
     scratch: Vec<u8>,
     /// Damaged pages of the read being verified (reused).
     found: Vec<(u64, verify::Finding)>,
@@ -295,14 +343,14 @@ impl<'o> Engine<'o> {
     }
 
     /// True when the user asked to stop, or (with several reactors) another reactor stopped.
-    fn stop_asked(&self, cancel: &AtomicBool) -> bool {
+    pub(crate) fn stop_asked(&self, cancel: &AtomicBool) -> bool {
         cancel.load(Ordering::Relaxed) || self.gate.as_ref().is_some_and(|g| g.stopped())
     }
 
     /// Records why the test stops early: the user's stop (and the phase it came in), or another
     /// reactor's (an error there: not an interruption). The user's stop is set before any
     /// reactor halts the others for it, so it is seen first.
-    fn mark_stop(&mut self, cancel: &AtomicBool) {
+    pub(crate) fn mark_stop(&mut self, cancel: &AtomicBool) {
         if cancel.load(Ordering::Relaxed) {
             self.marks.interrupted = true;
             self.marks.interrupted_in = Some(self.phase);
@@ -321,75 +369,9 @@ impl<'o> Engine<'o> {
         }
     }
 
-    /// Runs the plan. Returns when the last phase is done (or an error stopped the test). With
-    /// several reactors, each enters a phase only when all do, and a phase ends only when it is
-    /// done on all (this one keeps working meanwhile); an interruption or an error of any stops
-    /// them all ([`crate::multi`]).
-    pub fn execute(&mut self, plan: &Plan, cancel: &AtomicBool) -> Result<(), EngineError> {
-        let outcome = self.execute_phases(plan, cancel);
-        if let (Err(_), Some(g)) = (&outcome, &self.gate) {
-            g.halt();
-        }
-        outcome
-    }
-
-    fn execute_phases(&mut self, plan: &Plan, cancel: &AtomicBool) -> Result<(), EngineError> {
-        let mut idx = 0;
-        while let Some(spec) = plan.phases.get(idx) {
-            let mut phase = spec.build(self);
-            if let Some(g) = &self.gate {
-                g.enter(idx);
-            }
-            let now = self.reactor.now();
-            self.phase = phase.kind();
-            self.phase_start = now;
-            self.observer.on_event(RunEvent::Phase(self.phase));
-            phase.enter(self, now)?;
-            loop {
-                let now = self.reactor.now();
-                if !self.marks.stopping() && self.stop_asked(cancel) {
-                    self.mark_stop(cancel);
-                    if let Some(g) = &self.gate {
-                        g.halt();
-                    }
-                    if phase.interrupt(self, now)? == Flow::Done {
-                        break;
-                    }
-                }
-                if phase.tick(self, now)? == Flow::Done {
-                    break;
-                }
-                self.turn(now, &*phase, None)?;
-            }
-            // Done here: with several reactors, keep working until the phase is done on all
-            // (the last phase needs no gate: nothing follows it).
-            if !self.marks.stopping() && idx + 1 < plan.phases.len() {
-                if let Some(g) = self.gate.clone() {
-                    g.done(idx);
-                    while !g.all_done(idx) {
-                        let now = self.reactor.now();
-                        if self.stop_asked(cancel) {
-                            self.mark_stop(cancel);
-                            g.halt();
-                            break;
-                        }
-                        self.turn(now, &*phase, Some(now + GATE_POLL))?;
-                    }
-                }
-            }
-            idx = if self.marks.stopping() {
-                // An interrupted test goes straight to the phase that must always run.
-                plan.final_phase_after(idx)
-            } else {
-                idx + 1
-            };
-        }
-        Ok(())
-    }
-
     /// One loop turn: start what is due, tick once per second, wait for the next completion
     /// or timer (or `until`, if earlier) and route what completed.
-    fn turn(
+    pub(crate) fn turn(
         &mut self,
         now: Instant,
         phase: &dyn PhaseRun,
@@ -600,7 +582,7 @@ impl<'o> Engine<'o> {
                 count: 1,
                 first_at: crate::rfc3339(self.reactor.clock().wall()),
                 message,
-                ..crate::located(Some(&h.path), Some(h.offset), in_database)
+                ..crate::errors::located(Some(&h.path), Some(h.offset), in_database)
             });
         }
     }
@@ -964,7 +946,7 @@ fn gone_past(
             path,
             offset,
             ..
-        } if !crate::is_no_space(error) => (error.raw_os_error(), path.clone(), *offset),
+        } if !crate::errors::is_no_space(error) => (error.raw_os_error(), path.clone(), *offset),
         mbx_io::IoError::Short { path, offset, .. } => (None, path.clone(), Some(*offset)),
         _ => return Err(e.into()),
     };
@@ -991,7 +973,7 @@ fn gone_past(
         count: 1,
         first_at: crate::rfc3339(reactor.clock().wall()),
         message,
-        ..crate::located(Some(&path), offset, in_database)
+        ..crate::errors::located(Some(&path), offset, in_database)
     });
     Ok(())
 }

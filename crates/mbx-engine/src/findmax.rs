@@ -341,7 +341,7 @@ pub fn find_max(
     Ok(Found {
         find_max: FindMax {
             schema: crate::result::FIND_MAX_SCHEMA.into(),
-            machine: crate::hostname(),
+            machine: crate::assemble::hostname(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
             start: crate::rfc3339(started),
             mailboxes: answer,

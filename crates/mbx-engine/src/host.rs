@@ -13,9 +13,9 @@ pub struct HostSample {
 
 static LAST_CPU: Mutex<Option<(u64, u64)>> = Mutex::new(None);
 
-/// Reads the counters; the CPU figure covers the time since the previous call.
-pub fn sample() -> HostSample {
-    let now = mbx_io::platform::system_cpu_ticks();
+/// Reads the counters of `machine`; the CPU figure covers the time since the previous call.
+pub fn sample(machine: &dyn mbx_io::Machine) -> HostSample {
+    let now = machine.cpu_ticks();
     let cpu_pct = match (LAST_CPU.lock().ok().and_then(|g| *g), now) {
         (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => (b1 - b0) as f64 / (t1 - t0) as f64 * 100.0,
         _ => 0.0,
@@ -25,7 +25,8 @@ pub fn sample() -> HostSample {
     }
     HostSample {
         cpu_pct,
-        available_mb: mbx_io::platform::available_memory_bytes()
+        available_mb: machine
+            .available_memory_bytes()
             .map(|b| b as f64 / (1 << 20) as f64)
             .unwrap_or(0.0),
     }

@@ -14,11 +14,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 
 use mbx_config::RunConfig;
-use mbx_io::IoQueue;
 
-use crate::result::{RunResult, Sample};
+use crate::result::Sample;
 use crate::sampling::HostSeries;
-use crate::{EngineError, InstanceSpec, Observer, Phase, Plan, Progress, RunEvent};
+use crate::{Observer, Phase, Plan, Progress, RunEvent};
 
 /// One reactor's share of the test.
 #[derive(Debug, Clone)]
@@ -123,7 +122,7 @@ struct GateState {
 }
 
 impl Gate {
-    fn new(n: usize) -> Gate {
+    pub(crate) fn new(n: usize) -> Gate {
         Gate {
             stop: AtomicBool::new(false),
             state: Mutex::new(GateState {
@@ -138,8 +137,8 @@ impl Gate {
 /// A reactor's place at the [`Gate`].
 #[derive(Debug, Clone)]
 pub(crate) struct Link {
-    gate: Arc<Gate>,
-    me: usize,
+    pub(crate) gate: Arc<Gate>,
+    pub(crate) me: usize,
 }
 
 impl Link {
@@ -196,7 +195,7 @@ impl Link {
 }
 
 /// An event of one reactor, owned, on its way to the caller's thread.
-enum Msg {
+pub(crate) enum Msg {
     Phase(Phase),
     Log(String),
     Progress(Progress),
@@ -204,9 +203,9 @@ enum Msg {
 }
 
 /// The observer of a reactor's thread: sends its events to the caller's.
-struct Forward {
-    r: usize,
-    tx: mpsc::Sender<(usize, Msg)>,
+pub(crate) struct Forward {
+    pub(crate) r: usize,
+    pub(crate) tx: mpsc::Sender<(usize, Msg)>,
 }
 
 impl Observer for Forward {
@@ -225,18 +224,18 @@ impl Observer for Forward {
 }
 
 /// Merges the reactors' events for the caller's observer.
-struct Merger<'o> {
-    n: usize,
-    observer: &'o mut dyn Observer,
-    progress: Vec<Option<Progress>>,
+pub(crate) struct Merger<'o> {
+    pub(crate) n: usize,
+    pub(crate) observer: &'o mut dyn Observer,
+    pub(crate) progress: Vec<Option<Progress>>,
     /// Samples received, per reactor, not yet merged (the k-th of each go together).
-    samples: Vec<std::collections::VecDeque<Sample>>,
+    pub(crate) samples: Vec<std::collections::VecDeque<Sample>>,
     /// The host series of the merged samples.
-    host: HostSeries,
+    pub(crate) host: HostSeries,
 }
 
 impl Merger<'_> {
-    fn on(&mut self, r: usize, m: Msg) {
+    pub(crate) fn on(&mut self, r: usize, m: Msg) {
         match m {
             // The reactors enter every phase together: the first one's phases are the test's.
             Msg::Phase(p) => {
@@ -292,7 +291,7 @@ impl Merger<'_> {
         self.observer.on_event(RunEvent::Sample(&merged));
     }
 
-    fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         while self.samples.iter().any(|q| !q.is_empty()) {
             self.emit_sample();
         }
@@ -338,121 +337,8 @@ pub(crate) fn merge_samples(parts: Vec<Sample>) -> Option<Sample> {
     Some(merged)
 }
 
-/// Creates the I/O queue of a reactor, given the reactor's number and the queue depth it needs.
-/// It is called on the reactor's thread (an io_uring ring takes submissions only from the
-/// thread that set it up).
-pub type QueueFactory<'a> =
-    dyn Fn(usize, usize) -> Result<Box<dyn IoQueue>, EngineError> + Sync + 'a;
-
-/// Runs `plan` on `reactors` reactors, each on its own thread with its own queue from
-/// `queue_for`, the databases `specs` partitioned among them ([`Share::split`]); one reactor
-/// (or a plan [`reactors_for`] keeps on one) is exactly [`crate::run_plan`]. Events reach
-/// `observer` on this thread; the result covers every database.
-pub fn run_plan_reactors(
-    cfg: &RunConfig,
-    plan: &Plan,
-    specs: Vec<InstanceSpec>,
-    reactors: usize,
-    queue_for: &QueueFactory<'_>,
-    observer: &mut dyn Observer,
-    cancel: &AtomicBool,
-) -> Result<RunResult, EngineError> {
-    let n = specs.len();
-    let single = plan.reads_only()
-        || plan.final_pass().is_some()
-        || plan.log_files_to_replay().is_some()
-        || reactors.min(n) <= 1;
-    if single {
-        let q = queue_for(0, crate::queue_depth(cfg, n))?;
-        let mut result = crate::run_plan(cfg, plan, specs, q, observer, cancel)?;
-        result.test.reactors = 1;
-        return Ok(result);
-    }
-    let shares = Share::split(cfg, n, reactors);
-    let mut depths = Vec::with_capacity(shares.len());
-    let mut groups = Vec::with_capacity(shares.len());
-    let mut specs = specs.into_iter();
-    for sh in &shares {
-        let k = if sh.index + 1 < shares.len() {
-            shares[sh.index + 1].first_db - sh.first_db
-        } else {
-            n - sh.first_db
-        };
-        groups.push(specs.by_ref().take(k).collect::<Vec<_>>());
-        depths.push(crate::queue_depth_for(cfg, sh.sessions, k));
-    }
-    let gate = Arc::new(Gate::new(shares.len()));
-    let line = format!(
-        "Running on {} reactors (threads), the databases partitioned among them: {}.",
-        shares.len(),
-        shares
-            .iter()
-            .zip(&groups)
-            .map(|(s, g)| format!(
-                "reactor {}: {} database(s), {} session(s), {:.0} IOPS target",
-                s.index + 1,
-                g.len(),
-                s.sessions,
-                s.target_iops
-            ))
-            .collect::<Vec<_>>()
-            .join("; ")
-    );
-    observer.on_event(RunEvent::Log(&line));
-    let (tx, rx) = mpsc::channel();
-    let mut merger = Merger {
-        n: shares.len(),
-        observer,
-        progress: vec![None; shares.len()],
-        samples: (0..shares.len()).map(|_| Default::default()).collect(),
-        host: HostSeries::default(),
-    };
-    let parts = std::thread::scope(|scope| {
-        let mut handles = Vec::new();
-        for ((sh, group), depth) in shares.iter().zip(groups).zip(depths) {
-            let tx = tx.clone();
-            let link = Link {
-                gate: Arc::clone(&gate),
-                me: sh.index,
-            };
-            let stop = link.clone();
-            handles.push(scope.spawn(move || {
-                let _guard = HaltOnPanic(stop.clone());
-                let mut fwd = Forward { r: sh.index, tx };
-                let part = queue_for(sh.index, depth).and_then(|q| {
-                    crate::run_part(cfg, plan, group, sh, q, &mut fwd, cancel, Some(link))
-                });
-                if part.as_ref().map_or(true, |p| p.outcome.is_err()) {
-                    stop.halt();
-                }
-                part
-            }));
-        }
-        drop(tx);
-        for (r, m) in rx {
-            merger.on(r, m);
-        }
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(EngineError::Invalid(
-                        "internal: a reactor thread panicked".into(),
-                    ))
-                })
-            })
-            .collect::<Vec<_>>()
-    });
-    merger.flush();
-    let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let host = std::mem::take(&mut merger.host);
-    let mut result = crate::finish(cfg, plan, parts, Some(host), merger.observer);
-    result.test.reactors = u32::try_from(shares.len()).unwrap_or(u32::MAX);
-    Ok(result)
-}
-
 /// Stops the other reactors when this one's thread panics (they would wait for it at the gate).
-struct HaltOnPanic(Link);
+pub(crate) struct HaltOnPanic(pub(crate) Link);
 
 impl Drop for HaltOnPanic {
     fn drop(&mut self) {

@@ -5,13 +5,9 @@ use std::time::Duration;
 
 use mbx_config::{RunConfig, TestKind};
 
-use crate::exec::Engine;
-use crate::phase::seqpass::SeqPass;
-use crate::phase::stabilize::Stabilize;
-use crate::phase::wait_start::{StartGate, WaitStart};
-use crate::phase::PhaseRun;
-use crate::phase::{attain::Attain, measure::Measure, settle::Settle, shutdown::Shutdown};
-use crate::phase::{generate::GenerateLogs, replay::Replay, stop_dirty::StopDirty};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One phase of a plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,22 +109,6 @@ impl SeqPassSpec {
 }
 
 impl PhaseSpec {
-    pub(crate) fn build(&self, e: &Engine<'_>) -> Box<dyn PhaseRun> {
-        let now = e.reactor.now();
-        match self {
-            PhaseSpec::Attain => Box::new(Attain::new(now)),
-            PhaseSpec::Settle(d) => Box::new(Settle::new(*d)),
-            PhaseSpec::Stabilize(s) => Box::new(Stabilize::new(*s)),
-            PhaseSpec::WaitStart(g) => Box::new(WaitStart::new(std::sync::Arc::clone(&g.0))),
-            PhaseSpec::Measure(d) => Box::new(Measure::new(*d)),
-            PhaseSpec::Shutdown => Box::new(Shutdown::default()),
-            PhaseSpec::SeqPass(spec) => Box::new(SeqPass::new(*spec)),
-            PhaseSpec::GenerateLogs { files_per_db } => Box::new(GenerateLogs::new(*files_per_db)),
-            PhaseSpec::StopDirty => Box::new(StopDirty),
-            PhaseSpec::Replay => Box::new(Replay::default()),
-        }
-    }
-
     /// Runs even when the test was interrupted (it leaves the databases consistent).
     pub fn always_runs(&self) -> bool {
         matches!(
@@ -318,5 +298,48 @@ impl Plan {
             .find(|(_, p)| p.always_runs())
             .map(|(i, _)| i)
             .unwrap_or(self.phases.len())
+    }
+}
+
+/// A start time shared between whoever decides it (the CLI, reading the coordinator's
+/// `start <unix seconds>` line) and the reactors waiting in [`PhaseSpec::WaitStart`]
+/// (crate::PhaseSpec). Unset until [`StartGate::open_at`] is called.
+#[derive(Debug, Default)]
+pub struct StartGate {
+    /// Nanoseconds since the Unix epoch; 0 while unset.
+    at_unix_ns: AtomicU64,
+}
+
+impl StartGate {
+    /// An unopened gate.
+    pub fn new() -> Arc<StartGate> {
+        Arc::new(StartGate::default())
+    }
+
+    /// Opens the gate at wall time `unix_s` (seconds since the Unix epoch, with fractions).
+    /// Returns false, leaving the gate as it was, for a time that is not finite and positive or
+    /// lies beyond the year 2500.
+    pub fn open_at(&self, unix_s: f64) -> bool {
+        if !unix_s.is_finite() || unix_s <= 0.0 || unix_s > 16_725_225_600.0 {
+            return false;
+        }
+        // In range by the check above: at most 1.7e19 ns < u64::MAX.
+        let ns = (unix_s * 1e9) as u64;
+        self.at_unix_ns.store(ns.max(1), Ordering::SeqCst);
+        true
+    }
+
+    /// The wall time the gate opens at, once set.
+    pub fn opens_at(&self) -> Option<SystemTime> {
+        match self.at_unix_ns.load(Ordering::SeqCst) {
+            0 => None,
+            ns => Some(UNIX_EPOCH + Duration::from_nanos(ns)),
+        }
+    }
+
+    /// How long from `now` (wall time) until the gate opens: `None` while unset, zero once due.
+    pub fn remaining(&self, now: SystemTime) -> Option<Duration> {
+        self.opens_at()
+            .map(|t| t.duration_since(now).unwrap_or(Duration::ZERO))
     }
 }

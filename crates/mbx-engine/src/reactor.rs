@@ -11,7 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mbx_io::{AlignedBuf, Clock, IoCompletion, IoError, IoOp, IoQueue, IoRequest, OpenMode};
+use mbx_io::{
+    AlignedBuf, Clock, IoCompletion, IoError, IoOp, IoQueue, IoRequest, Machine, OpenMode,
+};
 
 use crate::EngineError;
 
@@ -46,15 +48,39 @@ pub(crate) enum Owner {
     /// Page patching (copies > 1): `page`, found damaged, rewritten at generation `gen`.
     Patch { db: usize, page: u64, gen: u64 },
     /// The generation journal: its header, a chunk read, a write-back write or its sync.
-    Journal {
-        db: usize,
-        io: crate::db::journal::JournalIo,
-    },
+    Journal { db: usize, io: JournalIo },
     /// Soft recovery: a checkpoint, log or page read, a page write or the final sync.
-    Replay {
-        db: usize,
-        io: crate::db::replay::ReplayIo,
-    },
+    Replay { db: usize, io: ReplayIo },
+}
+
+/// A journal request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JournalIo {
+    /// The header read at the start.
+    Header,
+    /// Writing the header of a new (or replaced) journal.
+    HeaderWrite,
+    /// Reading one chunk.
+    Load { chunk: u64 },
+    /// A write-back write.
+    Write,
+    /// The sync after a write-back.
+    Sync,
+}
+
+/// One replay request, for routing its completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReplayIo {
+    /// The checkpoint slot.
+    Checkpoint,
+    /// `offset..` of log generation `gen`.
+    Log { gen: u64, offset: u64 },
+    /// A read of `count` consecutive pages from `page`.
+    Read { page: u64, count: u64 },
+    /// A page written at its logged generation.
+    Write { page: u64 },
+    /// The database file's sync at the end.
+    Sync,
 }
 
 /// Buffers of one size kept for reuse: at least this many, and as many as the queue holds
@@ -92,6 +118,7 @@ pub(crate) struct HungIo {
 pub(crate) struct Reactor {
     queue: Box<dyn IoQueue>,
     clock: Arc<dyn Clock>,
+    machine: Arc<dyn Machine>,
     owners: Vec<Option<Slot>>,
     free: Vec<usize>,
     /// Free buffers by size (every size in use: pages, coalesced writes, log records).
@@ -111,6 +138,7 @@ impl Reactor {
     pub fn new(queue: Box<dyn IoQueue>) -> Reactor {
         Reactor {
             clock: queue.clock(),
+            machine: queue.machine(),
             pool_cap: POOL_PER_SIZE.max(queue.depth()),
             queue,
             owners: Vec::new(),
@@ -128,6 +156,11 @@ impl Reactor {
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// Where the host counters come from (the queue's machine: none on the simulated device).
+    pub fn machine(&self) -> &Arc<dyn Machine> {
+        &self.machine
     }
 
     pub fn engine_name(&self) -> &'static str {

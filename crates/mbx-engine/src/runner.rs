@@ -1,20 +1,21 @@
 //! A test from start to end, as the CLI asks for it: the plan's databases made ready, the plan
 //! executed on them, and whatever happened, an error included, turned into a result. The caller
 //! resolves the configuration, builds the plan, renders the events and exports the result; it
-//! does not orchestrate.
+//! does not orchestrate. [`start`] is the one way in; [`execute`] and [`execute_throughput`]
+//! are thin wrappers over it kept for the binary until it calls [`start`].
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::SystemTime;
 
+use mbx_io::Clock;
+
 use mbx_config::{RunConfig, TestKind};
 use mbx_store::{CreateEvent, CreateParams, DatabaseSpec, PreparedDatabase, StoreError};
 
 use crate::plan::{Databases, Plan};
-use crate::result::{RunResult, StopReason, Stopped};
-use crate::{
-    error_entry, run_test, unmeasured_result, EngineError, Observer, QueueWrapper, RunEvent,
-};
+use crate::result::RunResult;
+use crate::{run_test, EngineError, Observer, QueueWrapper, RunEvent};
 
 /// What [`execute`] gives back: always a result (what was measured and why the test ended), and
 /// the error that stopped it, if one did.
@@ -26,11 +27,147 @@ pub struct Executed {
     pub error: Option<EngineError>,
 }
 
-/// Runs `plan` on the databases `specs` describe: prepares them as the plan says (creation
-/// progress arrives as [`RunEvent::Prepare`]), executes the plan ([`run_test`]) and, when
-/// anything fails on the way, still returns a result that says why. Test-log lines frame it as
-/// Jetstress's do: "Preparing for testing ...", one line per database, "Preparations for testing
-/// are complete.", and a last line with how the test ended.
+/// The databases a test runs on.
+pub enum Storage<'a> {
+    /// Database files, made ready as the plan says ([`Databases`]: created or resumed, or
+    /// attached), creation progress arriving as [`RunEvent::Prepare`]; opened on the
+    /// configuration's I/O backend, its queue `wrap`ped (tests inject faults with it).
+    Files {
+        /// The database files and their log folders.
+        specs: &'a [DatabaseSpec],
+        /// How missing databases are created.
+        create: &'a CreateParams,
+        /// Wraps the run's I/O queue.
+        wrap: Option<&'a QueueWrapper>,
+    },
+    /// Instances on a queue of the caller's (a real backend, or the simulated device and its
+    /// clock): one reactor, the databases already there ([`crate::run_plan`]).
+    Queue {
+        /// The instances.
+        specs: Vec<crate::InstanceSpec>,
+        /// The queue every instance's I/O goes through.
+        queue: Box<dyn mbx_io::IoQueue>,
+    },
+}
+
+/// A test to run: its configuration, its plan and its databases.
+pub struct RunRequest<'a> {
+    /// The configuration (the test's figures, thresholds, sessions).
+    pub cfg: &'a RunConfig,
+    /// The plan (the test type's phases).
+    pub plan: &'a Plan,
+    /// Where it runs.
+    pub storage: Storage<'a>,
+    /// The disk subsystem throughput test (`sizing = "capacity"`, [`Storage::Files`] only): the
+    /// search for the maximum transactional IOPS, then the plan's test type held at
+    /// `throughput_pct` of it; the result carries `throughput` whatever happened.
+    pub throughput: Option<(crate::findmax::FindMaxSpec, crate::throughput::Sized)>,
+}
+
+/// Runs a test from start to end: the one way to start a run from outside the engine. The
+/// databases are made ready (or taken as they are), the session count tuned first when the
+/// configuration asks for it ([`tunes`], on files), the plan executed, and whatever happened, an
+/// error included, turned into a result that says why the test ended. Test-log lines frame it
+/// as Jetstress's do: "Preparing for testing ...", one line per database, "Preparations for
+/// testing are complete.", and a last line with how the test ended. (find-max, a search rather
+/// than a test, is [`execute_find_max`].)
+pub fn start(req: RunRequest<'_>, observer: &mut dyn Observer, cancel: &AtomicBool) -> Executed {
+    let started = mbx_io::RealClock.wall();
+    let RunRequest {
+        cfg,
+        plan,
+        storage,
+        throughput,
+    } = req;
+    match (storage, throughput) {
+        (
+            Storage::Files {
+                specs,
+                create,
+                wrap,
+            },
+            None,
+        ) => {
+            let outcome = match ready_databases(plan, specs, create, observer, cancel, wrap) {
+                Err(e) => Err((e, Some("prepare"))),
+                Ok(prepared) if !tunes(cfg, plan) => {
+                    run_test(cfg, plan, &prepared, observer, cancel, wrap).map_err(|e| (e, None))
+                }
+                Ok(prepared) => tune_then_run(
+                    cfg,
+                    plan,
+                    started,
+                    observer,
+                    cancel,
+                    &mbx_io::RealClock,
+                    &mut |c, p, o| run_test(c, p, &prepared, o, cancel, wrap),
+                )
+                .map_err(|e| (e, None)),
+            };
+            finish(cfg, plan, started, outcome, observer)
+        }
+        (
+            Storage::Files {
+                specs,
+                create,
+                wrap,
+            },
+            Some((spec, sized)),
+        ) => {
+            let kind = plan.kind;
+            let plan_for = move |c: &RunConfig| match kind {
+                TestKind::Stress => Plan::stress(c),
+                _ => Plan::performance(c),
+            };
+            let (outcome, record) =
+                match ready_databases(plan, specs, create, observer, cancel, wrap) {
+                    Err(e) => (Err((e, Some("prepare"))), None),
+                    Ok(prepared) => {
+                        let run = crate::throughput::throughput(
+                            cfg,
+                            spec,
+                            sized,
+                            &plan_for,
+                            observer,
+                            cancel,
+                            &mbx_io::RealClock,
+                            &mut |c, p, o| run_test(c, p, &prepared, o, cancel, wrap),
+                        );
+                        (run.outcome.map_err(|e| (e, None)), Some(run.record))
+                    }
+                };
+            let mut executed = finish(cfg, plan, started, outcome, observer);
+            executed.result.throughput = record.or_else(|| {
+                Some(crate::result::Throughput {
+                    capacity_pct: cfg.capacity_pct,
+                    throughput_pct: cfg.throughput_pct,
+                    free_bytes: sized.free_bytes,
+                    database_bytes: sized.database_bytes,
+                    end: "error".into(),
+                    ..Default::default()
+                })
+            });
+            executed
+        }
+        (Storage::Queue { specs, queue }, throughput) => {
+            let clock = queue.clock();
+            let started = clock.wall();
+            let outcome = if throughput.is_some() {
+                Err((
+                    EngineError::Invalid(
+                        "the throughput test searches on database files, not on one queue".into(),
+                    ),
+                    None,
+                ))
+            } else {
+                crate::run_plan(cfg, plan, specs, queue, observer, cancel).map_err(|e| (e, None))
+            };
+            finish_at(cfg, plan, started, &*clock, outcome, observer)
+        }
+    }
+}
+
+/// [`start`] on database files. Kept for the binary's callers until they call [`start`].
 pub fn execute(
     cfg: &RunConfig,
     plan: &Plan,
@@ -40,24 +177,18 @@ pub fn execute(
     cancel: &AtomicBool,
     wrap: Option<&QueueWrapper>,
 ) -> Executed {
-    let started = SystemTime::now();
-    let outcome = match ready_databases(plan, specs, create, observer, cancel, wrap) {
-        Err(e) => Err((e, Some("prepare"))),
-        Ok(prepared) if !tunes(cfg, plan) => {
-            run_test(cfg, plan, &prepared, observer, cancel, wrap).map_err(|e| (e, None))
-        }
-        Ok(prepared) => tune_then_run(
-            cfg,
-            plan,
-            started,
-            observer,
-            cancel,
-            &mbx_io::RealClock,
-            &mut |c, p, o| run_test(c, p, &prepared, o, cancel, wrap),
-        )
-        .map_err(|e| (e, None)),
+    let storage = Storage::Files {
+        specs,
+        create,
+        wrap,
     };
-    finish(cfg, plan, started, outcome, observer)
+    let req = RunRequest {
+        cfg,
+        plan,
+        storage,
+        throughput: None,
+    };
+    start(req, observer, cancel)
 }
 
 /// Automatic tuning ([`crate::tune::tune`]), then `plan` with the session count it chose. `run`
@@ -75,7 +206,12 @@ pub fn tune_then_run(
 ) -> Result<RunResult, EngineError> {
     let tuned = crate::tune::tune(cfg, observer, cancel, clock, run)?;
     let Some(sessions) = tuned.tuning.sessions else {
-        return Ok(untuned_result(cfg, started, tuned));
+        return Ok(crate::assemble::untuned_result(
+            cfg,
+            started,
+            clock.wall(),
+            tuned,
+        ));
     };
     let mut c = cfg.clone();
     c.threads = sessions;
@@ -101,9 +237,27 @@ fn finish(
     outcome: Result<RunResult, (EngineError, Option<&str>)>,
     observer: &mut dyn Observer,
 ) -> Executed {
+    finish_at(cfg, plan, started, &mbx_io::RealClock, outcome, observer)
+}
+
+/// [`finish`] of a test whose time is `clock`'s.
+fn finish_at(
+    cfg: &RunConfig,
+    plan: &Plan,
+    started: SystemTime,
+    clock: &dyn Clock,
+    outcome: Result<RunResult, (EngineError, Option<&str>)>,
+    observer: &mut dyn Observer,
+) -> Executed {
     let (mut result, error) = match outcome {
         Ok(result) => (result, None),
-        Err((e, phase)) => (stopped_result(cfg, started, &e, phase), Some(e)),
+        Err((e, phase)) => {
+            let ended = clock.wall();
+            (
+                crate::assemble::stopped_result(cfg, started, ended, &e, phase),
+                Some(e),
+            )
+        }
     };
     result.test.test_type = plan.kind;
     // Only the paced types have a target to compare with.
@@ -243,11 +397,8 @@ pub fn execute_find_max(
     )
 }
 
-/// The disk subsystem throughput test from start to end (`sizing = "capacity"`): the
-/// databases made ready as `plan` says (already sized by the caller: `create.data_pages`), the
-/// search for the maximum transactional IOPS on them, then `plan`'s test type held at
-/// `throughput_pct` of it ([`crate::throughput::throughput`]); the result carries `throughput`
-/// whatever happened.
+/// [`start`] of the disk subsystem throughput test on database files. Kept for the binary's
+/// callers until they call [`start`].
 #[allow(clippy::too_many_arguments)]
 pub fn execute_throughput(
     cfg: &RunConfig,
@@ -259,191 +410,24 @@ pub fn execute_throughput(
     observer: &mut dyn Observer,
     cancel: &AtomicBool,
 ) -> Executed {
-    let started = SystemTime::now();
-    let kind = plan.kind;
-    let plan_for = move |c: &RunConfig| match kind {
-        TestKind::Stress => Plan::stress(c),
-        _ => Plan::performance(c),
+    let storage = Storage::Files {
+        specs,
+        create,
+        wrap: None,
     };
-    let (outcome, record) = match ready_databases(plan, specs, create, observer, cancel, None) {
-        Err(e) => (Err((e, Some("prepare"))), None),
-        Ok(prepared) => {
-            let run = crate::throughput::throughput(
-                cfg,
-                spec,
-                sized,
-                &plan_for,
-                observer,
-                cancel,
-                &mbx_io::RealClock,
-                &mut |c, p, o| run_test(c, p, &prepared, o, cancel, None),
-            );
-            (run.outcome.map_err(|e| (e, None)), Some(run.record))
-        }
+    let req = RunRequest {
+        cfg,
+        plan,
+        storage,
+        throughput: Some((spec, sized)),
     };
-    let mut executed = finish(cfg, plan, started, outcome, observer);
-    executed.result.throughput = record.or_else(|| {
-        Some(crate::result::Throughput {
-            capacity_pct: cfg.capacity_pct,
-            throughput_pct: cfg.throughput_pct,
-            free_bytes: sized.free_bytes,
-            database_bytes: sized.database_bytes,
-            end: "error".into(),
-            ..Default::default()
-        })
-    });
-    executed
+    start(req, observer, cancel)
 }
 
 /// Whether `plan` tunes its session count first: a Performance or Stress test without a thread
 /// count (Jetstress's default; `SuppressTuning` is a thread count).
 pub fn tunes(cfg: &RunConfig, plan: &Plan) -> bool {
     cfg.threads == 0 && matches!(plan.kind, TestKind::Performance | TestKind::Stress)
-}
-
-/// The result of a test whose tuning found no session count to run it with (or was stopped).
-fn untuned_result(cfg: &RunConfig, started: SystemTime, tuned: crate::tune::Tuned) -> RunResult {
-    let no_count = format!(
-        "automatic tuning found no session count up to {} that meets {:.1} IOPS within every threshold: the storage cannot carry this target (the steps are in `tuning`); lower the target or give --threads to run the test anyway",
-        tuned.tuning.steps.iter().map(|s| s.sessions).max().unwrap_or(0),
-        cfg.target_iops()
-    );
-    let mut r = search_not_run(
-        cfg,
-        started,
-        NotRun {
-            last: tuned.last,
-            end: &tuned.tuning.end,
-            steps: &tuned.tuning.steps,
-            what: "automatic tuning",
-            record: "tuning",
-            check: "automatic_tuning",
-            found_nothing: no_count,
-        },
-    );
-    r.tuning = Some(tuned.tuning);
-    r
-}
-
-/// What [`search_not_run`] reports: how the search before the test ended and what it ran.
-pub(crate) struct NotRun<'a> {
-    /// The last step's result (its stop, its errors).
-    pub last: Option<RunResult>,
-    /// How the search ended ("interrupted", "error", or why it found nothing).
-    pub end: &'a str,
-    /// Its steps.
-    pub steps: &'a [crate::result::SearchStep],
-    /// Its name in messages ("automatic tuning").
-    pub what: &'a str,
-    /// Its key in result.json ("tuning").
-    pub record: &'a str,
-    /// The check that fails when it found nothing ("automatic_tuning").
-    pub check: &'a str,
-    /// The stop message when it found nothing.
-    pub found_nothing: String,
-}
-
-/// The result of a test that never ran because the search before it (automatic tuning, the
-/// throughput search) found nothing, was interrupted or met an error: no figures of its own (a
-/// step's figures are the step's, in the search's record, never the test's), and a stop that
-/// says why, in phase `tuning`. An error a step met stays in `errors[]` (it is the storage's).
-pub(crate) fn search_not_run(cfg: &RunConfig, started: SystemTime, s: NotRun<'_>) -> RunResult {
-    let last_stop = s.last.as_ref().map(|r| r.stopped.clone());
-    let step = s
-        .steps
-        .last()
-        .map(|st| {
-            let phase = last_stop
-                .as_ref()
-                .and_then(|l| l.phase.as_deref())
-                .map(|p| format!(", in its {p} phase"))
-                .unwrap_or_default();
-            format!(
-                " (step {}, {} session(s){phase})",
-                s.steps.len(),
-                st.sessions
-            )
-        })
-        .unwrap_or_default();
-    let not_run = format!(
-        "the test did not run, so nothing of its own was measured (the steps are in `{}`)",
-        s.record
-    );
-    let stopped = match s.end {
-        "interrupted" => Stopped::new(
-            StopReason::Interrupted,
-            format!("interrupted during {}{step}: {not_run}", s.what),
-        ),
-        "error" => {
-            let (reason, message) = last_stop
-                .map(|l| (l.reason, l.message))
-                .unwrap_or((StopReason::Error, "an error".into()));
-            let reason = if reason.ran_to_completion() || reason == StopReason::Interrupted {
-                StopReason::Error
-            } else {
-                reason
-            };
-            Stopped::new(
-                reason,
-                format!("{} stopped{step}: {message}; {not_run}", s.what),
-            )
-        }
-        _ => Stopped::new(StopReason::VerdictFailed, s.found_nothing),
-    };
-    let found_nothing = stopped.reason == StopReason::VerdictFailed;
-    let mut r = unmeasured_result(cfg, started, stopped.in_phase("tuning"));
-    if found_nothing {
-        r.verdict
-            .set(crate::result::Check::new(s.check, 0.0, 1.0, false));
-    }
-    if let Some(last) = s.last.filter(|_| !found_nothing) {
-        r.errors = last.errors;
-        let total = r
-            .errors
-            .iter()
-            .filter(|e| e.class != "patched_page")
-            .fold(0u64, |a, e| a.saturating_add(e.count));
-        if total > 0 {
-            r.verdict.set(crate::result::Check::new(
-                "errors",
-                total as f64,
-                0.0,
-                false,
-            ));
-        }
-    }
-    r.notes.insert(
-        0,
-        format!(
-            "The test did not run: {} ended without a choice ({}); its steps' figures are in `{}`, never the test's.",
-            s.what, s.end, s.record
-        ),
-    );
-    r
-}
-
-/// The result of a test that an error stopped before the engine could produce one (`phase`:
-/// where, when known).
-fn stopped_result(
-    cfg: &RunConfig,
-    started: SystemTime,
-    e: &EngineError,
-    phase: Option<&str>,
-) -> RunResult {
-    let reason = match e {
-        EngineError::Store(StoreError::Interrupted { .. }) => StopReason::Interrupted,
-        EngineError::Io(_) | EngineError::Store(StoreError::Io(_)) => StopReason::IoError,
-        _ => StopReason::Error,
-    };
-    let mut stopped = Stopped::new(reason, e.to_string());
-    stopped.phase = phase.map(str::to_string);
-    let mut r = unmeasured_result(cfg, started, stopped);
-    if reason == StopReason::IoError {
-        r.errors.push(error_entry(e, &[]));
-        r.verdict
-            .set(crate::result::Check::new("errors", 1.0, 0.0, false));
-    }
-    r
 }
 
 fn capitalize(s: &str) -> String {
@@ -457,6 +441,7 @@ fn capitalize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::StopReason;
     use mbx_io::EngineKind;
 
     struct Recorder(Vec<String>);

@@ -71,8 +71,8 @@ pub(crate) struct HostSeries {
 }
 
 /// Takes one sample over the `secs` since the previous one, emits it and resets the interval
-/// counters. The host's counters are read only when `read_host` (one reactor of several reads
-/// them; the others leave them zero).
+/// counters. The host's counters are read from `machine` only when there is one (one reactor of
+/// several reads them; the others leave them zero).
 pub(crate) fn sample(
     dbs: &mut [Database],
     host_series: &mut HostSeries,
@@ -80,13 +80,12 @@ pub(crate) fn sample(
     timestamp: String,
     secs: f64,
     pacing: Option<crate::result::SamplePacing>,
-    read_host: bool,
+    machine: Option<&dyn mbx_io::Machine>,
 ) {
     let secs = secs.max(1e-3);
-    let host = if read_host {
-        crate::host::sample()
-    } else {
-        crate::host::HostSample::default()
+    let host = match machine {
+        Some(m) => crate::host::sample(m),
+        None => crate::host::HostSample::default(),
     };
     let mut instances = Vec::new();
     let mut stalls = 0u64;

@@ -4,6 +4,24 @@ use std::time::Duration;
 
 use mbx_io::LatencyHistogram;
 
+/// Why the log writer writes a record. These are ESE's reasons (its commit path and log writer,
+/// docs/method.md "Logs"): a lazily committed transaction never causes a log write by itself;
+/// its log goes out with the next record written for one of these reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FlushReason {
+    /// A durable commit waits for its log to be on disk.
+    Commit = 0,
+    /// Half of the log buffer is filled.
+    Capacity = 1,
+    /// A page write waits for the log holding its change (write-ahead logging).
+    WriteAhead = 2,
+    /// Shutdown writes whatever is buffered.
+    Shutdown = 3,
+}
+
+/// Number of [`FlushReason`]s.
+pub(crate) const FLUSH_REASONS: usize = 4;
+
 /// The I/O streams of an instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
@@ -33,7 +51,7 @@ pub const STREAMS: usize = 6;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Shape {
     /// Log records written, by reason (`db::log::FlushReason` as index).
-    pub records: [u64; crate::db::log::FLUSH_REASONS],
+    pub records: [u64; FLUSH_REASONS],
     /// Transactions that logged changes and committed durably (waited for the log).
     pub durable: u64,
     /// Transactions that logged changes and committed lazily.
@@ -285,7 +303,7 @@ impl InstanceStats {
     }
 
     /// Counts a log record written for `why` (while measuring).
-    pub(crate) fn count_record(&mut self, why: Option<crate::db::log::FlushReason>) {
+    pub(crate) fn count_record(&mut self, why: Option<FlushReason>) {
         if let (true, Some(why)) = (self.measuring, why) {
             self.shape.records[why as usize] += 1;
         }

@@ -64,7 +64,7 @@ pub fn throughput(
     clock: &dyn mbx_io::Clock,
     run: &mut StepRunner<'_>,
 ) -> ThroughputRun {
-    let started = std::time::SystemTime::now();
+    let started = clock.wall();
     let mut record = Throughput {
         capacity_pct: cfg.capacity_pct,
         throughput_pct: cfg.throughput_pct,
@@ -94,10 +94,11 @@ pub fn throughput(
                 record.steps.len()
             );
             observer.on_event(RunEvent::Log(&line));
-            let r = crate::runner::search_not_run(
+            let r = crate::assemble::search_not_run(
                 cfg,
                 started,
-                crate::runner::NotRun {
+                clock.wall(),
+                crate::assemble::NotRun {
                     last: found.last,
                     end: found.end,
                     steps: &record.steps,

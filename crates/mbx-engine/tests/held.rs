@@ -46,7 +46,7 @@ fn setup(name: &str) -> Setup {
         sample_interval_s: 1.0,
         db_paths: vec![dir.path().join("db")],
         log_paths: vec![dir.path().join("logs")],
-        engine: EngineKind::default(),
+        engine: mbx_config::IoBackend::default(),
         cache: mbx_config::CacheConfig {
             max_dirty_age_s: 0.5,
             ..Default::default()

@@ -54,7 +54,7 @@ fn setup(
         sample_interval_s: 1.0,
         db_paths: vec![dir.join("db")],
         log_paths: vec![dir.join("logs")],
-        engine: EngineKind::default(),
+        engine: mbx_config::IoBackend::default(),
         cache: mbx_config::CacheConfig {
             max_dirty_age_s: 1.0,
             ..Default::default()

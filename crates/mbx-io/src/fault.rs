@@ -412,6 +412,10 @@ impl IoQueue for FaultQueue {
     fn clock(&self) -> Arc<dyn Clock> {
         self.inner.clock()
     }
+
+    fn machine(&self) -> Arc<dyn crate::Machine> {
+        self.inner.machine()
+    }
 }
 
 #[cfg(test)]

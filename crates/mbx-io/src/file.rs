@@ -69,7 +69,7 @@ impl IoFile {
         #[cfg(windows)]
         {
             use std::os::windows::fs::OpenOptionsExt;
-            o.custom_flags(crate::platform::windows_open_flags(mode));
+            o.custom_flags(windows_open_flags(mode));
         }
         let file = o.open(path).map_err(|e| IoError::new("open", path, e))?;
         Ok(IoFile {
@@ -136,4 +136,22 @@ impl IoFile {
         crate::platform::write_all_at(&self.file, buf, offset)
             .map_err(|e| IoError::at("write", &self.path, offset, e))
     }
+}
+
+/// The CreateFile flags of an [`OpenMode`] on Windows: FILE_FLAG_NO_BUFFERING for direct
+/// I/O (sector-aligned offsets, lengths and buffers, as O_DIRECT), FILE_FLAG_WRITE_THROUGH for
+/// write-through (each write on stable storage when it completes: the log files).
+#[cfg(windows)]
+pub(crate) fn windows_open_flags(mode: OpenMode) -> u32 {
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_FLAG_NO_BUFFERING, FILE_FLAG_WRITE_THROUGH,
+    };
+    let mut flags = 0;
+    if mode.direct {
+        flags |= FILE_FLAG_NO_BUFFERING;
+    }
+    if mode.write_through {
+        flags |= FILE_FLAG_WRITE_THROUGH;
+    }
+    flags
 }

@@ -174,7 +174,7 @@ impl IocpQueue {
         if mode.write {
             access |= GENERIC_WRITE;
         }
-        let flags = crate::platform::windows_open_flags(mode) | FILE_FLAG_OVERLAPPED;
+        let flags = crate::file::windows_open_flags(mode) | FILE_FLAG_OVERLAPPED;
         // SAFETY: the table's handle is open (we hold its file); the result is checked.
         let raw = unsafe {
             ReOpenFile(

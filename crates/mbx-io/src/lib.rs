@@ -23,6 +23,7 @@
 //! ([`AlignedBuf`]). Latency goes into per-thread [`LatencyHistogram`]s that are merged, never
 //! averaged. OS-specific calls live in [`platform`].
 
+mod backend;
 pub mod bench;
 mod buf;
 mod clock;
@@ -31,6 +32,7 @@ mod file;
 mod hist;
 #[cfg(windows)]
 mod iocp;
+mod machine;
 pub mod platform;
 pub mod probe;
 mod queue;
@@ -44,13 +46,14 @@ mod uring;
 
 use std::path::{Path, PathBuf};
 
+pub use backend::{open_queue, EngineKind};
 pub use buf::{AlignedBuf, ALIGN};
 pub use clock::{Clock, RealClock};
 pub use fault::{FaultKind, FaultQueue, FaultRule};
 pub use file::{IoFile, OpenMode};
 pub use hist::{LatencyHistogram, Percentiles};
-pub use mbx_config::IoBackend;
-pub use queue::{open_queue, EngineKind, FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest};
+pub use machine::{Machine, NoMachine, RealMachine};
+pub use queue::{FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest};
 pub use tap::{OnComplete, OnSubmit, Tap};
 
 /// An I/O failure, naming the operation, the file and (when known) the offset.

@@ -8,24 +8,6 @@ use std::path::{Path, PathBuf};
 #[cfg(windows)]
 mod windows;
 
-/// The CreateFile flags of an [`crate::OpenMode`] on Windows: FILE_FLAG_NO_BUFFERING for direct
-/// I/O (sector-aligned offsets, lengths and buffers, as O_DIRECT), FILE_FLAG_WRITE_THROUGH for
-/// write-through (each write on stable storage when it completes: the log files).
-#[cfg(windows)]
-pub(crate) fn windows_open_flags(mode: crate::OpenMode) -> u32 {
-    use windows_sys::Win32::Storage::FileSystem::{
-        FILE_FLAG_NO_BUFFERING, FILE_FLAG_WRITE_THROUGH,
-    };
-    let mut flags = 0;
-    if mode.direct {
-        flags |= FILE_FLAG_NO_BUFFERING;
-    }
-    if mode.write_through {
-        flags |= FILE_FLAG_WRITE_THROUGH;
-    }
-    flags
-}
-
 /// How direct (unbuffered) I/O is named on this OS, for messages: `O_DIRECT`, or on Windows the
 /// flag that gives it, `NO_BUFFERING`.
 pub const DIRECT_IO_NAME: &str = if cfg!(windows) {

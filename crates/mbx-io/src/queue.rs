@@ -9,7 +9,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use crate::remove::Remover;
-use crate::{AlignedBuf, Clock, IoError, IoFile, OpenMode, RealClock};
+use crate::{AlignedBuf, Clock, IoError, IoFile, Machine, OpenMode, RealClock, RealMachine};
 
 /// The files a queue may address, by index. Files can be added while the queue runs (a new log
 /// file) and removed once nothing is in flight for them; indexes of removed files are reused.
@@ -318,35 +318,11 @@ pub trait IoQueue: Send {
     fn clock(&self) -> Arc<dyn Clock> {
         Arc::new(RealClock)
     }
-}
 
-/// Which backend to use: the one I/O backend enum of the workspace ([`mbx_config::IoBackend`]:
-/// one name table for flags, configuration files and results), under the name this crate has
-/// always used.
-pub use mbx_config::IoBackend as EngineKind;
-
-/// Opens a queue of `depth` over `files` with the chosen backend.
-pub fn open_queue(
-    kind: EngineKind,
-    files: FileTable,
-    depth: usize,
-) -> Result<Box<dyn IoQueue>, IoError> {
-    let depth = depth.max(1);
-    match kind {
-        #[cfg(target_os = "linux")]
-        EngineKind::IoUring => Ok(Box::new(crate::uring::UringQueue::new(files, depth)?)),
-        #[cfg(not(target_os = "linux"))]
-        EngineKind::IoUring => Err(IoError::Unsupported(
-            "io_uring is only available on Linux; use --engine sync".into(),
-        )),
-        EngineKind::Sync => Ok(Box::new(crate::threads::ThreadQueue::new(files, depth))),
-        #[cfg(windows)]
-        EngineKind::Iocp => Ok(Box::new(crate::iocp::IocpQueue::new(files, depth)?)),
-        #[cfg(not(windows))]
-        EngineKind::Iocp => Err(IoError::Unsupported(
-            "the iocp engine (I/O completion ports) is only available on Windows; use --engine sync"
-                .into(),
-        )),
+    /// The machine whose host counters a test records: this computer, or for a simulated queue
+    /// none (see [`crate::Machine`]). An engine given a queue takes them from here.
+    fn machine(&self) -> Arc<dyn Machine> {
+        Arc::new(RealMachine)
     }
 }
 

@@ -94,4 +94,8 @@ impl IoQueue for Tap {
     fn clock(&self) -> Arc<dyn Clock> {
         self.inner.clock()
     }
+
+    fn machine(&self) -> Arc<dyn crate::Machine> {
+        self.inner.machine()
+    }
 }

@@ -395,7 +395,7 @@ mod tests {
             quota_mb: p.mailbox_quota_mb,
             databases: p.databases,
             compressibility_pct: config.compressibility_pct,
-            engine: config.engine,
+            engine: mbx_engine::engine_kind(config.engine),
             direct: config.direct,
             force: false,
             allow_device: false,

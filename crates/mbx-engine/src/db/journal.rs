@@ -35,7 +35,7 @@ use mbx_store::journal::{
 };
 
 use super::verify::Finding;
-use crate::reactor::{Owner, Reactor};
+use crate::reactor::{JournalIo, Owner, Reactor};
 use crate::EngineError;
 
 /// Bytes of journal per chunk.
@@ -53,21 +53,6 @@ const PENDING_CAP: usize = 4096;
 pub(crate) const UNCOVERED_CAP: usize = 1 << 16;
 /// Once the window is full, a chunk is replaced on demand at most once per this many misses.
 const MISSES_PER_LOAD: u64 = 16;
-
-/// A journal request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum JournalIo {
-    /// The header read at the start.
-    Header,
-    /// Writing the header of a new (or replaced) journal.
-    HeaderWrite,
-    /// Reading one chunk.
-    Load { chunk: u64 },
-    /// A write-back write.
-    Write,
-    /// The sync after a write-back.
-    Sync,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {

@@ -25,6 +25,7 @@ use super::logfmt::{
 use mbx_io::{IoOp, OpenMode};
 
 use crate::reactor::{Owner, Reactor};
+use crate::stats::FlushReason;
 use crate::EngineError;
 
 /// Largest log write: a record takes whole transactions up to this size (one bigger
@@ -33,24 +34,6 @@ pub(crate) const MAX_LOG_WRITE: usize = 256 * 1024;
 /// The log buffer of a database. As ESE does, the writer writes it without waiting for a
 /// commit once half of it is filled ([`FlushReason::Capacity`]).
 pub(crate) const LOG_BUFFER_BYTES: u64 = 64 * 1024;
-
-/// Why the log writer writes a record. These are ESE's reasons (its commit path and log writer,
-/// docs/method.md "Logs"): a lazily committed transaction never causes a log write by itself;
-/// its log goes out with the next record written for one of these reasons.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FlushReason {
-    /// A durable commit waits for its log to be on disk.
-    Commit = 0,
-    /// Half of the log buffer is filled.
-    Capacity = 1,
-    /// A page write waits for the log holding its change (write-ahead logging).
-    WriteAhead = 2,
-    /// Shutdown writes whatever is buffered.
-    Shutdown = 3,
-}
-
-/// Number of [`FlushReason`]s.
-pub(crate) const FLUSH_REASONS: usize = 4;
 
 /// The flush policy: why a record should be written now, if at all, given what is buffered
 /// (`buffered` payload bytes, nothing if 0), whether a durable commit waits for it, whether a

@@ -235,7 +235,7 @@ impl Database {
                 count: 1,
                 first_at: crate::rfc3339(at),
                 message: message.clone(),
-                ..crate::located(Some(&path), Some(p.offset), false)
+                ..crate::errors::located(Some(&path), Some(p.offset), false)
             });
         }
         message

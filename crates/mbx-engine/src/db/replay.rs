@@ -31,7 +31,7 @@ use mbx_store::page::{check_data_page, PageCheck, PAGE_SIZE};
 use mbx_store::redo::{add_file, compare_generations, redo_page, PageRedo, RedoSet};
 use mbx_store::{Lsn, StoreError};
 
-use crate::reactor::{Owner, Reactor};
+use crate::reactor::{Owner, Reactor, ReplayIo};
 use crate::result::Integrity;
 use crate::stats::Stream;
 use crate::EngineError;
@@ -48,21 +48,6 @@ pub(crate) const MAX_PAGES_PER_READ: u64 = 8;
 /// Page writes in flight per database.
 pub(crate) const WRITES_AHEAD: usize = 8;
 const PAGE: u64 = PAGE_SIZE as u64;
-
-/// One replay request, for routing its completion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ReplayIo {
-    /// The checkpoint slot.
-    Checkpoint,
-    /// `offset..` of log generation `gen`.
-    Log { gen: u64, offset: u64 },
-    /// A read of `count` consecutive pages from `page`.
-    Read { page: u64, count: u64 },
-    /// A page written at its logged generation.
-    Write { page: u64 },
-    /// The database file's sync at the end.
-    Sync,
-}
 
 impl ReplayIo {
     /// The stream it is measured as: log reads, database reads and writes; the checkpoint read

@@ -157,7 +157,7 @@ impl Damage {
                     path.display(),
                     finding.what()
                 ),
-                ..crate::located(Some(path), Some(offset), true)
+                ..crate::errors::located(Some(path), Some(offset), true)
             });
             return;
         }
@@ -180,7 +180,7 @@ impl Damage {
                     "{count} more {class} pages in {} beyond the {NAMED_PAGES} named",
                     path.display()
                 ),
-                ..crate::located(Some(path), None, true)
+                ..crate::errors::located(Some(path), None, true)
             });
         }
         out

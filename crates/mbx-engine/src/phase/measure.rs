@@ -65,7 +65,7 @@ fn take_sample(e: &mut Engine<'_>, now: Instant) {
         stamp,
         secs,
         pacing,
-        e.sample_host,
+        e.sample_host.then(|| &**e.reactor.machine()),
     );
     e.sampler.last = now;
 }

@@ -5,15 +5,12 @@
 
 use std::time::{Duration, Instant};
 
-use mbx_config::TestKind;
 use mbx_store::Lsn;
 
 use super::{Flow, Mode, PhaseRun};
 use crate::db::replay::ReplayFile;
-use crate::db::Database;
 use crate::exec::Engine;
-use crate::result::{Check, RunResult, SoftRecoveryRow, Verdict};
-use crate::{EngineError, Phase, RunTimes};
+use crate::{EngineError, Phase};
 
 /// The replay phase.
 #[derive(Debug, Default)]
@@ -146,65 +143,4 @@ impl PhaseRun for Replay {
         e.log(&line, false);
         Ok(Flow::Continue)
     }
-}
-
-/// Turns the result the executor built into a Soft Recovery result: the test type, the rows
-/// (one per database whose replay finished), seconds per log, and the verdict: every database
-/// recovered, at least `files` log files replayed each, no page ahead of the log, no integrity
-/// error.
-pub(crate) fn into_result(result: &mut RunResult, dbs: &[Database], files: u64, times: &RunTimes) {
-    result.test.test_type = TestKind::SoftRecovery;
-    let rows: Vec<SoftRecoveryRow> = dbs
-        .iter()
-        .filter(|d| d.replay.done())
-        .map(|d| SoftRecoveryRow {
-            instance: d.spec.name.clone(),
-            log_files_replayed: d.replay.files_replayed,
-            elapsed_s: d.replay.elapsed.map_or(0.0, |e| e.as_secs_f64()),
-        })
-        .collect();
-    result.sections.seconds_per_log = SoftRecoveryRow::averages(&rows)
-        .map(|(logs, secs)| SoftRecoveryRow::seconds_per_log(logs, secs));
-    let least = rows.iter().map(|r| r.log_files_replayed).min().unwrap_or(0);
-    let ahead: u64 = dbs.iter().map(|d| d.replay.ahead).sum();
-    let check = Check::new;
-    let mut checks = vec![
-        check(
-            "databases_recovered",
-            rows.len() as f64,
-            dbs.len() as f64,
-            rows.len() == dbs.len(),
-        ),
-        check(
-            "log_files_replayed_min",
-            least as f64,
-            files as f64,
-            least >= files,
-        ),
-        check("pages_ahead_of_log", ahead as f64, 0.0, ahead == 0),
-    ];
-    checks.extend(
-        result
-            .verdict
-            .checks()
-            .iter()
-            .filter(|c| {
-                matches!(
-                    c.name.as_str(),
-                    "data_integrity_errors" | "hung_ios" | "errors"
-                )
-            })
-            .cloned(),
-    );
-    result.sections.soft_recovery = rows;
-    result.verdict = Verdict::of(checks);
-    result.stopped = crate::ended(
-        times,
-        &result.verdict,
-        [
-            "interrupted while generating logs; the logs generated were replayed",
-            "every database's log was replayed and every check passed",
-            "the logs were replayed; at least one check failed",
-        ],
-    );
 }

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use mbx_config::{RunConfig, TestKind};
+use mbx_config::RunConfig;
 use mbx_io::seq::{SeqOp, SeqPass as Pass};
 use mbx_io::{IoOp, IoQueue, OpenMode};
 use mbx_store::checkpoint::{CHECKPOINT_FILE, SLOT};
@@ -38,29 +38,13 @@ use super::{Flow, Mode, PhaseRun};
 use crate::exec::{Engine, PassChunk, PassPart, Settings};
 use crate::plan::{PassPurpose, Plan, SeqPassSpec};
 use crate::reactor::{Owner, Reactor};
-use crate::result::{
-    BackupRow, Check, CheckState, ChecksumRow, ErrorEntry, Integrity, RunResult, Verdict,
-};
+use crate::result::{BackupRow, ChecksumRow, ErrorEntry, Integrity, RunResult};
 use crate::workload::pacing::{Pacer, PacerConfig};
 use crate::workload::session::Workload;
 use crate::{rfc3339, EngineError, InstanceSpec, Observer, PassBytes, Phase, RunTimes};
 
 /// Problem pages listed one by one per file; beyond that they are counted per class.
 const LISTED_PER_FILE: usize = 20;
-
-/// What a pass found: the rows of its table and every problem.
-#[derive(Debug, Clone)]
-pub(crate) struct PassReport {
-    pub purpose: PassPurpose,
-    pub backup: Vec<BackupRow>,
-    pub checksum: Vec<ChecksumRow>,
-    pub integrity: Integrity,
-    pub errors: Vec<ErrorEntry>,
-    /// Every file was read to its end.
-    pub completed: bool,
-    pub started: Instant,
-    pub ended: Instant,
-}
 
 #[derive(Debug)]
 enum Kind {
@@ -250,7 +234,7 @@ impl Target {
                 count: 1,
                 first_at: at.to_string(),
                 message: format!("{path}: {place} {what}{detail}"),
-                ..crate::located(Some(&self.path), Some(offset), page.is_some())
+                ..crate::errors::located(Some(&self.path), Some(offset), page.is_some())
             });
         } else {
             let e = self.more.entry(class).or_insert((0, page, offset, what));
@@ -568,9 +552,9 @@ impl SeqPass {
         Some(check_log(&files, checkpoint, database_id))
     }
 
-    fn report(&self, e: &Engine<'_>, now: Instant) -> PassReport {
+    fn report(&self, e: &Engine<'_>, now: Instant) -> crate::assemble::PassReport {
         let started = self.started.unwrap_or(now);
-        let mut report = PassReport {
+        let mut report = crate::assemble::PassReport {
             purpose: self.spec.purpose,
             backup: Vec::new(),
             checksum: Vec::new(),
@@ -618,7 +602,7 @@ impl SeqPass {
                             "{}: {count} more pages beyond the {LISTED_PER_FILE} listed {what}",
                             t.path.display()
                         ),
-                        ..crate::located(Some(&t.path), Some(*offset), page.is_some())
+                        ..crate::errors::located(Some(&t.path), Some(*offset), page.is_some())
                     });
                 }
                 match t.kind {
@@ -671,7 +655,7 @@ impl SeqPass {
                         count: 1,
                         first_at: at.clone(),
                         message: format!("{}: {}", path.display(), p.describe(spec.database_id)),
-                        ..crate::located(Some(&path), p.offset(), false)
+                        ..crate::errors::located(Some(&path), p.offset(), false)
                     });
                 }
             }
@@ -1010,7 +994,7 @@ pub(crate) fn run_reads(
     let work = Workload::new(0, cfg.seed, cfg.op_mix.clone(), 1, pacer, None);
     let mut engine = crate::exec::Engine::new(settings, reactor, Vec::new(), work, observer);
     engine.pass_specs = specs;
-    let outcome = engine.execute(plan, cancel);
+    let outcome = crate::phase::execute(&mut engine, plan, cancel);
     let end = engine.reactor.now();
     let marks = engine.marks;
     let times = RunTimes {
@@ -1024,143 +1008,30 @@ pub(crate) fn run_reads(
         measure_complete: false,
     };
     let stopped_in = engine.phase;
-    let wall = |t: Instant| crate::wall(t, ref_instant, ref_wall);
-    let mut result = crate::engine_result(cfg, &engine, &times, &wall, engine_name);
-    result.test.test_type = plan.kind;
-    // Nothing paced, no transaction: neither block means anything.
-    result.pacing = None;
-    result.max_latency = None;
-    result.target_iops = 0.0;
-    result.achieved_iops = 0.0;
-    result.notes.extend(engine.notes.iter().cloned());
     let report = engine.pass_report.take();
-    let completed = report.as_ref().is_some_and(|r| r.completed);
-    let mut found = 0u64;
-    if let Some(r) = report {
-        result.test.collection_start = wall(r.started);
-        result.test.collection_end = wall(r.ended);
-        result.test.duration_s = r.ended.saturating_duration_since(r.started).as_secs_f64();
-        let g = r.integrity;
-        found = g.damaged();
-        result.integrity = g;
-        result.errors = r.errors;
-        result.errors.extend(engine.hung.iter().cloned());
-        if r.purpose == PassPurpose::Backup {
-            result.sections.backup_avg_mb_per_s =
-                BackupRow::avg_and_sum(&r.backup).map(|(avg, _)| avg);
-            result.sections.backup_sum_mb_per_s =
-                BackupRow::avg_and_sum(&r.backup).map(|(_, sum)| sum);
-            result.sections.backup = r.backup;
-        } else {
-            result.sections.checksum = r.checksum;
-        }
-        let line = match plan.kind {
-            TestKind::Backup => format!(
-                "Database backup: {} database(s), {:.1} MB/s per database, {:.1} MB/s in all.",
-                result.sections.backup.len(),
-                result.sections.backup_avg_mb_per_s.unwrap_or(0.0),
-                result.sections.backup_sum_mb_per_s.unwrap_or(0.0)
-            ),
-            _ => format!(
-                "Checksum: {} pages verified, {found} not good.",
-                result.integrity.pages_verified
-            ),
-        };
+    let (result, line) = crate::assemble::read_pass(
+        cfg,
+        plan.kind,
+        crate::assemble::Measured::single(
+            &engine.dbs,
+            &engine.hung,
+            &engine.host,
+            &engine.work.txn,
+            &**engine.reactor.machine(),
+            &times,
+        ),
+        &times,
+        (ref_instant, ref_wall),
+        engine_name,
+        report,
+        &engine.notes,
+    );
+    if let Some(line) = line {
         engine.log(&line, false);
     }
-    let check = Check::new;
-    let mut checks = vec![
-        check("data_integrity_errors", found as f64, 0.0, found == 0),
-        check(
-            "pass_completed",
-            if completed { 1.0 } else { 0.0 },
-            1.0,
-            completed,
-        ),
-    ];
-    if !engine.hung.is_empty() {
-        checks.push(check("hung_ios", engine.hung.len() as f64, 0.0, false));
-    }
-    result.verdict = Verdict::of(checks);
-    result.stopped = crate::ended(
-        &times,
-        &result.verdict,
-        [
-            "interrupted: the files were not all read",
-            "every file was read to its end and every page verified good",
-            "every file was read; at least one check failed",
-        ],
-    );
+    let mut result = result;
     if let Err(e) = outcome {
-        crate::stop_with_error(&mut result, &e, clock.wall(), Some(stopped_in));
+        crate::assemble::stop_with_error(&mut result, &e, clock.wall(), Some(stopped_in));
     }
     Ok(result)
-}
-
-/// Adds a pass that followed the transactions (the Stress test's checksum) to the result they
-/// produced: its rows (`sections.checksum`), the pages it verified and found not good
-/// (`integrity`, `errors`), and its checks in the verdict (`data_integrity_errors` counts its
-/// findings too; `pass_completed`: every file read to its end). `report` is `None` when the pass
-/// never ran (the test was interrupted or stopped before it). Returns the test-log line.
-pub(crate) fn add_final_pass(
-    result: &mut RunResult,
-    report: Option<PassReport>,
-    times: &RunTimes,
-) -> String {
-    let completed = report.as_ref().is_some_and(|r| r.completed);
-    let pages_read = report.as_ref().map_or(0, |r| r.integrity.pages_verified);
-    let mut found = 0u64;
-    let line = match report {
-        Some(r) => {
-            let g = r.integrity;
-            found = g.damaged();
-            result.integrity.add(&g);
-            result.errors.extend(r.errors);
-            result.sections.checksum = r.checksum;
-            format!(
-                "Checksum after the test: {} pages verified, {found} not good{}.",
-                g.pages_verified,
-                if r.completed {
-                    ""
-                } else {
-                    "; not every file was read"
-                }
-            )
-        }
-        None => "Checksum after the test: not run (the test did not reach it).".to_string(),
-    };
-    // The pass's findings add to the transactions' (a check that judged nothing before judges
-    // the pages the pass read).
-    let verdict = &mut result.verdict;
-    let before = verdict
-        .check("data_integrity_errors")
-        .filter(|c| c.state() != CheckState::NotJudged)
-        .map(|c| c.value);
-    if before.is_some() || pages_read > 0 {
-        let total = before.unwrap_or(0.0) + found as f64;
-        verdict.set(Check::new(
-            "data_integrity_errors",
-            total,
-            0.0,
-            total == 0.0,
-        ));
-    }
-    verdict.set(Check::new(
-        "pass_completed",
-        if completed { 1.0 } else { 0.0 },
-        1.0,
-        completed,
-    ));
-    if !times.interrupted && result.stopped.reason.ran_to_completion() {
-        result.stopped = crate::ended(
-            times,
-            &result.verdict,
-            [
-                "",
-                "the test ran its full duration, every check passed and the checksum pass found every page good",
-                "the test ran its full duration; at least one check failed",
-            ],
-        );
-    }
-    line
 }

@@ -3,59 +3,16 @@
 //! measuring at the same instant. The settle phase has ended before it: the workload simply
 //! keeps running as it did, and the measured phase begins when the gate's time comes.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::{interrupted_before_measuring, Flow, Mode, PhaseRun};
 use crate::exec::Engine;
+pub use crate::plan::StartGate;
 use crate::{EngineError, Phase};
 
 /// How often an unopened gate is looked at (the loop turns at least this often).
 const POLL: Duration = Duration::from_millis(5);
-
-/// A start time shared between whoever decides it (the CLI, reading the coordinator's
-/// `start <unix seconds>` line) and the reactors waiting in [`PhaseSpec::WaitStart`]
-/// (crate::PhaseSpec). Unset until [`StartGate::open_at`] is called.
-#[derive(Debug, Default)]
-pub struct StartGate {
-    /// Nanoseconds since the Unix epoch; 0 while unset.
-    at_unix_ns: AtomicU64,
-}
-
-impl StartGate {
-    /// An unopened gate.
-    pub fn new() -> Arc<StartGate> {
-        Arc::new(StartGate::default())
-    }
-
-    /// Opens the gate at wall time `unix_s` (seconds since the Unix epoch, with fractions).
-    /// Returns false, leaving the gate as it was, for a time that is not finite and positive or
-    /// lies beyond the year 2500.
-    pub fn open_at(&self, unix_s: f64) -> bool {
-        if !unix_s.is_finite() || unix_s <= 0.0 || unix_s > 16_725_225_600.0 {
-            return false;
-        }
-        // In range by the check above: at most 1.7e19 ns < u64::MAX.
-        let ns = (unix_s * 1e9) as u64;
-        self.at_unix_ns.store(ns.max(1), Ordering::SeqCst);
-        true
-    }
-
-    /// The wall time the gate opens at, once set.
-    pub fn opens_at(&self) -> Option<SystemTime> {
-        match self.at_unix_ns.load(Ordering::SeqCst) {
-            0 => None,
-            ns => Some(UNIX_EPOCH + Duration::from_nanos(ns)),
-        }
-    }
-
-    /// How long from `now` (wall time) until the gate opens: `None` while unset, zero once due.
-    pub fn remaining(&self, now: SystemTime) -> Option<Duration> {
-        self.opens_at()
-            .map(|t| t.duration_since(now).unwrap_or(Duration::ZERO))
-    }
-}
 
 /// The phase: done once the gate's time has come.
 #[derive(Debug)]
@@ -109,6 +66,7 @@ impl PhaseRun for WaitStart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{SystemTime, UNIX_EPOCH};
 
     #[test]
     fn a_gate_opens_only_at_a_valid_time() {

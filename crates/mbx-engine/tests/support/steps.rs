@@ -13,6 +13,7 @@ use mbx_io::sim::{LatencyModel, SimClock, SimDevice, SimQueue};
 
 const PAGES: u64 = 8192;
 
+#[allow(dead_code)]
 #[derive(Default)]
 pub struct Lines(pub Vec<String>);
 impl Observer for Lines {

@@ -107,11 +107,6 @@ impl SimQueue {
         &self.device
     }
 
-    /// The clock.
-    pub fn sim_clock(&self) -> &Arc<SimClock> {
-        &self.clock
-    }
-
     fn handle(&self, index: usize) -> Option<&Handle> {
         self.handles.get(index).and_then(Option::as_ref)
     }
@@ -442,6 +437,12 @@ impl IoQueue for SimQueue {
 
     fn clock(&self) -> Arc<dyn Clock> {
         Arc::clone(&self.clock) as Arc<dyn Clock>
+    }
+
+    /// The simulated device runs on no machine: no host counter is known, so a simulated run's
+    /// result does not depend on the computer that ran it.
+    fn machine(&self) -> Arc<dyn crate::Machine> {
+        Arc::new(crate::NoMachine)
     }
 }
 

@@ -13,7 +13,10 @@ pub const DEFAULT_LOG_DIR: &str = "mbxstress-data/logs";
 
 /// (engine, direct) from the flags: the engine asked for, or the platform default.
 pub fn engine_and_direct(args: &EngineArgs) -> (EngineKind, bool) {
-    (args.engine.unwrap_or_default(), !args.buffered)
+    (
+        mbx_engine::engine_kind(args.engine.unwrap_or_default()),
+        !args.buffered,
+    )
 }
 
 /// `paths`, or the default when empty.

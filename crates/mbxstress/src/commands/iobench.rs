@@ -29,7 +29,7 @@ pub fn run(args: IobenchArgs) -> anyhow::Result<ExitCode> {
         iodepth: count(args.iodepth, "--iodepth")?,
         numjobs: count(args.numjobs, "--numjobs")?,
         runtime: args.runtime,
-        engine: args.engine.unwrap_or_default(),
+        engine: mbx_engine::engine_kind(args.engine.unwrap_or_default()),
         direct: args.direct == "1",
     };
     // Every range before anything is printed or written.

@@ -256,7 +256,7 @@ pub enum Notice<'a> {
         to: &'a std::path::Path,
     },
     /// The suite ended (or stopped early at `stopped_at`): every test's outcome.
-    SuiteEnd(&'a crate::suite::SuiteSummary),
+    SuiteEnd(&'a crate::suite_plan::SuiteSummary),
     /// find-max is about to start.
     FindMaxStart(&'a FindMaxStart),
     /// find-max ended: the answer and its steps, find-max.json and find-max.html.

@@ -14,6 +14,7 @@ pub mod num;
 pub mod results_folder;
 pub mod run;
 pub mod suite;
+pub mod suite_plan;
 
 pub use error::AppError;
 pub use event::{Event, EventSink, Line};

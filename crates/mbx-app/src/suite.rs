@@ -18,16 +18,8 @@ use crate::config::{Layers, STRESS_DEFAULT_S};
 use crate::error::IoContext;
 use crate::event::{Event, EventSink, Notice};
 use crate::run::{run_one, Preflight, Ran, RunRequest};
+pub use crate::suite_plan::{Outcome, SuiteSummary, STEPS};
 use crate::AppError;
-
-/// The tests of the suite, in order, with their folder names.
-pub const STEPS: [(&str, TestKind); 5] = [
-    ("1-performance", TestKind::Performance),
-    ("2-stress", TestKind::Stress),
-    ("3-backup", TestKind::Backup),
-    ("4-soft-recovery", TestKind::SoftRecovery),
-    ("5-checksum", TestKind::Checksum),
-];
 
 /// The Performance test's duration in a suite without --duration (Jetstress: 2 h).
 pub const PERFORMANCE_DEFAULT_S: f64 = 7_200.0;
@@ -48,44 +40,6 @@ pub struct SuiteRequest<'a> {
     pub cancel: &'a AtomicBool,
     /// The preflight checks of each test.
     pub preflight: Preflight<'a>,
-}
-
-/// How a test of the suite went.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// Its folder's name.
-    pub name: &'static str,
-    /// Its type.
-    pub kind: TestKind,
-    /// Its verdict.
-    pub pass: bool,
-    /// Why it stopped.
-    pub reason: StopReason,
-    /// It ran to completion in an earlier run of the suite and was skipped.
-    pub skipped: bool,
-}
-
-/// The suite's outcomes so far ([`Notice::SuiteEnd`]).
-#[derive(Debug, Clone)]
-pub struct SuiteSummary {
-    /// Each test's, in order.
-    pub outcomes: Vec<Outcome>,
-    /// The test that ended the suite early.
-    pub stopped_at: Option<&'static str>,
-    /// The suite's folder.
-    pub root: PathBuf,
-}
-
-impl SuiteSummary {
-    /// Every test ran.
-    pub fn complete(&self) -> bool {
-        self.stopped_at.is_none() && self.outcomes.len() == STEPS.len()
-    }
-
-    /// Every test ran and passed.
-    pub fn pass(&self) -> bool {
-        self.complete() && self.outcomes.iter().all(|o| o.pass)
-    }
 }
 
 /// How the suite ended.

@@ -152,7 +152,7 @@ pub enum StoreError {
         /// The log directory.
         dir: PathBuf,
         /// The first break found.
-        problem: log_dir::LogBreak,
+        problem: log::LogBreak,
     },
     /// The request itself is invalid (path counts, sizes).
     #[error("{0}")]

@@ -39,8 +39,8 @@ use std::fmt;
 use crate::lsn::Lsn;
 use crate::page::block_checksum;
 
-/// Size of a log file.
-pub const LOG_FILE_SIZE: usize = 1 << 20;
+/// Size of a log file (defined beside [`Lsn`], whose arithmetic it is).
+pub use crate::lsn::LOG_FILE_SIZE;
 /// Sector size of log writes (records are padded to it).
 pub const LOG_SECTOR: usize = 4096;
 /// Log file magic.
@@ -581,6 +581,52 @@ pub fn parse_log_file_name(name: &str) -> Option<u64> {
     let generation = u64::from_str_radix(hex, 16).ok()?;
     // Only the canonical spelling: no lower case, sign or extra leading zeros.
     (log_file_name(generation) == name).then_some(generation)
+}
+
+/// Why a log directory is not one continuous log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogBreak {
+    /// Generations `first..=last` are absent although a later one, or the checkpoint, needs them.
+    Missing {
+        /// First absent generation.
+        first: u64,
+        /// Last absent generation.
+        last: u64,
+    },
+    /// A file's header is invalid or a record in it is damaged (not a torn tail).
+    Damaged {
+        /// The file's generation.
+        generation: u64,
+        /// Where and why its scan ended.
+        end: ScanEnd,
+    },
+}
+
+impl std::fmt::Display for LogBreak {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            LogBreak::Missing { first, last } if first == last => {
+                write!(
+                    f,
+                    "log generation {first:#X} ({}) is missing",
+                    log_file_name(first)
+                )
+            }
+            LogBreak::Missing { first, last } => write!(
+                f,
+                "log generations {first:#X} to {last:#X} ({} to {}) are missing",
+                log_file_name(first),
+                log_file_name(last)
+            ),
+            LogBreak::Damaged { generation, end } => write!(
+                f,
+                "{} is damaged at offset {:#X}: {:?}",
+                log_file_name(generation),
+                end.offset(),
+                end.damage()
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

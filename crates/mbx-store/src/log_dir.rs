@@ -17,7 +17,6 @@
 //! (every file's length against its header, every generation from the checkpoint's to the
 //! newest, both checkpoint slots; [`LogProblem`]).
 
-use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
@@ -28,51 +27,7 @@ use crate::log::{
 use crate::lsn::Lsn;
 use crate::StoreError;
 
-/// Why a log directory is not one continuous log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogBreak {
-    /// Generations `first..=last` are absent although a later one, or the checkpoint, needs them.
-    Missing {
-        /// First absent generation.
-        first: u64,
-        /// Last absent generation.
-        last: u64,
-    },
-    /// A file's header is invalid or a record in it is damaged (not a torn tail).
-    Damaged {
-        /// The file's generation.
-        generation: u64,
-        /// Where and why its scan ended.
-        end: ScanEnd,
-    },
-}
-
-impl fmt::Display for LogBreak {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            LogBreak::Missing { first, last } if first == last => {
-                write!(
-                    f,
-                    "log generation {first:#X} ({}) is missing",
-                    log_file_name(first)
-                )
-            }
-            LogBreak::Missing { first, last } => write!(
-                f,
-                "log generations {first:#X} to {last:#X} ({} to {}) are missing",
-                log_file_name(first),
-                log_file_name(last)
-            ),
-            LogBreak::Damaged { generation, end } => write!(
-                f,
-                "{} is damaged at offset {:#X}: {:?}",
-                log_file_name(generation),
-                end.offset(),
-                end.damage()
-            ),
-        }
-    }
-}
+pub use crate::log::LogBreak;
 
 /// The log generations present in `dir` (files named as [`log_file_name`] makes them),
 /// ascending. A directory that does not exist holds none.

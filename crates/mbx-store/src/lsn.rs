@@ -10,7 +10,8 @@
 
 use std::fmt;
 
-use crate::log::LOG_FILE_SIZE;
+/// Size of a log file.
+pub const LOG_FILE_SIZE: usize = 1 << 20;
 
 /// Log file size as the Lsn arithmetic uses it.
 const FILE: u64 = LOG_FILE_SIZE as u64;

@@ -39,6 +39,7 @@ mod findings;
 mod interrupt;
 mod progress;
 mod render;
+mod summary;
 mod terminal;
 mod units;
 

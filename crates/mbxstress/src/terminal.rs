@@ -7,8 +7,8 @@ use std::io::IsTerminal;
 use mbx_app::event::{Event, EventSink, Line, LogKind, Notice};
 
 use crate::cli::ProgressMode;
-use crate::commands::run::{capitalize, fmt_secs};
 use crate::render::num;
+use crate::summary::{capitalize, fmt_secs};
 
 /// Renders a command's events and notices for `--progress MODE`.
 pub struct Terminal {
@@ -149,7 +149,7 @@ impl EventSink for Terminal {
                 if jsonl {
                     let _ = Self::jsonl(e);
                 } else if human {
-                    crate::commands::doctor_announce(doctor);
+                    crate::findings::announce(doctor);
                 }
             }
             Event::SuiteSkip { test, pass } => {
@@ -188,7 +188,7 @@ impl EventSink for Terminal {
                         false,
                         false,
                     ));
-                    crate::commands::run::print_start(s);
+                    crate::summary::print_start(s);
                 }
             }
             Notice::FindMaxStart(s) => {
@@ -198,7 +198,7 @@ impl EventSink for Terminal {
                         false,
                         false,
                     ));
-                    crate::commands::findmax::print_start(s);
+                    crate::summary::print_find_max_start(s);
                 }
             }
             Notice::Prepare(e) => {
@@ -218,7 +218,7 @@ impl EventSink for Terminal {
                 report,
             } => {
                 if summaries {
-                    crate::commands::run::print_end(*kind, result, path, *report)?;
+                    crate::summary::print_end(*kind, result, path, *report)?;
                 }
             }
             Notice::TestStopped(message) => errln!("error: the test stopped: {message}"),
@@ -239,14 +239,14 @@ impl EventSink for Terminal {
                 "{test}: an incomplete earlier attempt was moved aside to {}; running it again",
                 to.display()
             ),
-            Notice::SuiteEnd(summary) => crate::commands::suite::print_summary(summary)?,
+            Notice::SuiteEnd(summary) => crate::summary::print_suite_summary(summary)?,
             Notice::FindMaxEnd {
                 find_max,
                 json,
                 html,
             } => {
                 if summaries {
-                    crate::commands::findmax::print_end(find_max, json, html)?;
+                    crate::summary::print_find_max_end(find_max, json, html)?;
                 }
             }
         }

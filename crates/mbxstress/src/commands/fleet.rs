@@ -287,7 +287,7 @@ impl FleetView for Terminal {
                         &l.phase
                     },
                     l.eta_s
-                        .map(|e| format!(", ETA {}", super::run::fmt_secs(e)))
+                        .map(|e| format!(", ETA {}", crate::summary::fmt_secs(e)))
                         .unwrap_or_default(),
                     l.iops,
                     l.target,

@@ -21,11 +21,6 @@ use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
 
-/// `run`'s preflight findings as a terminal shows them before the test.
-pub(crate) fn doctor_announce(r: &mbx_result::DoctorReport) {
-    crate::findings::announce(r);
-}
-
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {

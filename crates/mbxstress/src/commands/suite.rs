@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use mbx_app::config::Layers;
-use mbx_app::suite::{SuiteEnd, SuiteRequest, SuiteSummary};
+use mbx_app::suite::{SuiteEnd, SuiteRequest};
 
 /// The tests of the suite, in order, with their folder names.
 pub(crate) use mbx_app::suite::STEPS;
@@ -32,39 +32,4 @@ pub fn run(args: &RunArgs, layers: &Layers) -> anyhow::Result<ExitCode> {
         SuiteEnd::Done { pass: true } => ExitCode::SUCCESS,
         SuiteEnd::Done { pass: false } => ExitCode::from(1),
     })
-}
-
-/// The suite's summary on stdout: each test's verdict, then the suite's, naming the test that
-/// ended it early.
-pub(crate) fn print_summary(s: &SuiteSummary) -> std::io::Result<()> {
-    let complete = s.complete();
-    outln!()?;
-    outln!(
-        "{} | suite: {} of {} tests ran to completion{}",
-        if s.pass() { "PASS" } else { "FAIL" },
-        s.outcomes
-            .iter()
-            .filter(|o| o.reason.ran_to_completion())
-            .count(),
-        STEPS.len(),
-        match s.stopped_at {
-            Some(name) => format!("; stopped at {name}"),
-            None => String::new(),
-        }
-    )?;
-    for o in &s.outcomes {
-        outln!(
-            "  {:<18} {:<14} {:<5} {}{}",
-            o.name,
-            o.kind.name(),
-            if o.pass { "PASS" } else { "FAIL" },
-            o.reason.name(),
-            if o.skipped { " (earlier run)" } else { "" }
-        )?;
-    }
-    if complete {
-        outln!("ESRP summary: {}", s.root.join("esrp.txt").display())?;
-    }
-    outln!("Suite: {}", s.root.display())?;
-    Ok(())
 }

@@ -1,7 +1,7 @@
 //! The Performance test on small databases (MiBs) for a few seconds, on the real device: a
 //! passing run with the I/O shape of the model, and a failing one with latency injected by the
-//! fault backend. What needs no real device (slow storage, replication, crashes) is tested on the
-//! simulated one (tests/sim.rs). Each test's
+//! fault backend. What needs no real device (slow storage, replication, crashes, the continuity
+//! of a run's log) is tested on the simulated one (tests/sim.rs). Each test's
 //! files live in a temporary directory under the target directory, removed when the test ends.
 
 use std::sync::atomic::AtomicBool;
@@ -253,75 +253,5 @@ fn fewer_mailboxes_than_databases_and_tiny_databases_complete() {
             inst.name,
             inst.cache_fill
         );
-    }
-}
-
-/// Every log a run wrote, scanned after it: one continuous log (no gaps, no damaged records,
-/// Lsns strictly increasing), records carrying redo entries, the earlier run's files retired, the
-/// final checkpoint at the end of the log, and every page the log names on disk at least at the
-/// generation the log gives it (write-ahead logging and the final flush held).
-#[test]
-fn the_log_of_a_run_is_continuous_and_the_database_matches_it() {
-    let (mut cfg, dbs, _dir) = setup("log", 1, 4);
-    cfg.profile.iops_per_mailbox = 2.0; // several log files within the test
-    cfg.duration_s = 3.0;
-    cfg.circular_logging = false; // keep every file to scan it
-    let db = &dbs[0];
-    let id = db.header.database_id;
-    let before = mbx_store::log_dir::list_log_generations(&db.spec.log_dir).expect("list");
-    let mut obs = Collect::default();
-    let r = run_performance(&cfg, &dbs, &mut obs, &AtomicBool::new(false), None).expect("run");
-    assert!(r.stopped.reason.ran_to_completion(), "{:?}", r.stopped);
-    let scan = mbx_store::log_dir::scan_log_dir(&db.spec.log_dir, id).expect("scan");
-    assert!(scan.is_continuous(), "{:?}", scan.breaks);
-    let gens: Vec<u64> = mbx_store::log_dir::list_log_generations(&db.spec.log_dir).expect("list");
-    // Without circular logging every file stays: the earlier run's, then this run's, contiguous.
-    let first = before.iter().max().copied().unwrap_or(0);
-    assert_eq!(gens[..before.len()], before[..]);
-    assert!(
-        gens.windows(2).all(|w| w[1] == w[0] + 1) && gens.len() > before.len() + 2,
-        "{gens:?} after {first}"
-    );
-    let records: Vec<_> = scan.records().cloned().collect();
-    assert!(records.len() > 10, "{} records", records.len());
-    for w in records.windows(2) {
-        assert!(w[0].end() <= w[1].lsn, "{:?} then {:?}", w[0], w[1]);
-    }
-    assert!(records.iter().any(|r| !r.entries.is_empty()));
-    let end = scan.end().expect("end");
-    let ckpt = mbx_store::checkpoint::read_checkpoint(&db.spec.log_dir)
-        .expect("read")
-        .expect("a checkpoint");
-    // A clean shutdown checkpoints past the last record (nothing left to replay), within the log
-    // (at most the start of the spare file that follows the last one written).
-    let last = records.last().map(|r| r.end()).expect("records");
-    assert!(
-        ckpt.lsn >= last && ckpt.lsn <= end,
-        "checkpoint {} not between the last record's end {last} and the log's end {end}",
-        ckpt.lsn
-    );
-    // Every page named by the log is on disk at (at least) its last logged generation.
-    let image = std::fs::read(&db.spec.path).expect("read database");
-    let mut redo = std::collections::HashMap::new();
-    for rec in &records {
-        for e in &rec.entries {
-            let g = redo.entry(e.page).or_insert(0u64);
-            *g = (*g).max(e.generation);
-        }
-    }
-    let mut scratch = vec![0u8; mbx_store::page::PAGE_SIZE];
-    let ps = mbx_store::page::PAGE_SIZE;
-    for (&page, &gen) in &redo {
-        let at = page as usize * ps;
-        let found = mbx_store::page::check_data_page(&image[at..at + ps], page, id, &mut scratch);
-        match found {
-            mbx_store::page::PageCheck::Good { generation } => {
-                assert!(
-                    generation >= gen,
-                    "page {page}: {generation} < logged {gen}"
-                )
-            }
-            other => panic!("page {page}: {other:?}"),
-        }
     }
 }

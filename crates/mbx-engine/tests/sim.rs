@@ -4,7 +4,8 @@
 //!   keeping only what was durable; the log from the checkpoint on then redoes every change the
 //!   database lacks, and afterwards every page checks good and is exactly at the newest
 //!   generation the durable log gives it; before that, no page is behind its generation
-//!   journal entry (the journal never leads the pages).
+//!   journal entry (the journal never leads the pages);
+//! - the log of a run that continues an earlier one: continuous, and the database matches it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -934,4 +935,312 @@ fn a_page_damaged_after_the_stress_workload_fails_the_stress_verdict() {
         ]
     );
     assert!(r.errors.iter().all(|e| e.path.as_deref() == db.to_str()));
+}
+
+/// Every log a run wrote, scanned after it (on the simulated device; it ran on real files in
+/// tests/performance.rs, writing 48 MB, before 2026-11-27): one continuous log (no gaps, no
+/// damaged records, Lsns strictly increasing), records carrying redo entries, the earlier run's
+/// files kept and continued (circular logging off), the final checkpoint at the end of the log,
+/// and every page the log names on the device at least at the generation the log gives it
+/// (write-ahead logging and the final flush held).
+#[test]
+fn the_log_of_a_run_is_continuous_and_the_database_matches_it() {
+    use mbx_store::log::ScanEnd;
+    let dev = SimDevice::new();
+    let mut cfg = sim_config(400.0, 3.0, 1); // several log files within the test
+    cfg.circular_logging = false; // keep every file to scan it
+    let spec = sim_database(&dev, 0, 128);
+    // An earlier run leaves its log; this run continues it as `log_start` would describe it.
+    let earlier = run_on(
+        &dev,
+        &cfg,
+        vec![spec.clone()],
+        21,
+        Vec::new(),
+        LatencyModel::typical(),
+    );
+    assert!(
+        earlier.stopped.reason.ran_to_completion(),
+        "{:?}",
+        earlier.stopped
+    );
+    let first = read_log(&dev, &spec).expect("the earlier run's log");
+    let before = first.generations.clone();
+    let mut spec = spec;
+    spec.log = LogStart {
+        next_generation: before.last().map_or(1, |g| g + 1),
+        checkpoint_sequence: first.checkpoint.map_or(0, |c| c.sequence),
+        earlier_logs: before
+            .iter()
+            .map(|&g| spec.log_dir.join(mbx_store::log::log_file_name(g)))
+            .collect(),
+    };
+    // Later than the earlier run, as in real life (page generations come from the wall clock).
+    let r = run_later(&dev, &cfg, vec![spec.clone()], 22, &mut Count::default());
+    assert!(r.stopped.reason.ran_to_completion(), "{:?}", r.stopped);
+    let id = spec.database_id;
+    let mut gens: Vec<u64> = dev
+        .list(&spec.log_dir)
+        .iter()
+        .filter_map(|p| {
+            p.file_name()
+                .and_then(|n| parse_log_file_name(&n.to_string_lossy()))
+        })
+        .collect();
+    gens.sort_unstable();
+    // Without circular logging every file stays: the earlier run's, then this run's, contiguous.
+    assert!(!before.is_empty());
+    assert_eq!(gens[..before.len()], before[..]);
+    assert!(
+        gens.windows(2).all(|w| w[1] == w[0] + 1) && gens.len() > before.len() + 2,
+        "{gens:?} after {before:?}"
+    );
+    // Each file scanned as the log directory scan does: no damaged record anywhere.
+    let mut records = Vec::new();
+    let mut end = Lsn::ZERO;
+    for &g in &gens {
+        let mut img = image(&dev, &spec.log_dir.join(mbx_store::log::log_file_name(g)));
+        img.resize(img.len().max(LOG_FILE_SIZE), 0);
+        let scan = scan_log_file(&img, g, id);
+        assert!(
+            !matches!(scan.end, ScanEnd::Damaged { .. }),
+            "generation {g}: {:?}",
+            scan.end
+        );
+        end = scan.end_lsn();
+        records.extend(scan.records);
+    }
+    assert!(records.len() > 10, "{} records", records.len());
+    for w in records.windows(2) {
+        assert!(w[0].end() <= w[1].lsn, "{:?} then {:?}", w[0], w[1]);
+    }
+    assert!(records.iter().any(|r| !r.entries.is_empty()));
+    let ckpt = Checkpoint::from_file(&image(&dev, &spec.log_dir.join(CHECKPOINT_FILE)))
+        .expect("a checkpoint");
+    assert!(ckpt.sequence > first.checkpoint.map_or(0, |c| c.sequence));
+    // A clean shutdown checkpoints past the last record (nothing left to replay), within the log
+    // (at most the start of the spare file that follows the last one written).
+    let last = records.last().map(|r| r.end()).expect("records");
+    assert!(
+        ckpt.lsn >= last && ckpt.lsn <= end,
+        "checkpoint {} not between the last record's end {last} and the log's end {end}",
+        ckpt.lsn
+    );
+    // Every page named by the log is on the device at (at least) its last logged generation.
+    let mut redo = std::collections::HashMap::new();
+    for rec in &records {
+        for e in &rec.entries {
+            let g = redo.entry(e.page).or_insert(0u64);
+            *g = (*g).max(e.generation);
+        }
+    }
+    let mut scratch = vec![0u8; PAGE_SIZE];
+    let mut page = vec![0u8; PAGE_SIZE];
+    for (&n, &gen) in &redo {
+        dev.read_at(&spec.db_path, n * PAGE_SIZE as u64, &mut page)
+            .expect("read page");
+        match check_data_page(&page, n, id, &mut scratch) {
+            PageCheck::Good { generation } => {
+                assert!(generation >= gen, "page {n}: {generation} < logged {gen}")
+            }
+            other => panic!("page {n}: {other:?}"),
+        }
+    }
+}
+
+/// A Performance run on `dev` an hour (of wall time) after [`run_on`]'s: a later run on what an
+/// earlier one left (page generations and log file stamps come from the wall clock).
+fn run_later(
+    dev: &SimDevice,
+    cfg: &RunConfig,
+    specs: Vec<InstanceSpec>,
+    seed: u64,
+    obs: &mut dyn Observer,
+) -> RunResult {
+    let clock = Arc::new(SimClock::starting_at(
+        std::time::SystemTime::UNIX_EPOCH
+            + Duration::from_secs(SimClock::DEFAULT_WALL_START + 3600),
+    ));
+    let depth = mbx_engine::queue_depth(cfg, specs.len());
+    let queue = SimQueue::new(dev.clone(), clock, depth, LatencyModel::typical(), seed);
+    run_plan(
+        cfg,
+        &Plan::performance(cfg),
+        specs,
+        Box::new(queue),
+        obs,
+        &AtomicBool::new(false),
+    )
+    .expect("run")
+}
+
+/// What a run reports, kept.
+#[derive(Default)]
+struct Collect {
+    logs: Vec<String>,
+    samples: usize,
+    progress: usize,
+}
+
+impl Observer for Collect {
+    fn on_event(&mut self, e: RunEvent<'_>) {
+        match e {
+            RunEvent::Log(t) => self.logs.push(t.to_string()),
+            RunEvent::Sample(_) => self.samples += 1,
+            RunEvent::Progress(_) => self.progress += 1,
+            _ => {}
+        }
+    }
+}
+
+/// A passing Performance run on two databases (on the simulated device; it ran on real files in
+/// tests/performance.rs, writing 41 MB, before 2026-11-27) continuing an earlier run: the I/O
+/// shape of the model, totals that add up, pacing at the target, checkpoints that outrank the
+/// earlier run's, the earlier run's log files retired (circular logging), and databases that
+/// check good against their log afterwards.
+#[test]
+fn passing_run_has_the_model_shape_and_consistent_totals() {
+    use mbx_store::checkpoint::SLOT;
+    let dev = SimDevice::new();
+    let mut cfg = sim_config(200.0, 4.0, 2);
+    cfg.profile.mailboxes = 200;
+    cfg.profile.iops_per_mailbox = 1.0;
+    cfg.profile.mailbox_quota_mb = 8;
+    cfg.sample_interval_s = 1.0;
+    cfg.cache.checkpoint_interval_s = 1.0;
+    // 4 one-second samples: no tolerance, so the maximum-latency checks judge them.
+    cfg.thresholds.max_latency_errors = 0;
+    // 8 MiB databases: their cache (an eighth) does not hold them, reads go to the device.
+    let specs = vec![sim_database(&dev, 0, 256), sim_database(&dev, 1, 256)];
+    let earlier = run_on(
+        &dev,
+        &cfg,
+        specs.clone(),
+        31,
+        Vec::new(),
+        LatencyModel::typical(),
+    );
+    assert!(earlier.verdict.pass(), "{:#?}", earlier.verdict);
+    // The earlier run left checkpoint sequence 1001 (planted in its slot): this run's
+    // checkpoints must outrank it.
+    let ckpt_path = specs[0].log_dir.join(CHECKPOINT_FILE);
+    let planted = Checkpoint {
+        sequence: 1001,
+        database_id: specs[0].database_id,
+        lsn: read_log(&dev, &specs[0])
+            .expect("earlier log")
+            .checkpoint
+            .expect("a checkpoint")
+            .lsn,
+    };
+    let mut slot = vec![0u8; SLOT];
+    planted.encode(&mut slot);
+    dev.write_at(&ckpt_path, planted.slot_offset(), &slot)
+        .expect("plant checkpoint");
+    let mut logs_before = Vec::new();
+    let specs: Vec<InstanceSpec> = specs
+        .into_iter()
+        .map(|mut s| {
+            let log = read_log(&dev, &s).expect("earlier log");
+            logs_before.push(log.generations.clone());
+            s.log = LogStart {
+                next_generation: log.generations.last().map_or(1, |g| g + 1),
+                checkpoint_sequence: log.checkpoint.map_or(0, |c| c.sequence),
+                earlier_logs: log
+                    .generations
+                    .iter()
+                    .map(|&g| s.log_dir.join(mbx_store::log::log_file_name(g)))
+                    .collect(),
+            };
+            s
+        })
+        .collect();
+    assert_eq!(specs[0].log.checkpoint_sequence, 1001);
+    let mut obs = Collect::default();
+    let r = run_later(&dev, &cfg, specs.clone(), 32, &mut obs);
+    assert!(r.verdict.pass(), "{:#?}", r.verdict);
+    assert!(!r.test.interrupted);
+    for (s, before) in specs.iter().zip(&logs_before) {
+        let after = read_log(&dev, s).expect("log");
+        // Circular logging (the default) retired the earlier run's log files.
+        assert!(
+            !before.is_empty() && after.generations.iter().all(|g| !before.contains(g)),
+            "{before:?} then {:?}",
+            after.generations
+        );
+        // The databases check good against their log (every page good, the logged ones at
+        // their newest logged generation).
+        check_against_log(&dev, s, &after.newest, true).expect("pages");
+    }
+    let now = Checkpoint::from_file(&image(&dev, &ckpt_path));
+    assert!(
+        now.is_some_and(|c| c.sequence > planted.sequence),
+        "{now:?}"
+    );
+    // Achieved IOPS is by definition the sum of the instances' DB reads/s + writes/s.
+    let sum: f64 = r
+        .instances
+        .iter()
+        .map(|i| i.transactional.db_reads_per_s + i.transactional.db_writes_per_s)
+        .sum();
+    assert!((r.achieved_iops - sum).abs() < 1e-9);
+    // Paced at the 200 IOPS target (a few seconds of a Poisson-ish process: generous bounds).
+    assert!(
+        (150.0..260.0).contains(&r.achieved_iops),
+        "{}",
+        r.achieved_iops
+    );
+    for i in &r.instances {
+        let t = &i.transactional;
+        assert!(t.db_reads_per_s > t.db_writes_per_s, "{t:?}");
+        assert!(
+            t.db_read_avg_bytes >= 32768.0 && t.db_write_avg_bytes >= 32768.0,
+            "{t:?}"
+        );
+        assert!(
+            t.log_writes_per_s > 0.0 && t.log_write_avg_bytes >= 4096.0,
+            "{t:?}"
+        );
+        assert!(
+            i.bdm.reads_per_s > 5.0 && i.bdm.read_avg_bytes <= 262144.0,
+            "{:?}",
+            i.bdm
+        );
+        assert_eq!(
+            i.log_replication.reads_per_s, 0.0,
+            "copies 1: no replication"
+        );
+        assert!(
+            i.integrity.pages_verified > 0 && i.integrity.clean(),
+            "{:?}",
+            i.integrity
+        );
+        assert!(i.latency_ms.db_read.p99 >= i.latency_ms.db_read.p50);
+    }
+    assert!(obs.samples >= 3, "{}", obs.samples);
+    // Checkpoints (every second here) run through the queue while measuring and are measured,
+    // outside the Jetstress streams.
+    assert!(
+        obs.logs
+            .iter()
+            .any(|l| l.contains("checkpoint and log-preallocation I/Os while measuring")),
+        "{:#?}",
+        obs.logs
+    );
+    assert!(
+        obs.logs
+            .iter()
+            .any(|l| l.starts_with("Operation mix: Sessions 8")),
+        "{:#?}",
+        obs.logs
+    );
+    assert!(obs
+        .logs
+        .iter()
+        .any(|l| l.contains("Maximum Database Page Fault Stalls")));
+    assert!(obs.progress >= 4);
+    let names: Vec<&str> = r.verdict.checks().iter().map(|c| c.name.as_str()).collect();
+    assert!(
+        names.contains(&"db_read_latency_avg_ms") && names.contains(&"achieved_transactional_iops")
+    );
 }

@@ -140,7 +140,13 @@ fn lab_on(name: &str, addrs: &[&str], push_last: bool) -> Lab {
     }
     fs_err::write(d.join("ssh_config"), ssh_config).expect("ssh_config");
     fs_err::write(d.join("hosts.toml"), hosts).expect("hosts");
-    fs_err::write(d.join("fast.toml"), FAST).expect("fast.toml");
+    // A 1 MiB cache: the 4 MiB databases (4 mailboxes of 1 MiB, small to keep what the tests
+    // write down) are not held whole, so reads go to disk and the latency checks judge.
+    let fast = FAST.replace(
+        "[cache]\n",
+        "[cache]\nmin_mb_per_db = 1\nmax_mb_per_db = 1\n",
+    );
+    fs_err::write(d.join("fast.toml"), fast).expect("fast.toml");
     Lab { dir, daemons }
 }
 
@@ -154,9 +160,9 @@ const RUN_FLAGS: [&str; 20] = [
     "--threads",
     "4",
     "--mailboxes",
-    "8",
+    "4",
     "--iops-per-mailbox",
-    "2",
+    "4",
     "--quota-mb",
     "1",
     "--databases",
@@ -677,9 +683,9 @@ fn a_rerun_resumes_the_interrupted_host_and_attaches_the_others() {
         "--threads",
         "2",
         "--mailboxes",
-        "8",
+        "4",
         "--iops-per-mailbox",
-        "2",
+        "4",
         "--quota-mb",
         "1",
         "--databases",
@@ -1175,7 +1181,9 @@ fn two_hosts_sharing_one_account_and_work_dir_keep_their_own_runs_and_push_safel
     let inode = std::fs::metadata(&target).expect("binary").ino();
     let mut flags: Vec<&str> = RUN_FLAGS.to_vec();
     *flags.last_mut().expect("--out value") = "out2";
-    flags.extend(["--duration", "1s", "--push", "--progress", "quiet"]);
+    // 2 s: at 16 IOPS with reads reaching the disk, 1 s can end before a host's first log write
+    // (its log checks then judge nothing).
+    flags.extend(["--duration", "2s", "--push", "--progress", "quiet"]);
     let (child, rx) = spawn_fleet_with(d, &flags);
     let (code, out, err) = finish(child, rx);
     assert_eq!(code, 0, "{out}\n{err}");

@@ -43,8 +43,20 @@ const FAST: &str = concat!(
     "page_fault_stalls_per_s = 10000\nmax_latency_errors = 0\n"
 );
 
-/// Args of a run on 2 databases of 4 MiB for `duration`.
+/// Args of a run on 1 database of 4 MiB for `duration` (one database is all these cases need:
+/// a second one only doubled what they write).
 fn run_args<'a>(duration: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    run_args_on("1", duration, out, extra)
+}
+
+/// Args of a run on `databases` databases of 4 MiB (2 mailboxes of 2 MiB each) for `duration`.
+fn run_args_on<'a>(
+    databases: &'a str,
+    duration: &'a str,
+    out: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mailboxes = if databases == "2" { "4" } else { "2" };
     let mut v = vec![
         "run",
         "--threads",
@@ -52,11 +64,11 @@ fn run_args<'a>(duration: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a s
         "--config",
         "fast.toml",
         "--mailboxes",
-        "4",
+        mailboxes,
         "--quota-mb",
         "2",
         "--databases",
-        "2",
+        databases,
         "--iops-per-mailbox",
         "10",
         "--duration",
@@ -246,11 +258,11 @@ fn second_run_is_locked_out_and_sigterm_keeps_the_result() {
         &[
             "prepare",
             "--mailboxes",
-            "4",
+            "2",
             "--quota-mb",
             "2",
             "--databases",
-            "2",
+            "1",
         ],
     );
     assert_eq!(prep.code, 2, "{}", prep.stderr);
@@ -449,7 +461,7 @@ fn a_damaged_header_copy_is_reported_by_run() {
         .expect("open");
     mbx_io::platform::write_all_at(&f, &[0xA5u8; 512], 32768 + 100).expect("damage");
     drop(f);
-    let run = in_dir(d, &run_args("2s", "r1", &[]));
+    let run = in_dir(d, &run_args_on("2", "2s", "r1", &[]));
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     let r = read_json(&d.join("r1/result.json"));
     let errors = r["errors"].as_array().expect("errors");
@@ -463,7 +475,7 @@ fn a_damaged_header_copy_is_reported_by_run() {
         .is_some_and(|p| p.ends_with("mbxstress002.edb")));
     assert_eq!(r["stopped"]["reason"], "verdict_failed");
     assert!(log_has(&d.join("r1/test.log"), "header copy 2"));
-    let again = in_dir(d, &run_args("2s", "r2", &[]));
+    let again = in_dir(d, &run_args_on("2", "2s", "r2", &[]));
     assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
 }
 
@@ -490,6 +502,7 @@ fn full_disk_during_measurement_keeps_the_result_and_the_databases() {
                 .map(String::from)
                 .collect();
         for (k, v) in [
+            ("--databases", "2"),
             ("--mailboxes", "4"),
             ("--quota-mb", "2"),
             ("--iops-per-mailbox", "100"),
@@ -630,7 +643,8 @@ fn iobench_respects_the_lock_of_a_running_test() {
     let dir = tmp();
     let d = &*dir;
     std::fs::write(d.join("fast.toml"), FAST).expect("config");
-    let first = spawn(d, &run_args("60s", "r1", &[]));
+    // Two databases: the log folders are logs/db001 and logs/db002 (one alone is logs/).
+    let first = spawn(d, &run_args_on("2", "60s", "r1", &[]));
     let log = d.join("r1/test.log");
     wait_for(Duration::from_secs(60), "the first run to measure", || {
         log_has(&log, "Performance logging started")

@@ -209,7 +209,7 @@ fn iobench_reports_iops_latency_and_cpu() {
             "--file",
             "b.dat",
             "--size",
-            "8M",
+            "2M",
             "--rw",
             "randrw",
             "--rwmixread",
@@ -234,7 +234,7 @@ fn iobench_reports_iops_latency_and_cpu() {
     assert_eq!(v["spec"]["direct"], false);
     assert_eq!(
         std::fs::metadata(dir.join("b.dat")).expect("stat").len(),
-        8 << 20
+        2 << 20
     );
     // Writing into an existing file needs --force; reading it does not.
     let run = mbx_in(
@@ -244,7 +244,7 @@ fn iobench_reports_iops_latency_and_cpu() {
             "--file",
             "b.dat",
             "--size",
-            "8M",
+            "2M",
             "--rw",
             "write",
             "--runtime",
@@ -260,7 +260,7 @@ fn iobench_reports_iops_latency_and_cpu() {
             "--file",
             "b.dat",
             "--size",
-            "8M",
+            "2M",
             "--rw",
             "read",
             "--runtime",

@@ -366,30 +366,32 @@ pub fn run_one(
     observer.sink().event(&Event::Doctor {
         doctor: doctor.clone(),
     });
-    let Executed { mut result, error } = match &sized {
-        Some(s) => mbx_engine::execute_throughput(
-            &cfg,
-            &plan,
+    // The engine's one entry point: the databases made ready as the plan says, tuning first
+    // when the test tunes, or the disk subsystem throughput test when the size came from the
+    // free space.
+    let throughput = sized.as_ref().map(|s| {
+        (
             throughput_spec(req.layers, &cfg),
             mbx_engine::throughput::Sized {
                 free_bytes: s.free_bytes,
                 database_bytes: s.database_bytes,
             },
-            &specs,
-            &create,
-            &mut observer,
-            req.cancel,
-        ),
-        None => mbx_engine::execute(
-            &cfg,
-            &plan,
-            &specs,
-            &create,
-            &mut observer,
-            req.cancel,
-            None,
-        ),
-    };
+        )
+    });
+    let Executed { mut result, error } = mbx_engine::start(
+        mbx_engine::RunRequest {
+            cfg: &cfg,
+            plan: &plan,
+            storage: mbx_engine::Storage::Files {
+                specs: &specs,
+                create: &create,
+                wrap: None,
+            },
+            throughput,
+        },
+        &mut observer,
+        req.cancel,
+    );
     result.doctor = Some(doctor);
     observer.notice(&Notice::EngineDone);
     let error = error.map(AppError::Engine);

@@ -2,8 +2,8 @@
 //! engine's I/O with Jetstress semantics (see docs/method.md).
 //!
 //! A test is a [`Plan`]: how its databases are made ready, then phases that one executor runs
-//! on one reactor (docs/ARCHITECTURE.md). [`execute`] runs a test from start to end, as the CLI
-//! asks for it; [`run_test`] runs a plan on prepared databases; [`run_plan`] runs one on any I/O
+//! on one reactor (docs/ARCHITECTURE.md). [`start`] runs a test from start to end, as the
+//! application layer asks for it; [`run_test`] runs a plan on prepared databases; [`run_plan`] runs one on any I/O
 //! queue, real or simulated. Progress, log lines and samples go to an [`Observer`] as they
 //! happen, and the result is a [`result::RunResult`] with its verdict. The engine
 //! never prints; persistence and display belong to the observer.
@@ -47,10 +47,7 @@ pub use run::{
     log_start, queue_depth, queue_depth_for, run_performance, run_plan, run_plan_reactors,
     run_test, QueueFactory,
 };
-pub use runner::{
-    execute, execute_find_max, execute_throughput, start, tune_then_run, tunes, Executed,
-    RunRequest, Storage,
-};
+pub use runner::{execute_find_max, start, tune_then_run, tunes, Executed, RunRequest, Storage};
 
 /// When things happened.
 #[derive(Debug, Clone, Copy)]

@@ -1,8 +1,8 @@
-//! A test from start to end, as the CLI asks for it: the plan's databases made ready, the plan
-//! executed on them, and whatever happened, an error included, turned into a result. The caller
-//! resolves the configuration, builds the plan, renders the events and exports the result; it
-//! does not orchestrate. [`start`] is the one way in; [`execute`] and [`execute_throughput`]
-//! are thin wrappers over it kept for the binary until it calls [`start`].
+//! A test from start to end, as the application layer asks for it: the plan's databases made
+//! ready, the plan executed on them, and whatever happened, an error included, turned into a
+//! result. The caller resolves the configuration, builds the plan, renders the events and exports
+//! the result; it does not orchestrate. [`start`] is the one way in (find-max, a search over
+//! tests rather than a test, has [`execute_find_max`]).
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
@@ -165,30 +165,6 @@ pub fn start(req: RunRequest<'_>, observer: &mut dyn Observer, cancel: &AtomicBo
             finish_at(cfg, plan, started, &*clock, outcome, observer)
         }
     }
-}
-
-/// [`start`] on database files. Kept for the binary's callers until they call [`start`].
-pub fn execute(
-    cfg: &RunConfig,
-    plan: &Plan,
-    specs: &[DatabaseSpec],
-    create: &CreateParams,
-    observer: &mut dyn Observer,
-    cancel: &AtomicBool,
-    wrap: Option<&QueueWrapper>,
-) -> Executed {
-    let storage = Storage::Files {
-        specs,
-        create,
-        wrap,
-    };
-    let req = RunRequest {
-        cfg,
-        plan,
-        storage,
-        throughput: None,
-    };
-    start(req, observer, cancel)
 }
 
 /// Automatic tuning ([`crate::tune::tune`]), then `plan` with the session count it chose. `run`
@@ -397,33 +373,6 @@ pub fn execute_find_max(
     )
 }
 
-/// [`start`] of the disk subsystem throughput test on database files. Kept for the binary's
-/// callers until they call [`start`].
-#[allow(clippy::too_many_arguments)]
-pub fn execute_throughput(
-    cfg: &RunConfig,
-    plan: &Plan,
-    spec: crate::findmax::FindMaxSpec,
-    sized: crate::throughput::Sized,
-    specs: &[DatabaseSpec],
-    create: &CreateParams,
-    observer: &mut dyn Observer,
-    cancel: &AtomicBool,
-) -> Executed {
-    let storage = Storage::Files {
-        specs,
-        create,
-        wrap: None,
-    };
-    let req = RunRequest {
-        cfg,
-        plan,
-        storage,
-        throughput: Some((spec, sized)),
-    };
-    start(req, observer, cancel)
-}
-
 /// Whether `plan` tunes its session count first: a Performance or Stress test without a thread
 /// count (Jetstress's default; `SuppressTuning` is a thread count).
 pub fn tunes(cfg: &RunConfig, plan: &Plan) -> bool {
@@ -480,14 +429,21 @@ mod tests {
             mbx_store::plan_paths(&[dir.join("db")], &[dir.join("logs")], 1).expect("paths");
         let cfg = RunConfig::default();
         let mut obs = Recorder(Vec::new());
-        let out = execute(
-            &cfg,
-            &Plan::performance(&cfg),
-            &specs,
-            &params(data_pages),
+        let plan = Plan::performance(&cfg);
+        let create = params(data_pages);
+        let out = start(
+            RunRequest {
+                cfg: &cfg,
+                plan: &plan,
+                storage: Storage::Files {
+                    specs: &specs,
+                    create: &create,
+                    wrap: None,
+                },
+                throughput: None,
+            },
             &mut obs,
             &AtomicBool::new(cancel),
-            None,
         );
         (out, obs.0)
     }

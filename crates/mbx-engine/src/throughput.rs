@@ -4,7 +4,7 @@
 //! ([`find_max_iops`]), then the test (Performance or Stress) held at `throughput_pct` of it.
 //!
 //! Running a step or the test is the caller's ([`StepRunner`]): real databases
-//! (`runner::execute_throughput`) or the simulated device in tests.
+//! (`runner::start` with a `throughput` request) or the simulated device in tests.
 
 use std::sync::atomic::AtomicBool;
 

@@ -219,14 +219,20 @@ fn an_unreadable_header_while_attaching_is_an_io_error() {
         FaultKind::Error(EIO),
     )]);
     let mut obs = Obs::default();
-    let out = mbx_engine::execute(
-        &s.cfg,
-        &Plan::checksum(&s.cfg),
-        &s.specs,
-        &s.params,
+    let plan = Plan::checksum(&s.cfg);
+    let out = mbx_engine::start(
+        mbx_engine::RunRequest {
+            cfg: &s.cfg,
+            plan: &plan,
+            storage: mbx_engine::Storage::Files {
+                specs: &s.specs,
+                create: &s.params,
+                wrap: Some(&wrap),
+            },
+            throughput: None,
+        },
         &mut obs,
         &AtomicBool::new(false),
-        Some(&wrap),
     );
     let r = &out.result;
     assert_eq!(r.stopped.reason, StopReason::IoError, "{:?}", r.stopped);

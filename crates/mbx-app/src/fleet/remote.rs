@@ -208,8 +208,9 @@ mod tests {
         assert_eq!(signal_text(128 + 40), "signal 40");
     }
 
-    fn remote_command_tail() -> String {
-        let h = Host {
+    /// A host `h` with work_dir `w`, as a hosts file would give it.
+    fn test_host() -> Host {
+        Host {
             name: "h".into(),
             entry: HostEntry {
                 ssh: "h".into(),
@@ -221,7 +222,11 @@ mod tests {
                 work_dir: None,
             },
             work_dir: "w".into(),
-        };
+        }
+    }
+
+    fn remote_command_tail() -> String {
+        let h = test_host();
         let cmd = remote_command(&h, "mbxstress", "w/fleet/r/h", &[]);
         assert!(cmd.contains("'mbxstress' 'run' "), "{cmd}");
         cmd
@@ -248,19 +253,7 @@ mod tests {
         )
         .expect("stand-in");
         fs_err::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let h = Host {
-            name: "h".into(),
-            entry: HostEntry {
-                ssh: "h".into(),
-                name: None,
-                db_path: Paths::One("/d".into()),
-                log_path: Paths::One("/l".into()),
-                profile: None,
-                mbxstress: None,
-                work_dir: None,
-            },
-            work_dir: "w".into(),
-        };
+        let h = test_host();
         let cmd = remote_command(
             &h,
             &stand_in.display().to_string(),

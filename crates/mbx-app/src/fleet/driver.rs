@@ -271,9 +271,14 @@ fn write_fleet(
     interrupted: bool,
 ) -> Result<(FleetSummary, Vec<String>)> {
     let (s, warnings) = summary::summarize(out, run_id, hosts, start_at, partial, interrupted);
-    let json = serde_json::to_string_pretty(&s).ctx(|| "writing fleet.json".into())?;
-    fs_err::write(out.join("fleet.json"), json + "\n").ctx(|| "writing fleet.json".into())?;
-    fs_err::write(out.join("fleet.html"), html::page(&s)).ctx(|| "writing fleet.html".into())?;
+    // Through the exporters: each file replaced atomically, so a coordinator killed while it
+    // writes leaves the previous fleet.json whole.
+    let exporters: [Box<dyn mbx_report::Exporter<FleetSummary>>; 2] = [
+        Box::new(html::FleetJsonExporter),
+        Box::new(html::FleetHtmlExporter),
+    ];
+    mbx_report::export::export(&s, out, &exporters)
+        .ctx(|| "writing fleet.json and fleet.html".into())?;
     Ok((s, warnings))
 }
 

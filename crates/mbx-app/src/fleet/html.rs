@@ -125,6 +125,49 @@ fn host_section(host: &HostSummary) -> Markup {
     }
 }
 
+/// fleet.html as an [`mbx_report::Exporter`]: written through the one atomic writer, as every
+/// report is.
+#[derive(Debug, Clone, Copy)]
+pub struct FleetHtmlExporter;
+
+impl mbx_report::Exporter<FleetSummary> for FleetHtmlExporter {
+    fn file_name(&self) -> &'static str {
+        "fleet.html"
+    }
+
+    fn render(
+        &self,
+        s: &FleetSummary,
+        _path: &std::path::Path,
+    ) -> Result<Vec<u8>, mbx_report::ReportError> {
+        Ok(page(s).into_bytes())
+    }
+}
+
+/// fleet.json as an [`mbx_report::Exporter`]: pretty-printed with a final newline, atomically.
+#[derive(Debug, Clone, Copy)]
+pub struct FleetJsonExporter;
+
+impl mbx_report::Exporter<FleetSummary> for FleetJsonExporter {
+    fn file_name(&self) -> &'static str {
+        "fleet.json"
+    }
+
+    fn render(
+        &self,
+        s: &FleetSummary,
+        path: &std::path::Path,
+    ) -> Result<Vec<u8>, mbx_report::ReportError> {
+        let mut bytes =
+            serde_json::to_vec_pretty(s).map_err(|e| mbx_report::ReportError::Invalid {
+                path: path.to_path_buf(),
+                reason: format!("cannot serialize the fleet summary: {e}"),
+            })?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +214,18 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("No result (last phase: )"), "{page}");
+        // Written through the exporters: the page as rendered, and fleet.json that reads back.
+        let out = dir.path().join("out");
+        let exporters: [Box<dyn mbx_report::Exporter<FleetSummary>>; 2] =
+            [Box::new(FleetJsonExporter), Box::new(FleetHtmlExporter)];
+        mbx_report::export::export(&s, &out, &exporters).expect("export");
+        assert_eq!(
+            fs_err::read_to_string(out.join("fleet.html")).expect("html"),
+            page
+        );
+        let json = fs_err::read_to_string(out.join("fleet.json")).expect("json");
+        assert!(json.ends_with("}\n"), "{json}");
+        let v: serde_json::Value = serde_json::from_str(&json).expect("fleet.json");
+        assert_eq!(v["run_id"], "fleet-1", "{v}");
     }
 }

@@ -92,12 +92,20 @@ pub fn run(req: &FindMaxRequest<'_>, sink: &mut dyn EventSink) -> Result<Found, 
     }
     let found = found?;
     let f = found.find_max;
+    // Through the exporters: each file written atomically, and a find-max.html that mbxstress
+    // did not write is never replaced.
+    let found_as = |e: Box<dyn mbx_report::Exporter<mbx_result::FindMax>>| {
+        mbx_report::export::export(&f, &dir, &[e])
+    };
     let json = dir.join("find-max.json");
-    let text = serde_json::to_string_pretty(&f)
-        .map_err(|e| AppError::Failed(format!("encoding find-max.json: {e}")))?;
-    fs_err::write(&json, text + "\n").io_context("writing find-max.json")?;
+    found_as(Box::new(mbx_report::export::FindMaxJsonExporter)).map_err(|source| {
+        AppError::Report {
+            context: "writing find-max.json".into(),
+            source,
+        }
+    })?;
     let html = dir.join("find-max.html");
-    if let Err(e) = fs_err::write(&html, mbx_report::html::render_find_max(&f)) {
+    if let Err(e) = found_as(Box::new(mbx_report::export::FindMaxHtmlExporter)) {
         let _ = sink.notice(&Notice::Warning(format!(
             "could not write the HTML report: {e}"
         )));

@@ -13,12 +13,15 @@
 #     in the work tree (`git status --porcelain` and a before/after listing outside target/).
 #
 # Usage: bench/test-footprint.sh [extra args for cargo test, e.g. -p mbx-store]
-# Environment: LIMIT_BYTES (default 1100000000): the run fails if the tests write more. Raised
-#              from 1 GB on 2026-11-27: issue 24 asked for real-file tests (a page rolled back between
-#              runs, a killed run, log truncation, header EIO, the held database files) that add about
-#              55 MB; one real-file test moved to the simulated device first (17 MB), and two runs still
-#              measured 1.027 and 1.041 GB (bench/results/test-footprint-2026-11-27.md). Next to move:
-#              tests/performance.rs, the log continuity (48 MB) and shape (41 MB) runs.
+# Environment: LIMIT_BYTES (default 1200000000): the run fails if the tests write more. 1 GB until
+#              2026-11-27; 1.1 GB for issue 24's real-file tests; 1.2 GB for issue 25's and 26's
+#              real-component cases (fleet cases on real sshd, loop-device signatures, Postfix and
+#              Dovecot for mbx-loadgen), after moving the engine's log-continuity and shape runs to
+#              the simulated device (-89 MB) and shrinking the fleet, safety and store tests (-110 MB):
+#              the suite measured 1.03-1.08 GB, too close to 1.1 GB for its run-to-run spread
+#              (bench/results/test-footprint-2026-11-27.md). Next to move or shrink: cli
+#              store::ctrl_c_keeps_progress (35 MB), run::passing_run and soft_recovery (23 MB
+#              each), engine held.rs (46 MB), mbx-store's tests (about 90 MB).
 #              FOOTPRINT_OUT: also append the summary (markdown) to this file.
 # The test output is shown as it runs (and kept for the summary); .ci/run runs the suite this way.
 # Exit status: 0 within the limit with nothing left behind; 1 otherwise (or if a test failed).
@@ -26,7 +29,7 @@ set -euo pipefail
 export LC_ALL=C # one collation for sort and comm
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-limit=${LIMIT_BYTES:-1100000000}
+limit=${LIMIT_BYTES:-1200000000}
 
 if [ ! -x /usr/bin/time ]; then
   if [ "$(id -u)" = 0 ]; then

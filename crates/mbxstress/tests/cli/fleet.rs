@@ -804,6 +804,8 @@ fn a_rerun_resumes_the_interrupted_host_and_attaches_the_others() {
 }
 
 /// Waits for `fleet run` at most `limit` (a hung coordinator is killed and the test fails).
+/// Its callers are the Linux-only fleet tests (signals, /proc).
+#[cfg(target_os = "linux")]
 fn finish_within(
     mut child: Child,
     rx: mpsc::Receiver<String>,

@@ -803,6 +803,23 @@ fn a_rerun_resumes_the_interrupted_host_and_attaches_the_others() {
     );
 }
 
+/// Makes host h1 (the first host of the lab's hosts file) run `script` (a shell script naming the
+/// real binary itself) instead of mbxstress.
+#[cfg(target_os = "linux")]
+fn wrap_h1(d: &Path, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let wrapper = d.join("h1-mbxstress.sh");
+    fs_err::write(&wrapper, script).expect("wrapper");
+    fs_err::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let hosts = fs_err::read_to_string(d.join("hosts.toml")).expect("hosts");
+    let bin = env!("CARGO_BIN_EXE_mbxstress");
+    fs_err::write(
+        d.join("hosts.toml"),
+        hosts.replacen(bin, &wrapper.display().to_string(), 1),
+    )
+    .expect("hosts");
+}
+
 /// Waits for `fleet run` at most `limit` (a hung coordinator is killed and the test fails).
 /// Its callers are the Linux-only fleet tests (signals, /proc).
 #[cfg(target_os = "linux")]
@@ -971,7 +988,6 @@ fn a_second_ctrl_c_gives_up_on_a_silent_host_and_still_writes_fleet_json() {
 #[test]
 #[cfg(target_os = "linux")]
 fn a_dropped_connection_waits_for_the_remote_result_and_leaves_no_run_behind() {
-    use std::os::unix::fs::PermissionsExt;
     let strace = Command::new("strace").arg("-V").output();
     assert!(
         strace.is_ok_and(|o| o.status.success()),
@@ -983,21 +999,9 @@ fn a_dropped_connection_waits_for_the_remote_result_and_leaves_no_run_behind() {
     // rename 4 s late, so its final result.json (written through a rename) lands seconds after
     // its connection is gone, as a run flushing a large cache would.
     let bin = env!("CARGO_BIN_EXE_mbxstress");
-    let wrapper = d.join("h1-mbxstress.sh");
-    fs_err::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = run ]; then\n  exec strace -f -qq -o /dev/null -e trace=rename,renameat,renameat2 -e inject=rename,renameat,renameat2:delay_enter=4000000 '{bin}' \"$@\"\nfi\nexec '{bin}' \"$@\"\n"
-        ),
-    )
-    .expect("wrapper");
-    fs_err::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let hosts = fs_err::read_to_string(d.join("hosts.toml")).expect("hosts");
-    fs_err::write(
-        d.join("hosts.toml"),
-        hosts.replacen(bin, &wrapper.display().to_string(), 1),
-    )
-    .expect("hosts");
+    wrap_h1(d, &format!(
+        "#!/bin/sh\nif [ \"$1\" = run ]; then\n  exec strace -f -qq -o /dev/null -e trace=rename,renameat,renameat2 -e inject=rename,renameat,renameat2:delay_enter=4000000 '{bin}' \"$@\"\nfi\nexec '{bin}' \"$@\"\n"
+    ));
     let (child, rx) = spawn_fleet(d, &["--duration", "30s", "--progress", "jsonl"]);
     wait_line(&rx, Duration::from_secs(120), |l| {
         l.contains("\"phase\":\"measure\"")
@@ -1040,26 +1044,13 @@ fn a_dropped_connection_waits_for_the_remote_result_and_leaves_no_run_behind() {
 #[test]
 #[cfg(target_os = "linux")]
 fn links_in_a_remote_results_folder_are_not_brought_home() {
-    use std::os::unix::fs::PermissionsExt;
     let lab = lab("fleet-links", 1, false);
     let d = &lab.dir;
     let bin = env!("CARGO_BIN_EXE_mbxstress");
     // h1's mbxstress: the real one, then its results folder gets links.
-    let wrapper = d.join("h1-mbxstress.sh");
-    fs_err::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nout=\nprev=\nfor a in \"$@\"; do [ \"$prev\" = --out ] && out=$a; prev=$a; done\n'{bin}' \"$@\"\nrc=$?\nif [ \"$1\" = run ] && [ -n \"$out\" ]; then\n  rm -f \"$out/test.log\"; ln -s /etc/shadow \"$out/test.log\"; ln -s /etc \"$out/etc\"\nfi\nexit $rc\n"
-        ),
-    )
-    .expect("wrapper");
-    fs_err::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let hosts = fs_err::read_to_string(d.join("hosts.toml")).expect("hosts");
-    fs_err::write(
-        d.join("hosts.toml"),
-        hosts.replacen(bin, &wrapper.display().to_string(), 1),
-    )
-    .expect("hosts");
+    wrap_h1(d, &format!(
+        "#!/bin/sh\nout=\nprev=\nfor a in \"$@\"; do [ \"$prev\" = --out ] && out=$a; prev=$a; done\n'{bin}' \"$@\"\nrc=$?\nif [ \"$1\" = run ] && [ -n \"$out\" ]; then\n  rm -f \"$out/test.log\"; ln -s /etc/shadow \"$out/test.log\"; ln -s /etc \"$out/etc\"\nfi\nexit $rc\n"
+    ));
     let (child, rx) = spawn_fleet(d, &["--duration", "2s", "--progress", "quiet"]);
     let (code, out, err) = finish_within(child, rx, Duration::from_secs(300));
     assert_eq!(code, 0, "{out}\n{err}");

@@ -12,12 +12,14 @@
 //! here because a result embeds them.
 
 mod doctor;
+mod loadgen;
 mod rows;
 mod run;
 mod sample;
 mod search;
 
 pub use doctor::{DoctorCheck, DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
+pub use loadgen::*;
 pub use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
 pub use run::*;

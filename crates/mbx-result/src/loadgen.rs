@@ -1,0 +1,339 @@
+//! `result.json` of `mbxstress loadgen` (schema [`LOADGEN_SCHEMA`], `kind` `loadgen`): what a
+//! client-load test planned and did, per task and protocol command, the delivery of every copy
+//! sent, and the verdict. docs/results.md lists the keys.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Stopped, Verdict};
+
+/// The schema of a loadgen result.json (and of `loadgen init`'s).
+pub const LOADGEN_SCHEMA: &str = "mbxstress.loadgen/1";
+
+/// The `kind` a loadgen result.json carries (a storage result has none).
+pub const LOADGEN_KIND: &str = "loadgen";
+
+/// Latency percentiles in milliseconds, with the count they describe. p95 is here because
+/// LoadSim scored the 95th percentile of task response time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct LatencyMs {
+    /// Values recorded.
+    pub count: u64,
+    /// Mean.
+    pub avg: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// `loadgen.test`: identification and timing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LoadgenInfo {
+    /// `init` (mailboxes filled) or `day` (the simulated day).
+    pub phase: String,
+    /// The run's id: it is in every message the run sent (`X-Mbx-Id: <run>/<sender>/<seq>`).
+    pub run_id: String,
+    /// Start, RFC 3339.
+    pub start: String,
+    /// End, RFC 3339.
+    pub end: String,
+    /// Seconds from the start to the end.
+    pub duration_s: f64,
+    /// Host name of the client machine.
+    pub machine: String,
+    /// Operating system of the client machine.
+    pub os: String,
+    /// mbxstress version.
+    pub tool_version: String,
+    /// Stopped early by the user (Ctrl-C, SIGTERM).
+    pub interrupted: bool,
+}
+
+/// One server the clients spoke to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ServerUrl {
+    /// `smtp`, `imap` or `pop3`.
+    pub protocol: String,
+    /// `smtp+starttls://mail.example.com:587`, `imaps://...:993`, ...
+    pub url: String,
+}
+
+/// A client type's share of the users.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ClientShare {
+    /// `desktop_imap`, `webmail` or `pop3`.
+    #[serde(rename = "type")]
+    pub client: String,
+    /// Share asked, percent.
+    pub share_pct: f64,
+    /// Users given this type.
+    pub users: u64,
+    /// Tasks per user per simulated day (the action table).
+    pub tasks_per_user_day: f64,
+}
+
+/// `config`: what the test was asked to do, every default filled in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LoadgenConfig {
+    /// The servers.
+    pub servers: Vec<ServerUrl>,
+    /// How the server's certificate is trusted: `system`, `ca_file:<path>` or `insecure`.
+    pub tls_trust: String,
+    /// SASL mechanism of submission (`plain` or `login`).
+    pub smtp_auth: String,
+    /// The users' source: `template loadgen%d from 1` or `file <path>`.
+    pub users_source: String,
+    /// Users simulated.
+    pub users: u64,
+    /// The mail domain.
+    pub domain: String,
+    /// Messages sent + received per mailbox per day.
+    pub messages_per_day: u32,
+    /// Average message size, KB (1,000 bytes x 1.024 = KiB as the calculator's "KB").
+    pub message_kb: f64,
+    /// Client types and their shares.
+    pub clients: Vec<ClientShare>,
+    /// Simulated day, seconds.
+    pub day_s: f64,
+    /// Simulated days run.
+    pub days: u32,
+    /// The schedule's seed.
+    pub seed: u64,
+    /// LoadGen's guard: the run stops when unfinished tasks exceed this many per user.
+    pub overload_per_user: f64,
+    /// After the last task, how long copies not yet seen were looked for, seconds.
+    pub grace_s: f64,
+    /// Initialization: messages per mailbox asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_messages: Option<u64>,
+    /// Where the profile came from (`flags`, or the profile file's path).
+    pub profile_source: String,
+    /// The thresholds the verdict judges.
+    pub thresholds: LoadgenThresholds,
+}
+
+/// The verdict's limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LoadgenThresholds {
+    /// Tasks completed without error, percent of tasks planned, at least.
+    pub tasks_achieved_pct: f64,
+    /// Each task type's 95th percentile latency from its scheduled time, ms, at most.
+    pub task_p95_ms: f64,
+    /// Delivery latency's 95th percentile, ms, at most.
+    pub delivery_p95_ms: f64,
+}
+
+/// One task type's figures (`tasks[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct TaskRow {
+    /// `send_new`, `reply`, `forward`, `check_inbox`, `read`, `move`, `delete`, `flag`,
+    /// `search`, `logon`, `logoff`.
+    pub task: String,
+    /// Dispatched at their time.
+    pub dispatched: u64,
+    /// Finished without error.
+    pub completed: u64,
+    /// Failed, by error class.
+    pub failed: BTreeMap<String, u64>,
+    /// Latency from the scheduled time to the end (counts a wait behind the user's earlier
+    /// tasks: no coordinated omission).
+    pub latency_ms: LatencyMs,
+    /// Latency from the task's own start to its end.
+    pub service_ms: LatencyMs,
+}
+
+/// One protocol command's figures (`commands[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct CommandRow {
+    /// `smtp`, `imap` or `pop3`.
+    pub protocol: String,
+    /// `connect`, `EHLO`, `AUTH`, `DATA end`, `LOGIN`, `UID FETCH`, `RETR`, ...
+    pub command: String,
+    /// Commands that succeeded.
+    pub ok: u64,
+    /// Failed, by error class.
+    pub errors: BTreeMap<String, u64>,
+    /// Latency of the commands that succeeded.
+    pub latency_ms: LatencyMs,
+}
+
+/// A corrupted copy, named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct CorruptedCopy {
+    /// The message's id (`<run>/<sender>/<seq>`).
+    pub id: String,
+    /// The mailbox it was found in.
+    pub recipient: String,
+    /// What differs (`body changed: ... byte N of the body`).
+    pub what: String,
+}
+
+/// `delivery`: every copy sent accounted for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Delivery {
+    /// Messages accepted by SMTP.
+    pub messages_sent: u64,
+    /// Copies expected (messages x recipients).
+    pub expected: u64,
+    /// Copies found intact at least once.
+    pub delivered: u64,
+    /// Copies never found (after the grace time: lost).
+    pub lost: u64,
+    /// Extra copies found.
+    pub duplicated: u64,
+    /// Copies found changed.
+    pub corrupted: u64,
+    /// Copies of this run's messages found where they were not sent.
+    pub unexpected: u64,
+    /// The corrupted copies (at most 100), named.
+    #[serde(default)]
+    pub corrupted_copies: Vec<CorruptedCopy>,
+    /// Lost copies (at most 100): message id and recipient.
+    #[serde(default)]
+    pub lost_copies: Vec<CorruptedCopy>,
+    /// SMTP acceptance to the copy being seen in the recipient's mailbox.
+    pub latency_ms: LatencyMs,
+    /// How copies were seen: `poll` (a check: includes up to a check interval), `idle` (an IMAP
+    /// IDLE notice: includes the server's notification delay), or both.
+    pub measured_by: String,
+}
+
+/// `init`: mailboxes filled before the day.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct InitFigures {
+    /// Users whose mailbox holds its target now.
+    pub users_done: u64,
+    /// Users whose fill failed.
+    pub users_failed: u64,
+    /// Messages per mailbox asked.
+    pub target_per_user: u64,
+    /// Initialization messages already there.
+    pub messages_found: u64,
+    /// Messages appended by this run.
+    pub messages_appended: u64,
+    /// Bytes appended by this run.
+    pub bytes_appended: u64,
+    /// Seconds spent.
+    pub duration_s: f64,
+    /// Messages appended per second.
+    pub messages_per_s: f64,
+    /// MB (10^6 bytes) appended per second.
+    pub mb_per_s: f64,
+}
+
+/// One error class met (`errors[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LoadgenError {
+    /// `auth`, `connect`, `tls`, `protocol`, `timeout`, `rejected_quota`, `rejected_rate`,
+    /// `rejected`, `disconnect`.
+    pub class: String,
+    /// How many tasks, commands or fills failed with it.
+    pub count: u64,
+    /// The first such error's message (names the user, server, command and the fix).
+    pub message: String,
+}
+
+/// A loadgen `result.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadgenResult {
+    /// [`LOADGEN_SCHEMA`].
+    pub schema: String,
+    /// [`LOADGEN_KIND`].
+    pub kind: String,
+    /// Identification and timing.
+    pub test: LoadgenInfo,
+    /// What was asked.
+    pub config: LoadgenConfig,
+    /// Tasks the schedule held for the days run.
+    pub tasks_planned: u64,
+    /// Tasks dispatched.
+    pub tasks_dispatched: u64,
+    /// Tasks finished without error.
+    pub tasks_completed: u64,
+    /// Tasks failed.
+    pub tasks_failed: u64,
+    /// The most tasks unfinished (queued or running) at once.
+    pub max_unfinished: u64,
+    /// The overload guard's limit (users x `overload_per_user`).
+    pub overload_limit: u64,
+    /// The guard stopped the run.
+    pub overloaded: bool,
+    /// Per task type.
+    pub tasks: Vec<TaskRow>,
+    /// Per protocol command.
+    pub commands: Vec<CommandRow>,
+    /// Delivery of every copy sent (absent from `loadgen init`'s result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+    /// Initialization (absent when the run did not initialize).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init: Option<InitFigures>,
+    /// Pass/fail: every check passed.
+    pub verdict: Verdict,
+    /// How the test ended.
+    pub stopped: Stopped,
+    /// Errors by class, with the first message of each.
+    pub errors: Vec<LoadgenError>,
+    /// Samples file (in the same folder).
+    pub samples_file: String,
+    /// Log file (in the same folder).
+    pub log_file: String,
+    /// What the user must know about the run.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// One line of a loadgen samples.jsonl: an interval's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LoadgenSample {
+    /// Seconds since the phase began, at the interval's end.
+    pub t_s: f64,
+    /// The interval's length, seconds.
+    pub interval_s: f64,
+    /// Tasks dispatched in the interval.
+    pub dispatched: u64,
+    /// Tasks completed in the interval.
+    pub completed: u64,
+    /// Tasks failed in the interval.
+    pub failed: u64,
+    /// Tasks unfinished (queued or running) at the interval's end.
+    pub unfinished: u64,
+    /// Tasks completed so far.
+    pub completed_total: u64,
+    /// Tasks planned in all.
+    pub planned_total: u64,
+    /// Copies delivered in the interval.
+    pub delivered: u64,
+    /// Task latency from the scheduled time, the interval's p50 / p95 / max, ms (absent when
+    /// no task ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_p50_ms: Option<f64>,
+    /// p95.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_p95_ms: Option<f64>,
+    /// max.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_max_ms: Option<f64>,
+    /// Delivery latency's p95 in the interval, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_p95_ms: Option<f64>,
+    /// Initialization: messages appended in the interval (`init` phase only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appended: Option<u64>,
+    /// Initialization: bytes appended in the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appended_bytes: Option<u64>,
+}
+
+/// True when a result.json's text is a loadgen result (its `kind`), without parsing it all.
+pub fn is_loadgen(v: &serde_json::Value) -> bool {
+    v.get("kind").and_then(serde_json::Value::as_str) == Some(LOADGEN_KIND)
+}

@@ -26,7 +26,14 @@ const LOG_WHAT: &str = "the log of a run (test.log)";
 /// last line without a line feed that is not a sample is skipped, with a note. Any other line
 /// that is not a sample is an error naming the line.
 pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
-    run_of(ResultText::read(input)?)
+    let source = ResultText::read(input)?;
+    if source.is_loadgen() {
+        return Err(ReportError::Invalid {
+            path: source.path,
+            reason: "a loadgen result: this reads storage results (`mbxstress report` renders a loadgen result)".into(),
+        });
+    }
+    run_of(source)
 }
 
 /// A storage result's folder from its result.json's text: the samples and log it names.

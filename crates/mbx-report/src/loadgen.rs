@@ -1132,4 +1132,48 @@ mod tests {
         ));
         assert!(page.contains("80 (overload limit 75: exceeded, the run stopped)"));
     }
+
+    /// A folder is read as the storage reader reads one: a torn last sample is skipped with a
+    /// note, a sample file named out of the folder is refused, and a storage result is not a
+    /// loadgen result.
+    #[test]
+    fn loadgen_folder_reading_follows_the_storage_rules() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |r: &LoadgenResult| {
+            std::fs::write(
+                dir.path().join("result.json"),
+                serde_json::to_string(r).expect("json"),
+            )
+            .expect("write")
+        };
+        write(&day());
+        let line = serde_json::to_string(&sample(10.0)).expect("sample");
+        std::fs::write(
+            dir.path().join("samples.jsonl"),
+            format!("{line}\n{}", &line[..line.len() / 2]),
+        )
+        .expect("write");
+        let f = super::load(dir.path()).expect("load");
+        assert_eq!(f.samples.len(), 1);
+        assert_eq!(f.notes.len(), 1, "{:?}", f.notes);
+        assert!(
+            f.notes[0].contains("line 2, the last, is incomplete"),
+            "{:?}",
+            f.notes
+        );
+        assert!(super::render(&f).contains("line 2, the last, is incomplete"));
+
+        let mut r = day();
+        r.samples_file = "../samples.jsonl".into();
+        write(&r);
+        assert!(super::load(dir.path()).is_err());
+
+        let mut r = day();
+        r.kind = "storage".into();
+        write(&r);
+        let e = super::load(dir.path())
+            .expect_err("not loadgen")
+            .to_string();
+        assert!(e.contains("not an mbxstress loadgen result"), "{e}");
+    }
 }

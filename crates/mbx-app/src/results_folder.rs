@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::AppError;
 
 /// Files a run writes into its results folder.
-pub const RESULT_FILES: [&str; 8] = [
+pub const RESULT_FILES: [&str; 10] = [
     "result.json",
     "find-max.json",
     "find-max.html",
@@ -14,6 +14,8 @@ pub const RESULT_FILES: [&str; 8] = [
     "report.html",
     "instances.csv",
     "samples.csv",
+    "tasks.csv",
+    "commands.csv",
 ];
 
 /// A new time-stamped folder under `./mbxstress-results/`, its name `prefix` and the time.

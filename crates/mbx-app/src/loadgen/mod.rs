@@ -437,9 +437,9 @@ pub fn init(req: &InitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError
     let run_id = init_run_id(c.seed);
     let mut config = config_block(c, Vec::new());
     config.init_messages = Some(u64::from(req.messages));
+    let (_, imap, _) = servers::endpoints(&c.servers, &c.trust)?;
     let mut files = Files::create(c.out.as_deref(), "init")?;
     files.write_result(&running("init", &run_id, &start, started, &config))?;
-    let (_, imap, _) = servers::endpoints(&c.servers, &c.trust)?;
     let _ = sink.notice(&Notice::LoadgenStart {
         phase: "init",
         dir: &files.dir,
@@ -543,9 +543,9 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     config.overload_per_user = req.overload_per_user;
     config.grace_s = req.grace.as_secs_f64();
     config.thresholds = req.thresholds.clone();
+    let (smtp, imap, pop3) = servers::endpoints(&c.servers, &c.trust)?;
     let mut files = Files::create(c.out.as_deref(), "run")?;
     files.write_result(&running("day", &run_id, &start, started, &config))?;
-    let (smtp, imap, pop3) = servers::endpoints(&c.servers, &c.trust)?;
     let _ = sink.notice(&Notice::LoadgenStart {
         phase: "day",
         dir: &files.dir,

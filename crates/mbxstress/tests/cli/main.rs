@@ -11,6 +11,12 @@ mod fleet;
 mod inputs;
 mod iobench;
 mod jetstress;
+#[cfg(target_os = "linux")]
+mod loadgen;
+/// The loadgen library's test server harness (scripts/mailserver.sh), shared, not copied.
+#[cfg(target_os = "linux")]
+#[path = "../../../mbx-loadgen/tests/support/mod.rs"]
+mod mailserver;
 mod numbers;
 mod passes;
 mod report;

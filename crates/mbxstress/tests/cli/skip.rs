@@ -18,6 +18,8 @@ pub enum Need {
     Devices,
     /// Headless Chromium.
     Browser,
+    /// Root, Postfix and Dovecot (scripts/mailserver.sh).
+    MailServer,
 }
 
 impl Need {
@@ -26,6 +28,7 @@ impl Need {
         match self {
             Need::Devices => "MBX_REQUIRE_DEVICE_TESTS",
             Need::Browser => "MBX_REQUIRE_BROWSER",
+            Need::MailServer => "MBX_REQUIRE_MAIL_SERVER",
         }
     }
 }

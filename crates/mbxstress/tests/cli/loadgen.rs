@@ -1,0 +1,465 @@
+//! `mbxstress loadgen` against a real Postfix + Dovecot on loopback (scripts/mailserver.sh, one
+//! instance per test: a test may crash its Dovecot or edit its maildirs). Without root, Postfix
+//! or Dovecot each test prints `SKIPPED` and returns, unless MBX_REQUIRE_MAIL_SERVER is set
+//! (.ci/run sets it).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{mbx, scratch};
+use crate::mailserver::MailServer;
+use crate::skip::{skip, Need};
+
+fn server(users: u32) -> Option<MailServer> {
+    match MailServer::start(users) {
+        Ok(s) => Some(s),
+        Err(why) => {
+            skip(Need::MailServer, &format!("no mail server: {why}"));
+            None
+        }
+    }
+}
+
+fn env_file(s: &MailServer) -> String {
+    s.dir.join("server.env").display().to_string()
+}
+
+fn result(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("result.json"))
+        .unwrap_or_else(|e| panic!("{}/result.json: {e}", dir.display()));
+    serde_json::from_str(&text).expect("result.json is JSON")
+}
+
+fn samples(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("samples.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a sample is JSON"))
+        .collect()
+}
+
+/// The acceptance run: 50 users initialized (resumable), then a compressed day at the
+/// 150-messages profile with desktop IMAP, webmail and POP3 clients: every copy delivered once
+/// and intact, delivery percentiles in the result, the verdict a pass, the report written.
+#[test]
+fn fifty_users_initialized_then_a_compressed_day_delivers_every_copy_intact() {
+    let Some(s) = server(50) else { return };
+    let dir = scratch("loadgen-day");
+    let env = env_file(&s);
+    let init = dir.join("init").display().to_string();
+    let r = mbx(&[
+        "loadgen",
+        "init",
+        "--server-env",
+        &env,
+        "--messages",
+        "5",
+        "--out",
+        &init,
+        "--progress",
+        "quiet",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let v = result(Path::new(&init));
+    assert_eq!(v["kind"], "loadgen");
+    assert_eq!(v["test"]["phase"], "init");
+    assert_eq!(v["init"]["users_done"], 50, "{v}");
+    assert_eq!(v["init"]["messages_appended"], 250, "{v}");
+    // Resumable: the same command again finds every message and appends none.
+    let again = dir.join("init2").display().to_string();
+    let r = mbx(&[
+        "loadgen",
+        "init",
+        "--server-env",
+        &env,
+        "--messages",
+        "5",
+        "--out",
+        &again,
+        "--progress",
+        "quiet",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let v = result(Path::new(&again));
+    assert_eq!(
+        (
+            &v["init"]["messages_found"],
+            &v["init"]["messages_appended"]
+        ),
+        (&Value::from(250), &Value::from(0)),
+        "{v}"
+    );
+
+    let day = dir.join("day").display().to_string();
+    let r = mbx(&[
+        "loadgen",
+        "run",
+        "--server-env",
+        &env,
+        "--messages-per-day",
+        "150",
+        "--day",
+        "90s",
+        "--grace",
+        "30s",
+        "--clients",
+        "desktop_imap=60,webmail=20,pop3=20",
+        "--sample-interval",
+        "5s",
+        "--out",
+        &day,
+        "--progress",
+        "jsonl",
+    ]);
+    let d = Path::new(&day);
+    let v = result(d);
+    assert_eq!(r.code, 0, "{}\n{}\n{v:#}", r.stdout, r.stderr);
+    assert_eq!(v["verdict"]["pass"], true, "{v:#}");
+    assert_eq!(v["stopped"]["reason"], "completed");
+    let planned = v["tasks_planned"].as_u64().expect("planned");
+    assert!(
+        planned > 10_000,
+        "50 users at 150 messages plan ~13,000 tasks: {planned}"
+    );
+    assert_eq!(v["tasks_completed"], v["tasks_planned"], "{v:#}");
+    let del = &v["delivery"];
+    let expected = del["expected"].as_u64().expect("expected");
+    assert!(expected > 1000, "{del}");
+    assert_eq!(del["delivered"], del["expected"], "{del}");
+    for k in ["lost", "corrupted", "duplicated", "unexpected"] {
+        assert_eq!(del[k], 0, "{k}: {del}");
+    }
+    let lat = &del["latency_ms"];
+    assert_eq!(lat["count"], del["delivered"], "{del}");
+    assert!(lat["p50"].as_f64() > Some(0.0) && lat["p95"].as_f64() >= lat["p50"].as_f64());
+    // Every client type worked: POP3 RETRs and IMAP FETCHes and SMTP DATA were measured.
+    let commands = v["commands"].as_array().expect("commands");
+    for (proto, cmd) in [
+        ("pop3", "RETR"),
+        ("imap", "UID FETCH"),
+        ("smtp", "DATA end"),
+    ] {
+        let row = commands
+            .iter()
+            .find(|c| c["protocol"] == proto && c["command"] == cmd)
+            .unwrap_or_else(|| panic!("no {proto} {cmd} in {commands:?}"));
+        assert!(row["ok"].as_u64() > Some(0), "{row}");
+    }
+    // The stream: progress, samples and the result, each a typed event.
+    let events: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a jsonl line"))
+        .collect();
+    for e in ["loadgen_progress", "loadgen_sample", "log", "result"] {
+        assert!(events.iter().any(|x| x["event"] == e), "no {e} event");
+    }
+    let s = samples(d);
+    assert!(
+        s.len() >= 15,
+        "a 90 s day at 5 s intervals: {} samples",
+        s.len()
+    );
+    let sum: u64 = s.iter().filter_map(|x| x["completed"].as_u64()).sum();
+    assert_eq!(Value::from(sum), v["tasks_completed"], "samples add up");
+    let html = std::fs::read_to_string(d.join("report.html")).expect("report.html");
+    assert!(html.contains("send_new") && html.contains("Delivery"));
+}
+
+/// Dovecot crashes mid-run: IMAP and POP3 errors are counted by class, the verdict fails
+/// (exit 1), and the result is written with the figures of what ran.
+#[test]
+fn dovecot_crashing_mid_run_counts_errors_and_fails_the_verdict() {
+    let Some(s) = server(8) else { return };
+    let dir = scratch("loadgen-crash");
+    // A wrong password first: every fill fails with an auth error naming the user and server.
+    let wrong = dir.join("wrong").display().to_string();
+    let r = mbx(&[
+        "loadgen",
+        "init",
+        "--server-env",
+        &env_file(&s),
+        "--password",
+        "not-it",
+        "--messages",
+        "1",
+        "--out",
+        &wrong,
+        "--progress",
+        "quiet",
+    ]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let v = result(Path::new(&wrong));
+    assert_eq!(v["init"]["users_failed"], 8, "{v:#}");
+    let auth = &v["errors"][0];
+    assert_eq!(
+        (&auth["class"], &auth["count"]),
+        (&Value::from("auth"), &Value::from(8)),
+        "{v:#}"
+    );
+    let m = auth["message"].as_str().unwrap_or_default();
+    assert!(
+        m.contains("loadgen") && m.contains("://127.0.0.1:"),
+        "{m}"
+    );
+    let out = dir.join("out");
+    let child = crate::common::spawn_in(
+        &dir,
+        &[
+            "loadgen",
+            "run",
+            "--server-env",
+            &env_file(&s),
+            "--day",
+            "30s",
+            "--grace",
+            "5s",
+            "--clients",
+            "desktop_imap=50,pop3=50",
+            "--out",
+            "out",
+            "--progress",
+            "quiet",
+        ],
+    );
+    // Let the day get going (tasks completed), then crash Dovecot.
+    let start = Instant::now();
+    loop {
+        let done = samples(&out)
+            .iter()
+            .filter_map(|x| x["completed"].as_u64())
+            .sum::<u64>();
+        if done > 20 || start.elapsed() > Duration::from_secs(25) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    s.crash_dovecot();
+    let o = child.wait_with_output().expect("wait");
+    let v = result(&out);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(v["stopped"]["reason"], "verdict_failed", "{v:#}");
+    assert_eq!(v["verdict"]["pass"], false);
+    let failed: Vec<&str> = v["verdict"]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["pass"] == false)
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(failed.contains(&"tasks_achieved_pct"), "{failed:?}");
+    assert!(
+        v["tasks_completed"].as_u64() > Some(0),
+        "figures of what ran: {v:#}"
+    );
+    let errors = v["errors"].as_array().expect("errors");
+    let classes: Vec<&str> = errors.iter().filter_map(|e| e["class"].as_str()).collect();
+    assert!(
+        classes
+            .iter()
+            .any(|c| *c == "connect" || *c == "disconnect"),
+        "{errors:?}"
+    );
+    for e in errors {
+        assert!(e["count"].as_u64() > Some(0), "{e}");
+        let m = e["message"].as_str().unwrap_or_default();
+        assert!(
+            m.contains("://127.0.0.1:") && m.contains("loadgen"),
+            "names server and user: {m}"
+        );
+    }
+}
+
+/// The files of the day's messages under DIR/mail/*/Maildir/{new,cur}.
+fn day_messages(mail: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for user in std::fs::read_dir(mail).into_iter().flatten().flatten() {
+        for sub in ["new", "cur"] {
+            for f in std::fs::read_dir(user.path().join("Maildir").join(sub))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                out.push(f.path());
+            }
+        }
+    }
+    out
+}
+
+/// Flips one letter of the body's last text line (same length, so the server's cached size
+/// holds): returns the message's id.
+fn edit(path: &Path) -> Option<String> {
+    let mut bytes = std::fs::read(path).ok()?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("X-Mbx-Id: "))?
+        .trim()
+        .to_string();
+    if !id.starts_with("day-") {
+        return None;
+    }
+    let body = text.find("\r\n\r\n").or_else(|| text.find("\n\n"))?;
+    let at = (body + 4..bytes.len())
+        .rev()
+        .find(|&i| bytes[i].is_ascii_lowercase())?;
+    bytes[at] = if bytes[at] == b'q' { b'z' } else { b'q' };
+    std::fs::write(path, &bytes).ok()?;
+    Some(id)
+}
+
+/// A message changed on the server's disk after delivery is found, counted and named (its
+/// id, the mailbox and what changed), and the verdict fails.
+#[test]
+fn a_message_edited_in_the_maildir_is_found_and_named() {
+    let Some(s) = server(6) else { return };
+    let dir = scratch("loadgen-edit");
+    let out = dir.join("out");
+    let child = crate::common::spawn_in(
+        &dir,
+        &[
+            "loadgen",
+            "run",
+            "--server-env",
+            &env_file(&s),
+            "--day",
+            "30s",
+            "--grace",
+            "15s",
+            "--clients",
+            "desktop_imap=100",
+            "--out",
+            "out",
+            "--progress",
+            "quiet",
+        ],
+    );
+    // Edit the first three day messages as they land (within milliseconds of delivery, before
+    // the recipient's next check).
+    let mail = s.dir.join("mail");
+    let mut edited = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let start = Instant::now();
+    while edited.len() < 3 && start.elapsed() < Duration::from_secs(25) {
+        for f in day_messages(&mail) {
+            if seen.insert(f.clone()) {
+                if let Some(id) = edit(&f) {
+                    edited.push(id);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        !edited.is_empty(),
+        "no day message appeared in {}",
+        mail.display()
+    );
+    let o = child.wait_with_output().expect("wait");
+    let v = result(&out);
+    assert_eq!(o.status.code(), Some(1), "{v:#}");
+    let del = &v["delivery"];
+    let named = del["corrupted_copies"]
+        .as_array()
+        .expect("corrupted_copies");
+    assert!(!named.is_empty(), "an edited copy was not found: {del}");
+    assert_eq!(del["corrupted"].as_u64(), Some(named.len() as u64), "{del}");
+    for c in named {
+        let id = c["id"].as_str().unwrap_or_default();
+        assert!(
+            edited.iter().any(|e| e == id),
+            "{id} was not edited: {edited:?}"
+        );
+        assert!(
+            c["recipient"].as_str().unwrap_or_default().contains('@'),
+            "{c}"
+        );
+        assert!(
+            c["what"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("body changed"),
+            "{c}"
+        );
+    }
+    let failed = v["verdict"]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .any(|c| c["name"] == "messages_corrupted" && c["pass"] == false);
+    assert!(failed, "{v:#}");
+}
+
+/// Wrong password, closed port, untrusted certificate: each a clear refusal or a counted error
+/// naming the user and the server.
+#[test]
+fn bad_servers_and_users_are_named() {
+    // No server needed: flags checked before anything connects.
+    let dir = scratch("loadgen-flags");
+    let out = dir.join("o").display().to_string();
+    for (args, says) in [
+        (
+            vec!["loadgen", "run", "--users", "5"],
+            "no mail server given",
+        ),
+        (
+            vec![
+                "loadgen", "run", "--server", "h", "--users", "5", "--domain", "d",
+            ],
+            "--password",
+        ),
+        (
+            vec!["loadgen", "run", "--imap", "smtps://h:465", "--users", "5"],
+            "--imap",
+        ),
+        (
+            vec![
+                "loadgen",
+                "run",
+                "--server",
+                "h",
+                "--users",
+                "5",
+                "--password",
+                "p",
+                "--domain",
+                "d",
+                "--clients",
+                "desktop_imap=50",
+            ],
+            "sum to 50",
+        ),
+        (
+            vec![
+                "loadgen",
+                "init",
+                "--server",
+                "h",
+                "--users",
+                "2",
+                "--password",
+                "p",
+                "--domain",
+                "d",
+                "--ca-file",
+                "/nonexistent/ca.pem",
+                "--out",
+                &out,
+            ],
+            "/nonexistent/ca.pem",
+        ),
+    ] {
+        let r = mbx(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}\n{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+    }
+}

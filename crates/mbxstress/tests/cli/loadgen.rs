@@ -200,10 +200,7 @@ fn dovecot_crashing_mid_run_counts_errors_and_fails_the_verdict() {
         "{v:#}"
     );
     let m = auth["message"].as_str().unwrap_or_default();
-    assert!(
-        m.contains("loadgen") && m.contains("://127.0.0.1:"),
-        "{m}"
-    );
+    assert!(m.contains("loadgen") && m.contains("://127.0.0.1:"), "{m}");
     let out = dir.join("out");
     let child = crate::common::spawn_in(
         &dir,
@@ -462,4 +459,56 @@ fn bad_servers_and_users_are_named() {
         assert_eq!(r.code, 2, "{args:?}: {}\n{}", r.stdout, r.stderr);
         assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
     }
+}
+
+/// SIGTERM mid-day (Ctrl-C does the same): the run stops cleanly, exit 130, and the result
+/// says it was interrupted, with the figures of what ran.
+#[test]
+fn sigterm_stops_the_day_cleanly_with_a_partial_result() {
+    let Some(s) = server(6) else { return };
+    let dir = scratch("loadgen-term");
+    let out = dir.join("out");
+    let child = crate::common::spawn_in(
+        &dir,
+        &[
+            "loadgen",
+            "run",
+            "--server-env",
+            &env_file(&s),
+            "--day",
+            "10m",
+            "--messages-per-day",
+            "500",
+            "--sample-interval",
+            "1s",
+            "--out",
+            "out",
+            "--progress",
+            "quiet",
+        ],
+    );
+    let start = Instant::now();
+    while samples(&out)
+        .iter()
+        .filter_map(|x| x["completed"].as_u64())
+        .sum::<u64>()
+        == 0
+        && start.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    crate::common::signal(&child, "TERM");
+    let stopped = Instant::now();
+    let o = child.wait_with_output().expect("wait");
+    assert!(
+        stopped.elapsed() < Duration::from_secs(15),
+        "took {:?} to stop",
+        stopped.elapsed()
+    );
+    let v = result(&out);
+    assert_eq!(o.status.code(), Some(130), "{v:#}");
+    assert_eq!(v["stopped"]["reason"], "interrupted", "{v:#}");
+    assert_eq!(v["test"]["interrupted"], true);
+    assert!(v["tasks_completed"].as_u64() > Some(0), "{v:#}");
+    assert!(v["tasks_dispatched"].as_u64() < v["tasks_planned"].as_u64());
 }

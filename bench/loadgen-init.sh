@@ -337,4 +337,31 @@ for k, label in (("messages_per_s", "messages/s"), ("mb_per_s", "MB/s"), ("cpu_m
           f"{statistics.median(per):.3f} |")
 PY
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/versions.txt"
+cat >"$out/NOTE.md" <<EOF
+# Initialization over IMAP against Dovecot's own write path
+
+\`$cmdline\` on git $git_state: $users users x $messages messages per round and side, $concurrency
+users at once, $rounds rounds (summary.md; raw.jsonl; each mbxstress round's result.json).
+
+**What the ratio means.** Both sides put the same messages (the same bytes, checked) into the
+same Dovecot's maildirs on the same disk, $concurrency users at once. mbxstress is a network
+client: it generates each message (random content, base64, XXH3 hash), sends it as IMAP
+MULTIAPPEND over TLS on loopback to IMAPS, where Dovecot's login process ends TLS and hands the
+bytes to the user's imap process, which parses the command and writes the maildir files (one
+save transaction per batch: one uidlist and index update). \`doveadm save\` is the server's own
+local tool: no network, no TLS, no IMAP parsing; it opens the user's mailbox and writes the file
+through the same storage code, but it is one process per message (start, configuration, userdb
+lookup, mailbox and index open, one-message transaction, exit), as Dovecot ships it. The ratio
+mbxstress/doveadm of messages/s (and of MB/s: the same bytes, so nearly the same ratio) is how
+close the network client gets to the server's own write path: 1 means the protocol, TLS and
+client cost nothing that the disk and Dovecot's storage do not already; above 1 means batching
+over a few long sessions beats the local tool's per-message fixed cost, not that the network is
+free. CPU per message (client + server processes) says where the time goes: on loopback the
+client and the server share this machine's cores, so a client's CPU is taken from the server.
+
+**Caveats.** Client and server run on the same $(nproc) cores: anything else running on the machine
+(load averages at start and end in versions.txt) takes from both and makes the figures noisy;
+compare rounds (per-round ratios in summary.md) before trusting a small difference. One server serves every round; each round of
+each side fills its own fresh users, so no side finds the other's mail or tops up a mailbox.
+EOF
 echo "results: $out" >&2

@@ -118,12 +118,58 @@ pub enum Event {
         /// The spread of the hosts' measured-phase starts, ms.
         skew_ms: Option<f64>,
     },
+    /// `loadgen`: once a second, where the phase is.
+    LoadgenProgress {
+        /// The figures.
+        progress: LoadgenProgress,
+    },
+    /// `loadgen`: one sample interval's figures (the line samples.jsonl gets).
+    LoadgenSample {
+        /// The figures.
+        sample: mbx_result::LoadgenSample,
+    },
     /// Written by `fleet run`'s remote wrapper after the run exits (the shell's `$?`), never
     /// forwarded: it tells a run killed by a signal from a connection that ended.
     RemoteExit {
         /// The exit status (128 + the signal's number for a run killed by a signal).
         status: i64,
     },
+}
+
+/// Where a loadgen phase is ([`Event::LoadgenProgress`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LoadgenProgress {
+    /// `init`, `baseline`, `day` or `grace`.
+    pub phase: String,
+    /// Seconds since the phase began.
+    pub elapsed_s: f64,
+    /// Seconds still to go (estimated for `init`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_s: Option<f64>,
+    /// Done so far, in `unit`s.
+    pub done: u64,
+    /// Of this many.
+    pub total: u64,
+    /// `messages` (init: messages in the mailboxes), `tasks` (day), `s` (seconds of the day).
+    pub unit: String,
+    /// Rate over the last second: messages appended (init) or tasks completed (day) per second.
+    #[serde(default)]
+    pub per_s: f64,
+    /// MB (10^6 bytes) appended per second over the last second (init).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mb_per_s: Option<f64>,
+    /// Failed: users (init) or tasks (day) so far.
+    #[serde(default)]
+    pub failed: u64,
+    /// Tasks unfinished (queued or running) now (day).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished: Option<u64>,
+    /// Users whose mailbox is filled (init).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users_done: Option<u64>,
+    /// Users in all (init).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users_total: Option<u64>,
 }
 
 /// One line of the stream: an event and, for lines a coordinator forwards, the host it came from.
@@ -229,6 +275,24 @@ pub enum Notice<'a> {
         kind: mbx_config::TestKind,
         /// The result.
         result: &'a mbx_result::RunResult,
+        /// result.json.
+        path: &'a std::path::Path,
+        /// The HTML report, when one was written.
+        report: Option<&'a std::path::Path>,
+    },
+    /// A loadgen phase begins: its results go to `dir`.
+    LoadgenStart {
+        /// `init` or `day`.
+        phase: &'static str,
+        /// The results folder.
+        dir: &'a std::path::Path,
+        /// Users simulated.
+        users: u64,
+    },
+    /// A loadgen phase ended and its result.json is written: its summary.
+    LoadgenEnd {
+        /// The result.
+        result: &'a mbx_result::LoadgenResult,
         /// result.json.
         path: &'a std::path::Path,
         /// The HTML report, when one was written.

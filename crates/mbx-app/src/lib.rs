@@ -10,6 +10,7 @@ pub mod esrp;
 pub mod event;
 pub mod findmax;
 pub mod fleet;
+pub mod loadgen;
 pub mod num;
 pub mod results_folder;
 pub mod run;

@@ -124,6 +124,14 @@ pub struct Profile {
     pub databases: u32,
     /// Copies of each database (1 = no log replication reads): 1..=3, as in Jetstress.
     pub copies_per_database: u32,
+    /// Messages sent + received per mailbox per day (the calculator's profile): what
+    /// `loadgen run` simulates (`run` does not read it). Optional: 1..=10,000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages_per_day: Option<u32>,
+    /// Average message size in KB (x 1,024 bytes), for `loadgen`. Optional: above 0, at most
+    /// 10,240.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_size_kb: Option<f64>,
 }
 
 impl Default for Profile {
@@ -134,6 +142,8 @@ impl Default for Profile {
             mailbox_quota_mb: 1,
             databases: 2,
             copies_per_database: 1,
+            messages_per_day: None,
+            message_size_kb: None,
         }
     }
 }
@@ -180,6 +190,18 @@ impl Profile {
                     "must be 1..={MAX_COPIES_PER_DATABASE} (as in Jetstress), got {}",
                     self.copies_per_database
                 ),
+            ));
+        }
+        if let Some(m) = self.messages_per_day.filter(|m| !(1..=10_000).contains(m)) {
+            return Err(("messages_per_day", format!("must be 1..=10000, got {m}")));
+        }
+        if let Some(kb) = self
+            .message_size_kb
+            .filter(|kb| !(kb.is_finite() && *kb > 0.0 && *kb <= 10_240.0))
+        {
+            return Err((
+                "message_size_kb",
+                format!("must be above 0, at most 10240, got {kb}"),
             ));
         }
         Ok(())
@@ -305,6 +327,8 @@ mod tests {
             mailbox_quota_mb: 2048,
             databases: 6,
             copies_per_database: 2,
+            messages_per_day: None,
+            message_size_kb: None,
         }
     }
 

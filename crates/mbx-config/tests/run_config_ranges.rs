@@ -185,6 +185,8 @@ fn config() -> impl Strategy<Value = RunConfig> {
                 iops_per_mailbox: ipm,
                 mailbox_quota_mb: quota,
                 databases: dbs,
+                messages_per_day: None,
+                message_size_kb: None,
                 copies_per_database: copies,
             },
             threads,

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use mbx_io::{EngineKind, IoQueue};
 use mbx_store::StoreError;
 
-pub use assemble::{error_entry, unmeasured_result};
+pub use assemble::{error_entry, hostname, kernel_release, unmeasured_result};
 pub use db::{InstanceSpec, LogStart};
 pub use errors::is_no_space;
 pub use multi::reactors_for;

@@ -39,6 +39,8 @@ fn setup(name: &str) -> Setup {
             iops_per_mailbox: 1.0,
             mailbox_quota_mb: 4,
             databases: 1,
+            messages_per_day: None,
+            message_size_kb: None,
             copies_per_database: 1,
         },
         threads: 4,

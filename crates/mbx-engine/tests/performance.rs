@@ -48,6 +48,8 @@ fn setup(
             iops_per_mailbox: 1.0,
             mailbox_quota_mb: mib_per_db,
             databases,
+            messages_per_day: None,
+            message_size_kb: None,
             copies_per_database: 1,
         },
         duration_s: 4.0,

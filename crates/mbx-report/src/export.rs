@@ -98,7 +98,7 @@ pub fn write_result(path: &Path, result: &mbx_result::RunResult) -> Result<(), R
 
 /// Writes atomically and durably through `mbx_config::atomic` (a temporary file, fsync, rename,
 /// fsync of the folder), naming the file in the error.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     mbx_config::atomic::write_atomic(path, bytes).map_err(|error| ReportError::Write {
         path: path.to_path_buf(),
         error,
@@ -125,7 +125,7 @@ impl Exporter for HtmlExporter {
 
 /// Ours has the generator tag in its first few hundred bytes; anything else that exists there
 /// (another file, a directory, a FIFO) is not overwritten.
-fn check_ours_html(path: &Path, what: &'static str) -> Result<(), ReportError> {
+pub(crate) fn check_ours_html(path: &Path, what: &'static str) -> Result<(), ReportError> {
     match read_head(path, 4096, what) {
         Err(e) if e.is_not_found() => Ok(()),
         Ok(head)
@@ -216,7 +216,7 @@ fn result_bytes(result: &mbx_result::RunResult, path: &Path) -> Result<Vec<u8>, 
     Ok(bytes)
 }
 
-fn csv_bytes(rows: Vec<Vec<String>>, path: &Path) -> Result<Vec<u8>, ReportError> {
+pub(crate) fn csv_bytes(rows: Vec<Vec<String>>, path: &Path) -> Result<Vec<u8>, ReportError> {
     let invalid = |e: &dyn std::fmt::Display| ReportError::Invalid {
         path: path.to_path_buf(),
         reason: e.to_string(),

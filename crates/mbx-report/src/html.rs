@@ -45,7 +45,7 @@ fn soft_recovery_table(s: &mbx_result::Sections) -> Markup {
 
 pub use crate::columns::IO12_COLUMNS;
 
-const CSS: &str = "
+pub(crate) const CSS: &str = "
 body { font-family: 'Segoe UI', Arial, sans-serif; font-size: 12px; color: #222; margin: 24px; max-width: 1200px; }
 h1 { font-size: 20px; margin-bottom: 4px; }
 h2 { font-size: 15px; border-bottom: 2px solid #0072B2; padding-bottom: 2px; margin-top: 28px; }
@@ -72,7 +72,7 @@ pre { background: #f6f8fa; border: 1px solid #ddd; padding: 8px; overflow-x: aut
 ";
 
 /// A verdict's or a check's state as the report says it (Jetstress's Pass and Fail).
-fn state_word(s: CheckState) -> &'static str {
+pub(crate) fn state_word(s: CheckState) -> &'static str {
     match s {
         CheckState::Pass => "Pass",
         CheckState::Fail => "Fail",
@@ -81,7 +81,7 @@ fn state_word(s: CheckState) -> &'static str {
 }
 
 /// The CSS class of a state.
-fn state_class(s: CheckState) -> &'static str {
+pub(crate) fn state_class(s: CheckState) -> &'static str {
     match s {
         CheckState::Pass => "pass",
         CheckState::Fail => "fail",
@@ -115,7 +115,7 @@ fn stop_line(r: &RunResult) -> Option<String> {
     ))
 }
 
-fn f3(v: f64) -> String {
+pub(crate) fn f3(v: f64) -> String {
     format!("{v:.3}")
 }
 
@@ -132,7 +132,7 @@ fn io_table(rows: &[(String, Io12)]) -> Markup {
     }
 }
 
-fn kv(rows: &[(&str, String)]) -> Markup {
+pub(crate) fn kv(rows: &[(&str, String)]) -> Markup {
     html! { table.kv { @for (k, v) in rows { tr { td { (k) } td { (v) } } } } }
 }
 

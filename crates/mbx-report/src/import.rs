@@ -56,6 +56,12 @@ pub enum ImportError {
         /// Each report: its test type and the line of its title ("Performance (line 163)").
         reports: Vec<String>,
     },
+    /// A loadgen result (`kind` `loadgen`): not a storage measurement.
+    #[error("{}: a loadgen result: compare and esrp read storage results (`mbxstress report` renders a loadgen result)", path.display())]
+    Loadgen {
+        /// The file.
+        path: PathBuf,
+    },
     /// Nothing recognizable.
     #[error("{}: no Jetstress report tables found (expected e.g. \"Transactional I/O Performance\", \"Database Backup Statistics\" or \"Soft-Recovery Statistics\")", path.display())]
     Empty {
@@ -1376,6 +1382,11 @@ pub fn from_result_json(text: &str, path: &Path) -> Result<ImportedReport, Impor
     // keys of other versions' results (see `flags::result_flags`).
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+    if mbx_result::is_loadgen(&v) {
+        return Err(ImportError::Loadgen {
+            path: path.to_path_buf(),
+        });
+    }
     if v["schema"] != SCHEMA {
         return Err(bad(format!("not an mbxstress result (schema {SCHEMA})")));
     }

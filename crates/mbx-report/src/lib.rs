@@ -3,6 +3,8 @@
 //! - [`report::write_report`]: reads a run's result.json, samples.jsonl and test.log
 //!   ([`report::load_run`]) and writes it through the [`export`]ers: the HTML report ([`html`],
 //!   charts from [`svg`]), the CSV files, result.json;
+//! - [`loadgen`]: the report of a `mbxstress loadgen` result (`kind` `loadgen`), which
+//!   [`report::write_report_as`] renders for a loadgen results folder;
 //! - [`import`]: Jetstress reports given as text, into the same model;
 //! - [`esrp`]: the ESRP summary across servers;
 //! - [`compare`]: key figures of two results side by side;
@@ -19,6 +21,8 @@ mod header;
 pub mod html;
 mod html_input;
 pub mod import;
+/// The loadgen result's report (report.html, tasks.csv, commands.csv, samples.csv).
+pub mod loadgen;
 /// The bounded reader, now in `mbx-config` (every crate reads its inputs through it); kept here
 /// so `mbx_report::input::...` paths keep working.
 pub use mbx_config::input;

@@ -6,37 +6,14 @@ use std::path::{Path, PathBuf};
 use mbx_result::{RunResult, Sample};
 
 use crate::export::{export, Exporter, Format};
-use crate::flags::{result_flags, Flag};
+use crate::flags::result_flags;
 /// What the exporters render and their errors, defined with them (crate::folder).
-pub use crate::folder::{ReportError, RunFolder};
-use crate::input::{
-    folder_file, for_each_line, for_each_line_ended, read_bounded, InputError, LOG_LIMIT,
-    REPORT_LIMIT, SAMPLES_LIMIT,
-};
+pub use crate::folder::{folder_result, locate, ReportError, ResultText, RunFolder, Written};
+use crate::folder::{read_jsonl, skip_if_absent};
+use crate::input::{folder_file, for_each_line, LOG_LIMIT};
 
-/// The result folder and result.json for an input that is either.
-pub fn locate(input: &Path) -> (PathBuf, PathBuf) {
-    if input.is_dir() {
-        (input.to_path_buf(), input.join("result.json"))
-    } else {
-        let dir = input
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf();
-        (dir, input.to_path_buf())
-    }
-}
-
-const RESULT_WHAT: &str = "an mbxstress result.json";
 const SAMPLES_WHAT: &str = "the samples of a run (samples.jsonl)";
 const LOG_WHAT: &str = "the log of a run (test.log)";
-
-/// The result.json of a results folder: a regular file in it, not a link
-/// ([`folder_file`]); every reader of a results folder finds it through here.
-pub fn folder_result(dir: &Path) -> Result<PathBuf, InputError> {
-    folder_file(dir, "result.json", RESULT_WHAT)
-}
 
 /// Reads a result folder: result.json, and samples.jsonl and test.log if present. Each file must
 /// be a regular file within its limit ([`REPORT_LIMIT`], [`SAMPLES_LIMIT`], [`LOG_LIMIT`]), and
@@ -49,15 +26,23 @@ pub fn folder_result(dir: &Path) -> Result<PathBuf, InputError> {
 /// last line without a line feed that is not a sample is skipped, with a note. Any other line
 /// that is not a sample is an error naming the line.
 pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
-    let (dir, result_path) = locate(input);
-    // A folder's result.json is one of its files (never a link); a result.json named by the user
-    // is read as given.
-    let result_path = if input.is_dir() {
-        folder_result(&dir)?
-    } else {
-        result_path
-    };
-    let text = read_bounded(&result_path, REPORT_LIMIT, RESULT_WHAT)?;
+    let source = ResultText::read(input)?;
+    if source.is_loadgen() {
+        return Err(ReportError::Invalid {
+            path: source.path,
+            reason: "a loadgen result: this reads storage results (`mbxstress report` renders a loadgen result)".into(),
+        });
+    }
+    run_of(source)
+}
+
+/// A storage result's folder from its result.json's text: the samples and log it names.
+fn run_of(source: ResultText) -> Result<RunFolder, ReportError> {
+    let ResultText {
+        dir,
+        path: result_path,
+        text,
+    } = source;
     let invalid = |e: serde_json::Error| ReportError::Invalid {
         path: result_path.clone(),
         reason: format!("not an mbxstress result ({e})"),
@@ -112,52 +97,13 @@ pub fn load_run(input: &Path) -> Result<RunFolder, ReportError> {
 /// The samples of a samples.jsonl (none if the file does not exist), and the number of a torn last
 /// line that was skipped.
 pub fn read_samples(path: &Path) -> Result<(Vec<Sample>, Option<usize>), ReportError> {
-    let mut samples = Vec::new();
-    let mut torn = None;
-    let read = for_each_line_ended(path, SAMPLES_LIMIT, SAMPLES_WHAT, |n, line, ended| {
-        if line.trim().is_empty() {
-            return Ok(());
-        }
-        match serde_json::from_str::<Sample>(line) {
-            Ok(s) => samples.push(s),
-            // Only the last line can lack its line feed: the writer stopped in the middle.
-            Err(_) if !ended => torn = Some(n),
-            Err(e) => {
-                return Err(ReportError::Invalid {
-                    path: path.to_path_buf(),
-                    reason: format!("line {n}: not a sample ({e})"),
-                })
-            }
-        }
-        Ok(())
-    });
-    skip_if_absent(read)?;
-    Ok((samples, torn))
-}
-
-/// An optional file that does not exist is not an error.
-fn skip_if_absent(read: Result<(), ReportError>) -> Result<(), ReportError> {
-    match read {
-        Err(ReportError::Input(e)) if e.is_not_found() => Ok(()),
-        other => other,
-    }
+    read_jsonl(path, SAMPLES_WHAT, "a sample")
 }
 
 /// Writes report.html, instances.csv and samples.csv for the run at `input` (a result folder or
 /// its result.json) into `out` (default: the result folder). Returns the files written.
 pub fn write_report(input: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, ReportError> {
     write_report_as(input, out, &Format::DEFAULT).map(|w| w.files)
-}
-
-/// What [`write_report_as`] wrote, and what the caller should tell the user.
-#[derive(Debug)]
-pub struct Written {
-    /// The files written, in the order of the formats.
-    pub files: Vec<PathBuf>,
-    /// Why the result is not a complete, passing measurement (empty if it is).
-    pub flags: Vec<Flag>,
-    /// What reading the folder met (a torn last sample skipped).
-    pub notes: Vec<String>,
 }
 
 /// Reads the run at `input` and writes it in each of `formats` into `out` (default: the result
@@ -167,7 +113,11 @@ pub fn write_report_as(
     out: Option<&Path>,
     formats: &[Format],
 ) -> Result<Written, ReportError> {
-    let run = load_run(input)?;
+    let source = ResultText::read(input)?;
+    if source.is_loadgen() {
+        return crate::loadgen::write_report_as(source, out, formats);
+    }
+    let run = run_of(source)?;
     let out = out
         .map(Path::to_path_buf)
         .unwrap_or_else(|| run.dir.clone());

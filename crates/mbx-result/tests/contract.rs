@@ -379,3 +379,115 @@ fn checks_have_a_state_and_the_verdict_follows_them() {
         );
     }
 }
+
+/// The section of docs/results.md on loadgen's result.json and samples.jsonl.
+fn loadgen_doc() -> String {
+    let doc = read("../../docs/results.md");
+    let start = doc
+        .find("## `result.json` of `loadgen`")
+        .expect("docs/results.md has a section on loadgen's result.json");
+    let rest = &doc[start + 3..];
+    rest[..rest.find("\n## ").unwrap_or(rest.len())].to_string()
+}
+
+/// Every key of `v` (at every depth; an array's first element; not the keys of the
+/// class-to-count maps, which are error classes) is named in `doc` as a word.
+fn assert_keys_documented(v: &Value, doc: &str, path: &str) {
+    let word = |k: &str| {
+        doc.match_indices(k).any(|(i, _)| {
+            let before = doc[..i].chars().next_back();
+            let after = doc[i + k.len()..].chars().next();
+            let edge = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            edge(before) && edge(after)
+        })
+    };
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                assert!(
+                    word(k),
+                    "docs/results.md (loadgen) lacks `{k}` ({path}.{k})"
+                );
+                if (k != "failed" && k != "errors") || x.is_array() {
+                    assert_keys_documented(x, doc, &format!("{path}.{k}"));
+                }
+            }
+        }
+        Value::Array(a) => {
+            if let Some(first) = a.first() {
+                assert_keys_documented(first, doc, &format!("{path}[]"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A loadgen result.json and sample, every optional key present, name only documented keys.
+#[test]
+fn loadgen_keys_are_documented() {
+    use mbx_result::{
+        Check, ClientShare, CommandRow, CorruptedCopy, Delivery, InitFigures, LoadgenConfig,
+        LoadgenError, LoadgenInfo, LoadgenResult, LoadgenSample, ServerUrl, StopReason, Stopped,
+        TaskRow, Verdict, LOADGEN_KIND, LOADGEN_SCHEMA,
+    };
+    let copy = CorruptedCopy::default();
+    let r = LoadgenResult {
+        schema: LOADGEN_SCHEMA.into(),
+        kind: LOADGEN_KIND.into(),
+        test: LoadgenInfo::default(),
+        config: LoadgenConfig {
+            servers: vec![ServerUrl::default()],
+            clients: vec![ClientShare::default()],
+            init_messages: Some(20),
+            ..LoadgenConfig::default()
+        },
+        tasks_planned: 1,
+        tasks_dispatched: 1,
+        tasks_completed: 1,
+        tasks_failed: 0,
+        max_unfinished: 1,
+        overload_limit: 1,
+        overloaded: false,
+        tasks: vec![TaskRow {
+            failed: [("timeout".to_string(), 1)].into(),
+            ..TaskRow::default()
+        }],
+        commands: vec![CommandRow {
+            errors: [("auth".to_string(), 1)].into(),
+            ..CommandRow::default()
+        }],
+        delivery: Some(Delivery {
+            corrupted_copies: vec![copy.clone()],
+            lost_copies: vec![copy],
+            ..Delivery::default()
+        }),
+        init: Some(InitFigures::default()),
+        verdict: Verdict::of(vec![Check::not_judged("x", 1.0, "why")]),
+        stopped: Stopped::new(StopReason::Interrupted, "Ctrl-C").in_phase("init"),
+        errors: vec![LoadgenError::default()],
+        samples_file: "samples.jsonl".into(),
+        log_file: "test.log".into(),
+        notes: vec!["n".into()],
+    };
+    let sample = LoadgenSample {
+        task_p50_ms: Some(1.0),
+        task_p95_ms: Some(1.0),
+        task_max_ms: Some(1.0),
+        delivery_p95_ms: Some(1.0),
+        appended: Some(1),
+        appended_bytes: Some(1),
+        ..LoadgenSample::default()
+    };
+    let doc = loadgen_doc();
+    let v = serde_json::to_value(&r).expect("result");
+    assert!(mbx_result::is_loadgen(&v));
+    assert_keys_documented(&v, &doc, "result");
+    let s = serde_json::to_value(&sample).expect("sample");
+    assert_eq!(keys(&s).len(), 15, "{s}");
+    assert_keys_documented(&s, &doc, "sample");
+    // And the check finds a key the section does not name.
+    let caught = std::panic::catch_unwind(|| {
+        assert_keys_documented(&serde_json::json!({"no_such_key_x": 1}), &doc, "t")
+    });
+    assert!(caught.is_err());
+}

@@ -617,6 +617,9 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         mailbox_quota_mb: input.quota_mb,
         databases: databases_per_server,
         copies_per_database: profile_copies,
+        // What `loadgen run --profile` simulates.
+        messages_per_day: Some(input.messages_per_day.round().clamp(1.0, 10_000.0) as u32),
+        message_size_kb: Some(input.message_size_kb),
     };
     if profile.target_iops() > mbx_config::MAX_TARGET_IOPS {
         warn(

@@ -102,6 +102,179 @@ pub enum Command {
     /// file, starts their measured phases at the same instant and writes one report.
     #[command(subcommand)]
     Fleet(FleetCommand),
+    /// Simulated mail users against a real mail system (SMTP, IMAP, POP3), as Exchange Load
+    /// Generator does: fill their mailboxes, then run their day and prove every message arrived.
+    #[command(subcommand)]
+    Loadgen(LoadgenCommand),
+}
+
+/// `mbxstress loadgen`.
+#[derive(Debug, Subcommand)]
+pub enum LoadgenCommand {
+    /// Fill every user's mailbox to --messages generated messages over IMAP (resumable: what a
+    /// mailbox already holds is counted; nothing is changed or deleted).
+    #[command(after_help = LOADGEN_INIT_HELP)]
+    Init(LoadgenInitArgs),
+    /// Run simulated days of the users' tasks (send, check, read, reply, forward, move, delete,
+    /// flag, search) at their scheduled times, then account for every copy sent.
+    #[command(after_help = LOADGEN_RUN_HELP)]
+    Run(LoadgenRunArgs),
+}
+
+const LOADGEN_INIT_HELP: &str = "\
+Examples:
+  sudo scripts/mailserver.sh start /tmp/mbxmail --users 50     # a private Postfix + Dovecot
+  mbxstress loadgen init --server-env /tmp/mbxmail/server.env --messages 20
+  mbxstress loadgen init --server mail.example.com --users-file users.csv --domain example.com \\
+                         --mailbox-mb 250 --ca-file corp-ca.pem";
+
+const LOADGEN_RUN_HELP: &str = "\
+Examples:
+  mbxstress loadgen run --server-env /tmp/mbxmail/server.env --day 3m
+  mbxstress loadgen run --server mail.example.com --users-file users.csv --domain example.com \\
+                        --profile esrp.toml --day 8h --clients desktop_imap=80,pop3=20
+
+The day: each user's tasks come from the action table of the profile (docs/loadgen.md), spread
+over the simulated day and started at their time whatever the server does (open loop). The
+verdict passes when tasks achieved >= --tasks-achieved-pct of those planned, unfinished tasks
+never exceeded --overload x users (LoadGen's guard), every task type's 95th percentile from its
+scheduled time <= --task-p95-ms, every copy sent was found exactly once and intact, and the
+delivery latency's 95th percentile <= --delivery-p95-ms.";
+
+/// Where loadgen's clients connect, and the users.
+#[derive(Debug, Args)]
+pub struct LoadgenConnArgs {
+    /// The mail server: submission with STARTTLS on 587, IMAPS on 993, POP3S on 995 (override
+    /// each with --smtp, --imap, --pop3).
+    #[arg(long, value_name = "HOST")]
+    pub server: Option<String>,
+    /// SMTP submission as a URL: smtp+starttls://HOST:587, smtps://HOST:465 or smtp://HOST:25.
+    #[arg(long, value_name = "URL")]
+    pub smtp: Option<String>,
+    /// IMAP as a URL: imaps://HOST:993, imap+starttls://HOST:143 or imap://HOST:143.
+    #[arg(long, value_name = "URL")]
+    pub imap: Option<String>,
+    /// POP3 as a URL: pop3s://HOST:995, pop3+starttls://HOST:110 or pop3://HOST:110.
+    #[arg(long, value_name = "URL")]
+    pub pop3: Option<String>,
+    /// The test server's DIR/server.env (scripts/mailserver.sh): its servers, CA, users,
+    /// password and domain (flags given override them).
+    #[arg(long, value_name = "FILE")]
+    pub server_env: Option<PathBuf>,
+    /// Trust the servers' certificates signed by this CA (PEM) instead of the system's store.
+    #[arg(long, value_name = "PEM")]
+    pub ca_file: Option<PathBuf>,
+    /// Do not authenticate the servers' certificates (a lab server with a self-signed
+    /// certificate): the traffic is encrypted, not authenticated.
+    #[arg(long, conflicts_with = "ca_file")]
+    pub insecure_tls: bool,
+    /// SASL mechanism of SMTP submission.
+    #[arg(long, value_name = "MECH", value_parser = ["plain", "login"], default_value = "plain")]
+    pub smtp_auth: String,
+    /// The name clients give in EHLO [default: this machine's name].
+    #[arg(long, value_name = "NAME")]
+    pub helo: Option<String>,
+    /// Users from a template: this many, named by --user-template.
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub users: Option<u32>,
+    /// The users' login template, %d numbered from --first-user [default: loadgen%d].
+    #[arg(long, value_name = "TEMPLATE")]
+    pub user_template: Option<String>,
+    /// The first number of the template.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count32)]
+    pub first_user: u32,
+    /// The template users' password.
+    #[arg(long, value_name = "PASSWORD")]
+    pub password: Option<String>,
+    /// Users from a file: `user:password` lines, or CSV `user,password[,address]`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["user_template", "password"])]
+    pub users_file: Option<PathBuf>,
+    /// The mail domain of users given without one.
+    #[arg(long, value_name = "DOMAIN")]
+    pub domain: Option<String>,
+    /// A profile file from `mbxstress size --profile-out`: messages per day and message size.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Average message size, KB (x 1,024 bytes) [default: the profile's, else 75 as the
+    /// Exchange calculator's].
+    #[arg(long, value_name = "KB", value_parser = parse_number, allow_negative_numbers = true)]
+    pub message_kb: Option<f64>,
+    /// Seed of generated messages and the schedule.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Results folder [default: mbxstress-results/loadgen-<phase>-<time>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Progress display: human (default), jsonl (events as JSON lines on stdout), quiet.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = ProgressMode::Human)]
+    pub progress: ProgressMode,
+}
+
+/// `mbxstress loadgen init`.
+#[derive(Debug, Args)]
+pub struct LoadgenInitArgs {
+    /// Servers, users, profile, output.
+    #[command(flatten)]
+    pub conn: LoadgenConnArgs,
+    /// Messages each mailbox should hold [default: 100].
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true,
+          conflicts_with = "mailbox_mb")]
+    pub messages: Option<u32>,
+    /// Mailbox size to reach instead, MB: messages = size / average message size.
+    #[arg(long, value_name = "MB", value_parser = parse_number, allow_negative_numbers = true)]
+    pub mailbox_mb: Option<f64>,
+    /// Mailboxes filled at once.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = parse_count32)]
+    pub concurrency: u32,
+    /// Messages per MULTIAPPEND (1: one APPEND each).
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = parse_count32)]
+    pub batch: u32,
+}
+
+/// `mbxstress loadgen run`.
+#[derive(Debug, Args)]
+pub struct LoadgenRunArgs {
+    /// Servers, users, profile, output.
+    #[command(flatten)]
+    pub conn: LoadgenConnArgs,
+    /// Messages sent + received per mailbox per day, 50..=500 [default: the profile's, else
+    /// 150].
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub messages_per_day: Option<u32>,
+    /// The simulated day's length (LoadGen's default: 8h; e.g. 3m for a compressed day).
+    #[arg(long, value_name = "DURATION", default_value = "8h", value_parser = crate::units::parse_duration)]
+    pub day: std::time::Duration,
+    /// Simulated days run one after another.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count32)]
+    pub days: u32,
+    /// Client types and their shares: desktop_imap (one session a day), webmail (a short
+    /// session per task), pop3 (downloads and deletes).
+    #[arg(
+        long,
+        value_name = "TYPE=PCT,...",
+        default_value = "desktop_imap=70,webmail=20,pop3=10"
+    )]
+    pub clients: String,
+    /// LoadGen's guard: stop when unfinished tasks exceed this many per user.
+    #[arg(long, value_name = "X", default_value = "1.5", value_parser = parse_number)]
+    pub overload: f64,
+    /// After the last task, how long copies not yet seen are looked for.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::units::parse_duration)]
+    pub grace: std::time::Duration,
+    /// Verdict: tasks completed, percent of tasks planned, at least.
+    #[arg(long, value_name = "PCT", default_value = "99", value_parser = parse_number)]
+    pub tasks_achieved_pct: f64,
+    /// Verdict: every task type's 95th percentile latency from its scheduled time, ms, at most
+    /// (LoadSim scored the 95th percentile).
+    #[arg(long, value_name = "MS", default_value = "1000", value_parser = parse_number)]
+    pub task_p95_ms: f64,
+    /// Verdict: delivery latency's 95th percentile (SMTP acceptance to the copy seen in the
+    /// recipient's mailbox), ms, at most.
+    #[arg(long, value_name = "MS", default_value = "60000", value_parser = parse_number)]
+    pub delivery_p95_ms: f64,
+    /// samples.jsonl's interval.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::units::parse_duration)]
+    pub sample_interval: std::time::Duration,
 }
 
 /// `mbxstress fleet`.

@@ -132,6 +132,8 @@ mod tests {
             iops_per_mailbox: 1.0,
             mailbox_quota_mb: 1,
             databases: 1,
+            messages_per_day: None,
+            message_size_kb: None,
             copies_per_database: 1,
         };
         let e = profile

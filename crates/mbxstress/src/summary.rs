@@ -400,8 +400,12 @@ fn print_stop(r: &RunResult) -> std::io::Result<()> {
 /// The verdict's checks: value, limit and state; a check that judged nothing shows "-" and
 /// "not judged" with its reason, never a value that passes.
 fn print_checks(r: &RunResult) -> std::io::Result<()> {
+    print_verdict_checks(&r.verdict)
+}
+
+fn print_verdict_checks(v: &mbx_engine::result::Verdict) -> std::io::Result<()> {
     outln!("  {:<32} {:>12} {:>12}  result", "check", "value", "limit")?;
-    for c in r.verdict.checks() {
+    for c in v.checks() {
         let value = match c.state() {
             mbx_engine::result::CheckState::NotJudged => "-".to_string(),
             _ => format!("{:.3}", c.value),
@@ -698,5 +702,101 @@ pub(crate) fn print_suite_summary(s: &SuiteSummary) -> std::io::Result<()> {
         outln!("ESRP summary: {}", s.root.join("esrp.txt").display())?;
     }
     outln!("Suite: {}", s.root.display())?;
+    Ok(())
+}
+
+/// The summary of a loadgen phase: the verdict, the tasks or the fill, delivery, errors.
+pub(crate) fn print_loadgen_end(
+    r: &mbx_result::LoadgenResult,
+    path: &Path,
+    report: Option<&Path>,
+) -> std::io::Result<()> {
+    outln!()?;
+    let what = if r.test.phase == "init" {
+        "loadgen init"
+    } else {
+        "loadgen run"
+    };
+    outln!(
+        "{} | {what} | {} users | {}",
+        r.verdict.state().headline(),
+        r.config.users,
+        fmt_secs(r.test.duration_s)
+    )?;
+    if !r.stopped.reason.ran_to_completion() || r.overloaded {
+        outln!("  stopped: {}", r.stopped.message)?;
+    }
+    print_verdict_checks(&r.verdict)?;
+    if let Some(i) = &r.init {
+        outln!(
+            "  mailboxes filled {} of {} ({} failed); messages there {}, appended {} ({} MB) in {}: {} messages/s, {} MB/s",
+            i.users_done,
+            r.config.users,
+            i.users_failed,
+            num(i.messages_found as f64, 0),
+            num(i.messages_appended as f64, 0),
+            num(i.bytes_appended as f64 / 1e6, 1),
+            fmt_secs(i.duration_s),
+            num(i.messages_per_s, 0),
+            num(i.mb_per_s, 1)
+        )?;
+    }
+    if !r.tasks.is_empty() {
+        outln!(
+            "  tasks: {} of {} planned completed, {} failed, at most {} unfinished (limit {})",
+            num(r.tasks_completed as f64, 0),
+            num(r.tasks_planned as f64, 0),
+            num(r.tasks_failed as f64, 0),
+            num(r.max_unfinished as f64, 0),
+            num(r.overload_limit as f64, 0)
+        )?;
+        outln!(
+            "  {:<14} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10}",
+            "task",
+            "dispatched",
+            "completed",
+            "failed",
+            "p50 ms",
+            "p95 ms",
+            "max ms"
+        )?;
+        for t in &r.tasks {
+            outln!(
+                "  {:<14} {:>10} {:>10} {:>8} {:>10.1} {:>10.1} {:>10.1}",
+                t.task,
+                t.dispatched,
+                t.completed,
+                t.failed.values().sum::<u64>(),
+                t.latency_ms.p50,
+                t.latency_ms.p95,
+                t.latency_ms.max
+            )?;
+        }
+    }
+    if let Some(d) = &r.delivery {
+        outln!(
+            "  delivery: {} of {} copies delivered, {} lost, {} corrupted, {} duplicated, {} unexpected; latency p50 {} ms, p95 {} ms, max {} ms ({})",
+            num(d.delivered as f64, 0),
+            num(d.expected as f64, 0),
+            d.lost,
+            d.corrupted,
+            d.duplicated,
+            d.unexpected,
+            num(d.latency_ms.p50, 0),
+            num(d.latency_ms.p95, 0),
+            num(d.latency_ms.max, 0),
+            d.measured_by
+        )?;
+        for c in &d.corrupted_copies {
+            outln!("  corrupted: {} in {}: {}", c.id, c.recipient, c.what)?;
+        }
+    }
+    for e in &r.errors {
+        outln!("  errors {}: {} (first: {})", e.class, e.count, e.message)?;
+    }
+    outln!("Result: {}", path.display())?;
+    if let Some(p) = report {
+        outln!("Report: {}", p.display())?;
+    }
     Ok(())
 }

@@ -111,6 +111,58 @@ impl Terminal {
     }
 }
 
+impl Terminal {
+    fn status(&mut self, line: String, elapsed_s: f64) {
+        if self.tty {
+            let pad = self.last_line_len.saturating_sub(line.len());
+            errp!("\r{line}{:pad$}", "");
+            self.last_line_len = line.len();
+        } else if elapsed_s - self.last_plain >= 15.0 || elapsed_s < self.last_plain {
+            errln!("{line}");
+            self.last_plain = elapsed_s;
+        }
+    }
+
+    fn loadgen_progress(&mut self, p: &mbx_app::event::LoadgenProgress) {
+        let eta = p
+            .eta_s
+            .map(|s| format!(" (ETA {})", fmt_secs(s)))
+            .unwrap_or_default();
+        let pct = if p.total > 0 {
+            p.done as f64 * 100.0 / p.total as f64
+        } else {
+            100.0
+        };
+        let mut line = format!(
+            "[{}] {}{eta} | {} of {} {} ({pct:.0}%)",
+            p.phase,
+            fmt_secs(p.elapsed_s),
+            num(p.done as f64, 0),
+            num(p.total as f64, 0),
+            p.unit
+        );
+        if let Some(mb) = p.mb_per_s {
+            line.push_str(&format!(
+                " | {} msg/s, {} MB/s",
+                num(p.per_s, 0),
+                num(mb, 1)
+            ));
+        } else if p.unit == "tasks" {
+            line.push_str(&format!(" | {} tasks/s", num(p.per_s, 1)));
+        }
+        if let Some(u) = p.unfinished {
+            line.push_str(&format!(" | {} unfinished", num(u as f64, 0)));
+        }
+        if let (Some(d), Some(t)) = (p.users_done, p.users_total) {
+            line.push_str(&format!(" | users {d}/{t}"));
+        }
+        if p.failed > 0 {
+            line.push_str(&format!(" | {} failed", num(p.failed as f64, 0)));
+        }
+        self.status(line, p.elapsed_s);
+    }
+}
+
 impl EventSink for Terminal {
     fn event(&mut self, e: &Event) {
         let jsonl = self.mode == ProgressMode::Jsonl;
@@ -162,6 +214,13 @@ impl EventSink for Terminal {
                     )
                 };
                 self.keep(written);
+            }
+            Event::LoadgenProgress { progress } => {
+                if jsonl {
+                    let _ = Self::jsonl(e);
+                } else if human {
+                    self.loadgen_progress(progress);
+                }
             }
             Event::Error { .. } | Event::Result { .. } | Event::FindMax { .. } => {
                 if jsonl {
@@ -219,6 +278,25 @@ impl EventSink for Terminal {
             } => {
                 if summaries {
                     crate::summary::print_end(*kind, result, path, *report)?;
+                }
+            }
+            Notice::LoadgenStart { phase, dir, users } => {
+                if human {
+                    errln!(
+                        "loadgen {}: {users} users; results in {}",
+                        if *phase == "init" { "init" } else { "run" },
+                        dir.display()
+                    );
+                }
+            }
+            Notice::LoadgenEnd {
+                result,
+                path,
+                report,
+            } => {
+                self.clear_status();
+                if summaries {
+                    crate::summary::print_loadgen_end(result, path, *report)?;
                 }
             }
             Notice::TestStopped(message) => errln!("error: the test stopped: {message}"),

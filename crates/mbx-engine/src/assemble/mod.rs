@@ -678,7 +678,8 @@ fn integrity_errors(dbs: &[Database], at: &str) -> Vec<ErrorEntry> {
     out
 }
 
-pub(crate) fn hostname() -> String {
+/// This machine's name (for results).
+pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .map(|s| s.trim().to_string())
@@ -690,7 +691,8 @@ pub(crate) fn hostname() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-pub(crate) fn kernel_release() -> String {
+/// The kernel's release (`uname -r`; empty where there is none to read).
+pub fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()

@@ -10,6 +10,7 @@ mod fleet;
 mod import;
 mod iobench;
 mod jetstress;
+mod loadgen;
 mod prepare;
 mod report;
 pub(crate) mod run;
@@ -37,5 +38,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::run(args),
         Command::Esrp(args) => esrp::run(args),
         Command::Fleet(crate::cli::FleetCommand::Run(args)) => fleet::run(args),
+        Command::Loadgen(crate::cli::LoadgenCommand::Init(args)) => loadgen::init(args),
+        Command::Loadgen(crate::cli::LoadgenCommand::Run(args)) => loadgen::run(args),
     }
 }

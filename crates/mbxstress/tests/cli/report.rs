@@ -416,3 +416,206 @@ fn import_and_esrp_read_each_report_of_a_file() {
         run.stderr
     );
 }
+
+/// A loadgen results folder as `loadgen run` writes it, by hand: result.json (with a hostile
+/// user name and server message), samples.jsonl and test.log. Returns the folder.
+fn loadgen_folder(dir: &std::path::Path) -> PathBuf {
+    let lat = |p95: f64| {
+        serde_json::json!({"count": 10, "avg": p95 / 2.0, "p50": p95 / 3.0, "p90": p95 * 0.9,
+                           "p95": p95, "p99": p95 * 1.5, "max": p95 * 2.0})
+    };
+    let result = serde_json::json!({
+        "schema": "mbxstress.loadgen/1",
+        "kind": "loadgen",
+        "test": {"phase": "day", "run_id": "r1", "start": "2026-11-27T10:00:00Z",
+                 "end": "2026-11-27T10:03:00Z", "duration_s": 180.0, "machine": "client1",
+                 "os": "Linux", "tool_version": "0.1.0", "interrupted": false},
+        "config": {
+            "servers": [{"protocol": "smtp", "url": "smtp+starttls://127.0.0.1:587"},
+                        {"protocol": "imap", "url": "imaps://127.0.0.1:993"}],
+            "tls_trust": "insecure", "smtp_auth": "plain",
+            "users_source": "template loadgen%d from 1", "users": 50,
+            "domain": "example.test", "messages_per_day": 150, "message_kb": 75.0,
+            "clients": [{"type": "desktop_imap", "share_pct": 70.0, "users": 35, "tasks_per_user_day": 120.0},
+                        {"type": "pop3", "share_pct": 30.0, "users": 15, "tasks_per_user_day": 40.0}],
+            "day_s": 180.0, "days": 1, "seed": 7, "overload_per_user": 1.5, "grace_s": 60.0,
+            "profile_source": "flags",
+            "thresholds": {"tasks_achieved_pct": 99.0, "task_p95_ms": 1000.0, "delivery_p95_ms": 60000.0}
+        },
+        "tasks_planned": 4800, "tasks_dispatched": 4800, "tasks_completed": 4799,
+        "tasks_failed": 1, "max_unfinished": 9, "overload_limit": 75, "overloaded": false,
+        "tasks": [
+            {"task": "send_new", "dispatched": 800, "completed": 799, "failed": {"timeout": 1},
+             "latency_ms": lat(120.0), "service_ms": lat(100.0)},
+            {"task": "check_inbox", "dispatched": 4000, "completed": 4000, "failed": {},
+             "latency_ms": lat(40.0), "service_ms": lat(30.0)}
+        ],
+        "commands": [
+            {"protocol": "smtp", "command": "DATA end", "ok": 799, "errors": {"timeout": 1},
+             "latency_ms": lat(80.0)},
+            {"protocol": "imap", "command": "UID FETCH", "ok": 4000, "errors": {},
+             "latency_ms": lat(20.0)}
+        ],
+        "delivery": {"messages_sent": 799, "expected": 1598, "delivered": 1598, "lost": 0,
+                     "duplicated": 0, "corrupted": 0, "unexpected": 0,
+                     "latency_ms": lat(900.0), "measured_by": "idle"},
+        "verdict": {"pass": false, "checks": [
+            {"name": "tasks_achieved_pct", "value": 99.98, "limit": 99.0, "pass": true, "state": "pass"},
+            {"name": "errors", "value": 1.0, "limit": 0.0, "pass": false, "state": "fail"}
+        ]},
+        "stopped": {"reason": "verdict_failed", "message": "a check failed"},
+        "errors": [{"class": "timeout", "count": 1,
+                    "message": "user <script>alert(1)</script>@example.test: smtp DATA end timed out"}],
+        "samples_file": "samples.jsonl",
+        "log_file": "test.log",
+        "notes": []
+    });
+    let folder = dir.join("lg");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    std::fs::write(
+        folder.join("result.json"),
+        serde_json::to_string_pretty(&result).expect("json"),
+    )
+    .expect("write result.json");
+    let mut samples = String::new();
+    for k in 1..=6u64 {
+        samples.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"t_s": 30.0 * k as f64, "interval_s": 30.0, "dispatched": 800,
+                               "completed": 799, "failed": u64::from(k == 3), "unfinished": 3 + k,
+                               "completed_total": 799 * k, "planned_total": 4800,
+                               "delivered": 266, "task_p50_ms": 15.0, "task_p95_ms": 80.0 + k as f64,
+                               "task_max_ms": 200.0, "delivery_p95_ms": 850.0})
+        ));
+    }
+    std::fs::write(folder.join("samples.jsonl"), samples).expect("write samples");
+    std::fs::write(folder.join("test.log"), "10:00:00 loadgen day started\n").expect("log");
+    folder
+}
+
+/// `report` on a loadgen results folder writes its report (the task and command rows, the
+/// hostile message escaped) and CSV files; `compare` and `esrp` refuse it, naming the file.
+#[test]
+fn report_renders_a_loadgen_result_and_compare_refuses_it() {
+    let dir = scratch("loadgen-report");
+    let folder = loadgen_folder(&dir);
+    let f = folder.to_str().expect("utf8");
+    let run = mbx(&["report", f]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    for file in ["report.html", "tasks.csv", "commands.csv", "samples.csv"] {
+        assert!(
+            run.stdout.contains(&format!("lg/{file}")),
+            "{file}: {}",
+            run.stdout
+        );
+    }
+    let html = std::fs::read_to_string(folder.join("report.html")).expect("report.html");
+    assert!(html.contains("<td>send_new</td>"), "{html}");
+    assert!(html.contains("<td>check_inbox</td>"), "{html}");
+    assert!(html.contains("<td>UID FETCH</td>"), "{html}");
+    assert!(html.contains("10:00:00 loadgen day started"));
+    assert!(!html.contains("<script"), "{html}");
+    assert!(html.contains("user &lt;script&gt;alert(1)&lt;/script&gt;@example.test"));
+    let tasks = std::fs::read_to_string(folder.join("tasks.csv")).expect("tasks.csv");
+    assert_eq!(tasks.lines().count(), 3, "{tasks}");
+    assert!(
+        tasks.starts_with("task,dispatched,completed,failed,"),
+        "{tasks}"
+    );
+    assert!(
+        tasks
+            .lines()
+            .next()
+            .is_some_and(|h| h.ends_with(",failed_timeout")),
+        "{tasks}"
+    );
+    let samples = std::fs::read_to_string(folder.join("samples.csv")).expect("samples.csv");
+    assert_eq!(samples.lines().count(), 7, "{samples}");
+    // A second report replaces the report it wrote.
+    assert_eq!(mbx(&["report", f, "--format", "html"]).code, 0);
+
+    let result_json = folder.join("result.json").display().to_string();
+    for args in [
+        vec!["compare", f, f],
+        vec!["esrp", f],
+        vec!["compare", &result_json, f],
+    ] {
+        let run = mbx(&args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!(
+                "{result_json}: a loadgen result: compare and esrp read storage results"
+            )),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// The loadgen report opens in headless Chromium with no console messages; its sections and
+/// task rows are in the page, with its four charts.
+#[test]
+fn loadgen_report_opens_in_headless_chromium() {
+    let dir = scratch("loadgen-html");
+    let folder = loadgen_folder(&dir);
+    let run = mbx(&["report", folder.to_str().expect("utf8"), "--format", "html"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let html_path = folder.join("report.html");
+    let Some(browser) = chromium() else {
+        crate::skip::skip(
+            crate::skip::Need::Browser,
+            "the browser check: Chromium is not installed (apt-get install -y chromium)",
+        );
+        return;
+    };
+    let short = tempfile::Builder::new()
+        .prefix("mbx-cr")
+        .tempdir_in("/tmp")
+        .expect("a short folder for Chromium");
+    let browser_home = short.path().join("h");
+    std::fs::create_dir_all(&browser_home).expect("mkdir");
+    let out = browser_output(|| {
+        let mut cmd = std::process::Command::new(browser);
+        cmd.env("HOME", &browser_home)
+            .env("TMPDIR", &browser_home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--enable-logging=stderr",
+                "--v=0",
+            ])
+            .arg(format!(
+                "--user-data-dir={}",
+                short.path().join("p").display()
+            ))
+            .arg("--dump-dom")
+            .arg(format!("file://{}", html_path.display()));
+        cmd
+    });
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    for section in mbx_report::loadgen::SECTIONS
+        .iter()
+        .filter(|s| **s != "Initialization")
+    {
+        assert!(
+            dom.contains(&format!("<h2>{section}</h2>")),
+            "missing section {section}"
+        );
+    }
+    for task in ["send_new", "check_inbox"] {
+        assert!(dom.contains(&format!("<td>{task}</td>")), "row of {task}");
+    }
+    assert!(!dom.contains("<script"), "{dom}");
+    assert_eq!(dom.matches("<svg").count(), 4, "four charts");
+}

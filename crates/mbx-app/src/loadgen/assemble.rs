@@ -1,0 +1,322 @@
+//! A loadgen result from what the clients measured: tasks, commands, delivery, errors, and the
+//! verdict (the one place its checks are made).
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use mbx_loadgen::day::DayReport;
+use mbx_loadgen::Stats;
+use mbx_result::{
+    Check, CommandRow, CorruptedCopy, Delivery, LatencyMs, LoadgenError, LoadgenThresholds,
+    TaskRow, Verdict,
+};
+
+/// A histogram of microseconds as milliseconds.
+pub fn latency_ms(h: &Histogram<u64>) -> LatencyMs {
+    if h.is_empty() {
+        return LatencyMs::default();
+    }
+    let ms = |us: u64| us as f64 / 1000.0;
+    LatencyMs {
+        count: h.len(),
+        avg: h.mean() / 1000.0,
+        p50: ms(h.value_at_quantile(0.50)),
+        p90: ms(h.value_at_quantile(0.90)),
+        p95: ms(h.value_at_quantile(0.95)),
+        p99: ms(h.value_at_quantile(0.99)),
+        max: ms(h.max()),
+    }
+}
+
+fn classes(m: &BTreeMap<&'static str, u64>) -> BTreeMap<String, u64> {
+    m.iter().map(|(k, v)| ((*k).to_string(), *v)).collect()
+}
+
+/// The commands table.
+pub fn commands(stats: &Stats) -> Vec<CommandRow> {
+    stats
+        .commands
+        .iter()
+        .map(|((proto, command), s)| CommandRow {
+            protocol: proto.name().to_string(),
+            command: (*command).to_string(),
+            ok: s.ok(),
+            errors: classes(&s.errors),
+            latency_ms: latency_ms(&s.latency_us),
+        })
+        .collect()
+}
+
+/// The tasks table, in the action table's order.
+pub fn tasks(day: &DayReport) -> Vec<TaskRow> {
+    mbx_loadgen::sched::TaskKind::ALL
+        .iter()
+        .filter_map(|k| day.tasks.get(k).map(|s| (k, s)))
+        .map(|(k, s)| TaskRow {
+            task: k.name().to_string(),
+            dispatched: s.dispatched,
+            completed: s.completed,
+            failed: classes(&s.failed),
+            latency_ms: latency_ms(&s.from_schedule_us),
+            service_ms: latency_ms(&s.service_us),
+        })
+        .collect()
+}
+
+/// Errors by class: the count of failed tasks (or fills) and the first message of the class.
+pub fn errors(counts: &BTreeMap<String, u64>, first: &[mbx_loadgen::Error]) -> Vec<LoadgenError> {
+    let mut out: Vec<LoadgenError> = counts
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(class, n)| LoadgenError {
+            class: class.clone(),
+            count: *n,
+            message: first
+                .iter()
+                .find(|e| e.class.name() == class)
+                .map(|e| e.to_string())
+                .unwrap_or_default(),
+        })
+        .collect();
+    // An error met outside a task (the baseline, the grace sweep) still names its class.
+    for e in first {
+        if !out.iter().any(|o| o.class == e.class.name()) {
+            out.push(LoadgenError {
+                class: e.class.name().to_string(),
+                count: 1,
+                message: e.to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// The delivery block: `addresses` names the recipients (user index -> address).
+pub fn delivery(day: &DayReport, addresses: &[String], measured_by: &str) -> Delivery {
+    let d = &day.delivery;
+    let name = |r: u32| {
+        addresses
+            .get(r as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("user #{r}"))
+    };
+    Delivery {
+        messages_sent: day
+            .tasks
+            .iter()
+            .filter(|(k, _)| k.sends())
+            .map(|(_, s)| s.completed)
+            .sum(),
+        expected: d.expected,
+        delivered: d.delivered,
+        lost: d.missing,
+        duplicated: d.duplicated,
+        corrupted: d.corrupted.len() as u64,
+        unexpected: d.unexpected,
+        corrupted_copies: d
+            .corrupted
+            .iter()
+            .map(|(id, r, what)| CorruptedCopy {
+                id: id.to_string(),
+                recipient: name(*r),
+                what: what.clone(),
+            })
+            .collect(),
+        lost_copies: Vec::new(),
+        latency_ms: latency_ms(&d.latency_us),
+        measured_by: measured_by.to_string(),
+    }
+}
+
+/// The figures a day's verdict judges.
+#[derive(Debug, Clone, Copy)]
+pub struct DayFigures {
+    /// Tasks planned for the days.
+    pub planned: u64,
+    /// Tasks completed without error.
+    pub completed: u64,
+    /// The most unfinished at once.
+    pub max_unfinished: u64,
+    /// The guard's limit.
+    pub overload_limit: u64,
+    /// The guard stopped the run.
+    pub overloaded: bool,
+}
+
+/// The verdict of a simulated day: tasks achieved against planned, LoadGen's queue guard, each
+/// task type's p95 from its scheduled time, and every copy delivered once, intact, in time.
+pub fn day_verdict(
+    f: DayFigures,
+    tasks: &[TaskRow],
+    delivery: &Delivery,
+    t: &LoadgenThresholds,
+) -> Verdict {
+    let mut checks = Vec::new();
+    if f.planned == 0 {
+        checks.push(Check::not_judged(
+            "tasks_achieved_pct",
+            t.tasks_achieved_pct,
+            "no task was planned",
+        ));
+    } else {
+        let pct = f.completed as f64 * 100.0 / f.planned as f64;
+        checks.push(Check::new(
+            "tasks_achieved_pct",
+            pct,
+            t.tasks_achieved_pct,
+            pct >= t.tasks_achieved_pct,
+        ));
+    }
+    checks.push(Check::new(
+        "task_queue_max",
+        f.max_unfinished as f64,
+        f.overload_limit as f64,
+        !f.overloaded && f.max_unfinished <= f.overload_limit,
+    ));
+    for row in tasks.iter().filter(|r| r.dispatched > 0) {
+        let name = format!("task_latency_p95_ms.{}", row.task);
+        if row.latency_ms.count == 0 {
+            checks.push(Check::not_judged(
+                &name,
+                t.task_p95_ms,
+                "no task of this type completed",
+            ));
+        } else {
+            checks.push(Check::new(
+                &name,
+                row.latency_ms.p95,
+                t.task_p95_ms,
+                row.latency_ms.p95 <= t.task_p95_ms,
+            ));
+        }
+    }
+    for (name, value) in [
+        ("messages_lost", delivery.lost),
+        ("messages_corrupted", delivery.corrupted),
+        ("messages_duplicated", delivery.duplicated),
+        ("messages_unexpected", delivery.unexpected),
+    ] {
+        checks.push(Check::new(name, value as f64, 0.0, value == 0));
+    }
+    if delivery.latency_ms.count == 0 {
+        checks.push(Check::not_judged(
+            "delivery_latency_p95_ms",
+            t.delivery_p95_ms,
+            "no copy was delivered",
+        ));
+    } else {
+        checks.push(Check::new(
+            "delivery_latency_p95_ms",
+            delivery.latency_ms.p95,
+            t.delivery_p95_ms,
+            delivery.latency_ms.p95 <= t.delivery_p95_ms,
+        ));
+    }
+    Verdict::of(checks)
+}
+
+/// The verdict of an initialization: every mailbox filled to its target.
+pub fn init_verdict(users: u64, users_done: u64) -> Verdict {
+    Verdict::of(vec![Check::new(
+        "mailboxes_initialized",
+        users_done as f64,
+        users as f64,
+        users_done == users && users > 0,
+    )])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(task: &str, dispatched: u64, p95: f64, count: u64) -> TaskRow {
+        TaskRow {
+            task: task.into(),
+            dispatched,
+            completed: count,
+            failed: BTreeMap::new(),
+            latency_ms: LatencyMs {
+                count,
+                p95,
+                ..LatencyMs::default()
+            },
+            service_ms: LatencyMs::default(),
+        }
+    }
+
+    fn limits() -> LoadgenThresholds {
+        LoadgenThresholds {
+            tasks_achieved_pct: 99.0,
+            task_p95_ms: 1000.0,
+            delivery_p95_ms: 60_000.0,
+        }
+    }
+
+    fn delivered(n: u64) -> Delivery {
+        Delivery {
+            expected: n,
+            delivered: n,
+            latency_ms: LatencyMs {
+                count: n,
+                p95: 800.0,
+                ..LatencyMs::default()
+            },
+            ..Delivery::default()
+        }
+    }
+
+    #[test]
+    fn a_day_passes_exactly_when_every_check_passes() {
+        let f = DayFigures {
+            planned: 1000,
+            completed: 1000,
+            max_unfinished: 10,
+            overload_limit: 75,
+            overloaded: false,
+        };
+        let rows = [
+            row("send_new", 100, 300.0, 100),
+            row("read", 900, 20.0, 900),
+        ];
+        let v = day_verdict(f, &rows, &delivered(400), &limits());
+        assert!(v.pass(), "{v:?}");
+        assert_eq!(v.checks().len(), 9);
+
+        // Each failure alone fails the verdict, naming its check.
+        let slow = [row("send_new", 100, 1500.0, 100)];
+        let v = day_verdict(f, &slow, &delivered(400), &limits());
+        assert_eq!(
+            v.failed().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["task_latency_p95_ms.send_new"]
+        );
+        let mut lost = delivered(400);
+        lost.lost = 1;
+        let v = day_verdict(f, &rows, &lost, &limits());
+        assert_eq!(
+            v.failed().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["messages_lost"]
+        );
+        let short = DayFigures {
+            completed: 980,
+            ..f
+        };
+        assert!(!day_verdict(short, &rows, &delivered(400), &limits()).pass());
+        let over = DayFigures {
+            overloaded: true,
+            max_unfinished: 76,
+            ..f
+        };
+        assert!(!day_verdict(over, &rows, &delivered(400), &limits()).pass());
+        // Nothing delivered: the delivery check says it could not judge, and that is no pass.
+        let v = day_verdict(f, &rows, &Delivery::default(), &limits());
+        assert!(!v.pass());
+        assert_eq!(v.not_judged().count(), 1);
+    }
+
+    #[test]
+    fn an_initialization_passes_when_every_mailbox_is_filled() {
+        assert!(init_verdict(50, 50).pass());
+        assert!(!init_verdict(50, 49).pass());
+        assert!(!init_verdict(0, 0).pass());
+    }
+}

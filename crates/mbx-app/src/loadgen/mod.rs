@@ -1,0 +1,757 @@
+//! `mbxstress loadgen`: simulated mail users against a real mail system, as a library.
+//! [`init`] fills the users' mailboxes; [`day`] runs simulated days of the users' tasks. Both
+//! write a results folder as `run` does (result.json, samples.jsonl, test.log, report.html)
+//! and report through the event stream ([`Event::LoadgenProgress`], [`Event::LoadgenSample`],
+//! [`Event::Log`], [`Event::Result`]).
+//!
+//! The protocol clients, messages, scheduler and day engine are `mbx-loadgen`'s; this module
+//! turns a request into their inputs, keeps the files, and judges the result.
+
+pub mod assemble;
+pub mod servers;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use mbx_loadgen::day::{DayPlan, Servers};
+use mbx_loadgen::message::Generator;
+use mbx_loadgen::sched::ClientType;
+use mbx_loadgen::users::User;
+use mbx_loadgen::{AuthMechanism, Recorder, Trust};
+use mbx_result::{
+    ClientShare, InitFigures, LoadgenConfig, LoadgenInfo, LoadgenResult, LoadgenSample,
+    LoadgenThresholds, ServerUrl, StopReason, Stopped, Verdict, LOADGEN_KIND, LOADGEN_SCHEMA,
+};
+
+use crate::event::{Event, EventSink, LoadgenProgress, Notice};
+use crate::AppError;
+use servers::{Proto, ServersSpec};
+
+/// The mail profile: what a user's day holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MailProfile {
+    /// Messages sent + received per mailbox per day (the calculator's profile, 50..=500).
+    pub messages_per_day: u32,
+    /// Average message size, KB (x 1,024 bytes, as the calculator's 75 KB).
+    pub message_kb: f64,
+    /// Where it came from (`flags`, or the profile file).
+    pub source: String,
+}
+
+/// What every loadgen command needs.
+#[derive(Debug, Clone)]
+pub struct Common {
+    /// The servers.
+    pub servers: ServersSpec,
+    /// How their certificates are trusted.
+    pub trust: Trust,
+    /// Submission's SASL mechanism.
+    pub smtp_auth: AuthMechanism,
+    /// The EHLO name.
+    pub helo: String,
+    /// The users.
+    pub users: Vec<User>,
+    /// Where they came from, in words.
+    pub users_source: String,
+    /// The mail domain.
+    pub domain: String,
+    /// The profile.
+    pub profile: MailProfile,
+    /// The seed of messages and schedule.
+    pub seed: u64,
+    /// The results folder (a time-stamped one under ./mbxstress-results when none).
+    pub out: Option<PathBuf>,
+    /// Set by Ctrl-C or SIGTERM: stop cleanly, write what was measured.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// `loadgen init`.
+#[derive(Debug, Clone)]
+pub struct InitRequest {
+    /// Servers, users, profile.
+    pub common: Common,
+    /// Messages each mailbox should hold.
+    pub messages: u32,
+    /// Users filled at once.
+    pub concurrency: usize,
+    /// Messages per MULTIAPPEND.
+    pub batch: usize,
+}
+
+/// `loadgen run`.
+#[derive(Debug, Clone)]
+pub struct DayRequest {
+    /// Servers, users, profile.
+    pub common: Common,
+    /// The simulated day's length.
+    pub day: Duration,
+    /// Days run.
+    pub days: u32,
+    /// Client types and their shares (percent, summing to 100).
+    pub clients: Vec<(ClientType, f64)>,
+    /// LoadGen's guard (1.5).
+    pub overload_per_user: f64,
+    /// How long copies not yet seen are looked for after the last task.
+    pub grace: Duration,
+    /// samples.jsonl's interval.
+    pub sample_interval: Duration,
+    /// The verdict's limits.
+    pub thresholds: LoadgenThresholds,
+}
+
+/// A loadgen command's outcome.
+#[derive(Debug)]
+pub struct Ran {
+    /// result.json.
+    pub path: PathBuf,
+    /// What it holds.
+    pub result: LoadgenResult,
+    /// report.html, when written.
+    pub report: Option<PathBuf>,
+}
+
+/// The client type's name in results.
+pub fn client_name(c: ClientType) -> &'static str {
+    match c {
+        ClientType::DesktopImap => "desktop_imap",
+        ClientType::Webmail => "webmail",
+        ClientType::Pop3 => "pop3",
+    }
+}
+
+/// Parses a client type's name (`desktop_imap`, `webmail`, `pop3`; `imap` and `desktop` too).
+pub fn client_of(name: &str) -> Option<ClientType> {
+    match name.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+        "desktop_imap" | "desktop" | "imap" => Some(ClientType::DesktopImap),
+        "webmail" | "web" => Some(ClientType::Webmail),
+        "pop3" | "pop" => Some(ClientType::Pop3),
+        _ => None,
+    }
+}
+
+/// Each user's client type from the shares: user i takes the type furthest behind its share
+/// of the first i + 1 users, so the types interleave and every prefix of users is mixed as
+/// asked (a type gets round(share x users) users, within one).
+pub fn assign_clients(users: usize, shares: &[(ClientType, f64)]) -> Vec<ClientType> {
+    let total: f64 = shares.iter().map(|s| s.1.max(0.0)).sum();
+    let mut given = vec![0u64; shares.len()];
+    let mut out = Vec::with_capacity(users);
+    for i in 0..users {
+        let mut best = 0;
+        let mut behind = f64::NEG_INFINITY;
+        for (j, (_, share)) in shares.iter().enumerate() {
+            let want = (i + 1) as f64 * share.max(0.0) / total.max(f64::MIN_POSITIVE);
+            let b = want - given[j] as f64;
+            if b > behind + 1e-9 {
+                behind = b;
+                best = j;
+            }
+        }
+        if let Some(g) = given.get_mut(best) {
+            *g += 1;
+        }
+        out.push(shares.get(best).map_or(ClientType::DesktopImap, |s| s.0));
+    }
+    out
+}
+
+/// `20261127T110503Z`: a UTC time for names.
+fn stamp() -> String {
+    mbx_engine::rfc3339_now()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect()
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The run id of initialization messages: stable across runs (a mailbox's fill is counted
+/// again by it), so it names the seed only.
+pub fn init_run_id(seed: u64) -> String {
+    format!("init-{seed}")
+}
+
+/// Mean message size in bytes of a profile.
+fn mean_bytes(p: &MailProfile) -> u64 {
+    (p.message_kb * 1024.0)
+        .round()
+        .clamp(1024.0, 64.0 * 1024.0 * 1024.0) as u64
+}
+
+/// The results folder's files, open for appending lines as the test goes.
+pub(crate) struct Files {
+    dir: PathBuf,
+    log: BufWriter<File>,
+    samples: BufWriter<File>,
+    errors: Vec<String>,
+}
+
+impl Files {
+    fn create(out: Option<&Path>, phase: &str) -> Result<Files, AppError> {
+        let dir = match out {
+            Some(d) => crate::results_folder::results_dir(Some(d))?,
+            None => crate::results_folder::results_dir(Some(&crate::results_folder::stamped(
+                &format!("loadgen-{phase}-"),
+            )))?,
+        };
+        fs_err::create_dir_all(&dir).map_err(AppError::File)?;
+        let open = |name: &str| -> Result<BufWriter<File>, AppError> {
+            let f = fs_err::OpenOptions::new()
+                .create_new(true)
+                .write(true)
+                .open(dir.join(name))
+                .map_err(AppError::File)?
+                .into_parts()
+                .0;
+            Ok(BufWriter::new(f))
+        };
+        Ok(Files {
+            log: open("test.log")?,
+            samples: open("samples.jsonl")?,
+            dir,
+            errors: Vec::new(),
+        })
+    }
+
+    fn log(&mut self, sink: &mut dyn EventSink, text: &str) {
+        let line = format!("{} -- {text}\n", mbx_engine::rfc3339_now());
+        if let Err(e) = self
+            .log
+            .write_all(line.as_bytes())
+            .and_then(|_| self.log.flush())
+        {
+            self.errors.push(format!("writing test.log: {e}"));
+        }
+        sink.event(&Event::Log {
+            text: text.to_string(),
+            kind: crate::event::LogKind::Plain,
+        });
+    }
+
+    fn sample(&mut self, sink: &mut dyn EventSink, s: &LoadgenSample) {
+        let written = serde_json::to_vec(s)
+            .map_err(std::io::Error::other)
+            .and_then(|mut line| {
+                line.push(b'\n');
+                self.samples.write_all(&line)
+            })
+            .and_then(|_| self.samples.flush());
+        if let Err(e) = written {
+            self.errors.push(format!("writing samples.jsonl: {e}"));
+        }
+        sink.event(&Event::LoadgenSample { sample: s.clone() });
+    }
+
+    fn write_result(&self, result: &LoadgenResult) -> Result<PathBuf, AppError> {
+        let path = self.dir.join("result.json");
+        let mut bytes = serde_json::to_vec_pretty(result).map_err(|e| AppError::Io {
+            context: format!("writing {}", path.display()),
+            source: std::io::Error::other(e),
+        })?;
+        bytes.push(b'\n');
+        mbx_config::atomic::write_atomic(&path, &bytes).map_err(|source| AppError::Io {
+            context: format!("writing {}", path.display()),
+            source,
+        })?;
+        Ok(path)
+    }
+}
+
+fn info(phase: &str, run_id: &str, start: &str, started: Instant) -> LoadgenInfo {
+    LoadgenInfo {
+        phase: phase.to_string(),
+        run_id: run_id.to_string(),
+        start: start.to_string(),
+        end: mbx_engine::rfc3339_now(),
+        duration_s: started.elapsed().as_secs_f64(),
+        machine: mbx_engine::hostname(),
+        os: format!("{} {}", std::env::consts::OS, mbx_engine::kernel_release()),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        interrupted: false,
+    }
+}
+
+fn config_block(c: &Common, clients: Vec<ClientShare>) -> LoadgenConfig {
+    LoadgenConfig {
+        servers: vec![
+            ServerUrl {
+                protocol: "smtp".into(),
+                url: c.servers.smtp.url(Proto::Smtp),
+            },
+            ServerUrl {
+                protocol: "imap".into(),
+                url: c.servers.imap.url(Proto::Imap),
+            },
+            ServerUrl {
+                protocol: "pop3".into(),
+                url: c.servers.pop3.url(Proto::Pop3),
+            },
+        ],
+        tls_trust: servers::trust_name(&c.trust),
+        smtp_auth: match c.smtp_auth {
+            AuthMechanism::Plain => "plain".into(),
+            AuthMechanism::Login => "login".into(),
+        },
+        users_source: c.users_source.clone(),
+        users: c.users.len() as u64,
+        domain: c.domain.clone(),
+        messages_per_day: c.profile.messages_per_day,
+        message_kb: c.profile.message_kb,
+        clients,
+        day_s: 0.0,
+        days: 0,
+        seed: c.seed,
+        overload_per_user: 0.0,
+        grace_s: 0.0,
+        init_messages: None,
+        profile_source: c.profile.source.clone(),
+        thresholds: LoadgenThresholds::default(),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, AppError> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .map_err(|source| AppError::Io {
+            context: "starting the client runtime".into(),
+            source,
+        })
+}
+
+/// A result that says the test did not end (written first, replaced at the end), so a killed
+/// process leaves a result that says so.
+fn running(
+    phase: &str,
+    run_id: &str,
+    start: &str,
+    started: Instant,
+    config: &LoadgenConfig,
+) -> LoadgenResult {
+    LoadgenResult {
+        schema: LOADGEN_SCHEMA.into(),
+        kind: LOADGEN_KIND.into(),
+        test: info(phase, run_id, start, started),
+        config: config.clone(),
+        tasks_planned: 0,
+        tasks_dispatched: 0,
+        tasks_completed: 0,
+        tasks_failed: 0,
+        max_unfinished: 0,
+        overload_limit: 0,
+        overloaded: false,
+        tasks: Vec::new(),
+        commands: Vec::new(),
+        delivery: None,
+        init: None,
+        verdict: Verdict::of(Vec::new()),
+        stopped: Stopped::new(
+            StopReason::Running,
+            "the test has not ended (a result read now says the process never finished it)",
+        )
+        .in_phase(phase),
+        errors: Vec::new(),
+        samples_file: "samples.jsonl".into(),
+        log_file: "test.log".into(),
+        notes: Vec::new(),
+    }
+}
+
+/// Writes the result, the report, and tells the sink.
+fn finish(files: Files, result: LoadgenResult, sink: &mut dyn EventSink) -> Result<Ran, AppError> {
+    let path = files.write_result(&result)?;
+    for e in &files.errors {
+        let _ = sink.notice(&Notice::Warning(e.clone()));
+    }
+    let report = match mbx_report::write_report(&files.dir, None) {
+        Ok(written) => written.into_iter().next(),
+        Err(e) => {
+            let _ = sink.notice(&Notice::Warning(format!(
+                "the report was not written: {}",
+                e
+            )));
+            None
+        }
+    };
+    sink.event(&Event::Result {
+        path: path.clone(),
+        pass: result.verdict.pass(),
+        verdict: result.verdict.state().name().to_string(),
+        stopped: result.stopped.clone(),
+    });
+    let _ = sink.notice(&Notice::LoadgenEnd {
+        result: &result,
+        path: &path,
+        report: report.as_deref(),
+    });
+    Ok(Ran {
+        path,
+        result,
+        report,
+    })
+}
+
+/// How an ended loadgen test is described.
+fn stopped_of(interrupted: bool, overloaded: bool, verdict: &Verdict, phase: &str) -> Stopped {
+    if interrupted {
+        Stopped::new(
+            StopReason::Interrupted,
+            "stopped by the user (Ctrl-C or SIGTERM): the figures cover what ran",
+        )
+        .in_phase(phase)
+    } else if overloaded {
+        Stopped::new(
+            StopReason::VerdictFailed,
+            "LoadGen's overload guard stopped the run: unfinished tasks exceeded the limit (the server, or this client, could not keep up)",
+        )
+        .in_phase(phase)
+    } else if verdict.pass() {
+        Stopped::new(StopReason::Completed, "ran to its end; every check passed")
+    } else {
+        Stopped::new(
+            StopReason::VerdictFailed,
+            "ran to its end; the verdict is not a pass",
+        )
+    }
+}
+
+mod drive;
+
+/// `loadgen init`: fills every user's mailbox to `messages` generated messages over IMAP.
+pub fn init(req: &InitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> {
+    let c = &req.common;
+    let start = mbx_engine::rfc3339_now();
+    let started = Instant::now();
+    let run_id = init_run_id(c.seed);
+    let mut config = config_block(c, Vec::new());
+    config.init_messages = Some(u64::from(req.messages));
+    let mut files = Files::create(c.out.as_deref(), "init")?;
+    files.write_result(&running("init", &run_id, &start, started, &config))?;
+    let (_, imap, _) = servers::endpoints(&c.servers, &c.trust)?;
+    let _ = sink.notice(&Notice::LoadgenStart {
+        phase: "init",
+        dir: &files.dir,
+        users: c.users.len() as u64,
+    });
+    files.log(
+        sink,
+        &format!(
+            "loadgen init: {} users ({}), {} messages each of {:.0} KB on average, IMAP {}, {} at once",
+            c.users.len(),
+            c.users_source,
+            req.messages,
+            c.profile.message_kb,
+            c.servers.imap.url(Proto::Imap),
+            req.concurrency
+        ),
+    );
+    let gen = Generator::new(&run_id, c.seed, mean_bytes(&c.profile), unix_now());
+    let rec = Recorder::new();
+    let rt = runtime()?;
+    let done = drive::init(
+        &rt,
+        &imap,
+        &c.users,
+        &gen,
+        req,
+        rec.clone(),
+        &mut files,
+        sink,
+    );
+    let figures = InitFigures {
+        users_done: done.users_done,
+        users_failed: done.users_failed,
+        target_per_user: u64::from(req.messages),
+        messages_found: done.found,
+        messages_appended: done.appended,
+        bytes_appended: done.bytes,
+        duration_s: done.elapsed.as_secs_f64(),
+        messages_per_s: done.appended as f64 / done.elapsed.as_secs_f64().max(1e-9),
+        mb_per_s: done.bytes as f64 / 1e6 / done.elapsed.as_secs_f64().max(1e-9),
+    };
+    files.log(
+        sink,
+        &format!(
+            "loadgen init ended: {} of {} mailboxes filled, {} failed; {} messages were there, {} appended ({:.1} MB) in {:.1} s: {:.0} messages/s, {:.1} MB/s",
+            figures.users_done,
+            c.users.len(),
+            figures.users_failed,
+            figures.messages_found,
+            figures.messages_appended,
+            figures.bytes_appended as f64 / 1e6,
+            figures.duration_s,
+            figures.messages_per_s,
+            figures.mb_per_s
+        ),
+    );
+    for e in done.first_errors.iter().take(5) {
+        files.log(sink, &format!("error: {e}"));
+    }
+    let verdict = assemble::init_verdict(c.users.len() as u64, figures.users_done);
+    let interrupted = c.cancel.load(Ordering::SeqCst);
+    let mut test = info("init", &run_id, &start, started);
+    test.interrupted = interrupted;
+    let result = LoadgenResult {
+        test,
+        commands: assemble::commands(&rec.snapshot()),
+        init: Some(figures),
+        stopped: stopped_of(interrupted, false, &verdict, "init"),
+        verdict,
+        errors: assemble::errors(&done.errors_by_class, &done.first_errors),
+        ..running("init", &run_id, &start, started, &config)
+    };
+    drop(rt);
+    finish(files, result, sink)
+}
+
+/// `loadgen run`: simulated days of the users' tasks, every copy sent accounted for.
+pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> {
+    let c = &req.common;
+    let start = mbx_engine::rfc3339_now();
+    let started = Instant::now();
+    let run_id = format!("day-{}", stamp());
+    let kinds = assign_clients(c.users.len(), &req.clients);
+    let shares: Vec<ClientShare> = req
+        .clients
+        .iter()
+        .map(|(t, share)| ClientShare {
+            client: client_name(*t).into(),
+            share_pct: *share,
+            users: kinds.iter().filter(|k| *k == t).count() as u64,
+            tasks_per_user_day: mbx_loadgen::sched::ActionTable::for_profile(
+                c.profile.messages_per_day,
+                *t,
+            )
+            .tasks_per_user(),
+        })
+        .collect();
+    let mut config = config_block(c, shares);
+    config.day_s = req.day.as_secs_f64();
+    config.days = req.days;
+    config.overload_per_user = req.overload_per_user;
+    config.grace_s = req.grace.as_secs_f64();
+    config.thresholds = req.thresholds.clone();
+    let mut files = Files::create(c.out.as_deref(), "run")?;
+    files.write_result(&running("day", &run_id, &start, started, &config))?;
+    let (smtp, imap, pop3) = servers::endpoints(&c.servers, &c.trust)?;
+    let _ = sink.notice(&Notice::LoadgenStart {
+        phase: "day",
+        dir: &files.dir,
+        users: c.users.len() as u64,
+    });
+    let mix: Vec<String> = config
+        .clients
+        .iter()
+        .map(|s| format!("{} {} ({:.0}%)", s.users, s.client, s.share_pct))
+        .collect();
+    files.log(
+        sink,
+        &format!(
+            "loadgen run {run_id}: {} users ({}; {}), {} messages/day of {:.0} KB, a simulated day of {} x {}, servers {}, {}, {}",
+            c.users.len(),
+            c.users_source,
+            mix.join(", "),
+            c.profile.messages_per_day,
+            c.profile.message_kb,
+            duration_words(req.day),
+            req.days,
+            config.servers[0].url,
+            config.servers[1].url,
+            config.servers[2].url
+        ),
+    );
+    let gen = Generator::new(&run_id, c.seed, mean_bytes(&c.profile), unix_now());
+    let rec = Recorder::new();
+    let plan = DayPlan {
+        seed: c.seed,
+        messages_per_day: c.profile.messages_per_day,
+        day: req.day,
+        days: req.days,
+        overload_per_user: req.overload_per_user,
+        grace: req.grace,
+        stop: Arc::clone(&c.cancel),
+    };
+    let srv = Servers {
+        smtp,
+        imap,
+        pop3,
+        helo: c.helo.clone(),
+        auth: c.smtp_auth,
+    };
+    let rt = runtime()?;
+    let report = drive::day(
+        &rt,
+        &srv,
+        &c.users,
+        &kinds,
+        &gen,
+        &plan,
+        req.sample_interval,
+        rec.clone(),
+        &mut files,
+        sink,
+    );
+    drop(rt);
+    let addresses: Vec<String> = c.users.iter().map(|u| u.address.clone()).collect();
+    let tasks = assemble::tasks(&report);
+    let delivery = assemble::delivery(&report, &addresses, "poll");
+    let completed: u64 = tasks.iter().map(|t| t.completed).sum();
+    let failed: u64 = tasks.iter().map(|t| t.failed.values().sum::<u64>()).sum();
+    let overload_limit = (req.overload_per_user * c.users.len() as f64).ceil() as u64;
+    let figures = assemble::DayFigures {
+        planned: report.planned,
+        completed,
+        max_unfinished: report.max_unfinished,
+        overload_limit,
+        overloaded: report.overloaded,
+    };
+    let verdict = assemble::day_verdict(figures, &tasks, &delivery, &req.thresholds);
+    let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
+    for t in &tasks {
+        for (k, n) in &t.failed {
+            *by_class.entry(k.clone()).or_insert(0) += n;
+        }
+    }
+    files.log(
+        sink,
+        &format!(
+            "loadgen run ended: {completed} of {} tasks completed, {failed} failed; {} of {} copies delivered, {} lost, {} corrupted, {} duplicated; delivery p95 {:.0} ms; verdict {}",
+            report.planned,
+            delivery.delivered,
+            delivery.expected,
+            delivery.lost,
+            delivery.corrupted,
+            delivery.duplicated,
+            delivery.latency_ms.p95,
+            verdict.state().name()
+        ),
+    );
+    for e in report.first_errors.iter().take(5) {
+        files.log(sink, &format!("error: {e}"));
+    }
+    for cc in &delivery.corrupted_copies {
+        files.log(
+            sink,
+            &format!("corrupted copy: {} in {}: {}", cc.id, cc.recipient, cc.what),
+        );
+    }
+    let mut test = info("day", &run_id, &start, started);
+    test.interrupted = report.interrupted;
+    let result = LoadgenResult {
+        test,
+        tasks_planned: report.planned,
+        tasks_dispatched: report.dispatched,
+        tasks_completed: completed,
+        tasks_failed: failed,
+        max_unfinished: report.max_unfinished,
+        overload_limit,
+        overloaded: report.overloaded,
+        tasks,
+        commands: assemble::commands(&rec.snapshot()),
+        delivery: Some(delivery),
+        stopped: stopped_of(report.interrupted, report.overloaded, &verdict, "day"),
+        verdict,
+        errors: assemble::errors(&by_class, &report.first_errors),
+        ..running("day", &run_id, &start, started, &config)
+    };
+    finish(files, result, sink)
+}
+
+/// Progress of a loadgen phase for the stream.
+pub(crate) fn progress(
+    phase: &str,
+    elapsed: Duration,
+    total: Option<Duration>,
+    done: u64,
+    of: u64,
+    unit: &str,
+) -> LoadgenProgress {
+    let e = elapsed.as_secs_f64();
+    let eta_s = match total {
+        Some(t) => Some((t.as_secs_f64() - e).max(0.0)),
+        None if done > 0 && of >= done => Some(e * (of - done) as f64 / done as f64),
+        None => None,
+    };
+    LoadgenProgress {
+        phase: phase.to_string(),
+        elapsed_s: e,
+        eta_s,
+        done,
+        total: of,
+        unit: unit.to_string(),
+        ..LoadgenProgress::default()
+    }
+}
+
+/// `8 h`, `3 min`, `90 s`: a duration in words.
+pub fn duration_words(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 3600.0 && (s / 3600.0).fract() == 0.0 {
+        format!("{} h", s / 3600.0)
+    } else if s >= 60.0 && (s / 60.0).fract() == 0.0 {
+        format!("{} min", s / 60.0)
+    } else {
+        format!(
+            "{} s",
+            crate::num::num(s, if s.fract() == 0.0 { 0 } else { 1 })
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_types_interleave_by_share() {
+        let k = assign_clients(
+            10,
+            &[
+                (ClientType::DesktopImap, 70.0),
+                (ClientType::Webmail, 20.0),
+                (ClientType::Pop3, 10.0),
+            ],
+        );
+        let count = |t| k.iter().filter(|x| **x == t).count();
+        assert_eq!(
+            (
+                count(ClientType::DesktopImap),
+                count(ClientType::Webmail),
+                count(ClientType::Pop3)
+            ),
+            (7, 2, 1)
+        );
+        // The first users already mix: both non-desktop types appear in the first 5.
+        assert!(k[..5].contains(&ClientType::Webmail), "{k:?}");
+        let k = assign_clients(
+            1000,
+            &[(ClientType::DesktopImap, 1.0), (ClientType::Pop3, 2.0)],
+        );
+        assert_eq!(k.iter().filter(|x| **x == ClientType::Pop3).count(), 667);
+    }
+
+    #[test]
+    fn names_of_client_types_read_back() {
+        for t in [
+            ClientType::DesktopImap,
+            ClientType::Webmail,
+            ClientType::Pop3,
+        ] {
+            assert_eq!(client_of(client_name(t)), Some(t));
+        }
+        assert_eq!(client_of("Desktop-IMAP"), Some(ClientType::DesktopImap));
+        assert_eq!(client_of("mapi"), None);
+    }
+}

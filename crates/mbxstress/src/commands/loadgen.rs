@@ -1,0 +1,352 @@
+//! `mbxstress loadgen init|run`: flags to the application layer's loadgen requests, the
+//! terminal's rendering, exit codes.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use mbx_app::loadgen::servers::{self, Proto, ServersSpec};
+use mbx_app::loadgen::{client_of, Common, DayRequest, InitRequest, MailProfile};
+use mbx_loadgen::{AuthMechanism, Trust};
+use mbx_result::LoadgenThresholds;
+
+use crate::cli::{LoadgenConnArgs, LoadgenInitArgs, LoadgenRunArgs};
+use crate::exit::usage;
+
+/// The Exchange calculator's average message size, KB.
+const DEFAULT_MESSAGE_KB: f64 = 75.0;
+/// The profile most published tests use (Tintri's, LoadGen "heavy"), messages per day.
+const DEFAULT_MESSAGES_PER_DAY: u32 = 150;
+/// Initialization's default messages per mailbox.
+const DEFAULT_INIT_MESSAGES: u32 = 100;
+
+fn common(a: &LoadgenConnArgs) -> anyhow::Result<Common> {
+    let env = match &a.server_env {
+        Some(p) => Some(servers::read_server_env(p).map_err(super::run::into_anyhow)?),
+        None => None,
+    };
+    let mut spec: Option<ServersSpec> = env.as_ref().map(|e| e.servers.clone());
+    if let Some(host) = &a.server {
+        spec = Some(servers::standard(host).map_err(super::run::into_anyhow)?);
+    }
+    let url = |p: Proto, v: &Option<String>| -> anyhow::Result<Option<servers::ServerSpec>> {
+        v.as_deref()
+            .map(|u| servers::parse_url(p, u))
+            .transpose()
+            .map_err(super::run::into_anyhow)
+    };
+    let (smtp, imap, pop3) = (
+        url(Proto::Smtp, &a.smtp)?,
+        url(Proto::Imap, &a.imap)?,
+        url(Proto::Pop3, &a.pop3)?,
+    );
+    let spec = match (spec, smtp, imap, pop3) {
+        (Some(mut s), smtp, imap, pop3) => {
+            if let Some(x) = smtp {
+                s.smtp = x;
+            }
+            if let Some(x) = imap {
+                s.imap = x;
+            }
+            if let Some(x) = pop3 {
+                s.pop3 = x;
+            }
+            s
+        }
+        (None, Some(smtp), Some(imap), Some(pop3)) => ServersSpec { smtp, imap, pop3 },
+        _ => {
+            return Err(usage(
+                "no mail server given: --server HOST (submission 587, IMAPS 993, POP3S 995), --server-env DIR/server.env (scripts/mailserver.sh), or all of --smtp, --imap and --pop3 URLs",
+            ))
+        }
+    };
+    let trust = if a.insecure_tls {
+        Trust::Insecure
+    } else if let Some(ca) = a
+        .ca_file
+        .clone()
+        .or_else(|| env.as_ref().and_then(|e| e.ca_file.clone()))
+    {
+        Trust::CaFile(ca)
+    } else {
+        Trust::System
+    };
+    let domain = a
+        .domain
+        .clone()
+        .or_else(|| env.as_ref().and_then(|e| e.domain.clone()));
+    let (users, users_source) = if let Some(path) = &a.users_file {
+        let users = mbx_loadgen::users::read_file(path, domain.as_deref().unwrap_or(""))
+            .map_err(|e| usage(format!("--users-file: {e}")))?;
+        if domain.is_none() {
+            if let Some(u) = users.iter().find(|u| !u.login.contains('@')) {
+                return Err(usage(format!(
+                    "--users-file {}: user {} has no domain: give --domain (the mail domain of users listed without one)",
+                    path.display(),
+                    u.login
+                )));
+            }
+        }
+        (users, format!("file {}", path.display()))
+    } else {
+        let count = a
+            .users
+            .or_else(|| env.as_ref().and_then(|e| e.users))
+            .ok_or_else(|| {
+                usage("no users given: --users N (with --password), or --users-file FILE")
+            })?;
+        let template = a
+            .user_template
+            .clone()
+            .or_else(|| env.as_ref().and_then(|e| e.user_template.clone()))
+            .unwrap_or_else(|| "loadgen%d".into());
+        let password = a
+            .password
+            .clone()
+            .or_else(|| env.as_ref().and_then(|e| e.password.clone()))
+            .ok_or_else(|| usage("--users needs --password (the template users' password)"))?;
+        let domain = domain.as_deref().ok_or_else(|| {
+            usage("--users needs --domain (the mail domain: user loadgen1 is loadgen1@DOMAIN)")
+        })?;
+        let users =
+            mbx_loadgen::users::from_template(&template, a.first_user, count, &password, domain)
+                .map_err(|e| usage(format!("--users / --user-template: {e}")))?;
+        let source = format!("template {template} from {}", a.first_user);
+        (users, source)
+    };
+    let file_profile = match &a.profile {
+        Some(p) => Some(
+            mbx_config::Profile::load(p)
+                .with_context(|| format!("reading --profile {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let message_kb = match a.message_kb {
+        Some(kb) if !(kb.is_finite() && kb > 0.0 && kb <= 10_240.0) => {
+            return Err(usage(format!(
+                "--message-kb {kb}: must be above 0, at most 10240"
+            )))
+        }
+        Some(kb) => kb,
+        None => file_profile
+            .as_ref()
+            .and_then(|p| p.message_size_kb)
+            .unwrap_or(DEFAULT_MESSAGE_KB),
+    };
+    let profile = MailProfile {
+        messages_per_day: file_profile
+            .as_ref()
+            .and_then(|p| p.messages_per_day)
+            .unwrap_or(DEFAULT_MESSAGES_PER_DAY),
+        message_kb,
+        source: match &a.profile {
+            Some(p) => p.display().to_string(),
+            None => "flags".into(),
+        },
+    };
+    Ok(Common {
+        servers: spec,
+        trust,
+        smtp_auth: if a.smtp_auth == "login" {
+            AuthMechanism::Login
+        } else {
+            AuthMechanism::Plain
+        },
+        helo: a.helo.clone().unwrap_or_else(mbx_engine::hostname),
+        domain: domain.unwrap_or_default(),
+        users,
+        users_source,
+        profile,
+        seed: a.seed,
+        out: a.out.clone(),
+        cancel: crate::interrupt::install(),
+    })
+}
+
+fn finish(
+    ran: Result<mbx_app::loadgen::Ran, mbx_app::AppError>,
+    term: &mut crate::terminal::Terminal,
+) -> anyhow::Result<ExitCode> {
+    let ran = ran.map_err(super::run::into_anyhow)?;
+    term.finish()?;
+    Ok(super::run::code_for(ran.result.stopped.reason))
+}
+
+/// `loadgen init`.
+pub fn init(args: LoadgenInitArgs) -> anyhow::Result<ExitCode> {
+    let common = common(&args.conn)?;
+    let messages = match (args.messages, args.mailbox_mb) {
+        (Some(n), _) => n,
+        (None, Some(mb)) => {
+            if !(mb.is_finite() && mb > 0.0 && mb <= 1_048_576.0) {
+                return Err(usage(format!(
+                    "--mailbox-mb {mb}: must be above 0, at most 1048576"
+                )));
+            }
+            let n = (mb * 1024.0 / common.profile.message_kb).round();
+            if n > f64::from(u32::MAX) {
+                return Err(usage(format!("--mailbox-mb {mb}: too many messages")));
+            }
+            (n as u32).max(1)
+        }
+        (None, None) => DEFAULT_INIT_MESSAGES,
+    };
+    if args.concurrency == 0 || args.concurrency > 10_000 {
+        return Err(usage("--concurrency must be 1..=10000"));
+    }
+    if args.batch == 0 || args.batch > 1000 {
+        return Err(usage("--batch must be 1..=1000"));
+    }
+    let mut term = crate::terminal::Terminal::new(args.conn.progress);
+    let req = InitRequest {
+        common,
+        messages,
+        concurrency: args.concurrency as usize,
+        batch: args.batch as usize,
+    };
+    finish(mbx_app::loadgen::init(&req, &mut term), &mut term)
+}
+
+/// `--clients desktop_imap=70,webmail=20,pop3=10`.
+fn parse_clients(s: &str) -> anyhow::Result<Vec<(mbx_loadgen::sched::ClientType, f64)>> {
+    let mut out: Vec<(mbx_loadgen::sched::ClientType, f64)> = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, pct) = part.split_once('=').unwrap_or((part, "100"));
+        let t = client_of(name).ok_or_else(|| {
+            usage(format!(
+                "--clients {s}: {name:?} is not a client type (desktop_imap, webmail, pop3)"
+            ))
+        })?;
+        let pct: f64 = pct
+            .trim()
+            .trim_end_matches('%')
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0 && *v <= 100.0)
+            .ok_or_else(|| {
+                usage(format!(
+                    "--clients {s}: the share of {name} must be 0..=100 percent"
+                ))
+            })?;
+        if out.iter().any(|(o, _)| *o == t) {
+            return Err(usage(format!("--clients {s}: {name} is given twice")));
+        }
+        out.push((t, pct));
+    }
+    let total: f64 = out.iter().map(|c| c.1).sum();
+    if out.is_empty() || total <= 0.0 {
+        return Err(usage(format!(
+            "--clients {s}: give at least one type with a share above 0, e.g. desktop_imap=70,webmail=20,pop3=10"
+        )));
+    }
+    if (total - 100.0).abs() > 0.01 {
+        return Err(usage(format!(
+            "--clients {s}: the shares sum to {total}, not 100"
+        )));
+    }
+    Ok(out)
+}
+
+/// `loadgen run`.
+pub fn run(args: LoadgenRunArgs) -> anyhow::Result<ExitCode> {
+    let mut common = common(&args.conn)?;
+    if let Some(m) = args.messages_per_day {
+        common.profile.messages_per_day = m;
+    }
+    let m = common.profile.messages_per_day;
+    if !(1..=10_000).contains(&m) {
+        return Err(usage(format!(
+            "--messages-per-day {m}: must be 1..=10000 (the calculator's profiles are 50..=500)"
+        )));
+    }
+    if common.users.len() < 2 {
+        return Err(usage(
+            "a day needs at least 2 users (each message goes to other users)",
+        ));
+    }
+    let clients = parse_clients(&args.clients)?;
+    let check = |ok: bool, what: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(usage(what.to_string()))
+        }
+    };
+    check(
+        args.day >= std::time::Duration::from_secs(1)
+            && args.day <= std::time::Duration::from_secs(7 * 86_400),
+        "--day must be 1s..=7d",
+    )?;
+    check(args.days >= 1 && args.days <= 365, "--days must be 1..=365")?;
+    check(
+        args.overload.is_finite() && args.overload > 0.0 && args.overload <= 1000.0,
+        "--overload must be above 0, at most 1000 (LoadGen: 1.5)",
+    )?;
+    check(
+        args.grace <= std::time::Duration::from_secs(86_400),
+        "--grace must be at most 24h",
+    )?;
+    check(
+        (0.0..=100.0).contains(&args.tasks_achieved_pct),
+        "--tasks-achieved-pct must be 0..=100",
+    )?;
+    check(
+        args.task_p95_ms.is_finite() && args.task_p95_ms > 0.0,
+        "--task-p95-ms must be above 0",
+    )?;
+    check(
+        args.delivery_p95_ms.is_finite() && args.delivery_p95_ms > 0.0,
+        "--delivery-p95-ms must be above 0",
+    )?;
+    check(
+        args.sample_interval >= std::time::Duration::from_secs(1),
+        "--sample-interval must be at least 1s",
+    )?;
+    let mut term = crate::terminal::Terminal::new(args.conn.progress);
+    let req = DayRequest {
+        common,
+        day: args.day,
+        days: args.days,
+        clients,
+        overload_per_user: args.overload,
+        grace: args.grace,
+        sample_interval: args.sample_interval,
+        thresholds: LoadgenThresholds {
+            tasks_achieved_pct: args.tasks_achieved_pct,
+            task_p95_ms: args.task_p95_ms,
+            delivery_p95_ms: args.delivery_p95_ms,
+        },
+    };
+    finish(mbx_app::loadgen::day(&req, &mut term), &mut term)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mbx_loadgen::sched::ClientType;
+
+    #[test]
+    fn client_shares_parse_and_must_sum_to_100() {
+        assert_eq!(
+            parse_clients("desktop_imap=70, webmail=20,pop3=10%").expect("mix"),
+            vec![
+                (ClientType::DesktopImap, 70.0),
+                (ClientType::Webmail, 20.0),
+                (ClientType::Pop3, 10.0)
+            ]
+        );
+        assert_eq!(
+            parse_clients("pop3").expect("one"),
+            vec![(ClientType::Pop3, 100.0)]
+        );
+        for (bad, says) in [
+            ("desktop_imap=70", "sum to 70"),
+            ("mapi=100", "not a client type"),
+            ("pop3=50,pop3=50", "twice"),
+            ("pop3=-5,webmail=105", "0..=100"),
+            ("", "at least one"),
+        ] {
+            let e = parse_clients(bad).expect_err(bad).to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+}

@@ -158,6 +158,11 @@ wait_imap_gone() {
   done
   echo "loadgen-init.sh: imap processes still running 10 s after the round; their CPU so far is counted" >&2
 }
+# Busy CPU seconds of the whole machine (all cores: /proc/stat's total minus idle and iowait):
+# what else ran during a round shows as machine - client - server.
+machine_cpu() {
+  python3 -c 'import os; f=[int(x) for x in open("/proc/stat").readline().split()[1:]]; print((sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK"))'
+}
 now() { date +%s.%N; }
 
 # A: mbxstress loadgen init into users first..first+U-1.
@@ -170,22 +175,27 @@ run_a() {
   [ -z "$batch" ] || args+=(--batch "$batch")
   log "$mbx ${args[*]}"
   sync
-  local s0 s1 t0 t1 rc=0
+  local s0 s1 m0 m1 t0 t1 rc=0
   s0=$(server_cpu)
+  m0=$(machine_cpu)
   t0=$(now)
   /usr/bin/time -f '%e %U %S' -o "$work/a.time" "$mbx" "${args[@]}" >"$work/a.out" 2>&1 || rc=$?
   t1=$(now)
   wait_imap_gone
   s1=$(server_cpu)
+  m1=$(machine_cpu)
   if [ "$rc" != 0 ]; then
     echo "loadgen-init.sh: mbxstress loadgen init exited with $rc:" >&2
     tail -n 20 "$work/a.out" >&2
     exit 1
   fi
-  python3 - "$o/result.json" "$work/a.time" "$r" "$first" "$t0" "$t1" "$s0" "$s1" <<'PY' >>"$raw"
+  python3 - "$o/result.json" "$work/a.time" "$r" "$first" "$t0" "$t1" "$s0" "$s1" "$m0" "$m1" "$users" "$messages" <<'PY' >>"$raw"
 import json, sys
-res, tf, r, first, t0, t1, s0, s1 = sys.argv[1:]
+res, tf, r, first, t0, t1, s0, s1, m0, m1, users, messages = sys.argv[1:]
 i = json.load(open(res))["init"]
+# Fresh users: nothing found, every message appended, no user failed.
+if i["users_failed"] or i["messages_found"] or i["messages_appended"] != int(users) * int(messages):
+    sys.exit(f"mbxstress round {r}: {i}: expected {int(users) * int(messages)} messages appended into fresh users")
 u, s = map(float, open(tf).read().split()[-2:])
 wall = float(t1) - float(t0)
 srv = float(s1) - float(s0)
@@ -195,7 +205,7 @@ print(json.dumps({
     "users_failed": i["users_failed"], "messages": n, "bytes": i["bytes_appended"],
     "duration_s": i["duration_s"], "wall_s": wall, "messages_per_s": i["messages_per_s"],
     "mb_per_s": i["mb_per_s"], "wall_messages_per_s": n / wall, "wall_mb_per_s": i["bytes_appended"] / wall / 1e6,
-    "client_cpu_s": u + s, "server_cpu_s": srv,
+    "client_cpu_s": u + s, "server_cpu_s": srv, "machine_cpu_s": float(m1) - float(m0),
     "cpu_ms_per_message": (u + s + srv) / max(n, 1) * 1e3,
 }))
 PY
@@ -242,21 +252,23 @@ run_b() {
   done
   log "xargs -P $concurrency -n 2 $work/save-user.sh $conf <$work/pairs  # each: doveadm -c $conf save -u USER -m INBOX <FILE, for each of the user's $messages files"
   sync
-  local s0 s1 t0 t1 rc=0
+  local s0 s1 m0 m1 t0 t1 rc=0
   s0=$(server_cpu)
+  m0=$(machine_cpu)
   t0=$(now)
   /usr/bin/time -f '%e %U %S' -o "$work/b.time" \
     xargs -P "$concurrency" -n 2 "$work/save-user.sh" "$conf" <"$work/pairs" >"$work/b.out" 2>&1 || rc=$?
   t1=$(now)
   s1=$(server_cpu)
+  m1=$(machine_cpu)
   if [ "$rc" != 0 ]; then
     echo "loadgen-init.sh: doveadm save failed ($rc):" >&2
     tail -n 20 "$work/b.out" >&2
     exit 1
   fi
-  python3 - "$srv/mail" "$first" "$users" "$messages" "$bytes" "$work/b.time" "$r" "$t0" "$t1" "$s0" "$s1" <<'PY' >>"$raw"
+  python3 - "$srv/mail" "$first" "$users" "$messages" "$bytes" "$work/b.time" "$r" "$t0" "$t1" "$s0" "$s1" "$m0" "$m1" <<'PY' >>"$raw"
 import json, os, re, sys
-mail, first, users, messages, nbytes, tf, r, t0, t1, s0, s1 = sys.argv[1:]
+mail, first, users, messages, nbytes, tf, r, t0, t1, s0, s1, m0, m1 = sys.argv[1:]
 first, users, messages, nbytes = int(first), int(users), int(messages), int(nbytes)
 n = w_sum = 0
 for k in range(users):
@@ -274,7 +286,7 @@ srv = float(s1) - float(s0)
 print(json.dumps({
     "round": int(r), "tool": "doveadm", "first_user": first, "messages": n, "bytes": nbytes,
     "wall_s": wall, "messages_per_s": n / wall, "mb_per_s": nbytes / wall / 1e6,
-    "client_cpu_s": u + s, "server_cpu_s": srv,
+    "client_cpu_s": u + s, "server_cpu_s": srv, "machine_cpu_s": float(m1) - float(m0),
     "cpu_ms_per_message": (u + s + srv) / max(n, 1) * 1e3,
 }))
 PY
@@ -317,17 +329,18 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 by = {(x["tool"], x["round"]): x for x in rows}
 rounds = sorted({x["round"] for x in rows})
 med = lambda t, k: statistics.median(by[(t, r)][k] for r in rounds)
-print("| tool | messages per round | median messages/s | median MB/s | median wall s | median client CPU s | median server CPU s | median CPU ms per message |")
-print("|---|---|---|---|---|---|---|---|")
+print("| tool | messages per round | median messages/s | median MB/s | median wall s | median client CPU s | median server CPU s | median CPU ms per message | median machine busy CPU s |")
+print("|---|---|---|---|---|---|---|---|---|")
 for t in ("mbxstress", "doveadm"):
     print(f"| {t} | {by[(t, rounds[0])]['messages']} | {med(t, 'messages_per_s'):.1f} | {med(t, 'mb_per_s'):.2f} | "
           f"{med(t, 'wall_s'):.2f} | {med(t, 'client_cpu_s'):.2f} | {med(t, 'server_cpu_s'):.2f} | "
-          f"{med(t, 'cpu_ms_per_message'):.2f} |")
+          f"{med(t, 'cpu_ms_per_message'):.2f} | {med(t, 'machine_cpu_s'):.2f} |")
 print()
 print("mbxstress's messages/s and MB/s are its result.json's (`init`); over the wall time of the whole command: "
       f"{med('mbxstress', 'wall_messages_per_s'):.1f} messages/s, {med('mbxstress', 'wall_mb_per_s'):.2f} MB/s (medians). "
       "Client CPU: mbxstress's process, or the doveadm processes and their bash loop; server CPU: the Dovecot and Postfix "
-      "process trees. CPU per message = (client + server) / messages.")
+      "process trees. CPU per message = (client + server) / messages. Machine busy CPU: all cores (/proc/stat) over the "
+      "same interval; what it holds beyond client + server ran beside the round (the machine is shared).")
 print()
 print("| ratio mbxstress/doveadm | of medians | per round (A and B of the same round) | median of rounds |")
 print("|---|---|---|---|")

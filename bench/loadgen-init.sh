@@ -1,50 +1,60 @@
 #!/usr/bin/env bash
 # Mailbox initialization over the network against the server's own write path (issue 27's
 # acceptance benchmark): `mbxstress loadgen init` against Dovecot on loopback, beside `doveadm
-# save` of the same messages into the same Dovecot, in the same run.
+# save` of the same messages into the same Dovecot, in the same run, and beside `doveadm import`
+# of them (the server's bulk path: one process per user, not per message).
 #
 # One private server (scripts/mailserver.sh: Postfix + Dovecot, maildir) serves every round; each
-# round of each side fills its own fresh users (a range of loadgen1..N: 2 x ROUNDS x USERS users).
-# Rounds alternate the order (odd rounds A then B, even rounds B then A):
+# run of each side fills its own fresh users (ranges of loadgen1..N: 3 x ROUNDS x USERS users), so
+# no side finds another's mail or tops up a mailbox. The order turns each round (A B C, B C A,
+# C A B, ...):
 # - A, mbxstress: `loadgen init --server-env ... --first-user F --users U --messages M
-#   --concurrency C` (IMAP APPEND/MULTIAPPEND over TLS on loopback, C users at once). Messages/s
-#   and MB/s from its result.json (`init`), and the wall time of the whole command. Its CPU is the
-#   process's user + system time (/usr/bin/time).
-# - B, doveadm: `doveadm save -u USER -m INBOX` of the same message bytes, one process per message
-#   as the tool works, C users at once (xargs -P C, each worker saving its user's messages in
-#   turn). The bytes are the maildir files the latest A round wrote: an IMAP APPEND gets no trace
-#   header from Dovecot (no Return-Path, Delivered-To or Received: those come with LMTP delivery),
-#   so the files are the appended messages with CRLF stored as LF; their line ends are turned back
-#   into CRLF, which gives exactly the bytes mbxstress appended (checked: each file's size then
-#   equals the W= size Dovecot wrote in its name, and the sum equals result.json's bytes). Wall
-#   time of the whole xargs; CPU of the doveadm processes (and the small bash loops around them)
-#   from /usr/bin/time.
-# Server CPU for both: utime + stime + cutime + cstime summed over the Dovecot and Postfix
+#   --concurrency C` (IMAP MULTIAPPEND over TLS, IMAPS on loopback, C users at once).
+#   Messages/s and MB/s from its result.json (`init`), and the wall time of the whole command.
+#   Its CPU is the process's user + system time (/usr/bin/time).
+# - B, doveadm save: `doveadm save -u USER -m INBOX` of the same message bytes, one process per
+#   message as the tool works, C users at once (xargs -P C, each worker saving its user's messages
+#   in turn). The bytes are the maildir files the latest A round wrote: an IMAP APPEND gets no
+#   trace header from Dovecot (no Return-Path, Delivered-To or Received: those come with LMTP
+#   delivery), so the files are the appended messages with CRLF stored as LF; their line ends are
+#   turned back into CRLF, which gives exactly the bytes mbxstress appended (checked: each file's
+#   size then equals the W= size Dovecot wrote in its name, and the sum equals result.json's
+#   bytes). Wall time of the whole xargs; CPU of the doveadm processes (and the small bash loops
+#   around them) from /usr/bin/time.
+# - C, doveadm import: `doveadm -o maildir_copy_with_hardlinks=no import -u USER
+#   maildir:SRC:INDEX=MEMORY "" all`, one process per user, C users at once, from a copy of the
+#   same A round's maildir files (flags kept: \Seen, as mbxstress appends them). Copies, not hard
+#   links (checked: every file's link count is 1). Timed and measured as B.
+# B and C check that every user holds M messages whose W= sizes sum to the bytes given.
+# Server CPU for all: utime + stime + cutime + cstime summed over the Dovecot and Postfix
 # process trees (/proc/<pid>/stat of every descendant of the two masters) before and after each
 # measured run. Processes that end during the run (Dovecot's imap process per session) are counted
 # through their parent's cutime/cstime once the master has reaped them; the script waits for the
-# imap processes to end before the second reading.
-# `sync` before each measured run, so neither side pays for the other's dirty pages.
+# imap processes to end before the second reading. The machine's busy CPU (/proc/stat) over the
+# same interval shows what else ran. `sync` before each measured run, so no side pays for
+# another's dirty pages.
 #
 # Reported (summary.md): per side the median messages/s, MB/s (10^6 B/s) and CPU per message
-# (client + server for A, doveadm + server for B); the ratios mbxstress/doveadm of the medians
-# and per round (A and B of the same round). Raw per-round figures in raw.jsonl, tool versions
-# in versions.txt, every command in commands.txt, the bench's own command line first.
+# (client + server processes); the ratios mbxstress/doveadm-save and mbxstress/doveadm-import of
+# the medians and per round (the same round's runs). Raw per-round figures in raw.jsonl, each
+# mbxstress round's result.json, tool versions in versions.txt, every command in commands.txt
+# (the bench's own command line first), and NOTE.md (what the ratios mean).
 #
 # Usage: bench/loadgen-init.sh [--users U] [--messages M] [--concurrency C] [--rounds R]
 #                              [--message-kb KB] [--batch B] [DIR]
-#   U users per round (default 32), M messages per user (default 50), C users at once on both
-#   sides (default 16), R rounds of each side (default 3), KB the mean message size (mbxstress's
+#   U users per round (default 32), M messages per user (default 100, as mbxstress's own), C users at once on both
+#   sides (default 16), R rounds (default 3), KB the mean message size (mbxstress's
 #   default, 75), B messages per MULTIAPPEND (mbxstress's default when not given). DIR: scratch
 #   folder (default bench/scratch; the server's folder must be short: Unix socket paths <= 108
 #   bytes). Needs root (Postfix), Postfix and Dovecot (see scripts/mailserver.sh), python3 and
-#   /usr/bin/time. Disk: about 2 x R x U x M x KB (both sides' mail) plus one round's copy.
+#   /usr/bin/time. Disk: about 3 x R x U x M x KB (the three sides' mail) plus two copies of one
+#   round's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 cmdline="bench/loadgen-init.sh $*"
 users=32
-messages=50
+messages=100
 concurrency=16
 rounds=3
 message_kb=""
@@ -101,7 +111,7 @@ raw=$out/raw.jsonl
 log() { echo "$*" | tee -a "$out/commands.txt" >&2; }
 log "$cmdline"
 
-all_users=$((2 * rounds * users))
+all_users=$((3 * rounds * users))
 connections=$((concurrency * 2 > 200 ? concurrency * 2 : 200))
 log "scripts/mailserver.sh start $srv --users $all_users --connections $connections"
 "$root/scripts/mailserver.sh" start "$srv" --users "$all_users" --connections "$connections" >/dev/null
@@ -212,22 +222,31 @@ PY
   tail -n 1 "$raw" >&2
 }
 
-# The messages of A's users first..first+U-1 as CRLF files, one folder per user: $work/src/<k>.
+# The messages of A's users first..first+U-1, one folder per user: as CRLF files for doveadm save
+# ($work/src/<k>/*.eml) and as a copy of the maildir for doveadm import ($work/isrc/<k>: the
+# files as Dovecot stored them, names and flags kept, owned by the mail uid; copies, not links).
 stage() {
   local first=$1 res=$2
-  rm -rf "$work/src"
-  python3 - "$srv/mail" "$first" "$users" "$messages" "$work/src" "$res" <<'PY'
+  rm -rf "$work/src" "$work/isrc"
+  python3 - "$srv/mail" "$first" "$users" "$messages" "$work/src" "$res" "$work/isrc" <<'PY'
 import json, os, re, sys
-mail, first, users, messages, dst, res = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+mail, first, users, messages, dst, res, idst = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7]
 total = 0
+vmail = os.stat(mail).st_uid
 for k in range(users):
     md = f"{mail}/loadgen{first + k}/Maildir"
     files = sorted(os.path.join(md, d, f) for d in ("cur", "new") for f in os.listdir(os.path.join(md, d)))
     if len(files) != messages:
         sys.exit(f"stage: {md} holds {len(files)} messages, not {messages}")
     os.makedirs(f"{dst}/{k}")
+    for sub in ("", "/cur", "/new", "/tmp"):
+        os.makedirs(f"{idst}/{k}{sub}")
+        os.chown(f"{idst}/{k}{sub}", vmail, vmail)
     for j, path in enumerate(files):
         data = open(path, "rb").read()
+        copy = f"{idst}/{k}/cur/{os.path.basename(path)}"
+        open(copy, "wb").write(data)
+        os.chown(copy, vmail, vmail)
         if b"\r" in data:
             sys.exit(f"stage: {path} has CR bytes: Dovecot stored CRLF (mail_save_crlf?); cannot rebuild the appended bytes")
         data = data.replace(b"\n", b"\r\n")
@@ -243,48 +262,56 @@ print(total)
 PY
 }
 
-# B: doveadm save of the staged messages into users first..first+U-1, C users at once.
-run_b() {
-  local r=$1 first=$2 bytes=$3 k
+# B (doveadm save) or C (doveadm import) of the staged messages into users first..first+U-1, C
+# users at once: TOOL is save or import.
+run_dove() {
+  local tool=$1 r=$2 first=$3 bytes=$4 k src=$work/src
+  [ "$tool" = save ] || src=$work/isrc
   : >"$work/pairs"
   for k in $(seq 0 $((users - 1))); do
-    echo "$work/src/$k loadgen$((first + k))" >>"$work/pairs"
+    echo "$src/$k loadgen$((first + k))" >>"$work/pairs"
   done
-  log "xargs -P $concurrency -n 2 $work/save-user.sh $conf <$work/pairs  # each: doveadm -c $conf save -u USER -m INBOX <FILE, for each of the user's $messages files"
+  if [ "$tool" = save ]; then
+    log "xargs -P $concurrency -n 2 $work/save-user.sh $conf <$work/pairs  # each: doveadm -c $conf save -u USER -m INBOX <FILE, for each of the user's $messages files"
+  else
+    log "xargs -P $concurrency -n 2 $work/import-user.sh $conf <$work/pairs  # each: doveadm -c $conf -o maildir_copy_with_hardlinks=no import -u USER maildir:SRC:INDEX=MEMORY '' all"
+  fi
   sync
   local s0 s1 m0 m1 t0 t1 rc=0
   s0=$(server_cpu)
   m0=$(machine_cpu)
   t0=$(now)
   /usr/bin/time -f '%e %U %S' -o "$work/b.time" \
-    xargs -P "$concurrency" -n 2 "$work/save-user.sh" "$conf" <"$work/pairs" >"$work/b.out" 2>&1 || rc=$?
+    xargs -P "$concurrency" -n 2 "$work/$tool-user.sh" "$conf" <"$work/pairs" >"$work/b.out" 2>&1 || rc=$?
   t1=$(now)
   s1=$(server_cpu)
   m1=$(machine_cpu)
   if [ "$rc" != 0 ]; then
-    echo "loadgen-init.sh: doveadm save failed ($rc):" >&2
+    echo "loadgen-init.sh: doveadm $tool failed ($rc):" >&2
     tail -n 20 "$work/b.out" >&2
     exit 1
   fi
-  python3 - "$srv/mail" "$first" "$users" "$messages" "$bytes" "$work/b.time" "$r" "$t0" "$t1" "$s0" "$s1" "$m0" "$m1" <<'PY' >>"$raw"
+  python3 - "$srv/mail" "$first" "$users" "$messages" "$bytes" "$work/b.time" "$r" "$t0" "$t1" "$s0" "$s1" "$m0" "$m1" "$tool" <<'PY' >>"$raw"
 import json, os, re, sys
-mail, first, users, messages, nbytes, tf, r, t0, t1, s0, s1, m0, m1 = sys.argv[1:]
+mail, first, users, messages, nbytes, tf, r, t0, t1, s0, s1, m0, m1, tool = sys.argv[1:]
 first, users, messages, nbytes = int(first), int(users), int(messages), int(nbytes)
 n = w_sum = 0
 for k in range(users):
     md = f"{mail}/loadgen{first + k}/Maildir"
-    files = [f for d in ("cur", "new") for f in os.listdir(os.path.join(md, d))]
+    files = [os.path.join(md, d, f) for d in ("cur", "new") for f in os.listdir(os.path.join(md, d))]
     if len(files) != messages:
-        sys.exit(f"doveadm save: {md} holds {len(files)} messages, not {messages}")
+        sys.exit(f"doveadm {tool}: {md} holds {len(files)} messages, not {messages}")
+    if any(os.stat(f).st_nlink != 1 for f in files):
+        sys.exit(f"doveadm {tool}: {md} holds hard links, not copies")
     n += len(files)
     w_sum += sum(int(re.search(r",W=(\d+)", f).group(1)) for f in files)
 if w_sum != nbytes:
-    sys.exit(f"doveadm save: the saved messages' W= sizes sum to {w_sum}, {nbytes} were saved")
+    sys.exit(f"doveadm {tool}: the messages' W= sizes sum to {w_sum}, {nbytes} were given")
 u, s = map(float, open(tf).read().split()[-2:])
 wall = float(t1) - float(t0)
 srv = float(s1) - float(s0)
 print(json.dumps({
-    "round": int(r), "tool": "doveadm", "first_user": first, "messages": n, "bytes": nbytes,
+    "round": int(r), "tool": f"doveadm-{tool}", "first_user": first, "messages": n, "bytes": nbytes,
     "wall_s": wall, "messages_per_s": n / wall, "mb_per_s": nbytes / wall / 1e6,
     "client_cpu_s": u + s, "server_cpu_s": srv, "machine_cpu_s": float(m1) - float(m0),
     "cpu_ms_per_message": (u + s + srv) / max(n, 1) * 1e3,
@@ -301,25 +328,42 @@ for f in "$2"/*.eml; do
   doveadm -c "$1" save -u "$3" -m INBOX <"$f"
 done
 EOF
-chmod 0755 "$work/save-user.sh"
+cat >"$work/import-user.sh" <<'EOF'
+#!/usr/bin/env bash
+# import-user.sh DOVECOT_CONF SRC_MAILDIR USER: doveadm import every message of SRC_MAILDIR into
+# USER's INBOX, copied (no hard links), the source's index in memory only.
+set -euo pipefail
+doveadm -c "$1" -o maildir_copy_with_hardlinks=no import -u "$3" "maildir:$2:INDEX=MEMORY" "" all
+EOF
+chmod 0755 "$work/save-user.sh" "$work/import-user.sh"
 
-# Users: A of round r from (r-1) x U + 1, B of round r from (R + r - 1) x U + 1. B saves the
-# messages of the latest A round (round 1's for round 2, whose B goes first).
+# Users: A of round r from (r-1) x U + 1, B from (R + r - 1) x U + 1, C from (2R + r - 1) x U + 1.
+# The order turns each round (A B C, B C A, C A B, ...); B and C save the messages of the latest A
+# round (round 1's in round 2, whose A comes last).
 staged_bytes=""
+sides=(a b c)
 for r in $(seq 1 "$rounds"); do
   a_first=$(((r - 1) * users + 1))
   b_first=$(((rounds + r - 1) * users + 1))
-  if [ $((r % 2)) = 1 ]; then order="a b"; else order="b a"; fi
-  for t in $order; do
-    if [ "$t" = a ]; then
+  c_first=$(((2 * rounds + r - 1) * users + 1))
+  for k in 0 1 2; do
+    t=${sides[$(((k + r - 1) % 3))]}
+    case $t in
+    a)
       echo "round $r: mbxstress loadgen init into loadgen$a_first.." >&2
       run_a "$r" "$a_first"
       staged_bytes=$(stage "$a_first" "$work/a$r/result.json")
       cp "$work/a$r/result.json" "$out/mbxstress-round$r-result.json"
-    else
+      ;;
+    b)
       echo "round $r: doveadm save into loadgen$b_first.." >&2
-      run_b "$r" "$b_first" "$staged_bytes"
-    fi
+      run_dove save "$r" "$b_first" "$staged_bytes"
+      ;;
+    c)
+      echo "round $r: doveadm import into loadgen$c_first.." >&2
+      run_dove import "$r" "$c_first" "$staged_bytes"
+      ;;
+    esac
   done
 done
 
@@ -328,26 +372,29 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 by = {(x["tool"], x["round"]): x for x in rows}
 rounds = sorted({x["round"] for x in rows})
+tools = ("mbxstress", "doveadm-save", "doveadm-import")
 med = lambda t, k: statistics.median(by[(t, r)][k] for r in rounds)
 print("| tool | messages per round | median messages/s | median MB/s | median wall s | median client CPU s | median server CPU s | median CPU ms per message | median machine busy CPU s |")
 print("|---|---|---|---|---|---|---|---|---|")
-for t in ("mbxstress", "doveadm"):
+for t in tools:
     print(f"| {t} | {by[(t, rounds[0])]['messages']} | {med(t, 'messages_per_s'):.1f} | {med(t, 'mb_per_s'):.2f} | "
           f"{med(t, 'wall_s'):.2f} | {med(t, 'client_cpu_s'):.2f} | {med(t, 'server_cpu_s'):.2f} | "
           f"{med(t, 'cpu_ms_per_message'):.2f} | {med(t, 'machine_cpu_s'):.2f} |")
 print()
 print("mbxstress's messages/s and MB/s are its result.json's (`init`); over the wall time of the whole command: "
       f"{med('mbxstress', 'wall_messages_per_s'):.1f} messages/s, {med('mbxstress', 'wall_mb_per_s'):.2f} MB/s (medians). "
-      "Client CPU: mbxstress's process, or the doveadm processes and their bash loop; server CPU: the Dovecot and Postfix "
-      "process trees. CPU per message = (client + server) / messages. Machine busy CPU: all cores (/proc/stat) over the "
-      "same interval; what it holds beyond client + server ran beside the round (the machine is shared).")
-print()
-print("| ratio mbxstress/doveadm | of medians | per round (A and B of the same round) | median of rounds |")
-print("|---|---|---|---|")
-for k, label in (("messages_per_s", "messages/s"), ("mb_per_s", "MB/s"), ("cpu_ms_per_message", "CPU per message")):
-    per = [by[("mbxstress", r)][k] / by[("doveadm", r)][k] for r in rounds]
-    print(f"| {label} | {med('mbxstress', k) / med('doveadm', k):.3f} | {', '.join(f'{p:.3f}' for p in per)} | "
-          f"{statistics.median(per):.3f} |")
+      "doveadm's over the wall time of all its processes (xargs). Client CPU: mbxstress's process, or the doveadm "
+      "processes and the bash loops around them; server CPU: the Dovecot and Postfix process trees. CPU per message = "
+      "(client + server) / messages. Machine busy CPU: all cores (/proc/stat) over the same interval; what it holds "
+      "beyond client + server ran beside the round (the machine is shared).")
+for ref in ("doveadm-save", "doveadm-import"):
+    print()
+    print(f"| ratio mbxstress/{ref} | of medians | per round (the same round's runs) | median of rounds |")
+    print("|---|---|---|---|")
+    for k, label in (("messages_per_s", "messages/s"), ("mb_per_s", "MB/s"), ("cpu_ms_per_message", "CPU per message")):
+        per = [by[("mbxstress", r)][k] / by[(ref, r)][k] for r in rounds]
+        print(f"| {label} | {med('mbxstress', k) / med(ref, k):.3f} | {', '.join(f'{p:.3f}' for p in per)} | "
+              f"{statistics.median(per):.3f} |")
 PY
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/versions.txt"
 cat >"$out/NOTE.md" <<EOF
@@ -356,25 +403,27 @@ cat >"$out/NOTE.md" <<EOF
 \`$cmdline\` on git $git_state: $users users x $messages messages per round and side, $concurrency
 users at once, $rounds rounds (summary.md; raw.jsonl; each mbxstress round's result.json).
 
-**What the ratio means.** Both sides put the same messages (the same bytes, checked) into the
-same Dovecot's maildirs on the same disk, $concurrency users at once. mbxstress is a network
-client: it generates each message (random content, base64, XXH3 hash), sends it as IMAP
+**What the ratios mean.** All three sides put the same messages (the same bytes, checked) into
+the same Dovecot's maildirs on the same disk, $concurrency users at once. mbxstress is a network
+client: it generates each message (random content, base64, XXH3 hash) and sends it as IMAP
 MULTIAPPEND over TLS on loopback to IMAPS, where Dovecot's login process ends TLS and hands the
 bytes to the user's imap process, which parses the command and writes the maildir files (one
 save transaction per batch: one uidlist and index update). \`doveadm save\` is the server's own
-local tool: no network, no TLS, no IMAP parsing; it opens the user's mailbox and writes the file
-through the same storage code, but it is one process per message (start, configuration, userdb
-lookup, mailbox and index open, one-message transaction, exit), as Dovecot ships it. The ratio
-mbxstress/doveadm of messages/s (and of MB/s: the same bytes, so nearly the same ratio) is how
-close the network client gets to the server's own write path: 1 means the protocol, TLS and
-client cost nothing that the disk and Dovecot's storage do not already; above 1 means batching
-over a few long sessions beats the local tool's per-message fixed cost, not that the network is
-free. CPU per message (client + server processes) says where the time goes: on loopback the
-client and the server share this machine's cores, so a client's CPU is taken from the server.
+local tool: no network, no TLS, no IMAP parsing, the same storage code writing the file, but one
+process per message (start, configuration, userdb lookup, mailbox and index open, a one-message
+transaction, exit), as Dovecot ships it. \`doveadm import\` is the same local path without that
+per-message cost: one process per user copies all its messages (read from a maildir copy, written
+as new files: no hard links). The ratio mbxstress/doveadm of messages/s (and of MB/s: the same
+bytes) is how close the network client gets to the server's own write path: 1 means the
+protocol, TLS and the client cost nothing the disk and Dovecot's storage do not already; below 1
+is what they cost; above 1 means the reference pays a fixed cost per message (or per user) that
+IMAP sessions with batches do not, not that the network is free. CPU per message (client +
+server processes) says where the time goes: on loopback the client and the server share this
+machine's cores, so the client's CPU is taken from the server's.
 
 **Caveats.** Client and server run on the same $(nproc) cores: anything else running on the machine
-(load averages at start and end in versions.txt) takes from both and makes the figures noisy;
-compare rounds (per-round ratios in summary.md) before trusting a small difference. One server serves every round; each round of
-each side fills its own fresh users, so no side finds the other's mail or tops up a mailbox.
+(load averages at start and end in versions.txt, machine busy CPU per round in summary.md) takes
+from both and makes the figures noisy; compare rounds (per-round ratios in summary.md) before
+trusting a small difference.
 EOF
 echo "results: $out" >&2

@@ -42,13 +42,13 @@
 #
 # Usage: bench/loadgen-init.sh [--users U] [--messages M] [--concurrency C] [--rounds R]
 #                              [--message-kb KB] [--batch B] [DIR]
-#   U users per round (default 32), M messages per user (default 100, as mbxstress's own), C users at once on both
-#   sides (default 16), R rounds (default 3), KB the mean message size (mbxstress's
-#   default, 75), B messages per MULTIAPPEND (mbxstress's default when not given). DIR: scratch
-#   folder (default bench/scratch; the server's folder must be short: Unix socket paths <= 108
-#   bytes). Needs root (Postfix), Postfix and Dovecot (see scripts/mailserver.sh), python3 and
-#   /usr/bin/time. Disk: about 3 x R x U x M x KB (the three sides' mail) plus two copies of one
-#   round's.
+#   U users per round (default 32), M messages per user (default 100, as mbxstress's own), C
+#   users at once on every side (default 16), R rounds (default 3), KB the mean message size
+#   (mbxstress's default, 75), B messages per MULTIAPPEND (mbxstress's default when not given).
+#   DIR: scratch folder (default bench/scratch; the server's folder must be short: Unix socket
+#   paths <= 108 bytes). Needs root (Postfix), Postfix and Dovecot (see scripts/mailserver.sh),
+#   python3 and /usr/bin/time. Disk: about 3 x R x U x M x KB (the three sides' mail) plus two
+#   copies of one round's (about 2.4 GB with the defaults). A run takes about 2 minutes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")

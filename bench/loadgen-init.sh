@@ -52,7 +52,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-cmdline="bench/loadgen-init.sh $*"
+cmdline="bench/loadgen-init.sh${*:+ $*}"
 users=32
 messages=100
 concurrency=16

@@ -936,7 +936,7 @@ async fn a_compressed_15_s_day_of_eight_users_runs_every_task_and_delivers_every
         // the guard itself is tested in tests/hostile.rs.
         overload_per_user: 8.0,
         grace: Duration::from_secs(15),
-        stop: Default::default(),
+        ..DayPlan::default()
     };
     let rec = Recorder::new();
     let g = Generator::new("day1", 8, 20 * 1024, EPOCH);

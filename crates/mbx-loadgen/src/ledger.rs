@@ -318,4 +318,34 @@ mod tests {
         ));
         assert_eq!(l.corrupted_count(), 1);
     }
+
+    #[test]
+    fn intervals_add_up_to_the_totals_and_other_runs_mail_counts_nowhere() {
+        let mut l = Ledger::new();
+        let t0 = Instant::now();
+        l.sent(&id(1), &[1, 2], t0);
+        l.seen(1, &Verdict::Intact(id(1)), t0 + Duration::from_millis(10));
+        // Another run's message, or none of ours: not counted, not unexpected.
+        assert_eq!(
+            l.seen(1, &Verdict::NotOurs("another run".into()), t0),
+            Seen::NotOurs
+        );
+        let a = l.take_interval();
+        assert_eq!((a.sent, a.delivered, a.latency_us.len()), (2, 1, 1));
+        // Seen before its acceptance was recorded: delivered when `sent` comes.
+        l.seen(3, &Verdict::Intact(id(2)), t0 + Duration::from_millis(30));
+        l.sent(&id(2), &[3], t0);
+        l.sent(&id(2), &[3], t0);
+        l.seen(2, &Verdict::Intact(id(1)), t0 + Duration::from_millis(20));
+        let b = l.take_interval();
+        assert_eq!((b.sent, b.delivered, b.latency_us.len()), (1, 2, 2));
+        let c = l.take_interval();
+        assert_eq!((c.sent, c.delivered, c.latency_us.len()), (0, 0, 0));
+        let s = l.summary();
+        assert_eq!(l.totals(), (s.expected, s.delivered));
+        assert_eq!(
+            (s.expected, s.delivered, s.unexpected, s.missing),
+            (3, 3, 0, 0)
+        );
+    }
 }

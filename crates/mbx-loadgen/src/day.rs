@@ -679,7 +679,13 @@ impl Actor {
                     if let Some(s) = self.session.as_mut() {
                         s.uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Deleted")
                             .await?;
-                        s.expunge().await?;
+                        // UID EXPUNGE removes this message only; a plain EXPUNGE would also
+                        // remove what another client marked \Deleted.
+                        if s.has_capability("UIDPLUS") {
+                            s.uid_expunge(&uid.to_string()).await?;
+                        } else {
+                            s.expunge().await?;
+                        }
                         self.inbox.known.swap_remove(i);
                     }
                 }

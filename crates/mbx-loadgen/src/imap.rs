@@ -359,6 +359,21 @@ impl ImapClient {
         Ok(numbers_before(&untagged, "EXPUNGE"))
     }
 
+    /// `UID EXPUNGE set` (UIDPLUS, RFC 4315; see [`ImapClient::has_capability`]): removes
+    /// only the messages of `set` marked \Deleted, not every \Deleted message of the mailbox
+    /// as EXPUNGE does. The sequence numbers removed.
+    pub async fn uid_expunge(&mut self, set: &str) -> Result<Vec<u32>> {
+        let untagged = self
+            .run(
+                "UID EXPUNGE",
+                format!("UID EXPUNGE {set}").as_bytes(),
+                Instant::now(),
+                true,
+            )
+            .await?;
+        Ok(numbers_before(&untagged, "EXPUNGE"))
+    }
+
     /// `SEARCH criteria` (or `UID SEARCH` when `uid`): the numbers found.
     pub async fn search(&mut self, criteria: &str, uid: bool) -> Result<Vec<u32>> {
         let (name, cmd) = if uid {

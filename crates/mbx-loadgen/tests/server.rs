@@ -1164,7 +1164,10 @@ async fn the_baseline_keeps_old_and_foreign_mail_from_being_fetched_or_changed()
         .await
         .expect("fill");
         assert_eq!(f.appended, 20);
-        imap.append("INBOX", "", foreign).await.expect("append");
+        // In 39's INBOX another client has marked it \Deleted: the day's deletes (UID
+        // EXPUNGE) must not remove it.
+        let flags = if u == 39 { "\\Deleted" } else { "" };
+        imap.append("INBOX", flags, foreign).await.expect("append");
         imap.logout().await.expect("logout");
     }
     let users = day_users(s, &[39, 40, 41, 42]);
@@ -1263,7 +1266,9 @@ async fn the_baseline_keeps_old_and_foreign_mail_from_being_fetched_or_changed()
                         "user {u}: read with PEEK only: {:?}",
                         f.flags
                     );
-                    true
+                    assert_eq!(flagged("\\Deleted"), u == 39, "{:?}", f.flags);
+                    assert!(!flagged("\\Flagged"));
+                    false
                 }
                 _ => match other.verify(body) {
                     Verdict::Intact(_) => {

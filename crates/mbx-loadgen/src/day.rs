@@ -754,18 +754,11 @@ where
     Fut: Future<Output = (Actor, Result<()>)> + Send + 'static,
 {
     let mut pending = actors.into_iter();
-    let mut running = JoinSet::new();
+    let mut running: JoinSet<(Actor, Result<()>)> = JoinSet::new();
     let (mut back, mut errors) = (Vec::new(), Vec::new());
     let mut stopped = false;
     loop {
-        while !stopped && running.len() < SESSIONS_AT_ONCE {
-            let Some(a) = pending.next() else { break };
-            running.spawn(work(a));
-        }
-        if running.is_empty() {
-            break;
-        }
-        if !stopped && stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) {
             stopped = true;
             let deadline = tokio::time::Instant::now() + STOP_WAIT;
             while let Ok(Some(done)) = tokio::time::timeout_at(deadline, running.join_next()).await
@@ -776,6 +769,15 @@ where
                 }
             }
             running.abort_all();
+            // Those not started are given back untouched.
+            back.extend(pending.by_ref());
+            break;
+        }
+        while running.len() < SESSIONS_AT_ONCE {
+            let Some(a) = pending.next() else { break };
+            running.spawn(work(a));
+        }
+        if running.is_empty() {
             break;
         }
         tokio::select! {

@@ -1421,3 +1421,86 @@ async fn fill_users_fills_six_mailboxes_three_at_a_time_reports_a_bad_login_resu
     assert_eq!(r.messages_found + r.messages_appended, 6 * 400);
     assert_eq!(r.messages_found, 72 + cut.progress.messages_appended);
 }
+
+#[tokio::test]
+async fn a_stop_during_the_grace_sweep_ends_the_run_within_stop_wait() {
+    use mbx_loadgen::day::{run_days, DayPlan, STOP_WAIT};
+    use mbx_loadgen::sched::ClientType;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    // 53 has a wrong password: the others' copies to it are accepted by SMTP but never seen, so
+    // the grace sweep would look for them for its whole minute.
+    let mut users = day_users(s, &[50, 51, 52, 53]);
+    users[3].password = "wrong".into();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let plan = DayPlan {
+        seed: 50,
+        messages_per_day: 50,
+        day: Duration::from_secs(3),
+        overload_per_user: 100.0,
+        grace: Duration::from_secs(60),
+        stop: stop.clone(),
+        sample_interval: Duration::from_millis(250),
+        samples: Some(tx),
+        ..DayPlan::default()
+    };
+    // Stop once every task is done: the run is in its grace sweep then.
+    let watcher = tokio::spawn(async move {
+        let mut at = None;
+        while let Some(x) = rx.recv().await {
+            if at.is_none()
+                && x.cumulative.dispatched == x.planned
+                && x.unfinished == 0
+                && x.cumulative.copies_delivered < x.cumulative.copies_sent
+            {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                stop.store(true, Ordering::Relaxed);
+                at = Some(Instant::now());
+            }
+        }
+        at
+    });
+    let g = Generator::new("gracestop", 50, 4 * 1024, EPOCH);
+    let r = run_days(
+        &day_servers(s),
+        &users,
+        &[
+            ClientType::DesktopImap,
+            ClientType::Webmail,
+            ClientType::DesktopImap,
+            // Each of its refused logins takes the server ~0.5 s: a POP3 user has the fewest
+            // tasks (22 a day at 50 messages).
+            ClientType::Pop3,
+        ],
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let ended = Instant::now();
+    // The plan holds the samples' sender: the watcher's channel ends with it.
+    drop(plan);
+    let stopped_at = watcher
+        .await
+        .expect("watcher")
+        .expect("the stop came during the grace sweep");
+    eprintln!(
+        "ended {:?} after the stop; {} of {} tasks, copies {}/{}, baseline failed {:?}",
+        ended - stopped_at,
+        r.dispatched,
+        r.planned,
+        r.delivery.delivered,
+        r.delivery.expected,
+        r.baseline_failed
+    );
+    assert!(r.interrupted && !r.overloaded);
+    assert_eq!(r.dispatched, r.planned);
+    assert!(ended - stopped_at < STOP_WAIT + Duration::from_secs(1));
+    assert!(r.elapsed < Duration::from_secs(30), "{:?}", r.elapsed);
+    assert!(r.delivery.missing > 0);
+    assert_eq!(r.baseline_failed.get("auth"), Some(&1));
+}

@@ -114,10 +114,12 @@ async fn fill_counted(
     fill: &Fill,
     counters: Option<&Counters>,
 ) -> Result<Filled> {
-    imap.select(&fill.mailbox).await?;
+    let selected = imap.select(&fill.mailbox).await?;
     let prefix = format!("{}/{owner}/", gen.run());
+    // In windows of messages: one SEARCH of a mailbox of 30,000 would answer with a line over
+    // the 64 KiB bound.
     let mut uids = imap
-        .search(&format!("HEADER X-Mbx-Id \"{prefix}\""), true)
+        .uid_search_windows(1, selected.exists, &format!("HEADER X-Mbx-Id \"{prefix}\""))
         .await?;
     uids.sort_unstable();
     uids.dedup();

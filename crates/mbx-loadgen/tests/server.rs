@@ -1504,3 +1504,72 @@ async fn a_stop_during_the_grace_sweep_ends_the_run_within_stop_wait() {
     assert!(r.delivery.missing > 0);
     assert_eq!(r.baseline_failed.get("auth"), Some(&1));
 }
+
+#[tokio::test]
+async fn large_mailboxes_are_searched_in_windows_that_keep_each_answer_within_the_line_bound() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::init::{fill_mailbox, Fill};
+    use mbx_loadgen::sched::ClientType;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    // A 1 KiB line bound stands for 64 KiB: one SEARCH of 300 messages' UIDs would not fit
+    // (as one of 30,000 would not at 64 KiB); windows of 87 messages do.
+    let mut ep = s.endpoint(s.imaps, Security::Implicit);
+    ep.limits.line = 1024;
+    let rec = Recorder::new();
+    let g = Generator::new("windows", 54, 1024, EPOCH);
+    let mut imap = ImapClient::connect(&ep, rec.clone())
+        .await
+        .expect("connects");
+    imap.login(&s.user(54), &s.password).await.expect("login");
+    assert_eq!(imap.search_window(), 87);
+    let fill = Fill {
+        target: 300,
+        batch: 50,
+        ..Fill::default()
+    };
+    let first = fill_mailbox(&mut imap, &g, &s.address(54), &fill)
+        .await
+        .expect("fill");
+    assert_eq!((first.found, first.appended), (0, 300));
+    let e = imap
+        .search("ALL", true)
+        .await
+        .expect_err("one answer of 300 UIDs is over the bound");
+    assert_eq!(e.class, ErrorClass::Protocol, "{e}");
+    let mut imap = ImapClient::connect(&ep, rec.clone())
+        .await
+        .expect("connects");
+    imap.login(&s.user(54), &s.password).await.expect("login");
+    let again = fill_mailbox(&mut imap, &g, &s.address(54), &fill)
+        .await
+        .expect("fill again");
+    assert_eq!((again.found, again.appended), (300, 0));
+    imap.logout().await.expect("logout");
+    // The day's baseline over that mailbox, through the same bound.
+    let mut servers = day_servers(s);
+    servers.imap = ep;
+    let plan = DayPlan {
+        seed: 54,
+        messages_per_day: 50,
+        day: Duration::from_secs(2),
+        overload_per_user: 100.0,
+        grace: Duration::from_secs(15),
+        ..DayPlan::default()
+    };
+    let day = Generator::new("windows-day", 54, 4 * 1024, EPOCH);
+    let r = run_days(
+        &servers,
+        &day_users(s, &[54, 55]),
+        &[ClientType::DesktopImap, ClientType::Webmail],
+        &day,
+        &plan,
+        rec,
+    )
+    .await;
+    assert!(r.baseline_failed.is_empty(), "{:?}", r.first_errors);
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert_eq!(r.check_fetched, r.delivery.delivered);
+    assert_eq!(r.delivery.delivered, r.delivery.expected);
+}

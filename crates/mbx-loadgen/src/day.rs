@@ -805,8 +805,8 @@ where
 ///
 /// First the **baseline** (unless `plan.baseline` is false), [`SESSIONS_AT_ONCE`] users at a
 /// time: each IMAP user (desktop, webmail) records its INBOX's UIDNEXT, so checks fetch only
-/// mail that came later, and the UIDs there (`UID SEARCH ALL`, the highest
-/// [`OLD_READABLE`]), which reads, replies and forwards may pick (with BODY.PEEK: nothing of
+/// mail that came later, and the UIDs of the last [`OLD_READABLE`] messages there (`UID
+/// SEARCH`, in windows), which reads, replies and forwards may pick (with BODY.PEEK: nothing of
 /// them changes); each POP3 user records the UIDLs there, never retrieved. A user whose
 /// baseline fails is counted by class and starts from nothing. Only the day's own messages of
 /// `gen`'s run are flagged, moved or deleted; `gen`'s run id must be unique to this run.

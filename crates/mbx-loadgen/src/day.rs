@@ -723,9 +723,11 @@ impl Actor {
             }
             let end = Instant::now();
             let failed = r.as_ref().err().map(|e| e.class.name());
-            if let Err(e) = r {
+            if let Err(mut e) = r {
                 // The session may be unusable: the next task opens a new one.
                 self.session = None;
+                // A failure before the login (connect, TLS) still names whose task it was.
+                e.user.get_or_insert_with(|| self.user.login.clone());
                 self.shared.keep_error(e);
             }
             lock(&self.shared.stats).finished(job.task.kind, failed, job.due, started, end);
@@ -869,7 +871,10 @@ pub async fn run_days(
     let mut interrupted = false;
     if plan.baseline {
         let (back, errors, stopped) = each_actor(actors, &plan.stop, |mut a| async move {
-            let r = a.baseline().await;
+            let r = a.baseline().await.map_err(|mut e| {
+                e.user.get_or_insert_with(|| a.user.login.clone());
+                e
+            });
             (a, r)
         })
         .await;

@@ -582,6 +582,8 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         overload_per_user: req.overload_per_user,
         grace: req.grace,
         stop: Arc::clone(&c.cancel),
+        sample_interval: req.sample_interval,
+        ..DayPlan::default()
     };
     let srv = Servers {
         smtp,
@@ -598,7 +600,6 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         &kinds,
         &gen,
         &plan,
-        req.sample_interval,
         rec.clone(),
         &mut files,
         sink,
@@ -616,6 +617,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         max_unfinished: report.max_unfinished,
         overload_limit,
         overloaded: report.overloaded,
+        ended_early: report.overloaded || report.interrupted,
     };
     let verdict = assemble::day_verdict(figures, &tasks, &delivery, &req.thresholds);
     let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
@@ -624,6 +626,22 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
             *by_class.entry(k.clone()).or_insert(0) += n;
         }
     }
+    for (k, n) in &report.baseline_failed {
+        *by_class.entry((*k).to_string()).or_insert(0) += n;
+    }
+    let baseline_failed: u64 = report.baseline_failed.values().sum();
+    files.log(
+        sink,
+        &format!(
+            "baseline: the users' mailboxes noted in {:.1} s (what they held is not counted or changed){}",
+            report.baseline.as_secs_f64(),
+            if baseline_failed > 0 {
+                format!("; {baseline_failed} user(s) failed and started from an empty view")
+            } else {
+                String::new()
+            }
+        ),
+    );
     files.log(
         sink,
         &format!(
@@ -661,6 +679,12 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         tasks,
         commands: assemble::commands(&rec.snapshot()),
         delivery: Some(delivery),
+        notes: vec![format!(
+            "checks downloaded {} messages ({:.1} MB); the baseline before the day took {:.1} s",
+            report.check_fetched,
+            report.check_fetched_bytes as f64 / 1e6,
+            report.baseline.as_secs_f64()
+        )],
         stopped: stopped_of(report.interrupted, report.overloaded, &verdict, "day"),
         verdict,
         errors: assemble::errors(&by_class, &report.first_errors),

@@ -21,6 +21,7 @@ fn tag(m: Method) -> &'static str {
         Method::Exchange2013 => "2013 calculator",
         Method::Exchange2016 => "2016 calculator",
         Method::Exchange2019 => "2019 calculator",
+        Method::ExchangeSe => "SE (2019 calculator)",
         Method::Exchange2010Vmware => "2010/VMware guide",
     }
 }

@@ -235,7 +235,7 @@ pub struct VolumeDisks {
     pub disks_by_iops: u64,
     /// The larger of the two.
     pub disks: u64,
-    /// "capacity" or "iops": which requirement set `disks`.
+    /// "capacity", "iops", or "both" (equal): which requirement set `disks`.
     pub decided_by: &'static str,
     /// Usable space of `disks`, GiB.
     pub usable_gib: f64,
@@ -262,10 +262,10 @@ pub fn volume_disks(
     let disks_by_capacity = raid.disks_for_data(data_disks);
     let need = backend_iops(raid, required_host_iops, read_fraction);
     let disks_by_iops = raid.round_disks(to_count((need / disk_iops - 1e-9).ceil())?);
-    let (disks, decided_by) = if disks_by_iops > disks_by_capacity {
-        (disks_by_iops, "iops")
-    } else {
-        (disks_by_capacity, "capacity")
+    let (disks, decided_by) = match disks_by_iops.cmp(&disks_by_capacity) {
+        std::cmp::Ordering::Greater => (disks_by_iops, "iops"),
+        std::cmp::Ordering::Equal => (disks_by_capacity, "both"),
+        std::cmp::Ordering::Less => (disks_by_capacity, "capacity"),
     };
     let usable_gib = raid.data_disks(disks) as f64 * disk_gib;
     let capability = host_iops_capability(raid, disks, disk_iops, read_fraction);

@@ -525,7 +525,7 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
 
     let sc = &r.server_count;
     out.push_str(&format!(
-        "\nServer count ({}): CPU at most {}% of {} cores per server ({}), RAM at most {} in the worst failure mode\n",
+        "\nServer count, {}: CPU at most {}% of {} cores per server ({}), RAM at most {} in the worst failure mode\n",
         sc.method.label(),
         num(sc.peak_cpu_target_pct, 0),
         sc.cores_per_server

@@ -37,8 +37,8 @@ struct InitObserver<'a> {
     sink: &'a mut dyn EventSink,
     last: InitProgress,
     last_sample: Duration,
-    /// Messages and bytes appended at the last sample.
-    sampled: Option<(u64, u64)>,
+    /// Messages and bytes appended, users filled and failed at the last sample.
+    sampled: Option<(u64, u64, u64, u64)>,
 }
 
 impl InitObserver<'_> {
@@ -71,15 +71,16 @@ impl InitObserver<'_> {
         e.users_total = Some(p.users_total);
         self.sink.event(&Event::LoadgenProgress { progress: e });
         let since = p.elapsed.saturating_sub(self.last_sample);
-        let done = p.users_done + p.users_failed == p.users_total;
+        let done = p.users_done == p.users_total;
         if since >= Duration::from_secs(1) || (done && since > Duration::ZERO) {
-            let (sa, sb) = self.sampled.unwrap_or((0, 0));
+            let (sa, sb, sok, sfail) = self.sampled.unwrap_or((0, 0, 0, 0));
+            let ok = p.users_done.saturating_sub(p.users_failed);
             let s = LoadgenSample {
                 t_s: p.elapsed.as_secs_f64(),
                 interval_s: since.as_secs_f64(),
-                completed: p.users_done,
-                failed: p.users_failed,
-                completed_total: p.users_done,
+                completed: ok.saturating_sub(sok),
+                failed: p.users_failed.saturating_sub(sfail),
+                completed_total: ok,
                 planned_total: p.users_total,
                 appended: Some(p.messages_appended.saturating_sub(sa)),
                 appended_bytes: Some(p.bytes_appended.saturating_sub(sb)),
@@ -87,7 +88,7 @@ impl InitObserver<'_> {
             };
             self.files.sample(self.sink, &s);
             self.last_sample = p.elapsed;
-            self.sampled = Some((p.messages_appended, p.bytes_appended));
+            self.sampled = Some((p.messages_appended, p.bytes_appended, ok, p.users_failed));
         }
         self.last = *p;
     }
@@ -130,7 +131,8 @@ pub(crate) fn init(
     ));
     let p = &report.progress;
     InitDone {
-        users_done: p.users_done,
+        // The library's `users_done` counts every user finished, failed ones too.
+        users_done: p.users_done.saturating_sub(p.users_failed),
         users_failed: p.users_failed,
         found: p.messages_found,
         appended: p.messages_appended,

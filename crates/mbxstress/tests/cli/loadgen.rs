@@ -123,7 +123,18 @@ fn fifty_users_initialized_then_a_compressed_day_delivers_every_copy_intact() {
     ]);
     let d = Path::new(&day);
     let v = result(d);
-    assert_eq!(r.code, 0, "{}\n{}\n{v:#}", r.stdout, r.stderr);
+    let failed: Vec<String> = v["verdict"]["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["pass"] != true)
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(
+        r.code, 0,
+        "failed checks: {failed:?}; stopped: {}\n{}",
+        v["stopped"], r.stderr
+    );
     assert_eq!(v["verdict"]["pass"], true, "{v:#}");
     assert_eq!(v["stopped"]["reason"], "completed");
     let planned = v["tasks_planned"].as_u64().expect("planned");

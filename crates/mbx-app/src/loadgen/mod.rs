@@ -205,31 +205,17 @@ impl Files {
             )))?,
         };
         fs_err::create_dir_all(&dir).map_err(AppError::File)?;
-        let open = |name: &str| -> Result<BufWriter<File>, AppError> {
-            let f = fs_err::OpenOptions::new()
-                .create_new(true)
-                .write(true)
-                .open(dir.join(name))
-                .map_err(AppError::File)?
-                .into_parts()
-                .0;
-            Ok(BufWriter::new(f))
-        };
+        use crate::results_folder::create_new;
         Ok(Files {
-            log: open("test.log")?,
-            samples: open("samples.jsonl")?,
+            log: create_new(&dir, "test.log")?,
+            samples: create_new(&dir, "samples.jsonl")?,
             dir,
             errors: Vec::new(),
         })
     }
 
     fn log(&mut self, sink: &mut dyn EventSink, text: &str) {
-        let line = format!("{} -- {text}\n", mbx_engine::rfc3339_now());
-        if let Err(e) = self
-            .log
-            .write_all(line.as_bytes())
-            .and_then(|_| self.log.flush())
-        {
+        if let Err(e) = crate::results_folder::log_line(&mut self.log, text) {
             self.errors.push(format!("writing test.log: {e}"));
         }
         sink.event(&Event::Log {

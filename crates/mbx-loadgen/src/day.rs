@@ -17,9 +17,9 @@ use tokio::task::JoinSet;
 
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
-use crate::imap::ImapClient;
+use crate::imap::{IdleEvent, ImapClient};
 use crate::init::{uid_set, INIT_SEQ_BASE};
-use crate::ledger::{DeliverySummary, Ledger};
+use crate::ledger::{DeliverySummary, Ledger, Via};
 use crate::message::{Generator, MessageId, Verdict};
 use crate::metrics::Recorder;
 use crate::pop3::Pop3Client;
@@ -217,6 +217,35 @@ pub const SESSIONS_AT_ONCE: usize = 64;
 /// Messages already in a mailbox before the day that a user may read: the last ones (4 KB a
 /// user; 64 MB for 16,000 users).
 pub const OLD_READABLE: usize = 1_000;
+
+/// How often an idling session re-issues IDLE (RFC 2177: servers may log a client off after
+/// 30 minutes of inactivity, so clients re-issue IDLE at least every 29 minutes).
+pub const IDLE_REISSUE: Duration = Duration::from_secs(29 * 60);
+
+/// What ended an IDLE.
+enum Wake {
+    /// A task came (None: no more will).
+    Job(Option<Job>),
+    /// The server announced new messages (`EXISTS`): when, and the count.
+    News(Instant, u32),
+    /// Time to re-issue IDLE.
+    Reissue,
+    /// The session failed.
+    Lost(Error),
+}
+
+/// The highest message count an `EXISTS` among `news` announced.
+fn announced_exists(news: &[String]) -> Option<u32> {
+    news.iter()
+        .filter_map(|n| {
+            let mut w = n.split_whitespace();
+            let count = w.next()?.parse::<u32>().ok()?;
+            w.next()
+                .is_some_and(|k| k.eq_ignore_ascii_case("EXISTS"))
+                .then_some(count)
+        })
+        .max()
+}
 
 /// How long running tasks get to finish when the overload guard stops a run.
 pub const STOP_WAIT: Duration = Duration::from_secs(2);
@@ -485,17 +514,29 @@ impl Actor {
     /// New messages in INBOX (above the last UID looked at): fetched, verified, counted by the
     /// ledger, remembered.
     async fn check_imap(&mut self) -> Result<()> {
+        self.check_imap_noticed(None).await
+    }
+
+    /// [`Actor::check_imap`], after an IDLE notice (`Some((at, exists))`: the instant it came
+    /// and the message count it announced) or as a poll (`None`: NOOP first). Copies the
+    /// notice announced (sequence number <= `exists`) are recorded as seen at the notice, by
+    /// IDLE; any others at the fetch, by a poll.
+    async fn check_imap_noticed(&mut self, notice: Option<(Instant, u32)>) -> Result<()> {
         self.open().await?;
         let Some(s) = self.session.as_mut() else {
             return Ok(());
         };
-        s.noop().await?;
+        if notice.is_none() {
+            s.noop().await?;
+        }
         let before = self.inbox.last_uid;
         // `n:*` names the highest message even when it is below n: UIDs first, then only the
         // new ones' bodies.
         let listed = s
             .uid_fetch(&format!("{}:*", before.saturating_add(1)), "(UID)")
             .await?;
+        // What the session was told so far is in this listing: the next IDLE waits for news.
+        s.take_news();
         let mut new: Vec<u32> = listed
             .into_iter()
             .filter_map(|f| f.uid)
@@ -509,6 +550,10 @@ impl Actor {
             for f in fetched {
                 let Some(uid) = f.uid.filter(|&u| u > before) else {
                     continue;
+                };
+                let (at, via) = match notice {
+                    Some((at, exists)) if f.seq <= exists => (at, Via::Idle),
+                    _ => (now, Via::Poll),
                 };
                 let body = f.body.as_deref().unwrap_or_default();
                 self.shared.fetched.fetch_add(1, Ordering::Relaxed);
@@ -526,10 +571,75 @@ impl Actor {
                     }
                     Verdict::Corrupted { .. } => {}
                 }
-                lock(&self.shared.ledger).seen(self.me, &verdict, now);
+                lock(&self.shared.ledger).seen_via(self.me, &verdict, at, via);
             }
         }
         Ok(())
+    }
+
+    /// Desktop IMAP between tasks: the session idles (as Outlook and Thunderbird do); an
+    /// `EXISTS` notice ends IDLE (DONE), the new messages are fetched and counted as seen at
+    /// the notice, and IDLE starts again; IDLE is re-issued every [`IDLE_REISSUE`] (RFC 2177).
+    /// Returns the next job (IDLE ended first), or None when no more will come. A session
+    /// that fails here is dropped (its error kept): the next task opens a new one.
+    async fn idle_until_job(&mut self, rx: &mut mpsc::UnboundedReceiver<Job>) -> Option<Job> {
+        loop {
+            if self.shared.stopping.load(Ordering::Relaxed) {
+                return rx.recv().await;
+            }
+            let Some(s) = self.session.as_mut() else {
+                return rx.recv().await;
+            };
+            if let Err(e) = s.idle().await {
+                self.lose_session(e);
+                return rx.recv().await;
+            }
+            let reissue = Instant::now() + IDLE_REISSUE;
+            let woke = loop {
+                let left = reissue.saturating_duration_since(Instant::now());
+                tokio::select! {
+                    job = rx.recv() => break Wake::Job(job),
+                    ev = s.idle_wait(left) => match ev {
+                        Ok(IdleEvent::Changed(at, news)) => {
+                            if let Some(n) = announced_exists(&news) {
+                                break Wake::News(at, n);
+                            }
+                        }
+                        Ok(IdleEvent::Quiet) => break Wake::Reissue,
+                        Err(e) => break Wake::Lost(e),
+                    },
+                }
+            };
+            let ended = match &woke {
+                Wake::Lost(_) => Ok(Vec::new()),
+                _ => s.done().await,
+            };
+            if let Err(e) = ended {
+                self.lose_session(e);
+            }
+            match woke {
+                Wake::Job(job) => return job,
+                Wake::Lost(e) => {
+                    self.lose_session(e);
+                    return rx.recv().await;
+                }
+                Wake::Reissue => {}
+                Wake::News(at, exists) => {
+                    if self.session.is_some() {
+                        if let Err(e) = self.check_imap_noticed(Some((at, exists))).await {
+                            self.lose_session(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops the session after an error outside a task (kept for messages).
+    fn lose_session(&mut self, mut e: Error) {
+        self.session = None;
+        e.user.get_or_insert_with(|| self.user.login.clone());
+        self.shared.keep_error(e);
     }
 
     /// A POP3 check: every message not retrieved before (nor there at the baseline) retrieved,
@@ -711,7 +821,13 @@ impl Actor {
     }
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) -> Actor {
-        while let Some(job) = rx.recv().await {
+        loop {
+            let next = if self.client == ClientType::DesktopImap && self.session.is_some() {
+                self.idle_until_job(&mut rx).await
+            } else {
+                rx.recv().await
+            };
+            let Some(job) = next else { break };
             if self.shared.stopping.load(Ordering::Relaxed) {
                 self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
                 continue;

@@ -20,7 +20,21 @@ struct Entry {
     accepted: Option<Instant>,
     first_seen: Option<Instant>,
     copies: u32,
+    /// The first copy was seen through an IMAP IDLE notice (else a poll).
+    by_idle: bool,
 }
+
+/// How a client came to see a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// An IMAP session's unsolicited notice (IDLE's `EXISTS`): the time is the notice's.
+    Idle,
+    /// A check of the mailbox (a poll: NOOP and FETCH, a POP3 session).
+    Poll,
+}
+
+/// Lost copies named in a [`DeliverySummary`], at most.
+pub const LOST_NAMED: usize = 100;
 
 /// What one copy found in a mailbox is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +69,35 @@ pub struct DeliverySummary {
     pub unexpected: u64,
     /// Delivery latency of delivered copies, microseconds.
     pub latency_us: Histogram<u64>,
+    /// Delivered copies first seen through an IMAP IDLE notice.
+    pub seen_by_idle: u64,
+    /// Delivered copies first seen by a poll (a check, a POP3 session, the grace sweep).
+    pub seen_by_poll: u64,
+    /// Missing copies, named: (message, recipient), at most [`LOST_NAMED`].
+    pub missing_copies: Vec<(MessageId, u32)>,
+}
+
+impl DeliverySummary {
+    /// Delivered copies whose delivery latency exceeded `limit` (from the histogram: within
+    /// its 3 significant digits).
+    pub fn late(&self, limit: Duration) -> u64 {
+        let limit_us = limit.as_micros().min(u128::from(u64::MAX)) as u64;
+        self.latency_us
+            .iter_recorded()
+            .filter(|v| v.value_iterated_to() > limit_us)
+            .map(|v| v.count_at_value())
+            .sum()
+    }
+
+    /// How the delivered copies were seen: `idle`, `poll`, `idle+poll`, or `none`.
+    pub fn measured_by(&self) -> &'static str {
+        match (self.seen_by_idle > 0, self.seen_by_poll > 0) {
+            (true, true) => "idle+poll",
+            (true, false) => "idle",
+            (false, true) => "poll",
+            (false, false) => "none",
+        }
+    }
 }
 
 /// The run's ledger.
@@ -156,6 +199,7 @@ impl Ledger {
                 accepted: None,
                 first_seen: None,
                 copies: 0,
+                by_idle: false,
             });
             if e.accepted.is_some() {
                 // The same message recorded twice for this recipient: one copy expected.
@@ -172,8 +216,13 @@ impl Ledger {
         }
     }
 
-    /// Recipient `recipient` found a message (the verifier's verdict) at `at`.
+    /// Recipient `recipient` found a message (the verifier's verdict) at `at`, by a poll.
     pub fn seen(&mut self, recipient: u32, verdict: &Verdict, at: Instant) -> Seen {
+        self.seen_via(recipient, verdict, at, Via::Poll)
+    }
+
+    /// Recipient `recipient` found a message (the verifier's verdict) at `at`, by `via`.
+    pub fn seen_via(&mut self, recipient: u32, verdict: &Verdict, at: Instant, via: Via) -> Seen {
         let id = match verdict {
             Verdict::NotOurs(_) => return Seen::NotOurs,
             Verdict::Corrupted { id, what } => {
@@ -196,6 +245,7 @@ impl Ledger {
                         accepted: None,
                         first_seen: Some(at),
                         copies: 1,
+                        by_idle: via == Via::Idle,
                     },
                 );
                 Seen::Delivered(None)
@@ -208,6 +258,7 @@ impl Ledger {
             Some(e) => {
                 e.copies = 1;
                 e.first_seen = Some(at);
+                e.by_idle = via == Via::Idle;
                 let latency = e.accepted.map(|a| at.saturating_duration_since(a));
                 if let Some(d) = latency {
                     self.delivered_after(d);
@@ -234,21 +285,34 @@ impl Ledger {
             corrupted: self.corrupted.clone(),
             unexpected: 0,
             latency_us: self.latency_us.clone(),
+            seen_by_idle: 0,
+            seen_by_poll: 0,
+            missing_copies: Vec::new(),
         };
-        for e in self.entries.values() {
+        for (key, e) in &self.entries {
             match (e.accepted.is_some(), e.copies > 0) {
                 (true, true) => {
                     s.expected += 1;
                     s.delivered += 1;
+                    if e.by_idle {
+                        s.seen_by_idle += 1;
+                    } else {
+                        s.seen_by_poll += 1;
+                    }
                 }
                 (true, false) => {
                     s.expected += 1;
                     s.missing += 1;
+                    if s.missing_copies.len() < LOST_NAMED {
+                        s.missing_copies.push(key.clone());
+                    }
                 }
                 (false, true) => s.unexpected += 1,
                 (false, false) => {}
             }
         }
+        s.missing_copies
+            .sort_by(|a, b| (&a.0.sender, a.0.seq, a.1).cmp(&(&b.0.sender, b.0.seq, b.1)));
         s
     }
 
@@ -347,5 +411,27 @@ mod tests {
             (s.expected, s.delivered, s.unexpected, s.missing),
             (3, 3, 0, 0)
         );
+    }
+
+    #[test]
+    fn names_missing_copies_counts_idle_and_poll_and_late_copies() {
+        let mut l = Ledger::new();
+        let t0 = Instant::now();
+        l.sent(&id(1), &[1, 2, 3], t0);
+        l.sent(&id(2), &[1], t0);
+        l.seen_via(
+            1,
+            &Verdict::Intact(id(1)),
+            t0 + Duration::from_millis(600),
+            Via::Idle,
+        );
+        l.seen(2, &Verdict::Intact(id(1)), t0 + Duration::from_secs(90));
+        let s = l.summary();
+        assert_eq!((s.seen_by_idle, s.seen_by_poll), (1, 1));
+        assert_eq!(s.measured_by(), "idle+poll");
+        assert_eq!(s.missing_copies, vec![(id(1), 3), (id(2), 1)]);
+        assert_eq!(s.late(Duration::from_secs(60)), 1);
+        assert_eq!(s.late(Duration::from_millis(100)), 2);
+        assert_eq!(Ledger::new().summary().measured_by(), "none");
     }
 }

@@ -1573,3 +1573,75 @@ async fn large_mailboxes_are_searched_in_windows_that_keep_each_answer_within_th
     assert_eq!(r.check_fetched, r.delivery.delivered);
     assert_eq!(r.delivery.delivered, r.delivery.expected);
 }
+
+#[tokio::test]
+async fn desktop_users_idle_between_tasks_and_see_deliveries_within_about_a_second() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::ClientType;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    // Six desktop IMAP users at 10 messages a day (32 tasks each) over a 36 s day: a task
+    // every 1.1 s, a check every 3 s. Polling alone would put the delivery p95 near the
+    // check interval (about 2.9 s); idling, each copy is seen at Dovecot's notice (~0.5 s).
+    let users = day_users(s, &[56, 57, 58, 59, 60, 61]);
+    let clients = [ClientType::DesktopImap; 6];
+    let plan = DayPlan {
+        seed: 27,
+        messages_per_day: 10,
+        day: Duration::from_secs(36),
+        grace: Duration::from_secs(10),
+        overload_per_user: 8.0,
+        ..DayPlan::default()
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("idle1", 27, 8 * 1024, EPOCH);
+    let r = run_days(&day_servers(s), &users, &clients, &g, &plan, rec.clone()).await;
+    let d = &r.delivery;
+    let p = |q| Duration::from_micros(d.latency_us.value_at_quantile(q));
+    eprintln!(
+        "idle day: {} tasks in {:?}, errors {:?}; copies {} expected, {} delivered ({} by IDLE, {} by a poll), {} missing; delivery p50 {:?} p95 {:?} max {:?}; IDLE {} DONE {}",
+        r.dispatched,
+        r.elapsed,
+        r.first_errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        d.expected,
+        d.delivered,
+        d.seen_by_idle,
+        d.seen_by_poll,
+        d.missing,
+        p(0.5),
+        p(0.95),
+        Duration::from_micros(d.latency_us.max()),
+        rec.snapshot().get(Protocol::Imap, "IDLE").map_or(0, |c| c.ok()),
+        rec.snapshot().get(Protocol::Imap, "DONE").map_or(0, |c| c.ok()),
+    );
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(d.expected > 0);
+    assert_eq!(
+        (d.delivered, d.missing, d.duplicated, d.unexpected),
+        (d.expected, 0, 0, 0)
+    );
+    assert!(d.corrupted.is_empty(), "{:?}", d.corrupted);
+    assert_eq!(d.seen_by_idle + d.seen_by_poll, d.delivered);
+    // A check task or a read that checks may come within Dovecot's 0.5 s notice delay and see
+    // a copy first (a poll): about a quarter here.
+    assert!(
+        d.seen_by_idle * 2 >= d.delivered,
+        "most copies seen through IDLE: {} of {}",
+        d.seen_by_idle,
+        d.delivered
+    );
+    assert_eq!(
+        d.measured_by(),
+        if d.seen_by_poll > 0 {
+            "idle+poll"
+        } else {
+            "idle"
+        }
+    );
+    assert!(
+        p(0.95) < Duration::from_millis(1500),
+        "delivery p95 {:?}: about a second, not a check interval (3 s)",
+        p(0.95)
+    );
+}

@@ -2,6 +2,7 @@
 //! verdict (the one place its checks are made).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use mbx_loadgen::day::DayReport;
@@ -91,8 +92,15 @@ pub fn errors(counts: &BTreeMap<String, u64>, first: &[mbx_loadgen::Error]) -> V
     out
 }
 
-/// The delivery block: `addresses` names the recipients (user index -> address).
-pub fn delivery(day: &DayReport, addresses: &[String], measured_by: &str) -> Delivery {
+/// The delivery block: `addresses` names the recipients (user index -> address); copies
+/// delivered after `late_after` count as late. Lost copies are named only when the run looked
+/// for late copies (`judged_lost`: it did not stop before its grace sweep).
+pub fn delivery(
+    day: &DayReport,
+    addresses: &[String],
+    late_after: Duration,
+    judged_lost: bool,
+) -> Delivery {
     let d = &day.delivery;
     let name = |r: u32| {
         addresses
@@ -122,11 +130,28 @@ pub fn delivery(day: &DayReport, addresses: &[String], measured_by: &str) -> Del
                 what: what.clone(),
             })
             .collect(),
-        lost_copies: Vec::new(),
+        lost_copies: if judged_lost {
+            d.missing_copies
+                .iter()
+                .map(|(id, r)| CorruptedCopy {
+                    id: id.to_string(),
+                    recipient: name(*r),
+                    what: LOST_WHAT.to_string(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
         latency_ms: latency_ms(&d.latency_us),
-        measured_by: measured_by.to_string(),
+        measured_by: d.measured_by().to_string(),
+        seen_by_idle: d.seen_by_idle,
+        seen_by_poll: d.seen_by_poll,
+        late: d.late(late_after),
     }
 }
+
+/// What a lost copy's `what` says.
+pub const LOST_WHAT: &str = "not found after the grace time";
 
 /// The figures a day's verdict judges.
 #[derive(Debug, Clone, Copy)]

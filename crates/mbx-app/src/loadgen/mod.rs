@@ -607,7 +607,12 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     drop(rt);
     let addresses: Vec<String> = c.users.iter().map(|u| u.address.clone()).collect();
     let tasks = assemble::tasks(&report);
-    let delivery = assemble::delivery(&report, &addresses, "poll");
+    let delivery = assemble::delivery(
+        &report,
+        &addresses,
+        Duration::from_secs_f64(req.thresholds.delivery_p95_ms.max(0.0) / 1000.0),
+        !(report.overloaded || report.interrupted),
+    );
     let completed: u64 = tasks.iter().map(|t| t.completed).sum();
     let failed: u64 = tasks.iter().map(|t| t.failed.values().sum::<u64>()).sum();
     let overload_limit = (req.overload_per_user * c.users.len() as f64).ceil() as u64;
@@ -645,14 +650,18 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     files.log(
         sink,
         &format!(
-            "loadgen run ended: {completed} of {} tasks completed, {failed} failed; {} of {} copies delivered, {} lost, {} corrupted, {} duplicated; delivery p95 {:.0} ms; verdict {}",
+            "loadgen run ended: {completed} of {} tasks completed, {failed} failed; {} of {} copies delivered ({} late), {} lost, {} corrupted, {} duplicated; delivery p95 {:.0} ms ({}: {} seen through IDLE, {} by a poll); verdict {}",
             report.planned,
             delivery.delivered,
             delivery.expected,
+            delivery.late,
             delivery.lost,
             delivery.corrupted,
             delivery.duplicated,
             delivery.latency_ms.p95,
+            delivery.measured_by,
+            delivery.seen_by_idle,
+            delivery.seen_by_poll,
             verdict.state().name()
         ),
     );
@@ -663,6 +672,12 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         files.log(
             sink,
             &format!("corrupted copy: {} in {}: {}", cc.id, cc.recipient, cc.what),
+        );
+    }
+    for cc in &delivery.lost_copies {
+        files.log(
+            sink,
+            &format!("lost copy: {} in {}: {}", cc.id, cc.recipient, cc.what),
         );
     }
     let mut test = info("day", &run_id, &start, started);

@@ -69,6 +69,15 @@ pub struct DayPlan {
     /// Record each mailbox's state before the first task (true; see [`run_days`]), so checks
     /// fetch only mail that came after it. False starts every user from UID 0 and no UIDL.
     pub baseline: bool,
+    /// The test's length from the day's start (after the baseline): tasks scheduled at or
+    /// after it are not planned or dispatched; then the grace sweep. None: `day` x `days`.
+    pub duration: Option<Duration>,
+    /// Stress mode (LoadGen's): each user's tasks in order, the next dispatched as soon as its
+    /// previous one ends (closed loop), whatever their scheduled times, until `duration` or
+    /// the days' tasks are done. Task latency is then service time (from dispatch), desktop
+    /// users do not idle (the next task is already due), and the overload guard cannot trip
+    /// (at most one task per user is unfinished).
+    pub stress: bool,
 }
 
 impl Default for DayPlan {
@@ -86,6 +95,8 @@ impl Default for DayPlan {
             sample_interval: Duration::from_secs(10),
             samples: None,
             baseline: true,
+            duration: None,
+            stress: false,
         }
     }
 }
@@ -181,7 +192,8 @@ impl TaskStats {
 /// What a run of days did.
 #[derive(Debug, Clone)]
 pub struct DayReport {
-    /// Tasks the schedule holds for the days.
+    /// Tasks the schedule holds for the days, before `duration` (stress mode: every task of
+    /// the days, an upper bound: judge tasks completed against `dispatched`).
     pub planned: u64,
     /// Tasks dispatched (all of them unless the guard stopped the run).
     pub dispatched: u64,
@@ -321,6 +333,8 @@ struct Shared {
     servers: Servers,
     rec: Recorder,
     addresses: Vec<String>,
+    /// Desktop IMAP sessions idle between tasks (not in stress mode).
+    idle: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -436,6 +450,8 @@ struct Actor {
     inbox: Inbox,
     pick: u64,
     shared: Arc<Shared>,
+    /// Stress mode: told the user's index after each task, so its next one is dispatched.
+    finished: Option<mpsc::UnboundedSender<u32>>,
 }
 
 /// Which messages a task may pick.
@@ -583,6 +599,12 @@ impl Actor {
     /// Returns the next job (IDLE ended first), or None when no more will come. A session
     /// that fails here is dropped (its error kept): the next task opens a new one.
     async fn idle_until_job(&mut self, rx: &mut mpsc::UnboundedReceiver<Job>) -> Option<Job> {
+        // A task already due (a backlog) runs at once: no IDLE for nothing.
+        match rx.try_recv() {
+            Ok(job) => return Some(job),
+            Err(mpsc::error::TryRecvError::Disconnected) => return None,
+            Err(mpsc::error::TryRecvError::Empty) => {}
+        }
         loop {
             if self.shared.stopping.load(Ordering::Relaxed) {
                 return rx.recv().await;
@@ -822,7 +844,10 @@ impl Actor {
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) -> Actor {
         loop {
-            let next = if self.client == ClientType::DesktopImap && self.session.is_some() {
+            let next = if self.client == ClientType::DesktopImap
+                && self.session.is_some()
+                && self.shared.idle
+            {
                 self.idle_until_job(&mut rx).await
             } else {
                 rx.recv().await
@@ -848,6 +873,9 @@ impl Actor {
             }
             lock(&self.shared.stats).finished(job.task.kind, failed, job.due, started, end);
             self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
+            if let Some(tx) = &self.finished {
+                let _ = tx.send(self.me);
+            }
         }
         self
     }
@@ -862,6 +890,48 @@ impl Actor {
             self.close().await;
         }
         r
+    }
+}
+
+/// A sending task's recipients (none for the others).
+fn recipients_of(sched: &Scheduler, t: &Task) -> Vec<u32> {
+    if t.kind.sends() {
+        sched.recipients(t)
+    } else {
+        Vec::new()
+    }
+}
+
+/// Hands tasks to the users' actors and counts them.
+struct Dispatcher<'a> {
+    shared: &'a Shared,
+    senders: &'a [Option<mpsc::UnboundedSender<Job>>],
+    dispatched: u64,
+    max_unfinished: u64,
+}
+
+impl Dispatcher<'_> {
+    /// Task `t` (with its recipients when it sends) to its user, its latency counted from
+    /// `due`; false when the user's actor is gone.
+    fn send(&mut self, t: Task, recipients: Vec<u32>, due: Instant) -> bool {
+        let n = self.shared.unfinished.fetch_add(1, Ordering::Relaxed) + 1;
+        self.max_unfinished = self.max_unfinished.max(n);
+        self.dispatched += 1;
+        lock(&self.shared.stats).dispatched(t.kind);
+        let job = Job {
+            due,
+            recipients,
+            task: t,
+        };
+        let sent = self
+            .senders
+            .get(t.user as usize)
+            .and_then(Option::as_ref)
+            .is_some_and(|tx| tx.send(job).is_ok());
+        if !sent {
+            self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
+        }
+        sent
     }
 }
 
@@ -946,7 +1016,14 @@ pub async fn run_days(
         plan.days,
         clients,
     );
-    let planned = sched.planned();
+    if let (Some(end), false) = (plan.duration, plan.stress) {
+        sched = sched.until(end);
+    }
+    let planned = if plan.stress {
+        sched.planned_all()
+    } else {
+        sched.planned()
+    };
     let shared = Arc::new(Shared {
         ledger: Mutex::new(Ledger::new()),
         stats: Mutex::new(Meter {
@@ -968,7 +1045,15 @@ pub async fn run_days(
         servers: servers.clone(),
         rec,
         addresses: users.iter().map(|u| u.address.clone()).collect(),
+        idle: !plan.stress,
     });
+    let (finished_tx, mut finished_rx) = match plan.stress {
+        true => {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (Some(tx), Some(rx))
+        }
+        false => (None, None),
+    };
     let mut actors: Vec<Actor> = users
         .iter()
         .enumerate()
@@ -980,6 +1065,7 @@ pub async fn run_days(
             inbox: Inbox::default(),
             pick: plan.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             shared: shared.clone(),
+            finished: finished_tx.clone(),
         })
         .collect();
     let baseline_start = Instant::now();
@@ -1036,35 +1122,58 @@ pub async fn run_days(
     }
     let limit = (plan.overload_per_user * users.len() as f64).ceil() as u64;
     let mut due = Vec::new();
-    let (mut dispatched, mut max_unfinished, mut overloaded) = (0u64, 0u64, false);
-    while !interrupted {
+    let mut dispatcher = Dispatcher {
+        shared: &shared,
+        senders: &senders,
+        dispatched: 0,
+        max_unfinished: 0,
+    };
+    let mut overloaded = false;
+    if let Some(finished) = finished_rx.as_mut().filter(|_| !interrupted) {
+        // Stress: each user's first task now, then its next as soon as one ends.
+        let end_at = plan.duration.map(|d| start + d);
+        let mut running_users = 0usize;
+        for u in 0..users.len() as u32 {
+            if let Some(t) = sched.next_for(u) {
+                let r = recipients_of(&sched, &t);
+                running_users += usize::from(dispatcher.send(t, r, Instant::now()));
+            }
+        }
+        while running_users > 0 {
+            if plan.stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            let now = Instant::now();
+            if end_at.is_some_and(|e| now >= e) {
+                break;
+            }
+            let wait = end_at.map_or(Duration::from_millis(100), |e| {
+                e.saturating_duration_since(now)
+                    .min(Duration::from_millis(100))
+            });
+            tokio::select! {
+                u = finished.recv() => {
+                    let Some(u) = u else { break };
+                    running_users = running_users.saturating_sub(1);
+                    if let Some(t) = sched.next_for(u) {
+                        let r = recipients_of(&sched, &t);
+                        running_users += usize::from(dispatcher.send(t, r, Instant::now()));
+                    }
+                }
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+    while !interrupted && !plan.stress {
         if plan.stop.load(Ordering::Relaxed) {
             interrupted = true;
             break;
         }
         sched.due(&clock, &mut due);
         for t in due.drain(..) {
-            let recipients = if t.kind.sends() {
-                sched.recipients(&t)
-            } else {
-                Vec::new()
-            };
-            let n = shared.unfinished.fetch_add(1, Ordering::Relaxed) + 1;
-            max_unfinished = max_unfinished.max(n);
-            dispatched += 1;
-            lock(&shared.stats).dispatched(t.kind);
-            let job = Job {
-                due: start + t.at,
-                recipients,
-                task: t,
-            };
-            let sent = senders
-                .get(t.user as usize)
-                .and_then(Option::as_ref)
-                .is_some_and(|tx| tx.send(job).is_ok());
-            if !sent {
-                shared.unfinished.fetch_sub(1, Ordering::Relaxed);
-            }
+            let recipients = recipients_of(&sched, &t);
+            dispatcher.send(t, recipients, start + t.at);
         }
         if shared.unfinished.load(Ordering::Relaxed) > limit {
             overloaded = true;
@@ -1076,7 +1185,9 @@ pub async fn run_days(
             .min(Duration::from_millis(100));
         tokio::time::sleep(wait).await;
     }
+    let (dispatched, max_unfinished) = (dispatcher.dispatched, dispatcher.max_unfinished);
     drop(senders);
+    drop(finished_rx);
     let mut done = Vec::with_capacity(running.len());
     if overloaded || interrupted {
         // Stop: queued tasks are dropped; running ones get a moment, then are cancelled

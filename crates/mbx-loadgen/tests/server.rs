@@ -1645,3 +1645,124 @@ async fn desktop_users_idle_between_tasks_and_see_deliveries_within_about_a_seco
         p(0.95)
     );
 }
+
+#[tokio::test]
+async fn a_test_length_ends_the_day_early_and_stress_mode_runs_tasks_back_to_back() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::{ClientType, Scheduler};
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let clients = [
+        ClientType::DesktopImap,
+        ClientType::Webmail,
+        ClientType::Pop3,
+        ClientType::DesktopImap,
+    ];
+    let full = Scheduler::new(62, 10, Duration::from_secs(20), 1, &clients).planned();
+
+    // A 20 s day cut at 7 s: only the tasks before 7 s are planned and dispatched.
+    let plan = DayPlan {
+        seed: 62,
+        messages_per_day: 10,
+        day: Duration::from_secs(20),
+        duration: Some(Duration::from_secs(7)),
+        grace: Duration::from_secs(10),
+        overload_per_user: 8.0,
+        ..DayPlan::default()
+    };
+    let g = Generator::new("len1", 62, 8 * 1024, EPOCH);
+    let users = day_users(s, &[62, 63, 64, 65]);
+    let r = run_days(
+        &day_servers(s),
+        &users,
+        &clients,
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    let d = &r.delivery;
+    eprintln!(
+        "test length 7 s of a 20 s day: {} of {} tasks planned ({full} in the day), {completed} completed in {:?}; copies {} of {}",
+        r.dispatched, r.planned, r.elapsed, d.delivered, d.expected
+    );
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(
+        r.planned * 10 > full * 2 && r.planned * 10 < full * 5,
+        "about 7/20 of {full}: {}",
+        r.planned
+    );
+    assert_eq!((r.dispatched, completed), (r.planned, r.planned));
+    assert!(r.elapsed < Duration::from_secs(7 + 10), "{:?}", r.elapsed);
+    assert_eq!((d.delivered, d.missing), (d.expected, 0));
+
+    // Stress: an 8-hour day's tasks back to back, done in seconds; every copy delivered.
+    let plan = DayPlan {
+        seed: 66,
+        messages_per_day: 10,
+        stress: true,
+        grace: Duration::from_secs(10),
+        ..DayPlan::default()
+    };
+    let all = Scheduler::new(66, 10, plan.day, 1, &clients).planned_all();
+    let g = Generator::new("stress1", 66, 8 * 1024, EPOCH);
+    let users = day_users(s, &[66, 67, 68, 69]);
+    let t0 = Instant::now();
+    let r = run_days(
+        &day_servers(s),
+        &users,
+        &clients,
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    let d = &r.delivery;
+    eprintln!(
+        "stress: {completed} of {} tasks in {:?}, max unfinished {}; copies {} of {} ({} by IDLE)",
+        r.planned, r.elapsed, r.max_unfinished, d.delivered, d.expected, d.seen_by_idle
+    );
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert_eq!((r.planned, r.dispatched, completed), (all, all, all));
+    assert!(r.max_unfinished <= 4, "one task per user at a time");
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    assert_eq!((d.delivered, d.missing), (d.expected, 0));
+    assert_eq!(d.seen_by_idle, 0, "no idling in stress mode");
+
+    // Stress for 2 s over five days at 150 messages (about 4,600 tasks, 10 s or more here):
+    // stopped at the test length, what ran completed.
+    let plan = DayPlan {
+        seed: 70,
+        messages_per_day: 150,
+        days: 5,
+        stress: true,
+        duration: Some(Duration::from_secs(2)),
+        grace: Duration::from_secs(10),
+        ..DayPlan::default()
+    };
+    let g = Generator::new("stress2", 70, 8 * 1024, EPOCH);
+    let users = day_users(s, &[70, 71, 72, 73]);
+    let r = run_days(
+        &day_servers(s),
+        &users,
+        &clients,
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    let d = &r.delivery;
+    eprintln!(
+        "stress 2 s: {completed} of {} dispatched ({} in the day) in {:?}; copies {} of {}",
+        r.dispatched, r.planned, r.elapsed, d.delivered, d.expected
+    );
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(r.dispatched > 4 && r.dispatched < r.planned);
+    assert_eq!(completed, r.dispatched);
+    assert!(r.elapsed < Duration::from_secs(2 + 10), "{:?}", r.elapsed);
+    assert_eq!((d.delivered, d.missing), (d.expected, 0));
+}

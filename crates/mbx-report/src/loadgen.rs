@@ -878,6 +878,8 @@ mod tests {
                 seed: 7,
                 overload_per_user: 1.5,
                 grace_s: 60.0,
+                duration_s: 28_800.0,
+                stress: false,
                 init_messages: None,
                 profile_source: "flags".into(),
                 thresholds: LoadgenThresholds {

@@ -111,6 +111,14 @@ pub struct LoadgenConfig {
     pub overload_per_user: f64,
     /// After the last task, how long copies not yet seen were looked for, seconds.
     pub grace_s: f64,
+    /// The test's length, seconds: tasks scheduled after it were not planned or run (`day_s`
+    /// x `days` unless `--duration` was given).
+    #[serde(default)]
+    pub duration_s: f64,
+    /// Stress mode: each user's tasks back to back (closed loop), not at their times; task
+    /// latency is then service time.
+    #[serde(default)]
+    pub stress: bool,
     /// Initialization: messages per mailbox asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_messages: Option<u64>,

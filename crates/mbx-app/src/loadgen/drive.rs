@@ -185,7 +185,9 @@ pub(crate) fn day(
         samples: Some(tx),
         ..plan.clone()
     };
-    let total = plan.day.saturating_mul(plan.days);
+    let total = plan
+        .duration
+        .unwrap_or_else(|| plan.day.saturating_mul(plan.days));
     let started = Instant::now();
     rt.block_on(async {
         let fut = mbx_loadgen::day::run_days(servers, users, kinds, gen, &plan, rec);

@@ -100,6 +100,11 @@ pub struct DayRequest {
     pub grace: Duration,
     /// samples.jsonl's interval.
     pub sample_interval: Duration,
+    /// The test's length (None: `day` x `days`): tasks scheduled after it are not run.
+    pub duration: Option<Duration>,
+    /// Stress mode: each user's tasks back to back (closed loop) until `duration` or the days'
+    /// tasks are done.
+    pub stress: bool,
     /// The verdict's limits.
     pub thresholds: LoadgenThresholds,
 }
@@ -313,6 +318,8 @@ fn config_block(c: &Common, clients: Vec<ClientShare>) -> LoadgenConfig {
         seed: c.seed,
         overload_per_user: 0.0,
         grace_s: 0.0,
+        duration_s: 0.0,
+        stress: false,
         init_messages: None,
         profile_source: c.profile.source.clone(),
         thresholds: LoadgenThresholds::default(),
@@ -542,6 +549,11 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     config.days = req.days;
     config.overload_per_user = req.overload_per_user;
     config.grace_s = req.grace.as_secs_f64();
+    config.duration_s = req
+        .duration
+        .unwrap_or(req.day.saturating_mul(req.days))
+        .as_secs_f64();
+    config.stress = req.stress;
     config.thresholds = req.thresholds.clone();
     let (smtp, imap, pop3) = servers::endpoints(&c.servers, &c.trust)?;
     let mut files = Files::create(c.out.as_deref(), "run")?;
@@ -559,7 +571,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     files.log(
         sink,
         &format!(
-            "loadgen run {run_id}: {} users ({}; {}), {} messages/day of {:.0} KB, a simulated day of {} x {}, servers {}, {}, {}",
+            "loadgen run {run_id}: {} users ({}; {}), {} messages/day of {:.0} KB, a simulated day of {} x {}{}, servers {}, {}, {}",
             c.users.len(),
             c.users_source,
             mix.join(", "),
@@ -567,6 +579,15 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
             c.profile.message_kb,
             duration_words(req.day),
             req.days,
+            match (req.stress, req.duration) {
+                (true, Some(d)) => format!(
+                    ", stress mode (each user's tasks back to back) for {}",
+                    duration_words(d)
+                ),
+                (true, None) => ", stress mode (each user's tasks back to back)".to_string(),
+                (false, Some(d)) => format!(", test length {}", duration_words(d)),
+                (false, None) => String::new(),
+            },
             config.servers[0].url,
             config.servers[1].url,
             config.servers[2].url
@@ -583,6 +604,8 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         grace: req.grace,
         stop: Arc::clone(&c.cancel),
         sample_interval: req.sample_interval,
+        duration: req.duration,
+        stress: req.stress,
         ..DayPlan::default()
     };
     let srv = Servers {
@@ -618,6 +641,8 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     let overload_limit = (req.overload_per_user * c.users.len() as f64).ceil() as u64;
     let figures = assemble::DayFigures {
         planned: report.planned,
+        dispatched: report.dispatched,
+        stress: req.stress,
         completed,
         max_unfinished: report.max_unfinished,
         overload_limit,

@@ -844,9 +844,13 @@ impl Actor {
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) -> Actor {
         loop {
+            // A server without IDLE (RFC 2177) is polled at the checks only.
             let next = if self.client == ClientType::DesktopImap
-                && self.session.is_some()
                 && self.shared.idle
+                && self
+                    .session
+                    .as_ref()
+                    .is_some_and(|s| s.has_capability("IDLE"))
             {
                 self.idle_until_job(&mut rx).await
             } else {

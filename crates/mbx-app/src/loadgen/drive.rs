@@ -66,20 +66,22 @@ impl InitObserver<'_> {
             e.per_s = appended as f64 / dt;
             e.mb_per_s = Some(bytes as f64 / 1e6 / dt);
         }
+        // The library's users_done counts every fill that ended, failed ones too.
+        let filled = p.users_done.saturating_sub(p.users_failed);
         e.failed = p.users_failed;
-        e.users_done = Some(p.users_done);
+        e.users_done = Some(filled);
         e.users_total = Some(p.users_total);
         self.sink.event(&Event::LoadgenProgress { progress: e });
         let since = p.elapsed.saturating_sub(self.last_sample);
-        let done = p.users_done + p.users_failed == p.users_total;
+        let done = p.users_done == p.users_total;
         if since >= Duration::from_secs(1) || (done && since > Duration::ZERO) {
             let (sa, sb) = self.sampled.unwrap_or((0, 0));
             let s = LoadgenSample {
                 t_s: p.elapsed.as_secs_f64(),
                 interval_s: since.as_secs_f64(),
-                completed: p.users_done,
+                completed: filled,
                 failed: p.users_failed,
-                completed_total: p.users_done,
+                completed_total: filled,
                 planned_total: p.users_total,
                 appended: Some(p.messages_appended.saturating_sub(sa)),
                 appended_bytes: Some(p.bytes_appended.saturating_sub(sb)),
@@ -130,7 +132,8 @@ pub(crate) fn init(
     ));
     let p = &report.progress;
     InitDone {
-        users_done: p.users_done,
+        // Filled: the fills that ended without failing (the library counts both).
+        users_done: p.users_done.saturating_sub(p.users_failed),
         users_failed: p.users_failed,
         found: p.messages_found,
         appended: p.messages_appended,

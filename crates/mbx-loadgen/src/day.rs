@@ -17,9 +17,9 @@ use tokio::task::JoinSet;
 
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
-use crate::imap::ImapClient;
+use crate::imap::{IdleEvent, ImapClient};
 use crate::init::{uid_set, INIT_SEQ_BASE};
-use crate::ledger::{DeliverySummary, Ledger};
+use crate::ledger::{DeliverySummary, Ledger, Via};
 use crate::message::{Generator, MessageId, Verdict};
 use crate::metrics::Recorder;
 use crate::pop3::Pop3Client;
@@ -69,6 +69,15 @@ pub struct DayPlan {
     /// Record each mailbox's state before the first task (true; see [`run_days`]), so checks
     /// fetch only mail that came after it. False starts every user from UID 0 and no UIDL.
     pub baseline: bool,
+    /// The test's length from the day's start (after the baseline): tasks scheduled at or
+    /// after it are not planned or dispatched; then the grace sweep. None: `day` x `days`.
+    pub duration: Option<Duration>,
+    /// Stress mode (LoadGen's): each user's tasks in order, the next dispatched as soon as its
+    /// previous one ends (closed loop), whatever their scheduled times, until `duration` or
+    /// the days' tasks are done. Task latency is then service time (from dispatch), desktop
+    /// users do not idle (the next task is already due), and the overload guard cannot trip
+    /// (at most one task per user is unfinished).
+    pub stress: bool,
 }
 
 impl Default for DayPlan {
@@ -86,6 +95,8 @@ impl Default for DayPlan {
             sample_interval: Duration::from_secs(10),
             samples: None,
             baseline: true,
+            duration: None,
+            stress: false,
         }
     }
 }
@@ -181,7 +192,8 @@ impl TaskStats {
 /// What a run of days did.
 #[derive(Debug, Clone)]
 pub struct DayReport {
-    /// Tasks the schedule holds for the days.
+    /// Tasks the schedule holds for the days, before `duration` (stress mode: every task of
+    /// the days, an upper bound: judge tasks completed against `dispatched`).
     pub planned: u64,
     /// Tasks dispatched (all of them unless the guard stopped the run).
     pub dispatched: u64,
@@ -217,6 +229,35 @@ pub const SESSIONS_AT_ONCE: usize = 64;
 /// Messages already in a mailbox before the day that a user may read: the last ones (4 KB a
 /// user; 64 MB for 16,000 users).
 pub const OLD_READABLE: usize = 1_000;
+
+/// How often an idling session re-issues IDLE (RFC 2177: servers may log a client off after
+/// 30 minutes of inactivity, so clients re-issue IDLE at least every 29 minutes).
+pub const IDLE_REISSUE: Duration = Duration::from_secs(29 * 60);
+
+/// What ended an IDLE.
+enum Wake {
+    /// A task came (None: no more will).
+    Job(Option<Job>),
+    /// The server announced new messages (`EXISTS`): when, and the count.
+    News(Instant, u32),
+    /// Time to re-issue IDLE.
+    Reissue,
+    /// The session failed.
+    Lost(Error),
+}
+
+/// The highest message count an `EXISTS` among `news` announced.
+fn announced_exists(news: &[String]) -> Option<u32> {
+    news.iter()
+        .filter_map(|n| {
+            let mut w = n.split_whitespace();
+            let count = w.next()?.parse::<u32>().ok()?;
+            w.next()
+                .is_some_and(|k| k.eq_ignore_ascii_case("EXISTS"))
+                .then_some(count)
+        })
+        .max()
+}
 
 /// How long running tasks get to finish when the overload guard stops a run.
 pub const STOP_WAIT: Duration = Duration::from_secs(2);
@@ -292,6 +333,8 @@ struct Shared {
     servers: Servers,
     rec: Recorder,
     addresses: Vec<String>,
+    /// Desktop IMAP sessions idle between tasks (not in stress mode).
+    idle: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -407,6 +450,8 @@ struct Actor {
     inbox: Inbox,
     pick: u64,
     shared: Arc<Shared>,
+    /// Stress mode: told the user's index after each task, so its next one is dispatched.
+    finished: Option<mpsc::UnboundedSender<u32>>,
 }
 
 /// Which messages a task may pick.
@@ -485,17 +530,29 @@ impl Actor {
     /// New messages in INBOX (above the last UID looked at): fetched, verified, counted by the
     /// ledger, remembered.
     async fn check_imap(&mut self) -> Result<()> {
+        self.check_imap_noticed(None).await
+    }
+
+    /// [`Actor::check_imap`], after an IDLE notice (`Some((at, exists))`: the instant it came
+    /// and the message count it announced) or as a poll (`None`: NOOP first). Copies the
+    /// notice announced (sequence number <= `exists`) are recorded as seen at the notice, by
+    /// IDLE; any others at the fetch, by a poll.
+    async fn check_imap_noticed(&mut self, notice: Option<(Instant, u32)>) -> Result<()> {
         self.open().await?;
         let Some(s) = self.session.as_mut() else {
             return Ok(());
         };
-        s.noop().await?;
+        if notice.is_none() {
+            s.noop().await?;
+        }
         let before = self.inbox.last_uid;
         // `n:*` names the highest message even when it is below n: UIDs first, then only the
         // new ones' bodies.
         let listed = s
             .uid_fetch(&format!("{}:*", before.saturating_add(1)), "(UID)")
             .await?;
+        // What the session was told so far is in this listing: the next IDLE waits for news.
+        s.take_news();
         let mut new: Vec<u32> = listed
             .into_iter()
             .filter_map(|f| f.uid)
@@ -509,6 +566,10 @@ impl Actor {
             for f in fetched {
                 let Some(uid) = f.uid.filter(|&u| u > before) else {
                     continue;
+                };
+                let (at, via) = match notice {
+                    Some((at, exists)) if f.seq <= exists => (at, Via::Idle),
+                    _ => (now, Via::Poll),
                 };
                 let body = f.body.as_deref().unwrap_or_default();
                 self.shared.fetched.fetch_add(1, Ordering::Relaxed);
@@ -526,10 +587,81 @@ impl Actor {
                     }
                     Verdict::Corrupted { .. } => {}
                 }
-                lock(&self.shared.ledger).seen(self.me, &verdict, now);
+                lock(&self.shared.ledger).seen_via(self.me, &verdict, at, via);
             }
         }
         Ok(())
+    }
+
+    /// Desktop IMAP between tasks: the session idles (as Outlook and Thunderbird do); an
+    /// `EXISTS` notice ends IDLE (DONE), the new messages are fetched and counted as seen at
+    /// the notice, and IDLE starts again; IDLE is re-issued every [`IDLE_REISSUE`] (RFC 2177).
+    /// Returns the next job (IDLE ended first), or None when no more will come. A session
+    /// that fails here is dropped (its error kept): the next task opens a new one.
+    async fn idle_until_job(&mut self, rx: &mut mpsc::UnboundedReceiver<Job>) -> Option<Job> {
+        // A task already due (a backlog) runs at once: no IDLE for nothing.
+        match rx.try_recv() {
+            Ok(job) => return Some(job),
+            Err(mpsc::error::TryRecvError::Disconnected) => return None,
+            Err(mpsc::error::TryRecvError::Empty) => {}
+        }
+        loop {
+            if self.shared.stopping.load(Ordering::Relaxed) {
+                return rx.recv().await;
+            }
+            let Some(s) = self.session.as_mut() else {
+                return rx.recv().await;
+            };
+            if let Err(e) = s.idle().await {
+                self.lose_session(e);
+                return rx.recv().await;
+            }
+            let reissue = Instant::now() + IDLE_REISSUE;
+            let woke = loop {
+                let left = reissue.saturating_duration_since(Instant::now());
+                tokio::select! {
+                    job = rx.recv() => break Wake::Job(job),
+                    ev = s.idle_wait(left) => match ev {
+                        Ok(IdleEvent::Changed(at, news)) => {
+                            if let Some(n) = announced_exists(&news) {
+                                break Wake::News(at, n);
+                            }
+                        }
+                        Ok(IdleEvent::Quiet) => break Wake::Reissue,
+                        Err(e) => break Wake::Lost(e),
+                    },
+                }
+            };
+            let ended = match &woke {
+                Wake::Lost(_) => Ok(Vec::new()),
+                _ => s.done().await,
+            };
+            if let Err(e) = ended {
+                self.lose_session(e);
+            }
+            match woke {
+                Wake::Job(job) => return job,
+                Wake::Lost(e) => {
+                    self.lose_session(e);
+                    return rx.recv().await;
+                }
+                Wake::Reissue => {}
+                Wake::News(at, exists) => {
+                    if self.session.is_some() {
+                        if let Err(e) = self.check_imap_noticed(Some((at, exists))).await {
+                            self.lose_session(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops the session after an error outside a task (kept for messages).
+    fn lose_session(&mut self, mut e: Error) {
+        self.session = None;
+        e.user.get_or_insert_with(|| self.user.login.clone());
+        self.shared.keep_error(e);
     }
 
     /// A POP3 check: every message not retrieved before (nor there at the baseline) retrieved,
@@ -711,7 +843,20 @@ impl Actor {
     }
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) -> Actor {
-        while let Some(job) = rx.recv().await {
+        loop {
+            // A server without IDLE (RFC 2177) is polled at the checks only.
+            let next = if self.client == ClientType::DesktopImap
+                && self.shared.idle
+                && self
+                    .session
+                    .as_ref()
+                    .is_some_and(|s| s.has_capability("IDLE"))
+            {
+                self.idle_until_job(&mut rx).await
+            } else {
+                rx.recv().await
+            };
+            let Some(job) = next else { break };
             if self.shared.stopping.load(Ordering::Relaxed) {
                 self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
                 continue;
@@ -732,6 +877,9 @@ impl Actor {
             }
             lock(&self.shared.stats).finished(job.task.kind, failed, job.due, started, end);
             self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
+            if let Some(tx) = &self.finished {
+                let _ = tx.send(self.me);
+            }
         }
         self
     }
@@ -746,6 +894,48 @@ impl Actor {
             self.close().await;
         }
         r
+    }
+}
+
+/// A sending task's recipients (none for the others).
+fn recipients_of(sched: &Scheduler, t: &Task) -> Vec<u32> {
+    if t.kind.sends() {
+        sched.recipients(t)
+    } else {
+        Vec::new()
+    }
+}
+
+/// Hands tasks to the users' actors and counts them.
+struct Dispatcher<'a> {
+    shared: &'a Shared,
+    senders: &'a [Option<mpsc::UnboundedSender<Job>>],
+    dispatched: u64,
+    max_unfinished: u64,
+}
+
+impl Dispatcher<'_> {
+    /// Task `t` (with its recipients when it sends) to its user, its latency counted from
+    /// `due`; false when the user's actor is gone.
+    fn send(&mut self, t: Task, recipients: Vec<u32>, due: Instant) -> bool {
+        let n = self.shared.unfinished.fetch_add(1, Ordering::Relaxed) + 1;
+        self.max_unfinished = self.max_unfinished.max(n);
+        self.dispatched += 1;
+        lock(&self.shared.stats).dispatched(t.kind);
+        let job = Job {
+            due,
+            recipients,
+            task: t,
+        };
+        let sent = self
+            .senders
+            .get(t.user as usize)
+            .and_then(Option::as_ref)
+            .is_some_and(|tx| tx.send(job).is_ok());
+        if !sent {
+            self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
+        }
+        sent
     }
 }
 
@@ -830,7 +1020,14 @@ pub async fn run_days(
         plan.days,
         clients,
     );
-    let planned = sched.planned();
+    if let (Some(end), false) = (plan.duration, plan.stress) {
+        sched = sched.until(end);
+    }
+    let planned = if plan.stress {
+        sched.planned_all()
+    } else {
+        sched.planned()
+    };
     let shared = Arc::new(Shared {
         ledger: Mutex::new(Ledger::new()),
         stats: Mutex::new(Meter {
@@ -852,7 +1049,15 @@ pub async fn run_days(
         servers: servers.clone(),
         rec,
         addresses: users.iter().map(|u| u.address.clone()).collect(),
+        idle: !plan.stress,
     });
+    let (finished_tx, mut finished_rx) = match plan.stress {
+        true => {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (Some(tx), Some(rx))
+        }
+        false => (None, None),
+    };
     let mut actors: Vec<Actor> = users
         .iter()
         .enumerate()
@@ -864,6 +1069,7 @@ pub async fn run_days(
             inbox: Inbox::default(),
             pick: plan.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             shared: shared.clone(),
+            finished: finished_tx.clone(),
         })
         .collect();
     let baseline_start = Instant::now();
@@ -920,35 +1126,58 @@ pub async fn run_days(
     }
     let limit = (plan.overload_per_user * users.len() as f64).ceil() as u64;
     let mut due = Vec::new();
-    let (mut dispatched, mut max_unfinished, mut overloaded) = (0u64, 0u64, false);
-    while !interrupted {
+    let mut dispatcher = Dispatcher {
+        shared: &shared,
+        senders: &senders,
+        dispatched: 0,
+        max_unfinished: 0,
+    };
+    let mut overloaded = false;
+    if let Some(finished) = finished_rx.as_mut().filter(|_| !interrupted) {
+        // Stress: each user's first task now, then its next as soon as one ends.
+        let end_at = plan.duration.map(|d| start + d);
+        let mut running_users = 0usize;
+        for u in 0..users.len() as u32 {
+            if let Some(t) = sched.next_for(u) {
+                let r = recipients_of(&sched, &t);
+                running_users += usize::from(dispatcher.send(t, r, Instant::now()));
+            }
+        }
+        while running_users > 0 {
+            if plan.stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            let now = Instant::now();
+            if end_at.is_some_and(|e| now >= e) {
+                break;
+            }
+            let wait = end_at.map_or(Duration::from_millis(100), |e| {
+                e.saturating_duration_since(now)
+                    .min(Duration::from_millis(100))
+            });
+            tokio::select! {
+                u = finished.recv() => {
+                    let Some(u) = u else { break };
+                    running_users = running_users.saturating_sub(1);
+                    if let Some(t) = sched.next_for(u) {
+                        let r = recipients_of(&sched, &t);
+                        running_users += usize::from(dispatcher.send(t, r, Instant::now()));
+                    }
+                }
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+    while !interrupted && !plan.stress {
         if plan.stop.load(Ordering::Relaxed) {
             interrupted = true;
             break;
         }
         sched.due(&clock, &mut due);
         for t in due.drain(..) {
-            let recipients = if t.kind.sends() {
-                sched.recipients(&t)
-            } else {
-                Vec::new()
-            };
-            let n = shared.unfinished.fetch_add(1, Ordering::Relaxed) + 1;
-            max_unfinished = max_unfinished.max(n);
-            dispatched += 1;
-            lock(&shared.stats).dispatched(t.kind);
-            let job = Job {
-                due: start + t.at,
-                recipients,
-                task: t,
-            };
-            let sent = senders
-                .get(t.user as usize)
-                .and_then(Option::as_ref)
-                .is_some_and(|tx| tx.send(job).is_ok());
-            if !sent {
-                shared.unfinished.fetch_sub(1, Ordering::Relaxed);
-            }
+            let recipients = recipients_of(&sched, &t);
+            dispatcher.send(t, recipients, start + t.at);
         }
         if shared.unfinished.load(Ordering::Relaxed) > limit {
             overloaded = true;
@@ -960,7 +1189,9 @@ pub async fn run_days(
             .min(Duration::from_millis(100));
         tokio::time::sleep(wait).await;
     }
+    let (dispatched, max_unfinished) = (dispatcher.dispatched, dispatcher.max_unfinished);
     drop(senders);
+    drop(finished_rx);
     let mut done = Vec::with_capacity(running.len());
     if overloaded || interrupted {
         // Stop: queued tasks are dropped; running ones get a moment, then are cancelled

@@ -610,27 +610,42 @@ impl ImapClient {
             Err(_) => Ok(IdleEvent::Quiet),
             Ok(Err(e)) => Err(e),
             Ok(Ok(line)) => {
+                // Kept in `pending` as they are read, so a wait cancelled here (a task came)
+                // loses nothing: the next wait hands them out with this instant.
                 let at = Instant::now();
-                let mut news =
-                    vec![
-                        String::from_utf8_lossy(line.strip_prefix(b"* ").unwrap_or(&line))
-                            .into_owned(),
-                    ];
+                self.pending_at = Some(at);
+                self.pending.push(
+                    String::from_utf8_lossy(line.strip_prefix(b"* ").unwrap_or(&line)).into_owned(),
+                );
                 // Lines already sent together with the first (e.g. EXISTS then RECENT).
                 while let Ok(Ok(l)) =
                     tokio::time::timeout(Duration::from_millis(1), self.conn.read_line("IDLE"))
                         .await
                 {
-                    news.push(
-                        String::from_utf8_lossy(l.strip_prefix(b"* ").unwrap_or(&l)).into_owned(),
-                    );
-                    if news.len() > 10_000 {
+                    if self.pending.len() >= 10_000 {
                         break;
                     }
+                    self.pending.push(
+                        String::from_utf8_lossy(l.strip_prefix(b"* ").unwrap_or(&l)).into_owned(),
+                    );
                 }
-                Ok(IdleEvent::Changed(at, news))
+                self.pending_at = None;
+                Ok(IdleEvent::Changed(at, std::mem::take(&mut self.pending)))
             }
         }
+    }
+
+    /// Forgets the news kept for the next [`ImapClient::idle_wait`] (EXISTS, EXPUNGE, RECENT
+    /// seen in commands' answers) and returns them: a caller that has just listed the mailbox
+    /// knows what they announced.
+    pub fn take_news(&mut self) -> Vec<String> {
+        self.pending_at = None;
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Whether IDLE is running (between [`ImapClient::idle`] and [`ImapClient::done`]).
+    pub fn is_idling(&self) -> bool {
+        self.idling.is_some()
     }
 
     /// Ends IDLE (`DONE`) and reads its tagged answer; untagged news on the way are returned.

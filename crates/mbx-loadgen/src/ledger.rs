@@ -3,10 +3,20 @@
 //! duplicated, corrupted and unexpected copies, with the delivery latency (SMTP acceptance to
 //! the copy being seen) in an HDR histogram.
 //!
-//! Memory: one entry per (message, recipient) sent in the run, about 100 bytes; a run of 16,000
-//! users at 150 messages a day keeps about 2 million entries a day (~200 MB). Compacting
-//! delivered entries to per-sender watermarks is left to the loadgen command (issue 28 asks for
-//! memory bounded by users, not test length).
+//! Memory is bounded by the users, not the test's length: a copy is kept on its own only while
+//! it is open (accepted and not yet seen, or seen before its acceptance was recorded). Once
+//! delivered it is folded into its (sender, recipient) pair's watermark, the highest sequence
+//! number delivered: every copy of the pair at or below it is delivered unless still open, so a
+//! copy seen again there is a duplicate. Cost: 20 to 40 bytes (a hash table's entry and its
+//! spare room) per (sender, recipient) pair that exchanged mail, at most users x (users - 1) (a
+//! day of 16,000 users at 150 messages, 4 recipients a message, makes about 1.9 million pairs,
+//! 40 to 75 MB; later days add pairs ever more slowly), plus 50 to 100 bytes per open copy (in
+//! flight, or lost) and each sender's address once; no longer one entry per copy sent
+//! (measured in docs/loadgen.md: 77 MB after a day of 16,000 users, where one entry per copy
+//! held 566 MB). The watermark needs each
+//! sender's acceptances recorded in its sequence order (the day engine's users send one
+//! message at a time); a copy of this run found where it was never sent but below the pair's
+//! watermark counts as duplicated rather than unexpected (both fail the verdict).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -15,12 +25,29 @@ use hdrhistogram::Histogram;
 
 use crate::message::{MessageId, Verdict};
 
-#[derive(Debug, Clone)]
-struct Entry {
-    accepted: Option<Instant>,
-    first_seen: Option<Instant>,
-    copies: u32,
+/// A copy tracked on its own until it is delivered.
+#[derive(Debug, Clone, Copy)]
+enum Open {
+    /// Accepted by SMTP, not seen yet.
+    Pending(Instant),
+    /// Seen (`copies` times) before its acceptance was recorded.
+    Early {
+        seen: Instant,
+        by_idle: bool,
+        copies: u32,
+    },
 }
+/// How a client came to see a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// An IMAP session's unsolicited notice (IDLE's `EXISTS`): the time is the notice's.
+    Idle,
+    /// A check of the mailbox (a poll: NOOP and FETCH, a POP3 session).
+    Poll,
+}
+
+/// Lost copies named in a [`DeliverySummary`], at most.
+pub const LOST_NAMED: usize = 100;
 
 /// What one copy found in a mailbox is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,12 +82,50 @@ pub struct DeliverySummary {
     pub unexpected: u64,
     /// Delivery latency of delivered copies, microseconds.
     pub latency_us: Histogram<u64>,
+    /// Delivered copies first seen through an IMAP IDLE notice.
+    pub seen_by_idle: u64,
+    /// Delivered copies first seen by a poll (a check, a POP3 session, the grace sweep).
+    pub seen_by_poll: u64,
+    /// Missing copies, named: (message, recipient), at most [`LOST_NAMED`].
+    pub missing_copies: Vec<(MessageId, u32)>,
+}
+
+impl DeliverySummary {
+    /// Delivered copies whose delivery latency exceeded `limit` (from the histogram: within
+    /// its 3 significant digits).
+    pub fn late(&self, limit: Duration) -> u64 {
+        let limit_us = limit.as_micros().min(u128::from(u64::MAX)) as u64;
+        self.latency_us
+            .iter_recorded()
+            .filter(|v| v.value_iterated_to() > limit_us)
+            .map(|v| v.count_at_value())
+            .sum()
+    }
+
+    /// How the delivered copies were seen: `idle`, `poll`, `idle+poll`, or `none`.
+    pub fn measured_by(&self) -> &'static str {
+        match (self.seen_by_idle > 0, self.seen_by_poll > 0) {
+            (true, true) => "idle+poll",
+            (true, false) => "idle",
+            (false, true) => "poll",
+            (false, false) => "none",
+        }
+    }
 }
 
 /// The run's ledger.
 #[derive(Debug, Clone)]
 pub struct Ledger {
-    entries: HashMap<(MessageId, u32), Entry>,
+    /// Senders by run and address: their index in `names`.
+    senders: HashMap<String, HashMap<String, u32>>,
+    /// (run, sender address) by index.
+    names: Vec<(String, String)>,
+    /// (sender, recipient) -> the highest sequence number delivered.
+    delivered_upto: HashMap<(u32, u32), u64>,
+    /// Copies not delivered yet: (sender, recipient, seq).
+    open: HashMap<(u32, u32, u64), Open>,
+    /// Open copies seen before their acceptance (unexpected unless it comes).
+    early: u64,
     duplicated: u64,
     corrupted: Vec<(MessageId, u32, String)>,
     corrupted_count: u64,
@@ -69,6 +134,7 @@ pub struct Ledger {
     expected: u64,
     /// Copies expected and seen.
     delivered: u64,
+    seen_by_idle: u64,
     /// Since the last [`Ledger::take_interval`].
     interval: DeliveryInterval,
 }
@@ -109,7 +175,12 @@ impl Ledger {
     /// An empty ledger.
     pub fn new() -> Ledger {
         Ledger {
-            entries: HashMap::new(),
+            senders: HashMap::new(),
+            names: Vec::new(),
+            delivered_upto: HashMap::new(),
+            open: HashMap::new(),
+            early: 0,
+            seen_by_idle: 0,
             duplicated: 0,
             corrupted: Vec::new(),
             corrupted_count: 0,
@@ -118,6 +189,30 @@ impl Ledger {
             delivered: 0,
             interval: DeliveryInterval::new(),
         }
+    }
+
+    /// The sender's index (interned: each sender's strings kept once).
+    fn sender(&mut self, id: &MessageId) -> u32 {
+        if let Some(&i) = self.senders.get(&id.run).and_then(|m| m.get(&id.sender)) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push((id.run.clone(), id.sender.clone()));
+        self.senders
+            .entry(id.run.clone())
+            .or_default()
+            .insert(id.sender.clone(), i);
+        i
+    }
+
+    /// Copy (sender, recipient, seq) became delivered `d` after its acceptance, seen by `via`.
+    fn deliver(&mut self, key: (u32, u32, u64), d: Duration, via: Via) {
+        let w = self.delivered_upto.entry((key.0, key.1)).or_insert(0);
+        *w = (*w).max(key.2);
+        if via == Via::Idle {
+            self.seen_by_idle += 1;
+        }
+        self.delivered_after(d);
     }
 
     /// A copy became delivered `d` after its acceptance.
@@ -149,31 +244,52 @@ impl Ledger {
         std::mem::replace(&mut self.interval, fresh)
     }
 
-    /// Message `id` was accepted for `recipients` (user indexes) at `accepted`.
+    /// Message `id` was accepted for `recipients` (user indexes) at `accepted`. A sender's
+    /// messages must be recorded in its sequence order (see the module's note).
     pub fn sent(&mut self, id: &MessageId, recipients: &[u32], accepted: Instant) {
+        let sender = self.sender(id);
         for &r in recipients {
-            let e = self.entries.entry((id.clone(), r)).or_insert(Entry {
-                accepted: None,
-                first_seen: None,
-                copies: 0,
-            });
-            if e.accepted.is_some() {
+            let key = (sender, r, id.seq);
+            match self.open.get(&key).copied() {
                 // The same message recorded twice for this recipient: one copy expected.
-                continue;
-            }
-            e.accepted = Some(accepted);
-            let seen_first = if e.copies > 0 { e.first_seen } else { None };
-            self.expected += 1;
-            self.interval.sent += 1;
-            // Seen before the sender recorded the acceptance (the recipient was quicker).
-            if let Some(seen) = seen_first {
-                self.delivered_after(seen.saturating_duration_since(accepted));
+                Some(Open::Pending(_)) => continue,
+                // Seen before the sender recorded the acceptance (the recipient was quicker).
+                Some(Open::Early {
+                    seen,
+                    by_idle,
+                    copies: _,
+                }) => {
+                    self.open.remove(&key);
+                    self.early -= 1;
+                    self.expected += 1;
+                    self.interval.sent += 1;
+                    let via = if by_idle { Via::Idle } else { Via::Poll };
+                    self.deliver(key, seen.saturating_duration_since(accepted), via);
+                }
+                None => {
+                    if self
+                        .delivered_upto
+                        .get(&(sender, r))
+                        .is_some_and(|&w| id.seq <= w)
+                    {
+                        // Delivered already: recorded twice.
+                        continue;
+                    }
+                    self.open.insert(key, Open::Pending(accepted));
+                    self.expected += 1;
+                    self.interval.sent += 1;
+                }
             }
         }
     }
 
-    /// Recipient `recipient` found a message (the verifier's verdict) at `at`.
+    /// Recipient `recipient` found a message (the verifier's verdict) at `at`, by a poll.
     pub fn seen(&mut self, recipient: u32, verdict: &Verdict, at: Instant) -> Seen {
+        self.seen_via(recipient, verdict, at, Via::Poll)
+    }
+
+    /// Recipient `recipient` found a message (the verifier's verdict) at `at`, by `via`.
+    pub fn seen_via(&mut self, recipient: u32, verdict: &Verdict, at: Instant, via: Via) -> Seen {
         let id = match verdict {
             Verdict::NotOurs(_) => return Seen::NotOurs,
             Verdict::Corrupted { id, what } => {
@@ -185,71 +301,89 @@ impl Ledger {
             }
             Verdict::Intact(id) => id,
         };
-        match self.entries.get_mut(&(id.clone(), recipient)) {
-            None => {
-                // Not (yet) known as sent: either the acceptance is still being recorded, or it
-                // was never sent here. Kept as seen; `sent` resolves it, else it counts as
-                // unexpected in the summary.
-                self.entries.insert(
-                    (id.clone(), recipient),
-                    Entry {
-                        accepted: None,
-                        first_seen: Some(at),
-                        copies: 1,
-                    },
-                );
-                Seen::Delivered(None)
+        let key = (self.sender(id), recipient, id.seq);
+        match self.open.get_mut(&key) {
+            Some(Open::Pending(accepted)) => {
+                let latency = at.saturating_duration_since(*accepted);
+                self.open.remove(&key);
+                self.deliver(key, latency, via);
+                Seen::Delivered(Some(latency))
             }
-            Some(e) if e.copies > 0 => {
-                e.copies += 1;
+            Some(Open::Early { copies, .. }) => {
+                *copies += 1;
                 self.duplicated += 1;
                 Seen::Duplicate
             }
-            Some(e) => {
-                e.copies = 1;
-                e.first_seen = Some(at);
-                let latency = e.accepted.map(|a| at.saturating_duration_since(a));
-                if let Some(d) = latency {
-                    self.delivered_after(d);
+            None => {
+                if self
+                    .delivered_upto
+                    .get(&(key.0, key.1))
+                    .is_some_and(|&w| key.2 <= w)
+                {
+                    self.duplicated += 1;
+                    return Seen::Duplicate;
                 }
-                Seen::Delivered(latency)
+                // Not (yet) known as sent: either the acceptance is still being recorded, or it
+                // was never sent here. Kept as seen; `sent` resolves it, else it counts as
+                // unexpected in the summary.
+                self.open.insert(
+                    key,
+                    Open::Early {
+                        seen: at,
+                        by_idle: via == Via::Idle,
+                        copies: 1,
+                    },
+                );
+                self.early += 1;
+                Seen::Delivered(None)
             }
         }
     }
 
-    /// Whether every expected copy has been seen.
+    /// Whether every expected copy has been seen (O(1)).
     pub fn complete(&self) -> bool {
-        self.entries
-            .values()
-            .all(|e| e.accepted.is_none() || e.copies > 0)
+        self.delivered == self.expected
     }
 
-    /// The totals now.
+    /// Copies kept on their own now (open: accepted and not seen, or seen before their
+    /// acceptance) and (sender, recipient) pairs with a watermark: the ledger's memory is
+    /// about 60 and 20 bytes each.
+    pub fn footprint(&self) -> (usize, usize) {
+        (self.open.len(), self.delivered_upto.len())
+    }
+
+    /// The totals now. Walks the open copies only (to name up to [`LOST_NAMED`] missing ones).
     pub fn summary(&self) -> DeliverySummary {
-        let mut s = DeliverySummary {
-            expected: 0,
-            delivered: 0,
-            missing: 0,
+        let mut missing_copies: Vec<(MessageId, u32)> = Vec::new();
+        for (&(sender, r, seq), o) in &self.open {
+            if missing_copies.len() >= LOST_NAMED {
+                break;
+            }
+            if let (Open::Pending(_), Some((run, address))) = (o, self.names.get(sender as usize)) {
+                missing_copies.push((
+                    MessageId {
+                        run: run.clone(),
+                        sender: address.clone(),
+                        seq,
+                    },
+                    r,
+                ));
+            }
+        }
+        missing_copies
+            .sort_by(|a, b| (&a.0.sender, a.0.seq, a.1).cmp(&(&b.0.sender, b.0.seq, b.1)));
+        DeliverySummary {
+            expected: self.expected,
+            delivered: self.delivered,
+            missing: self.expected - self.delivered,
             duplicated: self.duplicated,
             corrupted: self.corrupted.clone(),
-            unexpected: 0,
+            unexpected: self.early,
             latency_us: self.latency_us.clone(),
-        };
-        for e in self.entries.values() {
-            match (e.accepted.is_some(), e.copies > 0) {
-                (true, true) => {
-                    s.expected += 1;
-                    s.delivered += 1;
-                }
-                (true, false) => {
-                    s.expected += 1;
-                    s.missing += 1;
-                }
-                (false, true) => s.unexpected += 1,
-                (false, false) => {}
-            }
+            seen_by_idle: self.seen_by_idle,
+            seen_by_poll: self.delivered - self.seen_by_idle,
+            missing_copies,
         }
-        s
     }
 
     /// Corrupted copies seen (all of them, not only the 100 named).
@@ -347,5 +481,85 @@ mod tests {
             (s.expected, s.delivered, s.unexpected, s.missing),
             (3, 3, 0, 0)
         );
+    }
+
+    #[test]
+    fn names_missing_copies_counts_idle_and_poll_and_late_copies() {
+        let mut l = Ledger::new();
+        let t0 = Instant::now();
+        l.sent(&id(1), &[1, 2, 3], t0);
+        l.sent(&id(2), &[1], t0);
+        l.seen_via(
+            1,
+            &Verdict::Intact(id(1)),
+            t0 + Duration::from_millis(600),
+            Via::Idle,
+        );
+        l.seen(2, &Verdict::Intact(id(1)), t0 + Duration::from_secs(90));
+        let s = l.summary();
+        assert_eq!((s.seen_by_idle, s.seen_by_poll), (1, 1));
+        assert_eq!(s.measured_by(), "idle+poll");
+        assert_eq!(s.missing_copies, vec![(id(1), 3), (id(2), 1)]);
+        assert_eq!(s.late(Duration::from_secs(60)), 1);
+        assert_eq!(s.late(Duration::from_millis(100)), 2);
+        assert_eq!(Ledger::new().summary().measured_by(), "none");
+    }
+
+    #[test]
+    fn delivered_copies_are_folded_into_watermarks_and_duplicates_still_found() {
+        let mut l = Ledger::new();
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // 3 senders x 1,000 messages to 2 of 4 recipients each, delivered (some out of order):
+        // memory ends at one watermark per pair, no copy kept.
+        let ids = |s: u32, seq: u64| MessageId {
+            run: "r".into(),
+            sender: format!("u{s}@d"),
+            seq,
+        };
+        for seq in 0..1000u64 {
+            for s in 0..3u32 {
+                let to = [(s + 1) % 4, (s + 1 + (seq % 3) as u32) % 4];
+                let to: Vec<u32> = if to[0] == to[1] {
+                    vec![to[0]]
+                } else {
+                    to.to_vec()
+                };
+                l.sent(&ids(s, seq), &to, t0);
+                // Recipients see every second message only after the next one.
+                if seq % 2 == 1 {
+                    for &r in &to {
+                        l.seen(r, &Verdict::Intact(ids(s, seq)), t0 + ms(5));
+                    }
+                    let prev = seq - 1;
+                    let to_prev = [(s + 1) % 4, (s + 1 + (prev % 3) as u32) % 4];
+                    let mut tp = to_prev.to_vec();
+                    tp.dedup();
+                    for &r in &tp {
+                        l.seen(r, &Verdict::Intact(ids(s, prev)), t0 + ms(9));
+                    }
+                }
+            }
+        }
+        assert!(l.complete());
+        let (open, pairs) = l.footprint();
+        assert_eq!(open, 0, "no copy kept once delivered");
+        assert!(pairs <= 3 * 4, "{pairs} pairs");
+        let s = l.summary();
+        assert_eq!(s.expected, s.delivered);
+        assert_eq!((s.missing, s.duplicated, s.unexpected), (0, 0, 0));
+        // A copy seen again, long after it was folded: a duplicate, not unexpected.
+        assert_eq!(
+            l.seen(1, &Verdict::Intact(ids(0, 3)), t0 + ms(20)),
+            Seen::Duplicate
+        );
+        // A message recorded twice after its delivery: still one copy expected.
+        l.sent(&ids(0, 3), &[1], t0);
+        let s = l.summary();
+        assert_eq!((s.duplicated, s.expected - s.delivered), (1, 0));
+        // A later message, lost: kept on its own and named.
+        l.sent(&ids(2, 5000), &[3], t0);
+        assert_eq!(l.footprint().0, 1);
+        assert_eq!(l.summary().missing_copies, vec![(ids(2, 5000), 3)]);
     }
 }

@@ -257,6 +257,8 @@ pub struct Scheduler {
     tables: Vec<(ClientType, ActionTable)>,
     users: Vec<UserDay>,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
+    /// The test's end: tasks due at or after it are not planned or dispatched.
+    end: Option<Duration>,
 }
 
 fn mix(mut z: u64) -> u64 {
@@ -297,6 +299,7 @@ impl Scheduler {
             tables,
             users: Vec::with_capacity(clients.len()),
             heap: BinaryHeap::with_capacity(clients.len()),
+            end: None,
         };
         let mut ranks: Vec<(ClientType, u32)> = Vec::new();
         for (u, c) in clients.iter().enumerate() {
@@ -400,25 +403,66 @@ impl Scheduler {
         TaskKind::CheckInbox
     }
 
-    /// Tasks the schedule holds over all its days (computed, not stored).
+    /// The test ends at `end` (a test length shorter than the days): tasks due at or after it
+    /// are neither planned ([`Scheduler::planned`]) nor dispatched ([`Scheduler::due`],
+    /// [`Scheduler::next_due`], [`Scheduler::next_task`]).
+    pub fn until(mut self, end: Duration) -> Scheduler {
+        self.end = Some(end);
+        self
+    }
+
+    /// The test's end, if one was set ([`Scheduler::until`]).
+    pub fn end(&self) -> Option<Duration> {
+        self.end
+    }
+
+    /// Tasks the schedule holds over all its days, before its end if it has one (computed, not
+    /// stored: O(users x days x log tasks)).
     pub fn planned(&self) -> u64 {
+        self.planned_before(self.end)
+    }
+
+    /// Tasks over all the days, whatever the end ([`Scheduler::next_for`]'s total).
+    pub fn planned_all(&self) -> u64 {
+        self.planned_before(None)
+    }
+
+    fn planned_before(&self, end: Option<Duration>) -> u64 {
         let mut total = 0;
         for (u, ud) in self.users.iter().enumerate() {
             let mut x = ud.clone();
             for d in 0..self.days {
                 self.plan_day(&mut x, u as u32, d);
-                total += u64::from(x.n);
+                total += u64::from(match end {
+                    None => x.n,
+                    // time_of is increasing in k: the tasks before the end are a prefix.
+                    Some(end) => {
+                        let (mut lo, mut hi) = (0u32, x.n);
+                        while lo < hi {
+                            let mid = lo + (hi - lo) / 2;
+                            if self.time_of(&x, mid) < end {
+                                lo = mid + 1;
+                            } else {
+                                hi = mid;
+                            }
+                        }
+                        lo
+                    }
+                });
             }
         }
         total
     }
 
-    /// The next task in time order (whether due or not), or None when the days are over.
-    pub fn next_task(&mut self) -> Option<Task> {
-        let Reverse((at, u)) = self.heap.pop()?;
-        let mut ud = self.users[u as usize].clone();
+    /// User `u`'s current task, and its state moved past it (to its next day when its day is
+    /// done). None when its days are over.
+    fn advance(&mut self, u: u32) -> Option<(Task, Option<Duration>)> {
+        let mut ud = self.users.get(u as usize)?.clone();
+        if ud.k >= ud.n {
+            return None;
+        }
         let task = Task {
-            at: Duration::from_nanos(at),
+            at: self.time_of(&ud, ud.k),
             user: u,
             day: ud.day,
             index: ud.k,
@@ -430,19 +474,36 @@ impl Scheduler {
             let d = ud.day + 1;
             more = self.plan_day(&mut ud, u, d);
         }
-        if more {
-            self.heap
-                .push(Reverse((self.time_of(&ud, ud.k).as_nanos() as u64, u)));
-        }
+        let next = more.then(|| self.time_of(&ud, ud.k));
         self.users[u as usize] = ud;
+        Some((task, next))
+    }
+
+    /// The next task in time order (whether due or not), or None when the days (or the test,
+    /// [`Scheduler::until`]) are over.
+    pub fn next_task(&mut self) -> Option<Task> {
+        self.next_due()?;
+        let Reverse((_, u)) = self.heap.pop()?;
+        let (task, next) = self.advance(u)?;
+        if let Some(at) = next {
+            self.heap.push(Reverse((at.as_nanos() as u64, u)));
+        }
         Some(task)
     }
 
-    /// When the next task is due, if any.
+    /// Stress mode (closed loop): user `u`'s next task in its day's order, whatever its time
+    /// and the end; None when its days are done. Use either this or the time order
+    /// ([`Scheduler::due`], [`Scheduler::next_task`]) on one scheduler, not both.
+    pub fn next_for(&mut self, u: u32) -> Option<Task> {
+        self.advance(u).map(|(task, _)| task)
+    }
+
+    /// When the next task is due, if any before the end.
     pub fn next_due(&self) -> Option<Duration> {
         self.heap
             .peek()
             .map(|Reverse((at, _))| Duration::from_nanos(*at))
+            .filter(|&at| self.end.is_none_or(|end| at < end))
     }
 
     /// Every task due by the clock's now, in time order (open loop: a task is due at its time,

@@ -340,6 +340,7 @@ async fn a_stop_request_ends_the_run_promptly_with_what_it_did() {
             sample_interval: Duration::from_millis(200),
             samples: Some(tx),
             baseline,
+            ..DayPlan::default()
         };
         let s2 = stop.clone();
         tokio::spawn(async move {

@@ -153,3 +153,69 @@ fn later_days_repeat_the_table_and_a_task_is_never_early() {
         }
     }
 }
+
+#[test]
+fn a_test_length_shorter_than_the_days_plans_and_dispatches_only_the_tasks_before_it() {
+    let users = clients(300);
+    let day = Duration::from_secs(3600);
+    let full = Scheduler::new(3, 150, day, 2, &users).planned();
+    // 1.5 days of 2: three quarters of the tasks, within a task per user (the evenly spread
+    // tasks and per-user offsets).
+    let end = Duration::from_secs(5400);
+    let mut s = Scheduler::new(3, 150, day, 2, &users).until(end);
+    assert_eq!(s.end(), Some(end));
+    let planned = s.planned();
+    assert!(
+        (planned as f64 - full as f64 * 0.75).abs() <= users.len() as f64,
+        "{planned} of {full}"
+    );
+    let clock = SimClock::new();
+    let (mut n, mut due) = (0u64, Vec::new());
+    while clock.now() <= day * 2 {
+        due.clear();
+        s.due(&clock, &mut due);
+        for t in &due {
+            assert!(t.at < end, "nothing at or after the end: {t:?}");
+        }
+        n += due.len() as u64;
+        clock.advance(Duration::from_secs(1));
+    }
+    assert_eq!(n, planned, "what is dispatched is what was planned");
+    assert_eq!(s.next_due(), None);
+}
+
+#[test]
+fn stress_mode_gives_each_users_tasks_in_order_whatever_their_times() {
+    let users = clients(50);
+    let day = Duration::from_secs(8 * 3600);
+    let mut s = Scheduler::new(5, 100, day, 2, &users);
+    let all = s.planned_all();
+    assert_eq!(all, s.planned(), "no end: the same");
+    let mut total = 0u64;
+    for u in 0..users.len() as u32 {
+        let mut last: Option<(u32, u32)> = None;
+        let mut kinds = Vec::new();
+        while let Some(t) = s.next_for(u) {
+            assert_eq!(t.user, u);
+            if let Some(prev) = last {
+                assert!((t.day, t.index) > prev, "in the user's order");
+            }
+            last = Some((t.day, t.index));
+            kinds.push((t.day, t.kind));
+            total += 1;
+        }
+        if users[u as usize] == ClientType::DesktopImap {
+            for d in 0..2 {
+                let today: Vec<TaskKind> = kinds
+                    .iter()
+                    .filter(|(x, _)| *x == d)
+                    .map(|(_, k)| *k)
+                    .collect();
+                assert_eq!(today.first(), Some(&TaskKind::Logon));
+                assert_eq!(today.last(), Some(&TaskKind::Logoff));
+            }
+        }
+        assert_eq!(s.next_for(u), None, "done stays done");
+    }
+    assert_eq!(total, all, "every task of the days, once");
+}

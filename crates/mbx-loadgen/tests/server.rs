@@ -1573,3 +1573,196 @@ async fn large_mailboxes_are_searched_in_windows_that_keep_each_answer_within_th
     assert_eq!(r.check_fetched, r.delivery.delivered);
     assert_eq!(r.delivery.delivered, r.delivery.expected);
 }
+
+#[tokio::test]
+async fn desktop_users_idle_between_tasks_and_see_deliveries_within_about_a_second() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::ClientType;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    // Six desktop IMAP users at 10 messages a day (32 tasks each) over a 36 s day: a task
+    // every 1.1 s, a check every 3 s. Polling alone would put the delivery p95 near the
+    // check interval (about 2.9 s); idling, each copy is seen at Dovecot's notice (~0.5 s).
+    let users = day_users(s, &[56, 57, 58, 59, 60, 61]);
+    let clients = [ClientType::DesktopImap; 6];
+    let plan = DayPlan {
+        seed: 27,
+        messages_per_day: 10,
+        day: Duration::from_secs(36),
+        grace: Duration::from_secs(10),
+        overload_per_user: 8.0,
+        ..DayPlan::default()
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("idle1", 27, 8 * 1024, EPOCH);
+    let r = run_days(&day_servers(s), &users, &clients, &g, &plan, rec.clone()).await;
+    let d = &r.delivery;
+    let p = |q| Duration::from_micros(d.latency_us.value_at_quantile(q));
+    eprintln!(
+        "idle day: {} tasks in {:?}, errors {:?}; copies {} expected, {} delivered ({} by IDLE, {} by a poll), {} missing; delivery p50 {:?} p95 {:?} max {:?}; IDLE {} DONE {}",
+        r.dispatched,
+        r.elapsed,
+        r.first_errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        d.expected,
+        d.delivered,
+        d.seen_by_idle,
+        d.seen_by_poll,
+        d.missing,
+        p(0.5),
+        p(0.95),
+        Duration::from_micros(d.latency_us.max()),
+        rec.snapshot().get(Protocol::Imap, "IDLE").map_or(0, |c| c.ok()),
+        rec.snapshot().get(Protocol::Imap, "DONE").map_or(0, |c| c.ok()),
+    );
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(d.expected > 0);
+    assert_eq!(
+        (d.delivered, d.missing, d.duplicated, d.unexpected),
+        (d.expected, 0, 0, 0)
+    );
+    assert!(d.corrupted.is_empty(), "{:?}", d.corrupted);
+    assert_eq!(d.seen_by_idle + d.seen_by_poll, d.delivered);
+    // A check task or a read that checks may come within Dovecot's 0.5 s notice delay and see
+    // a copy first (a poll): about a quarter here.
+    assert!(
+        d.seen_by_idle * 2 >= d.delivered,
+        "most copies seen through IDLE: {} of {}",
+        d.seen_by_idle,
+        d.delivered
+    );
+    assert_eq!(
+        d.measured_by(),
+        if d.seen_by_poll > 0 {
+            "idle+poll"
+        } else {
+            "idle"
+        }
+    );
+    assert!(
+        p(0.95) < Duration::from_millis(1500),
+        "delivery p95 {:?}: about a second, not a check interval (3 s)",
+        p(0.95)
+    );
+}
+
+#[tokio::test]
+async fn a_test_length_ends_the_day_early_and_stress_mode_runs_tasks_back_to_back() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::{ClientType, Scheduler};
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let clients = [
+        ClientType::DesktopImap,
+        ClientType::Webmail,
+        ClientType::Pop3,
+        ClientType::DesktopImap,
+    ];
+    let full = Scheduler::new(62, 10, Duration::from_secs(20), 1, &clients).planned();
+
+    // A 20 s day cut at 7 s: only the tasks before 7 s are planned and dispatched.
+    let plan = DayPlan {
+        seed: 62,
+        messages_per_day: 10,
+        day: Duration::from_secs(20),
+        duration: Some(Duration::from_secs(7)),
+        grace: Duration::from_secs(10),
+        overload_per_user: 8.0,
+        ..DayPlan::default()
+    };
+    let g = Generator::new("len1", 62, 8 * 1024, EPOCH);
+    let users = day_users(s, &[62, 63, 64, 65]);
+    let r = run_days(
+        &day_servers(s),
+        &users,
+        &clients,
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    let d = &r.delivery;
+    eprintln!(
+        "test length 7 s of a 20 s day: {} of {} tasks planned ({full} in the day), {completed} completed in {:?}; copies {} of {}",
+        r.dispatched, r.planned, r.elapsed, d.delivered, d.expected
+    );
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(
+        r.planned * 10 > full * 2 && r.planned * 10 < full * 5,
+        "about 7/20 of {full}: {}",
+        r.planned
+    );
+    assert_eq!((r.dispatched, completed), (r.planned, r.planned));
+    assert!(r.elapsed < Duration::from_secs(7 + 10), "{:?}", r.elapsed);
+    assert_eq!((d.delivered, d.missing), (d.expected, 0));
+
+    // Stress: an 8-hour day's tasks back to back, done in seconds; every copy delivered.
+    let plan = DayPlan {
+        seed: 66,
+        messages_per_day: 10,
+        stress: true,
+        grace: Duration::from_secs(10),
+        ..DayPlan::default()
+    };
+    let all = Scheduler::new(66, 10, plan.day, 1, &clients).planned_all();
+    let g = Generator::new("stress1", 66, 8 * 1024, EPOCH);
+    let users = day_users(s, &[66, 67, 68, 69]);
+    let t0 = Instant::now();
+    let r = run_days(
+        &day_servers(s),
+        &users,
+        &clients,
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    let d = &r.delivery;
+    eprintln!(
+        "stress: {completed} of {} tasks in {:?}, max unfinished {}; copies {} of {} ({} by IDLE)",
+        r.planned, r.elapsed, r.max_unfinished, d.delivered, d.expected, d.seen_by_idle
+    );
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert_eq!((r.planned, r.dispatched, completed), (all, all, all));
+    assert!(r.max_unfinished <= 4, "one task per user at a time");
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    assert_eq!((d.delivered, d.missing), (d.expected, 0));
+    assert_eq!(d.seen_by_idle, 0, "no idling in stress mode");
+
+    // Stress for 2 s over five days at 150 messages (about 4,600 tasks, 10 s or more here):
+    // stopped at the test length, what ran completed.
+    let plan = DayPlan {
+        seed: 70,
+        messages_per_day: 150,
+        days: 5,
+        stress: true,
+        duration: Some(Duration::from_secs(2)),
+        grace: Duration::from_secs(10),
+        ..DayPlan::default()
+    };
+    let g = Generator::new("stress2", 70, 8 * 1024, EPOCH);
+    let users = day_users(s, &[70, 71, 72, 73]);
+    let r = run_days(
+        &day_servers(s),
+        &users,
+        &clients,
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    let d = &r.delivery;
+    eprintln!(
+        "stress 2 s: {completed} of {} dispatched ({} in the day) in {:?}; copies {} of {}",
+        r.dispatched, r.planned, r.elapsed, d.delivered, d.expected
+    );
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(r.dispatched > 4 && r.dispatched < r.planned);
+    assert_eq!(completed, r.dispatched);
+    assert!(r.elapsed < Duration::from_secs(2 + 10), "{:?}", r.elapsed);
+    assert_eq!((d.delivered, d.missing), (d.expected, 0));
+}

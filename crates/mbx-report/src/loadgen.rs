@@ -477,9 +477,9 @@ fn delivery_section(d: &mbx_result::Delivery) -> Markup {
     html! {
         h2 { (SECTIONS[4]) }
         table id="delivery" {
-            tr { th.n { "Messages sent" } th.n { "Copies expected" } th.n { "Delivered" } th.n { "Lost" } th.n { "Duplicated" } th.n { "Corrupted" } th.n { "Unexpected" } }
+            tr { th.n { "Messages sent" } th.n { "Copies expected" } th.n { "Delivered" } th.n { "Late" } th.n { "Lost" } th.n { "Duplicated" } th.n { "Corrupted" } th.n { "Unexpected" } }
             tr {
-                td.n { (d.messages_sent) } td.n { (d.expected) } td.n { (d.delivered) }
+                td.n { (d.messages_sent) } td.n { (d.expected) } td.n { (d.delivered) } td.n.fail[d.late > 0] { (d.late) }
                 td.n.fail[d.lost > 0] { (d.lost) } td.n.fail[d.duplicated > 0] { (d.duplicated) }
                 td.n.fail[d.corrupted > 0] { (d.corrupted) } td.n.fail[d.unexpected > 0] { (d.unexpected) }
             }
@@ -490,7 +490,7 @@ fn delivery_section(d: &mbx_result::Delivery) -> Markup {
         }
         p.note {
             "Measured by: " (if d.measured_by.is_empty() { "-" } else { d.measured_by.as_str() })
-            " (poll: includes up to a check interval; idle: includes the server's notification delay)."
+            " (" (d.seen_by_idle) " copies seen through IDLE, " (d.seen_by_poll) " by a poll; poll: includes up to a check interval; idle: includes the server's notification delay). Late: delivered after the delivery p95 limit."
         }
         @if !d.corrupted_copies.is_empty() {
             h3 { "Corrupted copies" }
@@ -853,6 +853,8 @@ mod tests {
                 seed: 7,
                 overload_per_user: 1.5,
                 grace_s: 60.0,
+                duration_s: 28_800.0,
+                stress: false,
                 init_messages: None,
                 profile_source: "flags".into(),
                 thresholds: LoadgenThresholds {
@@ -913,6 +915,9 @@ mod tests {
                 }],
                 latency_ms: lat(900.0),
                 measured_by: "idle".into(),
+                seen_by_idle: 398,
+                seen_by_poll: 0,
+                late: 3,
             }),
             init: None,
             verdict: Verdict::of(vec![

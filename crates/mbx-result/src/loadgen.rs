@@ -111,6 +111,14 @@ pub struct LoadgenConfig {
     pub overload_per_user: f64,
     /// After the last task, how long copies not yet seen were looked for, seconds.
     pub grace_s: f64,
+    /// The test's length, seconds: tasks scheduled after it were not planned or run (`day_s`
+    /// x `days` unless `--duration` was given).
+    #[serde(default)]
+    pub duration_s: f64,
+    /// Stress mode: each user's tasks back to back (closed loop), not at their times; task
+    /// latency is then service time.
+    #[serde(default)]
+    pub stress: bool,
     /// Initialization: messages per mailbox asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_messages: Option<u64>,
@@ -202,8 +210,20 @@ pub struct Delivery {
     /// SMTP acceptance to the copy being seen in the recipient's mailbox.
     pub latency_ms: LatencyMs,
     /// How copies were seen: `poll` (a check: includes up to a check interval), `idle` (an IMAP
-    /// IDLE notice: includes the server's notification delay), or both.
+    /// IDLE notice: includes the server's notification delay), `idle+poll` (some each, counted
+    /// in `seen_by_idle` and `seen_by_poll`), or `none` (no copy delivered).
     pub measured_by: String,
+    /// Delivered copies first seen through an IMAP IDLE notice (desktop IMAP users idle between
+    /// tasks).
+    #[serde(default)]
+    pub seen_by_idle: u64,
+    /// Delivered copies first seen by a poll (a check of the inbox, a POP3 session, the grace
+    /// sweep).
+    #[serde(default)]
+    pub seen_by_poll: u64,
+    /// Delivered copies whose delivery latency exceeded `thresholds.delivery_p95_ms` (late).
+    #[serde(default)]
+    pub late: u64,
 }
 
 /// `init`: mailboxes filled before the day.

@@ -275,6 +275,15 @@ pub struct LoadgenRunArgs {
     /// samples.jsonl's interval.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::units::parse_duration)]
     pub sample_interval: std::time::Duration,
+    /// The test's length: tasks scheduled after it are not run, then the grace sweep
+    /// [default: --day x --days; required with --stress].
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Stress mode (LoadGen's): each user's tasks back to back, the next as soon as the
+    /// previous ends, until --duration or the days' tasks are done; task latency checks judge
+    /// service time.
+    #[arg(long, requires = "duration")]
+    pub stress: bool,
 }
 
 /// `mbxstress fleet`.

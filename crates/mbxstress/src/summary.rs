@@ -775,9 +775,10 @@ pub(crate) fn print_loadgen_end(
     }
     if let Some(d) = &r.delivery {
         outln!(
-            "  delivery: {} of {} copies delivered, {} lost, {} corrupted, {} duplicated, {} unexpected; latency p50 {} ms, p95 {} ms, max {} ms ({})",
+            "  delivery: {} of {} copies delivered ({} late), {} lost, {} corrupted, {} duplicated, {} unexpected; latency p50 {} ms, p95 {} ms, max {} ms ({})",
             num(d.delivered as f64, 0),
             num(d.expected as f64, 0),
+            d.late,
             d.lost,
             d.corrupted,
             d.duplicated,
@@ -789,6 +790,9 @@ pub(crate) fn print_loadgen_end(
         )?;
         for c in &d.corrupted_copies {
             outln!("  corrupted: {} in {}: {}", c.id, c.recipient, c.what)?;
+        }
+        for c in d.lost_copies.iter().take(10) {
+            outln!("  lost: {} in {}: {}", c.id, c.recipient, c.what)?;
         }
     }
     for e in &r.errors {

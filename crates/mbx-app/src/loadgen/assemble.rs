@@ -2,6 +2,7 @@
 //! verdict (the one place its checks are made).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use mbx_loadgen::day::DayReport;
@@ -91,8 +92,15 @@ pub fn errors(counts: &BTreeMap<String, u64>, first: &[mbx_loadgen::Error]) -> V
     out
 }
 
-/// The delivery block: `addresses` names the recipients (user index -> address).
-pub fn delivery(day: &DayReport, addresses: &[String], measured_by: &str) -> Delivery {
+/// The delivery block: `addresses` names the recipients (user index -> address); copies
+/// delivered after `late_after` count as late. Lost copies are named only when the run looked
+/// for late copies (`judged_lost`: it did not stop before its grace sweep).
+pub fn delivery(
+    day: &DayReport,
+    addresses: &[String],
+    late_after: Duration,
+    judged_lost: bool,
+) -> Delivery {
     let d = &day.delivery;
     let name = |r: u32| {
         addresses
@@ -122,17 +130,39 @@ pub fn delivery(day: &DayReport, addresses: &[String], measured_by: &str) -> Del
                 what: what.clone(),
             })
             .collect(),
-        lost_copies: Vec::new(),
+        lost_copies: if judged_lost {
+            d.missing_copies
+                .iter()
+                .map(|(id, r)| CorruptedCopy {
+                    id: id.to_string(),
+                    recipient: name(*r),
+                    what: LOST_WHAT.to_string(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
         latency_ms: latency_ms(&d.latency_us),
-        measured_by: measured_by.to_string(),
+        measured_by: d.measured_by().to_string(),
+        seen_by_idle: d.seen_by_idle,
+        seen_by_poll: d.seen_by_poll,
+        late: d.late(late_after),
     }
 }
+
+/// What a lost copy's `what` says.
+pub const LOST_WHAT: &str = "not found after the grace time";
 
 /// The figures a day's verdict judges.
 #[derive(Debug, Clone, Copy)]
 pub struct DayFigures {
-    /// Tasks planned for the days.
+    /// Tasks planned for the days (before the test's end).
     pub planned: u64,
+    /// Tasks dispatched.
+    pub dispatched: u64,
+    /// Stress mode: tasks achieved are judged against those dispatched (the days' tasks are
+    /// an upper bound), task latency by service time.
+    pub stress: bool,
     /// Tasks completed without error.
     pub completed: u64,
     /// The most unfinished at once.
@@ -148,6 +178,8 @@ pub struct DayFigures {
 
 /// The verdict of a simulated day: tasks achieved against planned, LoadGen's queue guard, each
 /// task type's p95 from its scheduled time, and every copy delivered once, intact, in time.
+/// In stress mode tasks achieved are judged against tasks dispatched, and each task type's p95
+/// of its service time (`task_service_p95_ms.<task>`: there is no schedule to count from).
 pub fn day_verdict(
     f: DayFigures,
     tasks: &[TaskRow],
@@ -155,14 +187,19 @@ pub fn day_verdict(
     t: &LoadgenThresholds,
 ) -> Verdict {
     let mut checks = Vec::new();
-    if f.planned == 0 {
+    let (of, of_what) = if f.stress {
+        (f.dispatched, "no task was dispatched")
+    } else {
+        (f.planned, "no task was planned")
+    };
+    if of == 0 {
         checks.push(Check::not_judged(
             "tasks_achieved_pct",
             t.tasks_achieved_pct,
-            "no task was planned",
+            of_what,
         ));
     } else {
-        let pct = f.completed as f64 * 100.0 / f.planned as f64;
+        let pct = f.completed as f64 * 100.0 / of as f64;
         checks.push(Check::new(
             "tasks_achieved_pct",
             pct,
@@ -177,8 +214,12 @@ pub fn day_verdict(
         !f.overloaded && f.max_unfinished <= f.overload_limit,
     ));
     for row in tasks.iter().filter(|r| r.dispatched > 0) {
-        let name = format!("task_latency_p95_ms.{}", row.task);
-        if row.latency_ms.count == 0 {
+        let (name, lat) = if f.stress {
+            (format!("task_service_p95_ms.{}", row.task), &row.service_ms)
+        } else {
+            (format!("task_latency_p95_ms.{}", row.task), &row.latency_ms)
+        };
+        if lat.count == 0 {
             checks.push(Check::not_judged(
                 &name,
                 t.task_p95_ms,
@@ -187,9 +228,9 @@ pub fn day_verdict(
         } else {
             checks.push(Check::new(
                 &name,
-                row.latency_ms.p95,
+                lat.p95,
                 t.task_p95_ms,
-                row.latency_ms.p95 <= t.task_p95_ms,
+                lat.p95 <= t.task_p95_ms,
             ));
         }
     }
@@ -288,6 +329,8 @@ mod tests {
     fn a_day_passes_exactly_when_every_check_passes() {
         let f = DayFigures {
             planned: 1000,
+            dispatched: 1000,
+            stress: false,
             completed: 1000,
             max_unfinished: 10,
             overload_limit: 75,
@@ -336,6 +379,39 @@ mod tests {
         let v = day_verdict(f, &rows, &Delivery::default(), &limits());
         assert!(!v.pass());
         assert_eq!(v.not_judged().count(), 1);
+    }
+
+    #[test]
+    fn stress_mode_judges_tasks_dispatched_and_service_time() {
+        // A 2-day schedule of 1,000 tasks of which 600 were dispatched before the test's end,
+        // all completed; service p95 300 ms, latency "from schedule" meaningless.
+        let f = DayFigures {
+            planned: 1000,
+            dispatched: 600,
+            stress: true,
+            completed: 600,
+            max_unfinished: 10,
+            overload_limit: 75,
+            overloaded: false,
+            ended_early: false,
+        };
+        let mut r = row("read", 600, 99_000.0, 600);
+        r.service_ms = LatencyMs {
+            count: 600,
+            p95: 300.0,
+            ..LatencyMs::default()
+        };
+        let v = day_verdict(f, &[r.clone()], &delivered(400), &limits());
+        assert!(v.pass(), "{v:?}");
+        let names: Vec<&str> = v.checks().iter().map(|c| c.name.as_str()).collect();
+        assert!(names.contains(&"task_service_p95_ms.read"), "{names:?}");
+        assert!(!names.iter().any(|n| n.starts_with("task_latency_p95_ms")));
+        r.service_ms.p95 = 1200.0;
+        let v = day_verdict(f, &[r], &delivered(400), &limits());
+        assert_eq!(
+            v.failed().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["task_service_p95_ms.read"]
+        );
     }
 
     #[test]

@@ -66,15 +66,17 @@ impl InitObserver<'_> {
             e.per_s = appended as f64 / dt;
             e.mb_per_s = Some(bytes as f64 / 1e6 / dt);
         }
+        // The library's users_done counts every fill that ended, failed ones too.
+        let filled = p.users_done.saturating_sub(p.users_failed);
         e.failed = p.users_failed;
-        e.users_done = Some(p.users_done);
+        e.users_done = Some(filled);
         e.users_total = Some(p.users_total);
         self.sink.event(&Event::LoadgenProgress { progress: e });
         let since = p.elapsed.saturating_sub(self.last_sample);
         let done = p.users_done == p.users_total;
         if since >= Duration::from_secs(1) || (done && since > Duration::ZERO) {
             let (sa, sb, sok, sfail) = self.sampled.unwrap_or((0, 0, 0, 0));
-            let ok = p.users_done.saturating_sub(p.users_failed);
+            let ok = filled;
             let s = LoadgenSample {
                 t_s: p.elapsed.as_secs_f64(),
                 interval_s: since.as_secs_f64(),
@@ -187,7 +189,9 @@ pub(crate) fn day(
         samples: Some(tx),
         ..plan.clone()
     };
-    let total = plan.day.saturating_mul(plan.days);
+    let total = plan
+        .duration
+        .unwrap_or_else(|| plan.day.saturating_mul(plan.days));
     let started = Instant::now();
     rt.block_on(async {
         let fut = mbx_loadgen::day::run_days(servers, users, kinds, gen, &plan, rec);

@@ -100,6 +100,11 @@ pub struct DayRequest {
     pub grace: Duration,
     /// samples.jsonl's interval.
     pub sample_interval: Duration,
+    /// The test's length (None: `day` x `days`): tasks scheduled after it are not run.
+    pub duration: Option<Duration>,
+    /// Stress mode: each user's tasks back to back (closed loop) until `duration` or the days'
+    /// tasks are done.
+    pub stress: bool,
     /// The verdict's limits.
     pub thresholds: LoadgenThresholds,
 }
@@ -299,6 +304,8 @@ fn config_block(c: &Common, clients: Vec<ClientShare>) -> LoadgenConfig {
         seed: c.seed,
         overload_per_user: 0.0,
         grace_s: 0.0,
+        duration_s: 0.0,
+        stress: false,
         init_messages: None,
         profile_source: c.profile.source.clone(),
         thresholds: LoadgenThresholds::default(),
@@ -528,6 +535,11 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     config.days = req.days;
     config.overload_per_user = req.overload_per_user;
     config.grace_s = req.grace.as_secs_f64();
+    config.duration_s = req
+        .duration
+        .unwrap_or(req.day.saturating_mul(req.days))
+        .as_secs_f64();
+    config.stress = req.stress;
     config.thresholds = req.thresholds.clone();
     let (smtp, imap, pop3) = servers::endpoints(&c.servers, &c.trust)?;
     let mut files = Files::create(c.out.as_deref(), "run")?;
@@ -545,7 +557,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     files.log(
         sink,
         &format!(
-            "loadgen run {run_id}: {} users ({}; {}), {} messages/day of {:.0} KB, a simulated day of {} x {}, servers {}, {}, {}",
+            "loadgen run {run_id}: {} users ({}; {}), {} messages/day of {:.0} KB, a simulated day of {} x {}{}, servers {}, {}, {}",
             c.users.len(),
             c.users_source,
             mix.join(", "),
@@ -553,6 +565,15 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
             c.profile.message_kb,
             duration_words(req.day),
             req.days,
+            match (req.stress, req.duration) {
+                (true, Some(d)) => format!(
+                    ", stress mode (each user's tasks back to back) for {}",
+                    duration_words(d)
+                ),
+                (true, None) => ", stress mode (each user's tasks back to back)".to_string(),
+                (false, Some(d)) => format!(", test length {}", duration_words(d)),
+                (false, None) => String::new(),
+            },
             config.servers[0].url,
             config.servers[1].url,
             config.servers[2].url
@@ -569,6 +590,8 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         grace: req.grace,
         stop: Arc::clone(&c.cancel),
         sample_interval: req.sample_interval,
+        duration: req.duration,
+        stress: req.stress,
         ..DayPlan::default()
     };
     let srv = Servers {
@@ -593,12 +616,19 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     drop(rt);
     let addresses: Vec<String> = c.users.iter().map(|u| u.address.clone()).collect();
     let tasks = assemble::tasks(&report);
-    let delivery = assemble::delivery(&report, &addresses, "poll");
+    let delivery = assemble::delivery(
+        &report,
+        &addresses,
+        Duration::from_secs_f64(req.thresholds.delivery_p95_ms.max(0.0) / 1000.0),
+        !(report.overloaded || report.interrupted),
+    );
     let completed: u64 = tasks.iter().map(|t| t.completed).sum();
     let failed: u64 = tasks.iter().map(|t| t.failed.values().sum::<u64>()).sum();
     let overload_limit = (req.overload_per_user * c.users.len() as f64).ceil() as u64;
     let figures = assemble::DayFigures {
         planned: report.planned,
+        dispatched: report.dispatched,
+        stress: req.stress,
         completed,
         max_unfinished: report.max_unfinished,
         overload_limit,
@@ -631,14 +661,18 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     files.log(
         sink,
         &format!(
-            "loadgen run ended: {completed} of {} tasks completed, {failed} failed; {} of {} copies delivered, {} lost, {} corrupted, {} duplicated; delivery p95 {:.0} ms; verdict {}",
+            "loadgen run ended: {completed} of {} tasks completed, {failed} failed; {} of {} copies delivered ({} late), {} lost, {} corrupted, {} duplicated; delivery p95 {:.0} ms ({}: {} seen through IDLE, {} by a poll); verdict {}",
             report.planned,
             delivery.delivered,
             delivery.expected,
+            delivery.late,
             delivery.lost,
             delivery.corrupted,
             delivery.duplicated,
             delivery.latency_ms.p95,
+            delivery.measured_by,
+            delivery.seen_by_idle,
+            delivery.seen_by_poll,
             verdict.state().name()
         ),
     );
@@ -649,6 +683,12 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         files.log(
             sink,
             &format!("corrupted copy: {} in {}: {}", cc.id, cc.recipient, cc.what),
+        );
+    }
+    for cc in &delivery.lost_copies {
+        files.log(
+            sink,
+            &format!("lost copy: {} in {}: {}", cc.id, cc.recipient, cc.what),
         );
     }
     let mut test = info("day", &run_id, &start, started);

@@ -301,6 +301,17 @@ pub fn run(args: LoadgenRunArgs) -> anyhow::Result<ExitCode> {
         args.sample_interval >= std::time::Duration::from_secs(1),
         "--sample-interval must be at least 1s",
     )?;
+    if let Some(d) = args.duration {
+        let most = if args.stress {
+            std::time::Duration::from_secs(366 * 86_400)
+        } else {
+            args.day.saturating_mul(args.days)
+        };
+        check(
+            d >= std::time::Duration::from_secs(1) && d <= most,
+            "--duration must be at least 1s, at most --day x --days (366d with --stress)",
+        )?;
+    }
     let mut term = crate::terminal::Terminal::new(args.conn.progress);
     let req = DayRequest {
         common,
@@ -310,6 +321,8 @@ pub fn run(args: LoadgenRunArgs) -> anyhow::Result<ExitCode> {
         overload_per_user: args.overload,
         grace: args.grace,
         sample_interval: args.sample_interval,
+        duration: args.duration,
+        stress: args.stress,
         thresholds: LoadgenThresholds {
             tasks_achieved_pct: args.tasks_achieved_pct,
             task_p95_ms: args.task_p95_ms,

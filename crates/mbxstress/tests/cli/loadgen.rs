@@ -463,6 +463,41 @@ fn bad_servers_and_users_are_named() {
             ],
             "/nonexistent/ca.pem",
         ),
+        (
+            vec![
+                "loadgen",
+                "run",
+                "--server",
+                "h",
+                "--users",
+                "5",
+                "--password",
+                "p",
+                "--domain",
+                "d",
+                "--stress",
+            ],
+            "--duration",
+        ),
+        (
+            vec![
+                "loadgen",
+                "run",
+                "--server",
+                "h",
+                "--users",
+                "5",
+                "--password",
+                "p",
+                "--domain",
+                "d",
+                "--day",
+                "1m",
+                "--duration",
+                "2m",
+            ],
+            "--duration must be",
+        ),
     ] {
         let r = mbx(&args);
         assert_eq!(r.code, 2, "{args:?}: {}\n{}", r.stdout, r.stderr);
@@ -520,4 +555,162 @@ fn sigterm_stops_the_day_cleanly_with_a_partial_result() {
     assert_eq!(v["test"]["interrupted"], true);
     assert!(v["tasks_completed"].as_u64() > Some(0), "{v:#}");
     assert!(v["tasks_dispatched"].as_u64() < v["tasks_planned"].as_u64());
+}
+
+/// A user whose password is wrong never sees the copies sent to it: after the grace time they
+/// are lost and named (message id, recipient, why); with a delivery limit of 1 ms every copy
+/// delivered is late; the desktop users idle, so copies are seen through IDLE. The test length
+/// (--duration) cuts the day: only the tasks before it are planned and run.
+#[test]
+fn lost_copies_are_named_late_ones_counted_and_the_test_length_cuts_the_day() {
+    let Some(s) = server(6) else { return };
+    let dir = scratch("loadgen-lost");
+    let users = dir.join("users.txt");
+    let mut text = String::new();
+    for i in 1..=5 {
+        text.push_str(&format!("loadgen{i}:loadgen\n"));
+    }
+    text.push_str("loadgen6:not-the-password\n");
+    std::fs::write(&users, text).expect("users file");
+    let out = dir.join("day").display().to_string();
+    let r = mbx(&[
+        "loadgen",
+        "run",
+        "--server-env",
+        &env_file(&s),
+        "--users-file",
+        &users.display().to_string(),
+        "--messages-per-day",
+        "50",
+        "--message-kb",
+        "8",
+        "--day",
+        "40s",
+        "--duration",
+        "10s",
+        "--grace",
+        "3s",
+        "--clients",
+        "desktop_imap=100",
+        "--delivery-p95-ms",
+        "1",
+        "--out",
+        &out,
+        "--progress",
+        "quiet",
+    ]);
+    let v = result(Path::new(&out));
+    assert_eq!(r.code, 1, "{}\n{}\n{v:#}", r.stdout, r.stderr);
+    assert_eq!(v["config"]["duration_s"], 10.0, "{v:#}");
+    assert_eq!(v["config"]["stress"], false);
+    // 6 users x ~107 tasks in a 40 s day: about a quarter of them before 10 s.
+    let planned = v["tasks_planned"].as_u64().expect("planned");
+    assert!((100..=240).contains(&planned), "{planned}");
+    assert_eq!(v["tasks_dispatched"], v["tasks_planned"]);
+    let del = &v["delivery"];
+    let lost = del["lost"].as_u64().expect("lost");
+    assert!(lost > 0, "{del:#}");
+    let named = del["lost_copies"].as_array().expect("lost_copies");
+    assert_eq!(named.len() as u64, lost.min(100), "{del:#}");
+    for c in named {
+        assert_eq!(c["recipient"], "loadgen6@loadgen.test", "{c}");
+        assert_eq!(c["what"], "not found after the grace time");
+        assert!(
+            c["id"].as_str().is_some_and(|id| id.starts_with("day-")),
+            "{c}"
+        );
+    }
+    assert_eq!(
+        del["late"], del["delivered"],
+        "a 1 ms limit: every copy late {del:#}"
+    );
+    assert!(del["seen_by_idle"].as_u64() > Some(0), "{del:#}");
+    assert_eq!(
+        del["seen_by_idle"].as_u64().unwrap_or(0) + del["seen_by_poll"].as_u64().unwrap_or(0),
+        del["delivered"].as_u64().unwrap_or(0)
+    );
+    assert!(
+        ["idle", "idle+poll"].contains(&del["measured_by"].as_str().unwrap_or("")),
+        "{del:#}"
+    );
+    let failed: Vec<&str> = v["verdict"]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["state"] == "fail")
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(failed.contains(&"messages_lost"), "{failed:?}");
+    assert!(failed.contains(&"delivery_latency_p95_ms"), "{failed:?}");
+    assert!(
+        r.stdout.contains("lost: day-"),
+        "the summary names them: {}",
+        r.stdout
+    );
+    let log = std::fs::read_to_string(Path::new(&out).join("test.log")).expect("test.log");
+    assert!(log.contains("lost copy: day-"), "{log}");
+    let html = std::fs::read_to_string(Path::new(&out).join("report.html")).expect("report");
+    assert!(html.contains("lost-copies") && html.contains("Late"));
+}
+
+/// --stress: each user's tasks back to back until --duration; tasks achieved of those
+/// dispatched, task latency judged by service time; the run passes.
+#[test]
+fn stress_mode_runs_tasks_back_to_back_until_the_test_length() {
+    let Some(s) = server(4) else { return };
+    let dir = scratch("loadgen-stress");
+    let out = dir.join("day").display().to_string();
+    let t0 = Instant::now();
+    let r = mbx(&[
+        "loadgen",
+        "run",
+        "--server-env",
+        &env_file(&s),
+        "--messages-per-day",
+        "50",
+        "--message-kb",
+        "8",
+        // 30 days of tasks (about 12,800): more than 4 s can run.
+        "--days",
+        "30",
+        "--stress",
+        "--duration",
+        "4s",
+        "--grace",
+        "10s",
+        "--out",
+        &out,
+        "--progress",
+        "quiet",
+    ]);
+    let v = result(Path::new(&out));
+    assert_eq!(r.code, 0, "{}\n{}\n{v:#}", r.stdout, r.stderr);
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    assert_eq!(v["config"]["stress"], true);
+    assert_eq!(v["config"]["duration_s"], 4.0);
+    let dispatched = v["tasks_dispatched"].as_u64().expect("dispatched");
+    assert!(dispatched > 4, "{v:#}");
+    assert!(
+        dispatched < v["tasks_planned"].as_u64().unwrap_or(0),
+        "{v:#}"
+    );
+    assert_eq!(v["tasks_completed"], v["tasks_dispatched"], "{v:#}");
+    assert!(
+        v["max_unfinished"].as_u64() <= Some(4),
+        "one task per user at a time"
+    );
+    let names: Vec<&str> = v["verdict"]["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("task_service_p95_ms.")),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.starts_with("task_latency_p95_ms.")));
+    let del = &v["delivery"];
+    assert_eq!(del["delivered"], del["expected"], "{del:#}");
+    assert_eq!(del["lost"], 0);
 }

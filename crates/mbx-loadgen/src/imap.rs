@@ -184,7 +184,8 @@ impl ImapClient {
         Ok(())
     }
 
-    /// LOGIN with quoted strings. `NO` is an `auth` error.
+    /// LOGIN with quoted strings, or AUTHENTICATE PLAIN when the server disables LOGIN. `NO`
+    /// is an `auth` error.
     pub async fn login(&mut self, user: &str, password: &str) -> Result<()> {
         self.conn.user = Some(user.to_owned());
         let (Some(u), Some(p)) = (quote(user), quote(password)) else {
@@ -194,11 +195,25 @@ impl ImapClient {
                 "a user name or password with CR, LF or NUL",
             ));
         };
-        let cmd = format!("LOGIN {u} {p}");
-        match self
-            .run("LOGIN", cmd.as_bytes(), Instant::now(), true)
-            .await
-        {
+        // A server that refuses LOGIN (LOGINDISABLED, RFC 3501 6.2.3) is asked with
+        // AUTHENTICATE PLAIN and the initial response on the same line (SASL-IR, RFC 4959).
+        let (name, cmd) = if self.has_capability("LOGINDISABLED") {
+            if !(self.has_capability("AUTH=PLAIN") && self.has_capability("SASL-IR")) {
+                return Err(self.conn.error(
+                    ErrorClass::Auth,
+                    "LOGIN",
+                    "the server disables LOGIN and offers no AUTHENTICATE PLAIN with SASL-IR (is the connection encrypted? use imaps:// or imap+starttls://)",
+                ));
+            }
+            let token = {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD.encode(format!("\0{user}\0{password}"))
+            };
+            ("AUTHENTICATE", format!("AUTHENTICATE PLAIN {token}"))
+        } else {
+            ("LOGIN", format!("LOGIN {u} {p}"))
+        };
+        match self.run(name, cmd.as_bytes(), Instant::now(), true).await {
             Ok(_) => {
                 // Servers may send new capabilities after login; ask once more.
                 self.capability().await

@@ -383,3 +383,72 @@ async fn a_stop_request_ends_the_run_promptly_with_what_it_did() {
         assert_eq!(last.cumulative.dispatched, r.dispatched);
     }
 }
+
+/// A server that disables LOGIN (LOGINDISABLED) is asked with AUTHENTICATE PLAIN and the
+/// initial response (SASL-IR); one that offers neither is an `auth` error saying why, before
+/// any credentials are sent.
+#[tokio::test]
+async fn logindisabled_takes_authenticate_plain_and_never_sends_login() {
+    async fn server(caps: &'static str) -> (u16, tokio::task::JoinHandle<Vec<String>>) {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let h = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            let Ok((s, _)) = l.accept().await else {
+                return seen;
+            };
+            let (r, mut w) = s.into_split();
+            let mut lines = tokio::io::BufReader::new(r);
+            let _ = w.write_all(b"* OK ready\r\n").await;
+            let mut line = String::new();
+            while tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut line)
+                .await
+                .is_ok_and(|n| n > 0)
+            {
+                let l = line.trim_end().to_string();
+                line.clear();
+                let (tag, cmd) = l.split_once(' ').unwrap_or((&l, ""));
+                let reply = if cmd.starts_with("CAPABILITY") {
+                    format!("* CAPABILITY {caps}\r\n{tag} OK done\r\n")
+                } else if cmd.starts_with("LOGOUT") {
+                    format!("* BYE\r\n{tag} OK bye\r\n")
+                } else {
+                    format!("{tag} OK done\r\n")
+                };
+                seen.push(cmd.to_string());
+                let _ = w.write_all(reply.as_bytes()).await;
+            }
+            seen
+        });
+        (port, h)
+    }
+    let (port, h) = server("IMAP4rev1 LOGINDISABLED AUTH=PLAIN SASL-IR").await;
+    let mut c = ImapClient::connect(&ep(port), Recorder::new())
+        .await
+        .expect("connect");
+    c.login("alice", "pw").await.expect("authenticated");
+    c.logout().await.expect("logout");
+    let seen = h.await.expect("server");
+    // base64("\0alice\0pw")
+    assert!(
+        seen.iter().any(|c| c == "AUTHENTICATE PLAIN AGFsaWNlAHB3"),
+        "{seen:?}"
+    );
+    assert!(!seen.iter().any(|c| c.starts_with("LOGIN")), "{seen:?}");
+
+    let (port, h) = server("IMAP4rev1 LOGINDISABLED").await;
+    let mut c = ImapClient::connect(&ep(port), Recorder::new())
+        .await
+        .expect("connect");
+    let e = c.login("alice", "pw").await.expect_err("no way to log in");
+    assert_eq!(e.class, ErrorClass::Auth, "{e}");
+    assert!(e.detail.contains("LOGIN"), "{e}");
+    drop(c);
+    let seen = h.await.expect("server");
+    assert!(
+        !seen
+            .iter()
+            .any(|c| c.starts_with("LOGIN") || c.starts_with("AUTH")),
+        "{seen:?}"
+    );
+}

@@ -154,6 +154,7 @@ command -v openssl >/dev/null || die "openssl is not installed"
 case $users in '' | *[!0-9]*) die "--users must be a number" ;; esac
 case $connections in '' | *[!0-9]* | 0) die "--connections must be a positive number" ;; esac
 case $imap_client_limit in '' | *[!0-9]* | 0) die "--imap-client-limit must be a positive number" ;; esac
+login_clients=$(( connections + 100 < 1000 ? connections + 100 : 1000 ))
 
 dir=$(realpath -m "$dir")
 [ "${#dir}" -le 60 ] || die "$dir is too long (Unix socket paths are limited to 108 bytes; keep DIR under 60)"
@@ -268,10 +269,12 @@ userdb {
   args = username_format=%n $dir/users
 }
 service imap-login {
-  # High-performance mode: a few login processes (TLS proxies) for many clients.
+  # High-performance mode: a few login processes (TLS proxies) for many clients, at most 1,000
+  # each (a TLS client holds two descriptors in its login process: 10,000 in one would pass a
+  # 20,000 open-files limit); more processes start as they fill.
   service_count = 0
   process_min_avail = 1
-  client_limit = $((connections + 100))
+  client_limit = $login_clients
   inet_listener imap {
     address = 127.0.0.1
     port = $p_imap
@@ -283,14 +286,16 @@ service imap-login {
   }
 }
 service imap {
-  # --imap-client-limit: sessions per imap process (1: a process per session, Dovecot's default).
+  # --imap-client-limit: sessions per imap process (1: a process per session, Dovecot's default;
+  # above 1 the processes live on, service_count 0).
   client_limit = $imap_client_limit
+  service_count = $(( imap_client_limit > 1 ? 0 : 1 ))
   process_limit = $(( connections / imap_client_limit + 50 ))
 }
 service pop3-login {
   service_count = 0
   process_min_avail = 1
-  client_limit = $((connections + 100))
+  client_limit = $login_clients
   inet_listener pop3 {
     address = 127.0.0.1
     port = $p_pop3

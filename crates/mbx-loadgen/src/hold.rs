@@ -258,7 +258,13 @@ async fn hold_one(
         }
         let wait = renew_at.saturating_duration_since(tokio::time::Instant::now());
         let r = tokio::select! {
-            _ = stop.changed() => continue,
+            changed = stop.changed() => {
+                // A closed channel (the hold itself gone) stops too.
+                if changed.is_err() {
+                    break;
+                }
+                continue;
+            }
             r = s.idle_wait(wait) => r,
         };
         match r {
@@ -286,13 +292,8 @@ async fn hold_one(
             }
         }
     }
-    // Closing: wait until the caller has measured the hold's end (stage 2), then DONE and
-    // LOGOUT (each bounded by the command timeout); errors while closing are not counted.
-    while counters.stage.load(Ordering::Relaxed) < 2 {
-        if stop.changed().await.is_err() {
-            break;
-        }
-    }
+    // Closing (the hold's end was measured before the stop was sent): DONE and LOGOUT, each
+    // bounded by the command timeout; errors while closing are not counted.
     if s.done().await.is_ok() {
         let _ = s.logout().await;
     }

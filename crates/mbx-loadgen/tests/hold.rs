@@ -111,3 +111,49 @@ fn a_wrong_password_fails_its_connections_and_the_rest_are_held() {
     assert_eq!(r.errors_by_class.get("auth"), Some(&3));
     assert!(r.first_errors[0].to_string().contains("loadgen12"));
 }
+
+#[test]
+fn a_stop_ends_the_hold_early_with_what_was_measured() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let users: Vec<User> = (13..=14)
+        .map(|i| User {
+            login: s.user(i),
+            password: s.password.clone(),
+            address: s.address(i),
+        })
+        .collect();
+    let plan = HoldPlan {
+        connections: 4,
+        hold: Duration::from_secs(600),
+        settle: Duration::ZERO,
+        ..HoldPlan::default()
+    };
+    let stop = plan.stop.clone();
+    let counters = Arc::new(HoldCounters::default());
+    let watcher = {
+        let (stop, counters) = (stop.clone(), counters.clone());
+        std::thread::spawn(move || {
+            // Stop once every connection is in IDLE, and a moment more.
+            while counters.open() < 4 {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let t = std::time::Instant::now();
+    let ep = s.endpoint(s.imaps, Security::Implicit);
+    let r = rt.block_on(hold(&ep, &users, &plan, Recorder::new(), counters));
+    watcher.join().expect("watcher");
+    assert!(r.interrupted);
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    assert_eq!((r.established, r.open_at_end, r.failed), (4, 4, 0));
+    assert!(r.held < Duration::from_secs(30));
+    assert!(r.idle_cpu_pct().is_some() && r.rss_per_connection().is_some());
+}

@@ -46,3 +46,25 @@ pub fn results_dir(out: Option<&Path>) -> Result<PathBuf, AppError> {
     }
     Ok(dir)
 }
+
+/// Creates `name` in the results folder `dir` for writing, refusing one already there (a
+/// result is never appended to), buffered: test.log and samples.jsonl.
+pub(crate) fn create_new(
+    dir: &Path,
+    name: &str,
+) -> Result<std::io::BufWriter<std::fs::File>, AppError> {
+    let f = fs_err::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(dir.join(name))
+        .map_err(AppError::File)?
+        .into_parts()
+        .0;
+    Ok(std::io::BufWriter::new(f))
+}
+
+/// Appends one timestamped line to test.log and flushes it (a crash loses at most this line).
+pub(crate) fn log_line(log: &mut impl std::io::Write, text: &str) -> std::io::Result<()> {
+    let line = format!("{} -- {text}\n", mbx_engine::rfc3339_now());
+    log.write_all(line.as_bytes()).and_then(|_| log.flush())
+}

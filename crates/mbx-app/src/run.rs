@@ -78,20 +78,10 @@ pub(crate) struct RunObserver<'s> {
 
 impl<'s> RunObserver<'s> {
     pub(crate) fn new(dir: &Path, sink: &'s mut dyn EventSink) -> Result<Self, AppError> {
-        let open = |name: &str| -> Result<BufWriter<File>, AppError> {
-            let path = dir.join(name);
-            let f = fs_err::OpenOptions::new()
-                .create_new(true)
-                .write(true)
-                .open(&path)
-                .map_err(AppError::File)?
-                .into_parts()
-                .0;
-            Ok(BufWriter::new(f))
-        };
+        use crate::results_folder::create_new;
         Ok(RunObserver {
-            log: open("test.log")?,
-            samples: open("samples.jsonl")?,
+            log: create_new(dir, "test.log")?,
+            samples: create_new(dir, "samples.jsonl")?,
             sink,
             errors: Vec::new(),
             last_create_event: None,
@@ -109,12 +99,7 @@ impl<'s> RunObserver<'s> {
     }
 
     fn log_line(&mut self, text: &str) {
-        let line = format!("{} -- {text}\n", mbx_engine::rfc3339_now());
-        if let Err(e) = self
-            .log
-            .write_all(line.as_bytes())
-            .and_then(|_| self.log.flush())
-        {
+        if let Err(e) = crate::results_folder::log_line(&mut self.log, text) {
             self.errors.push(format!("writing test.log: {e}"));
         }
         self.sink.event(&Event::Log {

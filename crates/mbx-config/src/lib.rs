@@ -100,6 +100,9 @@ pub const PROFILE_KEYS: [&str; 5] = [
     "copies_per_database",
 ];
 
+/// Largest average message size a profile carries, KB (what `loadgen` sends).
+pub const MAX_PROFILE_MESSAGE_SIZE_KB: f64 = 10_240.0;
+
 /// The mailbox profile of one server's storage test (the Jetstress "mailbox profile" category):
 /// what `mbxstress run` simulates. The one definition of these fields: a profile file, the
 /// profile keys of a `--config` file and of result.json's `config` (flattened there), result.json's
@@ -197,7 +200,7 @@ impl Profile {
         }
         if let Some(kb) = self
             .message_size_kb
-            .filter(|kb| !(kb.is_finite() && *kb > 0.0 && *kb <= 10_240.0))
+            .filter(|kb| !(kb.is_finite() && *kb > 0.0 && *kb <= MAX_PROFILE_MESSAGE_SIZE_KB))
         {
             return Err((
                 "message_size_kb",

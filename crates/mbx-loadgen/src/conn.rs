@@ -311,6 +311,16 @@ impl Conn {
                 if line_end > self.pos && self.buf[line_end - 1] == b'\r' {
                     line_end -= 1;
                 }
+                // The bound holds for a line that came whole in one read, too.
+                if line_end - self.pos > self.limits.line {
+                    let limit = self.limits.line;
+                    self.pos = end + 1;
+                    return Err(self.error(
+                        ErrorClass::Protocol,
+                        command,
+                        format!("a response line longer than {limit} bytes"),
+                    ));
+                }
                 let line = self.buf[self.pos..line_end].to_vec();
                 self.pos = end + 1;
                 return Ok(line);

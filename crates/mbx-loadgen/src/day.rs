@@ -5,18 +5,20 @@
 //! This is the engine the `loadgen` command will drive and report; it returns its figures
 //! ([`DayReport`]) and knows nothing of output.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
 use crate::imap::ImapClient;
-use crate::init::INIT_SEQ_BASE;
+use crate::init::{uid_set, INIT_SEQ_BASE};
 use crate::ledger::{DeliverySummary, Ledger};
 use crate::message::{Generator, MessageId, Verdict};
 use crate::metrics::Recorder;
@@ -58,7 +60,88 @@ pub struct DayPlan {
     /// Set it (from a Ctrl-C or SIGTERM handler) to stop the run: it ends as after the overload
     /// guard (queued tasks dropped, running ones cancelled after [`STOP_WAIT`]) and reports
     /// what it did.
-    pub stop: Arc<std::sync::atomic::AtomicBool>,
+    pub stop: Arc<AtomicBool>,
+    /// How often a [`DaySample`] goes to [`DayPlan::samples`] (zero: only the final one).
+    pub sample_interval: Duration,
+    /// Where samples go: one every `sample_interval` from the day's start, and a final one
+    /// (`last`) when the run ends. None: no samples.
+    pub samples: Option<mpsc::UnboundedSender<DaySample>>,
+    /// Record each mailbox's state before the first task (true; see [`run_days`]), so checks
+    /// fetch only mail that came after it. False starts every user from UID 0 and no UIDL.
+    pub baseline: bool,
+}
+
+impl Default for DayPlan {
+    /// LoadGen's defaults: an 8-hour day at 150 messages, the guard at 1.5 per user; a minute of
+    /// grace, a sample every 10 s (none sent until `samples` is set), the baseline on.
+    fn default() -> Self {
+        DayPlan {
+            seed: 1,
+            messages_per_day: 150,
+            day: Duration::from_secs(8 * 3600),
+            days: 1,
+            overload_per_user: 1.5,
+            grace: Duration::from_secs(60),
+            stop: Arc::new(AtomicBool::new(false)),
+            sample_interval: Duration::from_secs(10),
+            samples: None,
+            baseline: true,
+        }
+    }
+}
+
+/// Counts of a sample, for its interval or since the day started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SampleCounts {
+    /// Tasks dispatched.
+    pub dispatched: u64,
+    /// Tasks that finished without error.
+    pub completed: u64,
+    /// Tasks that failed.
+    pub failed: u64,
+    /// Failed tasks by error class name (`auth`, `timeout`, ...).
+    pub failed_by_class: BTreeMap<&'static str, u64>,
+    /// Copies sent: messages accepted by SMTP x their recipients (copies expected).
+    pub copies_sent: u64,
+    /// Copies delivered: seen intact in their recipient's mailbox.
+    pub copies_delivered: u64,
+}
+
+/// Latency percentiles of one interval, milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatencyMs {
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// Highest.
+    pub max: f64,
+}
+
+/// The run's state at one moment, and what happened since the previous sample.
+#[derive(Debug, Clone)]
+pub struct DaySample {
+    /// Since the day started (after the baseline).
+    pub elapsed: Duration,
+    /// Since the previous sample (or the day's start).
+    pub interval: Duration,
+    /// Whether this is the run's final sample (after the grace sweep or a stop).
+    pub last: bool,
+    /// What happened in the interval.
+    pub this_interval: SampleCounts,
+    /// What happened since the day started (the sums of every interval so far).
+    pub cumulative: SampleCounts,
+    /// Tasks dispatched and not finished (queued or running) now.
+    pub unfinished: u64,
+    /// Tasks the schedule holds (progress: `cumulative.dispatched / planned`; the days end at
+    /// `day x days`).
+    pub planned: u64,
+    /// Latency of the tasks completed in the interval, from their scheduled time, every task
+    /// kind together; None when none completed.
+    pub task_latency_ms: Option<LatencyMs>,
+    /// 95th percentile of the delivery latency of the copies delivered in the interval; None
+    /// when none was.
+    pub delivery_p95_ms: Option<f64>,
 }
 
 /// One task kind's figures.
@@ -77,12 +160,14 @@ pub struct TaskStats {
     pub service_us: Histogram<u64>,
 }
 
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3)
+        .expect("constant bounds within hdrhistogram's limits")
+}
+
 impl TaskStats {
     fn new() -> TaskStats {
-        let h = || {
-            Histogram::new_with_bounds(1, 3_600_000_000, 3)
-                .expect("constant bounds within hdrhistogram's limits")
-        };
+        let h = histogram;
         TaskStats {
             dispatched: 0,
             completed: 0,
@@ -112,20 +197,97 @@ pub struct DayReport {
     pub delivery: DeliverySummary,
     /// The first errors (at most 20), for messages.
     pub first_errors: Vec<Error>,
-    /// Wall time from the start to the end of the grace sweep.
+    /// Wall time from the day's start (after the baseline) to the end of the grace sweep.
     pub elapsed: Duration,
+    /// Wall time of the baseline, before the day.
+    pub baseline: Duration,
+    /// Users whose baseline failed, by error class (they start from an empty view: their
+    /// first check fetches the whole INBOX once).
+    pub baseline_failed: BTreeMap<&'static str, u64>,
+    /// Messages downloaded by checks for new mail (IMAP and POP3), and their bytes: only mail
+    /// that arrived after the baseline, each once.
+    pub check_fetched: u64,
+    /// Bytes of those messages.
+    pub check_fetched_bytes: u64,
 }
+
+/// Sessions at once of the baseline, the grace sweep and the final logouts.
+pub const SESSIONS_AT_ONCE: usize = 64;
+
+/// Messages already in a mailbox before the day that a user may read: the last ones (4 KB a
+/// user; 64 MB for 16,000 users).
+pub const OLD_READABLE: usize = 1_000;
 
 /// How long running tasks get to finish when the overload guard stops a run.
 pub const STOP_WAIT: Duration = Duration::from_secs(2);
 
+/// Task figures: per kind for the report, and the current interval's for samples.
+struct Meter {
+    tasks: BTreeMap<TaskKind, TaskStats>,
+    interval: SampleCounts,
+    cumulative: SampleCounts,
+    /// From the scheduled time, every kind, this interval only.
+    interval_latency_us: Histogram<u64>,
+}
+
+impl Meter {
+    fn dispatched(&mut self, kind: TaskKind) {
+        self.tasks
+            .entry(kind)
+            .or_insert_with(TaskStats::new)
+            .dispatched += 1;
+        self.interval.dispatched += 1;
+        self.cumulative.dispatched += 1;
+    }
+
+    fn finished(
+        &mut self,
+        kind: TaskKind,
+        failed: Option<&'static str>,
+        due: Instant,
+        started: Instant,
+        end: Instant,
+    ) {
+        let st = self.tasks.entry(kind).or_insert_with(TaskStats::new);
+        match failed {
+            None => {
+                let from_schedule = (end.saturating_duration_since(due).as_micros() as u64).max(1);
+                st.completed += 1;
+                st.from_schedule_us.saturating_record(from_schedule);
+                st.service_us.saturating_record(
+                    (end.saturating_duration_since(started).as_micros() as u64).max(1),
+                );
+                self.interval_latency_us.saturating_record(from_schedule);
+                self.interval.completed += 1;
+                self.cumulative.completed += 1;
+            }
+            Some(class) => {
+                *st.failed.entry(class).or_insert(0) += 1;
+                for c in [&mut self.interval, &mut self.cumulative] {
+                    c.failed += 1;
+                    *c.failed_by_class.entry(class).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+}
+
+/// When the last sample was taken, and whether the final one has been.
+struct Sampling {
+    last: Duration,
+    closed: bool,
+}
+
 struct Shared {
     ledger: Mutex<Ledger>,
-    stats: Mutex<BTreeMap<TaskKind, TaskStats>>,
+    stats: Mutex<Meter>,
     errors: Mutex<Vec<Error>>,
     unfinished: AtomicU64,
     /// Set when the run stops early: queued tasks are dropped, not run.
-    stopping: std::sync::atomic::AtomicBool,
+    stopping: AtomicBool,
+    fetched: AtomicU64,
+    fetched_bytes: AtomicU64,
+    sampling: Mutex<Sampling>,
     gen: Generator,
     servers: Servers,
     rec: Recorder,
@@ -139,18 +301,102 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     }
 }
 
+fn latency_ms(h: &Histogram<u64>) -> Option<LatencyMs> {
+    (!h.is_empty()).then(|| LatencyMs {
+        p50: h.value_at_quantile(0.5) as f64 / 1000.0,
+        p95: h.value_at_quantile(0.95) as f64 / 1000.0,
+        max: h.max() as f64 / 1000.0,
+    })
+}
+
+impl Shared {
+    /// Keeps the first errors for messages.
+    fn keep_error(&self, e: Error) {
+        let mut errs = lock(&self.errors);
+        if errs.len() < 20 {
+            errs.push(e);
+        }
+    }
+
+    /// The sample now (`elapsed` since the day's start), starting a new interval; None once the
+    /// final sample has been taken. Sends it when the plan has a sample channel.
+    fn sample(
+        &self,
+        elapsed: Duration,
+        planned: u64,
+        last: bool,
+        to: Option<&mpsc::UnboundedSender<DaySample>>,
+    ) -> Option<DaySample> {
+        let mut sampling = lock(&self.sampling);
+        if sampling.closed {
+            return None;
+        }
+        sampling.closed = last;
+        let interval = elapsed.saturating_sub(sampling.last);
+        sampling.last = elapsed;
+        let mut meter = lock(&self.stats);
+        let (mut this_interval, mut cumulative) = (
+            std::mem::take(&mut meter.interval),
+            meter.cumulative.clone(),
+        );
+        let task_latency_ms = latency_ms(&meter.interval_latency_us);
+        meter.interval_latency_us.reset();
+        drop(meter);
+        let mut ledger = lock(&self.ledger);
+        let d = ledger.take_interval();
+        let (expected, delivered) = ledger.totals();
+        drop(ledger);
+        this_interval.copies_sent = d.sent;
+        this_interval.copies_delivered = d.delivered;
+        cumulative.copies_sent = expected;
+        cumulative.copies_delivered = delivered;
+        let sample = DaySample {
+            elapsed,
+            interval,
+            last,
+            this_interval,
+            cumulative,
+            unfinished: self.unfinished.load(Ordering::Relaxed),
+            planned,
+            task_latency_ms,
+            delivery_p95_ms: (!d.latency_us.is_empty())
+                .then(|| d.latency_us.value_at_quantile(0.95) as f64 / 1000.0),
+        };
+        if let Some(tx) = to {
+            let _ = tx.send(sample.clone());
+        }
+        Some(sample)
+    }
+}
+
 struct Job {
     task: Task,
     recipients: Vec<u32>,
     due: Instant,
 }
 
-/// A user's view of its INBOX: messages of the run it has seen (and may act on).
+/// A user's view of its INBOX.
 #[derive(Debug, Default)]
 struct Inbox {
+    /// The highest UID looked at: checks fetch only above it (set by the baseline).
     last_uid: u32,
+    /// Messages of this run's day the user has seen: the only ones it flags, moves or deletes.
     known: Vec<u32>,
+    /// Messages it did not make (there before the day, or not this run's): read (with
+    /// BODY.PEEK, so not even \Seen changes), never changed. At most [`OLD_READABLE`].
+    old: Vec<u32>,
     archive_made: bool,
+    /// POP3: the UIDLs already retrieved or there at the baseline (the messages left on the
+    /// server), never retrieved again.
+    uidls: HashSet<String>,
+}
+
+impl Inbox {
+    fn keep_old(&mut self, uid: u32) {
+        if self.old.len() < OLD_READABLE {
+            self.old.push(uid);
+        }
+    }
 }
 
 struct Actor {
@@ -161,6 +407,15 @@ struct Actor {
     inbox: Inbox,
     pick: u64,
     shared: Arc<Shared>,
+}
+
+/// Which messages a task may pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    /// Any message seen: reading, replying, forwarding.
+    Read,
+    /// Only this run's: flag, move, delete.
+    Change,
 }
 
 impl Actor {
@@ -189,57 +444,132 @@ impl Actor {
         }
     }
 
-    /// New messages in INBOX: fetched, verified, counted by the ledger, remembered.
+    /// Before the day: what the mailbox holds already. IMAP: the UIDNEXT (checks fetch only
+    /// above it) and the UIDs there (readable, never changed); POP3: the UIDLs there (never
+    /// retrieved).
+    async fn baseline(&mut self) -> Result<()> {
+        let shared = self.shared.clone();
+        if self.client == ClientType::Pop3 {
+            let mut p = Pop3Client::connect(&shared.servers.pop3, shared.rec.clone()).await?;
+            p.login(&self.user.login, &self.user.password).await?;
+            let list = p.uidl().await?;
+            self.inbox.uidls = list.into_iter().map(|(_, u)| u).collect();
+            return p.quit().await;
+        }
+        let mut s = ImapClient::connect(&shared.servers.imap, shared.rec.clone()).await?;
+        s.login(&self.user.login, &self.user.password).await?;
+        let selected = s.select("INBOX").await?;
+        // The last OLD_READABLE messages' UIDs (in windows: a large mailbox's SEARCH ALL would
+        // answer with a line over the bound).
+        let first = selected
+            .exists
+            .saturating_sub(OLD_READABLE as u32 - 1)
+            .max(1);
+        let mut uids = s.uid_search_windows(first, selected.exists, "").await?;
+        uids.sort_unstable();
+        uids.dedup();
+        // A server that gives no UIDNEXT: the highest UID there.
+        let last = match selected.uid_next {
+            0 => uids.last().copied().unwrap_or(0),
+            n => n - 1,
+        };
+        // A message delivered between SELECT and SEARCH is above `last`: the day's first
+        // check fetches it.
+        uids.retain(|&u| u <= last);
+        let keep = uids.len().saturating_sub(OLD_READABLE);
+        self.inbox.last_uid = last;
+        self.inbox.old = uids.split_off(keep);
+        s.logout().await
+    }
+
+    /// New messages in INBOX (above the last UID looked at): fetched, verified, counted by the
+    /// ledger, remembered.
     async fn check_imap(&mut self) -> Result<()> {
         self.open().await?;
         let Some(s) = self.session.as_mut() else {
             return Ok(());
         };
         s.noop().await?;
-        let fetched = s
-            .uid_fetch(
-                &format!("{}:*", self.inbox.last_uid + 1),
-                "(UID BODY.PEEK[])",
-            )
-            .await?;
-        let now = Instant::now();
         let before = self.inbox.last_uid;
-        for f in fetched {
-            let Some(uid) = f.uid.filter(|&u| u > before) else {
-                continue;
-            };
-            self.inbox.last_uid = self.inbox.last_uid.max(uid);
-            let verdict = self
-                .shared
-                .gen
-                .verify(f.body.as_deref().unwrap_or_default());
-            if let Verdict::Intact(id) = &verdict {
-                self.inbox.known.push(uid);
-                if id.seq >= INIT_SEQ_BASE {
+        // `n:*` names the highest message even when it is below n: UIDs first, then only the
+        // new ones' bodies.
+        let listed = s
+            .uid_fetch(&format!("{}:*", before.saturating_add(1)), "(UID)")
+            .await?;
+        let mut new: Vec<u32> = listed
+            .into_iter()
+            .filter_map(|f| f.uid)
+            .filter(|&u| u > before)
+            .collect();
+        new.sort_unstable();
+        new.dedup();
+        for chunk in new.chunks(50) {
+            let fetched = s.uid_fetch(&uid_set(chunk), "(UID BODY.PEEK[])").await?;
+            let now = Instant::now();
+            for f in fetched {
+                let Some(uid) = f.uid.filter(|&u| u > before) else {
                     continue;
+                };
+                let body = f.body.as_deref().unwrap_or_default();
+                self.shared.fetched.fetch_add(1, Ordering::Relaxed);
+                self.shared
+                    .fetched_bytes
+                    .fetch_add(body.len() as u64, Ordering::Relaxed);
+                self.inbox.last_uid = self.inbox.last_uid.max(uid);
+                let verdict = self.shared.gen.verify(body);
+                match &verdict {
+                    Verdict::Intact(id) if id.seq < INIT_SEQ_BASE => self.inbox.known.push(uid),
+                    // This run's initialization messages and others' mail: read only.
+                    Verdict::Intact(_) | Verdict::NotOurs(_) => {
+                        self.inbox.keep_old(uid);
+                        continue;
+                    }
+                    Verdict::Corrupted { .. } => {}
                 }
+                lock(&self.shared.ledger).seen(self.me, &verdict, now);
             }
-            lock(&self.shared.ledger).seen(self.me, &verdict, now);
         }
         Ok(())
     }
 
-    /// A POP3 check: every message retrieved, verified, counted, deleted from the server.
+    /// A POP3 check: every message not retrieved before (nor there at the baseline) retrieved,
+    /// verified, counted; the run's own deleted from the server.
     async fn check_pop3(&mut self) -> Result<()> {
         let mut p = Pop3Client::connect(&self.shared.servers.pop3, self.shared.rec.clone()).await?;
         p.login(&self.user.login, &self.user.password).await?;
         let list = p.uidl().await?;
-        for (n, _) in list {
+        let mut left: HashSet<String> = HashSet::new();
+        for (n, uidl) in list {
+            if self.inbox.uidls.contains(&uidl) {
+                left.insert(uidl);
+                continue;
+            }
             let m = p.retr(n).await?;
+            self.shared.fetched.fetch_add(1, Ordering::Relaxed);
+            self.shared
+                .fetched_bytes
+                .fetch_add(m.len() as u64, Ordering::Relaxed);
+            // Remembered at once: if the session fails before QUIT (which commits the DELEs),
+            // the message is not counted twice.
+            self.inbox.uidls.insert(uidl.clone());
             let verdict = self.shared.gen.verify(&m);
-            let ours = matches!(&verdict, Verdict::Intact(_) | Verdict::Corrupted { .. });
+            let ours = match &verdict {
+                Verdict::Intact(id) => id.seq < INIT_SEQ_BASE,
+                Verdict::Corrupted { .. } => true,
+                Verdict::NotOurs(_) => false,
+            };
             lock(&self.shared.ledger).seen(self.me, &verdict, Instant::now());
-            // Only messages this run made are deleted.
+            // Only messages this run's day made are deleted.
             if ours {
                 p.dele(n).await?;
+            } else {
+                left.insert(uidl);
             }
         }
-        p.quit().await
+        p.quit().await?;
+        // What is still on the server: memory follows the mailbox, not the run.
+        self.inbox.uidls = left;
+        Ok(())
     }
 
     async fn send(&mut self, task: &Task, recipients: &[u32]) -> Result<()> {
@@ -272,16 +602,25 @@ impl Actor {
         smtp.quit().await
     }
 
-    /// A message this user has seen, if any (after a check when none is known).
-    async fn some_message(&mut self) -> Result<Option<(usize, u32)>> {
-        if self.inbox.known.is_empty() {
+    /// A message this user may act on (after a check when it knows none): `(index in known,
+    /// uid)` for one of the run's, `(None, uid)` for an older one (reading only).
+    async fn some_message(&mut self, pick: Pick) -> Result<Option<(Option<usize>, u32)>> {
+        let count = |inbox: &Inbox| match pick {
+            Pick::Read => inbox.known.len() + inbox.old.len(),
+            Pick::Change => inbox.known.len(),
+        };
+        if count(&self.inbox) == 0 {
             self.check_imap().await?;
         }
-        if self.inbox.known.is_empty() {
+        let n = count(&self.inbox);
+        if n == 0 {
             return Ok(None);
         }
-        let i = self.next_pick(self.inbox.known.len());
-        Ok(Some((i, self.inbox.known[i])))
+        let i = self.next_pick(n);
+        Ok(Some(match self.inbox.known.get(i) {
+            Some(&uid) => (Some(i), uid),
+            None => (None, self.inbox.old[i - self.inbox.known.len()]),
+        }))
     }
 
     async fn act(&mut self, task: &Task, recipients: &[u32]) -> Result<()> {
@@ -291,7 +630,7 @@ impl Actor {
             (ClientType::Pop3, Reply | Forward) => self.send(task, recipients).await,
             (_, Reply | Forward) => {
                 // Read the message replied to or forwarded, then send.
-                if let Some((_, uid)) = self.some_message().await? {
+                if let Some((_, uid)) = self.some_message(Pick::Read).await? {
                     if let Some(s) = self.session.as_mut() {
                         s.uid_fetch(&uid.to_string(), "(BODY.PEEK[])").await?;
                     }
@@ -306,15 +645,22 @@ impl Actor {
             }
             (_, CheckInbox) => self.check_imap().await,
             (_, Read) => {
-                if let Some((_, uid)) = self.some_message().await? {
+                if let Some((i, uid)) = self.some_message(Pick::Read).await? {
+                    // The run's own mail is read as a client does (sets \Seen); older mail
+                    // with PEEK, so nothing of it changes.
+                    let items = if i.is_some() {
+                        "(BODY[])"
+                    } else {
+                        "(BODY.PEEK[])"
+                    };
                     if let Some(s) = self.session.as_mut() {
-                        s.uid_fetch(&uid.to_string(), "(BODY[])").await?;
+                        s.uid_fetch(&uid.to_string(), items).await?;
                     }
                 }
                 Ok(())
             }
             (_, Flag) => {
-                if let Some((_, uid)) = self.some_message().await? {
+                if let Some((_, uid)) = self.some_message(Pick::Change).await? {
                     if let Some(s) = self.session.as_mut() {
                         s.uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Flagged")
                             .await?;
@@ -323,7 +669,7 @@ impl Actor {
                 Ok(())
             }
             (_, Move) => {
-                if let Some((i, uid)) = self.some_message().await? {
+                if let Some((Some(i), uid)) = self.some_message(Pick::Change).await? {
                     if let Some(s) = self.session.as_mut() {
                         if !self.inbox.archive_made {
                             s.create("Archive").await?;
@@ -336,11 +682,17 @@ impl Actor {
                 Ok(())
             }
             (_, Delete) => {
-                if let Some((i, uid)) = self.some_message().await? {
+                if let Some((Some(i), uid)) = self.some_message(Pick::Change).await? {
                     if let Some(s) = self.session.as_mut() {
                         s.uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Deleted")
                             .await?;
-                        s.expunge().await?;
+                        // UID EXPUNGE removes this message only; a plain EXPUNGE would also
+                        // remove what another client marked \Deleted.
+                        if s.has_capability("UIDPLUS") {
+                            s.uid_expunge(&uid.to_string()).await?;
+                        } else {
+                            s.expunge().await?;
+                        }
                         self.inbox.known.swap_remove(i);
                     }
                 }
@@ -371,30 +723,14 @@ impl Actor {
             }
             let end = Instant::now();
             let failed = r.as_ref().err().map(|e| e.class.name());
-            if let Err(e) = r {
+            if let Err(mut e) = r {
                 // The session may be unusable: the next task opens a new one.
                 self.session = None;
-                let mut errs = lock(&self.shared.errors);
-                if errs.len() < 20 {
-                    errs.push(e);
-                }
+                // A failure before the login (connect, TLS) still names whose task it was.
+                e.user.get_or_insert_with(|| self.user.login.clone());
+                self.shared.keep_error(e);
             }
-            {
-                let mut stats = lock(&self.shared.stats);
-                let st = stats.entry(job.task.kind).or_insert_with(TaskStats::new);
-                match failed {
-                    None => {
-                        st.completed += 1;
-                        st.from_schedule_us.saturating_record(
-                            (end.saturating_duration_since(job.due).as_micros() as u64).max(1),
-                        );
-                        st.service_us.saturating_record(
-                            (end.saturating_duration_since(started).as_micros() as u64).max(1),
-                        );
-                    }
-                    Some(class) => *st.failed.entry(class).or_insert(0) += 1,
-                }
-            }
+            lock(&self.shared.stats).finished(job.task.kind, failed, job.due, started, end);
             self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
         }
         self
@@ -413,7 +749,72 @@ impl Actor {
     }
 }
 
+/// Runs `work` on every actor, [`SESSIONS_AT_ONCE`] at a time. A stop request starts no more
+/// and gives the running ones [`STOP_WAIT`], then cancels them (their actors are dropped, their
+/// connections closed). Returns the actors back (in user order), the errors, and whether it
+/// was stopped.
+async fn each_actor<F, Fut>(
+    actors: Vec<Actor>,
+    stop: &AtomicBool,
+    work: F,
+) -> (Vec<Actor>, Vec<Error>, bool)
+where
+    F: Fn(Actor) -> Fut,
+    Fut: Future<Output = (Actor, Result<()>)> + Send + 'static,
+{
+    let mut pending = actors.into_iter();
+    let mut running: JoinSet<(Actor, Result<()>)> = JoinSet::new();
+    let (mut back, mut errors) = (Vec::new(), Vec::new());
+    let mut stopped = false;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            stopped = true;
+            let deadline = tokio::time::Instant::now() + STOP_WAIT;
+            while let Ok(Some(done)) = tokio::time::timeout_at(deadline, running.join_next()).await
+            {
+                if let Ok((a, r)) = done {
+                    back.push(a);
+                    errors.extend(r.err());
+                }
+            }
+            running.abort_all();
+            // Those not started are given back untouched.
+            back.extend(pending.by_ref());
+            break;
+        }
+        while running.len() < SESSIONS_AT_ONCE {
+            let Some(a) = pending.next() else { break };
+            running.spawn(work(a));
+        }
+        if running.is_empty() {
+            break;
+        }
+        tokio::select! {
+            done = running.join_next() => {
+                if let Some(Ok((a, r))) = done {
+                    back.push(a);
+                    errors.extend(r.err());
+                }
+            }
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+    }
+    back.sort_by_key(|a| a.me);
+    (back, errors, stopped)
+}
+
 /// Runs `plan.days` simulated days of `users` (with their client types) against `servers`.
+///
+/// First the **baseline** (unless `plan.baseline` is false), [`SESSIONS_AT_ONCE`] users at a
+/// time: each IMAP user (desktop, webmail) records its INBOX's UIDNEXT, so checks fetch only
+/// mail that came later, and the UIDs of the last [`OLD_READABLE`] messages there (`UID
+/// SEARCH`, in windows), which reads, replies and forwards may pick (with BODY.PEEK: nothing of
+/// them changes); each POP3 user records the UIDLs there, never retrieved. A user whose
+/// baseline fails is counted by class and starts from nothing. Only the day's own messages of
+/// `gen`'s run are flagged, moved or deleted; `gen`'s run id must be unique to this run.
+///
+/// Then the days, with a [`DaySample`] to `plan.samples` every `plan.sample_interval` and a
+/// final one.
 pub async fn run_days(
     servers: &Servers,
     users: &[User],
@@ -432,20 +833,30 @@ pub async fn run_days(
     let planned = sched.planned();
     let shared = Arc::new(Shared {
         ledger: Mutex::new(Ledger::new()),
-        stats: Mutex::new(BTreeMap::new()),
+        stats: Mutex::new(Meter {
+            tasks: BTreeMap::new(),
+            interval: SampleCounts::default(),
+            cumulative: SampleCounts::default(),
+            interval_latency_us: histogram(),
+        }),
         errors: Mutex::new(Vec::new()),
         unfinished: AtomicU64::new(0),
-        stopping: std::sync::atomic::AtomicBool::new(false),
+        stopping: AtomicBool::new(false),
+        fetched: AtomicU64::new(0),
+        fetched_bytes: AtomicU64::new(0),
+        sampling: Mutex::new(Sampling {
+            last: Duration::ZERO,
+            closed: false,
+        }),
         gen: gen.clone(),
         servers: servers.clone(),
         rec,
         addresses: users.iter().map(|u| u.address.clone()).collect(),
     });
-    let mut senders = Vec::with_capacity(users.len());
-    let mut actors = Vec::with_capacity(users.len());
-    for (i, u) in users.iter().enumerate() {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let actor = Actor {
+    let mut actors: Vec<Actor> = users
+        .iter()
+        .enumerate()
+        .map(|(i, u)| Actor {
             me: i as u32,
             user: u.clone(),
             client: clients.get(i).copied().unwrap_or(ClientType::DesktopImap),
@@ -453,17 +864,64 @@ pub async fn run_days(
             inbox: Inbox::default(),
             pick: plan.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             shared: shared.clone(),
-        };
-        senders.push(tx);
-        actors.push(tokio::spawn(actor.run(rx)));
+        })
+        .collect();
+    let baseline_start = Instant::now();
+    let mut baseline_failed = BTreeMap::new();
+    let mut interrupted = false;
+    if plan.baseline {
+        let (back, errors, stopped) = each_actor(actors, &plan.stop, |mut a| async move {
+            let r = a.baseline().await.map_err(|mut e| {
+                e.user.get_or_insert_with(|| a.user.login.clone());
+                e
+            });
+            (a, r)
+        })
+        .await;
+        actors = back;
+        for e in errors {
+            *baseline_failed.entry(e.class.name()).or_insert(0) += 1;
+            shared.keep_error(e);
+        }
+        interrupted = stopped;
     }
+    let baseline = baseline_start.elapsed();
+
     let start = Instant::now();
     let clock = RealClock(start);
+    let sampler = (!plan.sample_interval.is_zero() && plan.samples.is_some()).then(|| {
+        let (shared, every, to) = (shared.clone(), plan.sample_interval, plan.samples.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if shared
+                    .sample(start.elapsed(), planned, false, to.as_ref())
+                    .is_none()
+                {
+                    break;
+                }
+            }
+        })
+    });
+    // By user index; a user whose actor was lost (a stopped baseline) gets no tasks.
+    let mut senders: Vec<Option<mpsc::UnboundedSender<Job>>> =
+        (0..users.len()).map(|_| None).collect();
+    let mut running = Vec::with_capacity(actors.len());
+    if !interrupted {
+        for a in actors.drain(..) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            if let Some(slot) = senders.get_mut(a.me as usize) {
+                *slot = Some(tx);
+            }
+            running.push(tokio::spawn(a.run(rx)));
+        }
+    }
     let limit = (plan.overload_per_user * users.len() as f64).ceil() as u64;
     let mut due = Vec::new();
-    let (mut dispatched, mut max_unfinished, mut overloaded, mut interrupted) =
-        (0u64, 0u64, false, false);
-    loop {
+    let (mut dispatched, mut max_unfinished, mut overloaded) = (0u64, 0u64, false);
+    while !interrupted {
         if plan.stop.load(Ordering::Relaxed) {
             interrupted = true;
             break;
@@ -478,17 +936,18 @@ pub async fn run_days(
             let n = shared.unfinished.fetch_add(1, Ordering::Relaxed) + 1;
             max_unfinished = max_unfinished.max(n);
             dispatched += 1;
-            lock(&shared.stats)
-                .entry(t.kind)
-                .or_insert_with(TaskStats::new)
-                .dispatched += 1;
+            lock(&shared.stats).dispatched(t.kind);
             let job = Job {
                 due: start + t.at,
                 recipients,
                 task: t,
             };
-            if let Some(tx) = senders.get(t.user as usize) {
-                let _ = tx.send(job);
+            let sent = senders
+                .get(t.user as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|tx| tx.send(job).is_ok());
+            if !sent {
+                shared.unfinished.fetch_sub(1, Ordering::Relaxed);
             }
         }
         if shared.unfinished.load(Ordering::Relaxed) > limit {
@@ -502,23 +961,40 @@ pub async fn run_days(
         tokio::time::sleep(wait).await;
     }
     drop(senders);
-    let mut done = Vec::with_capacity(actors.len());
+    let mut done = Vec::with_capacity(running.len());
     if overloaded || interrupted {
         // Stop: queued tasks are dropped; running ones get a moment, then are cancelled
         // (their connections closed).
         shared.stopping.store(true, Ordering::Relaxed);
         let deadline = tokio::time::Instant::now() + STOP_WAIT;
-        for mut a in actors {
+        for mut a in running {
             match tokio::time::timeout_at(deadline, &mut a).await {
                 Ok(Ok(actor)) => done.push(actor),
                 _ => a.abort(),
             }
         }
     } else {
-        for a in actors {
-            if let Ok(actor) = a.await {
-                done.push(actor);
-            }
+        // The last tasks finish; a stop request meanwhile gives them STOP_WAIT, then cancels.
+        let mut stop_at: Option<tokio::time::Instant> = None;
+        for mut a in running {
+            let actor = loop {
+                if stop_at.is_none() && plan.stop.load(Ordering::Relaxed) {
+                    interrupted = true;
+                    shared.stopping.store(true, Ordering::Relaxed);
+                    stop_at = Some(tokio::time::Instant::now() + STOP_WAIT);
+                }
+                let until = stop_at
+                    .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_millis(100));
+                match tokio::time::timeout_at(until, &mut a).await {
+                    Ok(r) => break r.ok(),
+                    Err(_) if stop_at.is_some() => {
+                        a.abort();
+                        break None;
+                    }
+                    Err(_) => {}
+                }
+            };
+            done.extend(actor);
         }
     }
     // Copies still on their way: look again until all are seen or the grace time is over.
@@ -528,18 +1004,35 @@ pub async fn run_days(
         && !overloaded
         && !interrupted
     {
-        for actor in &mut done {
-            let _ = actor.sweep().await;
+        let (back, _, stopped) = each_actor(done, &plan.stop, |mut a| async move {
+            let r = a.sweep().await;
+            (a, r)
+        })
+        .await;
+        done = back;
+        if stopped {
+            interrupted = true;
+            break;
         }
         if !lock(&shared.ledger).complete() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    for actor in &mut done {
-        actor.close().await;
+    if !overloaded && !interrupted {
+        let _ = each_actor(done, &plan.stop, |mut a| async move {
+            a.close().await;
+            (a, Ok(()))
+        })
+        .await;
+    }
+    // Otherwise the sessions are dropped (closed without LOGOUT): a stop is prompt.
+    let elapsed = start.elapsed();
+    shared.sample(elapsed, planned, true, plan.samples.as_ref());
+    if let Some(s) = sampler {
+        s.abort();
     }
     let delivery = lock(&shared.ledger).summary();
-    let tasks = lock(&shared.stats).clone();
+    let tasks = lock(&shared.stats).tasks.clone();
     let first_errors = lock(&shared.errors).clone();
     DayReport {
         planned,
@@ -550,6 +1043,10 @@ pub async fn run_days(
         interrupted,
         delivery,
         first_errors,
-        elapsed: start.elapsed(),
+        elapsed,
+        baseline,
+        baseline_failed,
+        check_fetched: shared.fetched.load(Ordering::Relaxed),
+        check_fetched_bytes: shared.fetched_bytes.load(Ordering::Relaxed),
     }
 }

@@ -367,6 +367,56 @@ impl ImapClient {
         Ok(numbers_before(&untagged, "EXPUNGE"))
     }
 
+    /// Messages whose UIDs one SEARCH answer can list within the response line bound
+    /// ([`crate::conn::Limits::line`]: a UID is at most 10 digits and a space): 5,952 at the
+    /// default 64 KiB.
+    pub fn search_window(&self) -> u32 {
+        u32::try_from((self.conn.limits.line.saturating_sub(64) / 11).max(1)).unwrap_or(u32::MAX)
+    }
+
+    /// `UID SEARCH lo:hi criteria` over the messages `first..=last` (sequence numbers) in
+    /// windows of [`ImapClient::search_window`], so no answer outgrows the line bound however
+    /// large the mailbox: the UIDs found, in order. Empty `criteria` lists every UID.
+    pub async fn uid_search_windows(
+        &mut self,
+        first: u32,
+        last: u32,
+        criteria: &str,
+    ) -> Result<Vec<u32>> {
+        let window = self.search_window();
+        let mut out = Vec::new();
+        let mut lo = first.max(1);
+        while lo <= last {
+            let hi = last.min(lo.saturating_add(window - 1));
+            let c = if criteria.is_empty() {
+                format!("{lo}:{hi}")
+            } else {
+                format!("{lo}:{hi} {criteria}")
+            };
+            out.extend(self.search(&c, true).await?);
+            match hi.checked_add(1) {
+                Some(n) => lo = n,
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// `UID EXPUNGE set` (UIDPLUS, RFC 4315; see [`ImapClient::has_capability`]): removes
+    /// only the messages of `set` marked \Deleted, not every \Deleted message of the mailbox
+    /// as EXPUNGE does. The sequence numbers removed.
+    pub async fn uid_expunge(&mut self, set: &str) -> Result<Vec<u32>> {
+        let untagged = self
+            .run(
+                "UID EXPUNGE",
+                format!("UID EXPUNGE {set}").as_bytes(),
+                Instant::now(),
+                true,
+            )
+            .await?;
+        Ok(numbers_before(&untagged, "EXPUNGE"))
+    }
+
     /// `SEARCH criteria` (or `UID SEARCH` when `uid`): the numbers found.
     pub async fn search(&mut self, criteria: &str, uid: bool) -> Result<Vec<u32>> {
         let (name, cmd) = if uid {

@@ -9,9 +9,19 @@
 //! Batches go in one MULTIAPPEND with non-synchronizing literals when the server offers both
 //! (Dovecot does), else one APPEND at a time.
 
-use crate::error::Result;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinSet;
+
+use crate::conn::Endpoint;
+use crate::error::{Error, Result};
 use crate::imap::ImapClient;
 use crate::message::Generator;
+use crate::metrics::Recorder;
+use crate::users::User;
 
 /// The first sequence number of initialization messages (2^40: a user's day never sends that
 /// many).
@@ -84,10 +94,32 @@ pub async fn fill_mailbox(
     owner: &str,
     fill: &Fill,
 ) -> Result<Filled> {
-    imap.select(&fill.mailbox).await?;
+    fill_counted(imap, gen, owner, fill, None).await
+}
+
+/// Running totals of many fills, read by the progress reports.
+#[derive(Debug, Default)]
+struct Counters {
+    found: AtomicU64,
+    appended: AtomicU64,
+    bytes: AtomicU64,
+    /// Set: no new batch is started.
+    stop: AtomicBool,
+}
+
+async fn fill_counted(
+    imap: &mut ImapClient,
+    gen: &Generator,
+    owner: &str,
+    fill: &Fill,
+    counters: Option<&Counters>,
+) -> Result<Filled> {
+    let selected = imap.select(&fill.mailbox).await?;
     let prefix = format!("{}/{owner}/", gen.run());
+    // In windows of messages: one SEARCH of a mailbox of 30,000 would answer with a line over
+    // the 64 KiB bound.
     let mut uids = imap
-        .search(&format!("HEADER X-Mbx-Id \"{prefix}\""), true)
+        .uid_search_windows(1, selected.exists, &format!("HEADER X-Mbx-Id \"{prefix}\""))
         .await?;
     uids.sort_unstable();
     uids.dedup();
@@ -125,8 +157,14 @@ pub async fn fill_mailbox(
         appended: 0,
         bytes: 0,
     };
+    if let Some(c) = counters {
+        c.found.fetch_add(u64::from(found), Ordering::Relaxed);
+    }
     let batch = fill.batch.max(1);
     for seqs in missing.chunks(batch) {
+        if counters.is_some_and(|c| c.stop.load(Ordering::Relaxed)) {
+            break;
+        }
         let messages: Vec<Vec<u8>> = seqs
             .iter()
             .map(|&s| gen.message(owner, s, &[owner]))
@@ -139,15 +177,182 @@ pub async fn fill_mailbox(
                 imap.append(&fill.mailbox, &fill.flags, m).await?;
             }
         }
+        let bytes = messages.iter().map(|m| m.len() as u64).sum::<u64>();
         out.appended += messages.len() as u32;
-        out.bytes += messages.iter().map(|m| m.len() as u64).sum::<u64>();
+        out.bytes += bytes;
+        if let Some(c) = counters {
+            c.appended
+                .fetch_add(messages.len() as u64, Ordering::Relaxed);
+            c.bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
     }
     Ok(out)
+}
+
+/// The message count that fills a mailbox to about `mailbox_bytes` with `gen`'s messages:
+/// the bytes over the generator's mean message size, rounded up. The sizes vary around the
+/// mean (docs/loadgen.md), so the bytes reached are near the target over many messages, not
+/// exact for one mailbox.
+pub fn messages_for_bytes(gen: &Generator, mailbox_bytes: u64) -> u32 {
+    let mean = gen.mean_size().max(1);
+    u32::try_from(mailbox_bytes.div_ceil(mean)).unwrap_or(u32::MAX)
+}
+
+/// How many users an initialization has filled so far: handed to the progress function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InitProgress {
+    /// Users to fill.
+    pub users_total: u64,
+    /// Users whose fill ended (filled, failed or stopped).
+    pub users_done: u64,
+    /// Of those, users whose fill failed.
+    pub users_failed: u64,
+    /// Initialization messages found already there (fills that have looked).
+    pub messages_found: u64,
+    /// Messages appended so far.
+    pub messages_appended: u64,
+    /// Messages the mailboxes should hold in all (users x target): with found and appended
+    /// the caller computes what is left, the rate and the ETA.
+    pub messages_total_target: u64,
+    /// Bytes appended so far.
+    pub bytes_appended: u64,
+    /// Since the initialization started.
+    pub elapsed: Duration,
+}
+
+/// What an initialization of many users did.
+#[derive(Debug, Clone, Default)]
+pub struct InitReport {
+    /// The final counts.
+    pub progress: InitProgress,
+    /// Whether the stop flag was set before the end: users not started, fills cut after a
+    /// batch (a later call resumes them).
+    pub stopped: bool,
+    /// Users never started (stopped first).
+    pub users_not_started: u64,
+    /// Failed users by error class.
+    pub failed_by_class: BTreeMap<&'static str, u64>,
+    /// The failures (at most 100), each naming its user, server and command.
+    pub errors: Vec<Error>,
+}
+
+/// Progress reports come at most this often (and once at the end).
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+/// Fills the mailboxes of `users` to `fill.target` initialization messages each (see
+/// [`fill_mailbox`]), `concurrency` users at a time (each its own IMAP session: connect,
+/// LOGIN, fill, LOGOUT). `progress` gets the totals at most every [`PROGRESS_EVERY`] and once
+/// at the end. A user whose fill fails is reported and the others go on. Once `stop` is set
+/// no user is started and running fills stop after their current batch: a later call resumes
+/// (a fill counts what the mailbox holds).
+#[allow(clippy::too_many_arguments)]
+pub async fn fill_users(
+    imap: &Endpoint,
+    users: &[User],
+    gen: &Generator,
+    fill: &Fill,
+    concurrency: usize,
+    stop: &AtomicBool,
+    rec: Recorder,
+    mut progress: impl FnMut(&InitProgress),
+) -> InitReport {
+    let started = Instant::now();
+    let counters = Arc::new(Counters::default());
+    let total = users.len() as u64;
+    let snapshot = |done: u64, failed: u64| InitProgress {
+        users_total: total,
+        users_done: done,
+        users_failed: failed,
+        messages_found: counters.found.load(Ordering::Relaxed),
+        messages_appended: counters.appended.load(Ordering::Relaxed),
+        messages_total_target: total * u64::from(fill.target),
+        bytes_appended: counters.bytes.load(Ordering::Relaxed),
+        elapsed: started.elapsed(),
+    };
+    let mut report = InitReport::default();
+    let (mut done, mut failed) = (0u64, 0u64);
+    let mut pending = users.iter();
+    let mut running = JoinSet::new();
+    let mut last_report = Instant::now();
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            counters.stop.store(true, Ordering::Relaxed);
+        }
+        let stopping = counters.stop.load(Ordering::Relaxed);
+        while !stopping && running.len() < concurrency.max(1) {
+            let Some(u) = pending.next() else { break };
+            let (ep, u, gen, fill, rec, c) = (
+                imap.clone(),
+                u.clone(),
+                gen.clone(),
+                fill.clone(),
+                rec.clone(),
+                counters.clone(),
+            );
+            running.spawn(async move {
+                let r = async {
+                    let mut s = ImapClient::connect(&ep, rec).await?;
+                    s.login(&u.login, &u.password).await?;
+                    fill_counted(&mut s, &gen, &u.address, &fill, Some(&c)).await?;
+                    s.logout().await
+                }
+                .await;
+                r.map_err(|mut e| {
+                    e.user.get_or_insert(u.login);
+                    e
+                })
+            });
+        }
+        if running.is_empty() {
+            break;
+        }
+        tokio::select! {
+            r = running.join_next() => {
+                match r {
+                    Some(Ok(Ok(()))) => done += 1,
+                    Some(Ok(Err(e))) => {
+                        done += 1;
+                        failed += 1;
+                        *report.failed_by_class.entry(e.class.name()).or_insert(0) += 1;
+                        if report.errors.len() < 100 {
+                            report.errors.push(e);
+                        }
+                    }
+                    // A fill that panicked: counted as failed, without an error to show.
+                    Some(Err(_)) => {
+                        done += 1;
+                        failed += 1;
+                    }
+                    None => {}
+                }
+            }
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+        if last_report.elapsed() >= PROGRESS_EVERY {
+            last_report = Instant::now();
+            progress(&snapshot(done, failed));
+        }
+    }
+    report.progress = snapshot(done, failed);
+    report.stopped = counters.stop.load(Ordering::Relaxed);
+    report.users_not_started = total - done;
+    progress(&report.progress);
+    report
 }
 
 #[cfg(test)]
 mod tests {
     use super::uid_set;
+
+    #[test]
+    fn a_mailbox_size_is_a_count_of_mean_sized_messages_rounded_up() {
+        let g = crate::message::Generator::new("r", 1, 75 * 1024, 0);
+        assert_eq!(super::messages_for_bytes(&g, 0), 0);
+        assert_eq!(super::messages_for_bytes(&g, 75 * 1024), 1);
+        assert_eq!(super::messages_for_bytes(&g, 75 * 1024 + 1), 2);
+        // 2 GB at 75 KB: 27,963 messages.
+        assert_eq!(super::messages_for_bytes(&g, 2 << 30), 27_963);
+    }
 
     #[test]
     fn uid_sets_compress_runs() {

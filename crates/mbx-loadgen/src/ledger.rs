@@ -65,6 +65,38 @@ pub struct Ledger {
     corrupted: Vec<(MessageId, u32, String)>,
     corrupted_count: u64,
     latency_us: Histogram<u64>,
+    /// Copies expected (acceptance recorded), kept as a count so samples cost O(1).
+    expected: u64,
+    /// Copies expected and seen.
+    delivered: u64,
+    /// Since the last [`Ledger::take_interval`].
+    interval: DeliveryInterval,
+}
+
+/// What changed since the last [`Ledger::take_interval`]: the ledger's part of a sample.
+#[derive(Debug, Clone)]
+pub struct DeliveryInterval {
+    /// Copies whose acceptance was recorded (messages accepted x their recipients).
+    pub sent: u64,
+    /// Copies that became delivered (acceptance recorded and seen intact).
+    pub delivered: u64,
+    /// Their delivery latency, microseconds.
+    pub latency_us: Histogram<u64>,
+}
+
+fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3)
+        .expect("constant bounds within hdrhistogram's limits")
+}
+
+impl DeliveryInterval {
+    fn new() -> DeliveryInterval {
+        DeliveryInterval {
+            sent: 0,
+            delivered: 0,
+            latency_us: latency_histogram(),
+        }
+    }
 }
 
 impl Default for Ledger {
@@ -81,14 +113,40 @@ impl Ledger {
             duplicated: 0,
             corrupted: Vec::new(),
             corrupted_count: 0,
-            latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
-                .expect("constant bounds within hdrhistogram's limits"),
+            latency_us: latency_histogram(),
+            expected: 0,
+            delivered: 0,
+            interval: DeliveryInterval::new(),
         }
     }
 
-    fn record_latency(&mut self, d: Duration) {
-        self.latency_us
-            .saturating_record((d.as_micros() as u64).clamp(1, 3_600_000_000));
+    /// A copy became delivered `d` after its acceptance.
+    fn delivered_after(&mut self, d: Duration) {
+        let us = (d.as_micros() as u64).clamp(1, 3_600_000_000);
+        self.latency_us.saturating_record(us);
+        self.interval.latency_us.saturating_record(us);
+        self.delivered += 1;
+        self.interval.delivered += 1;
+    }
+
+    /// Copies expected and delivered so far (O(1), unlike [`Ledger::summary`]).
+    pub fn totals(&self) -> (u64, u64) {
+        (self.expected, self.delivered)
+    }
+
+    /// What changed since the last call (copies sent and delivered, their delivery latency);
+    /// starts a new interval.
+    pub fn take_interval(&mut self) -> DeliveryInterval {
+        let fresh = DeliveryInterval {
+            sent: 0,
+            delivered: 0,
+            latency_us: {
+                let mut h = self.interval.latency_us.clone();
+                h.reset();
+                h
+            },
+        };
+        std::mem::replace(&mut self.interval, fresh)
     }
 
     /// Message `id` was accepted for `recipients` (user indexes) at `accepted`.
@@ -99,11 +157,17 @@ impl Ledger {
                 first_seen: None,
                 copies: 0,
             });
+            if e.accepted.is_some() {
+                // The same message recorded twice for this recipient: one copy expected.
+                continue;
+            }
             e.accepted = Some(accepted);
+            let seen_first = if e.copies > 0 { e.first_seen } else { None };
+            self.expected += 1;
+            self.interval.sent += 1;
             // Seen before the sender recorded the acceptance (the recipient was quicker).
-            if let Some(seen) = e.first_seen {
-                let d = seen.saturating_duration_since(accepted);
-                self.record_latency(d);
+            if let Some(seen) = seen_first {
+                self.delivered_after(seen.saturating_duration_since(accepted));
             }
         }
     }
@@ -146,7 +210,7 @@ impl Ledger {
                 e.first_seen = Some(at);
                 let latency = e.accepted.map(|a| at.saturating_duration_since(a));
                 if let Some(d) = latency {
-                    self.record_latency(d);
+                    self.delivered_after(d);
                 }
                 Seen::Delivered(latency)
             }
@@ -253,5 +317,35 @@ mod tests {
             Seen::Corrupted(_)
         ));
         assert_eq!(l.corrupted_count(), 1);
+    }
+
+    #[test]
+    fn intervals_add_up_to_the_totals_and_other_runs_mail_counts_nowhere() {
+        let mut l = Ledger::new();
+        let t0 = Instant::now();
+        l.sent(&id(1), &[1, 2], t0);
+        l.seen(1, &Verdict::Intact(id(1)), t0 + Duration::from_millis(10));
+        // Another run's message, or none of ours: not counted, not unexpected.
+        assert_eq!(
+            l.seen(1, &Verdict::NotOurs("another run".into()), t0),
+            Seen::NotOurs
+        );
+        let a = l.take_interval();
+        assert_eq!((a.sent, a.delivered, a.latency_us.len()), (2, 1, 1));
+        // Seen before its acceptance was recorded: delivered when `sent` comes.
+        l.seen(3, &Verdict::Intact(id(2)), t0 + Duration::from_millis(30));
+        l.sent(&id(2), &[3], t0);
+        l.sent(&id(2), &[3], t0);
+        l.seen(2, &Verdict::Intact(id(1)), t0 + Duration::from_millis(20));
+        let b = l.take_interval();
+        assert_eq!((b.sent, b.delivered, b.latency_us.len()), (1, 2, 2));
+        let c = l.take_interval();
+        assert_eq!((c.sent, c.delivered, c.latency_us.len()), (0, 0, 0));
+        let s = l.summary();
+        assert_eq!(l.totals(), (s.expected, s.delivered));
+        assert_eq!(
+            (s.expected, s.delivered, s.unexpected, s.missing),
+            (3, 3, 0, 0)
+        );
     }
 }

@@ -286,6 +286,11 @@ impl Generator {
         &self.run
     }
 
+    /// The mean message size in bytes (the one given, at least 1 KiB).
+    pub fn mean_size(&self) -> u64 {
+        self.mean_size
+    }
+
     fn rng(&self, sender: &str, seq: u64, stream: u8) -> Rng {
         let mut h = Xxh3::new();
         h.update(&self.seed.to_le_bytes());

@@ -245,7 +245,10 @@ async fn a_server_that_never_answers_trips_loadgens_overload_guard() {
         days: 1,
         overload_per_user: 1.5,
         grace: Duration::ZERO,
-        stop: Default::default(),
+        // Its baseline would wait for the silent server's greeting (30 s); the stop test covers
+        // a baseline against it.
+        baseline: false,
+        ..DayPlan::default()
     };
     let t = Instant::now();
     let r = run_days(
@@ -319,37 +322,63 @@ async fn a_stop_request_ends_the_run_promptly_with_what_it_did() {
         auth: mbx_loadgen::AuthMechanism::Plain,
     };
     let users = from_template("u%d", 1, 4, "pw", "d.test").expect("users");
-    let stop = Arc::new(AtomicBool::new(false));
-    let plan = DayPlan {
-        seed: 1,
-        messages_per_day: 50,
-        // 4 x 105.5 tasks in 60 s: a few dispatched (and stuck on the silent server) by the stop.
-        day: Duration::from_secs(60),
-        days: 1,
-        overload_per_user: 1e9,
-        grace: Duration::from_secs(60),
-        stop: stop.clone(),
-    };
-    let s2 = stop.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        s2.store(true, Ordering::Relaxed);
-    });
-    let t = Instant::now();
-    let r = run_days(
-        &servers,
-        &users,
-        &[ClientType::Webmail; 4],
-        &Generator::new("st", 1, 10_000, 0),
-        &plan,
-        Recorder::new(),
-    )
-    .await;
-    assert!(r.interrupted && !r.overloaded);
-    assert!(r.dispatched < r.planned);
-    assert!(
-        t.elapsed() < Duration::from_millis(500) + STOP_WAIT + Duration::from_secs(1),
-        "{:?}",
-        t.elapsed()
-    );
+    // Stopped during the day (no baseline), then during the baseline (every user waiting for a
+    // greeting that never comes): both end within STOP_WAIT of the request.
+    for baseline in [false, true] {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let plan = DayPlan {
+            seed: 1,
+            messages_per_day: 50,
+            // 4 x 105.5 tasks in 60 s: a few dispatched (and stuck on the silent server) by the
+            // stop.
+            day: Duration::from_secs(60),
+            days: 1,
+            overload_per_user: 1e9,
+            grace: Duration::from_secs(60),
+            stop: stop.clone(),
+            sample_interval: Duration::from_millis(200),
+            samples: Some(tx),
+            baseline,
+        };
+        let s2 = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            s2.store(true, Ordering::Relaxed);
+        });
+        let t = Instant::now();
+        let r = run_days(
+            &servers,
+            &users,
+            &[ClientType::Webmail; 4],
+            &Generator::new("st", 1, 10_000, 0),
+            &plan,
+            Recorder::new(),
+        )
+        .await;
+        let took = t.elapsed();
+        eprintln!(
+            "baseline {baseline}: stopped after {took:?}, {} of {} dispatched, baseline {:?} {:?}",
+            r.dispatched, r.planned, r.baseline, r.baseline_failed
+        );
+        assert!(r.interrupted && !r.overloaded);
+        assert!(r.dispatched < r.planned);
+        assert!(
+            took < Duration::from_millis(500) + STOP_WAIT + Duration::from_secs(1),
+            "{took:?}"
+        );
+        if baseline {
+            assert_eq!(r.dispatched, 0, "no task before the baseline ends");
+            assert!(r.baseline >= Duration::from_millis(500), "{:?}", r.baseline);
+        }
+        // The final sample comes whatever stopped the run, and closes the series.
+        let mut samples = Vec::new();
+        while let Ok(s) = rx.try_recv() {
+            samples.push(s);
+        }
+        let last = samples.last().expect("a final sample");
+        assert!(last.last);
+        assert_eq!(samples.iter().filter(|s| s.last).count(), 1);
+        assert_eq!(last.cumulative.dispatched, r.dispatched);
+    }
 }

@@ -936,7 +936,7 @@ async fn a_compressed_15_s_day_of_eight_users_runs_every_task_and_delivers_every
         // the guard itself is tested in tests/hostile.rs.
         overload_per_user: 8.0,
         grace: Duration::from_secs(15),
-        stop: Default::default(),
+        ..DayPlan::default()
     };
     let rec = Recorder::new();
     let g = Generator::new("day1", 8, 20 * 1024, EPOCH);
@@ -996,4 +996,580 @@ async fn a_compressed_15_s_day_of_eight_users_runs_every_task_and_delivers_every
         (sent * 4, sent * 4, 0, 0, 0)
     );
     assert!(d.corrupted.is_empty(), "{:?}", d.corrupted);
+}
+
+fn day_users(s: &MailServer, ids: &[u32]) -> Vec<mbx_loadgen::users::User> {
+    ids.iter()
+        .map(|&i| mbx_loadgen::users::User {
+            login: s.user(i),
+            password: s.password.clone(),
+            address: s.address(i),
+        })
+        .collect()
+}
+
+fn day_servers(s: &MailServer) -> mbx_loadgen::day::Servers {
+    mbx_loadgen::day::Servers {
+        smtp: s.endpoint(s.submission, Security::StartTls),
+        imap: s.endpoint(s.imaps, Security::Implicit),
+        pop3: s.endpoint(s.pop3s, Security::Implicit),
+        helo: "client.loadgen.test".into(),
+        auth: AuthMechanism::Plain,
+    }
+}
+
+#[tokio::test]
+async fn a_compressed_10_s_day_gives_a_sample_each_second_whose_intervals_add_up_to_the_report() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::ClientType;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let users = day_users(s, &[33, 34, 35, 36, 37, 38]);
+    let clients = [
+        ClientType::DesktopImap,
+        ClientType::Webmail,
+        ClientType::DesktopImap,
+        ClientType::Pop3,
+        ClientType::DesktopImap,
+        ClientType::Webmail,
+    ];
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let plan = DayPlan {
+        seed: 10,
+        messages_per_day: 50,
+        day: Duration::from_secs(10),
+        overload_per_user: 8.0,
+        grace: Duration::from_secs(15),
+        sample_interval: Duration::from_secs(1),
+        samples: Some(tx),
+        ..DayPlan::default()
+    };
+    let g = Generator::new("samples1", 10, 10 * 1024, EPOCH);
+    let r = run_days(
+        &day_servers(s),
+        &users,
+        &clients,
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let mut samples = Vec::new();
+    while let Ok(x) = rx.try_recv() {
+        samples.push(x);
+    }
+    for x in &samples {
+        eprintln!(
+            "{:>6.1?} +{:>6.1?} dispatched {:3} done {:3} failed {} unfinished {} copies {:3}/{:3} task ms {:?} delivery p95 ms {:?}{}",
+            x.elapsed,
+            x.interval,
+            x.this_interval.dispatched,
+            x.this_interval.completed,
+            x.this_interval.failed,
+            x.unfinished,
+            x.this_interval.copies_delivered,
+            x.this_interval.copies_sent,
+            x.task_latency_ms.map(|l| (l.p50, l.p95, l.max)),
+            x.delivery_p95_ms,
+            if x.last { " (last)" } else { "" }
+        );
+    }
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(!r.overloaded && !r.interrupted);
+    assert!(samples.len() >= 10, "{} samples", samples.len());
+    let last = samples.last().expect("samples");
+    assert!(last.last && samples.iter().filter(|x| x.last).count() == 1);
+    assert_eq!(last.elapsed, r.elapsed);
+    assert_eq!(last.unfinished, 0);
+    assert!(samples.windows(2).all(|w| w[0].elapsed <= w[1].elapsed));
+    assert!(samples.iter().all(|x| x.planned == r.planned));
+    let sum = |f: fn(&mbx_loadgen::day::DaySample) -> u64| samples.iter().map(f).sum::<u64>();
+    assert_eq!(
+        samples.iter().map(|x| x.interval).sum::<Duration>(),
+        last.elapsed
+    );
+    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    let failed: u64 = r.tasks.values().flat_map(|t| t.failed.values()).sum();
+    assert_eq!(sum(|x| x.this_interval.dispatched), r.dispatched);
+    assert_eq!(r.dispatched, r.planned);
+    assert_eq!(sum(|x| x.this_interval.completed), completed);
+    assert_eq!(sum(|x| x.this_interval.failed), failed);
+    assert_eq!(sum(|x| x.this_interval.copies_sent), r.delivery.expected);
+    assert_eq!(
+        sum(|x| x.this_interval.copies_delivered),
+        r.delivery.delivered
+    );
+    assert_eq!(
+        (
+            last.cumulative.dispatched,
+            last.cumulative.completed,
+            last.cumulative.copies_sent,
+            last.cumulative.copies_delivered
+        ),
+        (
+            r.dispatched,
+            completed,
+            r.delivery.expected,
+            r.delivery.delivered
+        )
+    );
+    assert_eq!(r.delivery.delivered, r.delivery.expected);
+    assert!(r.delivery.expected > 0);
+    // Latency percentiles of the intervals with tasks done (every second of the day has some).
+    let with_tasks: Vec<_> = samples
+        .iter()
+        .filter_map(|x| x.task_latency_ms.map(|l| (x.this_interval.completed, l)))
+        .collect();
+    assert!(with_tasks.len() >= 9, "{}", with_tasks.len());
+    for (n, l) in with_tasks {
+        assert!(
+            n > 0 && 0.0 < l.p50 && l.p50 <= l.p95 && l.p95 <= l.max,
+            "{l:?}"
+        );
+    }
+    assert!(samples.iter().any(|x| x.delivery_p95_ms.is_some()));
+    assert!(samples
+        .iter()
+        .all(|x| x.delivery_p95_ms.is_some() == (x.this_interval.copies_delivered > 0)));
+}
+
+#[tokio::test]
+async fn the_baseline_keeps_old_and_foreign_mail_from_being_fetched_or_changed() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::init::{fill_mailbox, Fill, INIT_SEQ_BASE};
+    use mbx_loadgen::sched::{ClientType, TaskKind};
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    // 39 (desktop IMAP) and 40 (POP3) hold 20 initialization messages of an earlier run and a
+    // foreign message before the day; 41 and 42 are empty.
+    let init = Generator::new("bl-init", 39, 8 * 1024, EPOCH);
+    let foreign = b"From: <x@elsewhere.test>\r\nSubject: not a test message\r\n\r\nhello\r\n";
+    for u in [39, 40] {
+        let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+            .await
+            .expect("connects");
+        imap.login(&s.user(u), &s.password).await.expect("login");
+        let f = fill_mailbox(
+            &mut imap,
+            &init,
+            &s.address(u),
+            &Fill {
+                target: 20,
+                ..Fill::default()
+            },
+        )
+        .await
+        .expect("fill");
+        assert_eq!(f.appended, 20);
+        // In 39's INBOX another client has marked it \Deleted: the day's deletes (UID
+        // EXPUNGE) must not remove it.
+        let flags = if u == 39 { "\\Deleted" } else { "" };
+        imap.append("INBOX", flags, foreign).await.expect("append");
+        imap.logout().await.expect("logout");
+    }
+    let users = day_users(s, &[39, 40, 41, 42]);
+    let clients = [
+        ClientType::DesktopImap,
+        ClientType::Pop3,
+        ClientType::Webmail,
+        ClientType::DesktopImap,
+    ];
+    // During the day a message of another run arrives in 39's and 40's INBOX: NotOurs, never
+    // counted or changed.
+    let other = Generator::new("bl-other", 1, 4 * 1024, EPOCH);
+    let injector = {
+        let (ep, other) = (s.endpoint(s.imaps, Security::Implicit), other.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            for u in [39u32, 40] {
+                let mut imap = ImapClient::connect(&ep, Recorder::new())
+                    .await
+                    .expect("connects");
+                imap.login(&format!("loadgen{u}"), "loadgen")
+                    .await
+                    .expect("login");
+                let owner = format!("loadgen{u}@loadgen.test");
+                imap.append("INBOX", "", &other.message(&owner, 7, &[&owner]))
+                    .await
+                    .expect("append");
+                imap.logout().await.expect("logout");
+            }
+        })
+    };
+    let plan = DayPlan {
+        seed: 39,
+        messages_per_day: 50,
+        day: Duration::from_secs(8),
+        overload_per_user: 8.0,
+        grace: Duration::from_secs(15),
+        ..DayPlan::default()
+    };
+    let g = Generator::new("bl-day", 39, 8 * 1024, EPOCH);
+    let r = run_days(&day_servers(s), &users, &clients, &g, &plan, rec.clone()).await;
+    injector.await.expect("injected");
+    let d = &r.delivery;
+    eprintln!(
+        "baseline {:?} ({:?} failed); fetched by checks: {} messages, {} KB; copies {}/{}; reads {}",
+        r.baseline,
+        r.baseline_failed,
+        r.check_fetched,
+        r.check_fetched_bytes / 1024,
+        d.delivered,
+        d.expected,
+        r.tasks.get(&TaskKind::Read).map_or(0, |t| t.completed)
+    );
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(r.baseline_failed.is_empty());
+    assert!(r.baseline > Duration::ZERO);
+    assert_eq!(
+        (d.delivered, d.missing, d.duplicated, d.unexpected),
+        (d.expected, 0, 0, 0)
+    );
+    assert!(d.corrupted.is_empty());
+    // Every check fetched only what came during the day: the copies delivered and the two
+    // injected messages, none of the 2 x 21 there before.
+    assert_eq!(r.check_fetched, d.delivered + 2);
+    assert!(r
+        .tasks
+        .get(&TaskKind::Read)
+        .is_some_and(|t| t.completed > 0));
+
+    // Everything not of the day's run is still there, unchanged.
+    let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+        .await
+        .expect("connects");
+    for u in [39, 40] {
+        imap.login(&s.user(u), &s.password).await.expect("login");
+        imap.select("INBOX").await.expect("select");
+        let all = imap
+            .uid_fetch("1:*", "(UID FLAGS BODY.PEEK[])")
+            .await
+            .expect("fetch");
+        let (mut init_seen, mut foreign_seen, mut other_seen) = (0, 0, 0);
+        for f in &all {
+            let body = f.body.as_deref().unwrap_or_default();
+            let flagged = |name: &str| f.flags.iter().any(|x| x.eq_ignore_ascii_case(name));
+            let not_day = match init.verify(body) {
+                Verdict::Intact(id) => {
+                    assert!(id.seq >= INIT_SEQ_BASE);
+                    init_seen += 1;
+                    assert!(flagged("\\Seen"), "initialization flags kept");
+                    true
+                }
+                _ if body.ends_with(b"hello\r\n") => {
+                    foreign_seen += 1;
+                    assert!(
+                        !flagged("\\Seen"),
+                        "user {u}: read with PEEK only: {:?}",
+                        f.flags
+                    );
+                    assert_eq!(flagged("\\Deleted"), u == 39, "{:?}", f.flags);
+                    assert!(!flagged("\\Flagged"));
+                    false
+                }
+                _ => match other.verify(body) {
+                    Verdict::Intact(_) => {
+                        other_seen += 1;
+                        // Arrived during the day: the POP3 user retrieved it (RETR), which
+                        // Dovecot records as \Seen (pop3_no_flag_updates = no); IMAP read it
+                        // with PEEK.
+                        assert!(u == 40 || !flagged("\\Seen"), "user {u}: {:?}", f.flags);
+                        true
+                    }
+                    _ => false,
+                },
+            };
+            if not_day {
+                assert!(
+                    !flagged("\\Flagged") && !flagged("\\Deleted"),
+                    "user {u}: {:?}",
+                    f.flags
+                );
+            }
+        }
+        assert_eq!(
+            (init_seen, foreign_seen, other_seen),
+            (20, 1, 1),
+            "user {u}'s old and foreign mail is all there"
+        );
+        imap.logout().await.expect("logout");
+        imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+            .await
+            .expect("connects");
+    }
+    let _ = imap.logout().await;
+}
+
+#[tokio::test]
+async fn fill_users_fills_six_mailboxes_three_at_a_time_reports_a_bad_login_resumes_and_stops() {
+    use mbx_loadgen::init::{fill_users, Fill, InitProgress, INIT_SEQ_BASE};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("fillusers", 43, 4 * 1024, EPOCH);
+    let ep = s.endpoint(s.imaps, Security::Implicit);
+    let good = day_users(s, &[43, 44, 45, 46, 47, 48]);
+    let mut with_bad = good.clone();
+    with_bad.insert(
+        2,
+        mbx_loadgen::users::User {
+            login: s.user(49),
+            password: "wrong".into(),
+            address: s.address(49),
+        },
+    );
+    let fill = |target| Fill {
+        target,
+        batch: 4,
+        ..Fill::default()
+    };
+    let no = AtomicBool::new(false);
+    let mut reports: Vec<InitProgress> = Vec::new();
+    let first = fill_users(&ep, &with_bad, &g, &fill(12), 3, &no, rec.clone(), |p| {
+        reports.push(*p)
+    })
+    .await;
+    let p = first.progress;
+    assert_eq!(
+        (
+            p.users_total,
+            p.users_done,
+            p.users_failed,
+            p.messages_found,
+            p.messages_appended,
+            p.messages_total_target
+        ),
+        (7, 7, 1, 0, 72, 84)
+    );
+    assert!(p.bytes_appended > 72 * 1024);
+    assert_eq!(first.failed_by_class.get("auth"), Some(&1));
+    let e = &first.errors[0];
+    assert_eq!(e.user.as_deref(), Some("loadgen49"));
+    assert!(
+        e.to_string().contains("LOGIN") && e.server.starts_with("imap"),
+        "{e}"
+    );
+    assert!(!first.stopped && first.users_not_started == 0);
+    assert_eq!(reports.last(), Some(&p), "a final report");
+    assert!(reports
+        .windows(2)
+        .all(|w| w[0].messages_appended <= w[1].messages_appended));
+
+    // Each mailbox holds its 12; a second call finds them and appends nothing.
+    let second = fill_users(&ep, &good, &g, &fill(12), 3, &no, rec.clone(), |_| {}).await;
+    assert_eq!(
+        (
+            second.progress.messages_found,
+            second.progress.messages_appended,
+            second.progress.users_failed
+        ),
+        (72, 0, 0)
+    );
+    for u in [43, 48] {
+        let all = fetch_all_imap(s, u, 12, &rec).await;
+        let mut seqs: Vec<u64> = all
+            .iter()
+            .map(|m| match g.verify(m) {
+                Verdict::Intact(id) => id.seq - INIT_SEQ_BASE,
+                v => panic!("{v:?}"),
+            })
+            .collect();
+        seqs.sort_unstable();
+        assert_eq!(seqs, (0..12).collect::<Vec<u64>>());
+    }
+
+    // Stop set before: no user starts.
+    let yes = AtomicBool::new(true);
+    let none = fill_users(&ep, &good, &g, &fill(400), 3, &yes, rec.clone(), |_| {}).await;
+    assert!(none.stopped);
+    assert_eq!(
+        (none.users_not_started, none.progress.messages_appended),
+        (6, 0)
+    );
+    // Stop set at the first progress report (500 ms in): running fills end after their batch,
+    // no user starts after; the next call resumes where it stopped.
+    let stop = AtomicBool::new(false);
+    let t = Instant::now();
+    let cut = fill_users(&ep, &good, &g, &fill(400), 3, &stop, rec.clone(), |_| {
+        stop.store(true, Ordering::Relaxed)
+    })
+    .await;
+    eprintln!(
+        "stopped after {:?}: {} appended, {} users not started",
+        t.elapsed(),
+        cut.progress.messages_appended,
+        cut.users_not_started
+    );
+    assert!(cut.stopped);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(cut.progress.messages_appended < 6 * 388);
+    let t = Instant::now();
+    let rest = fill_users(&ep, &good, &g, &fill(400), 3, &no, rec.clone(), |_| {}).await;
+    let r = rest.progress;
+    eprintln!(
+        "resumed: {} found, {} appended, {:.1} MB in {:?}",
+        r.messages_found,
+        r.messages_appended,
+        r.bytes_appended as f64 / 1e6,
+        t.elapsed()
+    );
+    assert_eq!(r.messages_found + r.messages_appended, 6 * 400);
+    assert_eq!(r.messages_found, 72 + cut.progress.messages_appended);
+}
+
+#[tokio::test]
+async fn a_stop_during_the_grace_sweep_ends_the_run_within_stop_wait() {
+    use mbx_loadgen::day::{run_days, DayPlan, STOP_WAIT};
+    use mbx_loadgen::sched::ClientType;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    // 53 has a wrong password: the others' copies to it are accepted by SMTP but never seen, so
+    // the grace sweep would look for them for its whole minute.
+    let mut users = day_users(s, &[50, 51, 52, 53]);
+    users[3].password = "wrong".into();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let plan = DayPlan {
+        seed: 50,
+        messages_per_day: 50,
+        day: Duration::from_secs(3),
+        overload_per_user: 100.0,
+        grace: Duration::from_secs(60),
+        stop: stop.clone(),
+        sample_interval: Duration::from_millis(250),
+        samples: Some(tx),
+        ..DayPlan::default()
+    };
+    // Stop once every task is done: the run is in its grace sweep then.
+    let watcher = tokio::spawn(async move {
+        let mut at = None;
+        while let Some(x) = rx.recv().await {
+            if at.is_none()
+                && x.cumulative.dispatched == x.planned
+                && x.unfinished == 0
+                && x.cumulative.copies_delivered < x.cumulative.copies_sent
+            {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                stop.store(true, Ordering::Relaxed);
+                at = Some(Instant::now());
+            }
+        }
+        at
+    });
+    let g = Generator::new("gracestop", 50, 4 * 1024, EPOCH);
+    let r = run_days(
+        &day_servers(s),
+        &users,
+        &[
+            ClientType::DesktopImap,
+            ClientType::Webmail,
+            ClientType::DesktopImap,
+            // Each of its refused logins takes the server ~0.5 s: a POP3 user has the fewest
+            // tasks (22 a day at 50 messages).
+            ClientType::Pop3,
+        ],
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let ended = Instant::now();
+    // The plan holds the samples' sender: the watcher's channel ends with it.
+    drop(plan);
+    let stopped_at = watcher
+        .await
+        .expect("watcher")
+        .expect("the stop came during the grace sweep");
+    eprintln!(
+        "ended {:?} after the stop; {} of {} tasks, copies {}/{}, baseline failed {:?}",
+        ended - stopped_at,
+        r.dispatched,
+        r.planned,
+        r.delivery.delivered,
+        r.delivery.expected,
+        r.baseline_failed
+    );
+    assert!(r.interrupted && !r.overloaded);
+    assert_eq!(r.dispatched, r.planned);
+    assert!(ended - stopped_at < STOP_WAIT + Duration::from_secs(1));
+    assert!(r.elapsed < Duration::from_secs(30), "{:?}", r.elapsed);
+    assert!(r.delivery.missing > 0);
+    assert_eq!(r.baseline_failed.get("auth"), Some(&1));
+}
+
+#[tokio::test]
+async fn large_mailboxes_are_searched_in_windows_that_keep_each_answer_within_the_line_bound() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::init::{fill_mailbox, Fill};
+    use mbx_loadgen::sched::ClientType;
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    // A 1 KiB line bound stands for 64 KiB: one SEARCH of 300 messages' UIDs would not fit
+    // (as one of 30,000 would not at 64 KiB); windows of 87 messages do.
+    let mut ep = s.endpoint(s.imaps, Security::Implicit);
+    ep.limits.line = 1024;
+    let rec = Recorder::new();
+    let g = Generator::new("windows", 54, 1024, EPOCH);
+    let mut imap = ImapClient::connect(&ep, rec.clone())
+        .await
+        .expect("connects");
+    imap.login(&s.user(54), &s.password).await.expect("login");
+    assert_eq!(imap.search_window(), 87);
+    let fill = Fill {
+        target: 300,
+        batch: 50,
+        ..Fill::default()
+    };
+    let first = fill_mailbox(&mut imap, &g, &s.address(54), &fill)
+        .await
+        .expect("fill");
+    assert_eq!((first.found, first.appended), (0, 300));
+    let e = imap
+        .search("ALL", true)
+        .await
+        .expect_err("one answer of 300 UIDs is over the bound");
+    assert_eq!(e.class, ErrorClass::Protocol, "{e}");
+    let mut imap = ImapClient::connect(&ep, rec.clone())
+        .await
+        .expect("connects");
+    imap.login(&s.user(54), &s.password).await.expect("login");
+    let again = fill_mailbox(&mut imap, &g, &s.address(54), &fill)
+        .await
+        .expect("fill again");
+    assert_eq!((again.found, again.appended), (300, 0));
+    imap.logout().await.expect("logout");
+    // The day's baseline over that mailbox, through the same bound.
+    let mut servers = day_servers(s);
+    servers.imap = ep;
+    let plan = DayPlan {
+        seed: 54,
+        messages_per_day: 50,
+        day: Duration::from_secs(2),
+        overload_per_user: 100.0,
+        grace: Duration::from_secs(15),
+        ..DayPlan::default()
+    };
+    let day = Generator::new("windows-day", 54, 4 * 1024, EPOCH);
+    let r = run_days(
+        &servers,
+        &day_users(s, &[54, 55]),
+        &[ClientType::DesktopImap, ClientType::Webmail],
+        &day,
+        &plan,
+        rec,
+    )
+    .await;
+    assert!(r.baseline_failed.is_empty(), "{:?}", r.first_errors);
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert_eq!(r.check_fetched, r.delivery.delivered);
+    assert_eq!(r.delivery.delivered, r.delivery.expected);
 }

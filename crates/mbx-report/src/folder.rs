@@ -8,7 +8,8 @@ use mbx_result::{RunResult, Sample};
 
 use crate::flags::Flag;
 use crate::input::{
-    folder_file, for_each_line_ended, read_bounded, InputError, REPORT_LIMIT, SAMPLES_LIMIT,
+    folder_file, for_each_line, for_each_line_ended, read_bounded, InputError, LOG_LIMIT,
+    REPORT_LIMIT, SAMPLES_LIMIT,
 };
 
 /// Errors writing a report; each names the file. Messages are complete: the OS error is part of
@@ -187,4 +188,21 @@ pub struct Written {
     pub flags: Vec<Flag>,
     /// What reading the folder met (a torn last sample skipped).
     pub notes: Vec<String>,
+}
+
+const LOG_WHAT: &str = "the log of a run (test.log)";
+
+/// A results folder's test.log (`name`, as its result names it), its lines; none when absent.
+pub(crate) fn read_log(dir: &Path, name: &str) -> Result<Vec<String>, ReportError> {
+    let mut log = Vec::new();
+    let read = folder_file(dir, name, LOG_WHAT)
+        .map_err(ReportError::from)
+        .and_then(|path| {
+            for_each_line(&path, LOG_LIMIT, LOG_WHAT, |_, line| {
+                log.push(line.to_string());
+                Ok::<_, ReportError>(())
+            })
+        });
+    skip_if_absent(read)?;
+    Ok(log)
 }

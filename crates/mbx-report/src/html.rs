@@ -92,12 +92,24 @@ pub(crate) fn state_class(s: CheckState) -> &'static str {
 /// How the test stopped, when it did not run its course (`None` when it did): the reason, the
 /// phase and the message.
 fn stop_line(r: &RunResult) -> Option<String> {
-    let s = &r.stopped;
+    // Results of versions without `stopped` say only `test.interrupted`.
+    stop_sentence(
+        &r.stopped,
+        r.test.interrupted,
+        "The test was interrupted before the end of its duration: a partial result.",
+    )
+}
+
+/// How a test stopped, when it did not run its course (`None` when it did): the reason, the
+/// phase and the message; `interrupted_text` when it ran its course but says it was
+/// interrupted.
+pub(crate) fn stop_sentence(
+    s: &mbx_result::Stopped,
+    interrupted: bool,
+    interrupted_text: &str,
+) -> Option<String> {
     if s.reason.ran_to_completion() {
-        // Results of versions without `stopped` say only `test.interrupted`.
-        return r.test.interrupted.then(|| {
-            "The test was interrupted before the end of its duration: a partial result.".to_string()
-        });
+        return interrupted.then(|| interrupted_text.to_string());
     }
     let what = match s.reason {
         StopReason::Interrupted => "The test was interrupted",

@@ -9,15 +9,14 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
-use mbx_result::{CheckState, LatencyMs, LoadgenResult, LoadgenSample, StopReason, LOADGEN_KIND};
+use mbx_result::{CheckState, LatencyMs, LoadgenResult, LoadgenSample, LOADGEN_KIND};
 
 use crate::export::{csv_bytes, export, Exporter, Format};
-use crate::folder::{read_jsonl, skip_if_absent, ReportError, ResultText, Written};
+use crate::folder::{read_jsonl, ReportError, ResultText, Written};
 use crate::html::{f3, kv, state_class, state_word, CSS};
-use crate::input::{folder_file, for_each_line, LOG_LIMIT};
+use crate::input::folder_file;
 
 const SAMPLES_WHAT: &str = "the samples of a loadgen run (samples.jsonl)";
-const LOG_WHAT: &str = "the log of a loadgen run (test.log)";
 
 /// The section titles of a loadgen report, in order (a section is left out when the result has
 /// nothing for it: no tasks for an init-only result, no delivery, no init figures, no errors, no
@@ -107,16 +106,7 @@ pub(crate) fn folder_of(source: ResultText) -> Result<LoadgenFolder, ReportError
         Err(e) if e.is_not_found() => Vec::new(),
         Err(e) => return Err(e.into()),
     };
-    let mut log = Vec::new();
-    let read = folder_file(&dir, &result.log_file, LOG_WHAT)
-        .map_err(ReportError::from)
-        .and_then(|path| {
-            for_each_line(&path, LOG_LIMIT, LOG_WHAT, |_, line| {
-                log.push(line.to_string());
-                Ok::<_, ReportError>(())
-            })
-        });
-    skip_if_absent(read)?;
+    let log = crate::folder::read_log(&dir, &result.log_file)?;
     Ok(LoadgenFolder {
         result,
         samples,
@@ -433,26 +423,11 @@ fn stop_line(r: &LoadgenResult) -> Option<String> {
             r.max_unfinished, r.overload_limit, r.config.overload_per_user
         ));
     }
-    if s.reason.ran_to_completion() {
-        return r
-            .test
-            .interrupted
-            .then(|| "The test was interrupted: a partial result.".to_string());
-    }
-    let what = match s.reason {
-        StopReason::Interrupted => "The test was interrupted",
-        _ => "The test stopped early",
-    };
-    let phase = s
-        .phase
-        .as_deref()
-        .map(|p| format!(" in its {p} phase"))
-        .unwrap_or_default();
-    Some(format!(
-        "{what}{phase} ({}): {}.",
-        s.reason.name().replace('_', " "),
-        s.message
-    ))
+    crate::html::stop_sentence(
+        s,
+        r.test.interrupted,
+        "The test was interrupted: a partial result.",
+    )
 }
 
 /// The latency cells p50, p95, p99, max.

@@ -9,11 +9,10 @@ use crate::export::{export, Exporter, Format};
 use crate::flags::result_flags;
 /// What the exporters render and their errors, defined with them (crate::folder).
 pub use crate::folder::{folder_result, locate, ReportError, ResultText, RunFolder, Written};
-use crate::folder::{read_jsonl, skip_if_absent};
-use crate::input::{folder_file, for_each_line, LOG_LIMIT};
+use crate::folder::{read_jsonl, read_log};
+use crate::input::folder_file;
 
 const SAMPLES_WHAT: &str = "the samples of a run (samples.jsonl)";
-const LOG_WHAT: &str = "the log of a run (test.log)";
 
 /// Reads a result folder: result.json, and samples.jsonl and test.log if present. Each file must
 /// be a regular file within its limit ([`REPORT_LIMIT`], [`SAMPLES_LIMIT`], [`LOG_LIMIT`]), and
@@ -74,16 +73,7 @@ fn run_of(source: ResultText) -> Result<RunFolder, ReportError> {
         .into_iter()
         .collect();
 
-    let mut log = Vec::new();
-    let read = folder_file(&dir, &result.log_file, LOG_WHAT)
-        .map_err(ReportError::from)
-        .and_then(|path| {
-            for_each_line(&path, LOG_LIMIT, LOG_WHAT, |_, line| {
-                log.push(line.to_string());
-                Ok::<_, ReportError>(())
-            })
-        });
-    skip_if_absent(read)?;
+    let log = read_log(&dir, &result.log_file)?;
     Ok(RunFolder {
         result,
         samples,

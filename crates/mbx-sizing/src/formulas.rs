@@ -55,7 +55,7 @@ pub fn megacycles_active(method: Method, m: f64, multi_role: bool) -> f64 {
                 mailbox_role
             }
         }
-        Method::Exchange2016 | Method::Exchange2019 => m * 0.0597,
+        Method::Exchange2016 | Method::Exchange2019 | Method::ExchangeSe => m * 0.0597,
         Method::Exchange2010Vmware => m / 50.0,
     }
 }
@@ -65,7 +65,7 @@ pub fn megacycles_active(method: Method, m: f64, multi_role: bool) -> f64 {
 pub fn megacycles_passive(method: Method, m: f64) -> f64 {
     match method {
         Method::Exchange2013 => m * 0.0137,
-        Method::Exchange2016 | Method::Exchange2019 => m * 0.014,
+        Method::Exchange2016 | Method::Exchange2019 | Method::ExchangeSe => m * 0.014,
         Method::Exchange2010Vmware => 0.15 * megacycles_active(method, m, false),
     }
 }
@@ -103,6 +103,17 @@ pub fn mailbox_size_on_disk_mb(quota_mb: f64, m: f64, kb: f64, retention_days: f
     round_up(quota_mb + dumpster + daily_mb)
 }
 
+/// Archive mailbox size on disk in MB: the archive quota plus the same single item recovery (1.2%)
+/// and calendar version storage (3%) shares of quota the primary mailbox carries; no white space
+/// or deleted-item churn, since no mail is delivered to an archive. An assumption in the
+/// calculator's spirit (docs/sizing.md); 0 without archives.
+pub fn archive_size_on_disk_mb(archive_quota_mb: f64) -> f64 {
+    if archive_quota_mb <= 0.0 {
+        return 0.0;
+    }
+    round_up(archive_quota_mb * (1.0 + 0.012 + 0.03))
+}
+
 /// Minimum server RAM in GB by the number of databases hosted (2013 calculator).
 pub fn min_ram_gb_by_database_count(databases: u32) -> f64 {
     match databases {
@@ -138,7 +149,7 @@ pub fn ram_ceiling_gb(method: Method) -> Option<f64> {
     match method {
         Method::Exchange2013 => Some(96.0),
         Method::Exchange2016 => Some(192.0),
-        Method::Exchange2019 => Some(256.0),
+        Method::Exchange2019 | Method::ExchangeSe => Some(256.0),
         Method::Exchange2010Vmware => None,
     }
 }
@@ -148,7 +159,7 @@ pub fn ram_ceiling_gb(method: Method) -> Option<f64> {
 pub fn core_ceiling(method: Method) -> Option<u32> {
     match method {
         Method::Exchange2013 | Method::Exchange2016 => Some(24),
-        Method::Exchange2019 => Some(48),
+        Method::Exchange2019 | Method::ExchangeSe => Some(48),
         Method::Exchange2010Vmware => None,
     }
 }
@@ -263,6 +274,13 @@ mod tests {
         // The dumpster is capped at 30 GB for very large quotas.
         let big = mailbox_size_on_disk_mb(100.0 * 1024.0 * 10.0, 150.0, 75.0, 14.0);
         assert_eq!(big, round_up(1_024_000.0 + 30720.0 + 150.0 * 75.0 / 1024.0));
+    }
+
+    #[test]
+    fn archive_size() {
+        assert_eq!(archive_size_on_disk_mb(0.0), 0.0);
+        // 2,048 x 1.042 = 2,134.016 -> 2,135.
+        assert_eq!(archive_size_on_disk_mb(2048.0), 2135.0);
     }
 
     #[test]

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use mbx_config::show_number;
 
+use crate::storage::{DiskClass, Raid};
 use crate::Method;
 
 /// How the databases are laid out: the user gives at most one of these.
@@ -78,7 +79,46 @@ pub struct SizingInput {
     pub deleted_item_retention_days: u32,
     /// Extra database overhead in percent (growth; D1 recommends at least 20): 0..=1000.
     pub data_overhead_pct: f64,
+    /// Storage design: the disks, their figures and the RAID level of each volume.
+    pub storage: StorageInput,
+    /// Share of a day's transaction logs generated in the busiest hour, percent: 100/24..=100
+    /// (default 12, an assumption: docs/sizing.md).
+    pub peak_hour_log_pct: f64,
+    /// Datacenters the copies of each database are spread over: 1..=copies.
+    pub sites: u32,
+    /// Of `copies`, how many are lagged (never activated by a failover): 0..=copies - 1.
+    pub lagged_copies: u32,
+    /// Replay lag of the lagged copies in days: 0..=14 (Exchange's maximum) [default 7].
+    pub lag_days: f64,
+    /// Archive mailbox quota in MB, in the same databases as the primary mailboxes
+    /// (0 = no archives): 0..=102,400.
+    pub archive_quota_mb: u64,
 }
+
+/// The disks of the mailbox servers: a class (with default capacity and IOPS), optional
+/// overrides, and the RAID level of the database and log volumes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StorageInput {
+    /// The class of disk.
+    pub disk_class: DiskClass,
+    /// Capacity of one disk in GB as labelled (decimal), overriding the class: 1..=1,000,000.
+    pub disk_capacity_gb: Option<f64>,
+    /// Random IOPS of one disk, overriding the class: 1..=10,000,000.
+    pub disk_iops: Option<f64>,
+    /// RAID level of the database volumes.
+    pub db_raid: Raid,
+    /// RAID level of the log volumes.
+    pub log_raid: Raid,
+}
+
+/// Largest disk capacity accepted, GB.
+pub const MAX_DISK_CAPACITY_GB: f64 = 1_000_000.0;
+/// Most IOPS of one disk accepted.
+pub const MAX_DISK_IOPS: f64 = 10_000_000.0;
+/// Default share of a day's logs in the busiest hour, percent (assumption: docs/sizing.md).
+pub const DEFAULT_PEAK_HOUR_LOG_PCT: f64 = 12.0;
+/// Longest replay lag Exchange allows, days.
+pub const MAX_LAG_DAYS: f64 = 14.0;
 
 /// Default average message size in KB (Microsoft's typical value, used in every seed).
 pub const DEFAULT_MESSAGE_SIZE_KB: f64 = 75.0;
@@ -144,6 +184,18 @@ impl SizingInput {
             log_retention_days: 3,
             deleted_item_retention_days: 14,
             data_overhead_pct: 0.0,
+            storage: StorageInput {
+                disk_class: DiskClass::default(),
+                disk_capacity_gb: None,
+                disk_iops: None,
+                db_raid: Raid::Raid10,
+                log_raid: Raid::Raid10,
+            },
+            peak_hour_log_pct: DEFAULT_PEAK_HOUR_LOG_PCT,
+            sites: 1,
+            lagged_copies: 0,
+            lag_days: 7.0,
+            archive_quota_mb: 0,
         }
     }
 
@@ -316,6 +368,45 @@ impl SizingInput {
             0.0,
             MAX_DATA_OVERHEAD_PCT,
         )?;
+        if let Some(gb) = self.storage.disk_capacity_gb {
+            number("disk_capacity_gb", gb, 1.0, MAX_DISK_CAPACITY_GB)?;
+        }
+        if let Some(iops) = self.storage.disk_iops {
+            number("disk_iops", iops, 1.0, MAX_DISK_IOPS)?;
+        }
+        if !(self.peak_hour_log_pct.is_finite()
+            && (100.0 / 24.0..=100.0).contains(&self.peak_hour_log_pct))
+        {
+            return err(
+                "peak_hour_log_pct",
+                format!(
+                    "must be a number from 4.17 (a flat day: 100/24) to 100, got {}",
+                    show_number(self.peak_hour_log_pct)
+                ),
+            );
+        }
+        if self.sites == 0 || self.sites > self.copies {
+            return err(
+                "sites",
+                format!(
+                    "must be 1..={} (each datacenter holds at least one of the {} copies), got {}",
+                    self.copies, self.copies, self.sites
+                ),
+            );
+        }
+        if self.lagged_copies >= self.copies {
+            return err(
+                "lagged_copies",
+                format!(
+                    "must be 0..={} (one of the {} copies is the active one), got {}",
+                    self.copies - 1,
+                    self.copies,
+                    self.lagged_copies
+                ),
+            );
+        }
+        number("lag_days", self.lag_days, 0.0, MAX_LAG_DAYS)?;
+        count("archive_quota_mb", self.archive_quota_mb, 0, MAX_QUOTA_MB)?;
         Ok(())
     }
 }
@@ -385,6 +476,29 @@ mod tests {
         i.cpu.specint_rate = Some(1120.0);
         i.cpu.specint_cores = Some(16);
         assert_eq!(field_of(i), "cpu_mhz");
+        let mut i = base();
+        i.storage.disk_iops = Some(0.0);
+        assert_eq!(field_of(i), "disk_iops");
+        let mut i = base();
+        i.storage.disk_capacity_gb = Some(f64::INFINITY);
+        assert_eq!(field_of(i), "disk_capacity_gb");
+        let mut i = base();
+        i.peak_hour_log_pct = 3.0;
+        assert_eq!(field_of(i), "peak_hour_log_pct");
+        let mut i = base();
+        i.sites = 2;
+        assert_eq!(field_of(i), "sites");
+        let mut i = base();
+        i.lagged_copies = 1;
+        assert_eq!(field_of(i), "lagged_copies");
+        let mut i = base();
+        i.copies = 2;
+        i.lagged_copies = 1;
+        i.lag_days = 15.0;
+        assert_eq!(field_of(i), "lag_days");
+        let mut i = base();
+        i.archive_quota_mb = MAX_QUOTA_MB + 1;
+        assert_eq!(field_of(i), "archive_quota_mb");
     }
 
     #[test]

@@ -18,13 +18,15 @@ pub mod examples;
 pub mod formulas;
 mod input;
 mod method;
+pub mod storage;
 
 use serde::Serialize;
 
 pub use input::{
-    CpuInput, DatabaseLayout, InputError, SizingInput, CPU_MHZ_RANGE, DEFAULT_HEADROOM_PCT,
-    DEFAULT_MESSAGE_SIZE_KB, DEFAULT_PEAK_CPU_PCT, DEFAULT_QUOTA_MB, MAX_COPIES, MAX_CORES,
-    MAX_DATABASES_PER_SERVER, MAX_DATA_OVERHEAD_PCT, MAX_HEADROOM_PCT, MAX_IOPS_PER_MAILBOX,
+    CpuInput, DatabaseLayout, InputError, SizingInput, StorageInput, CPU_MHZ_RANGE,
+    DEFAULT_HEADROOM_PCT, DEFAULT_MESSAGE_SIZE_KB, DEFAULT_PEAK_CPU_PCT, DEFAULT_PEAK_HOUR_LOG_PCT,
+    DEFAULT_QUOTA_MB, MAX_COPIES, MAX_CORES, MAX_DATABASES_PER_SERVER, MAX_DATA_OVERHEAD_PCT,
+    MAX_DISK_CAPACITY_GB, MAX_DISK_IOPS, MAX_HEADROOM_PCT, MAX_IOPS_PER_MAILBOX, MAX_LAG_DAYS,
     MAX_MAILBOXES, MAX_MESSAGES_PER_DAY, MAX_MESSAGE_SIZE_KB, MAX_QUOTA_MB, MAX_SERVERS,
     MAX_SPECINT_RATE, MIN_IOPS_PER_MAILBOX,
 };
@@ -32,6 +34,7 @@ pub use mbx_config::Profile;
 pub use method::Method;
 
 use formulas::*;
+use storage::{DiskClass, VolumeDisks};
 
 /// Which method produced each group of figures.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -54,6 +57,123 @@ pub struct Warning {
     pub code: &'static str,
     /// Human explanation with the figure, the limit and a suggestion.
     pub message: String,
+}
+
+/// Most servers in one database availability group.
+pub const MAX_SERVERS_PER_DAG: u32 = 16;
+
+/// Disks per server for the database and log volumes (the calculator's storage design).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StorageDesign {
+    /// The method whose capacity and IOPS figures the disks carry.
+    pub method: Method,
+    /// How the disks are counted.
+    pub source: &'static str,
+    /// Class of disk.
+    pub disk_class: DiskClass,
+    /// Its label.
+    pub disk_label: &'static str,
+    /// Capacity of one disk, GB as labelled (decimal).
+    pub disk_capacity_gb: f64,
+    /// Where that capacity comes from.
+    pub disk_capacity_source: &'static str,
+    /// Random IOPS of one disk.
+    pub disk_iops: f64,
+    /// Where that figure comes from.
+    pub disk_iops_source: &'static str,
+    /// Disks of one RAID 5 / RAID 6 group (parity is counted per group).
+    pub raid_group_disks: u64,
+    /// Database volumes of one server.
+    pub database: VolumeDisks,
+    /// Log volumes of one server.
+    pub log: VolumeDisks,
+    /// Hot spares per server.
+    pub hot_spares_per_server: u64,
+    /// How the spares are counted.
+    pub hot_spares_rule: &'static str,
+    /// Database + log disks + spares of one server.
+    pub disks_per_server: u64,
+    /// Of all servers.
+    pub disks_total: u64,
+}
+
+/// Network throughput of log replication in the busiest hour (the calculator's "Log Replication
+/// Requirements"). Mbit/s are decimal megabits per second.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogReplication {
+    /// The method of the log generation figures.
+    pub method: Method,
+    /// How the figures are obtained.
+    pub source: &'static str,
+    /// Transaction logs one database generates per day, GiB.
+    pub log_gb_per_database_per_day: f64,
+    /// Share of the day's logs generated in the busiest hour, percent.
+    pub peak_hour_log_pct: f64,
+    /// Where that share comes from.
+    pub peak_hour_source: &'static str,
+    /// Busiest-hour throughput from an active database to one other copy.
+    pub mbit_per_s_per_database_copy: f64,
+    /// Copies each database's logs are sent to (copies - 1, lagged copies included).
+    pub copies_replicated_per_database: u32,
+    /// What one server sends with every server up (its active databases to all their copies);
+    /// it receives as much for the copies it hosts.
+    pub mbit_per_s_per_server: f64,
+    /// What one surviving server sends in the worst failure mode.
+    pub mbit_per_s_per_server_worst: f64,
+    /// Database availability groups the servers form (at most 16 servers each).
+    pub dags: u32,
+    /// Replication throughput inside one DAG.
+    pub mbit_per_s_per_dag: f64,
+    /// Of the whole deployment.
+    pub mbit_per_s_total: f64,
+    /// Datacenters.
+    pub sites: u32,
+    /// Copies of each database in each datacenter, the active copy's first.
+    pub copies_per_site: Vec<u32>,
+    /// Copies of each database outside the active copy's datacenter.
+    pub cross_site_copies_per_database: u32,
+    /// Throughput between datacenters (all databases active in their first datacenter).
+    pub mbit_per_s_cross_site: f64,
+}
+
+/// One server count, evaluated in its worst failure mode.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerCandidate {
+    /// Mailbox servers.
+    pub servers: u32,
+    /// Active mailboxes on the busiest survivor (whole: rounded up).
+    pub active_mailboxes_worst: u64,
+    /// Peak CPU utilization, percent (needs cores per server).
+    pub cpu_utilization_pct: Option<f64>,
+    /// RAM each server needs, GB.
+    pub ram_gb: f64,
+    /// CPU at or below the peak target and RAM at or below the method's ceiling.
+    pub valid: bool,
+}
+
+/// The smallest server count within the method's CPU and RAM ceilings, beside the count asked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerCount {
+    /// The method of the ceilings.
+    pub method: Method,
+    /// What "valid" means.
+    pub source: &'static str,
+    /// The count asked (`--servers`).
+    pub asked: u32,
+    /// Whether it is within the ceilings.
+    pub asked_is_valid: bool,
+    /// The smallest count within them (none if no count up to 10,000 is, or nothing to check).
+    pub smallest_valid: Option<u32>,
+    /// Cores per server the CPU check uses.
+    pub cores_per_server: Option<u32>,
+    /// Where that core count comes from.
+    pub cores_basis: &'static str,
+    /// The CPU ceiling, percent.
+    pub peak_cpu_target_pct: f64,
+    /// The RAM ceiling per server, GB, where the method publishes one.
+    pub ram_ceiling_gb: Option<f64>,
+    /// The counts around the smallest valid one and the asked one, with their utilization.
+    pub candidates: Vec<ServerCandidate>,
 }
 
 /// Everything `mbxstress size` reports. Field names are part of the result contract
@@ -181,6 +301,32 @@ pub struct SizingReport {
     /// databases per server, GiB.
     pub jetstress_database_size_gib: f64,
 
+    /// Mailbox copies hosted on each server, whole (rounded up: the busiest server).
+    pub mailboxes_per_server_whole: u64,
+    /// Active mailboxes per server with every server up, whole (rounded up).
+    pub active_mailboxes_per_server_normal_whole: u64,
+    /// Active mailboxes per server in the worst failure mode, whole (rounded up).
+    pub active_mailboxes_per_server_worst_whole: u64,
+    /// Mailboxes in the largest database, whole (rounded up).
+    pub mailboxes_per_database_whole: u64,
+    /// Copies of each database that can be activated (copies - lagged copies).
+    pub highly_available_copies: u32,
+    /// Lagged copies of each database.
+    pub lagged_copies: u32,
+    /// Extra log space one lagged database copy keeps (lag days of logs), GB.
+    pub lagged_log_space_per_database_copy_gb: f64,
+    /// Of that, on one server (its share of lagged copies, 5% free), TiB; included in
+    /// `log_space_per_server_tib`.
+    pub lagged_log_space_per_server_tib: f64,
+    /// Archive mailbox size on disk, MB (0 without archives); included in the database size.
+    pub archive_size_on_disk_mb: f64,
+    /// Disks per server for the database and log volumes.
+    pub storage_design: StorageDesign,
+    /// Log replication throughput in the busiest hour.
+    pub log_replication: LogReplication,
+    /// The smallest valid server count beside the count asked.
+    pub server_count: ServerCount,
+
     /// Limits crossed and assumptions made.
     pub warnings: Vec<Warning>,
     /// The storage-test profile of one server, for `mbxstress run --profile`.
@@ -214,7 +360,10 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
 
     // ---- Mailboxes and failure modes -------------------------------------------------------
     let mailboxes = input.mailboxes as f64;
-    let surviving = servers - (copies - 1);
+    // Lagged copies are never activated by a failover (the calculator's treatment): the worst
+    // failure mode loses `ha_copies - 1` servers, where `ha_copies` excludes them.
+    let ha_copies = copies - input.lagged_copies;
+    let surviving = servers - (ha_copies - 1);
     let mailboxes_per_server = mailboxes * copies as f64 / servers as f64;
     let active_normal = mailboxes / servers as f64;
     let active_worst = mailboxes / surviving as f64;
@@ -240,6 +389,9 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
     // ---- Capacity: mailbox size, databases, logs, volumes -------------------------------------
     let mailbox_size_mb =
         mailbox_size_on_disk_mb(quota, m, kb, input.deleted_item_retention_days as f64);
+    let archive_size_mb = archive_size_on_disk_mb(input.archive_quota_mb as f64);
+    // Archives live in the same databases as their primary mailboxes (the calculator's default).
+    let mailbox_and_archive_mb = mailbox_size_mb + archive_size_mb;
     let recommended_db_gb = if copies >= 2 { 2048.0 } else { 200.0 };
     let (databases_per_server, databases_total) = match input.layout {
         DatabaseLayout::PerServer(d) => {
@@ -274,7 +426,7 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             (to_u32("mailboxes_per_database", per_server)?, total)
         }
         DatabaseLayout::Auto => {
-            let total_gb = mailboxes * mailbox_size_mb / 1024.0;
+            let total_gb = mailboxes * mailbox_and_archive_mb / 1024.0;
             let min_total =
                 f64_to_u64("mailboxes", (total_gb / recommended_db_gb).ceil().max(1.0))?;
             // Every server should host at least one copy.
@@ -324,8 +476,8 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         );
     }
     let mailboxes_per_database = mailboxes / databases_total as f64;
-    let database_size_gb =
-        mailboxes_per_database * mailbox_size_mb / 1024.0 * (1.0 + input.data_overhead_pct / 100.0);
+    let database_size_gb = mailboxes_per_database * mailbox_and_archive_mb / 1024.0
+        * (1.0 + input.data_overhead_pct / 100.0);
     if database_size_gb > 16.0 * 1024.0 {
         warn(
             "database-size-unsupported",
@@ -345,8 +497,11 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
     let logs_per_day = logs_per_mailbox_per_day(m, kb);
     let log_space_per_database_gb =
         (mailboxes_per_database * logs_per_day * input.log_retention_days as f64
-            + mailboxes_per_database * 0.01 * mailbox_size_mb)
+            + mailboxes_per_database * 0.01 * mailbox_and_archive_mb)
             / 1024.0;
+    // A lagged copy keeps `lag_days` more days of logs before replaying them.
+    let lagged_log_space_per_database_copy_gb =
+        mailboxes_per_database * logs_per_day * input.lag_days / 1024.0;
     // Content index (20% of the database) plus room for one more index during a master merge,
     // with 5% of the volume kept free. The 2010 guide's +20% / 20%-free rule is not used: T took
     // its storage from the 2013 calculator, and `sources.capacity` says so.
@@ -355,10 +510,20 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
     let gib_per_tib = 1024.0;
     let database_space_per_server_tib =
         database_volume_gb * databases_per_server as f64 / gib_per_tib;
-    let log_space_per_server_tib = log_volume_gb * databases_per_server as f64 / gib_per_tib;
+    // Lagged copies are spread evenly: `lagged / copies` of each server's database copies.
+    let lagged_share = input.lagged_copies as f64 / copies as f64;
+    let lagged_log_space_per_server_tib =
+        lagged_log_space_per_database_copy_gb / 0.95 * databases_per_server as f64 * lagged_share
+            / gib_per_tib;
+    let log_space_per_server_tib =
+        log_volume_gb * databases_per_server as f64 / gib_per_tib + lagged_log_space_per_server_tib;
     let database_copies_total = databases_total as f64 * copies as f64;
     let database_space_total_tib = database_volume_gb * database_copies_total / gib_per_tib;
-    let log_space_total_tib = log_volume_gb * database_copies_total / gib_per_tib;
+    let log_space_total_tib = (log_volume_gb * database_copies_total
+        + lagged_log_space_per_database_copy_gb / 0.95
+            * databases_total as f64
+            * input.lagged_copies as f64)
+        / gib_per_tib;
     let jetstress_database_size_gib =
         mailboxes_per_server * quota / databases_per_server as f64 / 1024.0;
 
@@ -403,7 +568,7 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             ),
         );
     }
-    if method == Method::Exchange2019 {
+    if method.figures() == Method::Exchange2019 {
         warn(
             "megacycles-from-2016",
             "Microsoft publishes no separate Exchange 2019 megacycle figures; the 2016 figures are used".into(),
@@ -568,6 +733,210 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         }
     }
 
+    // ---- Storage design: disks per server ----------------------------------------------------
+    let st = &input.storage;
+    let disk_capacity_gb = st
+        .disk_capacity_gb
+        .unwrap_or(st.disk_class.default_capacity_gb());
+    let disk_iops = st.disk_iops.unwrap_or(st.disk_class.default_iops());
+    let db_disks = storage::volume_disks(
+        st.db_raid,
+        database_space_per_server_tib * 1024.0,
+        target_iops_per_server,
+        storage::READ_FRACTION,
+        disk_capacity_gb,
+        disk_iops,
+    )
+    .ok_or_else(|| too_large("mailboxes"))?;
+    // Log writes are sequential; sizing them as random disk I/O is conservative (assumption).
+    let log_disks = storage::volume_disks(
+        st.log_raid,
+        log_space_per_server_tib * 1024.0,
+        log_writes_per_s_per_server_estimate,
+        0.0,
+        disk_capacity_gb,
+        disk_iops,
+    )
+    .ok_or_else(|| too_large("mailboxes"))?;
+    let active_disks = db_disks.disks.saturating_add(log_disks.disks);
+    let hot_spares = storage::hot_spares(active_disks);
+    let disks_per_server = active_disks.saturating_add(hot_spares);
+    let storage_design = StorageDesign {
+        method: sources.capacity,
+        source: "Role Requirements Calculator storage design: disks by capacity and by IOPS with the RAID write penalty, the larger wins",
+        disk_class: st.disk_class,
+        disk_label: st.disk_class.label(),
+        disk_capacity_gb,
+        disk_capacity_source: if st.disk_capacity_gb.is_some() {
+            "input (--disk-capacity-gb)"
+        } else {
+            st.disk_class.source()
+        },
+        disk_iops,
+        disk_iops_source: if st.disk_iops.is_some() {
+            "input (--disk-iops)"
+        } else {
+            st.disk_class.source()
+        },
+        raid_group_disks: storage::RAID_GROUP_DISKS,
+        database: db_disks,
+        log: log_disks,
+        hot_spares_per_server: hot_spares,
+        hot_spares_rule: "one per started 12 active disks (assumption fitted to the Dell PS6210E ESRP: 22 active, 2 spares)",
+        disks_per_server,
+        disks_total: disks_per_server.saturating_mul(servers as u64),
+    };
+    let ha = copies - input.lagged_copies;
+    if (st.db_raid == storage::Raid::Jbod || st.log_raid == storage::Raid::Jbod) && ha < 3 {
+        warn(
+            "jbod-needs-3-copies",
+            format!(
+                "JBOD volumes need at least 3 highly available copies of each database (Microsoft's guidance); this design has {ha}: use RAID, or more copies"
+            ),
+        );
+    }
+    if disks_per_server > storage::DISKS_PER_SERVER_GUIDANCE {
+        warn(
+            "disks-per-server-above-guidance",
+            format!(
+                "{disks_per_server} disks per server is more than {} (two 24-bay enclosures, an assumption); use larger disks, more servers or a smaller quota",
+                storage::DISKS_PER_SERVER_GUIDANCE
+            ),
+        );
+    }
+
+    // ---- Log replication ---------------------------------------------------------------------
+    let peak_share = input.peak_hour_log_pct / 100.0;
+    let log_mib_per_mailbox_peak_hour = logs_per_day * peak_share;
+    let passive = (copies - 1) as f64;
+    let per_site = storage::copies_per_site(copies, input.sites);
+    let cross_site = copies - per_site.first().copied().unwrap_or(copies);
+    let dags = servers.div_ceil(MAX_SERVERS_PER_DAG);
+    let all_peak_mbit =
+        storage::mbit_per_s_from_mib_per_hour(mailboxes * log_mib_per_mailbox_peak_hour);
+    let log_replication = LogReplication {
+        method: sources.capacity,
+        source: "Role Requirements Calculator log replication: logs per day per database x the busiest hour's share, sent to each other copy; the share is an assumption (docs/sizing.md), no compression or protocol overhead",
+        log_gb_per_database_per_day: mailboxes_per_database * logs_per_day / 1024.0,
+        peak_hour_log_pct: input.peak_hour_log_pct,
+        peak_hour_source: if (input.peak_hour_log_pct - DEFAULT_PEAK_HOUR_LOG_PCT).abs() < 1e-12 {
+            "assumption: a working day concentrated in about 8 hours (1/8 = 12.5%), rounded to 12%"
+        } else {
+            "input (--peak-hour-log-pct)"
+        },
+        mbit_per_s_per_database_copy: storage::mbit_per_s_from_mib_per_hour(
+            mailboxes_per_database * log_mib_per_mailbox_peak_hour,
+        ),
+        copies_replicated_per_database: copies - 1,
+        mbit_per_s_per_server: storage::mbit_per_s_from_mib_per_hour(
+            active_normal * log_mib_per_mailbox_peak_hour,
+        ) * passive,
+        mbit_per_s_per_server_worst: storage::mbit_per_s_from_mib_per_hour(
+            active_worst * log_mib_per_mailbox_peak_hour,
+        ) * (copies - (ha - 1) - 1) as f64,
+        dags,
+        mbit_per_s_per_dag: all_peak_mbit * passive / dags as f64,
+        mbit_per_s_total: all_peak_mbit * passive,
+        sites: input.sites,
+        copies_per_site: per_site,
+        cross_site_copies_per_database: cross_site,
+        mbit_per_s_cross_site: all_peak_mbit * cross_site as f64,
+    };
+
+    // ---- Server count: the smallest that keeps CPU and RAM within the method's ceilings ----
+    let cores_for_count = cpu.cores_per_server.or(core_ceiling(method));
+    let ram_ceiling = ram_ceiling_gb(method);
+    let evaluate = |n: u32| -> ServerCandidate {
+        let surviving_n = n - (ha - 1);
+        let active = mailboxes / surviving_n as f64;
+        let hosted = mailboxes * copies as f64 / n as f64;
+        let mc = (active * mc_active + (hosted - active).max(0.0) * mc_passive) * virt;
+        let util = cores_for_count.map(|c| mc / (c as f64 * megacycles_per_core) * 100.0);
+        let dbs = (databases_total as u64 * copies as u64).div_ceil(n as u64);
+        let dbs = u32::try_from(dbs).unwrap_or(u32::MAX);
+        let ram = if method.is_calculator() {
+            let cache_gb = round_up(active * cache_mb / 1024.0);
+            let mut needed = 4.0 * cache_gb;
+            if multi_role {
+                needed += 2.0
+                    + 2.0
+                        * round_up(
+                            active * megacycles_client_access(m) * virt / megacycles_per_core,
+                        );
+            }
+            round_ram_gb(needed.max(min_ram_gb_by_database_count(dbs)))
+        } else {
+            ram_gb_for_cache_2010(active * cache_mb / 1000.0)
+        };
+        let cpu_ok = util.is_none_or(|u| u <= cpu.peak_cpu_pct + 1e-9);
+        let ram_ok = ram_ceiling.is_none_or(|c| ram <= c);
+        ServerCandidate {
+            servers: n,
+            active_mailboxes_worst: input.mailboxes.div_ceil(surviving_n as u64),
+            cpu_utilization_pct: util,
+            ram_gb: ram,
+            valid: cpu_ok && ram_ok && (util.is_some() || ram_ceiling.is_some()),
+        }
+    };
+    let min_servers = copies.max(1);
+    let smallest_valid = if cores_for_count.is_none() && ram_ceiling.is_none() {
+        None
+    } else {
+        (min_servers..=MAX_SERVERS).find(|&n| evaluate(n).valid)
+    };
+    let mut shown: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
+    let lo = smallest_valid
+        .unwrap_or(servers)
+        .min(servers)
+        .saturating_sub(1)
+        .max(min_servers);
+    let hi = smallest_valid
+        .unwrap_or(servers)
+        .max(servers)
+        .saturating_add(1)
+        .min(MAX_SERVERS);
+    shown.extend((lo..=hi).take(8));
+    shown.insert(servers);
+    if let Some(n) = smallest_valid {
+        shown.insert(n);
+    }
+    let candidates: Vec<ServerCandidate> = shown.into_iter().map(evaluate).collect();
+    let asked_valid = candidates
+        .iter()
+        .find(|c| c.servers == servers)
+        .map(|c| c.valid);
+    let server_count = ServerCount {
+        method,
+        source: "the method's ceilings in the worst failure mode: peak CPU target at the cores per server, and the recommended maximum RAM",
+        asked: servers,
+        asked_is_valid: asked_valid.unwrap_or(false),
+        smallest_valid,
+        cores_per_server: cores_for_count,
+        cores_basis: match (cpu.cores_per_server, cores_for_count) {
+            (Some(_), _) => "input (--cores-per-server)",
+            (None, Some(_)) => "the method's recommended maximum cores per server (Microsoft's guidance: 24 for 2013/2016, 48 for 2019/SE)",
+            (None, None) => "none: give --cores-per-server (the 2010 / VMware guide has no core or RAM ceiling)",
+        },
+        peak_cpu_target_pct: cpu.peak_cpu_pct,
+        ram_ceiling_gb: ram_ceiling,
+        candidates,
+    };
+    match smallest_valid {
+        Some(n) if n > servers => warn(
+            "servers-below-smallest-valid",
+            format!(
+                "{servers} servers exceed the method's CPU or RAM ceilings in the worst failure mode; {n} is the smallest count within them"
+            ),
+        ),
+        None if cores_for_count.is_some() || ram_ceiling.is_some() => warn(
+            "no-valid-server-count",
+            format!(
+                "no server count up to {MAX_SERVERS} keeps CPU and RAM within the method's ceilings; use faster or more cores per server"
+            ),
+        ),
+        _ => {}
+    }
+
     // Exact in integers: mailboxes x copies / servers, rounded up; never above `mailboxes`
     // because copies <= servers.
     let profile_mailboxes =
@@ -611,6 +980,19 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             ),
         );
     }
+    // `loadgen` sends messages of at most 10 MiB; a larger average is not written to the profile.
+    let profile_message_kb = (input.message_size_kb <= mbx_config::MAX_PROFILE_MESSAGE_SIZE_KB)
+        .then_some(input.message_size_kb);
+    if profile_message_kb.is_none() {
+        warn(
+            "profile-message-size-omitted",
+            format!(
+                "{} KB messages are above the {} KB a test profile (and `loadgen`) accepts; the profile leaves message_size_kb out",
+                mbx_config::show_number(input.message_size_kb),
+                mbx_config::MAX_PROFILE_MESSAGE_SIZE_KB
+            ),
+        );
+    }
     let profile = Profile {
         mailboxes: profile_mailboxes,
         iops_per_mailbox: profile_iops,
@@ -619,7 +1001,7 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         copies_per_database: profile_copies,
         // What `loadgen run --profile` simulates.
         messages_per_day: Some(input.messages_per_day.round().clamp(1.0, 10_000.0) as u32),
-        message_size_kb: Some(input.message_size_kb),
+        message_size_kb: profile_message_kb,
     };
     if profile.target_iops() > mbx_config::MAX_TARGET_IOPS {
         warn(
@@ -687,6 +1069,18 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         database_space_total_tib,
         log_space_total_tib,
         jetstress_database_size_gib,
+        mailboxes_per_server_whole: profile_mailboxes,
+        active_mailboxes_per_server_normal_whole: input.mailboxes.div_ceil(servers as u64),
+        active_mailboxes_per_server_worst_whole: input.mailboxes.div_ceil(surviving as u64),
+        mailboxes_per_database_whole: input.mailboxes.div_ceil(databases_total as u64),
+        highly_available_copies: ha_copies,
+        lagged_copies: input.lagged_copies,
+        lagged_log_space_per_database_copy_gb,
+        lagged_log_space_per_server_tib,
+        archive_size_on_disk_mb: archive_size_mb,
+        storage_design,
+        log_replication,
+        server_count,
         warnings,
         profile,
     })

@@ -15,14 +15,19 @@ pub enum Method {
     /// The Exchange 2010 figures of VMware's Exchange design and sizing guide, as the Tintri paper
     /// used them for CPU and memory.
     Exchange2010Vmware,
+    /// Exchange Server Subscription Edition: the 2019 calculator's figures under their own name.
+    /// Exchange SE is Exchange 2019 CU15 under a new licence (Microsoft upgrades 2019 CU14/CU15
+    /// in place to SE) and Microsoft publishes no separate SE sizing, so it is an alias of 2019.
+    ExchangeSe,
 }
 
 impl Method {
     /// All methods, in the order `--help` lists them.
-    pub const ALL: [Method; 4] = [
+    pub const ALL: [Method; 5] = [
         Method::Exchange2013,
         Method::Exchange2016,
         Method::Exchange2019,
+        Method::ExchangeSe,
         Method::Exchange2010Vmware,
     ];
 
@@ -33,6 +38,7 @@ impl Method {
             Method::Exchange2016 => "exchange2016",
             Method::Exchange2019 => "exchange2019",
             Method::Exchange2010Vmware => "exchange2010-vmware",
+            Method::ExchangeSe => "exchange-se",
         }
     }
 
@@ -43,6 +49,7 @@ impl Method {
             Method::Exchange2016 => "exchange2016-calculator",
             Method::Exchange2019 => "exchange2019-calculator",
             Method::Exchange2010Vmware => "exchange2010-vmware-guide",
+            Method::ExchangeSe => "exchange-se-calculator",
         }
     }
 
@@ -53,6 +60,7 @@ impl Method {
             Method::Exchange2016 => "Exchange 2016 calculator",
             Method::Exchange2019 => "Exchange 2019 calculator",
             Method::Exchange2010Vmware => "Exchange 2010 / VMware guide",
+            Method::ExchangeSe => "Exchange SE (2019 calculator)",
         }
     }
 
@@ -63,7 +71,15 @@ impl Method {
             .find(|m| m.cli_name() == name || m.id() == name)
     }
 
-    /// True for the calculator family (2013, 2016, 2019).
+    /// The method whose figures this one uses: Exchange SE uses 2019's; others themselves.
+    pub fn figures(self) -> Method {
+        match self {
+            Method::ExchangeSe => Method::Exchange2019,
+            m => m,
+        }
+    }
+
+    /// True for the calculator family (2013, 2016, 2019, SE).
     pub fn is_calculator(self) -> bool {
         !matches!(self, Method::Exchange2010Vmware)
     }
@@ -92,5 +108,8 @@ mod tests {
             assert_eq!(Method::parse(m.id()), Some(m));
         }
         assert_eq!(Method::parse("exchange2007"), None);
+        assert_eq!(Method::parse("exchange-se"), Some(Method::ExchangeSe));
+        assert_eq!(Method::ExchangeSe.figures(), Method::Exchange2019);
+        assert!(Method::ExchangeSe.is_calculator());
     }
 }

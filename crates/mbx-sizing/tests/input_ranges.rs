@@ -2,7 +2,8 @@
 //! extremes, gives either an `InputError` naming a field or a report whose every number is finite
 //! and a profile within its documented ranges. `size()` never panics.
 
-use mbx_sizing::{size, CpuInput, DatabaseLayout, Method, SizingInput, SizingReport};
+use mbx_sizing::storage::{DiskClass, Raid};
+use mbx_sizing::{size, CpuInput, DatabaseLayout, Method, SizingInput, SizingReport, StorageInput};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -115,11 +116,24 @@ fn input() -> impl Strategy<Value = SizingInput> {
         u32_in(0, 3650),
         f64_in(0.0, 1000.0),
     );
-    (deployment, cpu, rest).prop_map(
+    let storage = (
+        prop::sample::select(DiskClass::ALL.to_vec()),
+        prop::option::of(f64_in(1.0, 1_000_000.0)),
+        prop::option::of(f64_in(1.0, 10_000_000.0)),
+        prop::sample::select(Raid::ALL.to_vec()),
+        prop::sample::select(Raid::ALL.to_vec()),
+        f64_in(100.0 / 24.0 + 1e-9, 100.0),
+        u32_in(0, 15),
+        u32_in(0, 15),
+        f64_in(0.0, 14.0),
+        u64_in(0, 102_400),
+    );
+    (deployment, cpu, rest, storage).prop_map(
         |(
             (method, mailboxes, m, kb, quota, copies, servers, layout, headroom, iops),
             cpu,
             (virtualized, multi_role, log_days, dir_days, overhead),
+            (class, disk_gb, disk_iops, db_raid, log_raid, peak, lagged, sites, lag, archive),
         )| SizingInput {
             method,
             mailboxes,
@@ -137,6 +151,18 @@ fn input() -> impl Strategy<Value = SizingInput> {
             log_retention_days: log_days,
             deleted_item_retention_days: dir_days,
             data_overhead_pct: overhead,
+            storage: StorageInput {
+                disk_class: class,
+                disk_capacity_gb: disk_gb,
+                disk_iops,
+                db_raid,
+                log_raid,
+            },
+            peak_hour_log_pct: peak,
+            sites: 1 + sites % copies.max(1),
+            lagged_copies: lagged % copies.max(1),
+            lag_days: lag,
+            archive_quota_mb: archive,
         },
     )
 }
@@ -155,6 +181,20 @@ fn null_allowed(path: &str, r: &SizingReport) -> bool {
         "input.cpu.specint_cores" => r.input.cpu.specint_cores.is_none(),
         "input.cpu.cores_per_server" => r.input.cpu.cores_per_server.is_none(),
         "input.cpu.cpu_mhz" => r.input.cpu.cpu_mhz.is_none(),
+        "input.storage.disk_capacity_gb" => r.input.storage.disk_capacity_gb.is_none(),
+        "input.storage.disk_iops" => r.input.storage.disk_iops.is_none(),
+        "storage_design.database.iops_headroom_pct" => {
+            r.storage_design.database.iops_headroom_pct.is_none()
+        }
+        "storage_design.log.iops_headroom_pct" => r.storage_design.log.iops_headroom_pct.is_none(),
+        "server_count.smallest_valid" => r.server_count.smallest_valid.is_none(),
+        "server_count.cores_per_server" => r.server_count.cores_per_server.is_none(),
+        "server_count.ram_ceiling_gb" => r.server_count.ram_ceiling_gb.is_none(),
+        p if p.starts_with("server_count.candidates[") && p.ends_with("].cpu_utilization_pct") => r
+            .server_count
+            .candidates
+            .iter()
+            .any(|c| c.cpu_utilization_pct.is_none()),
         _ => false,
     }
 }

@@ -1019,8 +1019,9 @@ Examples:
 #[derive(Debug, Clone, Default, Args, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SizeInputs {
-    /// Sizing method: exchange2013 (default), exchange2016, exchange2019, exchange2010-vmware.
-    #[arg(long, value_name = "METHOD", value_parser = ["exchange2013", "exchange2016", "exchange2019", "exchange2010-vmware"])]
+    /// Sizing method: exchange2013 (default), exchange2016, exchange2019, exchange-se (Exchange
+    /// Server SE: the 2019 calculator's figures), exchange2010-vmware.
+    #[arg(long, value_name = "METHOD", value_parser = ["exchange2013", "exchange2016", "exchange2019", "exchange-se", "exchange2010-vmware"])]
     pub method: Option<String>,
     /// Mailboxes in the whole deployment (1..=10,000,000).
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
@@ -1084,6 +1085,36 @@ pub struct SizeInputs {
     /// Extra database size for growth, percent (0..=1000) [default: 0; D1 recommends 20].
     #[arg(long, value_name = "PCT", value_parser = parse_number, allow_negative_numbers = true)]
     pub data_overhead_pct: Option<f64>,
+    /// Disk class of the storage design: 7.2k (default, 4 TB, 75 IOPS), 10k, 15k, ssd, nvme.
+    #[arg(long, value_name = "CLASS", value_parser = ["7.2k", "10k", "15k", "ssd", "nvme"])]
+    pub disk_class: Option<String>,
+    /// Capacity of one disk in GB as labelled, overriding the class (1..=1,000,000).
+    #[arg(long, value_name = "GB", value_parser = parse_number, allow_negative_numbers = true)]
+    pub disk_capacity_gb: Option<f64>,
+    /// Random IOPS of one disk, overriding the class (1..=10,000,000).
+    #[arg(long, value_name = "IOPS", value_parser = parse_number, allow_negative_numbers = true)]
+    pub disk_iops: Option<f64>,
+    /// RAID level of the database volumes: raid10 (default; raid1 is the same), raid5, raid6, jbod.
+    #[arg(long, value_name = "LEVEL", value_parser = ["raid1", "raid10", "raid5", "raid6", "jbod"])]
+    pub db_raid: Option<String>,
+    /// RAID level of the log volumes: raid10 (default), raid1, raid5, raid6, jbod.
+    #[arg(long, value_name = "LEVEL", value_parser = ["raid1", "raid10", "raid5", "raid6", "jbod"])]
+    pub log_raid: Option<String>,
+    /// Share of a day's logs generated in the busiest hour, percent (4.17..=100) [default: 12].
+    #[arg(long, value_name = "PCT", value_parser = parse_number, allow_negative_numbers = true)]
+    pub peak_hour_log_pct: Option<f64>,
+    /// Datacenters the copies are spread over (1..=--copies) [default: 1].
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub sites: Option<u32>,
+    /// Lagged copies among --copies (0..=copies-1; never activated by a failover) [default: 0].
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub lagged_copies: Option<u32>,
+    /// Replay lag of the lagged copies in days (0..=14) [default: 7].
+    #[arg(long, value_name = "DAYS", value_parser = parse_number, allow_negative_numbers = true)]
+    pub lag_days: Option<f64>,
+    /// Archive mailbox quota in MB, archives in the same databases (0..=102,400) [default: 0].
+    #[arg(long, value_name = "MB", value_parser = parse_count, allow_negative_numbers = true)]
+    pub archive_quota_mb: Option<u64>,
     /// Servers are virtual machines (input file only; the flag is --virtualized).
     #[arg(skip)]
     pub virtualized: Option<bool>,

@@ -21,7 +21,18 @@ fn tag(m: Method) -> &'static str {
         Method::Exchange2013 => "2013 calculator",
         Method::Exchange2016 => "2016 calculator",
         Method::Exchange2019 => "2019 calculator",
+        Method::ExchangeSe => "SE (2019 calculator)",
         Method::Exchange2010Vmware => "2010/VMware guide",
+    }
+}
+
+fn raid_label(r: mbx_sizing::storage::Raid) -> &'static str {
+    use mbx_sizing::storage::Raid;
+    match r {
+        Raid::Raid10 => "RAID 10",
+        Raid::Raid5 => "RAID 5",
+        Raid::Raid6 => "RAID 6",
+        Raid::Jbod => "JBOD",
     }
 }
 
@@ -138,19 +149,19 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
     t.heading("Mailboxes");
     t.row(
         "Mailbox copies hosted (all active in the test)",
-        num_auto(r.mailboxes_per_server, 1),
+        num(r.mailboxes_per_server_whole as f64, 0),
         num(r.mailboxes_total as f64 * r.copies_per_database as f64, 0),
         "input",
     );
     t.row(
         "Active mailboxes, all servers up",
-        num_auto(r.active_mailboxes_per_server_normal, 1),
+        num(r.active_mailboxes_per_server_normal_whole as f64, 0),
         num(r.mailboxes_total as f64, 0),
         "input",
     );
     t.row(
         "Active mailboxes, worst failure mode",
-        num_auto(r.active_mailboxes_per_server_worst, 1),
+        num(r.active_mailboxes_per_server_worst_whole as f64, 0),
         NONE.into(),
         "input",
     );
@@ -310,11 +321,30 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
         cap_m,
     );
     t.row(
-        "Mailboxes per database",
-        num_auto(r.mailboxes_per_database, 2),
+        "Mailboxes per database (largest)",
+        num(r.mailboxes_per_database_whole as f64, 0),
         NONE.into(),
         cap_m,
     );
+    if r.archive_size_on_disk_mb > 0.0 {
+        t.row(
+            "Archive mailbox size on disk, MB (in the same databases)",
+            num(r.archive_size_on_disk_mb, 0),
+            NONE.into(),
+            "assumption",
+        );
+    }
+    if r.lagged_copies > 0 {
+        t.row(
+            format!(
+                "Lagged copies: extra log space per lagged copy, GB ({} days)",
+                num_auto(i.lag_days, 1)
+            ),
+            num(r.lagged_log_space_per_database_copy_gb, 1),
+            NONE.into(),
+            cap_m,
+        );
+    }
     t.row(
         "Database size, GB",
         num(r.database_size_gb, 1),
@@ -351,7 +381,203 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
         NONE.into(),
         "Jetstress rule",
     );
+    let sd = &r.storage_design;
+    let disk_src = |given: bool| if given { "input" } else { "assumption" };
+    t.heading(&format!(
+        "Disks ({}, {} GB, {} IOPS each)",
+        sd.disk_label,
+        num_auto(sd.disk_capacity_gb, 1),
+        num_auto(sd.disk_iops, 1)
+    ));
+    t.row(
+        "Disk capacity, GB / random IOPS",
+        format!(
+            "{} / {}",
+            num_auto(sd.disk_capacity_gb, 1),
+            num_auto(sd.disk_iops, 1)
+        ),
+        NONE.into(),
+        disk_src(i.storage.disk_iops.is_some() && i.storage.disk_capacity_gb.is_some()),
+    );
+    for (name, v) in [("Database", &sd.database), ("Log", &sd.log)] {
+        t.row(
+            format!(
+                "{name} volumes: {} (write penalty {}), IOPS needed / on disks",
+                raid_label(v.raid),
+                v.write_penalty
+            ),
+            format!(
+                "{} / {}",
+                num(v.required_host_iops, 1),
+                num(v.required_disk_iops, 1)
+            ),
+            NONE.into(),
+            cap_m,
+        );
+        t.row(
+            format!("{name} disks by capacity / by IOPS"),
+            format!("{} / {}", v.disks_by_capacity, v.disks_by_iops),
+            NONE.into(),
+            cap_m,
+        );
+        t.row(
+            format!(
+                "{name} disks ({})",
+                match v.decided_by {
+                    "iops" => "IOPS decide",
+                    "capacity" => "capacity decides",
+                    _ => "capacity and IOPS agree",
+                }
+            ),
+            v.disks.to_string(),
+            num((v.disks * r.servers as u64) as f64, 0),
+            cap_m,
+        );
+        t.row(
+            format!("{name} IOPS headroom / capacity used"),
+            format!(
+                "{} / {}%",
+                v.iops_headroom_pct
+                    .map(|h| format!("{}%", num(h, 0)))
+                    .unwrap_or_else(|| NONE.into()),
+                num(v.capacity_used_pct, 0)
+            ),
+            NONE.into(),
+            cap_m,
+        );
+    }
+    t.row(
+        "Hot spares (1 per 12 active disks)",
+        sd.hot_spares_per_server.to_string(),
+        num((sd.hot_spares_per_server * r.servers as u64) as f64, 0),
+        "assumption",
+    );
+    t.row(
+        "Disks per server",
+        sd.disks_per_server.to_string(),
+        num(sd.disks_total as f64, 0),
+        cap_m,
+    );
+
+    let lr = &r.log_replication;
+    t.heading(&format!(
+        "Log replication, busiest hour ({}% of a day's logs{})",
+        num_auto(lr.peak_hour_log_pct, 2),
+        if i.peak_hour_log_pct == mbx_sizing::DEFAULT_PEAK_HOUR_LOG_PCT {
+            ", assumption"
+        } else {
+            ""
+        }
+    ));
+    t.row(
+        "Logs per database per day, GB",
+        num(lr.log_gb_per_database_per_day, 1),
+        NONE.into(),
+        cap_m,
+    );
+    t.row(
+        "Mbit/s per database to each other copy",
+        num(lr.mbit_per_s_per_database_copy, 2),
+        NONE.into(),
+        cap_m,
+    );
+    t.row(
+        format!(
+            "Mbit/s sent to {} other cop{} (server; DAG{})",
+            lr.copies_replicated_per_database,
+            if lr.copies_replicated_per_database == 1 {
+                "y"
+            } else {
+                "ies"
+            },
+            if lr.dags > 1 {
+                format!(", {} DAGs", lr.dags)
+            } else {
+                String::new()
+            }
+        ),
+        num(lr.mbit_per_s_per_server, 1),
+        num(lr.mbit_per_s_per_dag, 1),
+        cap_m,
+    );
+    t.row(
+        "Mbit/s sent per survivor, worst failure mode",
+        num(lr.mbit_per_s_per_server_worst, 1),
+        NONE.into(),
+        cap_m,
+    );
+    t.row(
+        format!(
+            "Mbit/s across sites ({} site{}, copies {})",
+            lr.sites,
+            if lr.sites == 1 { "" } else { "s" },
+            lr.copies_per_site
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join("+")
+        ),
+        NONE.into(),
+        num(lr.mbit_per_s_cross_site, 1),
+        cap_m,
+    );
     out.push_str(&t.render());
+
+    let sc = &r.server_count;
+    out.push_str(&format!(
+        "\nServer count, {}: CPU at most {}% of {} cores per server ({}), RAM at most {} in the worst failure mode\n",
+        sc.method.label(),
+        num(sc.peak_cpu_target_pct, 0),
+        sc.cores_per_server
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "?".into()),
+        if i.cpu.cores_per_server.is_some() {
+            "input"
+        } else {
+            "the method's maximum"
+        },
+        sc.ram_ceiling_gb
+            .map(|g| format!("{} GB", num(g, 0)))
+            .unwrap_or_else(|| "no ceiling".into()),
+    ));
+    out.push_str("  servers  active mailboxes (worst)  CPU     RAM, GB  within\n");
+    for c in &sc.candidates {
+        let mark = match (c.servers == sc.asked, Some(c.servers) == sc.smallest_valid) {
+            (true, true) => "  <- asked, smallest valid",
+            (true, false) => "  <- asked",
+            (false, true) => "  <- smallest valid",
+            _ => "",
+        };
+        out.push_str(&format!(
+            "{}\n",
+            format!(
+                "  {:>7}  {:>24}  {:>6}  {:>7}  {:<6}{mark}",
+                c.servers,
+                num(c.active_mailboxes_worst as f64, 0),
+                c.cpu_utilization_pct
+                    .map(|u| format!("{}%", num(u, 1)))
+                    .unwrap_or_else(|| NONE.into()),
+                num(c.ram_gb, 0),
+                if c.valid { "yes" } else { "no" },
+            )
+            .trim_end()
+        ));
+    }
+    match sc.smallest_valid {
+        Some(n) => out.push_str(&format!(
+            "Smallest valid server count: {n} (asked: {}, {})\n",
+            sc.asked,
+            if sc.asked_is_valid {
+                "within the ceilings"
+            } else {
+                "outside them"
+            }
+        )),
+        None => out.push_str("Smallest valid server count: none found (see warnings)\n"),
+    }
+    out.push_str(
+        "Mailbox counts are whole: the busiest server or database holds the average rounded up (JSON keeps the averages).\n",
+    );
 
     let p = &r.profile;
     out.push_str(&format!(
@@ -409,7 +635,8 @@ mod tests {
                     "2010/VMware guide",
                     "2013 calculator",
                     "input",
-                    "Jetstress rule"
+                    "Jetstress rule",
+                    "assumption"
                 ]
                 .iter()
                 .any(|m| line.trim_end().ends_with(m)),

@@ -1,17 +1,17 @@
 //! Drives `mbx-loadgen`'s async work from the command's thread: the work runs on the runtime;
-//! progress and samples come back over channels and go to the files and the sink here (the
-//! sink is the caller's, not `Send`).
+//! progress and samples come back (a callback, a channel) and go to the files and the sink here
+//! (the sink is the caller's, not `Send`).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use mbx_loadgen::day::{DayPlan, DayReport, Servers};
-use mbx_loadgen::imap::ImapClient;
-use mbx_loadgen::init::Fill;
+use mbx_loadgen::day::{DayPlan, DayReport, DaySample, Servers};
+use mbx_loadgen::init::{Fill, InitProgress};
 use mbx_loadgen::message::Generator;
 use mbx_loadgen::sched::ClientType;
 use mbx_loadgen::users::User;
 use mbx_loadgen::{Endpoint, Recorder};
+use mbx_result::LoadgenSample;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
 
@@ -31,35 +31,70 @@ pub(crate) struct InitDone {
     pub first_errors: Vec<mbx_loadgen::Error>,
 }
 
-enum FillMsg {
-    Batch { appended: u64, bytes: u64 },
-    Done(Result<mbx_loadgen::init::Filled, mbx_loadgen::Error>),
+/// Turns fill progress into samples (one a second) and progress events (each report).
+struct InitObserver<'a> {
+    files: &'a mut Files,
+    sink: &'a mut dyn EventSink,
+    last: InitProgress,
+    last_sample: Duration,
+    /// Messages and bytes appended, users filled and failed at the last sample.
+    sampled: Option<(u64, u64, u64, u64)>,
 }
 
-async fn fill_one(
-    imap: Endpoint,
-    user: User,
-    gen: Generator,
-    fill: Fill,
-    rec: Recorder,
-    tx: mpsc::UnboundedSender<FillMsg>,
-) {
-    let r = async {
-        let mut s = ImapClient::connect(&imap, rec).await?;
-        s.login(&user.login, &user.password).await?;
-        let filled = mbx_loadgen::init::fill_mailbox(&mut s, &gen, &user.address, &fill).await?;
-        let _ = tx.send(FillMsg::Batch {
-            appended: u64::from(filled.appended),
-            bytes: filled.bytes,
+impl InitObserver<'_> {
+    fn on(&mut self, p: &InitProgress) {
+        let dt = p.elapsed.saturating_sub(self.last.elapsed).as_secs_f64();
+        let appended = p
+            .messages_appended
+            .saturating_sub(self.last.messages_appended);
+        let bytes = p.bytes_appended.saturating_sub(self.last.bytes_appended);
+        let have = p.messages_found + p.messages_appended;
+        let mut e = progress(
+            "init",
+            p.elapsed,
+            None,
+            have,
+            p.messages_total_target,
+            "messages",
+        );
+        // The ETA from this run's append rate (messages found were there already).
+        e.eta_s = (p.messages_appended > 0).then(|| {
+            p.messages_total_target.saturating_sub(have) as f64 * p.elapsed.as_secs_f64()
+                / p.messages_appended as f64
         });
-        let _ = s.logout().await;
-        Ok(filled)
+        if dt > 0.0 {
+            e.per_s = appended as f64 / dt;
+            e.mb_per_s = Some(bytes as f64 / 1e6 / dt);
+        }
+        e.failed = p.users_failed;
+        e.users_done = Some(p.users_done);
+        e.users_total = Some(p.users_total);
+        self.sink.event(&Event::LoadgenProgress { progress: e });
+        let since = p.elapsed.saturating_sub(self.last_sample);
+        let done = p.users_done == p.users_total;
+        if since >= Duration::from_secs(1) || (done && since > Duration::ZERO) {
+            let (sa, sb, sok, sfail) = self.sampled.unwrap_or((0, 0, 0, 0));
+            let ok = p.users_done.saturating_sub(p.users_failed);
+            let s = LoadgenSample {
+                t_s: p.elapsed.as_secs_f64(),
+                interval_s: since.as_secs_f64(),
+                completed: ok.saturating_sub(sok),
+                failed: p.users_failed.saturating_sub(sfail),
+                completed_total: ok,
+                planned_total: p.users_total,
+                appended: Some(p.messages_appended.saturating_sub(sa)),
+                appended_bytes: Some(p.bytes_appended.saturating_sub(sb)),
+                ..LoadgenSample::default()
+            };
+            self.files.sample(self.sink, &s);
+            self.last_sample = p.elapsed;
+            self.sampled = Some((p.messages_appended, p.bytes_appended, ok, p.users_failed));
+        }
+        self.last = *p;
     }
-    .await;
-    let _ = tx.send(FillMsg::Done(r));
 }
 
-/// Fills every user's mailbox, `req.concurrency` at once, with progress once a second.
+/// Fills every user's mailbox, `req.concurrency` at once.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn init(
     rt: &Runtime,
@@ -71,100 +106,70 @@ pub(crate) fn init(
     files: &mut Files,
     sink: &mut dyn EventSink,
 ) -> InitDone {
-    let started = Instant::now();
     let fill = Fill {
         target: req.messages,
         batch: req.batch.max(1),
         ..Fill::default()
     };
-    let total_msgs = users.len() as u64 * u64::from(req.messages);
     let cancel = &req.common.cancel;
-    rt.block_on(async {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut next = 0usize;
-        let mut running = 0usize;
-        let mut done = InitDone::default();
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        let (mut last_appended, mut last_bytes, mut last_t) = (0u64, 0u64, 0.0f64);
-        loop {
-            while running < req.concurrency.max(1)
-                && next < users.len()
-                && !cancel.load(std::sync::atomic::Ordering::SeqCst)
-            {
-                let u = users[next].clone();
-                next += 1;
-                running += 1;
-                tokio::spawn(fill_one(
-                    imap.clone(),
-                    u,
-                    gen.clone(),
-                    fill.clone(),
-                    rec.clone(),
-                    tx.clone(),
-                ));
-            }
-            if running == 0 {
-                break;
-            }
-            tokio::select! {
-                m = rx.recv() => match m {
-                    Some(FillMsg::Batch { appended, bytes }) => {
-                        done.appended += appended;
-                        done.bytes += bytes;
-                    }
-                    Some(FillMsg::Done(r)) => {
-                        running -= 1;
-                        match r {
-                            Ok(f) => {
-                                done.users_done += 1;
-                                done.found += u64::from(f.found);
-                            }
-                            Err(e) => {
-                                done.users_failed += 1;
-                                *done.errors_by_class.entry(e.class.name().to_string()).or_insert(0) += 1;
-                                if done.first_errors.len() < 20 {
-                                    done.first_errors.push(e);
-                                }
-                            }
-                        }
-                    }
-                    None => break,
-                },
-                _ = tick.tick() => {
-                    let t = started.elapsed();
-                    let have = done.found + done.appended;
-                    let mut p = progress("init", t, None, have, total_msgs, "messages");
-                    let dt = (t.as_secs_f64() - last_t).max(1e-9);
-                    p.per_s = (done.appended - last_appended) as f64 / dt;
-                    p.mb_per_s = Some((done.bytes - last_bytes) as f64 / 1e6 / dt);
-                    p.failed = done.users_failed;
-                    p.users_done = Some(done.users_done);
-                    p.users_total = Some(users.len() as u64);
-                    let s = mbx_result::LoadgenSample {
-                        t_s: t.as_secs_f64(),
-                        interval_s: dt,
-                        completed: done.users_done,
-                        failed: done.users_failed,
-                        completed_total: done.users_done,
-                        planned_total: users.len() as u64,
-                        appended: Some(done.appended - last_appended),
-                        appended_bytes: Some(done.bytes - last_bytes),
-                        ..Default::default()
-                    };
-                    if t.as_secs_f64() >= 1.0 {
-                        files.sample(sink, &s);
-                    }
-                    (last_appended, last_bytes, last_t) = (done.appended, done.bytes, t.as_secs_f64());
-                    sink.event(&Event::LoadgenProgress { progress: p });
-                }
-            }
-        }
-        done.elapsed = started.elapsed();
-        done
-    })
+    let mut obs = InitObserver {
+        files,
+        sink,
+        last: InitProgress::default(),
+        last_sample: Duration::ZERO,
+        sampled: None,
+    };
+    let report = rt.block_on(mbx_loadgen::init::fill_users(
+        imap,
+        users,
+        gen,
+        &fill,
+        req.concurrency.max(1),
+        cancel,
+        rec,
+        |p| obs.on(p),
+    ));
+    let p = &report.progress;
+    InitDone {
+        // The library's `users_done` counts every user finished, failed ones too.
+        users_done: p.users_done.saturating_sub(p.users_failed),
+        users_failed: p.users_failed,
+        found: p.messages_found,
+        appended: p.messages_appended,
+        bytes: p.bytes_appended,
+        elapsed: p.elapsed,
+        errors_by_class: report
+            .failed_by_class
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), *v))
+            .collect(),
+        first_errors: report.errors.clone(),
+    }
 }
 
-/// Runs the days, with progress once a second (time-based: the day is open loop).
+/// A day sample as samples.jsonl has it.
+fn sample_of(s: &DaySample) -> LoadgenSample {
+    LoadgenSample {
+        t_s: s.elapsed.as_secs_f64(),
+        interval_s: s.interval.as_secs_f64(),
+        dispatched: s.this_interval.dispatched,
+        completed: s.this_interval.completed,
+        failed: s.this_interval.failed,
+        unfinished: s.unfinished,
+        completed_total: s.cumulative.completed,
+        planned_total: s.planned,
+        delivered: s.this_interval.copies_delivered,
+        task_p50_ms: s.task_latency_ms.map(|l| l.p50),
+        task_p95_ms: s.task_latency_ms.map(|l| l.p95),
+        task_max_ms: s.task_latency_ms.map(|l| l.max),
+        delivery_p95_ms: s.delivery_p95_ms,
+        appended: None,
+        appended_bytes: None,
+    }
+}
+
+/// Runs the days: samples every `sample_interval` to samples.jsonl and the stream, progress
+/// once a second (tasks done of planned; the ETA is the days' end, the day being open loop).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn day(
     rt: &Runtime,
@@ -173,27 +178,55 @@ pub(crate) fn day(
     kinds: &[ClientType],
     gen: &Generator,
     plan: &DayPlan,
-    _sample_interval: Duration,
     rec: Recorder,
-    _files: &mut Files,
+    files: &mut Files,
     sink: &mut dyn EventSink,
 ) -> DayReport {
-    let started = Instant::now();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let plan = DayPlan {
+        samples: Some(tx),
+        ..plan.clone()
+    };
     let total = plan.day.saturating_mul(plan.days);
+    let started = Instant::now();
     rt.block_on(async {
-        let fut = mbx_loadgen::day::run_days(servers, users, kinds, gen, plan, rec);
+        let fut = mbx_loadgen::day::run_days(servers, users, kinds, gen, &plan, rec);
         tokio::pin!(fut);
         let mut tick = tokio::time::interval(Duration::from_secs(1));
-        loop {
+        // The day's clock starts after the baseline (the first sample says where it is).
+        let mut last: Option<(Instant, DaySample)> = None;
+        let mut rate = 0.0;
+        let report = loop {
             tokio::select! {
                 r = &mut fut => break r,
+                Some(s) = rx.recv() => {
+                    if s.interval > Duration::ZERO {
+                        rate = s.this_interval.completed as f64 / s.interval.as_secs_f64();
+                    }
+                    files.sample(sink, &sample_of(&s));
+                    last = Some((Instant::now(), s));
+                }
                 _ = tick.tick() => {
-                    let t = started.elapsed();
-                    let phase = if t < total { "day" } else { "grace" };
-                    let p = progress(phase, t, Some(total), t.as_secs().min(total.as_secs()), total.as_secs(), "s");
-                    sink.event(&Event::LoadgenProgress { progress: p });
+                    let e = match &last {
+                        None => progress("baseline", started.elapsed(), None, 0, users.len() as u64, "users"),
+                        Some((at, s)) => {
+                            let t = s.elapsed + at.elapsed();
+                            let phase = if t < total { "day" } else { "grace" };
+                            let mut e = progress(phase, t, Some(total), s.cumulative.completed, s.planned, "tasks");
+                            e.per_s = rate;
+                            e.failed = s.cumulative.failed;
+                            e.unfinished = Some(s.unfinished);
+                            e
+                        }
+                    };
+                    sink.event(&Event::LoadgenProgress { progress: e });
                 }
             }
+        };
+        // Samples sent as the run ended.
+        while let Ok(s) = rx.try_recv() {
+            files.sample(sink, &sample_of(&s));
         }
+        report
     })
 }

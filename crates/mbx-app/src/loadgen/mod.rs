@@ -206,31 +206,17 @@ impl Files {
             )))?,
         };
         fs_err::create_dir_all(&dir).map_err(AppError::File)?;
-        let open = |name: &str| -> Result<BufWriter<File>, AppError> {
-            let f = fs_err::OpenOptions::new()
-                .create_new(true)
-                .write(true)
-                .open(dir.join(name))
-                .map_err(AppError::File)?
-                .into_parts()
-                .0;
-            Ok(BufWriter::new(f))
-        };
+        use crate::results_folder::create_new;
         Ok(Files {
-            log: open("test.log")?,
-            samples: open("samples.jsonl")?,
+            log: create_new(&dir, "test.log")?,
+            samples: create_new(&dir, "samples.jsonl")?,
             dir,
             errors: Vec::new(),
         })
     }
 
     fn log(&mut self, sink: &mut dyn EventSink, text: &str) {
-        let line = format!("{} -- {text}\n", mbx_engine::rfc3339_now());
-        if let Err(e) = self
-            .log
-            .write_all(line.as_bytes())
-            .and_then(|_| self.log.flush())
-        {
+        if let Err(e) = crate::results_folder::log_line(&mut self.log, text) {
             self.errors.push(format!("writing test.log: {e}"));
         }
         sink.event(&Event::Log {
@@ -584,6 +570,8 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         overload_per_user: req.overload_per_user,
         grace: req.grace,
         stop: Arc::clone(&c.cancel),
+        sample_interval: req.sample_interval,
+        ..DayPlan::default()
     };
     let srv = Servers {
         smtp,
@@ -600,7 +588,6 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         &kinds,
         &gen,
         &plan,
-        req.sample_interval,
         rec.clone(),
         &mut files,
         sink,
@@ -618,6 +605,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         max_unfinished: report.max_unfinished,
         overload_limit,
         overloaded: report.overloaded,
+        ended_early: report.overloaded || report.interrupted,
     };
     let verdict = assemble::day_verdict(figures, &tasks, &delivery, &req.thresholds);
     let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
@@ -626,6 +614,22 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
             *by_class.entry(k.clone()).or_insert(0) += n;
         }
     }
+    for (k, n) in &report.baseline_failed {
+        *by_class.entry((*k).to_string()).or_insert(0) += n;
+    }
+    let baseline_failed: u64 = report.baseline_failed.values().sum();
+    files.log(
+        sink,
+        &format!(
+            "baseline: the users' mailboxes noted in {:.1} s (what they held is not counted or changed){}",
+            report.baseline.as_secs_f64(),
+            if baseline_failed > 0 {
+                format!("; {baseline_failed} user(s) failed and started from an empty view")
+            } else {
+                String::new()
+            }
+        ),
+    );
     files.log(
         sink,
         &format!(
@@ -663,6 +667,12 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         tasks,
         commands: assemble::commands(&rec.snapshot()),
         delivery: Some(delivery),
+        notes: vec![format!(
+            "checks downloaded {} messages ({:.1} MB); the baseline before the day took {:.1} s",
+            report.check_fetched,
+            report.check_fetched_bytes as f64 / 1e6,
+            report.baseline.as_secs_f64()
+        )],
         stopped: stopped_of(report.interrupted, report.overloaded, &verdict, "day"),
         verdict,
         errors: assemble::errors(&by_class, &report.first_errors),

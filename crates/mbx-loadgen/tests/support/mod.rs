@@ -121,7 +121,7 @@ impl MailServer {
     pub fn shared() -> Option<&'static MailServer> {
         static SHARED: OnceLock<Result<MailServer, String>> = OnceLock::new();
         let r = SHARED.get_or_init(|| {
-            MailServer::start(40).map(|mut s| {
+            MailServer::start(60).map(|mut s| {
                 s.owned = false;
                 stop_at_exit(&s.dir);
                 s

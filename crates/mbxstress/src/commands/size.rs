@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use mbx_sizing::storage::{DiskClass, Raid};
 use mbx_sizing::{examples, DatabaseLayout, Method, SizingInput, SizingReport};
 
 use crate::cli::{SizeArgs, SizeInputs};
@@ -156,6 +157,16 @@ fn merge(args: &SizeArgs, mut base: SizeInputs) -> SizeInputs {
             .deleted_item_retention_days
             .or(base.deleted_item_retention_days),
         data_overhead_pct: cli.data_overhead_pct.or(base.data_overhead_pct),
+        disk_class: cli.disk_class.clone().or(base.disk_class),
+        disk_capacity_gb: cli.disk_capacity_gb.or(base.disk_capacity_gb),
+        disk_iops: cli.disk_iops.or(base.disk_iops),
+        db_raid: cli.db_raid.clone().or(base.db_raid),
+        log_raid: cli.log_raid.clone().or(base.log_raid),
+        peak_hour_log_pct: cli.peak_hour_log_pct.or(base.peak_hour_log_pct),
+        sites: cli.sites.or(base.sites),
+        lagged_copies: cli.lagged_copies.or(base.lagged_copies),
+        lag_days: cli.lag_days.or(base.lag_days),
+        archive_quota_mb: cli.archive_quota_mb.or(base.archive_quota_mb),
         virtualized: Some(args.virtualized || base.virtualized.unwrap_or(false)),
         multi_role: Some(args.multi_role || base.multi_role.unwrap_or(false)),
     }
@@ -237,6 +248,46 @@ fn to_sizing_input(m: &SizeInputs, args: &SizeArgs, base: &Base) -> anyhow::Resu
     }
     input.virtualized = m.virtualized.unwrap_or(false);
     input.multi_role = m.multi_role.unwrap_or(false);
+    if let Some(name) = &m.disk_class {
+        input.storage.disk_class = DiskClass::parse(name).ok_or_else(|| {
+            let names: Vec<_> = DiskClass::ALL.iter().map(|d| d.cli_name()).collect();
+            usage(format!(
+                "invalid {}: unknown disk class '{name}'; expected one of {}",
+                describe_field("disk_class", args, base),
+                names.join(", ")
+            ))
+        })?;
+    }
+    input.storage.disk_capacity_gb = m.disk_capacity_gb;
+    input.storage.disk_iops = m.disk_iops;
+    for (field, value, slot) in [
+        ("db_raid", &m.db_raid, &mut input.storage.db_raid),
+        ("log_raid", &m.log_raid, &mut input.storage.log_raid),
+    ] {
+        if let Some(name) = value {
+            *slot = Raid::parse(name).ok_or_else(|| {
+                usage(format!(
+                    "invalid {}: unknown RAID level '{name}'; expected one of raid1, raid10, raid5, raid6, jbod",
+                    describe_field(field, args, base)
+                ))
+            })?;
+        }
+    }
+    if let Some(v) = m.peak_hour_log_pct {
+        input.peak_hour_log_pct = v;
+    }
+    if let Some(v) = m.sites {
+        input.sites = v;
+    }
+    if let Some(v) = m.lagged_copies {
+        input.lagged_copies = v;
+    }
+    if let Some(v) = m.lag_days {
+        input.lag_days = v;
+    }
+    if let Some(v) = m.archive_quota_mb {
+        input.archive_quota_mb = v;
+    }
     Ok(input)
 }
 
@@ -267,6 +318,16 @@ fn from_sizing_input(i: &SizingInput) -> SizeInputs {
         log_retention_days: Some(i.log_retention_days),
         deleted_item_retention_days: Some(i.deleted_item_retention_days),
         data_overhead_pct: Some(i.data_overhead_pct),
+        disk_class: Some(i.storage.disk_class.cli_name().to_string()),
+        disk_capacity_gb: i.storage.disk_capacity_gb,
+        disk_iops: i.storage.disk_iops,
+        db_raid: Some(i.storage.db_raid.cli_name().to_string()),
+        log_raid: Some(i.storage.log_raid.cli_name().to_string()),
+        peak_hour_log_pct: Some(i.peak_hour_log_pct),
+        sites: Some(i.sites),
+        lagged_copies: Some(i.lagged_copies),
+        lag_days: Some(i.lag_days),
+        archive_quota_mb: Some(i.archive_quota_mb),
         virtualized: Some(i.virtualized),
         multi_role: Some(i.multi_role),
     }

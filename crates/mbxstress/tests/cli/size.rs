@@ -325,3 +325,146 @@ fn json_output_is_clean_when_piped() {
     let v = run.json();
     assert!(v["warnings"].is_array());
 }
+
+const ACCEPTANCE_29: &[&str] = &[
+    "size",
+    "--mailboxes",
+    "5000",
+    "--messages-per-day",
+    "150",
+    "--quota-mb",
+    "2048",
+    "--copies",
+    "2",
+    "--servers",
+    "4",
+];
+
+/// Issue 29's acceptance command: disks, replication bandwidth and the smallest valid server
+/// count, each with its method, and whole mailbox counts.
+#[test]
+fn issue_29_acceptance_prints_disks_replication_and_server_count() {
+    let run = mbx(ACCEPTANCE_29);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = &run.stdout;
+    for needle in [
+        "Disks (7,200 rpm NL-SAS/SATA, 4,000 GB, 75 IOPS each)",
+        "Database volumes: RAID 10 (write penalty 2)",
+        "Database disks by capacity / by IOPS",
+        "Disks per server",
+        "Log replication, busiest hour (12% of a day's logs, assumption)",
+        "Mbit/s per database to each other copy",
+        "Smallest valid server count: 3 (asked: 4, within the ceilings)",
+        "Mailbox counts are whole",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+    // Whole mailboxes: 5,000 / 3 survivors -> 1,667, not 1,666.7; 833.33 per database -> 834.
+    let line = out
+        .lines()
+        .find(|l| l.contains("Active mailboxes, worst failure mode"))
+        .expect("row");
+    assert!(
+        line.contains("1,667") && !line.contains("1,666.7"),
+        "{line}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.contains("Mailboxes per database"))
+        .expect("row");
+    assert!(line.contains("834"), "{line}");
+    for label in [
+        "Disks per server",
+        "Mbit/s per database",
+        "Database disks (",
+    ] {
+        let line = out.lines().find(|l| l.contains(label)).expect(label);
+        assert!(line.trim_end().ends_with("2013 calculator"), "{line}");
+    }
+    let line = out
+        .lines()
+        .find(|l| l.contains("Disks per server"))
+        .expect("row");
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert!(cells.contains(&"9") && cells.contains(&"36"), "{line}");
+
+    let run = mbx(&[ACCEPTANCE_29, &["--json"]].concat());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    assert_eq!(v["storage_design"]["method"], "exchange2013-calculator");
+    assert_eq!(v["storage_design"]["disks_per_server"], 9);
+    assert_eq!(v["storage_design"]["database"]["write_penalty"], 2);
+    assert_eq!(v["log_replication"]["method"], "exchange2013-calculator");
+    close(&v["log_replication"]["mbit_per_s_per_dag"], 41.943, 0.001);
+    assert_eq!(v["server_count"]["smallest_valid"], 3);
+    assert_eq!(v["server_count"]["asked"], 4);
+    assert_eq!(v["active_mailboxes_per_server_worst_whole"], 1667);
+    // Existing keys keep their names and values.
+    close(&v["active_mailboxes_per_server_worst"], 5000.0 / 3.0, 1e-9);
+    close(&v["target_iops_per_server"], 300.0, 1e-9);
+}
+
+/// Storage and replication flags, Exchange SE, and their errors naming the flag (exit 2).
+#[test]
+fn issue_29_flags_and_errors() {
+    let run = mbx(&[
+        &ACCEPTANCE_29[..7],
+        &[
+            "--servers",
+            "4",
+            "--method",
+            "exchange-se",
+            "--disk-class",
+            "10k",
+            "--db-raid",
+            "raid6",
+            "--copies",
+            "4",
+            "--sites",
+            "2",
+            "--lagged-copies",
+            "1",
+            "--archive-quota-mb",
+            "1024",
+            "--json",
+        ],
+    ]
+    .concat());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    assert_eq!(v["method"], "exchange-se-calculator");
+    assert_eq!(v["storage_design"]["disk_class"], "10k");
+    assert_eq!(v["storage_design"]["database"]["write_penalty"], 6);
+    assert_eq!(v["log_replication"]["cross_site_copies_per_database"], 2);
+    assert_eq!(v["highly_available_copies"], 3);
+    assert!(v["archive_size_on_disk_mb"].as_f64().unwrap_or(0.0) > 1024.0);
+    for (extra, flag) in [
+        (&["--sites", "3"][..], "--sites"),
+        (&["--lagged-copies", "2"][..], "--lagged-copies"),
+        (&["--disk-iops", "0"][..], "--disk-iops"),
+        (&["--peak-hour-log-pct", "2"][..], "--peak-hour-log-pct"),
+        (&["--db-raid", "raid4"][..], "--db-raid"),
+    ] {
+        let run = mbx(&[ACCEPTANCE_29, extra].concat());
+        assert_eq!(run.code, 2, "{extra:?}: {}", run.stderr);
+        assert!(run.stderr.contains(flag), "{extra:?}: {}", run.stderr);
+    }
+    let dir = scratch("issue-29-input");
+    std::fs::write(
+        dir.join("d.toml"),
+        "mailboxes = 5000\nmessages_per_day = 150\nservers = 4\ncopies = 2\nlog_raid = \"raid7\"\n",
+    )
+    .expect("write");
+    let run = mbx_in(Some(&dir), &["size", "--input", "d.toml"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("`log_raid` in"), "{}", run.stderr);
+    // The profile still carries what `loadgen run --profile` reads.
+    let run = mbx_in(
+        Some(&dir),
+        &[ACCEPTANCE_29, &["--profile-out", "p.toml"]].concat(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let p = mbx_config::Profile::load(&dir.join("p.toml")).expect("a valid profile");
+    assert_eq!(p.messages_per_day, Some(150));
+    assert_eq!(p.message_size_kb, Some(75.0));
+}

@@ -105,7 +105,9 @@ pub fn idle(req: &IdleRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError
     let start = mbx_engine::rfc3339_now();
     let started = Instant::now();
     let run_id = format!("idle-{}", stamp());
-    let config = config_block(c, Vec::new());
+    let mut config = config_block(c, Vec::new());
+    // Only IMAP is spoken: the other servers' placeholders are not the test's.
+    config.servers.retain(|s| s.protocol == "imap");
     let (_, imap, _) = super::servers::endpoints(&c.servers, &c.trust)?;
     let mut files = Files::create(c.out.as_deref(), "idle")?;
     files.write_result(&running("idle", &run_id, &start, started, &config))?;

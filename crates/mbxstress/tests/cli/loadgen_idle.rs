@@ -56,6 +56,11 @@ fn fifty_imaps_connections_are_held_in_idle_with_memory_and_cpu_measured() {
     let v = json(&Path::new(&out).join("result.json"));
     assert_eq!(v["kind"], "loadgen");
     assert_eq!(v["test"]["phase"], "idle");
+    assert_eq!(
+        v["config"]["servers"],
+        serde_json::json!([{"protocol": "imap", "url": url}]),
+        "{v}"
+    );
     assert_eq!(v["verdict"]["pass"], true, "{v}");
     let i = &v["idle"];
     assert_eq!(i["connections"], 50, "{v}");

@@ -4,7 +4,7 @@
 # POP3, POP3S, LMTP; passwd-file users loadgen1..N; maildir), with a throwaway configuration in DIR.
 #
 #   scripts/mailserver.sh start DIR [--users N] [--password PW] [--domain D] [--port-base P]
-#                                   [--connections C] [--watch PID]
+#                                   [--connections C] [--imap-client-limit K] [--watch PID]
 #   scripts/mailserver.sh stop DIR [--keep]
 #   scripts/mailserver.sh status DIR
 #
@@ -14,7 +14,11 @@
 # --port-base the first free block of 10 from 24000 is taken. --watch PID stops the server when
 # that process exits (test harnesses use it, so a crashed test leaves nothing running).
 # --connections C (default 200): IMAP and POP3 sessions Dovecot accepts at once (one imap/pop3
-# process each; the login processes run in Dovecot's high-performance mode, many clients each).
+# process each; the login processes run in Dovecot's high-performance mode, many clients each);
+# every user may hold C sessions from one address (mail_max_userip_connections), and the open-files
+# limit is raised to C x 4 + 1024 (above the hard limit too when run as root, up to fs.nr_open).
+# --imap-client-limit K (default 1, Dovecot's): IMAP sessions served by one imap process, so 10,000
+# idle sessions need C / K processes rather than 10,000 (bench/loadgen-idle.sh).
 # stop ends
 # both daemons and removes DIR (only a DIR that start made; --keep leaves it, mail included).
 #
@@ -47,6 +51,7 @@ password=loadgen
 domain=loadgen.test
 port_base=""
 connections=200
+imap_client_limit=1
 watch=""
 keep=0
 while [ $# -gt 0 ]; do
@@ -56,6 +61,7 @@ while [ $# -gt 0 ]; do
   --domain) domain=$2; shift 2 ;;
   --port-base) port_base=$2; shift 2 ;;
   --connections) connections=$2; shift 2 ;;
+  --imap-client-limit) imap_client_limit=$2; shift 2 ;;
   --watch) watch=$2; shift 2 ;;
   --keep) keep=1; shift ;;
   *) usage ;;
@@ -147,6 +153,8 @@ command -v dovecot >/dev/null || die "dovecot is not installed (apt-get install 
 command -v openssl >/dev/null || die "openssl is not installed"
 case $users in '' | *[!0-9]*) die "--users must be a number" ;; esac
 case $connections in '' | *[!0-9]* | 0) die "--connections must be a positive number" ;; esac
+case $imap_client_limit in '' | *[!0-9]* | 0) die "--imap-client-limit must be a positive number" ;; esac
+login_clients=$(( connections + 100 < 1000 ? connections + 100 : 1000 ))
 
 dir=$(realpath -m "$dir")
 [ "${#dir}" -le 60 ] || die "$dir is too long (Unix socket paths are limited to 108 bytes; keep DIR under 60)"
@@ -261,10 +269,12 @@ userdb {
   args = username_format=%n $dir/users
 }
 service imap-login {
-  # High-performance mode: a few login processes (TLS proxies) for many clients.
+  # High-performance mode: a few login processes (TLS proxies) for many clients, at most 1,000
+  # each (a TLS client holds two descriptors in its login process: 10,000 in one would pass a
+  # 20,000 open-files limit); more processes start as they fill.
   service_count = 0
   process_min_avail = 1
-  client_limit = $((connections + 100))
+  client_limit = $login_clients
   inet_listener imap {
     address = 127.0.0.1
     port = $p_imap
@@ -275,10 +285,17 @@ service imap-login {
     ssl = yes
   }
 }
+service imap {
+  # --imap-client-limit: sessions per imap process (1: a process per session, Dovecot's default;
+  # above 1 the processes live on, service_count 0).
+  client_limit = $imap_client_limit
+  service_count = $(( imap_client_limit > 1 ? 0 : 1 ))
+  process_limit = $(( connections / imap_client_limit + 50 ))
+}
 service pop3-login {
   service_count = 0
   process_min_avail = 1
-  client_limit = $((connections + 100))
+  client_limit = $login_clients
   inet_listener pop3 {
     address = 127.0.0.1
     port = $p_pop3
@@ -429,7 +446,19 @@ fail_start() {
 
 # Dovecot first (Postfix's SASL and LMTP go to it). Its daemon keeps stdout/stderr open: detach.
 # Each session holds descriptors in the login process and the master: raise the soft limit.
-ulimit -n "$(( $(ulimit -Hn) < connections * 4 + 1024 ? $(ulimit -Hn) : connections * 4 + 1024 ))" 2>/dev/null || true
+# Root may raise the hard limit too (up to fs.nr_open); others stay under theirs.
+want_fds=$(( connections * 4 + 1024 ))
+hard_fds=$(ulimit -Hn)
+if [ "$hard_fds" != unlimited ] && [ "$hard_fds" -lt "$want_fds" ] && [ "$(id -u)" = 0 ]; then
+  nr_open=$(cat /proc/sys/fs/nr_open 2>/dev/null || echo "$hard_fds")
+  ulimit -Hn "$(( want_fds < nr_open ? want_fds : nr_open ))" 2>/dev/null || true
+  hard_fds=$(ulimit -Hn)
+fi
+if [ "$hard_fds" != unlimited ] && [ "$hard_fds" -lt "$want_fds" ]; then
+  echo "mailserver.sh: warning: open files limited to $hard_fds (--connections $connections wants $want_fds)" >&2
+  want_fds=$hard_fds
+fi
+ulimit -Sn "$want_fds" 2>/dev/null || true
 dovecot -c "$dir/dovecot.conf" </dev/null >/dev/null 2>>"$dir/log/dovecot.log" || fail_start "dovecot did not start"
 postfix -c "$dir/postfix" start </dev/null >>"$dir/log/postfix.log" 2>&1 || fail_start "postfix did not start"
 for p in $p_sub $p_subs $p_imap $p_imaps $p_pop3 $p_pop3s $p_lmtp; do

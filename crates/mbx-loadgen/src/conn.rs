@@ -260,6 +260,15 @@ impl Conn {
         }
     }
 
+    /// The read buffer back to [`READ_CHUNK`] (what is unread kept).
+    pub(crate) fn shrink(&mut self) {
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        self.buf.shrink_to(READ_CHUNK);
+    }
+
     /// Reads what is available into the buffer. Cancel-safe (`read_buf` commits only bytes
     /// read), so a wait that times out (IDLE) loses nothing.
     async fn read_more(&mut self) -> io::Result<usize> {

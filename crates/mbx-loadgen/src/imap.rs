@@ -162,6 +162,14 @@ impl ImapClient {
             .any(|c| c.eq_ignore_ascii_case(name))
     }
 
+    /// Gives back memory a long-lived idle session does not need: the read buffer back to its
+    /// idle size (4 KiB) and the capability list to its length.
+    pub fn shrink(&mut self) {
+        self.conn.shrink();
+        self.capabilities.shrink_to_fit();
+        self.pending.shrink_to_fit();
+    }
+
     /// Whether the session runs over TLS.
     pub fn is_tls(&self) -> bool {
         self.conn.is_tls()

@@ -17,6 +17,7 @@
 pub mod conn;
 pub mod day;
 pub mod error;
+pub mod hold;
 pub mod imap;
 pub mod init;
 pub mod ledger;

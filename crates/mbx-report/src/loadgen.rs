@@ -21,13 +21,14 @@ const SAMPLES_WHAT: &str = "the samples of a loadgen run (samples.jsonl)";
 /// The section titles of a loadgen report, in order (a section is left out when the result has
 /// nothing for it: no tasks for an init-only result, no delivery, no init figures, no errors, no
 /// samples).
-pub const SECTIONS: [&str; 10] = [
+pub const SECTIONS: [&str; 11] = [
     "Verdict",
     "Run",
     "Tasks",
     "Protocol Commands",
     "Delivery",
     "Initialization",
+    "Idle Connections",
     "Errors",
     "Time Series",
     "Test Log",
@@ -305,7 +306,7 @@ impl Exporter<LoadgenFolder> for CommandsCsvExporter {
 }
 
 /// The columns of a loadgen samples.csv: the keys of samples.jsonl (an absent figure is empty).
-pub const SAMPLES_CSV_COLUMNS: [&str; 15] = [
+pub const SAMPLES_CSV_COLUMNS: [&str; 19] = [
     "t_s",
     "interval_s",
     "dispatched",
@@ -321,6 +322,10 @@ pub const SAMPLES_CSV_COLUMNS: [&str; 15] = [
     "delivery_p95_ms",
     "appended",
     "appended_bytes",
+    "connections_open",
+    "connections_failed",
+    "rss_bytes",
+    "cpu_pct",
 ];
 
 /// samples.csv of a loadgen result: one row per sample.
@@ -353,6 +358,10 @@ impl Exporter<LoadgenFolder> for LoadgenSamplesCsvExporter {
                 opt(s.delivery_p95_ms),
                 opt_n(s.appended),
                 opt_n(s.appended_bytes),
+                opt_n(s.connections_open),
+                opt_n(s.connections_failed),
+                opt_n(s.rss_bytes),
+                opt(s.cpu_pct),
             ]);
         }
         csv_bytes(rows, path)
@@ -525,6 +534,29 @@ fn init_section(i: &mbx_result::InitFigures) -> Markup {
     }
 }
 
+fn idle_section(i: &mbx_result::IdleFigures) -> Markup {
+    let kib = |b: Option<f64>| b.map_or("n/a".to_string(), |b| format!("{:.1}", b / 1024.0));
+    let mib = |b: Option<u64>| {
+        b.map_or("n/a".to_string(), |b| {
+            format!("{:.1}", b as f64 / 1_048_576.0)
+        })
+    };
+    html! {
+        h2 { (SECTIONS[6]) }
+        table id="idle" {
+            tr { th { "Security" } th.n { "Asked" } th.n { "Established" } th.n { "Failed" } th.n { "Dropped" } th.n { "Open at end" } th.n { "Establish s" } th.n { "Established/s" } th.n { "Held s" } th.n { "RSS before MiB" } th.n { "RSS held MiB" } th.n { "KiB per connection" } th.n { "CPU idle, % of a core" } }
+            tr {
+                td { (i.security) } td.n { (i.connections) } td.n { (i.established) }
+                td.n.fail[i.failed > 0] { (i.failed) } td.n.fail[i.dropped > 0] { (i.dropped) } td.n { (i.open_at_end) }
+                td.n { (f3(i.establish_s)) } td.n { (f3(i.established_per_s)) } td.n { (f3(i.hold_s)) }
+                td.n { (mib(i.rss_baseline_bytes)) } td.n { (mib(i.rss_held_bytes)) }
+                td.n { (kib(i.rss_per_connection_bytes)) } td.n { (i.cpu_idle_pct.map_or("n/a".to_string(), f3)) }
+            }
+        }
+        p { "Memory and CPU: " (i.measured_by) }
+    }
+}
+
 /// A line of a chart from the samples: `f` gives a sample's value, or none.
 fn line(
     name: &str,
@@ -614,6 +646,24 @@ fn charts(r: &LoadgenResult, samples: &[LoadgenSample], has_tasks: bool) -> Mark
                 s.appended_bytes
                     .and_then(|n| rate(n, s))
                     .map(|b| b / 1_000_000.0)
+            })],
+        });
+    }
+    if samples.iter().any(|s| s.connections_open.is_some()) {
+        list.push(LineChart {
+            title: "Idle: connections open".into(),
+            x_label: x.into(),
+            y_label: "connections".into(),
+            series: vec![line("open", samples, |s| {
+                s.connections_open.map(|n| n as f64)
+            })],
+        });
+        list.push(LineChart {
+            title: "Idle: this process's resident memory (MiB)".into(),
+            x_label: x.into(),
+            y_label: "MiB".into(),
+            series: vec![line("RSS", samples, |s| {
+                s.rss_bytes.map(|b| b as f64 / 1_048_576.0)
             })],
         });
     }
@@ -755,23 +805,24 @@ fn page(r: &LoadgenResult, samples: &[LoadgenSample], log: &[String], notes: &[S
                 }
                 @if let Some(d) = &r.delivery { (delivery_section(d)) }
                 @if let Some(i) = &r.init { (init_section(i)) }
+                @if let Some(i) = &r.idle { (idle_section(i)) }
                 @if !r.errors.is_empty() {
-                    h2 { (SECTIONS[6]) }
+                    h2 { (SECTIONS[7]) }
                     table id="errors" {
                         tr { th { "Class" } th.n { "Count" } th { "First message" } }
                         @for e in &r.errors { tr.fail { td { (e.class) } td.n { (e.count) } td { (e.message) } } }
                     }
                 }
                 @if !samples.is_empty() || !notes.is_empty() {
-                    h2 { (SECTIONS[7]) }
+                    h2 { (SECTIONS[8]) }
                     @for n in notes { p.note { (n) } }
                     @if !samples.is_empty() { (charts(r, samples, has_tasks)) }
                 }
                 @if !log.is_empty() {
-                    h2 { (SECTIONS[8]) }
+                    h2 { (SECTIONS[9]) }
                     pre { @for l in log { (l) "\n" } }
                 }
-                h2 { (SECTIONS[9]) }
+                h2 { (SECTIONS[10]) }
                 pre { (serde_json::to_string_pretty(cfg).unwrap_or_default()) }
             }
         }
@@ -920,6 +971,7 @@ mod tests {
                 late: 3,
             }),
             init: None,
+            idle: None,
             verdict: Verdict::of(vec![
                 Check::new("tasks_achieved_pct", 99.97, 99.0, true),
                 Check::new("lost_copies", 1.0, 0.0, false),
@@ -954,6 +1006,7 @@ mod tests {
             delivery_p95_ms: Some(800.0),
             appended: None,
             appended_bytes: None,
+            ..LoadgenSample::default()
         }
     }
 
@@ -1007,13 +1060,46 @@ mod tests {
         assert!(page.contains("client&lt;1&gt;"));
     }
 
+    /// `loadgen idle`'s result: the idle section with its figures, the connections and memory
+    /// charts, no tasks.
+    #[test]
+    fn loadgen_report_of_an_idle_hold_has_its_section_and_charts() {
+        let mut r = init_only();
+        r.test.phase = "idle".into();
+        r.init = None;
+        r.idle = Some(mbx_result::IdleFigures {
+            connections: 10_000,
+            established: 10_000,
+            open_at_end: 10_000,
+            security: "imaps".into(),
+            rss_per_connection_bytes: Some(17.4 * 1024.0),
+            cpu_idle_pct: Some(0.1),
+            measured_by: "linux /proc/self".into(),
+            ..mbx_result::IdleFigures::default()
+        });
+        let s = LoadgenSample {
+            t_s: 1.0,
+            interval_s: 1.0,
+            connections_open: Some(10_000),
+            rss_bytes: Some(187_000_000),
+            cpu_pct: Some(0.0),
+            ..LoadgenSample::default()
+        };
+        let page = html(&r, &[s.clone(), LoadgenSample { t_s: 2.0, ..s }]);
+        assert!(h2(&page, "Idle Connections"), "{page}");
+        assert!(!h2(&page, "Initialization"));
+        assert!(page.contains("<td class=\"n\">17.4</td>"), "{page}");
+        assert!(page.contains("Idle: connections open"), "{page}");
+        assert!(page.contains("linux /proc/self"));
+    }
+
     /// A day's result has every section, the task and command rows, the checks with their
     /// states, the delivery with the corrupted and lost copies named, and four charts.
     #[test]
     fn loadgen_report_of_a_day_has_every_section() {
         let page = html(&day(), &[sample(10.0), sample(20.0)]);
         for s in SECTIONS {
-            if s == "Initialization" || s == "Test Log" {
+            if s == "Initialization" || s == "Idle Connections" || s == "Test Log" {
                 assert!(!h2(&page, s), "{s} present");
             } else {
                 assert!(h2(&page, s), "{s} missing");

@@ -37,7 +37,7 @@ pub struct LatencyMs {
 /// `loadgen.test`: identification and timing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct LoadgenInfo {
-    /// `init` (mailboxes filled) or `day` (the simulated day).
+    /// `init` (mailboxes filled), `day` (the simulated day) or `idle` (connections held).
     pub phase: String,
     /// The run's id: it is in every message the run sent (`X-Mbx-Id: <run>/<sender>/<seq>`).
     pub run_id: String,
@@ -249,6 +249,53 @@ pub struct InitFigures {
     pub mb_per_s: f64,
 }
 
+/// `idle`: connections held open in IMAP IDLE (`loadgen idle`), and what they cost the
+/// client process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct IdleFigures {
+    /// Connections asked.
+    pub connections: u64,
+    /// Connections established (logged in, INBOX selected, in IDLE).
+    pub established: u64,
+    /// Connections that could not be established.
+    pub failed: u64,
+    /// Established connections lost while held.
+    pub dropped: u64,
+    /// Connections open at the hold's end.
+    pub open_at_end: u64,
+    /// `imaps` (implicit TLS), `imap+starttls` or `imap` (plain).
+    pub security: String,
+    /// Connections being established at once.
+    pub concurrency: u64,
+    /// Seconds from the first connect to the last connection established or failed.
+    pub establish_s: f64,
+    /// Connections established per second over that time.
+    pub established_per_s: f64,
+    /// Seconds held (every connection tried, then this long in IDLE).
+    pub hold_s: f64,
+    /// Untagged responses received while idle (`* OK Still here`, EXISTS, ...).
+    pub notices: u64,
+    /// The client process's resident memory before any connection, bytes (absent where it
+    /// cannot be read: see `measured_by`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_baseline_bytes: Option<u64>,
+    /// Its resident memory at the hold's end, every connection still open, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_held_bytes: Option<u64>,
+    /// (rss_held_bytes - rss_baseline_bytes) / open_at_end: memory per connection held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_per_connection_bytes: Option<f64>,
+    /// CPU time (user + system) of the client process over the hold, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_idle_s: Option<f64>,
+    /// That CPU time as percent of one core over the hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_idle_pct: Option<f64>,
+    /// Where memory and CPU came from: `linux /proc/self (VmRSS; utime + stime)`, or why they
+    /// are absent.
+    pub measured_by: String,
+}
+
 /// One error class met (`errors[]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct LoadgenError {
@@ -296,6 +343,9 @@ pub struct LoadgenResult {
     /// Initialization (absent when the run did not initialize).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init: Option<InitFigures>,
+    /// Idle connections held (`loadgen idle` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleFigures>,
     /// Pass/fail: every check passed.
     pub verdict: Verdict,
     /// How the test ended.
@@ -351,6 +401,18 @@ pub struct LoadgenSample {
     /// Initialization: bytes appended in the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub appended_bytes: Option<u64>,
+    /// Idle hold: connections open (in IDLE) at the interval's end (`idle` phase only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_open: Option<u64>,
+    /// Idle hold: connections that failed so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_failed: Option<u64>,
+    /// The client process's resident memory at the interval's end, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
+    /// The client process's CPU over the interval, percent of one core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pct: Option<f64>,
 }
 
 /// True when a result.json's text is a loadgen result (its `kind`), without parsing it all.

@@ -119,7 +119,23 @@ pub enum LoadgenCommand {
     /// flag, search) at their scheduled times, then account for every copy sent.
     #[command(after_help = LOADGEN_RUN_HELP)]
     Run(LoadgenRunArgs),
+    /// Open --connections IMAP sessions (users cycled), log in, SELECT INBOX, IDLE, and hold
+    /// them: connections established and failed, time to establish, this process's memory per
+    /// connection and CPU while idle.
+    #[command(after_help = LOADGEN_IDLE_HELP)]
+    Idle(LoadgenIdleArgs),
 }
+
+const LOADGEN_IDLE_HELP: &str = "\
+Examples:
+  sudo scripts/mailserver.sh start /tmp/mbxmail --users 100 --connections 1100 --imap-client-limit 100
+  mbxstress loadgen idle --server-env /tmp/mbxmail/server.env --connections 1000 --hold 60s
+  mbxstress loadgen idle --imap imaps://mail.example.com --users-file users.csv --connections 5000
+
+Only IMAP is used (--imap alone is enough; --server-env's IMAPS by default). Raise the open-files
+limit (ulimit -n) above --connections. Memory per connection is (RSS at the hold's end - RSS
+before the first connection) / connections open (Linux: /proc/self); CPU is this process's user
++ system time over the hold. The verdict passes when every connection was established and held.";
 
 const LOADGEN_INIT_HELP: &str = "\
 Examples:
@@ -284,6 +300,26 @@ pub struct LoadgenRunArgs {
     /// service time.
     #[arg(long, requires = "duration")]
     pub stress: bool,
+}
+
+/// `mbxstress loadgen idle`.
+#[derive(Debug, Args)]
+pub struct LoadgenIdleArgs {
+    /// Servers, users, output.
+    #[command(flatten)]
+    pub conn: LoadgenConnArgs,
+    /// IMAP connections opened and held (users cycled over them), 1..=1000000.
+    #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
+    pub connections: u32,
+    /// How long every connection is held in IDLE once all were tried.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::units::parse_duration)]
+    pub hold: std::time::Duration,
+    /// Connections being established at once (TCP, TLS, LOGIN, SELECT, IDLE).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_count32)]
+    pub concurrency: u32,
+    /// samples.jsonl's interval.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::units::parse_duration)]
+    pub sample_interval: std::time::Duration,
 }
 
 /// `mbxstress fleet`.

@@ -712,10 +712,10 @@ pub(crate) fn print_loadgen_end(
     report: Option<&Path>,
 ) -> std::io::Result<()> {
     outln!()?;
-    let what = if r.test.phase == "init" {
-        "loadgen init"
-    } else {
-        "loadgen run"
+    let what = match r.test.phase.as_str() {
+        "init" => "loadgen init",
+        "idle" => "loadgen idle",
+        _ => "loadgen run",
     };
     outln!(
         "{} | {what} | {} users | {}",
@@ -740,6 +740,29 @@ pub(crate) fn print_loadgen_end(
             num(i.messages_per_s, 0),
             num(i.mb_per_s, 1)
         )?;
+    }
+    if let Some(i) = &r.idle {
+        outln!(
+            "  connections {}: {} established in {} ({}/s), {} failed, {} dropped, {} open after {} held",
+            i.security,
+            num(i.established as f64, 0),
+            fmt_secs(i.establish_s),
+            num(i.established_per_s, 0),
+            num(i.failed as f64, 0),
+            num(i.dropped as f64, 0),
+            num(i.open_at_end as f64, 0),
+            fmt_secs(i.hold_s)
+        )?;
+        match (i.rss_per_connection_bytes, i.cpu_idle_pct) {
+            (Some(b), Some(c)) => outln!(
+                "  memory {} KiB per connection (RSS {} MiB held, {} MiB before); CPU while idle {}% of one core",
+                num(b / 1024.0, 1),
+                num(i.rss_held_bytes.unwrap_or(0) as f64 / 1_048_576.0, 1),
+                num(i.rss_baseline_bytes.unwrap_or(0) as f64 / 1_048_576.0, 1),
+                num(c, 2)
+            )?,
+            _ => outln!("  memory and CPU: {}", i.measured_by)?,
+        }
     }
     if !r.tasks.is_empty() {
         outln!(

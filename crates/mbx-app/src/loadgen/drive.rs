@@ -167,6 +167,7 @@ fn sample_of(s: &DaySample) -> LoadgenSample {
         delivery_p95_ms: s.delivery_p95_ms,
         appended: None,
         appended_bytes: None,
+        ..LoadgenSample::default()
     }
 }
 

@@ -8,6 +8,7 @@
 //! turns a request into their inputs, keeps the files, and judges the result.
 
 pub mod assemble;
+pub mod idle;
 pub mod servers;
 
 use std::collections::BTreeMap;
@@ -349,6 +350,7 @@ fn running(
         commands: Vec::new(),
         delivery: None,
         init: None,
+        idle: None,
         verdict: Verdict::of(Vec::new()),
         stopped: Stopped::new(
             StopReason::Running,

@@ -9,7 +9,7 @@ use mbx_app::loadgen::{client_of, Common, DayRequest, InitRequest, MailProfile};
 use mbx_loadgen::{AuthMechanism, Trust};
 use mbx_result::LoadgenThresholds;
 
-use crate::cli::{LoadgenConnArgs, LoadgenInitArgs, LoadgenRunArgs};
+use crate::cli::{LoadgenConnArgs, LoadgenIdleArgs, LoadgenInitArgs, LoadgenRunArgs};
 use crate::exit::usage;
 
 /// The Exchange calculator's average message size, KB.
@@ -19,7 +19,10 @@ const DEFAULT_MESSAGES_PER_DAY: u32 = 150;
 /// Initialization's default messages per mailbox.
 const DEFAULT_INIT_MESSAGES: u32 = 100;
 
-fn common(a: &LoadgenConnArgs) -> anyhow::Result<Common> {
+/// The loadgen flags in common. `imap_only` (`loadgen idle`): --imap alone names the servers
+/// (submission and POP3 default to its host's standard ports, unused), and users from a template
+/// need no --domain (no mail is addressed).
+fn common(a: &LoadgenConnArgs, imap_only: bool) -> anyhow::Result<Common> {
     let env = match &a.server_env {
         Some(p) => Some(servers::read_server_env(p).map_err(super::run::into_anyhow)?),
         None => None,
@@ -53,6 +56,22 @@ fn common(a: &LoadgenConnArgs) -> anyhow::Result<Common> {
             s
         }
         (None, Some(smtp), Some(imap), Some(pop3)) => ServersSpec { smtp, imap, pop3 },
+        (None, smtp, Some(imap), pop3) if imap_only => {
+            let mut s = servers::standard(&imap.host).map_err(super::run::into_anyhow)?;
+            s.imap = imap;
+            if let Some(x) = smtp {
+                s.smtp = x;
+            }
+            if let Some(x) = pop3 {
+                s.pop3 = x;
+            }
+            s
+        }
+        _ if imap_only => {
+            return Err(usage(
+                "no IMAP server given: --imap URL (imaps://HOST:993, imap+starttls://HOST:143, imap://HOST:143), --server HOST (IMAPS 993) or --server-env DIR/server.env",
+            ))
+        }
         _ => {
             return Err(usage(
                 "no mail server given: --server HOST (submission 587, IMAPS 993, POP3S 995), --server-env DIR/server.env (scripts/mailserver.sh), or all of --smtp, --imap and --pop3 URLs",
@@ -73,7 +92,8 @@ fn common(a: &LoadgenConnArgs) -> anyhow::Result<Common> {
     let domain = a
         .domain
         .clone()
-        .or_else(|| env.as_ref().and_then(|e| e.domain.clone()));
+        .or_else(|| env.as_ref().and_then(|e| e.domain.clone()))
+        .or_else(|| imap_only.then(|| "idle.invalid".to_string()));
     let (users, users_source) = if let Some(path) = &a.users_file {
         let users = mbx_loadgen::users::read_file(path, domain.as_deref().unwrap_or(""))
             .map_err(|e| usage(format!("--users-file: {e}")))?;
@@ -173,7 +193,7 @@ fn finish(
 
 /// `loadgen init`.
 pub fn init(args: LoadgenInitArgs) -> anyhow::Result<ExitCode> {
-    let common = common(&args.conn)?;
+    let common = common(&args.conn, false)?;
     let messages = match (args.messages, args.mailbox_mb) {
         (Some(n), _) => n,
         (None, Some(mb)) => {
@@ -248,7 +268,7 @@ fn parse_clients(s: &str) -> anyhow::Result<Vec<(mbx_loadgen::sched::ClientType,
 
 /// `loadgen run`.
 pub fn run(args: LoadgenRunArgs) -> anyhow::Result<ExitCode> {
-    let mut common = common(&args.conn)?;
+    let mut common = common(&args.conn, false)?;
     if let Some(m) = args.messages_per_day {
         common.profile.messages_per_day = m;
     }
@@ -330,6 +350,32 @@ pub fn run(args: LoadgenRunArgs) -> anyhow::Result<ExitCode> {
         },
     };
     finish(mbx_app::loadgen::day(&req, &mut term), &mut term)
+}
+
+/// `loadgen idle`.
+pub fn idle(args: LoadgenIdleArgs) -> anyhow::Result<ExitCode> {
+    let common = common(&args.conn, true)?;
+    if args.connections == 0 || args.connections > 1_000_000 {
+        return Err(usage("--connections must be 1..=1000000"));
+    }
+    if args.concurrency == 0 || args.concurrency > 100_000 {
+        return Err(usage("--concurrency must be 1..=100000"));
+    }
+    if args.hold > std::time::Duration::from_secs(7 * 86_400) {
+        return Err(usage("--hold must be at most 7d"));
+    }
+    if args.sample_interval < std::time::Duration::from_millis(100) {
+        return Err(usage("--sample-interval must be at least 100ms"));
+    }
+    let mut term = crate::terminal::Terminal::new(args.conn.progress);
+    let req = mbx_app::loadgen::idle::IdleRequest {
+        common,
+        connections: args.connections,
+        hold: args.hold,
+        concurrency: args.concurrency as usize,
+        sample_interval: args.sample_interval,
+    };
+    finish(mbx_app::loadgen::idle::idle(&req, &mut term), &mut term)
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ mod iobench;
 mod jetstress;
 #[cfg(target_os = "linux")]
 mod loadgen;
+#[cfg(target_os = "linux")]
+mod loadgen_idle;
 /// The loadgen library's test server harness (scripts/mailserver.sh), shared, not copied.
 #[cfg(target_os = "linux")]
 #[path = "../../../mbx-loadgen/tests/support/mod.rs"]

@@ -940,6 +940,7 @@ mod tests {
                 measured_by: "idle".into(),
             }),
             init: None,
+            submit: None,
             verdict: Verdict::of(vec![
                 Check::new("tasks_achieved_pct", 99.97, 99.0, true),
                 Check::new("lost_copies", 1.0, 0.0, false),

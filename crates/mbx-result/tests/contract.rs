@@ -428,7 +428,7 @@ fn loadgen_keys_are_documented() {
     use mbx_result::{
         Check, ClientShare, CommandRow, CorruptedCopy, Delivery, InitFigures, LoadgenConfig,
         LoadgenError, LoadgenInfo, LoadgenResult, LoadgenSample, ServerUrl, StopReason, Stopped,
-        TaskRow, Verdict, LOADGEN_KIND, LOADGEN_SCHEMA,
+        SubmitFigures, TaskRow, Verdict, LOADGEN_KIND, LOADGEN_SCHEMA,
     };
     let copy = CorruptedCopy::default();
     let r = LoadgenResult {
@@ -462,6 +462,7 @@ fn loadgen_keys_are_documented() {
             ..Delivery::default()
         }),
         init: Some(InitFigures::default()),
+        submit: Some(SubmitFigures::default()),
         verdict: Verdict::of(vec![Check::not_judged("x", 1.0, "why")]),
         stopped: Stopped::new(StopReason::Interrupted, "Ctrl-C").in_phase("init"),
         errors: vec![LoadgenError::default()],
@@ -476,6 +477,7 @@ fn loadgen_keys_are_documented() {
         delivery_p95_ms: Some(1.0),
         appended: Some(1),
         appended_bytes: Some(1),
+        bytes: Some(1),
         ..LoadgenSample::default()
     };
     let doc = loadgen_doc();
@@ -483,7 +485,7 @@ fn loadgen_keys_are_documented() {
     assert!(mbx_result::is_loadgen(&v));
     assert_keys_documented(&v, &doc, "result");
     let s = serde_json::to_value(&sample).expect("sample");
-    assert_eq!(keys(&s).len(), 15, "{s}");
+    assert_eq!(keys(&s).len(), 16, "{s}");
     assert_keys_documented(&s, &doc, "sample");
     // And the check finds a key the section does not name.
     let caught = std::panic::catch_unwind(|| {

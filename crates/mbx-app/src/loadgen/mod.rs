@@ -9,6 +9,7 @@
 
 pub mod assemble;
 pub mod servers;
+pub mod submit;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -356,6 +357,7 @@ fn running(
         commands: Vec::new(),
         delivery: None,
         init: None,
+        submit: None,
         verdict: Verdict::of(Vec::new()),
         stopped: Stopped::new(
             StopReason::Running,

@@ -40,5 +40,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fleet(crate::cli::FleetCommand::Run(args)) => fleet::run(args),
         Command::Loadgen(crate::cli::LoadgenCommand::Init(args)) => loadgen::init(args),
         Command::Loadgen(crate::cli::LoadgenCommand::Run(args)) => loadgen::run(args),
+        Command::Loadgen(crate::cli::LoadgenCommand::Submit(args)) => loadgen::submit(args),
     }
 }

@@ -1,7 +1,8 @@
 //! SMTP submission client (RFC 5321, 6409): EHLO, STARTTLS (RFC 3207) or implicit TLS
 //! (RFC 8314), AUTH PLAIN and LOGIN (RFC 4954), MAIL/RCPT/DATA with dot-stuffing, QUIT.
 //!
-//! One command at a time (no PIPELINING), so each command's latency is its own round trip.
+//! One command at a time, so each command's latency is its own round trip; submission at full
+//! speed may pipeline MAIL, RCPT and DATA ([`SmtpClient::send_pipelined`], RFC 2920).
 
 use std::time::{Duration, Instant};
 
@@ -225,6 +226,85 @@ impl SmtpClient {
         })
     }
 
+    /// Whether the server offers PIPELINING (RFC 2920).
+    pub fn can_pipeline(&self) -> bool {
+        self.has_extension("PIPELINING")
+    }
+
+    /// Submits one message as [`SmtpClient::send`] does, with MAIL, RCPT and DATA in one write
+    /// (RFC 2920 PIPELINING; the caller checks [`SmtpClient::can_pipeline`]), then the message:
+    /// two round trips instead of three plus one per recipient. Each command is still timed on
+    /// its own, from the batch's write to its reply. A refused command fails the submission;
+    /// if the server still answered DATA with 354, an empty message is ended and the
+    /// transaction reset (RSET), so the session stays usable.
+    pub async fn send_pipelined(
+        &mut self,
+        from: &str,
+        recipients: &[&str],
+        message: &[u8],
+    ) -> Result<Accepted> {
+        let mut batch = Vec::with_capacity(64 + recipients.len() * 64);
+        batch.extend_from_slice(b"MAIL FROM:<");
+        batch.extend_from_slice(from.as_bytes());
+        batch.extend_from_slice(b">\r\n");
+        for r in recipients {
+            batch.extend_from_slice(b"RCPT TO:<");
+            batch.extend_from_slice(r.as_bytes());
+            batch.extend_from_slice(b">\r\n");
+        }
+        batch.extend_from_slice(b"DATA\r\n");
+        let t = Instant::now();
+        let limit = self.conn.timeouts.command;
+        let written = match tokio::time::timeout(limit, self.conn.write_all(&batch, "MAIL")).await {
+            Ok(r) => r,
+            Err(_) => Err(self
+                .conn
+                .timed_out("MAIL", format!("could not write within {limit:?}"))),
+        };
+        if let Err(e) = written {
+            self.rec
+                .record(Protocol::Smtp, "MAIL", t.elapsed(), Err(e.class));
+            return Err(e);
+        }
+        // Every reply is read, in order, whatever the earlier ones said.
+        let mut failed: Option<crate::error::Error> = None;
+        let steps = std::iter::once(("MAIL", 250))
+            .chain(recipients.iter().map(|_| ("RCPT", 250)))
+            .chain(std::iter::once(("DATA", 354)));
+        let mut data_open = false;
+        for (name, want) in steps {
+            match self.command(name, None, want, t).await {
+                Ok(_) => data_open = name == "DATA",
+                Err(e)
+                    if e.class == ErrorClass::Timeout
+                        || e.class == ErrorClass::Disconnect
+                        || e.class == ErrorClass::Protocol =>
+                {
+                    return Err(e)
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = failed {
+            if data_open {
+                let _ = self
+                    .command("DATA end", Some(b".\r\n"), 250, Instant::now())
+                    .await;
+            }
+            self.rset().await;
+            return Err(e);
+        }
+        let t = Instant::now();
+        let payload = dot_stuff(message);
+        let reply = self.command("DATA end", Some(&payload), 250, t).await?;
+        Ok(Accepted {
+            at: Instant::now(),
+            reply: reply.text(),
+        })
+    }
+
     async fn rset(&mut self) {
         let _ = self
             .command("RSET", Some(b"RSET\r\n"), 250, Instant::now())
@@ -390,14 +470,14 @@ fn needs_stuffing(message: &[u8]) -> bool {
     if first == b'.' || first == b'\n' {
         return true;
     }
-    let hits: usize = message[..message.len() - 1]
+    // An OR over bytes (no widening, no early exit) vectorizes.
+    let hits = message[..message.len() - 1]
         .iter()
         .zip(&message[1..])
-        .map(|(&a, &b)| {
-            usize::from((b == b'\n') & (a != b'\r')) | usize::from((a == b'\n') & (b == b'.'))
-        })
-        .sum();
-    hits > 0
+        .fold(0u8, |acc, (&a, &b)| {
+            acc | u8::from((b == b'\n') & (a != b'\r')) | u8::from((a == b'\n') & (b == b'.'))
+        });
+    hits != 0
 }
 
 #[cfg(test)]

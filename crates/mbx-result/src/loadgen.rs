@@ -257,6 +257,10 @@ pub struct SubmitFigures {
     pub sessions: u64,
     /// Sessions that could not be opened.
     pub sessions_failed: u64,
+    /// Messages sent with MAIL, RCPT and DATA in one write (PIPELINING offered and not turned
+    /// off).
+    #[serde(default)]
+    pub pipelined: u64,
     /// This process's CPU seconds (user + system) over the submission.
     pub client_cpu_s: f64,
     /// Client CPU per accepted message, microseconds.

@@ -134,7 +134,8 @@ Examples:
                            --connections 10 --messages 1000 --message-kb 75
 
 Each session says EHLO once (then STARTTLS and AUTH when asked) and sends MAIL, RCPT and DATA
-per message, as smtp-source -d does; a refused message is counted and the session goes on, a
+per message, as smtp-source -d does (in one write when the server offers PIPELINING, unless
+--no-pipelining); a refused message is counted and the session goes on, a
 broken session is opened again. Every command is timed; messages/s, MB/s and this process's CPU
 per message are in result.json (submit).";
 
@@ -310,6 +311,10 @@ pub struct LoadgenSubmitArgs {
     /// Each message's size, KB (x 1,024 bytes, headers included; text only).
     #[arg(long, value_name = "KB", default_value = "10", value_parser = parse_number, allow_negative_numbers = true)]
     pub message_kb: f64,
+    /// One command at a time even when the server offers PIPELINING (by default MAIL, RCPT and
+    /// DATA go in one write then, as Postfix's own client does: two round trips per message).
+    #[arg(long)]
+    pub no_pipelining: bool,
     /// Sizes from the LoadSim message mix around --message-kb (attachments included) instead of
     /// every message that size.
     #[arg(long)]

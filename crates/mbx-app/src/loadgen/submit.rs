@@ -38,6 +38,8 @@ pub struct SubmitRequest {
     pub message_kb: f64,
     /// Sizes from the LoadSim mix around `message_kb` instead of every message that size.
     pub mixed_sizes: bool,
+    /// MAIL, RCPT and DATA in one write when the server offers PIPELINING.
+    pub pipelining: bool,
     /// The envelope sender.
     pub from: String,
     /// The envelope recipients of every message.
@@ -154,6 +156,7 @@ pub fn submit(req: &SubmitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppE
             password: password.clone(),
             mechanism: *mechanism,
         }),
+        pipelining: req.pipelining,
         stop: Arc::clone(&req.cancel),
     };
     // Automatic: one thread for plain SMTP (it sends over 10,000 messages of 10 KB a second on
@@ -245,6 +248,7 @@ pub fn submit(req: &SubmitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppE
         mb_per_s: report.bytes as f64 / 1e6 / secs,
         sessions: report.sessions,
         sessions_failed: report.sessions_failed,
+        pipelined: counters.pipelined.load(Ordering::Relaxed),
         client_cpu_s: cpu,
         client_cpu_us_per_message: if report.accepted > 0 {
             cpu * 1e6 / report.accepted as f64

@@ -383,6 +383,7 @@ pub fn submit(args: LoadgenSubmitArgs) -> anyhow::Result<ExitCode> {
         messages: u64::from(args.messages),
         message_kb: kb,
         mixed_sizes: args.mixed_sizes,
+        pipelining: !args.no_pipelining,
         from,
         to,
         seed: args.seed,

@@ -975,6 +975,7 @@ mod tests {
             delivery_p95_ms: Some(800.0),
             appended: None,
             appended_bytes: None,
+            bytes: None,
         }
     }
 

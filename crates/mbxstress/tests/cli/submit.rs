@@ -211,7 +211,7 @@ fn refused_messages_are_counted_by_class_and_fail_the_verdict() {
     assert_eq!(s["accepted"], 0, "{v}");
     let failed = s["failed"].as_u64().unwrap_or(0);
     let unsent = s["unsent"].as_u64().unwrap_or(0);
-    assert!(failed >= 4 && failed <= 12, "{v}");
+    assert!((4..=12).contains(&failed), "{v}");
     assert_eq!(failed + unsent, 100, "{v}");
     assert_eq!(v["verdict"]["pass"], false);
     let errors = v["errors"].as_array().expect("errors");

@@ -176,8 +176,9 @@ run_one() { # tool round connections
     # postal refuses more than 400 threads (-t): above, it runs its maximum.
     local pt=$((c > 400 ? 400 : c))
     log "timeout -k 5 -s TERM $postal_s postal -m $kb -M $kb -t $pt -c 100000 -r 10000000 -p $port 127.0.0.1 USERS"
-    /usr/bin/time -o "$t" -f '%e %U %S' timeout -k 5 -s TERM "$postal_s" postal -m "$kb" -M "$kb" \
-      -t "$pt" -c 100000 -r 10000000 -p "$port" 127.0.0.1 "$work/users.txt" >"$work/postal.out" 2>&1 || true
+    # In the scratch folder: postal writes postal.log into its working directory.
+    (cd "$work" && /usr/bin/time -o "$t" -f '%e %U %S' timeout -k 5 -s TERM "$postal_s" postal -m "$kb" -M "$kb" \
+      -t "$pt" -c 100000 -r 10000000 -p "$port" 127.0.0.1 "$work/users.txt" >"$work/postal.out" 2>&1) || true
     ;;
   esac
   local got

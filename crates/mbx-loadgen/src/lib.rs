@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod pop3;
 pub mod sched;
 pub mod smtp;
+pub mod submit;
 pub mod tls;
 pub mod users;
 

@@ -972,6 +972,7 @@ mod tests {
             }),
             init: None,
             idle: None,
+            submit: None,
             verdict: Verdict::of(vec![
                 Check::new("tasks_achieved_pct", 99.97, 99.0, true),
                 Check::new("lost_copies", 1.0, 0.0, false),

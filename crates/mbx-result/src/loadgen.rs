@@ -296,6 +296,44 @@ pub struct IdleFigures {
     pub measured_by: String,
 }
 
+/// `submit`: messages submitted as fast as the server accepts them (`loadgen submit`, as
+/// smtp-source and postal do).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SubmitFigures {
+    /// Connections (SMTP sessions) at once.
+    pub connections: u64,
+    /// Messages asked.
+    pub messages: u64,
+    /// Messages the server accepted (250 after the data).
+    pub accepted: u64,
+    /// Messages that failed (refused, or their session broke).
+    pub failed: u64,
+    /// Messages never tried (every connection stopped, or the run was interrupted).
+    pub unsent: u64,
+    /// Bytes of the accepted messages, as generated (before dot-stuffing).
+    pub bytes: u64,
+    /// Recipients of each message.
+    pub recipients: u64,
+    /// Seconds from the first connection to the last session's end.
+    pub duration_s: f64,
+    /// Messages accepted per second.
+    pub messages_per_s: f64,
+    /// MB (10^6 bytes) accepted per second.
+    pub mb_per_s: f64,
+    /// Sessions opened (EHLO, STARTTLS and AUTH done).
+    pub sessions: u64,
+    /// Sessions that could not be opened.
+    pub sessions_failed: u64,
+    /// Messages sent with MAIL, RCPT and DATA in one write (PIPELINING offered and not turned
+    /// off).
+    #[serde(default)]
+    pub pipelined: u64,
+    /// This process's CPU seconds (user + system) over the submission.
+    pub client_cpu_s: f64,
+    /// Client CPU per accepted message, microseconds.
+    pub client_cpu_us_per_message: f64,
+}
+
 /// One error class met (`errors[]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct LoadgenError {
@@ -346,6 +384,9 @@ pub struct LoadgenResult {
     /// Idle connections held (`loadgen idle` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<IdleFigures>,
+    /// `submit` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit: Option<SubmitFigures>,
     /// Pass/fail: every check passed.
     pub verdict: Verdict,
     /// How the test ended.
@@ -413,6 +454,9 @@ pub struct LoadgenSample {
     /// The client process's CPU over the interval, percent of one core.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_pct: Option<f64>,
+    /// Submission: bytes of the messages accepted in the interval (`submit` phase only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
 }
 
 /// True when a result.json's text is a loadgen result (its `kind`), without parsing it all.

@@ -428,7 +428,7 @@ fn loadgen_keys_are_documented() {
     use mbx_result::{
         Check, ClientShare, CommandRow, CorruptedCopy, Delivery, IdleFigures, InitFigures,
         LoadgenConfig, LoadgenError, LoadgenInfo, LoadgenResult, LoadgenSample, ServerUrl,
-        StopReason, Stopped, TaskRow, Verdict, LOADGEN_KIND, LOADGEN_SCHEMA,
+        StopReason, Stopped, SubmitFigures, TaskRow, Verdict, LOADGEN_KIND, LOADGEN_SCHEMA,
     };
     let copy = CorruptedCopy::default();
     let r = LoadgenResult {
@@ -470,6 +470,7 @@ fn loadgen_keys_are_documented() {
             cpu_idle_pct: Some(1.0),
             ..IdleFigures::default()
         }),
+        submit: Some(SubmitFigures::default()),
         verdict: Verdict::of(vec![Check::not_judged("x", 1.0, "why")]),
         stopped: Stopped::new(StopReason::Interrupted, "Ctrl-C").in_phase("init"),
         errors: vec![LoadgenError::default()],
@@ -488,6 +489,7 @@ fn loadgen_keys_are_documented() {
         connections_failed: Some(1),
         rss_bytes: Some(1),
         cpu_pct: Some(1.0),
+        bytes: Some(1),
         ..LoadgenSample::default()
     };
     let doc = loadgen_doc();
@@ -495,7 +497,7 @@ fn loadgen_keys_are_documented() {
     assert!(mbx_result::is_loadgen(&v));
     assert_keys_documented(&v, &doc, "result");
     let s = serde_json::to_value(&sample).expect("sample");
-    assert_eq!(keys(&s).len(), 19, "{s}");
+    assert_eq!(keys(&s).len(), 20, "{s}");
     assert_keys_documented(&s, &doc, "sample");
     // And the check finds a key the section does not name.
     let caught = std::panic::catch_unwind(|| {

@@ -124,6 +124,10 @@ pub enum LoadgenCommand {
     /// connection and CPU while idle.
     #[command(after_help = LOADGEN_IDLE_HELP)]
     Idle(LoadgenIdleArgs),
+    /// SMTP submission at full speed, as smtp-source and postal do: --connections sessions send
+    /// --messages generated messages in all as fast as the server accepts them.
+    #[command(after_help = LOADGEN_SUBMIT_HELP)]
+    Submit(LoadgenSubmitArgs),
 }
 
 const LOADGEN_IDLE_HELP: &str = "\
@@ -136,6 +140,20 @@ Only IMAP is used (--imap alone is enough; --server-env's IMAPS by default). Rai
 limit (ulimit -n) above --connections. Memory per connection is (RSS at the hold's end - RSS
 before the first connection) / connections open (Linux: /proc/self); CPU is this process's user
 + system time over the hold. The verdict passes when every connection was established and held.";
+
+const LOADGEN_SUBMIT_HELP: &str = "\
+Examples:
+  /usr/sbin/smtp-sink -u nobody 127.0.0.1:2525 1024 &        # Postfix's test sink
+  mbxstress loadgen submit --smtp smtp://127.0.0.1:2525 --connections 100 --messages 100000
+  mbxstress loadgen submit --smtp smtp+starttls://mail.example.com:587 --auth-user u1@example.com \\
+                           --password secret --from u1@example.com --to u2@example.com \\
+                           --connections 10 --messages 1000 --message-kb 75
+
+Each session says EHLO once (then STARTTLS and AUTH when asked) and sends MAIL, RCPT and DATA
+per message, as smtp-source -d does (in one write when the server offers PIPELINING, unless
+--no-pipelining); a refused message is counted and the session goes on, a
+broken session is opened again. Every command is timed; messages/s, MB/s and this process's CPU
+per message are in result.json (submit).";
 
 const LOADGEN_INIT_HELP: &str = "\
 Examples:
@@ -320,6 +338,68 @@ pub struct LoadgenIdleArgs {
     /// samples.jsonl's interval.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::units::parse_duration)]
     pub sample_interval: std::time::Duration,
+}
+
+/// `mbxstress loadgen submit`.
+#[derive(Debug, Args)]
+pub struct LoadgenSubmitArgs {
+    /// The submission server: smtp://HOST:25 (plain), smtp+starttls://HOST:587 or
+    /// smtps://HOST:465.
+    #[arg(long, value_name = "URL")]
+    pub smtp: String,
+    /// Sessions at once.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = parse_count32)]
+    pub connections: u32,
+    /// Messages in all.
+    #[arg(long, value_name = "M", value_parser = parse_count32)]
+    pub messages: u32,
+    /// Each message's size, KB (x 1,024 bytes, headers included; text only).
+    #[arg(long, value_name = "KB", default_value = "10", value_parser = parse_number, allow_negative_numbers = true)]
+    pub message_kb: f64,
+    /// One command at a time even when the server offers PIPELINING (by default MAIL, RCPT and
+    /// DATA go in one write then, as Postfix's own client does: two round trips per message).
+    #[arg(long)]
+    pub no_pipelining: bool,
+    /// Sizes from the LoadSim message mix around --message-kb (attachments included) instead of
+    /// every message that size.
+    #[arg(long)]
+    pub mixed_sizes: bool,
+    /// The envelope sender [default: mbxstress@ the EHLO name].
+    #[arg(long, value_name = "ADDR")]
+    pub from: Option<String>,
+    /// An envelope recipient of every message (repeat for more) [default: the sender].
+    #[arg(long, value_name = "ADDR")]
+    pub to: Vec<String>,
+    /// AUTH as this user after EHLO (and STARTTLS) [default: no AUTH].
+    #[arg(long, value_name = "USER", requires = "password")]
+    pub auth_user: Option<String>,
+    /// The AUTH user's password.
+    #[arg(long, value_name = "PASSWORD", requires = "auth_user")]
+    pub password: Option<String>,
+    /// SASL mechanism of AUTH.
+    #[arg(long, value_name = "MECH", value_parser = ["plain", "login"], default_value = "plain")]
+    pub smtp_auth: String,
+    /// Trust the server's certificate signed by this CA (PEM) instead of the system's store.
+    #[arg(long, value_name = "PEM")]
+    pub ca_file: Option<PathBuf>,
+    /// Do not authenticate the server's certificate (a lab server).
+    #[arg(long, conflicts_with = "ca_file")]
+    pub insecure_tls: bool,
+    /// The name given in EHLO [default: this machine's name].
+    #[arg(long, value_name = "NAME")]
+    pub helo: Option<String>,
+    /// Client threads (0: automatic: one for plain SMTP, one per core with TLS).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub threads: u32,
+    /// Seed of the generated messages.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Results folder [default: mbxstress-results/loadgen-submit-<time>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Progress display: human (default), jsonl (events as JSON lines on stdout), quiet.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = ProgressMode::Human)]
+    pub progress: ProgressMode,
 }
 
 /// `mbxstress fleet`.

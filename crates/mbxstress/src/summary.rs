@@ -715,12 +715,16 @@ pub(crate) fn print_loadgen_end(
     let what = match r.test.phase.as_str() {
         "init" => "loadgen init",
         "idle" => "loadgen idle",
+        "submit" => "loadgen submit",
         _ => "loadgen run",
     };
+    let who = match &r.submit {
+        Some(s) => format!("{} connections", s.connections),
+        None => format!("{} users", r.config.users),
+    };
     outln!(
-        "{} | {what} | {} users | {}",
+        "{} | {what} | {who} | {}",
         r.verdict.state().headline(),
-        r.config.users,
         fmt_secs(r.test.duration_s)
     )?;
     if !r.stopped.reason.ran_to_completion() || r.overloaded {
@@ -763,6 +767,21 @@ pub(crate) fn print_loadgen_end(
             )?,
             _ => outln!("  memory and CPU: {}", i.measured_by)?,
         }
+    }
+    if let Some(s) = &r.submit {
+        outln!(
+            "  messages accepted {} of {} ({} failed, {} unsent), {} MB over {} sessions in {}: {} messages/s, {} MB/s; client CPU {} us per message",
+            num(s.accepted as f64, 0),
+            num(s.messages as f64, 0),
+            num(s.failed as f64, 0),
+            num(s.unsent as f64, 0),
+            num(s.bytes as f64 / 1e6, 1),
+            num(s.connections as f64, 0),
+            fmt_secs(s.duration_s),
+            num(s.messages_per_s, 0),
+            num(s.mb_per_s, 1),
+            num(s.client_cpu_us_per_message, 0)
+        )?;
     }
     if !r.tasks.is_empty() {
         outln!(

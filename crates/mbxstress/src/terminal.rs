@@ -282,11 +282,18 @@ impl EventSink for Terminal {
             }
             Notice::LoadgenStart { phase, dir, users } => {
                 if human {
-                    errln!(
-                        "loadgen {}: {users} users; results in {}",
-                        if *phase == "init" { "init" } else { "run" },
-                        dir.display()
-                    );
+                    if *phase == "submit" {
+                        errln!(
+                            "loadgen submit: {users} connections; results in {}",
+                            dir.display()
+                        );
+                    } else {
+                        errln!(
+                            "loadgen {}: {users} users; results in {}",
+                            if *phase == "init" { "init" } else { "run" },
+                            dir.display()
+                        );
+                    }
                 }
             }
             Notice::LoadgenEnd {

@@ -10,6 +10,7 @@
 pub mod assemble;
 pub mod idle;
 pub mod servers;
+pub mod submit;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -351,6 +352,7 @@ fn running(
         delivery: None,
         init: None,
         idle: None,
+        submit: None,
         verdict: Verdict::of(Vec::new()),
         stopped: Stopped::new(
             StopReason::Running,

@@ -9,7 +9,9 @@ use mbx_app::loadgen::{client_of, Common, DayRequest, InitRequest, MailProfile};
 use mbx_loadgen::{AuthMechanism, Trust};
 use mbx_result::LoadgenThresholds;
 
-use crate::cli::{LoadgenConnArgs, LoadgenIdleArgs, LoadgenInitArgs, LoadgenRunArgs};
+use crate::cli::{
+    LoadgenConnArgs, LoadgenIdleArgs, LoadgenInitArgs, LoadgenRunArgs, LoadgenSubmitArgs,
+};
 use crate::exit::usage;
 
 /// The Exchange calculator's average message size, KB.
@@ -376,6 +378,81 @@ pub fn idle(args: LoadgenIdleArgs) -> anyhow::Result<ExitCode> {
         sample_interval: args.sample_interval,
     };
     finish(mbx_app::loadgen::idle::idle(&req, &mut term), &mut term)
+}
+
+/// `loadgen submit`.
+pub fn submit(args: LoadgenSubmitArgs) -> anyhow::Result<ExitCode> {
+    let smtp = servers::parse_url(Proto::Smtp, &args.smtp).map_err(super::run::into_anyhow)?;
+    let kb = args.message_kb;
+    if !(kb.is_finite() && (1.0..=10_240.0).contains(&kb)) {
+        return Err(usage(format!("--message-kb {kb}: must be 1..=10240")));
+    }
+    if args.connections == 0 || args.connections > 100_000 {
+        return Err(usage("--connections must be 1..=100000"));
+    }
+    if args.messages == 0 {
+        return Err(usage("--messages must be at least 1"));
+    }
+    if args.threads > 1024 {
+        return Err(usage("--threads must be 0..=1024"));
+    }
+    let helo = args.helo.clone().unwrap_or_else(mbx_engine::hostname);
+    let from = args
+        .from
+        .clone()
+        .unwrap_or_else(|| format!("mbxstress@{helo}"));
+    let to = if args.to.is_empty() {
+        vec![from.clone()]
+    } else {
+        args.to.clone()
+    };
+    for a in std::iter::once(&from).chain(&to) {
+        if a.is_empty()
+            || a.len() > 254
+            || a.bytes()
+                .any(|b| b <= b' ' || b == b'<' || b == b'>' || b >= 0x7f)
+        {
+            return Err(usage(format!(
+                "{a:?}: not a mail address (no spaces, angle brackets or control characters; at most 254 bytes)"
+            )));
+        }
+    }
+    let trust = if args.insecure_tls {
+        Trust::Insecure
+    } else if let Some(ca) = &args.ca_file {
+        Trust::CaFile(ca.clone())
+    } else {
+        Trust::System
+    };
+    let mechanism = if args.smtp_auth == "login" {
+        AuthMechanism::Login
+    } else {
+        AuthMechanism::Plain
+    };
+    let login = args
+        .auth_user
+        .clone()
+        .zip(args.password.clone())
+        .map(|(u, p)| (u, p, mechanism));
+    let mut term = crate::terminal::Terminal::new(args.progress);
+    let req = mbx_app::loadgen::submit::SubmitRequest {
+        smtp,
+        trust,
+        login,
+        helo,
+        connections: args.connections as usize,
+        messages: u64::from(args.messages),
+        message_kb: kb,
+        mixed_sizes: args.mixed_sizes,
+        pipelining: !args.no_pipelining,
+        from,
+        to,
+        seed: args.seed,
+        threads: args.threads as usize,
+        out: args.out.clone(),
+        cancel: crate::interrupt::install(),
+    };
+    finish(mbx_app::loadgen::submit::submit(&req, &mut term), &mut term)
 }
 
 #[cfg(test)]

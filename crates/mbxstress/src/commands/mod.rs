@@ -41,5 +41,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Loadgen(crate::cli::LoadgenCommand::Init(args)) => loadgen::init(args),
         Command::Loadgen(crate::cli::LoadgenCommand::Run(args)) => loadgen::run(args),
         Command::Loadgen(crate::cli::LoadgenCommand::Idle(args)) => loadgen::idle(args),
+        Command::Loadgen(crate::cli::LoadgenCommand::Submit(args)) => loadgen::submit(args),
     }
 }

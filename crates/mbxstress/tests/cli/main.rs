@@ -30,5 +30,7 @@ mod size;
 mod skip;
 mod stale;
 mod store;
+#[cfg(target_os = "linux")]
+mod submit;
 mod suite;
 mod throughput;

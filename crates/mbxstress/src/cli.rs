@@ -164,7 +164,7 @@ Examples:
 
 const LOADGEN_RUN_HELP: &str = "\
 Examples:
-  mbxstress loadgen run --server-env /tmp/mbxmail/server.env --day 3m
+  mbxstress loadgen run --server-env /tmp/mbxmail/server.env --day 3m --overload 10
   mbxstress loadgen run --server mail.example.com --users-file users.csv --domain example.com \\
                         --profile esrp.toml --day 8h --clients desktop_imap=80,pop3=20
 

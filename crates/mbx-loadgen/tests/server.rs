@@ -1008,6 +1008,20 @@ fn day_users(s: &MailServer, ids: &[u32]) -> Vec<mbx_loadgen::users::User> {
         .collect()
 }
 
+/// Runs `plan`'s days of `users` against the test server: the report and the tasks completed.
+async fn run_day(
+    s: &MailServer,
+    users: &[mbx_loadgen::users::User],
+    clients: &[mbx_loadgen::sched::ClientType],
+    g: &Generator,
+    plan: &mbx_loadgen::day::DayPlan,
+) -> (mbx_loadgen::day::DayReport, u64) {
+    let r =
+        mbx_loadgen::day::run_days(&day_servers(s), users, clients, g, plan, Recorder::new()).await;
+    let completed = r.tasks.values().map(|t| t.completed).sum();
+    (r, completed)
+}
+
 fn day_servers(s: &MailServer) -> mbx_loadgen::day::Servers {
     mbx_loadgen::day::Servers {
         smtp: s.endpoint(s.submission, Security::StartTls),
@@ -1648,7 +1662,7 @@ async fn desktop_users_idle_between_tasks_and_see_deliveries_within_about_a_seco
 
 #[tokio::test]
 async fn a_test_length_ends_the_day_early_and_stress_mode_runs_tasks_back_to_back() {
-    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::day::DayPlan;
     use mbx_loadgen::sched::{ClientType, Scheduler};
     let Some(s) = MailServer::shared() else {
         return;
@@ -1673,16 +1687,7 @@ async fn a_test_length_ends_the_day_early_and_stress_mode_runs_tasks_back_to_bac
     };
     let g = Generator::new("len1", 62, 8 * 1024, EPOCH);
     let users = day_users(s, &[62, 63, 64, 65]);
-    let r = run_days(
-        &day_servers(s),
-        &users,
-        &clients,
-        &g,
-        &plan,
-        Recorder::new(),
-    )
-    .await;
-    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    let (r, completed) = run_day(s, &users, &clients, &g, &plan).await;
     let d = &r.delivery;
     eprintln!(
         "test length 7 s of a 20 s day: {} of {} tasks planned ({full} in the day), {completed} completed in {:?}; copies {} of {}",
@@ -1710,16 +1715,7 @@ async fn a_test_length_ends_the_day_early_and_stress_mode_runs_tasks_back_to_bac
     let g = Generator::new("stress1", 66, 8 * 1024, EPOCH);
     let users = day_users(s, &[66, 67, 68, 69]);
     let t0 = Instant::now();
-    let r = run_days(
-        &day_servers(s),
-        &users,
-        &clients,
-        &g,
-        &plan,
-        Recorder::new(),
-    )
-    .await;
-    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    let (r, completed) = run_day(s, &users, &clients, &g, &plan).await;
     let d = &r.delivery;
     eprintln!(
         "stress: {completed} of {} tasks in {:?}, max unfinished {}; copies {} of {} ({} by IDLE)",
@@ -1745,16 +1741,7 @@ async fn a_test_length_ends_the_day_early_and_stress_mode_runs_tasks_back_to_bac
     };
     let g = Generator::new("stress2", 70, 8 * 1024, EPOCH);
     let users = day_users(s, &[70, 71, 72, 73]);
-    let r = run_days(
-        &day_servers(s),
-        &users,
-        &clients,
-        &g,
-        &plan,
-        Recorder::new(),
-    )
-    .await;
-    let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
+    let (r, completed) = run_day(s, &users, &clients, &g, &plan).await;
     let d = &r.delivery;
     eprintln!(
         "stress 2 s: {completed} of {} dispatched ({} in the day) in {:?}; copies {} of {}",

@@ -153,7 +153,14 @@ pub fn lock_holder(path: &Path) -> Option<u32> {
             meta.ino()
         );
         let text = std::fs::read_to_string("/proc/locks").ok()?;
-        parse_lock_holder(&text, &id, std::process::id())
+        let own = std::process::id();
+        parse_lock_holder(&text, &id, own).or_else(|| {
+            // Some filesystems (overlayfs directories among them) print a device and inode in
+            // /proc/locks that differ from what stat returns: then the holder is the process
+            // holding a lock that has the path open.
+            let path = std::fs::canonicalize(path).ok()?;
+            holder_with_open_fd(&flock_pids(&text, own), &path)
+        })
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -174,6 +181,36 @@ fn parse_lock_holder(text: &str, id: &str, own_pid: u32) -> Option<u32> {
         }
         let pid: u32 = f.get(4)?.parse().ok()?;
         (pid != own_pid).then_some(pid)
+    })
+}
+
+/// The PIDs (other than `own_pid`, each once, at most 256) holding a FLOCK in `/proc/locks` text.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn flock_pids(text: &str, own_pid: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) != Some(&"FLOCK") {
+            continue;
+        }
+        if let Some(pid) = f.get(4).and_then(|p| p.parse::<u32>().ok()) {
+            if pid != own_pid && !pids.contains(&pid) && pids.len() < 256 {
+                pids.push(pid);
+            }
+        }
+    }
+    pids
+}
+
+/// The first of `pids` with a file descriptor open on `path` (canonical), from /proc/PID/fd.
+#[cfg(target_os = "linux")]
+fn holder_with_open_fd(pids: &[u32], path: &Path) -> Option<u32> {
+    pids.iter().copied().find(|pid| {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+            fds.take(65_536)
+                .filter_map(Result::ok)
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == path))
+        })
     })
 }
 
@@ -838,6 +875,32 @@ mod tests {
         assert_eq!(parse_lock_holder(text, "fd:00:42", 1), Some(77));
         assert_eq!(parse_lock_holder(text, "fd:00:42", 77), None);
         assert_eq!(parse_lock_holder(text, "fd:00:5", 1), None);
+    }
+
+    #[test]
+    fn flock_holders_are_listed_once_without_our_own() {
+        let text = "1: POSIX  ADVISORY  WRITE 999 fd:00:42 0 EOF\n\
+                    2: FLOCK  ADVISORY  WRITE 4242 fd:00:1234567 0 EOF\n\
+                    3: FLOCK  ADVISORY  READ 4242 00:2f:7 0 EOF\n\
+                    4: FLOCK  ADVISORY  WRITE 77 fd:00:42 0 EOF\n\
+                    5: FLOCK  ADVISORY  WRITE 1 fd:00:43 0 EOF\n";
+        assert_eq!(flock_pids(text, 1), vec![4242, 77]);
+    }
+
+    /// The fallback when /proc/locks names another device or inode (overlayfs directories):
+    /// the process with the path open is found through /proc/PID/fd.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_holder_is_found_by_its_open_descriptor() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sub = dir.path().join("logs");
+        std::fs::create_dir(&sub).expect("mkdir");
+        let canonical = std::fs::canonicalize(&sub).expect("canonical");
+        let me = std::process::id();
+        assert_eq!(holder_with_open_fd(&[me], &canonical), None);
+        let _held = open_dir(&sub).expect("open");
+        assert_eq!(holder_with_open_fd(&[me], &canonical), Some(me));
+        assert_eq!(holder_with_open_fd(&[], &canonical), None);
     }
 
     #[test]

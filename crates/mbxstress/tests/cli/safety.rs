@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::common::mbx_in;
+use crate::common::{mbx_in, FAST};
 
 fn tmp() -> crate::common::Scratch {
     crate::common::scratch("safety")
@@ -32,16 +32,6 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
-
-/// A short run's settings: a one-second settle and thresholds that test the mechanism, not the
-/// disk (other tests load it too) nor pacing over a few dozen I/Os: 10% of the target passes
-/// (pacing is measured by bench/pacing.sh).
-/// [`crate::common::FAST`] with a page fault stall limit no run here can fail.
-const FAST: &str = concat!(
-    "[cache]\nmax_dirty_age_s = 1\n[thresholds]\niops_margin = 0.9\ndb_read_avg_ms = 10000\n",
-    "db_read_max_ms = 10000\nlog_write_avg_ms = 10000\nlog_write_max_ms = 10000\n",
-    "page_fault_stalls_per_s = 10000\nmax_latency_errors = 0\n"
-);
 
 /// Args of a run on 1 database of 4 MiB for `duration` (one database is all these cases need:
 /// a second one only doubled what they write).

@@ -874,6 +874,7 @@ mod tests {
                 os: "Linux".into(),
                 tool_version: "0.1.0".into(),
                 interrupted: false,
+                ..LoadgenInfo::default()
             },
             config: LoadgenConfig {
                 servers: vec![
@@ -987,6 +988,9 @@ mod tests {
             samples_file: "samples.jsonl".into(),
             log_file: "test.log".into(),
             notes: vec!["a note <b>bold</b>".into()],
+            histograms: BTreeMap::new(),
+            clients: Vec::new(),
+            servers: Vec::new(),
         }
     }
 

@@ -55,6 +55,13 @@ pub struct LoadgenInfo {
     pub tool_version: String,
     /// Stopped early by the user (Ctrl-C, SIGTERM).
     pub interrupted: bool,
+    /// When the measured work (the day, the hold, the submission) began, Unix seconds in this
+    /// machine's clock: a fleet compares its clients' starts with it (`loadgen run` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_unix_s: Option<f64>,
+    /// The slice of the users this client drove, `K/N` (`--partition`; absent: all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
 }
 
 /// One server the clients spoke to.
@@ -400,6 +407,136 @@ pub struct LoadgenResult {
     /// What the user must know about the run.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The latency histograms the tables were computed from, so results of several client
+    /// machines merge exactly (never averaged): name -> base64 of the HdrHistogram V2
+    /// serialization, microseconds. Names: `task.<task>`, `service.<task>`,
+    /// `command.<protocol>.<command>`, `delivery` (`loadgen run` only).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub histograms: BTreeMap<String, String>,
+    /// A run over several client machines (`fleet loadgen`): each client, in the hosts file's
+    /// order. Empty for a run on one machine.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientPart>,
+    /// The mail servers watched during the run (`[[server]]` in the hosts file of
+    /// `fleet loadgen`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<ServerWatch>,
+}
+
+/// One client machine of a `fleet loadgen` run, in the merged result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ClientPart {
+    /// Its name (its results folder beside the merged result).
+    pub name: String,
+    /// Its ssh destination.
+    pub ssh: String,
+    /// Its state in the fleet (`passed`, `failed`, `interrupted`, ...).
+    pub state: String,
+    /// Why, when it did not pass or fail its verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Its slice of the users, `K/N`.
+    pub partition: String,
+    /// Users it drove.
+    pub users: u64,
+    /// Its result.json, relative to the merged one, when one came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Its result is part of the merged figures.
+    pub merged: bool,
+    /// Why not, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<String>,
+    /// Its start minus the synchronized start sent, ms (clock offset corrected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_error_ms: Option<f64>,
+    /// Its own figures (from its result): tasks planned, completed, failed.
+    pub tasks_planned: u64,
+    /// Completed.
+    pub tasks_completed: u64,
+    /// Failed.
+    pub tasks_failed: u64,
+    /// Copies delivered and lost.
+    pub delivered: u64,
+    /// Lost.
+    pub lost: u64,
+    /// The worst task type's p95 latency from its scheduled time, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_p95_ms_worst: Option<f64>,
+    /// Its own verdict (`PASS`, `FAIL`, `NOT JUDGED`), when it has a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+}
+
+/// One mail server watched over SSH during a run: its samples' summary and file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ServerWatch {
+    /// Its name (from the hosts file).
+    pub name: String,
+    /// Its ssh destination.
+    pub ssh: String,
+    /// What was read (`linux /proc`), or why nothing could be.
+    pub source: String,
+    /// Samples taken.
+    pub samples: u64,
+    /// The samples file, relative to the result (`servers/<name>.jsonl`).
+    pub samples_file: String,
+    /// CPU busy, percent of all cores: average and maximum over the samples.
+    pub cpu_pct_avg: f64,
+    /// Maximum.
+    pub cpu_pct_max: f64,
+    /// Memory in use (total less available), bytes: the largest sample.
+    pub mem_used_bytes_max: u64,
+    /// Memory in all, bytes.
+    pub mem_total_bytes: u64,
+    /// Disk reads and writes per second over all disks, averages.
+    pub disk_read_iops_avg: f64,
+    /// Writes per second.
+    pub disk_write_iops_avg: f64,
+    /// Disk throughput, MB/s, read and written, averages.
+    pub disk_read_mb_s_avg: f64,
+    /// Written.
+    pub disk_write_mb_s_avg: f64,
+    /// Average disk read and write latency over the run (time spent / I/Os), ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_read_ms_avg: Option<f64>,
+    /// Write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_write_ms_avg: Option<f64>,
+    /// What went wrong watching it (the connection dropped, no /proc), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One line of a server's samples file (`servers/<name>.jsonl`): an interval's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ServerSample {
+    /// Unix seconds in the coordinator's clock at the interval's end.
+    pub t_unix_s: f64,
+    /// The interval's length, seconds.
+    pub interval_s: f64,
+    /// CPU busy, percent of all cores.
+    pub cpu_pct: f64,
+    /// CPU in I/O wait, percent of all cores.
+    pub iowait_pct: f64,
+    /// Memory in use (MemTotal - MemAvailable), bytes.
+    pub mem_used_bytes: u64,
+    /// Memory in all, bytes.
+    pub mem_total_bytes: u64,
+    /// Disk reads per second (whole disks, not partitions).
+    pub disk_read_iops: f64,
+    /// Writes per second.
+    pub disk_write_iops: f64,
+    /// MB/s read.
+    pub disk_read_mb_s: f64,
+    /// MB/s written.
+    pub disk_write_mb_s: f64,
+    /// Average read latency in the interval, ms (absent with no read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_read_ms: Option<f64>,
+    /// Average write latency, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_write_ms: Option<f64>,
 }
 
 /// One line of a loadgen samples.jsonl: an interval's figures.

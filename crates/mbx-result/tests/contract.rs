@@ -430,11 +430,16 @@ fn loadgen_keys_are_documented() {
         LoadgenConfig, LoadgenError, LoadgenInfo, LoadgenResult, LoadgenSample, ServerUrl,
         StopReason, Stopped, SubmitFigures, TaskRow, Verdict, LOADGEN_KIND, LOADGEN_SCHEMA,
     };
+    use mbx_result::{ClientPart, ServerSample, ServerWatch};
     let copy = CorruptedCopy::default();
     let r = LoadgenResult {
         schema: LOADGEN_SCHEMA.into(),
         kind: LOADGEN_KIND.into(),
-        test: LoadgenInfo::default(),
+        test: LoadgenInfo {
+            start_unix_s: Some(1.0),
+            partition: Some("1/2".into()),
+            ..LoadgenInfo::default()
+        },
         config: LoadgenConfig {
             servers: vec![ServerUrl::default()],
             clients: vec![ClientShare::default()],
@@ -477,6 +482,27 @@ fn loadgen_keys_are_documented() {
         samples_file: "samples.jsonl".into(),
         log_file: "test.log".into(),
         notes: vec!["n".into()],
+        histograms: [("delivery".to_string(), "HISTFAAAAB".to_string())].into(),
+        clients: vec![ClientPart {
+            message: Some("m".into()),
+            result: Some("c1/result.json".into()),
+            excluded: Some("e".into()),
+            start_error_ms: Some(1.0),
+            task_p95_ms_worst: Some(1.0),
+            verdict: Some("PASS".into()),
+            ..ClientPart::default()
+        }],
+        servers: vec![ServerWatch {
+            disk_read_ms_avg: Some(1.0),
+            disk_write_ms_avg: Some(1.0),
+            error: Some("e".into()),
+            ..ServerWatch::default()
+        }],
+    };
+    let server_sample = ServerSample {
+        disk_read_ms: Some(1.0),
+        disk_write_ms: Some(1.0),
+        ..ServerSample::default()
     };
     let sample = LoadgenSample {
         task_p50_ms: Some(1.0),
@@ -499,6 +525,9 @@ fn loadgen_keys_are_documented() {
     let s = serde_json::to_value(&sample).expect("sample");
     assert_eq!(keys(&s).len(), 20, "{s}");
     assert_keys_documented(&s, &doc, "sample");
+    let ss = serde_json::to_value(&server_sample).expect("server sample");
+    assert_eq!(keys(&ss).len(), 12, "{ss}");
+    assert_keys_documented(&ss, &doc, "server sample");
     // And the check finds a key the section does not name.
     let caught = std::panic::catch_unwind(|| {
         assert_keys_documented(&serde_json::json!({"no_such_key_x": 1}), &doc, "t")

@@ -271,6 +271,8 @@ fn info(phase: &str, run_id: &str, start: &str, started: Instant) -> LoadgenInfo
         os: format!("{} {}", std::env::consts::OS, mbx_engine::kernel_release()),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         interrupted: false,
+        start_unix_s: None,
+        partition: None,
     }
 }
 
@@ -363,6 +365,9 @@ fn running(
         samples_file: "samples.jsonl".into(),
         log_file: "test.log".into(),
         notes: Vec::new(),
+        histograms: BTreeMap::new(),
+        clients: Vec::new(),
+        servers: Vec::new(),
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 use tokio::sync::mpsc;
@@ -78,6 +78,51 @@ pub struct DayPlan {
     /// users do not idle (the next task is already due), and the overload guard cannot trip
     /// (at most one task per user is unfinished).
     pub stress: bool,
+    /// A synchronized start (several client machines at one instant): after the baseline the
+    /// run says it is ready and waits for the gate to open before the day's clock starts.
+    /// None: the day starts as soon as the baseline ends.
+    pub gate: Option<DayGate>,
+}
+
+/// The day's start gate: `ready` gets one message when the baseline is done; the day then
+/// waits until `opens_at` answers a wall time and that time comes (or [`DayPlan::stop`]).
+#[derive(Clone)]
+pub struct DayGate {
+    /// Told once, when the run waits at the gate.
+    pub ready: mpsc::UnboundedSender<()>,
+    /// The wall time the gate opens at, once known.
+    pub opens_at: Arc<dyn Fn() -> Option<SystemTime> + Send + Sync>,
+}
+
+impl std::fmt::Debug for DayGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DayGate")
+            .field("opens_at", &(self.opens_at)())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How often the gate is looked at while it has no time (the coordinator's line may come at
+/// any moment; 10 ms is well under the start margin).
+const GATE_POLL: Duration = Duration::from_millis(10);
+
+/// Waits at `gate`: ready said once, then until its time (true) or a stop (false).
+async fn wait_at_gate(gate: &DayGate, stop: &AtomicBool) -> bool {
+    let _ = gate.ready.send(());
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        if let Some(at) = (gate.opens_at)() {
+            // The wait in small steps: a stop during a long margin is seen at once.
+            match at.duration_since(SystemTime::now()) {
+                Ok(left) if !left.is_zero() => tokio::time::sleep(left.min(GATE_POLL)).await,
+                _ => return true,
+            }
+        } else {
+            tokio::time::sleep(GATE_POLL).await;
+        }
+    }
 }
 
 impl Default for DayPlan {
@@ -97,6 +142,7 @@ impl Default for DayPlan {
             baseline: true,
             duration: None,
             stress: false,
+            gate: None,
         }
     }
 }
@@ -221,6 +267,8 @@ pub struct DayReport {
     pub check_fetched: u64,
     /// Bytes of those messages.
     pub check_fetched_bytes: u64,
+    /// When the day's clock started (after the baseline and the gate), Unix seconds.
+    pub start_unix_s: f64,
 }
 
 /// Sessions at once of the baseline, the grace sweep and the final logouts.
@@ -1092,8 +1140,14 @@ pub async fn run_days(
         interrupted = stopped;
     }
     let baseline = baseline_start.elapsed();
+    if let Some(gate) = plan.gate.as_ref().filter(|_| !interrupted) {
+        interrupted = !wait_at_gate(gate, &plan.stop).await;
+    }
 
     let start = Instant::now();
+    let start_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let clock = RealClock(start);
     let sampler = (!plan.sample_interval.is_zero() && plan.samples.is_some()).then(|| {
         let (shared, every, to) = (shared.clone(), plan.sample_interval, plan.samples.clone());
@@ -1279,5 +1333,6 @@ pub async fn run_days(
         baseline_failed,
         check_fetched: shared.fetched.load(Ordering::Relaxed),
         check_fetched_bytes: shared.fetched_bytes.load(Ordering::Relaxed),
+        start_unix_s,
     }
 }

@@ -236,6 +236,10 @@ pub struct LoadgenConnArgs {
     /// Seed of generated messages and the schedule.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
+    /// Drive only slice K of N of the users (contiguous, 1-based: `2/4` is the second
+    /// quarter); each client machine of a fleet takes its own (`fleet loadgen` sets it).
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<String>,
     /// Results folder [default: mbxstress-results/loadgen-<phase>-<time>].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -318,6 +322,11 @@ pub struct LoadgenRunArgs {
     /// service time.
     #[arg(long, requires = "duration")]
     pub stress: bool,
+    /// Used by `fleet loadgen`: after the baseline, say `ready` and wait for a line
+    /// `start <unix seconds>` on stdin; the day starts at that wall time. `stop` on stdin, or
+    /// its end, stops the run.
+    #[arg(long, value_name = "stdin", value_parser = ["stdin"], hide = true)]
+    pub start_gate: Option<String>,
 }
 
 /// `mbxstress loadgen idle`.
@@ -409,7 +418,41 @@ pub enum FleetCommand {
     /// ~/.ssh/config, agents, keys and jump hosts apply), with a synchronized measured phase.
     #[command(after_help = FLEET_RUN_HELP)]
     Run(FleetRunArgs),
+    /// Run `loadgen run` on every client host of --hosts over SSH, each its own slice of the
+    /// users, with one synchronized start; merge their results into one (histograms merged)
+    /// and watch the mail servers' CPU, memory and disks.
+    #[command(after_help = FLEET_LOADGEN_HELP)]
+    Loadgen(FleetLoadgenArgs),
 }
+
+const FLEET_LOADGEN_HELP: &str = "\
+The hosts file (TOML): one [[host]] table per client machine, and optionally one [[server]]
+table per mail server to watch:
+  [[host]]
+  ssh = \"admin@client1.example.com\" # as ssh takes it
+  name = \"client1\"                  # its results folder under --out [default: from ssh]
+  mbxstress = \"/opt/mbxstress\"      # optional: the remote binary [default: mbxstress on PATH]
+  work_dir = \".mbxstress\"           # optional: remote folder for runs and pushed binaries
+  [[server]]
+  ssh = \"root@mail1.example.com\"    # sampled over ssh from /proc (Linux) during the run
+  name = \"mail1\"
+
+Each client host is checked (reachable, same version or --push, clock offset), then runs
+`loadgen run --partition K/N`: client K of N takes the K-th contiguous slice of the users, so no
+user is on two clients, and its users send to users of its own slice (each client proves its
+own deliveries). After its baseline each client says it is ready; once all are, the coordinator
+sends one start time and their days begin together. Results: --out/<name>/ (each client's
+folder), --out/result.json and report.html (the merged result: counts summed, latency
+histograms merged, never averaged, a section per client and per server), --out/servers/<name>.jsonl
+(the servers' samples), --out/fleet.json. A client that fails is reported with its last state,
+the others go on, and the merged result fails its `clients_merged` check (exit 3).
+
+Loadgen flags (all but --partition) apply to every client; --profile, --users-file, --ca-file
+and --server-env files are copied to each client (a server.env's CA path is used as written).
+
+Example:
+  mbxstress fleet loadgen --hosts clients.toml --server mail.example.com --users 16000 \\
+      --password secret --domain example.com --day 8h --out loadgen-fleet";
 
 const FLEET_RUN_HELP: &str = "\
 The hosts file (TOML), one [[host]] table per server:
@@ -447,6 +490,31 @@ Example:
 /// `mbxstress fleet run`.
 #[derive(Debug, Args)]
 pub struct FleetRunArgs {
+    /// The hosts, ssh, push, start and watchdog flags.
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    /// The run flags, applied to every host.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `mbxstress fleet loadgen`.
+#[derive(Debug, Args)]
+pub struct FleetLoadgenArgs {
+    /// The hosts, ssh, push, start and watchdog flags.
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    /// How often each [[server]] of the hosts file is sampled.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::units::parse_duration)]
+    pub server_interval: std::time::Duration,
+    /// The loadgen run flags, applied to every client.
+    #[command(flatten)]
+    pub run: LoadgenRunArgs,
+}
+
+/// The flags of every fleet command.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
     /// The hosts file (TOML, `[[host]]` tables; see below).
     #[arg(long, value_name = "FILE")]
     pub hosts: PathBuf,
@@ -480,9 +548,6 @@ pub struct FleetRunArgs {
     /// event, a host gets at least 10 minutes [default: 10 sample intervals, at least 60s].
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub host_timeout: Option<std::time::Duration>,
-    /// The run flags, applied to every host.
-    #[command(flatten)]
-    pub run: RunArgs,
 }
 
 const IMPORT_HELP: &str = "\

@@ -141,6 +141,9 @@ pub struct HostRun {
     pub read_ms: f64,
     /// Seconds left in the current phase, when its length is known.
     pub eta_s: Option<f64>,
+    /// A loadgen client's progress: done, of, per second (tasks in the day; users in the
+    /// baseline).
+    pub tasks: Option<(u64, u64, f64)>,
     /// It sent its `result`.
     pub result_seen: bool,
     /// The run's own exit status, reported by the remote wrapper (`remote_exit`).
@@ -172,6 +175,7 @@ impl HostRun {
             target: 0.0,
             read_ms: 0.0,
             eta_s: None,
+            tasks: None,
             result_seen: false,
             remote_exit: None,
             started: false,
@@ -519,6 +523,13 @@ impl Coordinator {
                 h.target = p.target_iops;
                 h.read_ms = p.db_read_avg_ms;
                 h.eta_s = p.phase_total_s.map(|t| (t - p.phase_elapsed_s).max(0.0));
+            }
+            Event::LoadgenProgress { progress: p } => {
+                // A loadgen client: an event a second from its start.
+                h.heard = true;
+                h.phase = p.phase.clone();
+                h.eta_s = p.eta_s;
+                h.tasks = Some((p.done, p.total, p.per_s));
             }
             Event::Result { .. } => h.result_seen = true,
             // The wrapper's, not the run's: kept out of the event stream.

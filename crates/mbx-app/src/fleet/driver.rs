@@ -16,7 +16,7 @@ use super::coordinator::{Action, Checked, Config, Coordinator, HostRun, Message,
 use super::error::{failed, usage, Ctx, Result};
 use super::hosts::Host;
 use super::html;
-use super::remote::{forwarded_flags, remote_command, remote_run_dir};
+use super::remote::{forwarded_flags, remote_command_for, remote_run_dir, RemoteJob};
 use super::ssh::{
     bounded_map, check_host, spawn_collect, spawn_run, unix_now, CollectJob, Push, Ssh, Watched,
 };
@@ -44,6 +44,23 @@ pub struct FleetRequest {
     pub uploads: Vec<(PathBuf, String)>,
     /// The coordinator's settings.
     pub config: Config,
+    /// What the hosts run.
+    pub job: FleetJob,
+}
+
+/// What a fleet's hosts run.
+#[derive(Debug, Clone)]
+pub enum FleetJob {
+    /// `fleet run`: the storage test, and the ESRP aggregate of the results.
+    Run,
+    /// `fleet loadgen`: `loadgen run` on every client host, each its slice of the users; the
+    /// results merged into `--out`/result.json (and report.html); the mail servers watched.
+    Loadgen {
+        /// The mail servers to watch over ssh (`[[server]]` tables).
+        servers: Vec<super::hosts::ServerHost>,
+        /// Their sampling interval.
+        server_interval: Duration,
+    },
 }
 
 /// How the run went.
@@ -96,7 +113,20 @@ pub fn run(
         argv,
         uploads,
         config,
+        job,
     } = req;
+    let loadgen = matches!(job, FleetJob::Loadgen { .. });
+    let clients = hosts.len();
+    let job_of = |i: usize| {
+        if loadgen {
+            RemoteJob::Loadgen {
+                part: i + 1,
+                parts: clients,
+            }
+        } else {
+            RemoteJob::Run
+        }
+    };
     // 1. Checks, at most `fanout` hosts at once.
     view.notice(&Notice::Checking {
         hosts: hosts.len(),
@@ -109,7 +139,7 @@ pub fn run(
             up.push((p.clone(), "host-profile".into()));
         }
         let flags = forwarded_flags(&argv, &run_dir);
-        check_host(&ssh, h, push.as_ref(), &run_dir, &up, &flags)
+        check_host(&ssh, h, push.as_ref(), &run_dir, &up, &flags, !loadgen)
     })
     .into_iter()
     .map(|c| c.unwrap_or_else(|| Err(failed("the check thread panicked"))))
@@ -188,12 +218,13 @@ pub fn run(
         children: Vec::new(),
         quit: Arc::new(AtomicBool::new(false)),
         tx,
+        loadgen,
     };
     for (i, h) in io.hosts.clone().iter().enumerate() {
         let run_dir = remote_run_dir(&h.work_dir, &io.run_id, &h.name);
         let flags = forwarded_flags(&argv, &run_dir);
         let bin = coord.hosts().get(i).map_or("", |l| l.checked.bin.as_str());
-        let cmd = remote_command(h, bin, &run_dir, &flags);
+        let cmd = remote_command_for(job_of(i), h, bin, &run_dir, &flags);
         let stderr_path = io.out.join(&h.name).join("ssh-stderr.log");
         let (input, child, error) =
             match spawn_run(&io.ssh, i, &h.entry.ssh, &cmd, &stderr_path, io.tx.clone()) {
@@ -205,7 +236,15 @@ pub fn run(
         let actions = coord.on(now(), Message::Started { host: i, error });
         io.carry_out(actions, &coord, view);
     }
-    if let Err(e) = write_fleet(&io.out, &io.run_id, coord.hosts(), None, true, false) {
+    if let Err(e) = write_fleet(
+        &io.out,
+        &io.run_id,
+        coord.hosts(),
+        None,
+        true,
+        false,
+        io.loadgen,
+    ) {
         view.notice(&Notice::Warning(format!("writing fleet.json: {e}")));
     }
     let mut seen_presses = 0;
@@ -241,6 +280,7 @@ pub fn run(
         coord.start_at(),
         partial,
         interrupted,
+        loadgen,
     )?;
     for w in warnings {
         view.notice(&Notice::Warning(w));
@@ -262,6 +302,7 @@ pub fn run(
 }
 
 /// Writes fleet.json and fleet.html into `out`; returns the summary and the warnings.
+#[allow(clippy::too_many_arguments)]
 fn write_fleet(
     out: &std::path::Path,
     run_id: &str,
@@ -269,8 +310,10 @@ fn write_fleet(
     start_at: Option<f64>,
     partial: bool,
     interrupted: bool,
+    loadgen: bool,
 ) -> Result<(FleetSummary, Vec<String>)> {
-    let (s, warnings) = summary::summarize(out, run_id, hosts, start_at, partial, interrupted);
+    let (s, warnings) =
+        summary::summarize(out, run_id, hosts, start_at, partial, interrupted, loadgen);
     // Through the exporters: each file replaced atomically, so a coordinator killed while it
     // writes leaves the previous fleet.json whole.
     let exporters: [Box<dyn mbx_report::Exporter<FleetSummary>>; 2] = [
@@ -293,6 +336,8 @@ struct Io {
     /// Set at the second interrupt: collections stop waiting for hosts.
     quit: Arc<AtomicBool>,
     tx: mpsc::Sender<Message>,
+    /// `fleet loadgen`'s hosts.
+    loadgen: bool,
 }
 
 impl Io {
@@ -340,6 +385,7 @@ impl Io {
                         coord.start_at(),
                         partial,
                         interrupted,
+                        self.loadgen,
                     ) {
                         Ok((_, warnings)) => {
                             for w in warnings {

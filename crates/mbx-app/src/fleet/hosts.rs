@@ -37,10 +37,10 @@ pub struct HostEntry {
     pub ssh: String,
     /// The results folder's name; by default the host part of `ssh`.
     pub name: Option<String>,
-    /// The host's database location(s).
-    pub db_path: Paths,
+    /// The host's database location(s) (`fleet run`; a loadgen client has none).
+    pub db_path: Option<Paths>,
     /// The host's log location(s).
-    pub log_path: Paths,
+    pub log_path: Option<Paths>,
     /// A local mailbox profile, checked here and copied to the host.
     pub profile: Option<PathBuf>,
     /// The remote binary (default `mbxstress` on the PATH).
@@ -49,11 +49,43 @@ pub struct HostEntry {
     pub work_dir: Option<String>,
 }
 
+/// One `[[server]]` table (`fleet loadgen`): a mail server watched over ssh during the run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerEntry {
+    /// The ssh destination.
+    pub ssh: String,
+    /// Its name in the report and its samples file; by default the host part of `ssh`.
+    pub name: Option<String>,
+}
+
+/// A mail server to watch, checked: its entry and its name.
+#[derive(Debug, Clone)]
+pub struct ServerHost {
+    /// Its name (`servers/<name>.jsonl`).
+    pub name: String,
+    /// Its ssh destination.
+    pub ssh: String,
+}
+
 /// The hosts file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HostsFile {
     host: Vec<HostEntry>,
+    #[serde(default)]
+    server: Vec<ServerEntry>,
+}
+
+/// What the hosts drive: storage tests (`fleet run`: every host has `db_path` and `log_path`)
+/// or simulated mail clients (`fleet loadgen`: client hosts without paths, and optionally
+/// `[[server]]` tables for the mail servers to watch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostsFor {
+    /// `fleet run`.
+    Run,
+    /// `fleet loadgen`.
+    Loadgen,
 }
 
 /// A host ready to be driven: its entry, checked, with the folder name its results go to.
@@ -75,8 +107,8 @@ impl Host {
             entry: HostEntry {
                 ssh: ssh.into(),
                 name: None,
-                db_path: Paths::One(db_path.into()),
-                log_path: Paths::One(log_path.into()),
+                db_path: Some(Paths::One(db_path.into())),
+                log_path: Some(Paths::One(log_path.into())),
                 profile: None,
                 mbxstress: None,
                 work_dir: None,
@@ -232,6 +264,17 @@ struct HostLines {
 /// that are not reserved (neither the coordinator's files nor `result_files`, the files of a
 /// run's results folder), a valid `profile`. Every message names the hosts file's line.
 pub fn load(path: &Path, result_files: &[&str]) -> Result<Vec<Host>> {
+    load_for(path, result_files, HostsFor::Run).map(|(hosts, _)| hosts)
+}
+
+/// [`load`] for `for_`: `fleet loadgen`'s client hosts have no paths (a `db_path` or `log_path`
+/// is refused: it would be ignored), and its `[[server]]` tables are returned, checked (unique
+/// safe names, not those of a client host).
+pub fn load_for(
+    path: &Path,
+    result_files: &[&str],
+    for_: HostsFor,
+) -> Result<(Vec<Host>, Vec<ServerHost>)> {
     let text = mbx_config::input::read_bounded(
         path,
         mbx_config::input::HOSTS_LIMIT,
@@ -240,7 +283,7 @@ pub fn load(path: &Path, result_files: &[&str]) -> Result<Vec<Host>> {
     .map_err(|e| usage(format!("--hosts: {e}")))?;
     let file: HostsFile = toml::from_str(&text).map_err(|e| {
         usage(format!(
-            "--hosts {}: {e}\nexpected [[host]] tables with ssh, db_path, log_path and optionally name, profile, mbxstress, work_dir",
+            "--hosts {}: {e}\nexpected [[host]] tables with ssh, db_path, log_path (not for fleet loadgen) and optionally name, profile, mbxstress, work_dir; and for fleet loadgen optionally [[server]] tables with ssh and name",
             path.display()
         ))
     })?;
@@ -292,11 +335,28 @@ pub fn load(path: &Path, result_files: &[&str]) -> Result<Vec<Host>> {
             )));
         }
         for (key, p) in [("db_path", &e.db_path), ("log_path", &e.log_path)] {
-            if p.list().is_empty() || p.list().iter().any(|s| s.trim().is_empty()) {
-                return Err(usage(format!(
-                    "{}: key `{key}` has an empty path",
-                    which(None)
-                )));
+            match (for_, p) {
+                (HostsFor::Run, None) => {
+                    return Err(usage(format!(
+                        "{}: key `{key}` is missing (where the host's databases and logs go)",
+                        which(None)
+                    )))
+                }
+                (HostsFor::Loadgen, Some(_)) => {
+                    return Err(usage(format!(
+                        "{}: key `{key}` is for `fleet run` (a loadgen client writes no database): remove it",
+                        which(None)
+                    )))
+                }
+                (_, Some(p))
+                    if p.list().is_empty() || p.list().iter().any(|s| s.trim().is_empty()) =>
+                {
+                    return Err(usage(format!(
+                        "{}: key `{key}` has an empty path",
+                        which(None)
+                    )));
+                }
+                _ => {}
             }
         }
         if let Some(p) = &e.profile {
@@ -314,7 +374,32 @@ pub fn load(path: &Path, result_files: &[&str]) -> Result<Vec<Host>> {
             work_dir,
         });
     }
-    Ok(hosts)
+    if for_ == HostsFor::Run && !file.server.is_empty() {
+        return Err(usage(format!(
+            "--hosts {}: [[server]] tables name mail servers to watch during `fleet loadgen`; `fleet run` drives [[host]] tables only",
+            path.display()
+        )));
+    }
+    let mut servers = Vec::new();
+    for (i, e) in file.server.into_iter().enumerate() {
+        let which = format!("--hosts {}: server {} ({:?})", path.display(), i + 1, e.ssh);
+        if e.ssh.trim().is_empty() || e.ssh.starts_with('-') {
+            return Err(usage(format!(
+                "{which}: key `ssh` must be a destination such as root@mail1"
+            )));
+        }
+        let name = e.name.clone().unwrap_or_else(|| default_name(&e.ssh));
+        if let Some(why) = bad_name(&name, result_files) {
+            return Err(usage(format!("{which}: name {name:?} {why}")));
+        }
+        if !names.insert(name.to_ascii_lowercase()) {
+            return Err(usage(format!(
+                "{which}: name {name:?} is used by another host or server (set `name`)"
+            )));
+        }
+        servers.push(ServerHost { name, ssh: e.ssh });
+    }
+    Ok((hosts, servers))
 }
 
 #[cfg(test)]
@@ -368,5 +453,31 @@ mod tests {
         write("[[host]]\nssh = \"a\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n[[host]]\nssh = \"x@a\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n");
         let e = format!("{:#}", load(&p, &RF).expect_err("duplicate"));
         assert!(e.contains("host 2") && e.contains("`name`"), "{e}");
+        write("[[host]]\nssh = \"a\"\nlog_path = \"/l\"\n");
+        let e = format!("{:#}", load(&p, &RF).expect_err("no db_path"));
+        assert!(e.contains("`db_path` is missing"), "{e}");
+    }
+
+    /// `fleet loadgen`: clients without paths, `[[server]]` tables named and checked; `fleet
+    /// run` refuses servers and a client's paths are refused.
+    #[test]
+    fn loadgen_hosts_have_no_paths_and_servers_are_checked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("h.toml");
+        let write = |t: &str| fs_err::write(&p, t).expect("write");
+        write("[[host]]\nssh = \"c1\"\n[[host]]\nssh = \"u@c2\"\n[[server]]\nssh = \"root@mail1\"\n");
+        let (h, s) = load_for(&p, &RF, HostsFor::Loadgen).expect("valid");
+        assert_eq!((h.len(), s.len(), s[0].name.as_str()), (2, 1, "mail1"));
+        let e = format!("{:#}", load(&p, &RF).expect_err("run: no paths"));
+        assert!(e.contains("`db_path` is missing"), "{e}");
+        write("[[host]]\nssh = \"c1\"\ndb_path = \"/d\"\n");
+        let e = format!("{:#}", load_for(&p, &RF, HostsFor::Loadgen).expect_err("paths"));
+        assert!(e.contains("key `db_path` is for `fleet run`"), "{e}");
+        write("[[host]]\nssh = \"c1\"\n[[server]]\nssh = \"x@c1\"\n");
+        let e = format!("{:#}", load_for(&p, &RF, HostsFor::Loadgen).expect_err("same name"));
+        assert!(e.contains("server 1") && e.contains("used by another"), "{e}");
+        write("[[host]]\nssh = \"c1\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n[[server]]\nssh = \"m\"\n");
+        let e = format!("{:#}", load(&p, &RF).expect_err("run with servers"));
+        assert!(e.contains("[[server]]"), "{e}");
     }
 }

@@ -195,6 +195,7 @@ mod tests {
             Some(1.0e9),
             true,
             false,
+            false,
         );
         let page = page(&s);
         assert!(page.contains("text-align:left") && page.contains(".n{text-align:right"));

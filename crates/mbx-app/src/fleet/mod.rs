@@ -30,7 +30,7 @@ pub mod summary;
 pub use coordinator::{
     Action, Checked, Collect, Config, Coordinator, HostRun, Message, Notice, Now, State,
 };
-pub use driver::{run, FleetRequest, FleetView, Ran};
+pub use driver::{run, FleetJob, FleetRequest, FleetView, Ran};
 pub use error::{FleetError, Result};
 pub use hosts::{Host, HostEntry};
 pub use ssh::{find_push_binary, Push};

@@ -2,7 +2,7 @@
 //! wrapper, doctor, the pid-file probe), the flags it passes on, and the wrapper's report of the
 //! run's exit status. The run's own output is the event stream ([`crate::Line`]).
 
-use super::hosts::Host;
+use super::hosts::{Host, Paths};
 
 /// Quotes a word for the remote POSIX shell (ssh joins its arguments into one command line).
 pub fn sh(word: &str) -> String {
@@ -15,7 +15,7 @@ pub fn remote_run_dir(work_dir: &str, run_id: &str, name: &str) -> String {
 }
 
 /// Flags of `fleet run` that the coordinator consumes: (flag, takes a value).
-pub const OWN_FLAGS: [(&str, bool); 10] = [
+pub const OWN_FLAGS: [(&str, bool); 11] = [
     ("--hosts", true),
     ("--host-timeout", true),
     ("--ssh-config", true),
@@ -26,6 +26,17 @@ pub const OWN_FLAGS: [(&str, bool); 10] = [
     ("--abort-on-host-failure", false),
     ("--out", true),
     ("--progress", true),
+    ("--server-interval", true),
+];
+
+/// Flags naming a local file that is copied into the host's run folder (under the flag's name,
+/// `--users-file` as `users-file`) and passed on pointing at the copy.
+pub const UPLOADED_FLAGS: [&str; 5] = [
+    "--config",
+    "--profile",
+    "--users-file",
+    "--ca-file",
+    "--server-env",
 ];
 
 /// The run flags to pass on: the command line after `fleet run`, less the coordinator's own
@@ -48,7 +59,7 @@ pub fn forwarded_flags(argv: &[String], run_dir: &str) -> Vec<String> {
             }
             continue;
         }
-        if flag == "--config" || flag == "--profile" {
+        if UPLOADED_FLAGS.contains(&flag) {
             if inline.is_none() {
                 it.next();
             }
@@ -68,18 +79,52 @@ pub fn host_words(h: &Host, bin: &str, sub: &str, run_dir: &str, flags: &[String
     if h.entry.profile.is_some() {
         words.extend(["--profile".into(), format!("{run_dir}/host-profile")]);
     }
-    for p in h.entry.db_path.list() {
+    for p in h.entry.db_path.iter().flat_map(Paths::list) {
         words.extend(["--db-path".into(), p]);
     }
-    for p in h.entry.log_path.list() {
+    for p in h.entry.log_path.iter().flat_map(Paths::list) {
         words.extend(["--log-path".into(), p]);
     }
     words
 }
 
+/// What a host runs: a storage test (`run`) or slice `part` of `parts` of the simulated mail
+/// users (`loadgen run --partition part/parts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteJob {
+    /// `mbxstress run`.
+    Run,
+    /// `mbxstress loadgen run --partition PART/PARTS`.
+    Loadgen {
+        /// This host's slice, 1-based.
+        part: usize,
+        /// Slices in all (the client hosts).
+        parts: usize,
+    },
+}
+
 /// The remote command line of one host's run.
 pub fn remote_command(h: &Host, bin: &str, run_dir: &str, flags: &[String]) -> String {
-    let mut words = host_words(h, bin, "run", run_dir, flags);
+    remote_command_for(RemoteJob::Run, h, bin, run_dir, flags)
+}
+
+/// The remote command line of one host's `job`.
+pub fn remote_command_for(
+    job: RemoteJob,
+    h: &Host,
+    bin: &str,
+    run_dir: &str,
+    flags: &[String],
+) -> String {
+    let mut words = match job {
+        RemoteJob::Run => host_words(h, bin, "run", run_dir, flags),
+        RemoteJob::Loadgen { part, parts } => {
+            let mut w = vec![bin.to_string(), "loadgen".into(), "run".into()];
+            w.extend(flags.iter().cloned());
+            w.extend(["--partition".into(), format!("{part}/{parts}")]);
+            w
+        }
+    };
     words.extend([
         "--out".into(),
         format!("{run_dir}/result"),
@@ -215,8 +260,8 @@ mod tests {
             entry: HostEntry {
                 ssh: "h".into(),
                 name: None,
-                db_path: Paths::One("/d".into()),
-                log_path: Paths::One("/l".into()),
+                db_path: Some(Paths::One("/d".into())),
+                log_path: Some(Paths::One("/l".into())),
                 profile: None,
                 mbxstress: None,
                 work_dir: None,

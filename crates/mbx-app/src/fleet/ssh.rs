@@ -407,6 +407,7 @@ pub(crate) fn check_host(
     run_dir: &str,
     uploads: &[(PathBuf, String)],
     flags: &[String],
+    doctor: bool,
 ) -> Result<Checked> {
     let dest = &h.entry.ssh;
     let (offset_s, rtt_s) = clock_offset(ssh, dest)?;
@@ -442,14 +443,19 @@ pub(crate) fn check_host(
         .ctx(|| format!("copying {} to host {}", local.display(), h.name))?;
     }
     let t0 = Instant::now();
-    let doctor = doctor_host(ssh, h, &bin, run_dir, flags)?;
+    // A loadgen client writes no database: doctor (storage checks) has nothing to judge there.
+    let doctor = if doctor {
+        Some(doctor_host(ssh, h, &bin, run_dir, flags)?)
+    } else {
+        None
+    };
     Ok(Checked {
         bin,
         offset_s,
         rtt_s,
         pushed,
         push_reused,
-        doctor: Some(doctor),
+        doctor,
         doctor_s: t0.elapsed().as_secs_f64(),
     })
 }

@@ -94,6 +94,7 @@ pub fn summarize(
     start_at: Option<f64>,
     partial: bool,
     interrupted: bool,
+    loadgen: bool,
 ) -> (FleetSummary, Vec<String>) {
     let mut warnings = Vec::new();
     let mut inputs = Vec::new();
@@ -103,7 +104,23 @@ pub fn summarize(
         let mut start = None;
         let mut rel = None;
         let mut excluded = None;
-        if path.exists() {
+        if path.exists() && loadgen {
+            // A loadgen client's day start; its result is merged into --out/result.json (not
+            // an ESRP server).
+            start = fs_err::read_to_string(&path)
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v["test"]["start_unix_s"].as_f64())
+                .map(|s| s - l.checked.offset_s);
+            rel = Some(format!("{}/result.json", l.name));
+            excluded = if !l.ready {
+                aggregate_exclusion(false, false)
+            } else if start.is_none() {
+                Some("not in the aggregate: its run stopped before the day started".into())
+            } else {
+                None
+            };
+        } else if path.exists() {
             start = fs_err::read_to_string(&path)
                 .ok()
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -317,7 +334,7 @@ mod tests {
             live("c", true, Some(fixture)),
             live("d", true, None),
         ];
-        let (s, warnings) = summarize(dir.path(), "fleet-1", &lives, Some(1.0e9), true, false);
+        let (s, warnings) = summarize(dir.path(), "fleet-1", &lives, Some(1.0e9), true, false, false);
         assert!(warnings.is_empty(), "{warnings:?}");
         let machines: Vec<&str> = s.esrp.servers.iter().map(|f| f.machine.as_str()).collect();
         assert_eq!(machines, ["a"]);

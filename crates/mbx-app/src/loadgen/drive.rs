@@ -3,9 +3,10 @@
 //! (the sink is the caller's, not `Send`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mbx_loadgen::day::{DayPlan, DayReport, DaySample, Servers};
+use mbx_loadgen::day::{DayGate, DayPlan, DayReport, DaySample, Servers};
 use mbx_loadgen::init::{Fill, InitProgress};
 use mbx_loadgen::message::Generator;
 use mbx_loadgen::sched::ClientType;
@@ -184,12 +185,19 @@ pub(crate) fn day(
     rec: Recorder,
     files: &mut Files,
     sink: &mut dyn EventSink,
+    gate: Option<Arc<mbx_engine::StartGate>>,
 ) -> DayReport {
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let (ready_tx, mut ready_rx) = mpsc::unbounded_channel();
     let plan = DayPlan {
         samples: Some(tx),
+        gate: gate.map(|g| DayGate {
+            ready: ready_tx,
+            opens_at: Arc::new(move || g.opens_at()),
+        }),
         ..plan.clone()
     };
+    let mut waiting = false;
     let total = plan
         .duration
         .unwrap_or_else(|| plan.day.saturating_mul(plan.days));
@@ -204,6 +212,11 @@ pub(crate) fn day(
         let report = loop {
             tokio::select! {
                 r = &mut fut => break r,
+                Some(()) = ready_rx.recv() => {
+                    // The baseline is done: the coordinator may give the start.
+                    waiting = true;
+                    sink.event(&Event::Ready { pid: std::process::id() });
+                }
                 Some(s) = rx.recv() => {
                     if s.interval > Duration::ZERO {
                         rate = s.this_interval.completed as f64 / s.interval.as_secs_f64();
@@ -213,6 +226,7 @@ pub(crate) fn day(
                 }
                 _ = tick.tick() => {
                     let e = match &last {
+                        None if waiting => progress("start gate", started.elapsed(), None, 0, users.len() as u64, "users"),
                         None => progress("baseline", started.elapsed(), None, 0, users.len() as u64, "users"),
                         Some((at, s)) => {
                             let t = s.elapsed + at.elapsed();

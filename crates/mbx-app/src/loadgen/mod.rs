@@ -109,6 +109,11 @@ pub struct DayRequest {
     pub stress: bool,
     /// The verdict's limits.
     pub thresholds: LoadgenThresholds,
+    /// A synchronized start (`--start-gate stdin`, `fleet loadgen`): after the baseline the run
+    /// emits `ready` and the day starts when the gate opens.
+    pub gate: Option<Arc<mbx_engine::StartGate>>,
+    /// This client's slice of the users, `K/N` (`--partition`), for the result.
+    pub partition: Option<String>,
 }
 
 /// A loadgen command's outcome.
@@ -639,6 +644,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         rec.clone(),
         &mut files,
         sink,
+        req.gate.clone(),
     );
     drop(rt);
     let addresses: Vec<String> = c.users.iter().map(|u| u.address.clone()).collect();
@@ -720,6 +726,8 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     }
     let mut test = info("day", &run_id, &start, started);
     test.interrupted = report.interrupted;
+    test.start_unix_s = Some(report.start_unix_s).filter(|t| *t > 0.0);
+    test.partition = req.partition.clone();
     let result = LoadgenResult {
         test,
         tasks_planned: report.planned,

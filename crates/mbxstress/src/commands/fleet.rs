@@ -12,7 +12,7 @@ use anyhow::{anyhow, Context};
 use mbx_app::fleet::{self, FleetError, FleetRequest, FleetView, HostRun, Notice, Ran, State};
 use mbx_app::Line;
 
-use crate::cli::{FleetRunArgs, RunTest};
+use crate::cli::{FleetArgs, FleetLoadgenArgs, FleetRunArgs, RunTest};
 use crate::exit::usage;
 
 /// A library error as the binary's: a usage error exits 2.
@@ -50,22 +50,100 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
         Some(RunTest::Kind(k)) => k,
         None => mbx_config::TestKind::Performance,
     };
-    if !(0.1..=600.0).contains(&args.start_margin.as_secs_f64()) {
-        return Err(usage("--start-margin must be within 0.1s..=10m"));
-    }
     // The run flags must make sense before any host is touched.
     let cfg = super::run::resolve_for(r, kind)?;
-    let silence = host_timeout(args.host_timeout, cfg.sample_interval_s)?;
-    let hosts = fleet::hosts::load(&args.hosts, &super::run::RESULT_FILES).map_err(lift)?;
+    let f = &args.fleet;
+    let silence = host_timeout(f.host_timeout, cfg.sample_interval_s)?;
+    let hosts = fleet::hosts::load(&f.hosts, &super::run::RESULT_FILES).map_err(lift)?;
+    let mut uploads = Vec::new();
+    if let Some(c) = &r.config {
+        uploads.push((c.clone(), "config".into()));
+    }
+    if let Some(p) = &r.profile {
+        uploads.push((p.clone(), "profile".into()));
+    }
+    coordinate(
+        f,
+        hosts,
+        r.out.as_deref(),
+        r.progress,
+        uploads,
+        silence,
+        fleet::FleetJob::Run,
+    )
+}
+
+/// `mbxstress fleet loadgen`.
+pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
+    let c = &args.run.conn;
+    if c.partition.is_some() {
+        return Err(usage(
+            "--partition is set by fleet loadgen itself (client K of N takes slice K/N of the users); leave it out",
+        ));
+    }
+    if args.run.start_gate.is_some() {
+        return Err(usage(
+            "--start-gate is set by fleet loadgen itself for every client; leave it out",
+        ));
+    }
+    if args.server_interval < Duration::from_secs(1) || args.server_interval > Duration::from_secs(3600) {
+        return Err(usage("--server-interval must be within 1s..=1h"));
+    }
+    let f = &args.fleet;
+    let (hosts, servers) = fleet::hosts::load_for(
+        &f.hosts,
+        &super::run::RESULT_FILES,
+        fleet::hosts::HostsFor::Loadgen,
+    )
+    .map_err(lift)?;
+    let silence = host_timeout(f.host_timeout, args.run.sample_interval.as_secs_f64())?;
+    let mut uploads = Vec::new();
+    for (flag, file) in [
+        ("profile", &c.profile),
+        ("users-file", &c.users_file),
+        ("ca-file", &c.ca_file),
+        ("server-env", &c.server_env),
+    ] {
+        if let Some(p) = file {
+            uploads.push((p.clone(), flag.to_string()));
+        }
+    }
+    coordinate(
+        f,
+        hosts,
+        c.out.as_deref(),
+        c.progress,
+        uploads,
+        silence,
+        fleet::FleetJob::Loadgen {
+            servers,
+            server_interval: args.server_interval,
+        },
+    )
+}
+
+/// The checks, the runs, the summary and the exit code of every fleet command.
+fn coordinate(
+    f: &FleetArgs,
+    hosts: Vec<fleet::hosts::Host>,
+    out: Option<&std::path::Path>,
+    progress: crate::cli::ProgressMode,
+    uploads: Vec<(std::path::PathBuf, String)>,
+    silence: Duration,
+    job: fleet::FleetJob,
+) -> anyhow::Result<ExitCode> {
+    if !(0.1..=600.0).contains(&f.start_margin.as_secs_f64()) {
+        return Err(usage("--start-margin must be within 0.1s..=10m"));
+    }
     // The binary --push copies, found and verified before any host or --out is touched.
-    let push = if args.push || args.push_binary.is_some() {
-        Some(fleet::find_push_binary(args.push_binary.as_deref()).map_err(lift)?)
+    let push = if f.push || f.push_binary.is_some() {
+        Some(fleet::find_push_binary(f.push_binary.as_deref()).map_err(lift)?)
     } else {
         None
     };
-    let out = super::run::results_dir(r.out.as_deref())?;
+    let out = super::run::results_dir(out)?;
     fs_err::create_dir_all(&out).context("creating the results folder")?;
-    let human = r.progress == crate::cli::ProgressMode::Human;
+    let human = progress == crate::cli::ProgressMode::Human;
     if let Some(moved) = fleet::summary::set_aside_unfinished(&out, &hosts).map_err(lift)? {
         if human {
             errln!(
@@ -86,36 +164,30 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|a| usage(format!("a flag is not valid UTF-8: {a:?}")))
         })
         .collect::<anyhow::Result<_>>()?;
-    let mut uploads = Vec::new();
-    if let Some(c) = &r.config {
-        uploads.push((c.clone(), "config".into()));
-    }
-    if let Some(p) = &r.profile {
-        uploads.push((p.clone(), "profile".into()));
-    }
     // Ctrl-C, SIGTERM: the first stops every host cleanly, the second stops waiting for them.
     let runs_started = Arc::new(AtomicBool::new(false));
     let presses = crate::interrupt::install_counting(Arc::clone(&runs_started));
     let req = FleetRequest {
         hosts,
         ssh: fleet::ssh::Ssh {
-            config: args.ssh_config.clone(),
+            config: f.ssh_config.clone(),
         },
         push,
-        fanout: usize::try_from(args.fanout).unwrap_or(1),
+        fanout: usize::try_from(f.fanout).unwrap_or(1),
         out: out.clone(),
         run_id,
         argv,
         uploads,
         config: fleet::Config {
             host_timeout: silence,
-            start_margin: args.start_margin,
-            abort_on_host_failure: args.abort_on_host_failure,
+            start_margin: f.start_margin,
+            abort_on_host_failure: f.abort_on_host_failure,
         },
+        job,
     };
     let mut view = Terminal {
         human,
-        json_out: r.progress == crate::cli::ProgressMode::Jsonl,
+        json_out: progress == crate::cli::ProgressMode::Jsonl,
         drawn: 0,
         last_draw: Instant::now(),
     };
@@ -278,8 +350,24 @@ impl FleetView for Terminal {
         let mut lines = Vec::new();
         let (mut iops, mut target, mut read, mut n) = (0.0, 0.0, 0.0, 0usize);
         for l in hosts {
-            let what = match &l.state {
-                State::Running => format!(
+            let what = match (&l.state, l.tasks) {
+                (State::Running, Some((done, of, per_s))) => format!(
+                    "[{}{}] {done} of {of} {} | {per_s:.1}/s",
+                    if l.phase.is_empty() {
+                        "starting"
+                    } else {
+                        &l.phase
+                    },
+                    l.eta_s
+                        .map(|e| format!(", ETA {}", crate::summary::fmt_secs(e)))
+                        .unwrap_or_default(),
+                    if l.phase == "day" || l.phase == "grace" {
+                        "tasks"
+                    } else {
+                        "users"
+                    }
+                ),
+                (State::Running, None) => format!(
                     "[{}{}] IOPS {:.0} (target {:.0}) | DB read {:.2} ms",
                     if l.phase.is_empty() {
                         "starting"
@@ -293,7 +381,7 @@ impl FleetView for Terminal {
                     l.target,
                     l.read_ms
                 ),
-                s => s.describe(),
+                (s, _) => s.describe(),
             };
             if l.state == State::Running {
                 iops += l.iops;
@@ -303,11 +391,25 @@ impl FleetView for Terminal {
             }
             lines.push(format!("{:<16} {what}", l.name));
         }
-        lines.push(format!(
-            "{:<16} IOPS {iops:.0} (target {target:.0}) | DB read {:.2} ms (mean of hosts)",
-            "total",
-            if n > 0 { read / n as f64 } else { 0.0 }
-        ));
+        if hosts.iter().any(|h| h.tasks.is_some()) {
+            let (done, of, per_s) = hosts
+                .iter()
+                .filter(|h| h.state == State::Running)
+                .filter_map(|h| h.tasks)
+                .fold((0u64, 0u64, 0.0), |(a, b, c), (d, o, p)| {
+                    (a.saturating_add(d), b.saturating_add(o), c + p)
+                });
+            lines.push(format!(
+                "{:<16} {done} of {of} | {per_s:.1}/s (running clients)",
+                "total"
+            ));
+        } else {
+            lines.push(format!(
+                "{:<16} IOPS {iops:.0} (target {target:.0}) | DB read {:.2} ms (mean of hosts)",
+                "total",
+                if n > 0 { read / n as f64 } else { 0.0 }
+            ));
+        }
         for line in &lines {
             errln!("{line}");
         }

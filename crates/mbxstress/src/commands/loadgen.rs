@@ -2,8 +2,10 @@
 //! terminal's rendering, exit codes.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
+
 use mbx_app::loadgen::servers::{self, Proto, ServersSpec};
 use mbx_app::loadgen::{client_of, Common, DayRequest, InitRequest, MailProfile};
 use mbx_loadgen::{AuthMechanism, Trust};
@@ -135,6 +137,25 @@ fn common(a: &LoadgenConnArgs, imap_only: bool) -> anyhow::Result<Common> {
         let source = format!("template {template} from {}", a.first_user);
         (users, source)
     };
+    let (users, users_source) = match &a.partition {
+        Some(p) => {
+            let (k, n) = parse_partition(p)?;
+            let total = users.len();
+            let range = partition_range(total, k, n);
+            if range.is_empty() {
+                return Err(usage(format!(
+                    "--partition {p}: slice {k} of {n} of {total} users is empty: use fewer client machines than users"
+                )));
+            }
+            let source = format!(
+                "{users_source}, users {}..={} of {total} (partition {k}/{n})",
+                range.start + 1,
+                range.end
+            );
+            (users[range].to_vec(), source)
+        }
+        None => (users, users_source),
+    };
     let file_profile = match &a.profile {
         Some(p) => Some(
             mbx_config::Profile::load(p)
@@ -182,6 +203,32 @@ fn common(a: &LoadgenConnArgs, imap_only: bool) -> anyhow::Result<Common> {
         out: a.out.clone(),
         cancel: crate::interrupt::install(),
     })
+}
+
+/// `K/N` of `--partition`: 1 <= K <= N <= 10,000.
+fn parse_partition(p: &str) -> anyhow::Result<(usize, usize)> {
+    let bad = || {
+        usage(format!(
+            "--partition {p:?}: expected K/N with 1 <= K <= N <= 10000 (slice K of N of the users)"
+        ))
+    };
+    let (k, n) = p.split_once('/').ok_or_else(bad)?;
+    let k: usize = k.trim().parse().map_err(|_| bad())?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    if k == 0 || k > n || n > 10_000 {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// The users of slice `k` (1-based) of `n`: contiguous, sizes differing by at most one, every
+/// user in exactly one slice.
+fn partition_range(total: usize, k: usize, n: usize) -> std::ops::Range<usize> {
+    let at = |i: usize| {
+        // total x i / n without overflow: total <= u32::MAX users, n <= 10,000.
+        ((total as u128 * i as u128) / n.max(1) as u128) as usize
+    };
+    at(k.saturating_sub(1))..at(k)
 }
 
 fn finish(
@@ -335,6 +382,7 @@ pub fn run(args: LoadgenRunArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     let mut term = crate::terminal::Terminal::new(args.conn.progress);
+    let common_cancel = Arc::clone(&common.cancel);
     let req = DayRequest {
         common,
         day: args.day,
@@ -350,6 +398,11 @@ pub fn run(args: LoadgenRunArgs) -> anyhow::Result<ExitCode> {
             task_p95_ms: args.task_p95_ms,
             delivery_p95_ms: args.delivery_p95_ms,
         },
+        gate: args
+            .start_gate
+            .as_ref()
+            .map(|_| super::run::start_gate_from_stdin(Arc::clone(&common_cancel))),
+        partition: args.conn.partition.clone(),
     };
     finish(mbx_app::loadgen::day(&req, &mut term), &mut term)
 }
@@ -459,6 +512,26 @@ pub fn submit(args: LoadgenSubmitArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
     use mbx_loadgen::sched::ClientType;
+
+    #[test]
+    fn partitions_cover_every_user_once_and_bad_ones_are_refused() {
+        for total in [2usize, 3, 7, 100, 16_000] {
+            for n in [1usize, 2, 3, 7] {
+                let mut next = 0;
+                for k in 1..=n {
+                    let r = partition_range(total, k, n);
+                    assert_eq!(r.start, next, "{total} {k}/{n}");
+                    assert!(r.len().abs_diff(total / n) <= 1, "{total} {k}/{n}: {r:?}");
+                    next = r.end;
+                }
+                assert_eq!(next, total, "{total} /{n}");
+            }
+        }
+        assert_eq!(parse_partition("2/4").expect("ok"), (2, 4));
+        for bad in ["0/2", "3/2", "1", "a/b", "1/0", "1/10001", "-1/2", "1/2/3"] {
+            assert!(parse_partition(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn client_shares_parse_and_must_sum_to_100() {

@@ -38,6 +38,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::run(args),
         Command::Esrp(args) => esrp::run(args),
         Command::Fleet(crate::cli::FleetCommand::Run(args)) => fleet::run(args),
+        Command::Fleet(crate::cli::FleetCommand::Loadgen(args)) => fleet::loadgen(args),
         Command::Loadgen(crate::cli::LoadgenCommand::Init(args)) => loadgen::init(args),
         Command::Loadgen(crate::cli::LoadgenCommand::Run(args)) => loadgen::run(args),
         Command::Loadgen(crate::cli::LoadgenCommand::Idle(args)) => loadgen::idle(args),

@@ -285,7 +285,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// `--start-gate stdin`: a thread reads the coordinator's lines: `start <unix seconds>` opens
 /// the gate, `stop` (or the end of stdin: the coordinator or its connection is gone) stops the
 /// test as Ctrl-C does, so no run outlives its coordinator.
-fn start_gate_from_stdin(cancel: Arc<AtomicBool>) -> Arc<mbx_engine::StartGate> {
+pub(crate) fn start_gate_from_stdin(cancel: Arc<AtomicBool>) -> Arc<mbx_engine::StartGate> {
     use std::io::BufRead;
     let gate = mbx_engine::StartGate::new();
     let g = Arc::clone(&gate);

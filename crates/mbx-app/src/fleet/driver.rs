@@ -78,7 +78,20 @@ pub enum Ran {
         interrupted: bool,
         /// Every host passed its verdict.
         all_passed: bool,
+        /// `fleet loadgen`: the merged result.
+        merged: Option<Merged>,
     },
+}
+
+/// `fleet loadgen`'s merged result, written into `--out`.
+#[derive(Debug)]
+pub struct Merged {
+    /// The result.
+    pub result: Box<mbx_result::LoadgenResult>,
+    /// Its result.json.
+    pub path: PathBuf,
+    /// Its report.html, when written.
+    pub report: Option<PathBuf>,
 }
 
 /// Where `fleet run` reports: the binary's terminal or JSON-lines renderer, a test's recorder.
@@ -199,6 +212,25 @@ pub fn run(
     }
 
     runs_started.store(true, Ordering::SeqCst);
+    // fleet loadgen: the mail servers are watched from before the clients' baselines to the
+    // last collection.
+    let watches = match &job {
+        FleetJob::Loadgen {
+            servers,
+            server_interval,
+        } => {
+            for s in servers {
+                view.notice(&Notice::Warning(format!(
+                    "watching mail server {} ({}) every {:.0} s: CPU, memory, disks from /proc",
+                    s.name,
+                    s.ssh,
+                    server_interval.as_secs_f64()
+                )))
+            }
+            super::loadgen::start(&ssh, servers, *server_interval, &out)
+        }
+        FleetJob::Run => Vec::new(),
+    };
     // 2. The runs. Each host's results are collected (copied back) as soon as its run ends,
     // and fleet.json is kept up to date from here on (partial until the end), so whatever stops
     // the coordinator, the finished hosts' results and a fleet.json are there.
@@ -285,6 +317,26 @@ pub fn run(
     for w in warnings {
         view.notice(&Notice::Warning(w));
     }
+    let servers = super::loadgen::stop(watches);
+    let merged = if loadgen {
+        let (result, path, report) = super::loadgen::write_merged(&io.out, &summary, servers)?;
+        view.line(
+            &Event::Result {
+                path: path.clone(),
+                pass: result.verdict.pass(),
+                verdict: result.verdict.state().name().to_string(),
+                stopped: result.stopped.clone(),
+            }
+            .into(),
+        );
+        Some(Merged {
+            result: Box::new(result),
+            path,
+            report,
+        })
+    } else {
+        None
+    };
     view.line(
         &Event::FleetResult {
             path: io.out.join("fleet.json"),
@@ -297,7 +349,8 @@ pub fn run(
         summary: Box::new(summary),
         partial,
         interrupted,
-        all_passed: coord.all_passed(),
+        all_passed: coord.all_passed() && merged.as_ref().is_none_or(|m| m.result.verdict.pass()),
+        merged,
     })
 }
 

@@ -465,17 +465,28 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("h.toml");
         let write = |t: &str| fs_err::write(&p, t).expect("write");
-        write("[[host]]\nssh = \"c1\"\n[[host]]\nssh = \"u@c2\"\n[[server]]\nssh = \"root@mail1\"\n");
+        write(
+            "[[host]]\nssh = \"c1\"\n[[host]]\nssh = \"u@c2\"\n[[server]]\nssh = \"root@mail1\"\n",
+        );
         let (h, s) = load_for(&p, &RF, HostsFor::Loadgen).expect("valid");
         assert_eq!((h.len(), s.len(), s[0].name.as_str()), (2, 1, "mail1"));
         let e = format!("{:#}", load(&p, &RF).expect_err("run: no paths"));
         assert!(e.contains("`db_path` is missing"), "{e}");
         write("[[host]]\nssh = \"c1\"\ndb_path = \"/d\"\n");
-        let e = format!("{:#}", load_for(&p, &RF, HostsFor::Loadgen).expect_err("paths"));
+        let e = format!(
+            "{:#}",
+            load_for(&p, &RF, HostsFor::Loadgen).expect_err("paths")
+        );
         assert!(e.contains("key `db_path` is for `fleet run`"), "{e}");
         write("[[host]]\nssh = \"c1\"\n[[server]]\nssh = \"x@c1\"\n");
-        let e = format!("{:#}", load_for(&p, &RF, HostsFor::Loadgen).expect_err("same name"));
-        assert!(e.contains("server 1") && e.contains("used by another"), "{e}");
+        let e = format!(
+            "{:#}",
+            load_for(&p, &RF, HostsFor::Loadgen).expect_err("same name")
+        );
+        assert!(
+            e.contains("server 1") && e.contains("used by another"),
+            "{e}"
+        );
         write("[[host]]\nssh = \"c1\"\ndb_path = \"/d\"\nlog_path = \"/l\"\n[[server]]\nssh = \"m\"\n");
         let e = format!("{:#}", load(&p, &RF).expect_err("run with servers"));
         assert!(e.contains("[[server]]"), "{e}");

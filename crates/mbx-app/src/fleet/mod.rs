@@ -1,11 +1,14 @@
-//! `fleet run`: the test on several servers at once over SSH, as a library.
+//! `fleet run` and `fleet loadgen`: the test on several servers, or simulated mail clients on
+//! several client machines, at once over SSH, as a library.
 //!
 //! The coordinator only drives the system `ssh` client (`std::process::Command`, BatchMode=yes:
 //! keys or an agent, never a password): checks every host in parallel (reachable, version or
 //! `--push`, clock offset, doctor), starts `mbxstress run --progress jsonl --start-gate stdin`
 //! on each, reads their event streams (as [`crate::Line`]), sends every host the same start time
 //! once all are ready, and copies each result folder back as its run ends (`tar` over ssh,
-//! regular files only). The aggregate is the `esrp` summary of the per-host result.json files.
+//! regular files only). The aggregate is the `esrp` summary of the per-host result.json files;
+//! for `fleet loadgen` (`loadgen run --partition K/N` on each client), the clients' results
+//! merged into one (histograms merged) beside the mail servers' samples.
 //!
 //! The parts:
 //! - [`hosts`]: the hosts file (strict keys, safe unique names, checked profiles);
@@ -14,6 +17,7 @@
 //! - [`ssh`]: the processes: checks, `--push`, the runs' ssh sessions, collection, copy-back;
 //! - [`driver`]: the thin I/O loop that feeds the state machine and carries out its actions;
 //! - [`summary`]: fleet.json's schema and contents; [`html`]: fleet.html (maud);
+//! - `loadgen`: fleet loadgen's server watches and merged result;
 //! - [`error`]: [`FleetError`], usage (exit 2) or failure (exit 3).
 //!
 //! The binary keeps the flags, the rendering (a [`FleetView`]) and the exit codes.
@@ -23,6 +27,7 @@ pub mod driver;
 pub mod error;
 pub mod hosts;
 pub mod html;
+mod loadgen;
 pub mod remote;
 pub mod ssh;
 pub mod summary;
@@ -30,7 +35,7 @@ pub mod summary;
 pub use coordinator::{
     Action, Checked, Collect, Config, Coordinator, HostRun, Message, Notice, Now, State,
 };
-pub use driver::{run, FleetJob, FleetRequest, FleetView, Ran};
+pub use driver::{run, FleetJob, FleetRequest, FleetView, Merged, Ran};
 pub use error::{FleetError, Result};
 pub use hosts::{Host, HostEntry};
 pub use ssh::{find_push_binary, Push};

@@ -107,13 +107,17 @@ pub fn summarize(
         if path.exists() && loadgen {
             // A loadgen client's day start; its result is merged into --out/result.json (not
             // an ESRP server).
-            start = fs_err::read_to_string(&path)
+            let v = fs_err::read_to_string(&path)
                 .ok()
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| v["test"]["start_unix_s"].as_f64())
+                .unwrap_or_default();
+            start = v["test"]["start_unix_s"]
+                .as_f64()
                 .map(|s| s - l.checked.offset_s);
             rel = Some(format!("{}/result.json", l.name));
-            excluded = if !l.ready {
+            excluded = if v["stopped"]["reason"] == "running" {
+                Some("not in the aggregate: its result was never finished (the run was killed or lost)".into())
+            } else if !l.ready {
                 aggregate_exclusion(false, false)
             } else if start.is_none() {
                 Some("not in the aggregate: its run stopped before the day started".into())
@@ -198,7 +202,8 @@ pub fn summarize(
 /// ours, are refused.
 pub fn set_aside_unfinished(out: &Path, hosts: &[Host]) -> Result<Option<PathBuf>> {
     let fleet = out.join("fleet.json");
-    let ours: Vec<PathBuf> = ["fleet.json", "fleet.html"]
+    // fleet loadgen's merged result, its report and the servers' samples are the run's too.
+    let ours: Vec<PathBuf> = ["fleet.json", "fleet.html", "servers"]
         .iter()
         .map(|n| out.join(n))
         .chain(hosts.iter().map(|h| out.join(&h.name)))
@@ -246,6 +251,11 @@ pub fn set_aside_unfinished(out: &Path, hosts: &[Host]) -> Result<Option<PathBuf
     }
     fs_err::create_dir_all(&dest)
         .ctx(|| "making the folder for the earlier run's results".into())?;
+    let merged = ["result.json", "report.html"]
+        .iter()
+        .map(|n| out.join(n))
+        .filter(|p| p.exists());
+    let ours: Vec<PathBuf> = ours.into_iter().chain(merged).collect();
     for p in &ours {
         if let Some(name) = p.file_name() {
             fs_err::rename(p, dest.join(name))
@@ -334,7 +344,15 @@ mod tests {
             live("c", true, Some(fixture)),
             live("d", true, None),
         ];
-        let (s, warnings) = summarize(dir.path(), "fleet-1", &lives, Some(1.0e9), true, false, false);
+        let (s, warnings) = summarize(
+            dir.path(),
+            "fleet-1",
+            &lives,
+            Some(1.0e9),
+            true,
+            false,
+            false,
+        );
         assert!(warnings.is_empty(), "{warnings:?}");
         let machines: Vec<&str> = s.esrp.servers.iter().map(|f| f.machine.as_str()).collect();
         assert_eq!(machines, ["a"]);

@@ -86,7 +86,9 @@ pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
             "--start-gate is set by fleet loadgen itself for every client; leave it out",
         ));
     }
-    if args.server_interval < Duration::from_secs(1) || args.server_interval > Duration::from_secs(3600) {
+    if args.server_interval < Duration::from_secs(1)
+        || args.server_interval > Duration::from_secs(3600)
+    {
         return Err(usage("--server-interval must be within 1s..=1h"));
     }
     let f = &args.fleet;
@@ -195,7 +197,7 @@ fn coordinate(
     if human {
         view.clear();
     }
-    let (summary, partial, interrupted, all_passed) = match ran.map_err(lift)? {
+    let (summary, partial, interrupted, all_passed, merged) = match ran.map_err(lift)? {
         Ran::NotStarted => {
             errln!("interrupted during the checks: nothing was started");
             return Ok(ExitCode::from(crate::interrupt::INTERRUPTED));
@@ -205,11 +207,15 @@ fn coordinate(
             partial,
             interrupted,
             all_passed,
-        } => (summary, partial, interrupted, all_passed),
+            merged,
+        } => (summary, partial, interrupted, all_passed, merged),
     };
     if !view.json_out {
         let mut text = String::new();
-        text.push_str(&super::esrp::text(&summary.esrp));
+        match &merged {
+            Some(m) => text.push_str(&merged_text(m)),
+            None => text.push_str(&super::esrp::text(&summary.esrp)),
+        }
         for h in &summary.hosts {
             text.push_str(&format!(
                 "{:<16} {}{}{}\n",
@@ -253,6 +259,51 @@ fn coordinate(
         ExitCode::from(1)
     };
     Ok(code)
+}
+
+/// The merged loadgen result in a few lines: the clients' sum and the verdict.
+fn merged_text(m: &fleet::Merged) -> String {
+    let r = &m.result;
+    let mut t = format!(
+        "{} | merged loadgen result of {} client(s): {} of {} tasks completed, {} failed",
+        r.verdict.state().name().to_uppercase(),
+        r.clients.iter().filter(|c| c.merged).count(),
+        r.tasks_completed,
+        r.tasks_planned,
+        r.tasks_failed
+    );
+    if let Some(d) = &r.delivery {
+        t.push_str(&format!(
+            "; {} of {} copies delivered, {} lost, {} corrupted; delivery p95 {:.0} ms",
+            d.delivered, d.expected, d.lost, d.corrupted, d.latency_ms.p95
+        ));
+    }
+    t.push('\n');
+    for c in r.verdict.failed() {
+        t.push_str(&format!(
+            "  failed: {} = {:.1} (limit {:.1})\n",
+            c.name, c.value, c.limit
+        ));
+    }
+    for s in &r.servers {
+        t.push_str(&format!(
+            "server {:<16} CPU {:.0}% avg, {:.0}% max | disk r/w {:.0}/{:.0} IOPS{}\n",
+            s.name,
+            s.cpu_pct_avg,
+            s.cpu_pct_max,
+            s.disk_read_iops_avg,
+            s.disk_write_iops_avg,
+            s.error
+                .as_deref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        ));
+    }
+    t.push_str(&format!("Result: {}\n", m.path.display()));
+    if let Some(p) = &m.report {
+        t.push_str(&format!("Report: {}\n", p.display()));
+    }
+    t
 }
 
 /// The watchdog's bound: `--host-timeout`, else 10 sample intervals and at least 60 s.

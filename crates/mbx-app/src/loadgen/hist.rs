@@ -277,4 +277,87 @@ mod tests {
         let e = decode_all(&map).expect_err("one is bad");
         assert!(e.to_string().contains("task.send_new"), "{e}");
     }
+
+    /// What `loadgen run` writes: one histogram per table row, under the names the merge
+    /// reads, each giving back the row's figures.
+    #[test]
+    fn a_day_writes_the_histogram_of_every_row() {
+        use mbx_loadgen::day::TaskStats;
+        use mbx_loadgen::ledger::DeliverySummary;
+        use mbx_loadgen::sched::TaskKind;
+        use mbx_loadgen::{Protocol, Recorder};
+        use std::time::Duration;
+
+        let read = TaskStats {
+            dispatched: 3,
+            completed: 3,
+            failed: BTreeMap::new(),
+            from_schedule_us: hist(&[1_000, 2_000, 900_000]),
+            service_us: hist(&[900, 1_900, 4_000]),
+        };
+        let day = DayReport {
+            planned: 3,
+            dispatched: 3,
+            tasks: [(TaskKind::Read, read)].into(),
+            max_unfinished: 1,
+            overloaded: false,
+            interrupted: false,
+            delivery: DeliverySummary {
+                expected: 2,
+                delivered: 2,
+                missing: 0,
+                duplicated: 0,
+                corrupted: Vec::new(),
+                unexpected: 0,
+                latency_us: hist(&[50_000, 70_000]),
+                seen_by_idle: 2,
+                seen_by_poll: 0,
+                missing_copies: Vec::new(),
+            },
+            first_errors: Vec::new(),
+            elapsed: Duration::from_secs(1),
+            baseline: Duration::ZERO,
+            baseline_failed: BTreeMap::new(),
+            check_fetched: 0,
+            check_fetched_bytes: 0,
+        };
+        let rec = Recorder::new();
+        rec.record(
+            Protocol::Imap,
+            "UID FETCH",
+            Duration::from_millis(7),
+            Ok(()),
+        );
+        rec.record(
+            Protocol::Imap,
+            "UID FETCH",
+            Duration::from_millis(9),
+            Ok(()),
+        );
+        let stats = rec.snapshot();
+        let map = of_day(&day, &stats).expect("encodes");
+        let names: Vec<&str> = map.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "command.imap.UID FETCH",
+                "delivery",
+                "service.read",
+                "task.read"
+            ]
+        );
+        let all = decode_all(&map).expect("decodes");
+        let lat = |n: &str| super::super::assemble::latency_ms(&all[n]);
+        let rows = super::super::assemble::tasks(&day);
+        assert_eq!(lat("task.read"), rows[0].latency_ms);
+        assert_eq!(lat("service.read"), rows[0].service_ms);
+        let cmds = super::super::assemble::commands(&stats);
+        assert_eq!(lat("command.imap.UID FETCH"), cmds[0].latency_ms);
+        assert_eq!(lat("delivery").count, 2);
+        assert!(
+            (lat("delivery").max - 70.0).abs() < 0.1,
+            "{:?}",
+            lat("delivery")
+        );
+    }
 }

@@ -503,3 +503,353 @@ fn figures(run_id: &str, total: usize, parts: &[Merged]) -> LoadgenResult {
         servers: Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mbx_result::{ClientShare, CorruptedCopy, LoadgenThresholds};
+
+    const MS: u64 = 1000;
+
+    fn hist(values: &[(u64, u64)]) -> Histogram<u64> {
+        let mut h = Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
+        for (v, n) in values {
+            h.record_n(*v, *n).expect("in range");
+        }
+        h
+    }
+
+    /// A client's day result as `loadgen run` writes it: tables from real histograms, the
+    /// histograms encoded beside them. `read` and `delivery` are (microseconds, count).
+    fn day(
+        users: u64,
+        read: &[(u64, u64)],
+        delivery: &[(u64, u64)],
+        idle: bool,
+        start: &str,
+        end: &str,
+    ) -> LoadgenResult {
+        let read_h = hist(read);
+        let service_h = hist(&[(2 * MS, read_h.len())]);
+        let fetch_h = hist(&[(3 * MS, read_h.len()), (40 * MS, 1)]);
+        let delivery_h = hist(delivery);
+        let mut r = nothing_merged("day-x", 1);
+        r.test = LoadgenInfo {
+            phase: "day".into(),
+            run_id: "day-x".into(),
+            start: start.into(),
+            end: end.into(),
+            duration_s: 60.0,
+            machine: format!("client-{users}"),
+            os: "linux 6.1".into(),
+            tool_version: "0.1.0".into(),
+            interrupted: false,
+            start_unix_s: Some(1_800_000_000.0 + users as f64),
+            partition: Some("1/2".into()),
+        };
+        r.config = LoadgenConfig {
+            users,
+            clients: vec![ClientShare {
+                client: "desktop_imap".into(),
+                share_pct: 100.0,
+                users,
+                tasks_per_user_day: 10.0,
+            }],
+            thresholds: LoadgenThresholds {
+                tasks_achieved_pct: 99.0,
+                task_p95_ms: 1000.0,
+                delivery_p95_ms: 60_000.0,
+            },
+            ..LoadgenConfig::default()
+        };
+        r.tasks_planned = read_h.len() + 1;
+        r.tasks_dispatched = read_h.len() + 1;
+        r.tasks_completed = read_h.len();
+        r.tasks_failed = 1;
+        r.max_unfinished = users / 10;
+        r.overload_limit = users * 2;
+        r.tasks = vec![TaskRow {
+            task: "read".into(),
+            dispatched: read_h.len() + 1,
+            completed: read_h.len(),
+            failed: [("timeout".to_string(), 1)].into(),
+            latency_ms: latency_ms(&read_h),
+            service_ms: latency_ms(&service_h),
+        }];
+        r.commands = vec![CommandRow {
+            protocol: "imap".into(),
+            command: "UID FETCH".into(),
+            ok: fetch_h.len(),
+            errors: BTreeMap::new(),
+            latency_ms: latency_ms(&fetch_h),
+        }];
+        r.delivery = Some(Delivery {
+            messages_sent: delivery_h.len(),
+            expected: delivery_h.len(),
+            delivered: delivery_h.len(),
+            corrupted: 1,
+            corrupted_copies: vec![CorruptedCopy {
+                id: format!("day-x/{users}/1"),
+                recipient: "u@example.com".into(),
+                what: "body changed".into(),
+            }],
+            latency_ms: latency_ms(&delivery_h),
+            measured_by: if idle { "idle" } else { "poll" }.into(),
+            seen_by_idle: if idle { delivery_h.len() } else { 0 },
+            seen_by_poll: if idle { 0 } else { delivery_h.len() },
+            late: 0,
+            ..Delivery::default()
+        });
+        r.errors = vec![LoadgenError {
+            class: "timeout".into(),
+            count: 1,
+            message: format!("timeout on client-{users}"),
+        }];
+        r.stopped = Stopped::new(StopReason::VerdictFailed, "ran to its end");
+        for (name, h) in [
+            ("task.read", &read_h),
+            ("service.read", &service_h),
+            ("command.imap.UID FETCH", &fetch_h),
+            ("delivery", &delivery_h),
+        ] {
+            r.histograms
+                .insert(name.into(), hist::encode(name, h).expect("encodes"));
+        }
+        r
+    }
+
+    fn client(name: &str) -> ClientPart {
+        ClientPart {
+            name: name.into(),
+            ssh: format!("root@{name}"),
+            state: "passed".into(),
+            partition: "1/2".into(),
+            result: Some(format!("{name}/result.json")),
+            start_error_ms: Some(1.5),
+            ..ClientPart::default()
+        }
+    }
+
+    fn part(name: &str, result: Option<LoadgenResult>) -> MergePart {
+        MergePart {
+            client: client(name),
+            result,
+        }
+    }
+
+    /// Client a: 95 reads at 10 ms and 5 at 2 s (p95 10 ms); client b: 100 at 100 ms (p95
+    /// 100 ms). The union's p95 is 100 ms, not the 55 ms an average of the p95s would say.
+    fn two() -> (LoadgenResult, LoadgenResult) {
+        let a = day(
+            100,
+            &[(10 * MS, 95), (2000 * MS, 5)],
+            &[(500 * MS, 40)],
+            true,
+            "2026-11-27T10:00:00Z",
+            "2026-11-27T10:01:00Z",
+        );
+        let b = day(
+            300,
+            &[(100 * MS, 100)],
+            &[(5000 * MS, 10)],
+            false,
+            "2026-11-27T09:59:58Z",
+            "2026-11-27T10:01:05Z",
+        );
+        (a, b)
+    }
+
+    #[test]
+    fn two_clients_merge_counts_summed_and_percentiles_of_the_union() {
+        let (a, b) = two();
+        let m = merge(
+            "fleet-1",
+            vec![part("a", Some(a.clone())), part("b", Some(b.clone()))],
+        );
+        // Counts are the sums.
+        assert_eq!(m.config.users, 400);
+        assert_eq!(m.config.clients[0].users, 400);
+        assert_eq!(m.tasks_planned, a.tasks_planned + b.tasks_planned);
+        assert_eq!(m.tasks_completed, 200);
+        assert_eq!(m.tasks_failed, 2);
+        assert_eq!(m.max_unfinished, 10 + 30);
+        assert_eq!(m.overload_limit, 200 + 600);
+        assert_eq!(m.tasks.len(), 1);
+        assert_eq!(m.tasks[0].dispatched, 202);
+        assert_eq!(m.tasks[0].failed["timeout"], 2);
+        assert_eq!(m.commands[0].ok, 202);
+        assert_eq!(m.commands[0].latency_ms.count, 202);
+        assert_eq!(m.errors.len(), 1);
+        assert_eq!(m.errors[0].count, 2);
+        assert_eq!(m.errors[0].message, "timeout on client-100");
+        let d = m.delivery.as_ref().expect("delivery");
+        assert_eq!((d.delivered, d.expected, d.corrupted), (50, 50, 2));
+        assert_eq!(d.corrupted_copies.len(), 2);
+        assert_eq!(d.measured_by, "idle+poll");
+        assert_eq!((d.seen_by_idle, d.seen_by_poll), (40, 10));
+
+        // The p95 is the union's, not the average of the two.
+        let union = hist(&[(10 * MS, 95), (2000 * MS, 5), (100 * MS, 100)]);
+        let p95 = m.tasks[0].latency_ms.p95;
+        assert_eq!(m.tasks[0].latency_ms, latency_ms(&union));
+        assert!((p95 - 100.0).abs() < 0.1, "{p95}");
+        let avg = (a.tasks[0].latency_ms.p95 + b.tasks[0].latency_ms.p95) / 2.0;
+        assert!(
+            (avg - 55.0).abs() < 0.1 && (p95 - avg).abs() > 40.0,
+            "{avg}"
+        );
+        // Delivery: 40 copies at 0.5 s, 10 at 5 s: p95 of the union is 5 s.
+        assert!(
+            (d.latency_ms.p95 - 5000.0).abs() < 5.0,
+            "{:?}",
+            d.latency_ms
+        );
+        assert_eq!(d.latency_ms.count, 50);
+        // The merged histograms are in the result and give the same figures again.
+        let back = hist::decode_all(&m.histograms).expect("decodes");
+        assert_eq!(back["task.read"], union);
+        assert_eq!(back.len(), 4);
+
+        // The test block: earliest start, latest end, the span between.
+        assert_eq!(m.test.run_id, "fleet-1");
+        assert_eq!(m.test.phase, "day");
+        assert_eq!(m.test.start, "2026-11-27T09:59:58Z");
+        assert_eq!(m.test.end, "2026-11-27T10:01:05Z");
+        assert_eq!(m.test.duration_s, 67.0);
+        assert_eq!(m.test.machine, "2 client machines");
+        assert_eq!(m.test.start_unix_s, Some(1_800_000_100.0));
+        assert_eq!(m.test.partition, None);
+
+        // Verdict: day_verdict's checks on the merged figures; no client lost.
+        assert!(m.verdict.check("clients_merged").is_none());
+        let achieved = m.verdict.check("tasks_achieved_pct").expect("check");
+        assert!((achieved.value - 200.0 * 100.0 / 202.0).abs() < 1e-9);
+        assert_eq!(
+            m.verdict
+                .check("task_latency_p95_ms.read")
+                .expect("check")
+                .value,
+            p95
+        );
+        assert_eq!(m.stopped.reason, StopReason::VerdictFailed);
+        assert!(m.notes[0].contains("2 of 2") && m.notes[0].contains("a, b"));
+        assert!(m.notes.iter().any(|n| n.contains("upper bound")));
+
+        // Each client's own figures.
+        let ca = &m.clients[0];
+        assert!(ca.merged && ca.excluded.is_none());
+        assert_eq!((ca.users, ca.tasks_completed, ca.delivered), (100, 100, 40));
+        assert_eq!(ca.task_p95_ms_worst, Some(a.tasks[0].latency_ms.p95));
+        assert_eq!(ca.verdict.as_deref(), Some("NOT JUDGED"));
+        assert_eq!(ca.start_error_ms, Some(1.5));
+        assert_eq!(ca.ssh, "root@a");
+    }
+
+    #[test]
+    fn clients_without_a_usable_result_are_excluded_and_fail_the_verdict() {
+        let (a, _) = two();
+        let mut old = a.clone();
+        old.histograms.clear();
+        let mut init = a.clone();
+        init.test.phase = "init".into();
+        let mut corrupt = a.clone();
+        corrupt.histograms.insert("task.read".into(), "!!".into());
+        let mut missing = a.clone();
+        missing.histograms.remove("delivery");
+        let mut lost = client("lost");
+        lost.state = "failed".into();
+        lost.result = None;
+        lost.users = 7;
+        let m = merge(
+            "fleet-2",
+            vec![
+                part("a", Some(a.clone())),
+                MergePart {
+                    client: lost,
+                    result: None,
+                },
+                part("old", Some(old)),
+                part("init", Some(init)),
+                part("corrupt", Some(corrupt)),
+                part("missing", Some(missing)),
+            ],
+        );
+        let why: Vec<(&str, Option<&str>)> = m
+            .clients
+            .iter()
+            .map(|c| (c.name.as_str(), c.excluded.as_deref()))
+            .collect();
+        assert_eq!(why[0], ("a", None));
+        assert_eq!(why[1], ("lost", Some("no result came back")));
+        assert!(
+            why[2].1.expect("old").contains("has no histograms"),
+            "{why:?}"
+        );
+        assert!(
+            why[3].1.expect("init").contains("not a day result"),
+            "{why:?}"
+        );
+        let bad = why[4].1.expect("corrupt");
+        assert!(bad.contains("task.read") && bad.contains("base64"), "{bad}");
+        assert!(why[5].1.expect("missing").contains("no histogram delivery"));
+        assert_eq!(m.clients.iter().filter(|c| c.merged).count(), 1);
+        // The excluded keep their own figures; the one without a result, what the fleet said.
+        assert_eq!(m.clients[2].tasks_completed, 100);
+        assert_eq!(m.clients[1].users, 7);
+        assert_eq!(m.clients[1].verdict, None);
+
+        // The merged figures are a's alone.
+        assert_eq!(m.tasks_completed, a.tasks_completed);
+        assert_eq!(m.tasks[0].latency_ms, a.tasks[0].latency_ms);
+        assert_eq!(m.config.users, 100);
+        // A run that lost clients is not a pass.
+        let c = m.verdict.check("clients_merged").expect("check");
+        assert_eq!((c.value, c.limit, c.state()), (1.0, 6.0, CheckState::Fail));
+        assert!(!m.verdict.pass());
+        assert_eq!(m.stopped.reason, StopReason::VerdictFailed);
+        assert!(m.notes[0].contains("1 of 6"), "{}", m.notes[0]);
+        assert!(m.notes[0].contains("excluded: lost, old, init, corrupt, missing"));
+    }
+
+    #[test]
+    fn no_result_at_all_is_a_result_not_judged() {
+        let m = merge("fleet-3", vec![part("a", None), part("b", None)]);
+        assert_eq!(m.verdict.state(), CheckState::NotJudged);
+        assert_eq!(
+            m.verdict.checks()[0].reason(),
+            Some("no client's result came back")
+        );
+        assert!(m.clients.iter().all(|c| !c.merged && c.excluded.is_some()));
+        assert_eq!((m.tasks_planned, m.tasks_completed), (0, 0));
+        assert!(m.histograms.is_empty() && m.tasks.is_empty());
+        assert_eq!(m.test.run_id, "fleet-3");
+        assert_eq!(m.kind, LOADGEN_KIND);
+        // And with no client at all.
+        let m = merge("fleet-4", Vec::new());
+        assert_eq!(m.verdict.state(), CheckState::NotJudged);
+    }
+
+    #[test]
+    fn an_interrupted_client_makes_the_merged_run_interrupted() {
+        let (a, mut b) = two();
+        b.test.interrupted = true;
+        let m = merge("fleet-5", vec![part("a", Some(a)), part("b", Some(b))]);
+        assert!(m.test.interrupted);
+        assert_eq!(m.stopped.reason, StopReason::Interrupted);
+        // Stopped early: copies not seen yet are not judged lost.
+        assert_eq!(
+            m.verdict.check("messages_lost").map(|c| c.state()),
+            Some(CheckState::NotJudged)
+        );
+    }
+
+    #[test]
+    fn timestamps_read_back_as_mbx_engine_writes_them() {
+        for t in [0u64, 951_782_400, 1_800_000_000, 4_102_444_799] {
+            let s = mbx_engine::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs(t));
+            assert_eq!(unix_of(&s), Some(t as i64), "{s}");
+        }
+        assert_eq!(unix_of("2026-11-27 10:00:00"), None);
+        assert_eq!(unix_of("2026-13-27T10:00:00Z"), None);
+    }
+}

@@ -35,6 +35,10 @@ pub const SECTIONS: [&str; 11] = [
     "Resolved Configuration",
 ];
 
+/// The title of the section a merged `fleet loadgen` result has (one row per client machine,
+/// `clients[]`); not in [`SECTIONS`], which a one-machine day's report has all of.
+pub const CLIENTS_SECTION: &str = "Client Machines";
+
 /// A loadgen results folder as read from disk: what the loadgen exporters render.
 #[derive(Debug)]
 pub struct LoadgenFolder {
@@ -430,6 +434,54 @@ fn stop_line(r: &LoadgenResult) -> Option<String> {
     )
 }
 
+/// A client's folder name as a relative link's path segment: every byte but unreserved ones
+/// percent-encoded, so no name makes a scheme (`javascript:`), a query or another folder.
+fn path_segment(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The client machines of a merged `fleet loadgen` result: each one's own figures, its
+/// verdict, and whether it is in the merged figures (and why not).
+fn clients_section(r: &LoadgenResult) -> Markup {
+    let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), f3);
+    html! {
+        h2 { (CLIENTS_SECTION) }
+        table id="client-machines" {
+            tr {
+                th { "Client" } th { "State" } th { "Message" } th { "Partition" } th.n { "Users" }
+                th.n { "Tasks completed / planned" } th.n { "Failed" } th.n { "Delivered" } th.n { "Lost" }
+                th.n { "Worst task p95 (ms)" } th { "Verdict" } th.n { "Start error (ms)" } th { "Merged" } th { "Report" }
+            }
+            @for c in &r.clients {
+                tr {
+                    td { (c.name) } td { (c.state) } td { (c.message.as_deref().unwrap_or("")) } td { (c.partition) }
+                    td.n { (c.users) } td.n { (c.tasks_completed) " / " (c.tasks_planned) }
+                    td.n.fail[c.tasks_failed > 0] { (c.tasks_failed) } td.n { (c.delivered) } td.n.fail[c.lost > 0] { (c.lost) }
+                    td.n { (opt(c.task_p95_ms_worst)) }
+                    @match c.verdict.as_deref() {
+                        Some(v @ "PASS") => { td.pass { (v) } }
+                        Some(v @ "FAIL") => { td.fail { (v) } }
+                        Some(v) => { td.notjudged { (v) } }
+                        None => { td { "-" } }
+                    }
+                    td.n { (opt(c.start_error_ms)) }
+                    @if c.merged { td { "yes" } } @else { td.fail { "no: " (c.excluded.as_deref().unwrap_or("-")) } }
+                    td { @if c.result.is_some() { a href=(format!("{}/report.html", path_segment(&c.name))) { (c.name) "/report.html" } } @else { "-" } }
+                }
+            }
+        }
+        p.note { "The figures of this report are merged from the clients marked merged: counts summed, latency percentiles from their histograms merged (never averaged). Each row is the client's own result." }
+    }
+}
+
 /// The latency cells p50, p95, p99, max.
 fn latency_cells(l: &LatencyMs) -> Markup {
     html! { td.n { (f3(l.p50)) } td.n { (f3(l.p95)) } td.n { (f3(l.p99)) } td.n { (f3(l.max)) } }
@@ -788,6 +840,7 @@ fn page(r: &LoadgenResult, samples: &[LoadgenSample], log: &[String], notes: &[S
                     ul id="notes" { @for n in &r.notes { li { (n) } } }
                 }
 
+                @if !r.clients.is_empty() { (clients_section(r)) }
                 @if has_tasks {
                     h2 { (SECTIONS[2]) }
                     (kv(&[
@@ -1063,6 +1116,80 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("client&lt;1&gt;"));
+    }
+
+    /// A merged fleet result: one row per client machine with its own figures, hostile names
+    /// and messages escaped, a link to the report of each client whose result came back (its
+    /// name percent-encoded, never a scheme), and no such section for one machine.
+    #[test]
+    fn loadgen_report_of_a_fleet_has_a_row_per_client_escaped() {
+        use mbx_result::ClientPart;
+        assert!(!page_has_clients(&html(&day(), &[])));
+        let mut r = day();
+        r.clients = vec![
+            ClientPart {
+                name: "client-a".into(),
+                ssh: "root@a".into(),
+                state: "passed".into(),
+                partition: "1/2".into(),
+                users: 25,
+                result: Some("client-a/result.json".into()),
+                merged: true,
+                start_error_ms: Some(2.25),
+                tasks_planned: 500,
+                tasks_completed: 499,
+                tasks_failed: 1,
+                delivered: 200,
+                lost: 0,
+                task_p95_ms_worst: Some(312.5),
+                verdict: Some("PASS".into()),
+                ..ClientPart::default()
+            },
+            ClientPart {
+                name: "javascript:alert(1)<b>".into(),
+                state: "failed".into(),
+                message: Some(HOSTILE_MESSAGE.into()),
+                partition: "2/2".into(),
+                result: Some("x/result.json".into()),
+                excluded: Some("its result has no histograms <old>".into()),
+                verdict: Some("FAIL".into()),
+                ..ClientPart::default()
+            },
+            ClientPart {
+                name: "client-c".into(),
+                state: "unreachable".into(),
+                partition: "3/3".into(),
+                excluded: Some("no result came back".into()),
+                ..ClientPart::default()
+            },
+        ];
+        let page = html(&r, &[]);
+        assert!(page_has_clients(&page), "{page}");
+        assert!(page.contains("<tr><td>client-a</td><td>passed</td><td></td><td>1/2</td><td class=\"n\">25</td><td class=\"n\">499 / 500</td><td class=\"n fail\">1</td><td class=\"n\">200</td><td class=\"n\">0</td><td class=\"n\">312.500</td><td class=\"pass\">PASS</td><td class=\"n\">2.250</td><td>yes</td><td><a href=\"client-a/report.html\">client-a/report.html</a></td></tr>"), "{page}");
+        // Hostile strings are text, the link a relative path.
+        assert!(!page.contains("<b>") && !page.contains("<script") && !page.contains("<old>"));
+        assert!(page.contains("javascript:alert(1)&lt;b&gt;"), "{page}");
+        assert!(
+            page.contains("href=\"javascript%3Aalert%281%29%3Cb%3E/report.html\""),
+            "{page}"
+        );
+        assert!(!page.contains("href=\"javascript:"));
+        assert!(page.contains("550 &lt;script&gt;alert(&quot;server&quot;)&lt;/script&gt;"));
+        assert!(
+            page.contains("<td class=\"fail\">no: its result has no histograms &lt;old&gt;</td>")
+        );
+        assert!(page.contains("<td class=\"fail\">FAIL</td>"));
+        // No result: no link, no verdict.
+        assert!(page.contains("<td>client-c</td><td>unreachable</td>"));
+        assert!(
+            page.contains("<td class=\"fail\">no: no result came back</td><td>-</td></tr>"),
+            "{page}"
+        );
+        assert_eq!(page.matches("/report.html\">").count(), 2);
+    }
+
+    fn page_has_clients(page: &str) -> bool {
+        h2(page, super::CLIENTS_SECTION) && page.contains("id=\"client-machines\"")
     }
 
     /// `loadgen idle`'s result: the idle section with its figures, the connections and memory

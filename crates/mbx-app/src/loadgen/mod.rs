@@ -8,7 +8,9 @@
 //! turns a request into their inputs, keeps the files, and judges the result.
 
 pub mod assemble;
+pub mod hist;
 pub mod idle;
+pub mod merge;
 pub mod servers;
 pub mod submit;
 
@@ -728,6 +730,19 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     test.interrupted = report.interrupted;
     test.start_unix_s = Some(report.start_unix_s).filter(|t| *t > 0.0);
     test.partition = req.partition.clone();
+    let stats = rec.snapshot();
+    // The histograms the tables come from, so a fleet merges clients exactly; a failure (a
+    // count the format cannot hold) leaves them out and says so: the fleet then excludes this
+    // result from its merged figures rather than guess.
+    let histograms = match hist::of_day(&report, &stats) {
+        Ok(h) => h,
+        Err(e) => {
+            let n = format!("the latency histograms are not in the result: {e}");
+            files.log(sink, &n);
+            notes.push(n);
+            BTreeMap::new()
+        }
+    };
     let result = LoadgenResult {
         test,
         tasks_planned: report.planned,
@@ -738,7 +753,8 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         overload_limit,
         overloaded: report.overloaded,
         tasks,
-        commands: assemble::commands(&rec.snapshot()),
+        commands: assemble::commands(&stats),
+        histograms,
         delivery: Some(delivery),
         notes: {
             notes.push(format!(

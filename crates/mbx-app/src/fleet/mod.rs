@@ -18,6 +18,7 @@
 //! - [`driver`]: the thin I/O loop that feeds the state machine and carries out its actions;
 //! - [`summary`]: fleet.json's schema and contents; [`html`]: fleet.html (maud);
 //! - `loadgen`: fleet loadgen's server watches and merged result;
+//! - [`watch`]: a mail server's CPU, memory and disks read from its /proc over ssh during a run;
 //! - [`error`]: [`FleetError`], usage (exit 2) or failure (exit 3).
 //!
 //! The binary keeps the flags, the rendering (a [`FleetView`]) and the exit codes.
@@ -31,6 +32,7 @@ mod loadgen;
 pub mod remote;
 pub mod ssh;
 pub mod summary;
+pub mod watch;
 
 pub use coordinator::{
     Action, Checked, Collect, Config, Coordinator, HostRun, Message, Notice, Now, State,

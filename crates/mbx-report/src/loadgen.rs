@@ -96,7 +96,10 @@ pub(crate) fn folder_of(source: ResultText) -> Result<LoadgenFolder, ReportError
         });
     }
     let mut notes = Vec::new();
+    // A merged fleet result has no samples or log of its own (empty names): each client's
+    // folder has them.
     let samples = match folder_file(&dir, &result.samples_file, SAMPLES_WHAT) {
+        _ if result.samples_file.is_empty() => Vec::new(),
         Ok(path) => {
             let (samples, torn) = read_jsonl::<LoadgenSample>(&path, SAMPLES_WHAT, "a sample")?;
             if let Some(n) = torn {
@@ -110,7 +113,11 @@ pub(crate) fn folder_of(source: ResultText) -> Result<LoadgenFolder, ReportError
         Err(e) if e.is_not_found() => Vec::new(),
         Err(e) => return Err(e.into()),
     };
-    let log = crate::folder::read_log(&dir, &result.log_file)?;
+    let log = if result.log_file.is_empty() {
+        Vec::new()
+    } else {
+        crate::folder::read_log(&dir, &result.log_file)?
+    };
     Ok(LoadgenFolder {
         result,
         samples,

@@ -274,6 +274,15 @@ pub enum Notice {
     },
     /// Every host is being asked to stop.
     Stopping,
+    /// `fleet loadgen`: a mail server is being watched.
+    Watching {
+        /// Its name.
+        server: String,
+        /// Its ssh destination.
+        ssh: String,
+        /// Seconds between samples.
+        every_s: f64,
+    },
     /// A host's state changed (its run ended, or its collection added to its message).
     HostState {
         /// The host.

@@ -220,12 +220,11 @@ pub fn run(
             server_interval,
         } => {
             for s in servers {
-                view.notice(&Notice::Warning(format!(
-                    "watching mail server {} ({}) every {:.0} s: CPU, memory, disks from /proc",
-                    s.name,
-                    s.ssh,
-                    server_interval.as_secs_f64()
-                )))
+                view.notice(&Notice::Watching {
+                    server: s.name.clone(),
+                    ssh: s.ssh.clone(),
+                    every_s: server_interval.as_secs_f64(),
+                })
             }
             super::loadgen::start(&ssh, servers, *server_interval, &out)
         }
@@ -320,6 +319,10 @@ pub fn run(
     let servers = super::loadgen::stop(watches);
     let merged = if loadgen {
         let (result, path, report) = super::loadgen::write_merged(&io.out, &summary, servers)?;
+        let report = report.unwrap_or_else(|w| {
+            view.notice(&Notice::Warning(w));
+            None
+        });
         view.line(
             &Event::Result {
                 path: path.clone(),

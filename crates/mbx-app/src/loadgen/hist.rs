@@ -317,6 +317,7 @@ mod tests {
             first_errors: Vec::new(),
             elapsed: Duration::from_secs(1),
             baseline: Duration::ZERO,
+            start_unix_s: 0.0,
             baseline_failed: BTreeMap::new(),
             check_fetched: 0,
             check_fetched_bytes: 0,

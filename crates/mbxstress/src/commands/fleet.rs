@@ -375,6 +375,13 @@ impl FleetView for Terminal {
             Notice::AllReady { hosts, margin_s } if human => {
                 errln!("All {hosts} host(s) ready: measuring starts in {margin_s:.1} s")
             }
+            Notice::Watching {
+                server,
+                ssh,
+                every_s,
+            } if human => errln!(
+                "Watching mail server {server} ({ssh}) every {every_s:.0} s: CPU, memory, disks from /proc"
+            ),
             Notice::Stopping if human => {
                 errln!("stopping every host's run (partial results are kept) ...")
             }

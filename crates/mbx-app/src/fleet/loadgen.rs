@@ -26,7 +26,7 @@ pub(crate) enum Watch {
     /// Sampling.
     On(Box<Watcher>),
     /// The watch did not start: the server's summary says why.
-    Failed(ServerWatch),
+    Failed(Box<ServerWatch>),
 }
 
 /// Starts watching every server: samples to `out/servers/<name>.jsonl`.
@@ -36,7 +36,12 @@ pub(crate) fn start(ssh: &Ssh, servers: &[ServerHost], every: Duration, out: &Pa
         if let Err(e) = fs_err::create_dir_all(&dir) {
             return servers
                 .iter()
-                .map(|s| Watch::Failed(not_watched(s, format!("making {}: {e}", dir.display()))))
+                .map(|s| {
+                    Watch::Failed(Box::new(not_watched(
+                        s,
+                        format!("making {}: {e}", dir.display()),
+                    )))
+                })
                 .collect();
         }
     }
@@ -46,7 +51,7 @@ pub(crate) fn start(ssh: &Ssh, servers: &[ServerHost], every: Duration, out: &Pa
             let path = dir.join(format!("{}.jsonl", s.name));
             match Watcher::start(ssh, &s.name, &s.ssh, every, MAX_SAMPLES, &path) {
                 Ok(w) => Watch::On(Box::new(w)),
-                Err(e) => Watch::Failed(not_watched(s, e.to_string())),
+                Err(e) => Watch::Failed(Box::new(not_watched(s, e.to_string()))),
             }
         })
         .collect()
@@ -69,7 +74,7 @@ pub(crate) fn stop(watches: Vec<Watch>) -> Vec<ServerWatch> {
         .into_iter()
         .map(|w| match w {
             Watch::On(w) => w.stop(),
-            Watch::Failed(s) => s,
+            Watch::Failed(s) => *s,
         })
         .collect()
 }

@@ -501,8 +501,8 @@ pub fn sample(
 /// /proc/stat). One line (any login shell passes it to `sh -c`). It ends by itself after its
 /// snapshots, when a write fails (SIGPIPE is ignored so the failed write is seen), or when its
 /// stdin ends: a background subshell reads stdin and sends the script SIGTERM at its end, and
-/// the script then kills its `sleep` and that subshell. So closing its stdin (or the ssh
-/// connection going) leaves nothing running.
+/// the script then kills its `sleep` and that subshell and waits for them (no zombie either).
+/// So closing its stdin (or the ssh connection going) leaves nothing running.
 pub fn script(interval: Duration, max_snapshots: u64) -> String {
     let secs = interval
         .as_secs()
@@ -517,7 +517,7 @@ pub fn script(interval: Duration, max_snapshots: u64) -> String {
         "exec 3<&0",
         "{ while read -r _ <&3; do :; done; kill -TERM $$; } </dev/null >/dev/null 2>&1 & w=$!",
         "sp=",
-        "trap 'kill $sp $w 2>/dev/null; exit 0' TERM",
+        "trap 'kill $sp $w 2>/dev/null; wait; exit 0' TERM",
         "d=$(ls /sys/block 2>/dev/null | tr '\\n' ' ')",
         "n=0",
         &format!(
@@ -525,11 +525,12 @@ pub fn script(interval: Duration, max_snapshots: u64) -> String {
              s=$(read -r u _ </proc/uptime && echo \"uptime $u\"; grep '^cpu ' /proc/stat; \
              grep -E '^(MemTotal|MemAvailable):' /proc/meminfo; echo \"disks $d\"; \
              echo {DISKSTATS}; cat /proc/diskstats); \
-             printf '{SNAP}\\n%s\\n{END}\\n' \"$s\" || break; \
+             printf '{SNAP}\\n%s\\n{END}\\n' \"$s\" 2>/dev/null || break; \
              [ $n -lt {max_snapshots} ] || break; \
              sleep {secs} </dev/null >/dev/null 2>&1 & sp=$!; wait $sp; sp=; done"
         ),
         "kill $w 2>/dev/null",
+        "wait",
         "exit 0",
     ]
     .join("; ")
@@ -539,6 +540,15 @@ pub fn script(interval: Duration, max_snapshots: u64) -> String {
 /// [`ServerWatch::samples_file`] says; [`Watcher::start`]'s `samples_path` is expected there).
 pub fn samples_file(name: &str) -> String {
     format!("servers/{name}.jsonl")
+}
+
+/// What [`Watcher::start`] runs on the server: [`script`] with `max_samples + 1` snapshots,
+/// under `sh -c` whatever the login shell.
+fn remote_command(interval: Duration, max_samples: u64) -> String {
+    format!(
+        "sh -c {}",
+        sh(&script(interval, max_samples.saturating_add(1)))
+    )
 }
 
 /// What the reader thread has seen so far.
@@ -768,12 +778,8 @@ impl Watcher {
         max_samples: u64,
         samples_path: &Path,
     ) -> Result<Watcher, WatchError> {
-        let remote = format!(
-            "sh -c {}",
-            sh(&script(interval, max_samples.saturating_add(1)))
-        );
         Watcher::with_command(
-            ssh.cmd(dest, &remote),
+            ssh.cmd(dest, &remote_command(interval, max_samples)),
             name,
             dest,
             max_samples,
@@ -1379,7 +1385,7 @@ disks loop0 loop1 loop2 loop3 loop4 loop5 loop6 loop7 vda zram0
             .contains("3 snapshot(s) gave no sample"));
     }
 
-    /// The process group of every process on this machine that is in group `pgid`.
+    /// The processes of this machine in process group `pgid` (not zombies: they run nothing).
     #[cfg(target_os = "linux")]
     fn in_group(pgid: u32) -> Vec<u32> {
         let mut found = Vec::new();
@@ -1392,7 +1398,9 @@ disks loop0 loop1 loop2 loop3 loop4 loop5 loop6 loop7 vda zram0
             };
             // pid (comm) state ppid pgrp ...: comm may hold spaces, so after its ')'.
             let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-            if after.split_whitespace().nth(2) == Some(pgid.to_string().as_str()) {
+            let mut fields = after.split_whitespace();
+            let zombie = fields.next() == Some("Z");
+            if !zombie && fields.nth(1) == Some(pgid.to_string().as_str()) {
                 found.push(pid);
             }
         }
@@ -1514,6 +1522,30 @@ disks loop0 loop1 loop2 loop3 loop4 loop5 loop6 loop7 vda zram0
             .iter()
             .map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default())
             .collect()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_remote_command_runs_under_a_login_shell_and_stops_after_its_samples() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("m.jsonl");
+        // The login shell given the command line as ssh gives it.
+        let w = Watcher::with_command(
+            local(&remote_command(Duration::from_millis(300), 1)),
+            "m",
+            "m",
+            1,
+            &path,
+        )
+        .expect("start");
+        // Two snapshots a second apart (the interval rounded up), then the script ends.
+        std::thread::sleep(Duration::from_millis(1800));
+        let pid = w.id();
+        let s = w.stop();
+        assert_eq!((s.samples, s.error.as_deref()), (1, None), "{s:?}");
+        assert_eq!(left_in_group(pid), Vec::<String>::new());
+        let text = std::fs::read_to_string(&path).expect("samples");
+        assert_eq!(text.lines().count(), 1);
     }
 
     #[cfg(target_os = "linux")]

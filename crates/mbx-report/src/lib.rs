@@ -4,7 +4,8 @@
 //!   ([`report::load_run`]) and writes it through the [`export`]ers: the HTML report ([`html`],
 //!   charts from [`svg`]), the CSV files, result.json;
 //! - [`loadgen`]: the report of a `mbxstress loadgen` result (`kind` `loadgen`), which
-//!   [`report::write_report_as`] renders for a loadgen results folder;
+//!   [`report::write_report_as`] renders for a loadgen results folder, with the mail servers
+//!   watched by `fleet loadgen` from [`loadgen_servers`];
 //! - [`import`]: Jetstress reports given as text, into the same model;
 //! - [`esrp`]: the ESRP summary across servers;
 //! - [`compare`]: key figures of two results side by side;
@@ -23,6 +24,7 @@ mod html_input;
 pub mod import;
 /// The loadgen result's report (report.html, tasks.csv, commands.csv, samples.csv).
 pub mod loadgen;
+pub mod loadgen_servers;
 /// The bounded reader, now in `mbx-config` (every crate reads its inputs through it); kept here
 /// so `mbx_report::input::...` paths keep working.
 pub use mbx_config::input;

@@ -394,12 +394,19 @@ fn sum<'a>(v: impl Iterator<Item = &'a u64>) -> u64 {
 /// report.html of a loadgen result and its samples (no log, no reading notes): what `loadgen`
 /// writes as it ends. Every text of the result is escaped.
 pub fn html(result: &LoadgenResult, samples: &[LoadgenSample]) -> String {
-    page(result, samples, &[], &[])
+    page(result, samples, &[], &[], &[])
 }
 
 /// report.html of a loadgen results folder: [`html`] with the folder's log and reading notes.
 pub fn render(folder: &LoadgenFolder) -> String {
-    page(&folder.result, &folder.samples, &folder.log, &folder.notes)
+    let watched = crate::loadgen_servers::read_samples(&folder.dir, &folder.result.servers);
+    page(
+        &folder.result,
+        &folder.samples,
+        &folder.log,
+        &folder.notes,
+        &watched,
+    )
 }
 
 /// Seconds as the report says them ("8 h", "3 min", "90 s").
@@ -729,7 +736,13 @@ fn charts(r: &LoadgenResult, samples: &[LoadgenSample], has_tasks: bool) -> Mark
     html! { div.charts { @for c in &list { (c.render()) } } }
 }
 
-fn page(r: &LoadgenResult, samples: &[LoadgenSample], log: &[String], notes: &[String]) -> String {
+fn page(
+    r: &LoadgenResult,
+    samples: &[LoadgenSample],
+    log: &[String],
+    notes: &[String],
+    watched: &[(String, Vec<mbx_result::ServerSample>)],
+) -> String {
     let cfg = &r.config;
     let t = &r.test;
     let verdict_state = r.verdict.state();
@@ -859,6 +872,7 @@ fn page(r: &LoadgenResult, samples: &[LoadgenSample], log: &[String], notes: &[S
                     ]))
                     @if !r.tasks.is_empty() { (tasks_table(r)) }
                 }
+                (PreEscaped(crate::loadgen_servers::section(&r.servers, watched)))
                 @if !r.commands.is_empty() {
                     h2 { (SECTIONS[3]) }
                     (commands_table(r))

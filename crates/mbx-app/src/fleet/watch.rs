@@ -176,7 +176,7 @@ pub struct Snapshot {
     /// MemAvailable, bytes.
     pub mem_available_bytes: u64,
     /// The whole disks counted (in /sys/block and /proc/diskstats, not `loop*`, `ram*`,
-    /// `zram*`), sorted.
+    /// `zram*`, `dm-*`, `md*`), sorted.
     pub disks: Vec<String>,
     /// Their counters, summed.
     pub disk: DiskCounters,
@@ -261,10 +261,14 @@ fn cpu_ticks(rest: &str, line: &str) -> Result<CpuTicks, WatchError> {
     })
 }
 
-/// A disk name of /sys/block counted as a whole disk: not a loop device or a RAM disk. (Its
-/// `!` stands for the `/` of /proc/diskstats: `cciss!c0d0` is `cciss/c0d0`.)
+/// A disk name of /sys/block counted as a whole disk: not a loop device or a RAM disk
+/// (`loop*`, `ram*`, `zram*`), nor a device stacked on disks (`dm-*` of LVM, `md*` of software
+/// RAID), whose I/O the disks beneath already count. (Its `!` stands for the `/` of
+/// /proc/diskstats: `cciss!c0d0` is `cciss/c0d0`.)
 fn whole_disk(name: &str) -> Option<String> {
-    let virtual_disk = ["loop", "ram", "zram"].iter().any(|p| name.starts_with(p));
+    let virtual_disk = ["loop", "ram", "zram", "dm-", "md"]
+        .iter()
+        .any(|p| name.starts_with(p));
     (!name.is_empty() && !virtual_disk).then(|| name.replace('!', "/"))
 }
 
@@ -497,8 +501,8 @@ pub fn sample(
 /// /proc/stat). One line (any login shell passes it to `sh -c`). It ends by itself after its
 /// snapshots, when a write fails (SIGPIPE is ignored so the failed write is seen), or when its
 /// stdin ends: a background subshell reads stdin and sends the script SIGTERM at its end, and
-/// the script then kills its `sleep` and that subshell. So closing its stdin (or the ssh
-/// connection going) leaves nothing running.
+/// the script then kills its `sleep` and that subshell and waits for them (no zombie either).
+/// So closing its stdin (or the ssh connection going) leaves nothing running.
 pub fn script(interval: Duration, max_snapshots: u64) -> String {
     let secs = interval
         .as_secs()
@@ -513,7 +517,7 @@ pub fn script(interval: Duration, max_snapshots: u64) -> String {
         "exec 3<&0",
         "{ while read -r _ <&3; do :; done; kill -TERM $$; } </dev/null >/dev/null 2>&1 & w=$!",
         "sp=",
-        "trap 'kill $sp $w 2>/dev/null; exit 0' TERM",
+        "trap 'kill $sp $w 2>/dev/null; wait; exit 0' TERM",
         "d=$(ls /sys/block 2>/dev/null | tr '\\n' ' ')",
         "n=0",
         &format!(
@@ -521,11 +525,12 @@ pub fn script(interval: Duration, max_snapshots: u64) -> String {
              s=$(read -r u _ </proc/uptime && echo \"uptime $u\"; grep '^cpu ' /proc/stat; \
              grep -E '^(MemTotal|MemAvailable):' /proc/meminfo; echo \"disks $d\"; \
              echo {DISKSTATS}; cat /proc/diskstats); \
-             printf '{SNAP}\\n%s\\n{END}\\n' \"$s\" || break; \
+             printf '{SNAP}\\n%s\\n{END}\\n' \"$s\" 2>/dev/null || break; \
              [ $n -lt {max_snapshots} ] || break; \
              sleep {secs} </dev/null >/dev/null 2>&1 & sp=$!; wait $sp; sp=; done"
         ),
         "kill $w 2>/dev/null",
+        "wait",
         "exit 0",
     ]
     .join("; ")
@@ -535,6 +540,15 @@ pub fn script(interval: Duration, max_snapshots: u64) -> String {
 /// [`ServerWatch::samples_file`] says; [`Watcher::start`]'s `samples_path` is expected there).
 pub fn samples_file(name: &str) -> String {
     format!("servers/{name}.jsonl")
+}
+
+/// What [`Watcher::start`] runs on the server: [`script`] with `max_samples + 1` snapshots,
+/// under `sh -c` whatever the login shell.
+fn remote_command(interval: Duration, max_samples: u64) -> String {
+    format!(
+        "sh -c {}",
+        sh(&script(interval, max_samples.saturating_add(1)))
+    )
 }
 
 /// What the reader thread has seen so far.
@@ -764,12 +778,8 @@ impl Watcher {
         max_samples: u64,
         samples_path: &Path,
     ) -> Result<Watcher, WatchError> {
-        let remote = format!(
-            "sh -c {}",
-            sh(&script(interval, max_samples.saturating_add(1)))
-        );
         Watcher::with_command(
-            ssh.cmd(dest, &remote),
+            ssh.cmd(dest, &remote_command(interval, max_samples)),
             name,
             dest,
             max_samples,
@@ -973,5 +983,624 @@ fn summary(
         disk_read_ms_avg: per_io(a.read_ms, a.reads),
         disk_write_ms_avg: per_io(a.write_ms, a.writes),
         error: (!errors.is_empty()).then(|| errors.join("; ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One snapshot of this machine's /proc as the script prints it (captured once; a VM with
+    /// loop devices, a zram device and one virtio disk, no partitions).
+    const REAL: &str = "uptime 30581.34
+cpu  2370640 291636 636122 2470720 274404 0 22223 4957 0 0
+MemTotal:       24684096 kB
+MemAvailable:   24085920 kB
+disks loop0 loop1 loop2 loop3 loop4 loop5 loop6 loop7 vda zram0 
+@@diskstats
+   7       0 loop0 5488953 101 353546016 1325579 128260 53936 6364478 59280 0 101852 1396347 288 0 15737120 205 8138 11282
+   7       1 loop1 1656866 0 106152824 491710 12523 7307 1495338 4928 0 30784 499091 180 0 11757748 110 2535 2342
+   7       2 loop2 1503324 0 96149068 317566 1136 850 277520 909 0 18504 319186 22 0 1441814 94 225 616
+   7       3 loop3 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+   7       4 loop4 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+   7       5 loop5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+   7       6 loop6 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+   7       7 loop7 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+ 254       0 vda 30503819 1119075 2438746498 73535538 18253450 1526554 1690186824 18994707 0 3266820 93455754 1471265 450 818389544 417683 2085748 507825
+ 253       0 zram0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+";
+
+    /// A made-up snapshot: two disks (one named with `!` in /sys/block), their partitions, an
+    /// LVM volume on them, an old kernel's short partition line.
+    fn snap(cpu: &str, avail_kb: u64, sda: &str, cciss: &str, uptime: &str) -> String {
+        format!(
+            "uptime {uptime}\ncpu  {cpu}\nMemTotal: 8388608 kB\nMemAvailable: {avail_kb} kB\n\
+             disks sda cciss!c0d0 dm-0 md0 loop0\n@@diskstats\n\
+             8 0 sda {sda}\n8 1 sda1 1 2 3 4\n104 0 cciss/c0d0 {cciss}\n\
+             253 0 dm-0 9 9 9 9 9 9 9 9 0 0 0\n7 0 loop0 5 5 5 5 5 5 5 5 0 0 0\n"
+        )
+    }
+
+    fn parsed(text: &str) -> Snapshot {
+        match parse_snapshot(text) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}\n{text}"),
+        }
+    }
+
+    fn err(text: &str) -> String {
+        match parse_snapshot(text) {
+            Ok(s) => panic!("parsed {s:?} from\n{text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn real_proc_text_parses() {
+        let s = parsed(REAL);
+        assert_eq!(s.uptime_s, Some(30581.34));
+        assert_eq!(
+            s.cpu,
+            CpuTicks {
+                total: 2370640 + 291636 + 636122 + 2470720 + 274404 + 22223 + 4957,
+                idle: 2470720,
+                iowait: 274404,
+            }
+        );
+        assert_eq!(s.mem_total_bytes, 24684096 * 1024);
+        assert_eq!(s.mem_available_bytes, 24085920 * 1024);
+        // Only the disk: no loop or zram device.
+        assert_eq!(s.disks, ["vda"]);
+        assert_eq!(
+            s.disk,
+            DiskCounters {
+                reads: 30503819,
+                read_sectors: 2438746498,
+                read_ms: 73535538,
+                writes: 18253450,
+                write_sectors: 1690186824,
+                write_ms: 18994707,
+            }
+        );
+    }
+
+    #[test]
+    fn whole_disks_only_are_summed() {
+        let s = parsed(&snap(
+            "10 0 10 100 0 0 0 0",
+            4194304,
+            "1 0 10 5 2 0 20 7 0 0 0",
+            "3 0 30 15 4 0 40 9 0 0 0 0 0 0 0",
+            "1.00",
+        ));
+        // cciss!c0d0 is cciss/c0d0; partitions, dm-0, md0 and loop0 are not counted.
+        assert_eq!(s.disks, ["cciss/c0d0", "sda"]);
+        assert_eq!(
+            s.disk,
+            DiskCounters {
+                reads: 4,
+                read_sectors: 40,
+                read_ms: 20,
+                writes: 6,
+                write_sectors: 60,
+                write_ms: 16,
+            }
+        );
+        // A kernel without iowait: user nice system idle only.
+        assert_eq!(
+            s.cpu,
+            CpuTicks {
+                total: 120,
+                idle: 100,
+                iowait: 0
+            }
+        );
+        let short = parsed(&REAL.replace(
+            "cpu  2370640 291636 636122 2470720 274404 0 22223 4957 0 0",
+            "cpu 1 2 3 4",
+        ));
+        assert_eq!(
+            short.cpu,
+            CpuTicks {
+                total: 10,
+                idle: 4,
+                iowait: 0
+            }
+        );
+        // No disk at all (a container): a snapshot still, with no disk figures.
+        let none = parsed(&REAL.replace(
+            "disks loop0 loop1 loop2 loop3 loop4 loop5 loop6 loop7 vda zram0 ",
+            "disks",
+        ));
+        assert!(none.disks.is_empty());
+        assert_eq!(none.disk, DiskCounters::default());
+    }
+
+    #[test]
+    fn hostile_snapshots_are_errors_not_panics() {
+        let cases: Vec<(String, &str)> = vec![
+            ("garbage\n".into(), "not one the watch script prints"),
+            (String::new(), "cpu line of /proc/stat is missing"),
+            ("\u{0}\u{7f}ÿ\n".into(), "not one the watch script prints"),
+            (
+                REAL.replace("2370640", "99999999999999999999999"),
+                "over 2^64",
+            ),
+            (REAL.replace("2370640", "-5"), "not a whole number"),
+            (REAL.replace("2370640", "1e9"), "not a whole number"),
+            (
+                REAL.replace("2370640", &u64::MAX.to_string()),
+                "sum is over 2^64",
+            ),
+            (
+                REAL.replace("24684096 kB", &format!("{} kB", u64::MAX / 2)),
+                "more bytes than 2^64",
+            ),
+            (REAL.replace("24684096 kB", "24684096 MB"), "not in kB"),
+            (REAL.replace("24085920", "99999999"), "over MemTotal"),
+            (
+                REAL.replace("MemAvailable:   24085920 kB\n", ""),
+                "MemAvailable of /proc/meminfo is missing",
+            ),
+            (
+                REAL.replace("@@diskstats\n", ""),
+                "not one the watch script prints",
+            ),
+            (
+                REAL.split("@@diskstats").next().unwrap_or("").to_string(),
+                "/proc/diskstats is missing",
+            ),
+            (
+                REAL.replace(
+                    "disks loop0 loop1 loop2 loop3 loop4 loop5 loop6 loop7 vda zram0 \n",
+                    "",
+                ),
+                "disks of /sys/block is missing",
+            ),
+            (
+                format!("cpu  1 2 3 4\n{REAL}"),
+                "cpu line of /proc/stat appears twice",
+            ),
+            (
+                REAL.replace(
+                    "cpu  2370640 291636 636122 2470720 274404 0 22223 4957 0 0",
+                    "cpu 1 2 3",
+                ),
+                "3 figures",
+            ),
+            (
+                REAL.replace("uptime 30581.34", "uptime NaN"),
+                "not a number of seconds",
+            ),
+            (
+                REAL.replace("uptime 30581.34", "uptime -1"),
+                "not a number of seconds",
+            ),
+            (
+                REAL.lines()
+                    .map(|l| {
+                        if l.contains(" vda 3") {
+                            "254 0 vda 1 2 3"
+                        } else {
+                            l
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                "fields, not at least 11",
+            ),
+            (
+                format!("{REAL}254 0 vda 1 1 1 1 1 1 1 1 1 1 1\n"),
+                "a disk of /proc/diskstats appears twice",
+            ),
+            (format!("{REAL}{}\n", "x".repeat(MAX_LINE + 1)), "too large"),
+            (
+                format!("{REAL}{}", "0 0 sdz\n".repeat(MAX_SNAPSHOT_LINES)),
+                "too large",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = err(&text);
+            assert!(e.contains(want), "{e:?} does not say {want:?}");
+        }
+        // Two whole disks whose sum overflows.
+        let big = u64::MAX / 2 + 1;
+        let sum = parse_snapshot(&snap(
+            "1 0 1 1",
+            1,
+            &format!("{big} 0 1 1 1 0 1 1 0 0 0"),
+            &format!("{big} 0 1 1 1 0 1 1 0 0 0"),
+            "1",
+        ));
+        assert!(
+            matches!(&sum, Err(WatchError::Invalid { reason, .. }) if reason.contains("2^64")),
+            "{sum:?}"
+        );
+    }
+
+    #[test]
+    fn a_sample_from_two_known_snapshots() {
+        // 400 ticks: 200 idle, 40 iowait -> 40% busy, 10% iowait; 2 GiB of 8 used; in 2 s:
+        // 200 reads of 4000 sectors taking 500 ms, 100 writes of 20000 sectors taking 50 ms.
+        let prev = parsed(&snap(
+            "200 0 100 600 100 0 0 0 0 0",
+            6291456,
+            "1000 0 10000 3000 500 0 50000 1000 0 0 0",
+            "0 0 0 0 0 0 0 0 0 0 0",
+            "100.00",
+        ));
+        let cur = parsed(&snap(
+            "300 0 160 800 140 0 0 0 0 0",
+            6291456,
+            "1150 0 13000 3400 560 0 62000 1030 0 0 0",
+            "50 0 1000 100 40 0 8000 20 0 0 0",
+            "102.00",
+        ));
+        let s = sample(&prev, &cur, 1_800_000_000.5, 2.0).expect("a sample");
+        assert_eq!(
+            s,
+            ServerSample {
+                t_unix_s: 1_800_000_000.5,
+                interval_s: 2.0,
+                cpu_pct: 40.0,
+                iowait_pct: 10.0,
+                mem_used_bytes: 2 << 30,
+                mem_total_bytes: 8 << 30,
+                disk_read_iops: 100.0,
+                disk_write_iops: 50.0,
+                disk_read_mb_s: 1.024,
+                disk_write_mb_s: 5.12,
+                disk_read_ms: Some(2.5),
+                disk_write_ms: Some(0.5),
+            }
+        );
+        // No I/O: no latency, zero rates.
+        let idle = sample(
+            &cur,
+            &Snapshot {
+                cpu: CpuTicks {
+                    total: cur.cpu.total + 10,
+                    ..cur.cpu
+                },
+                ..cur.clone()
+            },
+            1.0,
+            1.0,
+        )
+        .expect("a sample");
+        assert_eq!((idle.disk_read_ms, idle.disk_write_ms), (None, None));
+        assert_eq!((idle.disk_read_iops, idle.disk_write_mb_s), (0.0, 0.0));
+        assert_eq!(idle.cpu_pct, 100.0);
+        // iowait that decreases (the kernel says it may) counts as none, never negative.
+        let mut less = cur.clone();
+        less.cpu.total += 100;
+        less.cpu.idle += 50;
+        less.cpu.iowait -= 30;
+        let s = sample(&cur, &less, 1.0, 1.0).expect("a sample");
+        assert_eq!((s.cpu_pct, s.iowait_pct), (50.0, 0.0));
+    }
+
+    #[test]
+    fn backwards_counters_give_no_sample() {
+        let a = parsed(REAL);
+        let mut rebooted = a.clone();
+        rebooted.cpu.total = 1000;
+        rebooted.cpu.idle = 10;
+        let mut disk_reset = a.clone();
+        disk_reset.cpu.total += 100;
+        disk_reset.disk.write_ms -= 1;
+        let mut gone = a.clone();
+        gone.cpu.total += 100;
+        gone.disks.clear();
+        let mut later = a.clone();
+        later.cpu.total += 100;
+        for (cur, interval, want) in [
+            (&rebooted, 1.0, "CPU time (/proc/stat) went backwards"),
+            (&disk_reset, 1.0, "time writing went backwards"),
+            (&gone, 1.0, "disks changed"),
+            (&a, 1.0, "no time passed"),
+            (&later, 0.0, "no time passed"),
+            (&later, f64::NAN, "no time passed"),
+            (&later, -1.0, "no time passed"),
+        ] {
+            match sample(&a, cur, 1.0, interval) {
+                Ok(s) => panic!("a sample {s:?} for {want}"),
+                Err(e) => assert!(e.to_string().contains(want), "{e} for {want}"),
+            }
+        }
+        assert!(sample(&a, &later, 1.0, 1.0).is_ok());
+    }
+
+    /// The snapshot markers around a snapshot's text.
+    fn framed(text: &str) -> String {
+        format!("{SNAP}\n{text}{END}\n")
+    }
+
+    #[test]
+    fn the_stream_is_read_bounded_and_samples_are_appended() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.jsonl");
+        let a = parsed(REAL);
+        let mut text = REAL.replace("uptime 30581.34", "uptime 30582.34");
+        for (from, to) in [
+            ("2370640", "2370740"), // +100 user ticks, no idle: 100% busy
+            ("30503819", "30503829"),
+            ("73535538", "73535578"),
+        ] {
+            text = text.replace(from, to);
+        }
+        let b = parsed(&text);
+        let mut rebooted = REAL.replace("cpu  2370640", "cpu  1");
+        rebooted = rebooted.replace("uptime 30581.34", "uptime 5.0");
+        let stream = [
+            "Welcome to the server\n".to_string(),
+            format!("{HEADER}\n"),
+            framed(REAL),
+            framed(&format!("{}\n", "y".repeat(MAX_LINE * 3))),
+            framed("garbage\n"),
+            framed(&text),
+            framed(&rebooted),
+            framed(&text.replace("uptime 30582.34", "uptime 6.0")),
+            // A snapshot cut off by the end of the connection: not used.
+            format!("{SNAP}\n{REAL}"),
+        ]
+        .concat();
+        let acc = Mutex::new(Acc::default());
+        let file = File::create(&path).expect("file");
+        read_stream(
+            stream.as_bytes(),
+            &acc,
+            &AtomicBool::new(false),
+            Some(file),
+            &path,
+            10,
+        );
+        let a_acc = acc.into_inner().expect("lock");
+        assert!(a_acc.header);
+        assert_eq!(a_acc.snapshots, 6);
+        // REAL -> text: one sample; text -> rebooted: backwards; rebooted -> text at 6.0 s: a
+        // sample again from the new baseline.
+        assert_eq!(a_acc.samples, 2, "{:?}", a_acc.first_drop);
+        assert_eq!(a_acc.dropped, 3);
+        let first = a_acc.first_drop.clone().unwrap_or_default();
+        assert!(first.contains("too large"), "{first}");
+        let lines: Vec<ServerSample> = std::fs::read_to_string(&path)
+            .expect("samples")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a sample line"))
+            .collect();
+        assert_eq!(lines.len(), 2);
+        let want = sample(&a, &b, lines[0].t_unix_s, 1.0).expect("sample");
+        assert_eq!(lines[0], want);
+        assert_eq!(lines[0].disk_read_ms, Some(4.0));
+        assert!((lines[0].cpu_pct - 100.0).abs() < 1e-9);
+        let w = summary("m", "root@m", a_acc, None, None, "");
+        assert_eq!(w.source, SOURCE_LINUX);
+        assert_eq!(w.samples, 2);
+        assert_eq!(w.mem_total_bytes, 24684096 * 1024);
+        assert!(w
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("3 snapshot(s) gave no sample"));
+    }
+
+    /// The processes of this machine in process group `pgid` (not zombies: they run nothing).
+    #[cfg(target_os = "linux")]
+    fn in_group(pgid: u32) -> Vec<u32> {
+        let mut found = Vec::new();
+        for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid pgrp ...: comm may hold spaces, so after its ')'.
+            let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            let mut fields = after.split_whitespace();
+            let zombie = fields.next() == Some("Z");
+            if !zombie && fields.nth(1) == Some(pgid.to_string().as_str()) {
+                found.push(pid);
+            }
+        }
+        found
+    }
+
+    #[cfg(target_os = "linux")]
+    fn local(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(script);
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
+        c
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_local_watch_samples_this_machine_and_leaves_nothing_running() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("servers").join("local.jsonl");
+        let cmd = local(&script(Duration::from_secs(1), 100));
+        let w = Watcher::with_command(cmd, "local", "localhost", 100, &path).expect("start");
+        let pid = w.id();
+        std::thread::sleep(Duration::from_millis(3300));
+        assert!(!in_group(pid).is_empty(), "the script is running");
+        let t0 = Instant::now();
+        let s = w.stop();
+        // The script ended itself on the closed stdin: no kill after the 5 s wait.
+        assert!(t0.elapsed() < STOP_WAIT, "{:?}", t0.elapsed());
+        assert_eq!(left_in_group(pid), Vec::<String>::new());
+        assert_eq!(s.error, None);
+        assert_eq!(s.source, SOURCE_LINUX);
+        assert!(s.samples >= 2, "{s:?}");
+        assert_eq!(s.samples_file, "servers/local.jsonl");
+        let meminfo = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+        let kb: u64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .expect("MemTotal");
+        assert_eq!(s.mem_total_bytes, kb * 1024);
+        assert!(s.mem_used_bytes_max > 0 && s.mem_used_bytes_max < s.mem_total_bytes);
+        assert!((0.0..=100.0).contains(&s.cpu_pct_avg) && s.cpu_pct_avg <= s.cpu_pct_max);
+        assert!(s.cpu_pct_max <= 100.0);
+        for v in [
+            s.disk_read_iops_avg,
+            s.disk_write_iops_avg,
+            s.disk_read_mb_s_avg,
+            s.disk_write_mb_s_avg,
+        ] {
+            assert!(v.is_finite() && v >= 0.0, "{s:?}");
+        }
+        let lines: Vec<ServerSample> = std::fs::read_to_string(&path)
+            .expect("samples file")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a sample"))
+            .collect();
+        assert_eq!(lines.len() as u64, s.samples);
+        for l in &lines {
+            // The interval from /proc/uptime: about the second asked.
+            assert!((0.5..2.5).contains(&l.interval_s), "{l:?}");
+            assert!(l.t_unix_s > 1.7e9);
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_script_ends_by_itself_after_its_snapshots_or_when_its_output_is_gone() {
+        // Its snapshots taken: it ends (stdin still open).
+        let mut c = local(&script(Duration::from_secs(1), 2));
+        let mut child = c
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut out)
+            .expect("read");
+        assert!(wait_for(&mut child, Duration::from_secs(5)).is_some_and(|s| s.success()));
+        assert_eq!(out.matches(END).count(), 2, "{out}");
+        assert!(out.starts_with(HEADER));
+        assert_eq!(left_in_group(child.id()), Vec::<String>::new());
+        // The reader gone (the ssh connection dropped): its next write fails and it ends.
+        let mut c = local(&script(Duration::from_secs(1), 1000));
+        let mut child = c
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let mut first = Vec::new();
+        let mut r = BufReader::new(child.stdout.take().expect("stdout"));
+        while read_line_bounded(&mut r, &mut first)
+            .expect("read")
+            .is_some()
+            && first != END.as_bytes()
+        {}
+        drop(r);
+        let status = wait_for(&mut child, Duration::from_secs(5));
+        let _ = child.kill();
+        assert!(
+            status.is_some(),
+            "the script kept running without its reader"
+        );
+        assert_eq!(left_in_group(child.id()), Vec::<String>::new());
+    }
+
+    /// The command lines of the processes still in group `pgid` after up to 3 s.
+    #[cfg(target_os = "linux")]
+    fn left_in_group(pgid: u32) -> Vec<String> {
+        let start = Instant::now();
+        while !in_group(pgid).is_empty() && start.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        in_group(pgid)
+            .iter()
+            .map(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default())
+            .collect()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_remote_command_runs_under_a_login_shell_and_stops_after_its_samples() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("m.jsonl");
+        // The login shell given the command line as ssh gives it.
+        let w = Watcher::with_command(
+            local(&remote_command(Duration::from_millis(300), 1)),
+            "m",
+            "m",
+            1,
+            &path,
+        )
+        .expect("start");
+        // Two snapshots a second apart (the interval rounded up), then the script ends.
+        std::thread::sleep(Duration::from_millis(1800));
+        let pid = w.id();
+        let s = w.stop();
+        assert_eq!((s.samples, s.error.as_deref()), (1, None), "{s:?}");
+        assert_eq!(left_in_group(pid), Vec::<String>::new());
+        let text = std::fs::read_to_string(&path).expect("samples");
+        assert_eq!(text.lines().count(), 1);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_failed_connection_or_a_server_without_proc_is_said() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.jsonl");
+        let failed = Watcher::with_command(
+            local("echo 'ssh: connect to host mail1 port 22: Connection refused' >&2; exit 255"),
+            "mail1",
+            "root@mail1",
+            10,
+            &path,
+        )
+        .expect("start");
+        std::thread::sleep(Duration::from_millis(300));
+        let s = failed.stop();
+        assert!(s.source.starts_with("not read:"), "{s:?}");
+        let e = s.error.unwrap_or_default();
+        assert!(
+            e.contains("Connection refused") && e.contains("root@mail1"),
+            "{e}"
+        );
+        assert_eq!(s.samples, 0);
+        let windows = Watcher::with_command(
+            local(&format!("echo '{NOPROC} Windows_NT'")),
+            "mail2",
+            "mail2",
+            10,
+            &path,
+        )
+        .expect("start");
+        std::thread::sleep(Duration::from_millis(300));
+        let s = windows.stop();
+        assert_eq!(s.source, "not read: no /proc/stat on Windows_NT");
+        assert!(s.error.unwrap_or_default().contains("typeperf"));
+        // Ended after some samples, not by us: said with ssh's last words.
+        let dropped = Watcher::with_command(
+            local(&format!(
+                "({}); echo 'Connection to mail3 closed by remote host.' >&2; exit 255",
+                script(Duration::from_secs(1), 2)
+            )),
+            "mail3",
+            "mail3",
+            10,
+            &path,
+        )
+        .expect("start");
+        std::thread::sleep(Duration::from_millis(2500));
+        let s = dropped.stop();
+        assert_eq!(s.samples, 1);
+        let e = s.error.unwrap_or_default();
+        assert!(
+            e.contains("ended after 1 samples") && e.contains("closed by remote host"),
+            "{e}"
+        );
     }
 }

@@ -133,6 +133,14 @@ pub(crate) fn write_merged(
             }
         }
     }
+    // The first client's words for its users name its slice: the merged run had them all.
+    let src = &merged.config.users_source;
+    let all = src.split(", users ").next().unwrap_or(src).to_string();
+    let slices = merged.clients.iter().filter(|c| c.merged).count();
+    merged.config.users_source = format!(
+        "{all}, {} users in {slices} slice(s), one per client machine",
+        merged.config.users
+    );
     merged.servers = servers;
     // The merged folder has no samples or log of its own: each client's folder has them.
     merged.samples_file = String::new();

@@ -1644,6 +1644,12 @@ fn loadgen_on_two_clients_partitions_the_users_and_merges_their_results() {
     assert!(sources[0].contains("users 1..=10 of 20"), "{sources:?}");
     assert!(sources[1].contains("users 11..=20 of 20"), "{sources:?}");
     assert_eq!(m["config"]["users"], 20);
+    let merged_source = m["config"]["users_source"].as_str().unwrap_or("");
+    assert!(
+        merged_source.ends_with("20 users in 2 slice(s), one per client machine")
+            && !merged_source.contains("partition"),
+        "{merged_source}"
+    );
     assert_eq!(m["tasks_completed"].as_u64(), Some(sum[0]), "{m}");
     assert_eq!(m["tasks_planned"].as_u64(), Some(sum[1]));
     assert_eq!(m["delivery"]["delivered"].as_u64(), Some(sum[2]));

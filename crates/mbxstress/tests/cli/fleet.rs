@@ -1505,215 +1505,222 @@ fn push_refuses_a_dynamically_linked_binary_and_names_the_build_command() {
     );
 }
 
-/// A lab of two client hosts (sshd on 127.0.0.2 and 127.0.0.3) for `fleet loadgen` against
-/// one Postfix + Dovecot on 127.0.0.1, its servers watched through host h1 (this machine's
-/// /proc, as a mail server's would be read); None (and SKIPPED) without a mail server.
-fn loadgen_lab(name: &str) -> Option<(crate::mailserver::MailServer, Lab)> {
-    let server = match crate::mailserver::MailServer::start(20) {
-        Ok(s) => s,
-        Err(why) => {
-            crate::skip::skip(
-                crate::skip::Need::MailServer,
-                &format!("no mail server: {why}"),
-            );
-            return None;
-        }
-    };
-    let lab = lab_on(name, &["127.0.0.2", "127.0.0.3"], false);
-    let d = &lab.dir;
-    let mut hosts = String::new();
-    for i in 1..=2 {
-        hosts.push_str(&format!(
-            "[[host]]\nssh = \"h{i}\"\nwork_dir = \"{}\"\nmbxstress = \"{}\"\n",
-            d.join(format!("h{i}")).join("work").display(),
-            env!("CARGO_BIN_EXE_mbxstress")
-        ));
-    }
-    hosts.push_str("[[server]]\nssh = \"h1\"\nname = \"mail\"\n");
-    fs_err::write(d.join("hosts.toml"), hosts).expect("hosts");
-    Some((server, lab))
-}
+/// `fleet loadgen` (issue 28): two client hosts against the test mail server (Linux only, as
+/// scripts/mailserver.sh).
+#[cfg(target_os = "linux")]
+mod loadgen {
+    use super::*;
 
-/// `fleet loadgen` on the lab: 20 users, a 30 s day at 50 messages.
-fn spawn_fleet_loadgen(
-    d: &Path,
-    s: &crate::mailserver::MailServer,
-) -> (Child, mpsc::Receiver<String>) {
-    let env = s.dir.join("server.env").display().to_string();
-    let ca = s.ca_file.display().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mbxstress"))
-        .args([
-            "fleet",
-            "loadgen",
-            "--hosts",
-            "hosts.toml",
-            "--ssh-config",
-            "ssh_config",
-        ])
-        .args(["--server-env", &env, "--ca-file", &ca])
-        .args([
-            "--messages-per-day",
-            "50",
-            "--day",
-            "30s",
-            "--overload",
-            "10",
-        ])
-        .args([
-            "--grace",
-            "20s",
-            "--sample-interval",
-            "1s",
-            "--server-interval",
-            "1s",
-        ])
-        .args(["--out", "out", "--progress", "jsonl"])
-        .current_dir(d)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mbxstress");
-    let out = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
+    /// A lab of two client hosts (sshd on 127.0.0.2 and 127.0.0.3) for `fleet loadgen` against
+    /// one Postfix + Dovecot on 127.0.0.1, its servers watched through host h1 (this machine's
+    /// /proc, as a mail server's would be read); None (and SKIPPED) without a mail server.
+    fn loadgen_lab(name: &str) -> Option<(crate::mailserver::MailServer, Lab)> {
+        let server = match crate::mailserver::MailServer::start(20) {
+            Ok(s) => s,
+            Err(why) => {
+                crate::skip::skip(
+                    crate::skip::Need::MailServer,
+                    &format!("no mail server: {why}"),
+                );
+                return None;
+            }
+        };
+        let lab = lab_on(name, &["127.0.0.2", "127.0.0.3"], false);
+        let d = &lab.dir;
+        let mut hosts = String::new();
+        for i in 1..=2 {
+            hosts.push_str(&format!(
+                "[[host]]\nssh = \"h{i}\"\nwork_dir = \"{}\"\nmbxstress = \"{}\"\n",
+                d.join(format!("h{i}")).join("work").display(),
+                env!("CARGO_BIN_EXE_mbxstress")
+            ));
+        }
+        hosts.push_str("[[server]]\nssh = \"h1\"\nname = \"mail\"\n");
+        fs_err::write(d.join("hosts.toml"), hosts).expect("hosts");
+        Some((server, lab))
+    }
+
+    /// `fleet loadgen` on the lab: 20 users, a 30 s day at 50 messages.
+    fn spawn_fleet_loadgen(
+        d: &Path,
+        s: &crate::mailserver::MailServer,
+    ) -> (Child, mpsc::Receiver<String>) {
+        let env = s.dir.join("server.env").display().to_string();
+        let ca = s.ca_file.display().to_string();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mbxstress"))
+            .args([
+                "fleet",
+                "loadgen",
+                "--hosts",
+                "hosts.toml",
+                "--ssh-config",
+                "ssh_config",
+            ])
+            .args(["--server-env", &env, "--ca-file", &ca])
+            .args([
+                "--messages-per-day",
+                "50",
+                "--day",
+                "30s",
+                "--overload",
+                "10",
+            ])
+            .args([
+                "--grace",
+                "20s",
+                "--sample-interval",
+                "1s",
+                "--server-interval",
+                "1s",
+            ])
+            .args(["--out", "out", "--progress", "jsonl"])
+            .current_dir(d)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mbxstress");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        (child, rx)
+    }
+
+    /// Issue 28: two client hosts drive one mail system: the 20 users split 10 and 10 (no user on
+    /// both), the days start together (the skew in fleet.json), the merged result's counts are
+    /// the sums of the clients' and its latency counts come from the merged histograms, the mail
+    /// server was sampled, and the merged report has a section per client.
+    #[test]
+    fn loadgen_on_two_clients_partitions_the_users_and_merges_their_results() {
+        let Some((s, lab)) = loadgen_lab("fleet-loadgen") else {
+            return;
+        };
+        let d = &lab.dir;
+        let (child, rx) = spawn_fleet_loadgen(d, &s);
+        let (code, out, err) = finish_within(child, rx, Duration::from_secs(300));
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(out.contains("\"event\":\"fleet_start\""), "{out}");
+        let f = json(&d.join("out/fleet.json"));
+        assert_eq!(f["partial"], false, "{f}");
+        let skew = f["skew_ms"].as_f64().expect("skew of the days' starts");
+        assert!(skew < 1000.0, "the clients' days started {skew} ms apart");
+        let m = json(&d.join("out/result.json"));
+        assert_eq!(m["kind"], "loadgen");
+        assert_eq!(m["verdict"]["pass"], true, "{}", m["verdict"]);
+        let clients = m["clients"].as_array().expect("clients");
+        assert_eq!(clients.len(), 2, "{m}");
+        let mut sum = [0u64; 4];
+        let mut sources = Vec::new();
+        for (i, c) in clients.iter().enumerate() {
+            assert_eq!(c["partition"], format!("{}/2", i + 1), "{c}");
+            assert_eq!(
+                (c["merged"].as_bool(), c["users"].as_u64()),
+                (Some(true), Some(10)),
+                "{c}"
+            );
+            let r = json(
+                &d.join("out")
+                    .join(c["result"].as_str().expect("its result")),
+            );
+            assert_eq!(r["test"]["partition"], format!("{}/2", i + 1));
+            sources.push(
+                r["config"]["users_source"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            );
+            let delivery = &r["delivery"];
+            for (k, v) in [
+                r["tasks_completed"].as_u64(),
+                r["tasks_planned"].as_u64(),
+                delivery["delivered"].as_u64(),
+                r["tasks"][0]["latency_ms"]["count"].as_u64(),
+            ]
+            .iter()
+            .enumerate()
+            {
+                sum[k] += v.expect("a count");
             }
         }
-    });
-    (child, rx)
-}
+        assert!(sources[0].contains("users 1..=10 of 20"), "{sources:?}");
+        assert!(sources[1].contains("users 11..=20 of 20"), "{sources:?}");
+        assert_eq!(m["config"]["users"], 20);
+        let merged_source = m["config"]["users_source"].as_str().unwrap_or("");
+        assert!(
+            merged_source.ends_with("20 users in 2 slice(s), one per client machine")
+                && !merged_source.contains("partition"),
+            "{merged_source}"
+        );
+        assert_eq!(m["tasks_completed"].as_u64(), Some(sum[0]), "{m}");
+        assert_eq!(m["tasks_planned"].as_u64(), Some(sum[1]));
+        assert_eq!(m["delivery"]["delivered"].as_u64(), Some(sum[2]));
+        assert_eq!(m["delivery"]["lost"], 0);
+        assert_eq!(m["tasks"][0]["latency_ms"]["count"].as_u64(), Some(sum[3]));
+        assert!(sum[0] > 0, "the clients completed tasks");
+        let srv = &m["servers"][0];
+        assert_eq!(srv["name"], "mail", "{srv}");
+        assert!(srv["samples"].as_u64().unwrap_or(0) >= 5, "{srv}");
+        assert!(srv["mem_total_bytes"].as_u64().unwrap_or(0) > 0, "{srv}");
+        assert!(d.join("out/servers/mail.jsonl").is_file());
+        let html = std::fs::read_to_string(d.join("out/report.html")).expect("merged report");
+        assert!(html.contains("h1") && html.contains("h2"), "client rows");
+        assert_no_remote_runs(d);
+    }
 
-/// Issue 28: two client hosts drive one mail system: the 20 users split 10 and 10 (no user on
-/// both), the days start together (the skew in fleet.json), the merged result's counts are
-/// the sums of the clients' and its latency counts come from the merged histograms, the mail
-/// server was sampled, and the merged report has a section per client.
-#[test]
-fn loadgen_on_two_clients_partitions_the_users_and_merges_their_results() {
-    let Some((s, lab)) = loadgen_lab("fleet-loadgen") else {
-        return;
-    };
-    let d = &lab.dir;
-    let (child, rx) = spawn_fleet_loadgen(d, &s);
-    let (code, out, err) = finish_within(child, rx, Duration::from_secs(300));
-    assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.contains("\"event\":\"fleet_start\""), "{out}");
-    let f = json(&d.join("out/fleet.json"));
-    assert_eq!(f["partial"], false, "{f}");
-    let skew = f["skew_ms"].as_f64().expect("skew of the days' starts");
-    assert!(skew < 1000.0, "the clients' days started {skew} ms apart");
-    let m = json(&d.join("out/result.json"));
-    assert_eq!(m["kind"], "loadgen");
-    assert_eq!(m["verdict"]["pass"], true, "{}", m["verdict"]);
-    let clients = m["clients"].as_array().expect("clients");
-    assert_eq!(clients.len(), 2, "{m}");
-    let mut sum = [0u64; 4];
-    let mut sources = Vec::new();
-    for (i, c) in clients.iter().enumerate() {
-        assert_eq!(c["partition"], format!("{}/2", i + 1), "{c}");
+    /// Issue 28: a client killed during the day is reported failed; the other's result is kept and
+    /// merged, the merged result says a client is missing (exit 3, partial).
+    #[test]
+    fn a_killed_loadgen_client_is_reported_failed_and_the_rest_kept() {
+        let Some((s, lab)) = loadgen_lab("fleet-loadgen-kill") else {
+            return;
+        };
+        let d = &lab.dir;
+        let (child, rx) = spawn_fleet_loadgen(d, &s);
+        wait_line(&rx, Duration::from_secs(120), |l| {
+            l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"day\"")
+        });
+        let pid = remote_run_pid(d, "h2");
+        let st = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(st.success());
+        let (code, out, err) = finish_within(child, rx, Duration::from_secs(300));
+        assert_eq!(code, 3, "{out}\n{err}");
+        let f = json(&d.join("out/fleet.json"));
+        assert_eq!(f["partial"], true, "{f}");
+        assert_eq!(f["hosts"][0]["state"], "passed", "{f}");
+        assert_eq!(f["hosts"][1]["state"], "failed", "{f}");
+        let m = json(&d.join("out/result.json"));
+        let c = &m["clients"];
         assert_eq!(
-            (c["merged"].as_bool(), c["users"].as_u64()),
-            (Some(true), Some(10)),
+            (c[0]["merged"].as_bool(), c[1]["merged"].as_bool()),
+            (Some(true), Some(false)),
             "{c}"
         );
-        let r = json(
-            &d.join("out")
-                .join(c["result"].as_str().expect("its result")),
+        assert!(
+            c[1]["excluded"].as_str().is_some_and(|w| !w.is_empty()),
+            "{c}"
         );
-        assert_eq!(r["test"]["partition"], format!("{}/2", i + 1));
-        sources.push(
-            r["config"]["users_source"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
+        let h1 = json(&d.join("out/h1/result.json"));
+        assert_eq!(
+            m["tasks_completed"], h1["tasks_completed"],
+            "the merged figures are h1's"
         );
-        let delivery = &r["delivery"];
-        for (k, v) in [
-            r["tasks_completed"].as_u64(),
-            r["tasks_planned"].as_u64(),
-            delivery["delivered"].as_u64(),
-            r["tasks"][0]["latency_ms"]["count"].as_u64(),
-        ]
-        .iter()
-        .enumerate()
-        {
-            sum[k] += v.expect("a count");
-        }
+        assert_eq!(m["verdict"]["pass"], false);
+        let missing = m["verdict"]["checks"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == "clients_merged"))
+            .expect("the clients_merged check");
+        assert_eq!(
+            (missing["value"].as_f64(), missing["limit"].as_f64()),
+            (Some(1.0), Some(2.0))
+        );
+        assert_no_remote_runs(d);
     }
-    assert!(sources[0].contains("users 1..=10 of 20"), "{sources:?}");
-    assert!(sources[1].contains("users 11..=20 of 20"), "{sources:?}");
-    assert_eq!(m["config"]["users"], 20);
-    let merged_source = m["config"]["users_source"].as_str().unwrap_or("");
-    assert!(
-        merged_source.ends_with("20 users in 2 slice(s), one per client machine")
-            && !merged_source.contains("partition"),
-        "{merged_source}"
-    );
-    assert_eq!(m["tasks_completed"].as_u64(), Some(sum[0]), "{m}");
-    assert_eq!(m["tasks_planned"].as_u64(), Some(sum[1]));
-    assert_eq!(m["delivery"]["delivered"].as_u64(), Some(sum[2]));
-    assert_eq!(m["delivery"]["lost"], 0);
-    assert_eq!(m["tasks"][0]["latency_ms"]["count"].as_u64(), Some(sum[3]));
-    assert!(sum[0] > 0, "the clients completed tasks");
-    let srv = &m["servers"][0];
-    assert_eq!(srv["name"], "mail", "{srv}");
-    assert!(srv["samples"].as_u64().unwrap_or(0) >= 5, "{srv}");
-    assert!(srv["mem_total_bytes"].as_u64().unwrap_or(0) > 0, "{srv}");
-    assert!(d.join("out/servers/mail.jsonl").is_file());
-    let html = std::fs::read_to_string(d.join("out/report.html")).expect("merged report");
-    assert!(html.contains("h1") && html.contains("h2"), "client rows");
-    assert_no_remote_runs(d);
-}
-
-/// Issue 28: a client killed during the day is reported failed; the other's result is kept and
-/// merged, the merged result says a client is missing (exit 3, partial).
-#[test]
-fn a_killed_loadgen_client_is_reported_failed_and_the_rest_kept() {
-    let Some((s, lab)) = loadgen_lab("fleet-loadgen-kill") else {
-        return;
-    };
-    let d = &lab.dir;
-    let (child, rx) = spawn_fleet_loadgen(d, &s);
-    wait_line(&rx, Duration::from_secs(120), |l| {
-        l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"day\"")
-    });
-    let pid = remote_run_pid(d, "h2");
-    let st = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(st.success());
-    let (code, out, err) = finish_within(child, rx, Duration::from_secs(300));
-    assert_eq!(code, 3, "{out}\n{err}");
-    let f = json(&d.join("out/fleet.json"));
-    assert_eq!(f["partial"], true, "{f}");
-    assert_eq!(f["hosts"][0]["state"], "passed", "{f}");
-    assert_eq!(f["hosts"][1]["state"], "failed", "{f}");
-    let m = json(&d.join("out/result.json"));
-    let c = &m["clients"];
-    assert_eq!(
-        (c[0]["merged"].as_bool(), c[1]["merged"].as_bool()),
-        (Some(true), Some(false)),
-        "{c}"
-    );
-    assert!(
-        c[1]["excluded"].as_str().is_some_and(|w| !w.is_empty()),
-        "{c}"
-    );
-    let h1 = json(&d.join("out/h1/result.json"));
-    assert_eq!(
-        m["tasks_completed"], h1["tasks_completed"],
-        "the merged figures are h1's"
-    );
-    assert_eq!(m["verdict"]["pass"], false);
-    let missing = m["verdict"]["checks"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["name"] == "clients_merged"))
-        .expect("the clients_merged check");
-    assert_eq!(
-        (missing["value"].as_f64(), missing["limit"].as_f64()),
-        (Some(1.0), Some(2.0))
-    );
-    assert_no_remote_runs(d);
 }

@@ -423,6 +423,46 @@ pub struct LoadgenResult {
     pub servers: Vec<ServerWatch>,
 }
 
+impl LoadgenResult {
+    /// A result of `test` and `config` with nothing measured yet: every count zero, every
+    /// table empty, samples.jsonl and test.log named; callers fill in what they measured.
+    pub fn empty(
+        test: LoadgenInfo,
+        config: LoadgenConfig,
+        verdict: Verdict,
+        stopped: Stopped,
+    ) -> LoadgenResult {
+        LoadgenResult {
+            schema: LOADGEN_SCHEMA.into(),
+            kind: LOADGEN_KIND.into(),
+            test,
+            config,
+            tasks_planned: 0,
+            tasks_dispatched: 0,
+            tasks_completed: 0,
+            tasks_failed: 0,
+            max_unfinished: 0,
+            overload_limit: 0,
+            overloaded: false,
+            tasks: Vec::new(),
+            commands: Vec::new(),
+            delivery: None,
+            init: None,
+            idle: None,
+            submit: None,
+            verdict,
+            stopped,
+            errors: Vec::new(),
+            samples_file: "samples.jsonl".into(),
+            log_file: "test.log".into(),
+            notes: Vec::new(),
+            histograms: BTreeMap::new(),
+            clients: Vec::new(),
+            servers: Vec::new(),
+        }
+    }
+}
+
 /// One client machine of a `fleet loadgen` run, in the merged result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ClientPart {

@@ -189,42 +189,20 @@ fn nothing_merged(run_id: &str, total: usize) -> LoadgenResult {
         total as f64,
         "no client's result came back",
     )]);
-    LoadgenResult {
-        schema: LOADGEN_SCHEMA.into(),
-        kind: LOADGEN_KIND.into(),
-        test: LoadgenInfo {
+    LoadgenResult::empty(
+        LoadgenInfo {
             phase: "day".into(),
             run_id: run_id.to_string(),
             machine: machines(total),
             ..LoadgenInfo::default()
         },
-        config: LoadgenConfig::default(),
-        tasks_planned: 0,
-        tasks_dispatched: 0,
-        tasks_completed: 0,
-        tasks_failed: 0,
-        max_unfinished: 0,
-        overload_limit: 0,
-        overloaded: false,
-        tasks: Vec::new(),
-        commands: Vec::new(),
-        delivery: None,
-        init: None,
-        idle: None,
-        submit: None,
+        LoadgenConfig::default(),
         verdict,
-        stopped: Stopped::new(
+        Stopped::new(
             StopReason::VerdictFailed,
             "no client's result came back: nothing was merged",
         ),
-        errors: Vec::new(),
-        samples_file: "samples.jsonl".into(),
-        log_file: "test.log".into(),
-        notes: Vec::new(),
-        histograms: BTreeMap::new(),
-        clients: Vec::new(),
-        servers: Vec::new(),
-    }
+    )
 }
 
 fn machines(n: usize) -> String {

@@ -29,7 +29,7 @@ use mbx_loadgen::users::User;
 use mbx_loadgen::{AuthMechanism, Recorder, Trust};
 use mbx_result::{
     ClientShare, InitFigures, LoadgenConfig, LoadgenInfo, LoadgenResult, LoadgenSample,
-    LoadgenThresholds, ServerUrl, StopReason, Stopped, Verdict, LOADGEN_KIND, LOADGEN_SCHEMA,
+    LoadgenThresholds, ServerUrl, StopReason, Stopped, Verdict,
 };
 
 use crate::event::{Event, EventSink, LoadgenProgress, Notice};
@@ -344,38 +344,16 @@ fn running(
     started: Instant,
     config: &LoadgenConfig,
 ) -> LoadgenResult {
-    LoadgenResult {
-        schema: LOADGEN_SCHEMA.into(),
-        kind: LOADGEN_KIND.into(),
-        test: info(phase, run_id, start, started),
-        config: config.clone(),
-        tasks_planned: 0,
-        tasks_dispatched: 0,
-        tasks_completed: 0,
-        tasks_failed: 0,
-        max_unfinished: 0,
-        overload_limit: 0,
-        overloaded: false,
-        tasks: Vec::new(),
-        commands: Vec::new(),
-        delivery: None,
-        init: None,
-        idle: None,
-        submit: None,
-        verdict: Verdict::of(Vec::new()),
-        stopped: Stopped::new(
+    LoadgenResult::empty(
+        info(phase, run_id, start, started),
+        config.clone(),
+        Verdict::of(Vec::new()),
+        Stopped::new(
             StopReason::Running,
             "the test has not ended (a result read now says the process never finished it)",
         )
         .in_phase(phase),
-        errors: Vec::new(),
-        samples_file: "samples.jsonl".into(),
-        log_file: "test.log".into(),
-        notes: Vec::new(),
-        histograms: BTreeMap::new(),
-        clients: Vec::new(),
-        servers: Vec::new(),
-    }
+    )
 }
 
 /// Writes the result, the report, and tells the sink.

@@ -408,17 +408,21 @@ impl FleetView for Terminal {
         let mut lines = Vec::new();
         let (mut iops, mut target, mut read, mut n) = (0.0, 0.0, 0.0, 0usize);
         for l in hosts {
+            // `[phase, ETA 3m]`
+            let at = format!(
+                "[{}{}]",
+                if l.phase.is_empty() {
+                    "starting"
+                } else {
+                    &l.phase
+                },
+                l.eta_s
+                    .map(|e| format!(", ETA {}", crate::summary::fmt_secs(e)))
+                    .unwrap_or_default()
+            );
             let what = match (&l.state, l.tasks) {
                 (State::Running, Some((done, of, per_s))) => format!(
-                    "[{}{}] {done} of {of} {} | {per_s:.1}/s",
-                    if l.phase.is_empty() {
-                        "starting"
-                    } else {
-                        &l.phase
-                    },
-                    l.eta_s
-                        .map(|e| format!(", ETA {}", crate::summary::fmt_secs(e)))
-                        .unwrap_or_default(),
+                    "{at} {done} of {of} {} | {per_s:.1}/s",
                     if l.phase == "day" || l.phase == "grace" {
                         "tasks"
                     } else {
@@ -426,18 +430,8 @@ impl FleetView for Terminal {
                     }
                 ),
                 (State::Running, None) => format!(
-                    "[{}{}] IOPS {:.0} (target {:.0}) | DB read {:.2} ms",
-                    if l.phase.is_empty() {
-                        "starting"
-                    } else {
-                        &l.phase
-                    },
-                    l.eta_s
-                        .map(|e| format!(", ETA {}", crate::summary::fmt_secs(e)))
-                        .unwrap_or_default(),
-                    l.iops,
-                    l.target,
-                    l.read_ms
+                    "{at} IOPS {:.0} (target {:.0}) | DB read {:.2} ms",
+                    l.iops, l.target, l.read_ms
                 ),
                 (s, _) => s.describe(),
             };

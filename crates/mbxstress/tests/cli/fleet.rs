@@ -184,8 +184,13 @@ fn spawn_fleet(dir: &Path, extra: &[&str]) -> (Child, mpsc::Receiver<String>) {
 
 /// Starts `fleet run` with exactly `flags`; its stdout lines arrive on the receiver.
 fn spawn_fleet_with(dir: &Path, flags: &[&str]) -> (Child, mpsc::Receiver<String>) {
+    spawn_lines(dir, &["fleet", "run"], flags)
+}
+
+/// Starts mbxstress `sub` with `flags` in `dir`; its stdout lines arrive on the receiver.
+fn spawn_lines(dir: &Path, sub: &[&str], flags: &[&str]) -> (Child, mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mbxstress"))
-        .args(["fleet", "run"])
+        .args(sub)
         .args(flags)
         .current_dir(dir)
         .stdout(Stdio::piped())
@@ -1547,48 +1552,15 @@ mod loadgen {
     ) -> (Child, mpsc::Receiver<String>) {
         let env = s.dir.join("server.env").display().to_string();
         let ca = s.ca_file.display().to_string();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mbxstress"))
-            .args([
-                "fleet",
-                "loadgen",
-                "--hosts",
-                "hosts.toml",
-                "--ssh-config",
-                "ssh_config",
-            ])
-            .args(["--server-env", &env, "--ca-file", &ca])
-            .args([
-                "--messages-per-day",
-                "50",
-                "--day",
-                "30s",
-                "--overload",
-                "10",
-            ])
-            .args([
-                "--grace",
-                "20s",
-                "--sample-interval",
-                "1s",
-                "--server-interval",
-                "1s",
-            ])
-            .args(["--out", "out", "--progress", "jsonl"])
-            .current_dir(d)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mbxstress");
-        let out = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        (child, rx)
+        #[rustfmt::skip]
+        let flags = [
+            "--hosts", "hosts.toml", "--ssh-config", "ssh_config",
+            "--server-env", &env, "--ca-file", &ca,
+            "--messages-per-day", "50", "--day", "30s", "--overload", "10",
+            "--grace", "20s", "--sample-interval", "1s", "--server-interval", "1s",
+            "--out", "out", "--progress", "jsonl",
+        ];
+        spawn_lines(d, &["fleet", "loadgen"], &flags)
     }
 
     /// Issue 28: two client hosts drive one mail system: the 20 users split 10 and 10 (no user on

@@ -1395,4 +1395,33 @@ mod tests {
             .to_string();
         assert!(e.contains("not an mbxstress loadgen result"), "{e}");
     }
+
+    #[test]
+    fn the_loadgen_report_of_a_folder_shows_its_servers_before_the_commands() {
+        use crate::loadgen_servers::tests::{sample, watch};
+        use crate::loadgen_servers::TITLE;
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A real loadgen result (submit: commands, no tasks), with a server watched.
+        let mut v: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../bench/results/loadgen-smtp-2026-11-27T112107Z/mbxstress-round2-c10-result.json"
+        ))
+        .expect("a result");
+        v["servers"] = serde_json::to_value([watch("mail1")]).expect("servers");
+        std::fs::write(dir.path().join("result.json"), v.to_string()).expect("write");
+        std::fs::create_dir(dir.path().join("servers")).expect("mkdir");
+        let lines: Vec<String> = [sample(1.0, 5.0), sample(2.0, 6.0)]
+            .iter()
+            .map(|s| serde_json::to_string(s).expect("json"))
+            .collect();
+        std::fs::write(dir.path().join("servers/mail1.jsonl"), lines.join("\n")).expect("write");
+        let folder = super::load(dir.path()).expect("load");
+        let page = super::render(&folder);
+        let at = |h: &str| page.find(&format!("<h2>{h}</h2>"));
+        assert!(at(TITLE).is_some(), "{page}");
+        assert!(at("Run") < at(TITLE) && at(TITLE) < at("Protocol Commands"));
+        assert!(page.contains("mail1: CPU busy (%) and disk latency (ms)"));
+        // Without its folder (the in-memory report): the table, no chart.
+        let page = html(&folder.result, &[]);
+        assert!(page.contains("id=\"servers\"") && !page.contains("mail1: CPU busy"));
+    }
 }

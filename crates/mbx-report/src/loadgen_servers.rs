@@ -117,12 +117,13 @@ pub fn section(servers: &[ServerWatch], samples: &[(String, Vec<ServerSample>)])
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const HOSTILE: &str = "<script>alert('mail')</script>&";
 
-    fn watch(name: &str) -> ServerWatch {
+    /// A watched server's summary (the loadgen report's tests use it too).
+    pub(crate) fn watch(name: &str) -> ServerWatch {
         ServerWatch {
             name: name.into(),
             ssh: format!("root@{name}"),
@@ -143,7 +144,8 @@ mod tests {
         }
     }
 
-    fn sample(t: f64, cpu: f64) -> ServerSample {
+    /// A server sample.
+    pub(crate) fn sample(t: f64, cpu: f64) -> ServerSample {
         ServerSample {
             t_unix_s: t,
             interval_s: 1.0,
@@ -234,33 +236,6 @@ mod tests {
         assert_eq!(got[0].0, "mail1");
         // The torn last line (the run stopped while writing it) is skipped.
         assert_eq!(got[0].1, vec![sample(1.0, 5.0), sample(2.0, 6.0)]);
-    }
-
-    #[test]
-    fn the_loadgen_report_of_a_folder_shows_its_servers_before_the_commands() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        // A real loadgen result (submit: commands, no tasks), with a server watched.
-        let mut v: serde_json::Value = serde_json::from_str(include_str!(
-            "../../../bench/results/loadgen-smtp-2026-11-27T112107Z/mbxstress-round2-c10-result.json"
-        ))
-        .expect("a result");
-        v["servers"] = serde_json::to_value([watch("mail1")]).expect("servers");
-        std::fs::write(dir.path().join("result.json"), v.to_string()).expect("write");
-        std::fs::create_dir(dir.path().join("servers")).expect("mkdir");
-        let lines: Vec<String> = [sample(1.0, 5.0), sample(2.0, 6.0)]
-            .iter()
-            .map(|s| serde_json::to_string(s).expect("json"))
-            .collect();
-        std::fs::write(dir.path().join("servers/mail1.jsonl"), lines.join("\n")).expect("write");
-        let folder = crate::loadgen::load(dir.path()).expect("load");
-        let page = crate::loadgen::render(&folder);
-        let at = |h: &str| page.find(&format!("<h2>{h}</h2>"));
-        assert!(at(TITLE).is_some(), "{page}");
-        assert!(at("Run") < at(TITLE) && at(TITLE) < at("Protocol Commands"));
-        assert!(page.contains("mail1: CPU busy (%) and disk latency (ms)"));
-        // Without its folder (the in-memory report): the table, no chart.
-        let page = crate::loadgen::html(&folder.result, &[]);
-        assert!(page.contains("id=\"servers\"") && !page.contains("mail1: CPU busy"));
     }
 
     #[test]

@@ -91,6 +91,9 @@ pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
     {
         return Err(usage("--server-interval must be within 1s..=1h"));
     }
+    // The clients' flags must make sense before any host is touched (each client would
+    // refuse them after its checks).
+    let day = super::loadgen::day_request(&args.run, Some(Arc::new(AtomicBool::new(false))))?;
     let f = &args.fleet;
     let (hosts, servers) = fleet::hosts::load_for(
         &f.hosts,
@@ -98,6 +101,13 @@ pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
         fleet::hosts::HostsFor::Loadgen,
     )
     .map_err(lift)?;
+    let users = day.common.users.len();
+    if users < 2 * hosts.len() {
+        return Err(usage(format!(
+            "{users} users for {} client hosts: each client's slice needs at least 2 users (its users send to each other); give more users or fewer [[host]] tables",
+            hosts.len()
+        )));
+    }
     let silence = host_timeout(f.host_timeout, args.run.sample_interval.as_secs_f64())?;
     let mut uploads = Vec::new();
     for (flag, file) in [

@@ -27,6 +27,15 @@ const DEFAULT_INIT_MESSAGES: u32 = 100;
 /// (submission and POP3 default to its host's standard ports, unused), and users from a template
 /// need no --domain (no mail is addressed).
 fn common(a: &LoadgenConnArgs, imap_only: bool) -> anyhow::Result<Common> {
+    common_with(a, imap_only, None)
+}
+
+/// [`common`], stopped by `cancel` when given (none: Ctrl-C's handler is installed).
+fn common_with(
+    a: &LoadgenConnArgs,
+    imap_only: bool,
+    cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+) -> anyhow::Result<Common> {
     let env = match &a.server_env {
         Some(p) => Some(servers::read_server_env(p).map_err(super::run::into_anyhow)?),
         None => None,
@@ -201,7 +210,7 @@ fn common(a: &LoadgenConnArgs, imap_only: bool) -> anyhow::Result<Common> {
         profile,
         seed: a.seed,
         out: a.out.clone(),
-        cancel: crate::interrupt::install(),
+        cancel: cancel.unwrap_or_else(crate::interrupt::install),
     })
 }
 
@@ -317,7 +326,18 @@ fn parse_clients(s: &str) -> anyhow::Result<Vec<(mbx_loadgen::sched::ClientType,
 
 /// `loadgen run`.
 pub fn run(args: LoadgenRunArgs) -> anyhow::Result<ExitCode> {
-    let mut common = common(&args.conn, false)?;
+    let req = day_request(&args, None)?;
+    let mut term = crate::terminal::Terminal::new(args.conn.progress);
+    finish(mbx_app::loadgen::day(&req, &mut term), &mut term)
+}
+
+/// The day `args` ask for, every flag checked (`fleet loadgen` checks its clients' flags here,
+/// with its own `cancel`, before any host is touched).
+pub(crate) fn day_request(
+    args: &LoadgenRunArgs,
+    cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+) -> anyhow::Result<DayRequest> {
+    let mut common = common_with(&args.conn, false, cancel)?;
     if let Some(m) = args.messages_per_day {
         common.profile.messages_per_day = m;
     }
@@ -381,9 +401,8 @@ pub fn run(args: LoadgenRunArgs) -> anyhow::Result<ExitCode> {
             "--duration must be at least 1s, at most --day x --days (366d with --stress)",
         )?;
     }
-    let mut term = crate::terminal::Terminal::new(args.conn.progress);
     let common_cancel = Arc::clone(&common.cancel);
-    let req = DayRequest {
+    Ok(DayRequest {
         common,
         day: args.day,
         days: args.days,
@@ -403,8 +422,7 @@ pub fn run(args: LoadgenRunArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .map(|_| super::run::start_gate_from_stdin(Arc::clone(&common_cancel))),
         partition: args.conn.partition.clone(),
-    };
-    finish(mbx_app::loadgen::day(&req, &mut term), &mut term)
+    })
 }
 
 /// `loadgen idle`.

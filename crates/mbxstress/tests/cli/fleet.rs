@@ -1510,6 +1510,56 @@ fn push_refuses_a_dynamically_linked_binary_and_names_the_build_command() {
     );
 }
 
+/// `fleet loadgen` checks the clients' flags here, before any host is touched (these hosts do
+/// not exist): a missing password, too few users for the clients, a flag fleet sets itself.
+#[test]
+fn fleet_loadgen_refuses_bad_client_flags_before_touching_a_host() {
+    let dir = scratch("fleet-loadgen-flags");
+    let d = &*dir;
+    fs_err::write(
+        d.join("hosts.toml"),
+        "[[host]]\nssh = \"c1.invalid\"\n[[host]]\nssh = \"c2.invalid\"\n",
+    )
+    .expect("hosts");
+    let base = [
+        "fleet",
+        "loadgen",
+        "--hosts",
+        "hosts.toml",
+        "--server",
+        "127.0.0.1",
+        "--domain",
+        "d.test",
+    ];
+    for (extra, want) in [
+        (vec!["--users", "20"], "--users needs --password"),
+        (
+            vec!["--users", "3", "--password", "p"],
+            "3 users for 2 client hosts",
+        ),
+        (
+            vec!["--users", "20", "--password", "p", "--partition", "1/2"],
+            "--partition is set by fleet loadgen",
+        ),
+        (
+            vec!["--users", "20", "--password", "p", "--day", "0s"],
+            "--day must be",
+        ),
+    ] {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(extra);
+        let r = crate::common::mbx_in(Some(d), &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+        assert!(
+            !r.stderr.contains("c1.invalid"),
+            "no host was tried: {}",
+            r.stderr
+        );
+    }
+    assert!(!d.join("mbxstress-results").exists() && !d.join("out").exists());
+}
+
 /// `fleet loadgen` (issue 28): two client hosts against the test mail server (Linux only, as
 /// scripts/mailserver.sh).
 #[cfg(target_os = "linux")]

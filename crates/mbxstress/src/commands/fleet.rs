@@ -179,6 +179,7 @@ fn coordinate(
     // Ctrl-C, SIGTERM: the first stops every host cleanly, the second stops waiting for them.
     let runs_started = Arc::new(AtomicBool::new(false));
     let presses = crate::interrupt::install_counting(Arc::clone(&runs_started));
+    let loadgen = matches!(job, fleet::FleetJob::Loadgen { .. });
     let req = FleetRequest {
         hosts,
         ssh: fleet::ssh::Ssh {
@@ -202,6 +203,7 @@ fn coordinate(
         json_out: progress == crate::cli::ProgressMode::Jsonl,
         drawn: 0,
         last_draw: Instant::now(),
+        loadgen,
     };
     let ran = fleet::run(req, &mut view, &presses, &runs_started);
     if human {
@@ -243,7 +245,12 @@ fn coordinate(
         }
         if let Some(s) = summary.skew_ms {
             text.push_str(&format!(
-                "start skew across hosts: {s:.1} ms (measured windows, clock offsets corrected)\n"
+                "start skew across hosts: {s:.1} ms ({}, clock offsets corrected)\n",
+                if merged.is_some() {
+                    "the clients' day starts"
+                } else {
+                    "measured windows"
+                }
             ));
         }
         text.push_str(&format!(
@@ -336,6 +343,8 @@ struct Terminal {
     /// Lines of the live table on screen (redrawn in place on a terminal).
     drawn: usize,
     last_draw: Instant,
+    /// `fleet loadgen`: clients (tasks and users), not storage hosts (IOPS).
+    loadgen: bool,
 }
 
 impl Terminal {
@@ -361,13 +370,17 @@ impl FleetView for Terminal {
         }
         match n {
             Notice::Checking { hosts, at_once } if human => errln!(
-                "Checking {hosts} host(s) ({at_once} at once): reachable, version, clock, doctor ..."
+                "Checking {hosts} host(s) ({at_once} at once): reachable, version, clock{} ...",
+                if self.loadgen { "" } else { ", doctor" }
             ),
             Notice::Checked { host, checked: c } if human => errln!(
-                "  {host:<16} ok: clock offset {:+.1} ms (round trip {:.1} ms), doctor {:.1} s{}",
+                "  {host:<16} ok: clock offset {:+.1} ms (round trip {:.1} ms){}{}",
                 c.offset_s * 1e3,
                 c.rtt_s * 1e3,
-                c.doctor_s,
+                match &c.doctor {
+                    Some(_) => format!(", doctor {:.1} s", c.doctor_s),
+                    None => String::new(),
+                },
                 match (c.pushed, c.push_reused) {
                     (true, false) => ", binary pushed and verified",
                     (true, true) => ", pushed binary already there (verified)",
@@ -382,9 +395,14 @@ impl FleetView for Terminal {
                 f.fact
             ),
             Notice::CheckFailed { host, error } => errln!("  {host:<16} FAILED: {error}"),
-            Notice::AllReady { hosts, margin_s } if human => {
-                errln!("All {hosts} host(s) ready: measuring starts in {margin_s:.1} s")
-            }
+            Notice::AllReady { hosts, margin_s } if human => errln!(
+                "All {hosts} host(s) ready: {} starts in {margin_s:.1} s",
+                if self.loadgen {
+                    "the simulated day"
+                } else {
+                    "measuring"
+                }
+            ),
             Notice::Watching {
                 server,
                 ssh,
@@ -427,7 +445,7 @@ impl FleetView for Terminal {
                     &l.phase
                 },
                 l.eta_s
-                    .map(|e| format!(", ETA {}", crate::summary::fmt_secs(e)))
+                    .map(|e| format!(", ETA {}", crate::summary::fmt_secs(e.round())))
                     .unwrap_or_default()
             );
             let what = match (&l.state, l.tasks) {
@@ -439,6 +457,7 @@ impl FleetView for Terminal {
                         "users"
                     }
                 ),
+                (State::Running, None) if self.loadgen => at,
                 (State::Running, None) => format!(
                     "{at} IOPS {:.0} (target {:.0}) | DB read {:.2} ms",
                     l.iops, l.target, l.read_ms
@@ -453,7 +472,7 @@ impl FleetView for Terminal {
             }
             lines.push(format!("{:<16} {what}", l.name));
         }
-        if hosts.iter().any(|h| h.tasks.is_some()) {
+        if self.loadgen {
             let (done, of, per_s) = hosts
                 .iter()
                 .filter(|h| h.state == State::Running)

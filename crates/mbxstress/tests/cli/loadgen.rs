@@ -109,6 +109,11 @@ fn fifty_users_initialized_then_a_compressed_day_delivers_every_copy_intact() {
         // about 6 s; the guard itself is tested in mbx-loadgen's hostile tests.
         "--overload",
         "10",
+        // The test proves delivery, not this machine's latency: with other tests on its 2
+        // cores, Postfix and Dovecot answered a send in 1.3 s at p95 once (CI, the default
+        // 1 s limit failed). The limit's own judgement is tested on day_verdict.
+        "--task-p95-ms",
+        "10000",
         "--sample-interval",
         "5s",
         "--out",
@@ -683,6 +688,9 @@ fn stress_mode_runs_tasks_back_to_back_until_the_test_length() {
         "4s",
         "--grace",
         "10s",
+        // Latency on a machine shared with other tests is not what this test is about.
+        "--task-p95-ms",
+        "10000",
         "--out",
         &out,
         "--progress",

@@ -324,15 +324,25 @@ fn config_block(c: &Common, clients: Vec<ClientShare>) -> LoadgenConfig {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, AppError> {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .map_err(|source| AppError::Io {
-            context: "starting the client runtime".into(),
-            source,
-        })
+    runtime_with(std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
+
+/// The clients' runtime on `threads` threads (1: the current thread only).
+pub(crate) fn runtime_with(threads: usize) -> Result<tokio::runtime::Runtime, AppError> {
+    if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()
+    }
+    .map_err(|source| AppError::Io {
+        context: "starting the client runtime".into(),
+        source,
+    })
 }
 
 /// A result that says the test did not end (written first, replaced at the end), so a killed

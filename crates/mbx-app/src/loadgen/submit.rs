@@ -175,20 +175,7 @@ pub fn submit(req: &SubmitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppE
     };
     // One thread: the connections run on this thread (no hand-over between threads, as
     // smtp-source's one process); more: a worker pool.
-    let rt = if threads == 1 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .enable_all()
-            .build()
-    }
-    .map_err(|source| AppError::Io {
-        context: "starting the client runtime".into(),
-        source,
-    })?;
+    let rt = super::runtime_with(threads)?;
     let rec = Recorder::new();
     let counters = Arc::new(Counters::default());
     let cpu0 = cpu_now();

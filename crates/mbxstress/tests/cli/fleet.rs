@@ -732,11 +732,7 @@ fn a_rerun_resumes_the_interrupted_host_and_attaches_the_others() {
     while on_disk().0 <= 1 << 20 && start.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(2));
     }
-    let status = Command::new("kill")
-        .args(["-STOP", &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success(), "kill -STOP {pid}");
+    send_signal(pid, "STOP");
     let frozen = Frozen(pid);
     let (allocated, len) = on_disk();
     // h1 is prepared and waits for the start; Ctrl-C: the coordinator stops every host.
@@ -868,12 +864,17 @@ fn remote_run_pid(d: &Path, h: &str) -> u32 {
 
 #[cfg(target_os = "linux")]
 fn freeze(pid: u32) -> Frozen {
-    let status = Command::new("kill")
-        .args(["-STOP", &pid.to_string()])
+    send_signal(pid, "STOP");
+    Frozen(pid)
+}
+
+/// `kill -SIG pid`, which must succeed.
+fn send_signal(pid: u32, sig: &str) {
+    let st = Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
         .status()
         .expect("kill");
-    assert!(status.success(), "kill -STOP {pid}");
-    Frozen(pid)
+    assert!(st.success(), "kill -{sig} {pid}");
 }
 
 /// Issue 25 case 2: a host whose remote run stops answering (SIGSTOP, as a process stuck in D
@@ -1019,11 +1020,7 @@ fn a_dropped_connection_waits_for_the_remote_result_and_leaves_no_run_behind() {
         .into_iter()
         .find(|p| p.1 == coordinator && p.2 == "ssh" && p.3.contains("'run'"))
         .expect("the coordinator's ssh of h1's run");
-    let st = Command::new("kill")
-        .args(["-KILL", &ssh.0.to_string()])
-        .status()
-        .expect("kill");
-    assert!(st.success());
+    send_signal(ssh.0, "KILL");
     let (code, out, err) = finish_within(child, rx, Duration::from_secs(150));
     let left = remote_runs_in(d);
     assert!(
@@ -1210,11 +1207,7 @@ fn a_host_stopped_by_sigterm_makes_the_run_partial_with_exit_3() {
         l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"measure\"")
     });
     let pid = remote_run_pid(d, "h2");
-    let st = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(st.success());
+    send_signal(pid, "TERM");
     let (code, out, err) = finish(child, rx);
     assert_eq!(code, 3, "{out}\n{err}");
     let f = json(&d.join("out/fleet.json"));
@@ -1241,11 +1234,7 @@ fn a_remote_run_killed_by_a_signal_is_reported_as_such() {
         l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"measure\"")
     });
     let pid = remote_run_pid(d, "h2");
-    let st = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(st.success());
+    send_signal(pid, "KILL");
     let (code, out, err) = finish(child, rx);
     assert_eq!(code, 3, "{out}\n{err}");
     let f = json(&d.join("out/fleet.json"));
@@ -1709,11 +1698,7 @@ mod loadgen {
             l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"day\"")
         });
         let pid = remote_run_pid(d, "h2");
-        let st = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .expect("kill");
-        assert!(st.success());
+        send_signal(pid, "KILL");
         let (code, out, err) = finish_within(child, rx, Duration::from_secs(300));
         assert_eq!(code, 3, "{out}\n{err}");
         let f = json(&d.join("out/fleet.json"));

@@ -690,10 +690,11 @@ over the same databases and their log files; its verdict includes the pass.
 
 --test suite: Performance (--duration, default 2h) -> Stress (--stress-duration, default 24h) ->
 Backup -> Soft Recovery -> Checksum on the same databases, one folder each under --out
-(1-performance/ ... 5-checksum/), then esrp.txt and esrp.json there. A failed verdict goes on to
-the next test (the suite fails); an error or Ctrl-C ends the suite. Run the same command again to
-resume: tests that ran to completion are skipped, an incomplete one's folder is moved aside
-(NAME.interrupted-N) and the test run again.
+(1-performance/ ... 5-checksum/), then esrp.txt and esrp.json there, and suite.html (each
+test's verdict with a link to its report, and the ESRP summary; rewritten after every test). A
+failed verdict goes on to the next test (the suite fails); an error or Ctrl-C ends the suite. Run
+the same command again to resume: tests that ran to completion are skipped, an incomplete one's
+folder is moved aside (NAME.interrupted-N) and the test run again.
 
 Outputs in --out (default ./mbxstress-results/<time>/): result.json, samples.jsonl (one line per
 sample, written as the test runs), test.log.

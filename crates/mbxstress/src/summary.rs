@@ -746,6 +746,10 @@ pub(crate) fn print_suite_summary(s: &SuiteSummary) -> std::io::Result<()> {
     if complete {
         outln!("ESRP summary: {}", s.root.join("esrp.txt").display())?;
     }
+    outln!(
+        "Suite report: {}",
+        s.root.join(mbx_report::suite::SUITE_REPORT).display()
+    )?;
     outln!("Suite: {}", s.root.display())?;
     Ok(())
 }

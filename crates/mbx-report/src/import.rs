@@ -738,8 +738,13 @@ const SECTION_TITLES: [&str; 13] = [
 /// Maintenance I/O P" is; "Total" is not: it is also a summary row's label).
 const CUT_TITLE_MIN: usize = 12;
 
+/// The share of a title's letters (percent) a title cut short keeps at least: "Database Backup"
+/// alone (58% of "Database Backup Statistics") is more likely a sentence cut than the title.
+const CUT_TITLE_MIN_PCT: usize = 60;
+
 /// The one section title that the squashed `sq` is a cut-short start of, if at least
-/// [`CUT_TITLE_MIN`] letters are left and no other title starts the same way.
+/// [`CUT_TITLE_MIN`] letters and [`CUT_TITLE_MIN_PCT`] of the title are left and no other title
+/// starts the same way.
 fn cut_title(sq: &str) -> Option<&'static str> {
     if sq.len() < CUT_TITLE_MIN {
         return None;
@@ -748,7 +753,9 @@ fn cut_title(sq: &str) -> Option<&'static str> {
         .iter()
         .filter(|t| {
             let st = squash(t);
-            st.len() > sq.len() && st.starts_with(sq)
+            st.len() > sq.len()
+                && st.starts_with(sq)
+                && sq.len() * 100 >= st.len() * CUT_TITLE_MIN_PCT
         })
         .map(|t| {
             if *t == "Soft Recovery Statistics" {
@@ -764,6 +771,10 @@ fn cut_title(sq: &str) -> Option<&'static str> {
 /// The section a line titles, among those with no table the importer reads ("Host System
 /// Performance", "Test Log", ...): its title, and whether the title was cut short.
 fn other_section(line: &str) -> Option<(&'static str, bool)> {
+    // A row or a sentence is none (and is not cleaned: this runs on every line).
+    if line.len() > 120 {
+        return None;
+    }
     let l = clean(line);
     if l.len() > 60 {
         return None;
@@ -1066,7 +1077,20 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
         if let Some(rest) = plain.strip_prefix("Overall Test Result") {
             r.overall_result = Some(rest.trim().to_string());
         }
-        if let Some((t, damaged)) = Table::detect(raw) {
+        let title = Table::detect(raw).filter(|(t, damaged)| {
+            // A damaged or cut title of a table given already is text (a sentence that starts
+            // like the title), not a second report.
+            let again = seen.iter().find(|(s, _)| s == t);
+            if let (true, Some((_, first))) = (*damaged, again) {
+                warnings.push(format!(
+                    "line {line_no}: \"{plain}\" reads like the title of {} (given at line {first}); read as text",
+                    t.title()
+                ));
+                return false;
+            }
+            true
+        });
+        if let Some((t, damaged)) = title {
             if let Some((_, first)) = seen.iter().find(|(s, _)| *s == t) {
                 return Err(err(
                     t.title(),

@@ -89,7 +89,7 @@ fn a_cut_heading_of_an_unneeded_section_is_read_or_skipped_with_a_warning() {
             "Background Database Maintenance I/O P",
             "| Background Database Maintenance I/O P |",
             "Background Database Maintenance I/O P\t",
-            "Background Database Mainte",
+            "Background Database Maintenance I/O",
         ] {
             let r = import(&damage(&t, &title_line, &format!("\n{cut}\n")));
             warned(
@@ -101,8 +101,8 @@ fn a_cut_heading_of_an_unneeded_section_is_read_or_skipped_with_a_warning() {
             assert_eq!(r.total, clean.total, "{seed}: {cut}");
             assert_eq!(r.log_replication, clean.log_replication, "{seed}: {cut}");
         }
-        // Cut beyond reading ("Backgro" could start any word): the section is skipped, named,
-        // and the others are whole.
+        // Cut beyond reading ("Backgro" could start any word; "Background Database" is under
+        // 60% of the title): the section is skipped, named, and the others are whole.
         let r = import(&damage(&t, &title_line, "\nBackgro\n"));
         warned(
             &r,
@@ -364,4 +364,31 @@ fn damaged_html_reads_its_needed_sections() {
     // The BDM legend lost: that fieldset takes its position's title, as Jetstress orders them.
     let r = import(&damage(&h, &format!("<legend>{BDM_TITLE}</legend>"), ""));
     assert_eq!(r.bdm, clean.bdm);
+}
+
+/// What only looks like a cut title is text: a title's start under 60% of it ("Database
+/// Backup" in a sentence cut by a PDF line), and a cut title of a table given already (a running
+/// header), never a second report or a lost table.
+#[test]
+fn what_only_looks_like_a_cut_title_is_text() {
+    let t = read(DELL);
+    let clean = import(&t);
+    let r = import(&damage(&t, "Test Log\n", "Test Log\n\nDatabase Backup\n"));
+    assert_eq!(needed(&r), needed(&clean));
+    assert!(r.backup.is_empty());
+    let row = "Instance5004.2\t1.088\t232576.198\n";
+    let r = import(&damage(
+        &t,
+        row,
+        &format!("{row}Log Replication I/O Perf\n"),
+    ));
+    warned(
+        &r,
+        &[
+            "reads like the title of Log Replication I/O Performance",
+            "read as text",
+        ],
+    );
+    assert_eq!(r.log_replication, clean.log_replication);
+    assert_eq!(needed(&r), needed(&clean));
 }

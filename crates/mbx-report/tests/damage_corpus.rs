@@ -361,6 +361,14 @@ fn damaged_html_reads_its_needed_sections() {
     ));
     warned(&r, &["inside Transactional I/O Performance skipped"]);
     assert_eq!(needed(&r), needed(&clean));
+    // Two rows run together (a row's end tag and the next's start lost).
+    let r = import(&damage(
+        &h,
+        "<td>20225.485</td></tr>\n<tr><td>Instance5004.2</td>",
+        "<td>20225.485</td><td>Instance5004.2</td>",
+    ));
+    warned(&r, &["2 rows of Transactional I/O Performance were on one line"]);
+    assert_eq!(needed(&r), needed(&clean));
     // The BDM legend lost: that fieldset takes its position's title, as Jetstress orders them.
     let r = import(&damage(&h, &format!("<legend>{BDM_TITLE}</legend>"), ""));
     assert_eq!(r.bdm, clean.bdm);

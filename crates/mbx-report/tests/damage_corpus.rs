@@ -367,7 +367,10 @@ fn damaged_html_reads_its_needed_sections() {
         "<td>20225.485</td></tr>\n<tr><td>Instance5004.2</td>",
         "<td>20225.485</td><td>Instance5004.2</td>",
     ));
-    warned(&r, &["2 rows of Transactional I/O Performance were on one line"]);
+    warned(
+        &r,
+        &["2 rows of Transactional I/O Performance were on one line"],
+    );
     assert_eq!(needed(&r), needed(&clean));
     // The BDM legend lost: that fieldset takes its position's title, as Jetstress orders them.
     let r = import(&damage(&h, &format!("<legend>{BDM_TITLE}</legend>"), ""));

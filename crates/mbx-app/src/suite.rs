@@ -1,7 +1,9 @@
 //! `run --test suite`: the ESRP suite as a sequence of ordinary runs on the same databases
 //! (Performance -> Stress -> Backup -> Soft Recovery -> Checksum), one results folder each under
 //! the suite's folder, then the ESRP summary over the Performance, Backup and Soft Recovery
-//! results (`esrp.txt`, `esrp.json`).
+//! results (`esrp.txt`, `esrp.json`), and `suite.html`, the suite's one document (each test's
+//! verdict, the ESRP summary, links to each test's report), rewritten from the folders after
+//! every test, when the suite stops and when it resumes.
 //!
 //! A failed verdict goes on to the next test (the suite fails); an error or an interruption ends
 //! the suite with that test's outcome. Running the same suite again resumes: a test whose
@@ -186,10 +188,14 @@ pub fn run(req: &SuiteRequest<'_>, sink: &mut dyn EventSink) -> Result<SuiteEnd,
             cancel: req.cancel,
             preflight: req.preflight,
         };
+        // The document says this test is under way (its folder has no result yet).
+        write_suite_report(&root)?;
         let ran = match run_one(&test, cfg, sink) {
             Ok(ran) => ran,
             Err(e) => {
                 summary.stopped_at = Some(name);
+                // Best effort: the test's error is the one to report.
+                let _ = write_suite_report(&root);
                 sink.notice(&Notice::SuiteEnd(&summary))
                     .map_err(AppError::Output)?;
                 return Err(e.context(format!("suite test {name}")));
@@ -202,6 +208,7 @@ pub fn run(req: &SuiteRequest<'_>, sink: &mut dyn EventSink) -> Result<SuiteEnd,
             reason: ran.reason,
             skipped: false,
         });
+        write_suite_report(&root)?;
         if !ran.reason.ran_to_completion() || req.cancel.load(Ordering::Relaxed) {
             summary.stopped_at = Some(name);
             sink.notice(&Notice::SuiteEnd(&summary))
@@ -210,6 +217,7 @@ pub fn run(req: &SuiteRequest<'_>, sink: &mut dyn EventSink) -> Result<SuiteEnd,
         }
     }
     write_esrp(&root)?;
+    write_suite_report(&root)?;
     sink.notice(&Notice::SuiteEnd(&summary))
         .map_err(AppError::Output)?;
     Ok(SuiteEnd::Done {
@@ -227,5 +235,31 @@ fn write_esrp(root: &Path) -> Result<(), AppError> {
     let json = serde_json::to_vec_pretty(&s)
         .map_err(|e| AppError::Failed(format!("serializing the ESRP summary: {e}")))?;
     fs_err::write(root.join("esrp.json"), json).map_err(AppError::File)?;
+    Ok(())
+}
+
+/// Writes `suite.html` in the suite folder from what its folders hold (see
+/// [`mbx_report::suite`]): each test's result, and the ESRP summary over the Performance, Backup
+/// and Soft Recovery results there so far.
+fn write_suite_report(root: &Path) -> Result<(), AppError> {
+    use mbx_report::suite::{render_suite, SuiteTest, SUITE_REPORT};
+    let tests: Vec<SuiteTest> = STEPS
+        .iter()
+        .map(|&(name, kind)| SuiteTest::read(root, name, kind))
+        .collect();
+    let any = crate::esrp::SUITE_ESRP_FOLDERS
+        .iter()
+        .any(|f| root.join(f).join("result.json").is_file());
+    let summary = if any {
+        let inputs = crate::esrp::load_all(&[root.to_path_buf()])
+            .map_err(|e| e.context("reading the suite's results for suite.html"))?;
+        Some(mbx_report::summarize(&inputs))
+    } else {
+        None
+    };
+    let html = render_suite(root, &tests, summary.as_ref());
+    let path = root.join(SUITE_REPORT);
+    mbx_config::atomic::write_atomic(&path, html.as_bytes())
+        .io_context(&format!("writing the suite's report {}", path.display()))?;
     Ok(())
 }

@@ -356,18 +356,23 @@ pub fn render(run: &RunFolder) -> String {
                 @if let Some(line) = stop_line(r) { p.fail id="stopped" { (line) } }
                 h2 { "Verdict" }
                 table {
-                    tr { th { "Check" } th.n { "Value" } th.n { "Limit" } th { "Result" } }
+                    tr { th { "Check" } th { "Measures" } th.n { "Value" } th.n { "Limit" } th.n title="The slowest single I/O of the measured phase, any instance (no limit applies to it)" { "Strict max" } th { "Result" } }
                     @for c in r.verdict.checks() {
-                        tr {
+                        tr data-check=(c.name) {
                             td { (c.name) }
+                            td.measures { (c.measures().unwrap_or("")) }
                             td.n { @if c.state() == CheckState::NotJudged { "-" } @else { (f3(c.value)) } }
                             td.n { (f3(c.limit)) }
+                            td.n.strict { @match r.strict_max_ms(c) { Some(ms) => { (f3(ms)) }, None => { "-" } } }
                             td class=(state_class(c.state())) {
                                 (state_word(c.state()))
                                 @if let Some(why) = c.reason() { ": " (why) }
                             }
                         }
                     }
+                }
+                @if r.verdict.checks().iter().any(|c| r.strict_max_ms(c).is_some()) {
+                    p.note id="verdict-maxima" { "A maximum-latency check judges Jetstress's maximum: the largest per-sample average latency, with the worst samples tolerated (--max-latency-errors), which can be below the average over every I/O. The strict maximum beside it is the slowest single I/O; no limit applies to it. Both are in full under Maximum Latency." }
                 }
                 p { "Overall: " span class=(state_class(verdict_state)) { (state_word(verdict_state)) } }
                 @if let Some(d) = &r.doctor {

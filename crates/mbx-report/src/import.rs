@@ -255,6 +255,8 @@ impl Table {
     /// The table a line titles, and whether its title was damaged (a word split by a stray
     /// space or tab, or letters pushed into the next cell).
     fn detect(line: &str) -> Option<(Table, bool)> {
+        // A title set as a one-cell markdown row ("| Total I/O Performance |") is a title too.
+        let line = line.trim().trim_matches('|');
         let l = clean(line);
         if let Some(t) = Table::ALL
             .into_iter()
@@ -287,6 +289,15 @@ impl Table {
                 sq.starts_with(&st) && sq.len() <= st.len() + 6
             })
             .map(|t| (t, true))
+            .or_else(|| {
+                // A title cut short (a PDF's line or page ended inside it): read when what is
+                // left names one section only.
+                let title = cut_title(&sq)?;
+                Table::ALL
+                    .into_iter()
+                    .find(|t| t.title() == title)
+                    .map(|t| (t, true))
+            })
     }
     /// Cells of a row: the instance (or Avg/Sum) and its figures.
     fn width(self) -> usize {
@@ -723,6 +734,86 @@ const SECTION_TITLES: [&str; 13] = [
     "Soft Recovery Statistics",
 ];
 
+/// The fewest letters of a title cut short that are read as the title ("Background Database
+/// Maintenance I/O P" is; "Total" is not: it is also a summary row's label).
+const CUT_TITLE_MIN: usize = 12;
+
+/// The share of a title's letters (percent) a title cut short keeps at least: "Database Backup"
+/// alone (58% of "Database Backup Statistics") is more likely a sentence cut than the title.
+const CUT_TITLE_MIN_PCT: usize = 60;
+
+/// The one section title that the squashed `sq` is a cut-short start of, if at least
+/// [`CUT_TITLE_MIN`] letters and [`CUT_TITLE_MIN_PCT`] of the title are left and no other title
+/// starts the same way.
+fn cut_title(sq: &str) -> Option<&'static str> {
+    if sq.len() < CUT_TITLE_MIN {
+        return None;
+    }
+    let mut found = SECTION_TITLES
+        .iter()
+        .filter(|t| {
+            let st = squash(t);
+            st.len() > sq.len()
+                && st.starts_with(sq)
+                && sq.len() * 100 >= st.len() * CUT_TITLE_MIN_PCT
+        })
+        .map(|t| {
+            if *t == "Soft Recovery Statistics" {
+                "Soft-Recovery Statistics"
+            } else {
+                *t
+            }
+        });
+    let first = found.next()?;
+    found.all(|t| t == first).then_some(first)
+}
+
+/// The section a line titles, among those with no table the importer reads ("Host System
+/// Performance", "Test Log", ...): its title, and whether the title was cut short.
+fn other_section(line: &str) -> Option<(&'static str, bool)> {
+    // A row or a sentence is none (and is not cleaned: this runs on every line).
+    if line.len() > 120 {
+        return None;
+    }
+    let l = clean(line);
+    if l.len() > 60 {
+        return None;
+    }
+    let sq = squash(l.trim_matches('|'));
+    let tables: Vec<&str> = Table::ALL.iter().map(|t| t.title()).collect();
+    let others = || {
+        SECTION_TITLES
+            .iter()
+            .copied()
+            .filter(|t| !tables.contains(t) && *t != "Soft Recovery Statistics")
+    };
+    if let Some(t) = others().find(|t| {
+        let st = squash(t);
+        sq.starts_with(&st) && sq.len() <= st.len() + 6
+    }) {
+        return Some((t, false));
+    }
+    cut_title(&sq)
+        .filter(|t| !tables.contains(t))
+        .map(|t| (t, true))
+}
+
+/// Where a section title cut short ends a table row's last cell ("20327.961 Background Database
+/// Maintenance I/O P": a row and the next title joined, the title's end lost): the byte offset of
+/// the title, if the text before it ends in a number.
+fn cut_title_at_end(line: &str) -> Option<usize> {
+    let last = line.rfind('\t').map_or(0, |i| i + 1);
+    let cell = &line[last..];
+    let at = cell.find(char::is_whitespace)?;
+    let (figure, rest) = cell.split_at(at);
+    let rest = rest.trim_start();
+    if cell_value(figure).is_none() || rest.is_empty() {
+        return None;
+    }
+    cut_title(&squash(rest))?;
+    Some(line.len() - rest.len())
+}
+
 /// The input's lines with their numbers, a line holding two sections split before the second
 /// section's title (a table's last row and the next title, or a title and its header row).
 /// Markdown tables are left alone. Each split is a warning.
@@ -752,8 +843,25 @@ fn split_sections(
                         .map(|(at, _)| (at, *t))
                 })
                 .min_by_key(|(at, t)| (*at, usize::MAX - t.len()));
+            // A title after prose ("... about the Database Configuration:") is prose: a split is
+            // for a table's last row (its last figure) or a row's cell that runs into a title.
+            let found = found.filter(|(at, _)| {
+                let before = rest[..*at].trim_end_matches(['*', ' ', '#']);
+                before.trim().is_empty()
+                    || before.ends_with(|c: char| c.is_ascii_digit())
+                    || before.contains('\t')
+            });
             let Some((at, title)) = found else {
-                out.push((line_no, rest.to_string()));
+                if let Some(at) = cut_title_at_end(rest) {
+                    let tail = rest[at..].trim_end();
+                    out.push((line_no, rest[..at].trim_end().to_string()));
+                    warnings.push(format!(
+                        "line {line_no}: a row and the title cut short \"{tail}\" were on one line; split before the title"
+                    ));
+                    out.push((line_no, tail.to_string()));
+                } else {
+                    out.push((line_no, rest.to_string()));
+                }
                 break;
             };
             let before = rest[..at].trim_end_matches(['*', ' ', '#']);
@@ -902,6 +1010,15 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
     // A row whose cells landed on several lines: its first line number and its cells so far.
     let mut pending: Option<(usize, Vec<String>)> = None;
     let mut rows: Vec<(Table, usize, Vec<String>)> = Vec::new();
+    // The data rows of the current table so far.
+    let mut table_rows = 0usize;
+    // A line inside the current table that is none of its rows (a PDF's page header or footer,
+    // or the end of the table): its number and text. The table goes on if its rows do.
+    let mut interrupted: Option<(usize, String)> = None;
+    // Tables skipped whole because their title is lost or unreadable: the line of each and why.
+    let mut lost: Vec<String> = Vec::new();
+    // The last line of text outside any table (what a lost table's damaged title may be).
+    let mut last_text: Option<(usize, String)> = None;
     // An incomplete pending row: an error in a needed table, else a warning.
     let unfinished = |table: Table,
                       (line_no, cells): (usize, Vec<String>),
@@ -960,7 +1077,20 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
         if let Some(rest) = plain.strip_prefix("Overall Test Result") {
             r.overall_result = Some(rest.trim().to_string());
         }
-        if let Some((t, damaged)) = Table::detect(raw) {
+        let title = Table::detect(raw).filter(|(t, damaged)| {
+            // A damaged or cut title of a table given already is text (a sentence that starts
+            // like the title), not a second report.
+            let again = seen.iter().find(|(s, _)| s == t);
+            if let (true, Some((_, first))) = (*damaged, again) {
+                warnings.push(format!(
+                    "line {line_no}: \"{plain}\" reads like the title of {} (given at line {first}); read as text",
+                    t.title()
+                ));
+                return false;
+            }
+            true
+        });
+        if let Some((t, damaged)) = title {
             if let Some((_, first)) = seen.iter().find(|(s, _)| *s == t) {
                 return Err(err(
                     t.title(),
@@ -981,9 +1111,51 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
             }
             current = Some(t);
             header_seen = false;
+            table_rows = 0;
+            interrupted = None;
             continue;
         }
-        let Some(table) = current else { continue };
+        if let Some((title, cut)) = other_section(raw) {
+            // A section with no table to read (Host System Performance, Test Log, ...) ends
+            // the table before it.
+            if let (Some(p), Some(table)) = (pending.take(), current) {
+                unfinished(table, p, &mut warnings)?;
+            }
+            if cut {
+                warnings.push(format!(
+                    "line {line_no}: section title \"{plain}\" read as \"{title}\" (cut short)"
+                ));
+            }
+            current = None;
+            interrupted = None;
+            continue;
+        }
+        let Some(table) = current else {
+            // A table's header where no table is open: the table's title is lost or too
+            // damaged to read (a table after a section with none, or the first one).
+            if let Some(row) = cells(raw).filter(|row| {
+                row.len() > 1
+                    && row
+                        .first()
+                        .is_some_and(|c| squash(c).ends_with("==>instances"))
+            }) {
+                let after = last_text
+                    .take()
+                    .map(|(at, text)| {
+                        format!(" (line {at}: \"{text}\" names no section this importer knows)")
+                    })
+                    .unwrap_or_default();
+                let msg = format!(
+                    "line {line_no}: a table's header with no readable section title before it{after}; its rows are skipped up to the next title ({} columns)",
+                    row.len()
+                );
+                warnings.push(msg.clone());
+                lost.push(msg);
+            } else if !plain.is_empty() && cells(raw).is_none() {
+                last_text = Some((line_no, plain.clone()));
+            }
+            continue;
+        };
         if is_separator(raw) {
             continue;
         }
@@ -1003,18 +1175,72 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
                     // A row's name alone on its line: its cells follow.
                     tokens
                 } else {
-                    // A non-row line after the rows ends the table; blank lines and text before
-                    // the header are allowed.
+                    // A non-row line after the header: the table's end, or a page header or
+                    // footer inside it if its rows go on. Blank lines and text before the header
+                    // are allowed.
                     if header_seen && !plain.is_empty() {
                         if let Some(p) = pending.take() {
                             unfinished(table, p, &mut warnings)?;
                         }
-                        current = None;
+                        if interrupted.is_none() {
+                            interrupted = Some((line_no, plain.clone()));
+                        }
                     }
                     continue;
                 }
             }
         };
+        let first_cell = row.first().map(String::as_str).unwrap_or("");
+        let a_row_of_it = instance_like(first_cell) || label(first_cell) != Label::Other;
+        let figures_numeric = row
+            .get(1..)
+            .unwrap_or_default()
+            .iter()
+            .all(|c| c.trim().is_empty() || cell_value(c).is_some() || hms(c).is_some());
+        // Another table's header row after this table's rows: that table's title is lost (or
+        // too damaged to read). Its rows are not this table's.
+        if header_seen
+            && table_rows > 0
+            && pending.is_none()
+            && squash(first_cell).ends_with("instances")
+        {
+            let after = interrupted
+                .take()
+                .map(|(at, text)| {
+                    format!(" (line {at}: \"{text}\" names no section this importer knows)")
+                })
+                .unwrap_or_default();
+            let msg = format!(
+                "line {line_no}: a table's header with no readable section title before it{after}; its rows are skipped up to the next title"
+            );
+            warnings.push(msg.clone());
+            lost.push(msg);
+            current = None;
+            continue;
+        }
+        // A row: its figures are numbers, and it has some or its name is a row's (its cells may
+        // follow on the next lines). A damaged name is still a row.
+        // An instance's row with a damaged figure is its row too (read, or refused, below).
+        let data_row = a_row_of_it || (figures_numeric && row.len() > 1);
+        if header_seen && pending.is_none() && !data_row {
+            // A line with cells that is no row of this table (a page header set in cells).
+            if interrupted.is_none() {
+                interrupted = Some((line_no, plain.clone()));
+            }
+            continue;
+        }
+        if let Some((at, text)) = interrupted.take() {
+            if data_row {
+                warnings.push(format!(
+                    "line {at}: \"{text}\" inside {} skipped: the table's rows go on after it at line {line_no} (a page header or footer)",
+                    table.title()
+                ));
+            } else {
+                // The table ended there.
+                current = None;
+                continue;
+            }
+        }
         let numeric_row = row
             .iter()
             .all(|c| c.trim().is_empty() || cell_value(c).is_some());
@@ -1041,6 +1267,7 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
                         cells_so_far[0]
                     ));
                     rows.push((table, first, cells_so_far));
+                    table_rows += 1;
                 }
                 continue;
             }
@@ -1090,6 +1317,18 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
                 table.title()
             ));
         }
+        if row.len() > table.width() {
+            if let Some(parts) = split_joined(&row, table.width()) {
+                warnings.push(format!(
+                    "line {line_no}: {} rows of {} were on one line; split",
+                    parts.len(),
+                    table.title()
+                ));
+                table_rows += parts.len();
+                rows.extend(parts.into_iter().map(|p| (table, line_no, p)));
+                continue;
+            }
+        }
         let name_only = row.len() < table.width()
             && row.first().is_some_and(|c| cell_value(c).is_none())
             && row
@@ -1102,6 +1341,7 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
             continue;
         }
         rows.push((table, line_no, row));
+        table_rows += 1;
     }
     if let (Some(p), Some(table)) = (pending.take(), current) {
         unfinished(table, p, &mut warnings)?;
@@ -1118,7 +1358,35 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
             Err(e) => return Err(e),
         }
     }
+    // In the file's order (a row's damage is met when the rows are read, after the tables).
+    warnings.sort_by_key(|w| {
+        w.strip_prefix("line ")
+            .and_then(|x| x.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(usize::MAX)
+    });
     r.warnings = warnings;
+    // A section the summaries need that a damaged title hid: an error naming it, never a report
+    // that silently lacks it.
+    let needed = match r.kind {
+        Some(TestKind::Performance | TestKind::Stress) => {
+            Some((Table::Transactional, r.transactional.is_empty()))
+        }
+        Some(TestKind::Backup) => Some((Table::Backup, r.backup.is_empty())),
+        Some(TestKind::SoftRecovery) => Some((Table::SoftRecovery, r.soft_recovery.is_empty())),
+        _ => None,
+    };
+    if let (Some((table, true)), Some(why)) = (needed, lost.first()) {
+        return Err(err(
+            table.title(),
+            "-".into(),
+            format!(
+                "the section is not found in this {} report, and {why}: give the section its title \"{}\"",
+                kind_title(r.kind),
+                table.title()
+            ),
+        ));
+    }
     if r.transactional.is_empty()
         && r.backup.is_empty()
         && r.soft_recovery.is_empty()
@@ -1222,6 +1490,12 @@ fn import_row(
             dest.push(InstanceIo { instance: name, io });
         }
         Table::Bdm | Table::Replication => {
+            if row.len() > 3 {
+                return Err(err(
+                    rowname,
+                    format!("expected 3 cells, found {} (rows run together?)", row.len()),
+                ));
+            }
             let rr = RateRow {
                 instance: name,
                 reads_per_s: num(1)?,
@@ -1308,6 +1582,30 @@ fn import_row(
     }
     warnings.extend(commas);
     Ok(())
+}
+
+/// Rows run together on one line ("...20225.485 Instance5004.2 16.974 ..."): the rows, if the
+/// cells split into rows of `width` cells that each start with an instance's name.
+fn split_joined(row: &[String], width: usize) -> Option<Vec<Vec<String>>> {
+    // A figure and the next row's name in one cell (joined by a space, not a tab).
+    let mut cells = Vec::with_capacity(row.len() + 4);
+    for c in row {
+        match c.split_once(char::is_whitespace) {
+            Some((a, b)) if cell_value(a).is_some() && instance_like(b.trim()) => {
+                cells.push(a.to_string());
+                cells.push(b.trim().to_string());
+            }
+            _ => cells.push(c.clone()),
+        }
+    }
+    if width == 0 || cells.len() % width != 0 {
+        return None;
+    }
+    let parts: Vec<Vec<String>> = cells.chunks(width).map(<[String]>::to_vec).collect();
+    parts
+        .iter()
+        .all(|p| p.first().is_some_and(|n| instance_like(n)))
+        .then_some(parts)
 }
 
 /// Records typed summaries that disagree with per-instance data by more than rounding.

@@ -30,6 +30,8 @@ pub mod loadgen_servers;
 pub use mbx_config::input;
 pub mod report;
 pub mod steps;
+/// suite.html: the document of `run --test suite`.
+pub mod suite;
 pub mod svg;
 
 pub use esrp::{load, summarize, EsrpSummary, Exclusion, Warning};

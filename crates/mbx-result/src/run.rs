@@ -341,6 +341,15 @@ pub struct Check {
     /// Why the check was not judged (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    /// What the value measures, in words ([`Check::measures_of`]; absent for a name this
+    /// version does not describe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    measures: Option<String>,
+    /// For the maximum-latency checks: the strict maximum, the slowest single I/O of the
+    /// measured phase (any instance), ms, shown beside the value judged (the largest sample
+    /// average) so that no maximum reads below an average unexplained. No limit applies to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    strict_max_ms: Option<f64>,
 }
 
 /// A check as result.json holds it: results of earlier versions have no `state` (it follows
@@ -355,10 +364,15 @@ struct CheckFields {
     state: Option<CheckState>,
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    measures: Option<String>,
+    #[serde(default)]
+    strict_max_ms: Option<f64>,
 }
 
 impl From<CheckFields> for Check {
     fn from(c: CheckFields) -> Check {
+        let name = c.name.clone();
         let state = c.state.unwrap_or(if c.pass {
             CheckState::Pass
         } else {
@@ -370,7 +384,11 @@ impl From<CheckFields> for Check {
             limit: c.limit,
             pass: state == CheckState::Pass,
             state,
+            measures: c
+                .measures
+                .or_else(|| Check::measures_of(&name).map(str::to_string)),
             reason: c.reason,
+            strict_max_ms: c.strict_max_ms,
         }
     }
 }
@@ -389,7 +407,47 @@ impl Check {
                 CheckState::Fail
             },
             reason: None,
+            measures: Check::measures_of(name).map(str::to_string),
+            strict_max_ms: None,
         }
+    }
+
+    /// What the check named `name` measures, in the words the verdict table shows (`None` for a
+    /// name not described here). The maximum-latency checks judge Jetstress's "maximum": the
+    /// largest per-sample average latency, its worst samples tolerated (`max_latency_errors`),
+    /// which can be below the average latency (an average over every I/O); the strict maximum,
+    /// the slowest single I/O, is [`Check::strict_max_ms`].
+    pub fn measures_of(name: &str) -> Option<&'static str> {
+        Some(match name {
+            "db_read_latency_avg_ms" => "average read latency, worst instance",
+            "db_read_latency_max_ms" | "log_write_latency_max_ms" => {
+                "largest sample average (Jetstress's maximum), tolerated samples excluded"
+            }
+            "log_write_latency_avg_ms" => "average log write latency, worst instance",
+            "page_fault_stalls_per_s_avg" => "page fault stalls per second, average",
+            "achieved_transactional_iops" => "transactional IOPS (limit: target less the margin)",
+            "data_integrity_errors" => "pages and logs that failed verification",
+            "errors" => "I/O, verification and store errors",
+            "hung_ios" => "I/Os that never completed",
+            "completed_duration_s" => "seconds of the measured phase that ran",
+            _ => return None,
+        })
+    }
+
+    /// The same check with its strict maximum ([`Check::strict_max_ms`]).
+    pub fn with_strict_max(mut self, ms: f64) -> Check {
+        self.strict_max_ms = Some(ms);
+        self
+    }
+
+    /// What the value measures, in words (`None` for a check this version does not describe).
+    pub fn measures(&self) -> Option<&str> {
+        self.measures.as_deref()
+    }
+
+    /// The strict maximum of a maximum-latency check: the slowest single I/O, ms.
+    pub fn strict_max_ms(&self) -> Option<f64> {
+        self.strict_max_ms
     }
 
     /// A check named `name` (limit `limit`) that could not judge anything, and why: not a pass.
@@ -401,6 +459,8 @@ impl Check {
             pass: false,
             state: CheckState::NotJudged,
             reason: Some(reason.into()),
+            measures: Check::measures_of(name).map(str::to_string),
+            strict_max_ms: None,
         }
     }
 
@@ -661,6 +721,22 @@ pub struct RunResult {
     /// Performance result: every field is skipped when empty).
     #[serde(flatten)]
     pub sections: Sections,
+}
+
+impl RunResult {
+    /// The strict maximum of a maximum-latency check, ms: the check's own, or for a result of an
+    /// earlier version (whose checks lack it) the slowest I/O in its `max_latency`.
+    pub fn strict_max_ms(&self, c: &Check) -> Option<f64> {
+        c.strict_max_ms().or_else(|| {
+            let m = self.max_latency.as_ref()?;
+            let x = match c.name.as_str() {
+                "db_read_latency_max_ms" => &m.db_read,
+                "log_write_latency_max_ms" => &m.log_write,
+                _ => return None,
+            };
+            Some(x.per_io_max_ms.max(x.incomplete_max_ms))
+        })
+    }
 }
 
 /// `pacing` in result.json: how transactions were started over the measured phase, and the

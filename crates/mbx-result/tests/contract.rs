@@ -323,11 +323,17 @@ fn checks_have_a_state_and_the_verdict_follows_them() {
     let v = serde_json::to_value(&nothing).expect("json");
     assert_eq!(
         keys(&v),
-        set(&["name", "value", "limit", "pass", "state", "reason"])
+        set(&["name", "value", "limit", "pass", "state", "reason", "measures"])
     );
     assert_eq!(v["state"], "not_judged");
     assert_eq!(v["pass"], false);
     let v = serde_json::to_value(&judged).expect("json");
+    assert_eq!(
+        keys(&v),
+        set(&["name", "value", "limit", "pass", "state", "measures"])
+    );
+    // A check whose name this version does not describe has no `measures`.
+    let v = serde_json::to_value(Check::new("x", 1.0, 1.0, true)).expect("json");
     assert_eq!(keys(&v), set(&["name", "value", "limit", "pass", "state"]));
     assert_eq!(v["state"], "pass");
     // Earlier versions' checks: the state follows `pass`.
@@ -340,6 +346,26 @@ fn checks_have_a_state_and_the_verdict_follows_them() {
     let old: Check =
         serde_json::from_str(r#"{"name":"x","value":0.0,"limit":1.0,"pass":true}"#).expect("old");
     assert_eq!(old.state(), CheckState::Pass);
+    // An earlier version's maximum-latency check reads with what it measures (from its name),
+    // and no strict maximum of its own.
+    let old: Check = serde_json::from_str(
+        r#"{"name":"db_read_latency_max_ms","value":0.252,"limit":100.0,"pass":true}"#,
+    )
+    .expect("old");
+    assert!(
+        old.measures()
+            .is_some_and(|m| m.contains("largest sample average")),
+        "{old:?}"
+    );
+    assert_eq!(old.strict_max_ms(), None);
+    let max = Check::new("db_read_latency_max_ms", 0.252, 100.0, true).with_strict_max(3.1);
+    let v = serde_json::to_value(&max).expect("json");
+    assert_eq!(v["strict_max_ms"], 3.1);
+    assert_eq!(
+        serde_json::from_value::<Check>(v).expect("reads"),
+        max,
+        "round trip"
+    );
     // Round trip.
     let back: Check =
         serde_json::from_value(serde_json::to_value(&nothing).expect("json")).expect("reads");

@@ -211,14 +211,15 @@ pub struct SizingReport {
     pub iops_per_mailbox_published: f64,
     /// True when the user overrode the table with `--iops-per-mailbox`.
     pub iops_per_mailbox_overridden: bool,
-    /// IOPS per mailbox with headroom, rounded to 2 places as ESRP reports and Jetstress inputs do.
+    /// IOPS per mailbox with headroom, rounded to 2 places as ESRP reports it; without headroom
+    /// (`headroom_pct` 0), the figure to the 3 places the profile tables publish (0.134, not 0.13).
     pub iops_per_mailbox_esrp: f64,
     /// Headroom applied, in percent.
     pub headroom_pct: f64,
     /// Target transactional IOPS of one server's storage test: mailboxes per server x
     /// `iops_per_mailbox_esrp`.
     pub target_iops_per_server: f64,
-    /// The same target without the 2-place rounding.
+    /// The same target without the rounding of `iops_per_mailbox_esrp`.
     pub target_iops_per_server_unrounded: f64,
     /// Transactional IOPS of the whole deployment (every copy) at `iops_per_mailbox_esrp`.
     pub target_iops_total: f64,
@@ -531,7 +532,15 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
     let table_iops = formulas::iops_per_mailbox(method, m, copies);
     let iops = input.iops_per_mailbox.unwrap_or(table_iops);
     let headroom = 1.0 + input.headroom_pct / 100.0;
-    let iops_esrp = round_half_up(iops * headroom, 2);
+    // With headroom, ESRP's figure: rounded to 2 places (D2: 0.1005 x 1.2 = 0.1206 -> 0.12, 600
+    // IOPS). Without headroom the profile's own figure is the one the papers run, to the 3 places
+    // the tables publish: rounding it to 2 would change their targets (D1: 5,000 x 0.134 = 670,
+    // not 650).
+    let iops_esrp = if input.headroom_pct > 0.0 {
+        round_half_up(iops * headroom, 2)
+    } else {
+        round_half_up(iops, 3)
+    };
     if iops_esrp == 0.0 {
         warn(
             "iops-rounds-to-zero",

@@ -154,7 +154,7 @@ fn dell_esrp_fits_its_array() {
 }
 
 /// D1 (Dell PS6110E sizing): 24 x 4 TB 7.2K in RAID 6, 5,000 users at 200 messages. The disk
-/// model asks for 26 disks by IOPS (650 x (0.6 + 0.4 x 6) / 75); D1 passed Jetstress on 24,
+/// model asks for 27 disks by IOPS (670 x (0.6 + 0.4 x 6) / 75); D1 passed Jetstress on 24,
 /// helped by the array's write cache: the model is conservative, never optimistic.
 #[test]
 fn dell_sizing_raid6_is_conservative() {
@@ -163,8 +163,8 @@ fn dell_sizing_raid6_is_conservative() {
     let r = sized(&i);
     let db = &r.storage_design.database;
     assert_eq!(db.write_penalty, 6);
-    close(db.required_disk_iops, 650.0 * 3.0, 1e-9);
-    assert_eq!((db.disks_by_iops, db.decided_by), (26, "iops"));
+    close(db.required_disk_iops, 670.0 * 3.0, 1e-9);
+    assert_eq!((db.disks_by_iops, db.decided_by), (27, "iops"));
     assert!(db.disks > 24);
 }
 

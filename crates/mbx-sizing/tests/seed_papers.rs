@@ -137,7 +137,10 @@ fn dell_sizing_table_3() {
     let r = size(&examples::dell_sizing(200.0).input).expect("valid");
     assert_eq!(r.iops_per_mailbox_published, 0.134);
     close(5000.0 * r.iops_per_mailbox_published, 670.0, 1e-9);
-    close(r.target_iops_per_server, 5000.0 * 0.13, 1e-9); // ESRP rounding to 2 places
+    // No headroom: the published 0.134, not ESRP's 2-place rounding (which gave 650).
+    assert_eq!(r.iops_per_mailbox_esrp, 0.134);
+    close(r.target_iops_per_server, 670.0, 1e-9);
+    assert_eq!(r.profile.iops_per_mailbox, 0.134);
 }
 
 /// P: 300 messages -> 0.2 IOPS per user; 100,000 mailboxes on 8 servers = 2,500 IOPS per server;
@@ -265,4 +268,47 @@ fn json_has_contract_keys() {
     }
     let w = &v["warnings"][0];
     assert!(w.get("code").is_some() && w.get("message").is_some());
+}
+
+/// Issue 35, item 9: every built-in example compares with its paper, and honestly: a figure has a
+/// reason exactly when ours, at the paper's precision, is not the paper's. The papers' variants
+/// (D1 at 100 and 300 messages, P at 80,000 mailboxes) too.
+#[test]
+fn every_example_compares_with_its_paper_and_explains_each_difference() {
+    let mut all = examples::all();
+    all.extend([
+        examples::dell_sizing(100.0),
+        examples::dell_sizing(300.0),
+        examples::pure(80_000),
+    ]);
+    for e in all {
+        assert!(!e.paper.is_empty(), "{}: no paper figure", e.name);
+        let r = size(&e.input).expect("valid");
+        for f in &e.paper {
+            let ours = f
+                .ours_of(&r)
+                .unwrap_or_else(|| panic!("{}: {}: not computed", e.name, f.what));
+            assert_eq!(
+                f.agrees(&r),
+                f.why.is_none(),
+                "{}: {}: paper {} ours {ours} why {:?}",
+                e.name,
+                f.what,
+                f.paper,
+                f.why
+            );
+        }
+    }
+    // The figures the issue named: D1's 670 IOPS, D1's 240 GB beside the 256 GB configuration.
+    let d1 = examples::dell_sizing(200.0);
+    let r = size(&d1.input).expect("valid");
+    let target = d1
+        .paper
+        .iter()
+        .find(|f| f.what.starts_with("Target IOPS"))
+        .expect("the target row");
+    assert_eq!(target.paper, 670.0);
+    assert!(target.agrees(&r));
+    assert_eq!(r.ram_for_active_mailboxes_gb, Some(240.0));
+    assert_eq!(r.ram_gb_per_server, 256.0);
 }

@@ -8,7 +8,20 @@ use mbx_report::Format;
 use serde::{Deserialize, Serialize};
 
 const ABOUT: &str =
-    "Sizes mailbox servers (Exchange 2013/2016/2019 class) and validates their storage.";
+    "Sizes mailbox servers (Exchange 2013/2016/2019/SE class), validates their storage \
+(Jetstress's tests) and loads the installed mail system with simulated users (LoadGen's job).";
+
+/// The long form of the top-level help: the three jobs and their commands.
+const LONG_ABOUT: &str = "\
+Sizes mailbox servers (Exchange 2013/2016/2019/SE class), validates their storage and loads the
+installed mail system with simulated users: the jobs of Microsoft's Role Requirements Calculator,
+Jetstress and Exchange Load Generator, in one tool.
+
+  Sizing:              size
+  Storage validation:  run (--test performance|stress|backup|checksum|soft-recovery|suite),
+                       find-max, doctor, prepare, verify, iobench, fleet run,
+                       export jetstress-config; report, import, esrp, compare
+  Client load:         loadgen init|run|idle|submit, fleet loadgen";
 
 const EXAMPLES: &str = "\
 Examples:
@@ -22,12 +35,14 @@ Examples:
   mbxstress size --input deployment.toml --json
   mbxstress report mbxstress-results/<time>       HTML report and CSVs of a run
   mbxstress esrp server1/result.json server2/result.json
+  mbxstress loadgen init --server-env /tmp/mbxmail/server.env --messages 20
+  mbxstress loadgen run --server-env /tmp/mbxmail/server.env --day 3m --overload 10
 
 Exit codes: 0 success, 1 a verdict that is not a pass (a check failed or was not judged), bad pages\n(verify) or a failed doctor check, 2 usage or configuration error, 3 runtime error (fleet run: partial),\n130 interrupted by Ctrl-C or SIGTERM (work done so far is kept; the same command resumes).";
 
-/// mbxstress: mailbox server sizing and storage validation.
+/// mbxstress: mailbox server sizing, storage validation and client load.
 #[derive(Debug, Parser)]
-#[command(name = "mbxstress", version, about = ABOUT, after_help = EXAMPLES)]
+#[command(name = "mbxstress", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -690,10 +705,11 @@ over the same databases and their log files; its verdict includes the pass.
 
 --test suite: Performance (--duration, default 2h) -> Stress (--stress-duration, default 24h) ->
 Backup -> Soft Recovery -> Checksum on the same databases, one folder each under --out
-(1-performance/ ... 5-checksum/), then esrp.txt and esrp.json there. A failed verdict goes on to
-the next test (the suite fails); an error or Ctrl-C ends the suite. Run the same command again to
-resume: tests that ran to completion are skipped, an incomplete one's folder is moved aside
-(NAME.interrupted-N) and the test run again.
+(1-performance/ ... 5-checksum/), then esrp.txt and esrp.json there, and suite.html (each
+test's verdict with a link to its report, and the ESRP summary; rewritten after every test). A
+failed verdict goes on to the next test (the suite fails); an error or Ctrl-C ends the suite. Run
+the same command again to resume: tests that ran to completion are skipped, an incomplete one's
+folder is moved aside (NAME.interrupted-N) and the test run again.
 
 Outputs in --out (default ./mbxstress-results/<time>/): result.json, samples.jsonl (one line per
 sample, written as the test runs), test.log.

@@ -182,15 +182,24 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
             iops_m
         },
     );
-    t.row(
-        format!(
-            "IOPS per mailbox + {}% headroom (ESRP, 2 places)",
-            num(r.headroom_pct, 0)
-        ),
-        num(r.iops_per_mailbox_esrp, 2),
-        NONE.into(),
-        iops_m,
-    );
+    if r.headroom_pct > 0.0 {
+        t.row(
+            format!(
+                "IOPS per mailbox + {}% headroom (ESRP, 2 places)",
+                num(r.headroom_pct, 0)
+            ),
+            num(r.iops_per_mailbox_esrp, 2),
+            NONE.into(),
+            iops_m,
+        );
+    } else {
+        t.row(
+            "IOPS per mailbox, no headroom (as published, 3 places)",
+            num(r.iops_per_mailbox_esrp, 3),
+            NONE.into(),
+            iops_m,
+        );
+    }
     t.row(
         "Target transactional IOPS",
         num(r.target_iops_per_server, 1),
@@ -285,6 +294,16 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
     );
     if let Some(mb) = r.ram_per_active_mailbox_mb {
         t.row("RAM per active mailbox, MB", num(mb, 1), NONE.into(), mem_m);
+    }
+    if let Some(gb) = r.ram_for_active_mailboxes_gb {
+        // The JSON's `ram_for_active_mailboxes_gb` (D1 Table 3's figure), before the rounding to
+        // a configuration below.
+        t.row(
+            "RAM for the active mailboxes, GB (per mailbox x active)",
+            num(gb, 1),
+            NONE.into(),
+            mem_m,
+        );
     }
     t.row(
         if r.method.is_calculator() {
@@ -596,6 +615,38 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
         for w in &r.warnings {
             out.push_str(&format!("  [{}] {}\n", w.code, w.message));
         }
+    }
+    out
+}
+
+/// The paper of a built-in example beside ours: each figure it reports, ours printed to its
+/// precision, and "same" or why ours differs (method, input or the paper's own choice).
+pub fn paper_comparison(e: &mbx_sizing::examples::Example, r: &SizingReport) -> String {
+    let width = e
+        .paper
+        .iter()
+        .map(|f| f.what.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = format!(
+        "\nAgainst the paper ({}):\n  {:<width$}  {:>10}  {:>10}  difference\n",
+        e.source, "figure", "paper", "ours"
+    );
+    for f in &e.paper {
+        let ours = f
+            .ours_of(r)
+            .map_or_else(|| "-".to_string(), |v| num(v, f.decimals));
+        let why = match (f.agrees(r), f.why) {
+            (true, _) => "same".to_string(),
+            (false, Some(why)) => why.to_string(),
+            (false, None) => "differs (unexplained: a defect, please report it)".to_string(),
+        };
+        out.push_str(&format!(
+            "  {:<width$}  {:>10}  {:>10}  {why}\n",
+            f.what,
+            num(f.paper, f.decimals),
+            ours
+        ));
     }
     out
 }

@@ -400,21 +400,66 @@ fn print_stop(r: &RunResult) -> std::io::Result<()> {
 /// The verdict's checks: value, limit and state; a check that judged nothing shows "-" and
 /// "not judged" with its reason, never a value that passes.
 fn print_checks(r: &RunResult) -> std::io::Result<()> {
-    print_verdict_checks(&r.verdict)
+    print_verdict_checks(&r.verdict, |c| r.strict_max_ms(c))
 }
 
-fn print_verdict_checks(v: &mbx_engine::result::Verdict) -> std::io::Result<()> {
-    outln!("  {:<32} {:>12} {:>12}  result", "check", "value", "limit")?;
+/// Each row says what it measures; a maximum-latency row judges Jetstress's maximum (the
+/// largest sample average, which can be below the average of every I/O) and shows the strict
+/// maximum, the slowest single I/O, beside it.
+fn print_verdict_checks(
+    v: &mbx_engine::result::Verdict,
+    strict_of: impl Fn(&mbx_engine::result::Check) -> Option<f64>,
+) -> std::io::Result<()> {
+    if !v.checks().iter().any(|c| c.measures().is_some()) {
+        // Checks this version does not describe (loadgen's): name, value, limit, result.
+        outln!("  {:<32} {:>12} {:>12}  result", "check", "value", "limit")?;
+        for c in v.checks() {
+            let value = match c.state() {
+                mbx_engine::result::CheckState::NotJudged => "-".to_string(),
+                _ => format!("{:.3}", c.value),
+            };
+            let state = match c.reason() {
+                Some(why) => format!("{}: {why}", c.state().label()),
+                None => c.state().label().to_string(),
+            };
+            outln!("  {:<32} {:>12} {:>12.3}  {state}", c.name, value, c.limit)?;
+        }
+        return Ok(());
+    }
+    let width = v
+        .checks()
+        .iter()
+        .filter_map(|c| c.measures())
+        .map(|m| m.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("measures".len());
+    outln!(
+        "  {:<32} {:>12} {:>12} {:>12}  {:<width$}  result",
+        "check",
+        "value",
+        "limit",
+        "strict max",
+        "measures"
+    )?;
     for c in v.checks() {
         let value = match c.state() {
             mbx_engine::result::CheckState::NotJudged => "-".to_string(),
             _ => format!("{:.3}", c.value),
         };
+        let strict = strict_of(c).map_or_else(|| "-".to_string(), |ms| format!("{ms:.3}"));
         let state = match c.reason() {
             Some(why) => format!("{}: {why}", c.state().label()),
             None => c.state().label().to_string(),
         };
-        outln!("  {:<32} {:>12} {:>12.3}  {state}", c.name, value, c.limit)?;
+        outln!(
+            "  {:<32} {:>12} {:>12.3} {:>12}  {:<width$}  {state}",
+            c.name,
+            value,
+            c.limit,
+            strict,
+            c.measures().unwrap_or("")
+        )?;
     }
     Ok(())
 }
@@ -701,6 +746,10 @@ pub(crate) fn print_suite_summary(s: &SuiteSummary) -> std::io::Result<()> {
     if complete {
         outln!("ESRP summary: {}", s.root.join("esrp.txt").display())?;
     }
+    outln!(
+        "Suite report: {}",
+        s.root.join(mbx_report::suite::SUITE_REPORT).display()
+    )?;
     outln!("Suite: {}", s.root.display())?;
     Ok(())
 }
@@ -730,7 +779,7 @@ pub(crate) fn print_loadgen_end(
     if !r.stopped.reason.ran_to_completion() || r.overloaded {
         outln!("  stopped: {}", r.stopped.message)?;
     }
-    print_verdict_checks(&r.verdict)?;
+    print_verdict_checks(&r.verdict, |c| c.strict_max_ms())?;
     if let Some(i) = &r.init {
         outln!(
             "  mailboxes filled {} of {} ({} failed); messages there {}, appended {} ({} MB) in {}: {} messages/s, {} MB/s",

@@ -67,6 +67,8 @@ pub(super) fn transactional(
     let max_check = |name: &str, m: &MaxLatency, stream: Stream, what: &'static str| {
         match none_of(stream, what) {
             Some(why) => Check::not_judged(name, m.limit_ms, why),
+            // The strict maximum (the slowest single I/O) is shown beside the value judged,
+            // judged or not: it was measured.
             None if !m.judged => Check::not_judged(
                 name,
                 m.limit_ms,
@@ -74,7 +76,8 @@ pub(super) fn transactional(
                     "{} sample(s) per instance and {} over the limit tolerated (--max-latency-errors): the check could not fail; the strict maxima are in max_latency (sample more often, run longer or lower the tolerance)",
                     m.samples, max_latency.max_latency_errors
                 ),
-            ),
+            )
+            .with_strict_max(m.per_io_max_ms),
             // The tolerated per-sample figure and, without tolerance, the average
             // latency of the I/O left in flight when measuring ended (docs/method.md, "I/O in
             // flight at the end").
@@ -83,7 +86,8 @@ pub(super) fn transactional(
                 m.tolerated_ms.max(m.incomplete_avg_ms),
                 m.limit_ms,
                 m.pass,
-            ),
+            )
+            .with_strict_max(m.per_io_max_ms.max(m.incomplete_max_ms)),
         }
     };
     const NO_READ: &str = "no database read was measured";

@@ -59,12 +59,30 @@ pub fn run(args: SizeArgs) -> anyhow::Result<ExitCode> {
             })?;
     }
 
+    // A built-in example sized as its paper stated it is compared with the paper, row by row.
+    let example = match &base {
+        Base::Example { name, .. } => examples::by_name(name),
+        _ => None,
+    };
+    let paper = example.as_ref().filter(|e| e.input == input);
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &report).context("writing JSON to stdout")?;
+        let mut v = serde_json::to_value(&report).context("serializing the sizing report")?;
+        if let (Some(e), Some(obj)) = (paper, v.as_object_mut()) {
+            obj.insert("paper_comparison".into(), paper_json(e, &report));
+        }
+        serde_json::to_writer_pretty(&mut out, &v).context("writing JSON to stdout")?;
         writeln_out(&mut out, "")?;
     } else {
-        let text = render::size_report(&report, &describe_base(&base));
+        let mut text = render::size_report(&report, &describe_base(&base));
+        match (paper, &example) {
+            (Some(e), _) => text.push_str(&render::paper_comparison(e, &report)),
+            (None, Some(e)) => text.push_str(&format!(
+                "\nNo comparison with the paper of example '{}': flags changed its inputs.\n",
+                e.name
+            )),
+            _ => {}
+        }
         writeln_out(&mut out, &text)?;
         if let Some(path) = &args.profile_out {
             writeln_out(
@@ -389,4 +407,23 @@ fn profile_comments(report: &SizingReport, base: &Base) -> Vec<String> {
         p.mailboxes as f64 * p.mailbox_quota_mb as f64 / 1024.0
     ));
     c
+}
+
+/// `paper_comparison` in `size --json` of a built-in example: each figure its paper reports, ours,
+/// whether they agree at the paper's precision, and why not.
+fn paper_json(e: &examples::Example, r: &SizingReport) -> serde_json::Value {
+    serde_json::Value::Array(
+        e.paper
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "figure": f.what,
+                    "paper": f.paper,
+                    "ours": f.ours_of(r),
+                    "agrees": f.agrees(r),
+                    "why": f.why,
+                })
+            })
+            .collect(),
+    )
 }

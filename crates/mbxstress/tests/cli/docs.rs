@@ -450,3 +450,103 @@ fn slugs_are_githubs() {
         "reports-report-esrp-import-compare"
     );
 }
+
+/// The commands `mbxstress --help` lists, with their subcommands ("fleet run", "loadgen init"),
+/// read from the help of each level: what a user can type.
+fn commands_in_help(prefix: &[&str]) -> Vec<String> {
+    let mut args: Vec<&str> = prefix.to_vec();
+    args.push("--help");
+    let run = crate::common::mbx(&args);
+    assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+    let mut out = Vec::new();
+    let mut in_commands = false;
+    for line in run.stdout.lines() {
+        if line == "Commands:" {
+            in_commands = true;
+            continue;
+        }
+        if in_commands {
+            // "  name   description"; a description's continuation is indented further; the
+            // list ends at a blank line.
+            if line.is_empty() {
+                break;
+            }
+            let Some(name) = line.strip_prefix("  ").filter(|l| !l.starts_with(' ')) else {
+                continue;
+            };
+            let name = name.split_whitespace().next().unwrap_or_default();
+            if name.is_empty() || name == "help" {
+                continue;
+            }
+            let mut path: Vec<&str> = prefix.to_vec();
+            path.push(name);
+            let below = commands_in_help(&path);
+            if below.is_empty() {
+                out.push(path.join(" "));
+            } else {
+                out.extend(below);
+            }
+        }
+    }
+    out
+}
+
+/// Issue 35, item 8: docs/guide.md's "What works today" lists every command of this version, and
+/// nothing that is not one; the top-level help describes the three jobs; the README names the
+/// binary's path, `cargo install` and the first build's time, and its Quick start has exactly the
+/// two commands.
+#[test]
+fn the_guides_what_works_list_is_the_commands_that_exist() {
+    let guide = read(&root().join("docs/guide.md"));
+    let start = guide.find("## What works today").expect("the section");
+    let section = &guide[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    assert!(
+        !section.contains("not built yet"),
+        "the guide still says a job is not built"
+    );
+    // The bullets' bold command names: "- **`fleet run`**".
+    let mut listed: Vec<String> = section
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("- **`"))
+        .filter_map(|l| l.split_once("`**").map(|(name, _)| name.to_string()))
+        .collect();
+    listed.sort();
+    let mut commands = commands_in_help(&[]);
+    commands.sort();
+    assert!(commands.len() > 15, "{commands:?}");
+    assert_eq!(
+        listed, commands,
+        "docs/guide.md's What works today vs --help"
+    );
+
+    let help = crate::common::mbx(&["--help"]);
+    for job in ["Sizing:", "Storage validation:", "Client load:", "loadgen"] {
+        assert!(
+            help.stdout.contains(job),
+            "--help lacks {job}: {}",
+            help.stdout
+        );
+    }
+
+    let readme = read(&root().join("README.md"));
+    for needed in [
+        "target/release/mbxstress",
+        "cargo install --path crates/mbxstress",
+        "The first build takes minutes",
+    ] {
+        assert!(readme.contains(needed), "README.md lacks '{needed}'");
+    }
+    let quick = &readme[readme.find("## Quick start").expect("Quick start")..];
+    let quick = &quick[..quick[3..].find("\n## ").map_or(quick.len(), |e| e + 3)];
+    let block = &quick[quick.find("```sh\n").expect("a code block") + 6..];
+    let block = &block[..block.find("```").expect("its end")];
+    let commands: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        commands.len(),
+        2,
+        "the Quick start has two commands: {commands:?}"
+    );
+    assert!(commands[0].starts_with("cargo run --release -- run"));
+    assert!(commands[1].starts_with("cargo test --workspace"));
+}

@@ -150,3 +150,67 @@ fn nothing_to_summarize_is_exit_2() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(run.json()["excluded"][0]["code"], "no_instances");
 }
+
+/// Issue 35, item 6: a real report whose unneeded section's title is cut short (as the text of
+/// the Dell ESRP paper's PDF had it) is read by `import` and `esrp` with exit 0 and a warning
+/// naming the section; a needed section lost is exit 2 naming it.
+#[test]
+fn damage_in_an_unneeded_section_is_a_warning_and_in_a_needed_one_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text =
+        std::fs::read_to_string(fixture("dell-ps6210e-esrp-performance.txt")).expect("fixture");
+    let title = "\nBackground Database Maintenance I/O Performance\n";
+    assert!(text.contains(title));
+    let cut = dir.path().join("cut.txt");
+    std::fs::write(
+        &cut,
+        text.replacen(title, "\nBackground Database Maintenance I/O P\t\n", 1),
+    )
+    .expect("write");
+    let run = mbx(&["import", s(&cut)]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("6 transactional I/O rows")
+            && run
+                .stdout
+                .contains("damaged input: line 102: section title")
+            && run
+                .stdout
+                .contains("read as \"Background Database Maintenance I/O Performance\""),
+        "{}",
+        run.stdout
+    );
+    let run = mbx(&["esrp", s(&cut), "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    crate::common::close(&v["servers"][0]["db_transfers_per_s"], 1056.711, 0.001);
+    assert_eq!(v["warnings"][0]["code"], "damaged_input");
+    // Cut beyond reading: skipped, named, the summary unchanged.
+    std::fs::write(&cut, text.replacen(title, "\nBackgro\n", 1)).expect("write");
+    let run = mbx(&["esrp", s(&cut)]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("1056.71"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("no readable section title") && run.stdout.contains("\"Backgro\""),
+        "{}",
+        run.stdout
+    );
+    // The needed section's title lost: exit 2 naming the section.
+    let lost = dir.path().join("lost.txt");
+    std::fs::write(
+        &lost,
+        text.replacen("\nTransactional I/O Performance\n", "\nTransac\n", 1),
+    )
+    .expect("write");
+    for cmd in ["import", "esrp"] {
+        let run = mbx(&[cmd, s(&lost)]);
+        assert_eq!(run.code, 2, "{cmd}: {}\n{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr
+                .contains("table \"Transactional I/O Performance\"")
+                && run.stderr.contains("not found in this Performance report"),
+            "{cmd}: {}",
+            run.stderr
+        );
+    }
+}

@@ -512,3 +512,73 @@ fn the_jsonl_progress_is_the_typed_event_stream() {
     assert!(*pass);
     assert!(dir.join(path).is_file(), "{}", path.display());
 }
+
+/// Issue 35, item 4: the verdict rows say what they measure. A maximum-latency row names
+/// Jetstress's maximum (the largest sample average) and shows the strict maximum (the slowest
+/// single I/O) beside it, in the terminal, report.html and result.json, so no row reads a
+/// maximum below an average unexplained.
+#[test]
+fn verdict_rows_say_what_they_measure_and_show_the_strict_maximum() {
+    let dir = scratch("run-verdict-rows");
+    let run = small_run(&dir, "r", &[]);
+    assert!(
+        run.code == 0 || run.code == 1,
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let header = run
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("check "))
+        .unwrap_or_else(|| panic!("no verdict table: {}", run.stdout));
+    assert!(
+        header.contains("strict max") && header.contains("measures"),
+        "{header}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r/result.json")).expect("result"))
+            .expect("json");
+    let html = std::fs::read_to_string(dir.join("r/report.html")).expect("report");
+    assert!(html.contains("Strict max") && html.contains("id=\"verdict-maxima\""));
+    for name in ["db_read_latency_max_ms", "log_write_latency_max_ms"] {
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} line: {}", run.stdout));
+        assert!(
+            line.contains("largest sample average (Jetstress's maximum)"),
+            "{line}"
+        );
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let value: f64 = cols[1].parse().expect("value");
+        let strict: f64 = cols[3].parse().unwrap_or_else(|_| panic!("strict: {line}"));
+        assert!(
+            strict >= value,
+            "the slowest I/O is at least any sample average: {line}"
+        );
+        let check = r["verdict"]["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["name"] == name)
+            .expect("check");
+        assert!(
+            (check["strict_max_ms"].as_f64().expect("strict_max_ms") - strict).abs()
+                < 0.0005 + 1e-9,
+            "{check}"
+        );
+        assert!(
+            check["measures"]
+                .as_str()
+                .is_some_and(|m| m.contains("largest sample average")),
+            "{check}"
+        );
+        assert!(html.contains(&format!("data-check=\"{name}\"")));
+    }
+    // Every row of the storage verdict says what it measures.
+    for c in r["verdict"]["checks"].as_array().expect("checks") {
+        assert!(c["measures"].is_string(), "{c}");
+    }
+}

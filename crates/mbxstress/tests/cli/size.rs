@@ -468,3 +468,68 @@ fn issue_29_flags_and_errors() {
     assert_eq!(p.messages_per_day, Some(150));
     assert_eq!(p.message_size_kb, Some(75.0));
 }
+
+/// Issue 35, item 9: `size --example NAME` prints its paper's figures beside ours, each "same"
+/// or with its reason, and `--json` carries the same comparison; the table and the JSON agree
+/// (D1: 670 IOPS, RAM 240 GB for the active mailboxes and 256 GB configured); changed inputs
+/// are not compared.
+#[test]
+fn every_example_prints_its_paper_comparison() {
+    for name in ["tintri", "dell-esrp", "dell-sizing", "pure"] {
+        let run = mbx(&["size", "--example", name]);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        let at = run
+            .stdout
+            .find("Against the paper (")
+            .unwrap_or_else(|| panic!("{name}: no comparison: {}", run.stdout));
+        let rows: Vec<&str> = run.stdout[at..]
+            .lines()
+            .skip(2)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        let v = mbx(&["size", "--example", name, "--json"]).json();
+        let json = v["paper_comparison"].as_array().expect("paper_comparison");
+        assert_eq!(rows.len(), json.len(), "{name}: {rows:?}");
+        for (row, f) in rows.iter().zip(json) {
+            assert!(row.contains(f["figure"].as_str().expect("figure")), "{row}");
+            assert!(!row.contains("unexplained"), "{name}: {row}");
+            match f["why"].as_str() {
+                None => {
+                    assert!(row.ends_with("  same"), "{row}");
+                    assert_eq!(f["agrees"], true, "{f}");
+                }
+                Some(why) => {
+                    assert!(row.ends_with(why), "{row}");
+                    assert_eq!(f["agrees"], false, "{f}");
+                }
+            }
+        }
+    }
+    let run = mbx(&["size", "--example", "dell-sizing"]);
+    let v = mbx(&["size", "--example", "dell-sizing", "--json"]).json();
+    close(&v["target_iops_per_server"], 670.0, 1e-9);
+    close(&v["ram_for_active_mailboxes_gb"], 240.0, 1e-9);
+    close(&v["ram_gb_per_server"], 256.0, 1e-9);
+    for (label, figure) in [
+        ("Target transactional IOPS", "670.0"),
+        ("RAM for the active mailboxes, GB", "240.0"),
+        ("RAM, GB (rounded to a configuration)", "256.0"),
+        (
+            "IOPS per mailbox, no headroom (as published, 3 places)",
+            "0.134",
+        ),
+    ] {
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} row: {}", run.stdout));
+        // "LABEL  PER-SERVER  TOTAL  2013 calculator": the per-server column.
+        assert_eq!(line.split_whitespace().rev().nth(3), Some(figure), "{line}");
+    }
+    let run = mbx(&["size", "--example", "dell-sizing", "--mailboxes", "6000"]);
+    assert!(!run.stdout.contains("Against the paper"), "{}", run.stdout);
+    assert!(run.stdout.contains(
+        "No comparison with the paper of example 'dell-sizing': flags changed its inputs"
+    ));
+}

@@ -125,6 +125,7 @@ fn the_suite_runs_every_test_writes_the_esrp_summary_and_resumes() {
             "{part}: {json}"
         );
     }
+    suite_report_is_true(&dir, &run, None);
     // `esrp` on the suite folder finds the same three results.
     let esrp = mbx_in(Some(&dir), &["esrp", "suite"]);
     assert_eq!(esrp.code, 0, "{}", esrp.stderr);
@@ -168,6 +169,7 @@ fn the_suite_runs_every_test_writes_the_esrp_summary_and_resumes() {
         "{}",
         run.stdout
     );
+    suite_report_is_true(&dir, &run, Some("5-checksum.interrupted-1"));
     // A test folder left without a result (a crash before it was written) is moved aside too.
     std::fs::remove_file(&last).expect("remove result");
     let run = suite(&dir);
@@ -176,4 +178,52 @@ fn the_suite_runs_every_test_writes_the_esrp_summary_and_resumes() {
         .join("suite/5-checksum.interrupted-2/test.log")
         .is_file());
     assert_eq!(result(&dir, "5-checksum")["stopped"]["reason"], "completed");
+}
+
+/// suite.html (issue 35, item 7): one document with each test's verdict and a link to its
+/// report, the ESRP summary, and the earlier attempt kept aside when the suite resumed.
+fn suite_report_is_true(dir: &std::path::Path, run: &Run, earlier: Option<&str>) {
+    let path = dir.join("suite/suite.html");
+    assert!(
+        run.stdout.contains("Suite report: suite/suite.html"),
+        "{}",
+        run.stdout
+    );
+    let html = std::fs::read_to_string(&path).expect("suite.html");
+    assert!(
+        html.contains("<span class=\"pass\">Pass</span> (5 of 5 tests ran to completion)"),
+        "{html}"
+    );
+    for folder in FOLDERS {
+        let row_at = html
+            .find(&format!("data-test=\"{folder}\""))
+            .unwrap_or_else(|| panic!("{folder} row: {html}"));
+        let row = &html[row_at..];
+        let row = &row[..row.find("</tr>").expect("row end")];
+        assert!(row.contains("<td class=\"pass\">Pass</td>"), "{row}");
+        assert!(row.contains("<td>completed</td>"), "{row}");
+        let link = format!("href=\"{folder}/report.html\"");
+        assert!(row.contains(&link), "{row}");
+        assert!(dir.join("suite").join(folder).join("report.html").is_file());
+        match earlier {
+            Some(e) if e.starts_with(folder) => {
+                assert!(row.contains(&format!("href=\"{e}/report.html\"")), "{row}")
+            }
+            _ => assert!(!row.contains("earlier attempt"), "{row}"),
+        }
+    }
+    // The ESRP summary: the Performance server, backup and soft recovery figures of esrp.json.
+    let esrp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("suite/esrp.json")).expect("json"))
+            .expect("esrp.json");
+    assert!(html.contains("ESRP Summary") && html.contains("Transactional I/O (Performance test)"));
+    let transfers = esrp["servers"][0]["db_transfers_per_s"]
+        .as_f64()
+        .expect("transfers");
+    assert!(html.contains(&format!("{transfers:.2}")), "{html}");
+    let spl = esrp["soft_recovery"][0]["seconds_per_log"]
+        .as_f64()
+        .expect("seconds per log");
+    assert!(html.contains(&format!("{spl:.4}")), "{html}");
+    assert!(html.contains("Database Backup") && html.contains("Soft Recovery"));
 }

@@ -195,7 +195,7 @@ impl ImapClient {
     /// LOGIN with quoted strings, or AUTHENTICATE PLAIN when the server disables LOGIN. `NO`
     /// is an `auth` error.
     pub async fn login(&mut self, user: &str, password: &str) -> Result<()> {
-        self.conn.user = Some(user.to_owned());
+        self.conn.set_login(user, password);
         let (Some(u), Some(p)) = (quote(user), quote(password)) else {
             return Err(self.conn.error(
                 ErrorClass::Auth,
@@ -811,10 +811,16 @@ async fn read_tagged(conn: &mut Conn, name: &str, tag: &[u8]) -> Result<(Vec<Unt
             Err(mut e) => {
                 if e.class == ErrorClass::Disconnect {
                     if let Some(bye) = untagged.iter().find(|u| u.text.starts_with(b"BYE")) {
-                        e.detail = format!(
-                            "{} (the server said: {})",
-                            e.detail,
-                            String::from_utf8_lossy(&bye.text)
+                        // Through the connection's error: the server's words are redacted and
+                        // escaped like any other.
+                        e = conn.error(
+                            e.class,
+                            name,
+                            format!(
+                                "{} (the server said: {})",
+                                e.detail,
+                                String::from_utf8_lossy(&bye.text)
+                            ),
                         );
                     }
                 }

@@ -25,6 +25,7 @@ pub mod message;
 pub mod metrics;
 pub mod pop3;
 pub mod sched;
+pub mod secret;
 pub mod smtp;
 pub mod submit;
 pub mod tls;

@@ -52,7 +52,7 @@ impl Pop3Client {
 
     /// USER then PASS. A refusal is an `auth` error.
     pub async fn login(&mut self, user: &str, password: &str) -> Result<()> {
-        self.conn.user = Some(user.to_owned());
+        self.conn.set_login(user, password);
         if user.contains(['\r', '\n']) || password.contains(['\r', '\n']) {
             return Err(self.conn.error(
                 ErrorClass::Auth,

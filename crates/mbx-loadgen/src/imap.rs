@@ -835,6 +835,17 @@ async fn read_tagged(conn: &mut Conn, name: &str, tag: &[u8]) -> Result<(Vec<Unt
             return Err(tagged_error(conn, name, rest));
         }
         if let Some(text) = line.strip_prefix(b"* ") {
+            // The answer's lines count with its literals: a server sending untagged lines
+            // without end is cut at the answer's bound, not after a million lines of 64 KiB.
+            total = total.saturating_add(line.len());
+            if total > conn.limits.message.saturating_mul(16) {
+                let limit = conn.limits.message.saturating_mul(16);
+                return Err(conn.error(
+                    ErrorClass::Protocol,
+                    name,
+                    format!("an answer over {limit} bytes"),
+                ));
+            }
             let mut u = Untagged {
                 text: text.to_vec(),
                 literals: Vec::new(),

@@ -30,6 +30,7 @@ pub mod smtp;
 pub mod submit;
 pub mod tls;
 pub mod users;
+pub mod validate;
 
 pub use conn::{Endpoint, Limits, Security, Timeouts};
 pub use error::{Error, ErrorClass, Rejection, Result};

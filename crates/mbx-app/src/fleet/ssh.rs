@@ -437,7 +437,8 @@ pub(crate) fn check_host(
     for (local, name) in uploads {
         ssh.output(
             dest,
-            &format!("cat > {}", sh(&format!("{run_dir}/{name}"))),
+            // Readable by the run's user only: a users file or password file holds secrets.
+            &format!("umask 077; cat > {}", sh(&format!("{run_dir}/{name}"))),
             Some(local),
         )
         .ctx(|| format!("copying {} to host {}", local.display(), h.name))?;

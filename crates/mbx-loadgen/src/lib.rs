@@ -16,6 +16,7 @@
 
 pub mod conn;
 pub mod day;
+pub mod deadline;
 pub mod error;
 pub mod hold;
 pub mod imap;

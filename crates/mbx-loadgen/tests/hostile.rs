@@ -637,3 +637,124 @@ async fn a_server_echoing_credentials_never_gets_them_shown() {
         assert!(text.contains("[redacted]"), "{text}");
     }
 }
+
+/// A listener that accepts every connection and never says a word (a frozen server).
+async fn frozen() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = l.accept().await {
+            held.push(s);
+        }
+    });
+    port
+}
+
+fn frozen_servers(port: u16, command: Duration) -> mbx_loadgen::day::Servers {
+    let mut e = ep(port);
+    e.timeouts = Timeouts {
+        connect: Duration::from_secs(2),
+        command,
+    };
+    mbx_loadgen::day::Servers {
+        smtp: e.clone(),
+        imap: e.clone(),
+        pop3: e,
+        helo: "c".into(),
+        auth: mbx_loadgen::AuthMechanism::Plain,
+    }
+}
+
+/// The audit's baseline against a server that never greets: 256 users took 4 x 60 s before a
+/// 10 s day. The baseline's deadline follows the test's length (at least 10 s): the run ends
+/// there, the report naming the phase and the server; the day never starts.
+#[tokio::test]
+async fn a_baseline_against_a_frozen_server_ends_at_its_deadline() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::message::Generator;
+    use mbx_loadgen::sched::ClientType;
+    use mbx_loadgen::users::from_template;
+    let port = frozen().await;
+    let servers = frozen_servers(port, Duration::from_secs(60));
+    let users = from_template("u%d", 1, 80, "pw", "d.test").expect("users");
+    let plan = DayPlan {
+        seed: 1,
+        messages_per_day: 50,
+        day: Duration::from_secs(2),
+        days: 1,
+        overload_per_user: 1e9,
+        grace: Duration::from_secs(5),
+        ..DayPlan::default()
+    };
+    let t = Instant::now();
+    let r = run_days(
+        &servers,
+        &users,
+        &[ClientType::DesktopImap; 80],
+        &Generator::new("bd", 1, 10_000, 0),
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let took = t.elapsed();
+    let d = r.deadline.expect("the baseline's deadline ended the run");
+    assert!(
+        d.starts_with("the baseline did not finish by its deadline (10 s)"),
+        "{d}"
+    );
+    assert!(d.contains(&format!("imap://127.0.0.1:{port}")), "{d}");
+    assert!(!r.interrupted && r.dispatched == 0, "{}", r.dispatched);
+    assert!(
+        took >= Duration::from_secs(10) && took < Duration::from_secs(13),
+        "{took:?}"
+    );
+}
+
+/// The audit's frozen IMAP server mid-day (`--overload 1000`, grace 5 s: 10 min 05 s): the
+/// tasks still running when the schedule ends get 2 x the command timeout + grace, then the run
+/// ends, naming the day and the servers.
+#[tokio::test]
+async fn a_server_frozen_during_the_day_ends_the_run_at_the_days_deadline() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::message::Generator;
+    use mbx_loadgen::sched::ClientType;
+    use mbx_loadgen::users::from_template;
+    let port = frozen().await;
+    let servers = frozen_servers(port, Duration::from_secs(2));
+    let users = from_template("u%d", 1, 8, "pw", "d.test").expect("users");
+    let plan = DayPlan {
+        seed: 1,
+        messages_per_day: 500,
+        day: Duration::from_secs(3),
+        days: 1,
+        overload_per_user: 1e9,
+        grace: Duration::from_secs(1),
+        baseline: false,
+        ..DayPlan::default()
+    };
+    let t = Instant::now();
+    let r = run_days(
+        &servers,
+        &users,
+        &[ClientType::Webmail; 8],
+        &Generator::new("dd", 1, 10_000, 0),
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let took = t.elapsed();
+    let d = r.deadline.expect("the day's deadline ended the run");
+    assert!(
+        d.starts_with("the day did not finish by its deadline (8 s)"),
+        "{d}"
+    );
+    assert!(
+        d.contains(&format!("smtp://127.0.0.1:{port}"))
+            && d.contains(&format!("imap://127.0.0.1:{port}")),
+        "{d}"
+    );
+    // Day 3 s + drain 5 s, the logouts skipped; each user's queue held dozens of tasks of 2 s.
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(r.dispatched > 8 * 10, "{}", r.dispatched);
+}

@@ -1157,7 +1157,7 @@ pub async fn run_days(
     let length = plan
         .duration
         .unwrap_or_else(|| plan.day.saturating_mul(plan.days));
-    let command = deadline::command_timeout(servers);
+    let command = deadline::command_timeout([&servers.smtp, &servers.imap, &servers.pop3]);
     let mut deadline_hit: Option<String> = None;
     if plan.baseline {
         let limit = deadline::baseline(length);
@@ -1173,7 +1173,11 @@ pub async fn run_days(
             .await;
         if cut > 0 {
             let kinds = missing_kinds(&back, clients, users.len());
-            let on = deadline::servers_of(servers, kinds, "baseline");
+            let on = deadline::servers_of(
+                [&servers.smtp, &servers.imap, &servers.pop3],
+                kinds,
+                "baseline",
+            );
             deadline_hit = Some(deadline::message("baseline", limit, cut, &on));
         }
         actors = back;
@@ -1347,7 +1351,11 @@ pub async fn run_days(
         }
         if !cut_kinds.is_empty() && !interrupted {
             let n = cut_kinds.len();
-            let on = deadline::servers_of(servers, cut_kinds, "day");
+            let on = deadline::servers_of(
+                [&servers.smtp, &servers.imap, &servers.pop3],
+                cut_kinds,
+                "day",
+            );
             deadline_hit = Some(deadline::message("day", length + drain, n, &on));
             interrupted = true;
         }
@@ -1369,7 +1377,11 @@ pub async fn run_days(
             .await;
         if cut > 0 {
             let kinds = missing_kinds(&back, clients, users.len());
-            let on = deadline::servers_of(servers, kinds, "grace");
+            let on = deadline::servers_of(
+                [&servers.smtp, &servers.imap, &servers.pop3],
+                kinds,
+                "grace",
+            );
             deadline_hit = Some(deadline::message(
                 "grace sweep",
                 plan.grace + command,

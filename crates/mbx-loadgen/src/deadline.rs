@@ -13,12 +13,12 @@
 //!   are cancelled;
 //! - **close** (the logouts): [`CLOSE_WAIT`].
 //!
-//! A stop request (Ctrl-C, SIGTERM) ends whichever phase runs within [`crate::day::STOP_WAIT`].
+//! A stop request (Ctrl-C, SIGTERM) ends whichever phase runs within the day engine's
+//! `STOP_WAIT` (1 s).
 
 use std::time::Duration;
 
 use crate::conn::Endpoint;
-use crate::day::Servers;
 use crate::sched::ClientType;
 
 /// The shortest baseline deadline: a baseline lists each user's mailbox once (tens of users
@@ -40,22 +40,26 @@ pub fn drain(command: Duration, grace: Duration) -> Duration {
     command.saturating_mul(2).saturating_add(grace)
 }
 
-/// The longest command timeout of the servers.
-pub fn command_timeout(s: &Servers) -> Duration {
-    s.smtp
-        .timeouts
-        .command
-        .max(s.imap.timeouts.command)
-        .max(s.pop3.timeouts.command)
+/// The longest command timeout of the servers (SMTP, IMAP, POP3).
+pub fn command_timeout(servers: [&Endpoint; 3]) -> Duration {
+    servers
+        .iter()
+        .map(|e| e.timeouts.command)
+        .max()
+        .unwrap_or_default()
 }
 
 fn url(scheme: &str, e: &Endpoint) -> String {
     format!("{scheme}://{}:{}", e.host, e.port)
 }
 
-/// The servers the users of `kinds` were waiting on in `phase`: the mailbox server (IMAP or
+/// The servers (SMTP, IMAP, POP3) the users of `kinds` were waiting on in `phase`: the mailbox server (IMAP or
 /// POP3) in the baseline and the sweep, submission too in the day.
-pub fn servers_of(s: &Servers, kinds: impl IntoIterator<Item = ClientType>, phase: &str) -> String {
+pub fn servers_of(
+    [smtp, imap_ep, pop3_ep]: [&Endpoint; 3],
+    kinds: impl IntoIterator<Item = ClientType>,
+    phase: &str,
+) -> String {
     let (mut imap, mut pop3) = (false, false);
     for k in kinds {
         match k {
@@ -65,13 +69,13 @@ pub fn servers_of(s: &Servers, kinds: impl IntoIterator<Item = ClientType>, phas
     }
     let mut out = Vec::new();
     if phase == "day" {
-        out.push(url("smtp", &s.smtp));
+        out.push(url("smtp", smtp));
     }
     if imap {
-        out.push(url("imap", &s.imap));
+        out.push(url("imap", imap_ep));
     }
     if pop3 {
-        out.push(url("pop3", &s.pop3));
+        out.push(url("pop3", pop3_ep));
     }
     out.join(" and ")
 }

@@ -24,6 +24,8 @@ const DEFAULT_MESSAGES_PER_DAY: u32 = 150;
 const MESSAGES_PER_DAY_MIN: u32 = 50;
 /// See [`MESSAGES_PER_DAY_MIN`].
 const MESSAGES_PER_DAY_MAX: u32 = 500;
+/// The most messages `loadgen init` puts in one mailbox (75 GB at the calculator's 75 KB).
+const MAX_INIT_MESSAGES: u32 = 1_000_000;
 /// Initialization's default messages per mailbox.
 const DEFAULT_INIT_MESSAGES: u32 = 100;
 
@@ -302,6 +304,11 @@ fn finish(
 pub fn init(args: LoadgenInitArgs) -> anyhow::Result<ExitCode> {
     let common = common(&args.conn, false)?;
     let messages = match (args.messages, args.mailbox_mb) {
+        (Some(n), _) if n > MAX_INIT_MESSAGES => {
+            return Err(usage(format!(
+                "--messages {n}: at most {MAX_INIT_MESSAGES} messages per mailbox"
+            )))
+        }
         (Some(n), _) => n,
         (None, Some(mb)) => {
             if !(mb.is_finite() && mb > 0.0 && mb <= 1_048_576.0) {
@@ -312,6 +319,12 @@ pub fn init(args: LoadgenInitArgs) -> anyhow::Result<ExitCode> {
             let n = (mb * 1024.0 / common.profile.message_kb).round();
             if n > f64::from(u32::MAX) {
                 return Err(usage(format!("--mailbox-mb {mb}: too many messages")));
+            }
+            if n > f64::from(MAX_INIT_MESSAGES) {
+                return Err(usage(format!(
+                    "--mailbox-mb {mb}: {n} messages of {} KB, over the {MAX_INIT_MESSAGES} per mailbox `loadgen init` fills",
+                    common.profile.message_kb
+                )));
             }
             (n as u32).max(1)
         }

@@ -567,4 +567,26 @@ fn loadgen_refuses_bad_sizes_names_and_files_at_the_door() {
     ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("mail address"), "{}", run.stderr);
+    let (run, _) = mbx_bounded(&[
+        "loadgen",
+        "init",
+        "--server",
+        "127.0.0.1",
+        "--users",
+        "4",
+        "--password",
+        "p",
+        "--domain",
+        "d.test",
+        "--messages",
+        "2000000",
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("at most 1000000 messages per mailbox"),
+        "{}",
+        run.stderr
+    );
 }

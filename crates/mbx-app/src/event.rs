@@ -228,10 +228,8 @@ impl Line {
     pub fn parse(line: &str) -> Result<Line, serde_json::Error> {
         fn visible(v: &mut serde_json::Value) {
             match v {
-                serde_json::Value::String(s) => {
-                    if !mbx_config::text::is_visible(s) {
-                        *s = mbx_config::text::visible(s, usize::MAX);
-                    }
+                serde_json::Value::String(s) if !mbx_config::text::is_visible(s) => {
+                    *s = mbx_config::text::visible(s, usize::MAX);
                 }
                 serde_json::Value::Array(a) => a.iter_mut().for_each(visible),
                 serde_json::Value::Object(o) => o.values_mut().for_each(visible),

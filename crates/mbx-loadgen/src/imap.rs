@@ -69,6 +69,12 @@ pub struct ImapClient {
     pending_at: Option<Instant>,
 }
 
+/// The most untagged responses one command's answer may hold: 100,000 (what the clients ask
+/// for answers with far fewer: SEARCH in one line, a check's FETCH of the new messages only, a
+/// baseline in windows), so a server sending untagged lines without end costs a session about
+/// 10 MB, not the 1,000,000 lines of [`crate::conn::Limits::lines`].
+pub const MAX_UNTAGGED: usize = 100_000;
+
 fn quote(s: &str) -> Option<String> {
     if s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
         return None;
@@ -867,7 +873,7 @@ async fn read_tagged(conn: &mut Conn, name: &str, tag: &[u8]) -> Result<(Vec<Unt
                 u.text.extend_from_slice(&more);
             }
             untagged.push(u);
-            if untagged.len() > conn.limits.lines {
+            if untagged.len() > conn.limits.lines.min(MAX_UNTAGGED) {
                 return Err(conn.error(ErrorClass::Protocol, name, "too many untagged responses"));
             }
             continue;

@@ -758,3 +758,44 @@ async fn a_server_frozen_during_the_day_ends_the_run_at_the_days_deadline() {
     assert!(took < Duration::from_secs(10), "{took:?}");
     assert!(r.dispatched > 8 * 10, "{}", r.dispatched);
 }
+
+/// The audit's endless multi-line answers (a POP3 UIDL cost 46 MB per session, 2.95 GB for 64
+/// users): with the default line count (1,000,000) a UIDL answer stops at 100,000 lines and an
+/// IMAP answer at 100,000 untagged responses, each about 10 MB at most.
+#[tokio::test]
+async fn endless_listings_stop_at_what_a_task_needs() {
+    let e = |port| {
+        let mut e = ep(port);
+        e.limits.lines = Limits::default().lines;
+        e.limits.message = Limits::default().message;
+        e
+    };
+    let mut script = b"+OK ready\r\n+OK\r\n+OK\r\n+OK listing\r\n".to_vec();
+    for i in 0..100_010u32 {
+        script.extend_from_slice(format!("{i} uid-{i}\r\n").as_bytes());
+    }
+    let port = scripted(script, Duration::from_secs(5)).await;
+    let mut pop = Pop3Client::connect(&e(port), Recorder::new())
+        .await
+        .expect("greeting");
+    pop.login("u", "p").await.expect("USER/PASS");
+    let err = pop.uidl().await.expect_err("bounded");
+    assert_eq!(
+        (err.class, err.command.as_str()),
+        (ErrorClass::Protocol, "UIDL"),
+        "{err}"
+    );
+    assert!(err.detail.contains("100000 lines"), "{err}");
+
+    let mut script = b"* OK ready\r\n* CAPABILITY IMAP4rev1\r\nA1 OK done\r\n".to_vec();
+    for _ in 0..100_010u32 {
+        script.extend_from_slice(b"* 1 EXISTS\r\n");
+    }
+    let port = scripted(script, Duration::from_secs(5)).await;
+    let mut imap = ImapClient::connect(&e(port), Recorder::new())
+        .await
+        .expect("greeting");
+    let err = imap.noop().await.expect_err("bounded");
+    assert_eq!(err.class, ErrorClass::Protocol, "{err}");
+    assert!(err.detail.contains("too many untagged"), "{err}");
+}

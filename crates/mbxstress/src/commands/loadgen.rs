@@ -114,14 +114,20 @@ fn common_with(
         .or_else(|| env.as_ref().and_then(|e| e.domain.clone()))
         .or_else(|| imap_only.then(|| "idle.invalid".to_string()));
     let (users, users_source) = if let Some(path) = &a.users_file {
-        let users = mbx_loadgen::users::read_file(path, domain.as_deref().unwrap_or(""))
-            .map_err(|e| usage(format!("--users-file: {e}")))?;
+        let users =
+            mbx_loadgen::users::read_file(path, domain.as_deref().unwrap_or("")).map_err(|e| {
+                // The file's own text (a user name) is in the message: shown, not obeyed.
+                usage(format!(
+                    "--users-file: {}",
+                    mbx_config::text::visible(&e.to_string(), 1000)
+                ))
+            })?;
         if domain.is_none() {
             if let Some(u) = users.iter().find(|u| !u.login.contains('@')) {
                 return Err(usage(format!(
                     "--users-file {}: user {} has no domain: give --domain (the mail domain of users listed without one)",
                     path.display(),
-                    u.login
+                    mbx_config::text::visible(&u.login, 200)
                 )));
             }
         }

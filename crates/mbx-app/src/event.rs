@@ -221,8 +221,24 @@ impl Line {
 
     /// Reads one line of the stream. Lines that are not events (or events of a newer version
     /// this one does not know) are `Err`, with serde's reason.
+    ///
+    /// Every string in it is made safe to show (`mbx_config::text::visible`: control characters
+    /// escaped visibly), so a host's line (JSON may carry `\u001b`) cannot write escapes to the
+    /// coordinator's terminal, fleet.json or its report.
     pub fn parse(line: &str) -> Result<Line, serde_json::Error> {
-        serde_json::from_str(line)
+        fn visible(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::String(s) if !mbx_config::text::is_visible(s) => {
+                    *s = mbx_config::text::visible(s, usize::MAX);
+                }
+                serde_json::Value::Array(a) => a.iter_mut().for_each(visible),
+                serde_json::Value::Object(o) => o.values_mut().for_each(visible),
+                _ => {}
+            }
+        }
+        let mut v: serde_json::Value = serde_json::from_str(line)?;
+        visible(&mut v);
+        serde_json::from_value(v)
     }
 }
 
@@ -391,6 +407,24 @@ impl EventSink for Vec<Event> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 34: a host's line whose JSON carries terminal escapes reads back with them shown
+    /// (`\x1b`), never as the control characters themselves.
+    #[test]
+    fn a_hosts_escapes_are_shown_not_obeyed() {
+        let line = Line::parse(
+            r#"{"event":"log","host":"h\u001b]0;x","text":"\u001b[2J\u001b[32mPASS\r"}"#,
+        )
+        .expect("a line");
+        assert_eq!(line.host.as_deref(), Some("h\\x1b]0;x"));
+        assert_eq!(
+            line.event,
+            Event::Log {
+                text: "\\x1b[2J\\x1b[32mPASS\\r".into(),
+                kind: LogKind::Plain,
+            }
+        );
+    }
 
     /// The wire format is today's `--progress jsonl` (docs/results.md): lines written before this
     /// type existed read back as the same events.

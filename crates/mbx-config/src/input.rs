@@ -426,6 +426,23 @@ pub fn read_head(path: &Path, n: u64, what: &'static str) -> Result<Vec<u8>, Inp
     Ok(bytes)
 }
 
+/// Reads the last `n` bytes (or fewer) of a regular file of any size (a log's tail).
+pub fn read_tail(path: &Path, n: u64) -> Result<Vec<u8>, InputError> {
+    use std::io::{Seek, SeekFrom};
+    let what = "a log file";
+    let (mut file, size) = open_regular(path, u64::MAX, what)?;
+    let err = |error| InputError::Read {
+        path: path.to_path_buf(),
+        what,
+        error,
+    };
+    file.seek(SeekFrom::Start(size.saturating_sub(n)))
+        .map_err(err)?;
+    let mut bytes = Vec::new();
+    file.take(n).read_to_end(&mut bytes).map_err(err)?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

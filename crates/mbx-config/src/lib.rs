@@ -18,6 +18,7 @@ pub mod input;
 pub mod jetstress;
 mod kind;
 mod run;
+pub mod text;
 
 use std::path::{Path, PathBuf};
 

@@ -130,6 +130,9 @@ pub(crate) struct Conn {
     /// Set by a timeout: the late answer would be read as the next command's, so the
     /// connection is not used again.
     abandoned: bool,
+    /// The forms of the credential this connection sent ([`crate::secret::forms`]): redacted
+    /// from every error's text.
+    secrets: Vec<String>,
 }
 
 fn io_class(e: &io::Error) -> ErrorClass {
@@ -177,6 +180,7 @@ impl Conn {
             tls: ep.tls.clone(),
             tls_name: ep.tls_name.clone().unwrap_or_else(|| ep.host.clone()),
             abandoned: false,
+            secrets: Vec::new(),
         };
         if ep.security == Security::Implicit {
             conn.start_tls("TLS handshake").await?;
@@ -191,7 +195,20 @@ impl Conn {
         command: &str,
         detail: impl Into<String>,
     ) -> Error {
+        let detail = detail.into();
+        let detail = if self.secrets.is_empty() {
+            detail
+        } else {
+            mbx_config::text::redact(&detail, &self.secrets)
+        };
         Error::new(class, self.user.as_deref(), &self.server, command, detail)
+    }
+
+    /// Sets the user this connection logs in as and remembers the password's forms, so that
+    /// no error on it repeats the password (before the login is sent).
+    pub(crate) fn set_login(&mut self, user: &str, password: &str) {
+        self.user = Some(user.to_owned());
+        self.secrets = crate::secret::forms(user, password);
     }
 
     /// A `timeout` error for `command`; the connection is abandoned (any later command fails at

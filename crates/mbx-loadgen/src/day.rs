@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::conn::Endpoint;
+use crate::deadline;
 use crate::error::{Error, Result};
 use crate::imap::{IdleEvent, ImapClient};
 use crate::init::{uid_set, INIT_SEQ_BASE};
@@ -251,6 +252,9 @@ pub struct DayReport {
     pub overloaded: bool,
     /// Whether the caller asked the run to stop ([`DayPlan::stop`]: Ctrl-C, SIGTERM).
     pub interrupted: bool,
+    /// A phase that overran its deadline ([`crate::deadline`]) and ended the run: what it was,
+    /// the deadline, and the servers its sessions were waiting on.
+    pub deadline: Option<String>,
     /// Copies expected, delivered, missing, duplicated, corrupted; delivery latency.
     pub delivery: DeliverySummary,
     /// The first errors (at most 20), for messages.
@@ -307,8 +311,9 @@ fn announced_exists(news: &[String]) -> Option<u32> {
         .max()
 }
 
-/// How long running tasks get to finish when the overload guard stops a run.
-pub const STOP_WAIT: Duration = Duration::from_secs(2);
+/// How long running tasks get to finish when the overload guard or a stop request (Ctrl-C,
+/// SIGTERM) stops a run: no wait outlives a stop request by more than this.
+pub const STOP_WAIT: Duration = Duration::from_secs(1);
 
 /// Task figures: per kind for the report, and the current interval's for samples.
 struct Meter {
@@ -989,13 +994,15 @@ impl Dispatcher<'_> {
 
 /// Runs `work` on every actor, [`SESSIONS_AT_ONCE`] at a time. A stop request starts no more
 /// and gives the running ones [`STOP_WAIT`], then cancels them (their actors are dropped, their
-/// connections closed). Returns the actors back (in user order), the errors, and whether it
-/// was stopped.
+/// connections closed). At `deadline` the running ones are cancelled at once (those not started
+/// are given back). Returns the actors back (in user order), the errors, whether it was
+/// stopped, and how many were cancelled at the deadline.
 async fn each_actor<F, Fut>(
     actors: Vec<Actor>,
     stop: &AtomicBool,
+    deadline: Option<tokio::time::Instant>,
     work: F,
-) -> (Vec<Actor>, Vec<Error>, bool)
+) -> (Vec<Actor>, Vec<Error>, bool, usize)
 where
     F: Fn(Actor) -> Fut,
     Fut: Future<Output = (Actor, Result<()>)> + Send + 'static,
@@ -1004,7 +1011,14 @@ where
     let mut running: JoinSet<(Actor, Result<()>)> = JoinSet::new();
     let (mut back, mut errors) = (Vec::new(), Vec::new());
     let mut stopped = false;
+    let mut cut = 0;
     loop {
+        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            cut = running.len();
+            running.abort_all();
+            back.extend(pending.by_ref());
+            break;
+        }
         if stop.load(Ordering::Relaxed) {
             stopped = true;
             let deadline = tokio::time::Instant::now() + STOP_WAIT;
@@ -1038,7 +1052,23 @@ where
         }
     }
     back.sort_by_key(|a| a.me);
-    (back, errors, stopped)
+    (back, errors, stopped, cut)
+}
+
+/// The client types of the users missing from `back` (cancelled at a deadline).
+fn missing_kinds(back: &[Actor], clients: &[ClientType], users: usize) -> Vec<ClientType> {
+    let mut present = vec![false; users];
+    for a in back {
+        if let Some(p) = present.get_mut(a.me as usize) {
+            *p = true;
+        }
+    }
+    present
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !**p)
+        .map(|(i, _)| clients.get(i).copied().unwrap_or(ClientType::DesktopImap))
+        .collect()
 }
 
 /// Runs `plan.days` simulated days of `users` (with their client types) against `servers`.
@@ -1123,21 +1153,39 @@ pub async fn run_days(
     let baseline_start = Instant::now();
     let mut baseline_failed = BTreeMap::new();
     let mut interrupted = false;
+    // Each phase's wall deadline (crate::deadline); a phase that overruns it ends the run.
+    let length = plan
+        .duration
+        .unwrap_or_else(|| plan.day.saturating_mul(plan.days));
+    let command = deadline::command_timeout([&servers.smtp, &servers.imap, &servers.pop3]);
+    let mut deadline_hit: Option<String> = None;
     if plan.baseline {
-        let (back, errors, stopped) = each_actor(actors, &plan.stop, |mut a| async move {
-            let r = a.baseline().await.map_err(|mut e| {
-                e.user.get_or_insert_with(|| a.user.login.clone());
-                e
-            });
-            (a, r)
-        })
-        .await;
+        let limit = deadline::baseline(length);
+        let until = tokio::time::Instant::now() + limit;
+        let (back, errors, stopped, cut) =
+            each_actor(actors, &plan.stop, Some(until), |mut a| async move {
+                let r = a.baseline().await.map_err(|mut e| {
+                    e.user.get_or_insert_with(|| a.user.login.clone());
+                    e
+                });
+                (a, r)
+            })
+            .await;
+        if cut > 0 {
+            let kinds = missing_kinds(&back, clients, users.len());
+            let on = deadline::servers_of(
+                [&servers.smtp, &servers.imap, &servers.pop3],
+                kinds,
+                "baseline",
+            );
+            deadline_hit = Some(deadline::message("baseline", limit, cut, &on));
+        }
         actors = back;
         for e in errors {
             *baseline_failed.entry(e.class.name()).or_insert(0) += 1;
             shared.keep_error(e);
         }
-        interrupted = stopped;
+        interrupted = stopped || cut > 0;
     }
     let baseline = baseline_start.elapsed();
     if let Some(gate) = plan.gate.as_ref().filter(|_| !interrupted) {
@@ -1169,12 +1217,15 @@ pub async fn run_days(
     let mut senders: Vec<Option<mpsc::UnboundedSender<Job>>> =
         (0..users.len()).map(|_| None).collect();
     let mut running = Vec::with_capacity(actors.len());
+    // Each running actor's user, for a deadline's message.
+    let mut running_me = Vec::with_capacity(actors.len());
     if !interrupted {
         for a in actors.drain(..) {
             let (tx, rx) = mpsc::unbounded_channel();
             if let Some(slot) = senders.get_mut(a.me as usize) {
                 *slot = Some(tx);
             }
+            running_me.push(a.me);
             running.push(tokio::spawn(a.run(rx)));
         }
     }
@@ -1260,8 +1311,18 @@ pub async fn run_days(
         }
     } else {
         // The last tasks finish; a stop request meanwhile gives them STOP_WAIT, then cancels.
+        // The day's deadline: the schedule's end, then deadline::drain for what still runs.
         let mut stop_at: Option<tokio::time::Instant> = None;
-        for mut a in running {
+        let drain = deadline::drain(command, plan.grace);
+        let drain_at = tokio::time::Instant::from_std((start + length).max(Instant::now())) + drain;
+        let mut cut_kinds = Vec::new();
+        for (i, mut a) in running.into_iter().enumerate() {
+            if tokio::time::Instant::now() >= drain_at {
+                a.abort();
+                let me = running_me.get(i).copied().unwrap_or(0) as usize;
+                cut_kinds.push(clients.get(me).copied().unwrap_or(ClientType::DesktopImap));
+                continue;
+            }
             let actor = loop {
                 if stop_at.is_none() && plan.stop.load(Ordering::Relaxed) {
                     interrupted = true;
@@ -1269,17 +1330,34 @@ pub async fn run_days(
                     stop_at = Some(tokio::time::Instant::now() + STOP_WAIT);
                 }
                 let until = stop_at
-                    .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_millis(100));
+                    .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_millis(100))
+                    .min(drain_at);
                 match tokio::time::timeout_at(until, &mut a).await {
                     Ok(r) => break r.ok(),
                     Err(_) if stop_at.is_some() => {
                         a.abort();
                         break None;
                     }
+                    Err(_) if tokio::time::Instant::now() >= drain_at => {
+                        a.abort();
+                        let me = running_me.get(i).copied().unwrap_or(0) as usize;
+                        cut_kinds.push(clients.get(me).copied().unwrap_or(ClientType::DesktopImap));
+                        break None;
+                    }
                     Err(_) => {}
                 }
             };
             done.extend(actor);
+        }
+        if !cut_kinds.is_empty() && !interrupted {
+            let n = cut_kinds.len();
+            let on = deadline::servers_of(
+                [&servers.smtp, &servers.imap, &servers.pop3],
+                cut_kinds,
+                "day",
+            );
+            deadline_hit = Some(deadline::message("day", length + drain, n, &on));
+            interrupted = true;
         }
     }
     // Copies still on their way: look again until all are seen or the grace time is over.
@@ -1289,13 +1367,30 @@ pub async fn run_days(
         && !overloaded
         && !interrupted
     {
-        let (back, _, stopped) = each_actor(done, &plan.stop, |mut a| async move {
-            let r = a.sweep().await;
-            (a, r)
-        })
-        .await;
+        // Sweeps started before the grace end get one command timeout more, then are cut.
+        let until = tokio::time::Instant::from_std(grace_end) + command;
+        let (back, _, stopped, cut) =
+            each_actor(done, &plan.stop, Some(until), |mut a| async move {
+                let r = a.sweep().await;
+                (a, r)
+            })
+            .await;
+        if cut > 0 {
+            let kinds = missing_kinds(&back, clients, users.len());
+            let on = deadline::servers_of(
+                [&servers.smtp, &servers.imap, &servers.pop3],
+                kinds,
+                "grace",
+            );
+            deadline_hit = Some(deadline::message(
+                "grace sweep",
+                plan.grace + command,
+                cut,
+                &on,
+            ));
+        }
         done = back;
-        if stopped {
+        if stopped || cut > 0 {
             interrupted = true;
             break;
         }
@@ -1304,7 +1399,8 @@ pub async fn run_days(
         }
     }
     if !overloaded && !interrupted {
-        let _ = each_actor(done, &plan.stop, |mut a| async move {
+        let until = tokio::time::Instant::now() + deadline::CLOSE_WAIT;
+        let _ = each_actor(done, &plan.stop, Some(until), |mut a| async move {
             a.close().await;
             (a, Ok(()))
         })
@@ -1325,7 +1421,9 @@ pub async fn run_days(
         tasks,
         max_unfinished,
         overloaded,
-        interrupted,
+        // A deadline that ended the run is not a stop request.
+        interrupted: interrupted && deadline_hit.is_none(),
+        deadline: deadline_hit,
         delivery,
         first_errors,
         elapsed,

@@ -3,6 +3,13 @@
 
 use std::fmt;
 
+use mbx_config::text::visible;
+
+/// An error's detail (a server's reply, a system error) is cut to this many characters.
+pub const DETAIL_MAX_CHARS: usize = mbx_config::text::DEFAULT_MAX_CHARS;
+/// A user, server or command name in an error is cut to this many characters.
+pub const NAME_MAX_CHARS: usize = 200;
+
 /// Why a server refused (a 4xx/5xx reply, `NO`, `-ERR`) when it is not a login failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Rejection {
@@ -85,7 +92,8 @@ pub struct Error {
     pub server: String,
     /// The command that failed (`connect`, `STARTTLS`, `LOGIN`, `RCPT`, `UID FETCH`, ...).
     pub command: String,
-    /// The server's reply or the system's error, cut to at most 300 characters.
+    /// The server's reply or the system's error, control characters shown visibly (`\x1b`),
+    /// cut to at most [`DETAIL_MAX_CHARS`] characters (then `...`).
     pub detail: String,
 }
 
@@ -98,20 +106,15 @@ impl Error {
         command: &str,
         detail: impl Into<String>,
     ) -> Self {
-        let mut detail = detail.into();
-        if detail.len() > 300 {
-            let mut cut = 300;
-            while !detail.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            detail.truncate(cut);
-            detail.push_str("...");
-        }
+        // Server text and system text alike: control characters shown visibly, at most 300
+        // characters (a hostile server cannot write escapes to the terminal, test.log or the
+        // report through an error).
+        let detail = visible(&detail.into(), DETAIL_MAX_CHARS);
         Error {
             class,
-            user: user.map(str::to_owned),
-            server: server.to_owned(),
-            command: command.to_owned(),
+            user: user.map(|u| visible(u, NAME_MAX_CHARS)),
+            server: visible(server, NAME_MAX_CHARS),
+            command: visible(command, NAME_MAX_CHARS),
             detail,
         }
     }

@@ -69,6 +69,12 @@ pub struct ImapClient {
     pending_at: Option<Instant>,
 }
 
+/// The most untagged responses one command's answer may hold: 100,000 (what the clients ask
+/// for answers with far fewer: SEARCH in one line, a check's FETCH of the new messages only, a
+/// baseline in windows), so a server sending untagged lines without end costs a session about
+/// 10 MB, not the 1,000,000 lines of [`crate::conn::Limits::lines`].
+pub const MAX_UNTAGGED: usize = 100_000;
+
 fn quote(s: &str) -> Option<String> {
     if s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
         return None;
@@ -195,7 +201,7 @@ impl ImapClient {
     /// LOGIN with quoted strings, or AUTHENTICATE PLAIN when the server disables LOGIN. `NO`
     /// is an `auth` error.
     pub async fn login(&mut self, user: &str, password: &str) -> Result<()> {
-        self.conn.user = Some(user.to_owned());
+        self.conn.set_login(user, password);
         let (Some(u), Some(p)) = (quote(user), quote(password)) else {
             return Err(self.conn.error(
                 ErrorClass::Auth,
@@ -811,10 +817,16 @@ async fn read_tagged(conn: &mut Conn, name: &str, tag: &[u8]) -> Result<(Vec<Unt
             Err(mut e) => {
                 if e.class == ErrorClass::Disconnect {
                     if let Some(bye) = untagged.iter().find(|u| u.text.starts_with(b"BYE")) {
-                        e.detail = format!(
-                            "{} (the server said: {})",
-                            e.detail,
-                            String::from_utf8_lossy(&bye.text)
+                        // Through the connection's error: the server's words are redacted and
+                        // escaped like any other.
+                        e = conn.error(
+                            e.class,
+                            name,
+                            format!(
+                                "{} (the server said: {})",
+                                e.detail,
+                                String::from_utf8_lossy(&bye.text)
+                            ),
                         );
                     }
                 }
@@ -829,6 +841,17 @@ async fn read_tagged(conn: &mut Conn, name: &str, tag: &[u8]) -> Result<(Vec<Unt
             return Err(tagged_error(conn, name, rest));
         }
         if let Some(text) = line.strip_prefix(b"* ") {
+            // The answer's lines count with its literals: a server sending untagged lines
+            // without end is cut at the answer's bound, not after a million lines of 64 KiB.
+            total = total.saturating_add(line.len());
+            if total > conn.limits.message.saturating_mul(16) {
+                let limit = conn.limits.message.saturating_mul(16);
+                return Err(conn.error(
+                    ErrorClass::Protocol,
+                    name,
+                    format!("an answer over {limit} bytes"),
+                ));
+            }
             let mut u = Untagged {
                 text: text.to_vec(),
                 literals: Vec::new(),
@@ -850,7 +873,7 @@ async fn read_tagged(conn: &mut Conn, name: &str, tag: &[u8]) -> Result<(Vec<Unt
                 u.text.extend_from_slice(&more);
             }
             untagged.push(u);
-            if untagged.len() > conn.limits.lines {
+            if untagged.len() > conn.limits.lines.min(MAX_UNTAGGED) {
                 return Err(conn.error(ErrorClass::Protocol, name, "too many untagged responses"));
             }
             continue;

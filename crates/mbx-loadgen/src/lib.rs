@@ -16,6 +16,7 @@
 
 pub mod conn;
 pub mod day;
+pub mod deadline;
 pub mod error;
 pub mod hold;
 pub mod imap;
@@ -25,10 +26,12 @@ pub mod message;
 pub mod metrics;
 pub mod pop3;
 pub mod sched;
+pub mod secret;
 pub mod smtp;
 pub mod submit;
 pub mod tls;
 pub mod users;
+pub mod validate;
 
 pub use conn::{Endpoint, Limits, Security, Timeouts};
 pub use error::{Error, ErrorClass, Rejection, Result};

@@ -7,6 +7,13 @@ use crate::conn::{Conn, Endpoint, Security};
 use crate::error::{text_rejection, ErrorClass, Result};
 use crate::metrics::{Protocol, Recorder};
 
+/// The most messages a UIDL or LIST answer may list: 100,000 (a POP3 mailbox is an inbox; a
+/// larger one is a mailbox POP3 clients do not download).
+pub const MAX_LISTED_MESSAGES: usize = 100_000;
+
+/// The most bytes of a UIDL or LIST answer: 100,000 lines of 82 octets, 8 MiB.
+pub const MAX_LISTING_BYTES: usize = 8 * 1024 * 1024;
+
 /// A POP3 session.
 pub struct Pop3Client {
     conn: Conn,
@@ -52,7 +59,7 @@ impl Pop3Client {
 
     /// USER then PASS. A refusal is an `auth` error.
     pub async fn login(&mut self, user: &str, password: &str) -> Result<()> {
-        self.conn.user = Some(user.to_owned());
+        self.conn.set_login(user, password);
         if user.contains(['\r', '\n']) || password.contains(['\r', '\n']) {
             return Err(self.conn.error(
                 ErrorClass::Auth,
@@ -107,7 +114,7 @@ impl Pop3Client {
 
     /// UIDL: (message number, unique id) of every message.
     pub async fn uidl(&mut self) -> Result<Vec<(u32, String)>> {
-        let lines = self.multi("UIDL", b"UIDL\r\n").await?;
+        let lines = self.multi("UIDL", b"UIDL\r\n", Self::LISTING).await?;
         Ok(lines
             .iter()
             .filter_map(|l| {
@@ -120,7 +127,7 @@ impl Pop3Client {
 
     /// LIST: (message number, octets) of every message.
     pub async fn list(&mut self) -> Result<Vec<(u32, u64)>> {
-        let lines = self.multi("LIST", b"LIST\r\n").await?;
+        let lines = self.multi("LIST", b"LIST\r\n", Self::LISTING).await?;
         Ok(lines
             .iter()
             .filter_map(|l| {
@@ -134,7 +141,11 @@ impl Pop3Client {
     /// RETR n: the message, dot-unstuffed, lines ended by CRLF, at most `limits.message` bytes.
     pub async fn retr(&mut self, n: u32) -> Result<Vec<u8>> {
         let lines = self
-            .multi("RETR", format!("RETR {n}\r\n").as_bytes())
+            .multi(
+                "RETR",
+                format!("RETR {n}\r\n").as_bytes(),
+                (self.conn.limits.lines, self.conn.limits.message),
+            )
             .await?;
         let mut out = Vec::with_capacity(lines.iter().map(|l| l.len() + 2).sum());
         for l in lines {
@@ -210,8 +221,21 @@ impl Pop3Client {
         ))
     }
 
-    /// A multi-line command: its lines, dot-unstuffed, up to the terminating `.`.
-    async fn multi(&mut self, name: &'static str, line: &[u8]) -> Result<Vec<Vec<u8>>> {
+    /// The bound of a UIDL or LIST answer (lines, bytes): what a mailbox of
+    /// [`MAX_LISTED_MESSAGES`] messages needs (a UIDL line is at most 82 octets, RFC 1939 7),
+    /// however long the server goes on: about 10 MB per session at most, not the 64 MiB of a
+    /// message.
+    const LISTING: (usize, usize) = (MAX_LISTED_MESSAGES, MAX_LISTING_BYTES);
+
+    /// A multi-line command: its lines, dot-unstuffed, up to the terminating `.`; at most
+    /// `bound` = (lines, bytes) (and `limits.lines`).
+    async fn multi(
+        &mut self,
+        name: &'static str,
+        line: &[u8],
+        bound: (usize, usize),
+    ) -> Result<Vec<Vec<u8>>> {
+        let (max_lines, max_bytes) = (bound.0.min(self.conn.limits.lines), bound.1);
         let t = Instant::now();
         let limit = self.conn.timeouts.command;
         let r = tokio::time::timeout(limit, async {
@@ -228,12 +252,13 @@ impl Pop3Client {
                     l.remove(0);
                 }
                 bytes += l.len() + 2;
-                if bytes > self.conn.limits.message || lines.len() >= self.conn.limits.lines {
-                    let limit = self.conn.limits.message;
+                if bytes > max_bytes || lines.len() >= max_lines {
                     return Err(self.conn.error(
                         ErrorClass::Protocol,
                         name,
-                        format!("an answer over {limit} bytes or too many lines"),
+                        format!(
+                            "an answer over {max_bytes} bytes or {max_lines} lines (the bound of {name})"
+                        ),
                     ));
                 }
                 lines.push(l);

@@ -135,7 +135,7 @@ impl SmtpClient {
         password: &str,
         mechanism: AuthMechanism,
     ) -> Result<()> {
-        self.conn.user = Some(user.to_owned());
+        self.conn.set_login(user, password);
         let t = Instant::now();
         match mechanism {
             AuthMechanism::Plain => {

@@ -22,6 +22,10 @@ pub enum Trust {
     Insecure,
 }
 
+/// The largest `--ca-file` read: 4 MiB (the system's whole bundle of some 150 roots is about
+/// 220 KB).
+pub const CA_FILE_LIMIT: u64 = 4 * 1024 * 1024;
+
 /// A TLS setup failure (a CA file that cannot be read, a store with no certificate).
 #[derive(Debug, thiserror::Error)]
 pub enum TlsSetupError {
@@ -52,10 +56,18 @@ pub fn client_config(trust: &Trust) -> Result<Arc<ClientConfig>, TlsSetupError> 
             .with_no_client_auth(),
         Trust::CaFile(path) => {
             let mut roots = RootCertStore::empty();
-            let certs = CertificateDer::pem_file_iter(path).map_err(|e| TlsSetupError::CaFile {
+            // The one bounded reader: a regular file of at most CA_FILE_LIMIT (a FIFO, device
+            // or /dev/zero refused before it is opened, never blocking).
+            let pem = mbx_config::input::read_bounded_bytes(
+                path,
+                CA_FILE_LIMIT,
+                "a --ca-file (PEM certificates)",
+            )
+            .map_err(|e| TlsSetupError::CaFile {
                 path: path.clone(),
                 why: e.to_string(),
             })?;
+            let certs = CertificateDer::pem_slice_iter(&pem);
             for cert in certs {
                 let cert = cert.map_err(|e| TlsSetupError::CaFile {
                     path: path.clone(),

@@ -2,7 +2,6 @@
 //! `user:password` lines or CSV (`user,password[,address]`). Errors name the file and line.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 
 /// One test user.
@@ -178,14 +177,14 @@ pub fn read_file(path: &Path, domain: &str) -> Result<Vec<User>, UsersError> {
         path: name.clone(),
         why,
     };
-    let f = std::fs::File::open(path).map_err(|e| io(e.to_string()))?;
-    let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| io(e.to_string()))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(io(format!("larger than {MAX_FILE_BYTES} bytes")));
-    }
+    // The one bounded reader: a regular file only (a FIFO, device or /dev/zero is refused before
+    // it is opened, never blocking), at most MAX_FILE_BYTES.
+    let bytes = mbx_config::input::read_bounded_bytes(
+        path,
+        MAX_FILE_BYTES,
+        "a users file (user:password lines or CSV)",
+    )
+    .map_err(|e| UsersError::Invalid(e.to_string()))?;
     let text = String::from_utf8(bytes)
         .map_err(|e| io(format!("not UTF-8 (byte {})", e.utf8_error().valid_up_to())))?;
     parse(&text, domain, &name)

@@ -6,6 +6,13 @@
 //! bound would take hours. A Jetstress report nests about ten elements deep; the parse here stops
 //! as soon as an element would sit deeper than [`MAX_DEPTH`], which bounds the work per tag and
 //! makes the parse linear in the input.
+//!
+//! Depth alone does not bound the tree: unclosed formatting elements (`<p><b><i><span>` two
+//! million times, 30 MB) stay shallow, since each `<p>` closes the last, but the tree builder
+//! re-opens the formatting elements inside every new paragraph, so the tree grows to millions of
+//! nodes (42 s and 4.2 GB in the audit). The parse also stops at [`MAX_NODES`] nodes (elements,
+//! comments, processing instructions): a Jetstress report has a few thousand, and the tree of
+//! 100,000 is some tens of MB, so time and memory are bounded whatever the nesting.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -20,15 +27,38 @@ use scraper::Html;
 /// parsers cap the tree too (Blink at 512); a Jetstress report needs about 10.
 pub const MAX_DEPTH: u32 = 256;
 
+/// The most nodes (elements, comments, processing instructions) the parse makes. A Jetstress
+/// report has a few thousand (its largest table has a row per database, at most 100).
+pub const MAX_NODES: u64 = 100_000;
+
 /// How much input the parser gets between two looks at the depth: what the parse may still do
 /// past the cap is bounded by this.
 const CHUNK: usize = 16 * 1024;
 
-/// The parse stopped: an element at `line` would be nested deeper than [`MAX_DEPTH`].
+/// The parse stopped: an element at `line` would be nested deeper than [`MAX_DEPTH`], or the
+/// document would have more than [`MAX_NODES`] nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooDeep {
     /// The input line the tree builder was at (1-based).
     pub line: u64,
+    /// Which bound: true for the node count, false for the depth.
+    pub too_many: bool,
+}
+
+impl std::fmt::Display for TooDeep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.too_many {
+            write!(
+                f,
+                "more than {MAX_NODES} elements (a Jetstress report has a few thousand): not a report this importer reads"
+            )
+        } else {
+            write!(
+                f,
+                "elements are nested more than {MAX_DEPTH} deep (a Jetstress report nests about 10): not a report this importer reads"
+            )
+        }
+    }
 }
 
 /// Parses `html` as a document, or stops at the first element nested deeper than [`MAX_DEPTH`].
@@ -38,6 +68,7 @@ pub fn parse_document(html: &str) -> Result<Html, TooDeep> {
             html: Html::new_document(),
             depth: HashMap::new(),
             line: 1,
+            nodes: 0,
             too_deep: None,
         },
         Default::default(),
@@ -65,6 +96,8 @@ struct Capped {
     /// The depth of each node in the tree (the document is 0); nodes not yet appended are absent.
     depth: HashMap<NodeId, u32>,
     line: u64,
+    /// Nodes made so far.
+    nodes: u64,
     too_deep: Option<TooDeep>,
 }
 
@@ -77,8 +110,22 @@ impl Capped {
         if let NodeOrText::AppendNode(id) = child {
             self.depth.insert(*id, depth);
             if depth > MAX_DEPTH && self.too_deep.is_none() {
-                self.too_deep = Some(TooDeep { line: self.line });
+                self.too_deep = Some(TooDeep {
+                    line: self.line,
+                    too_many: false,
+                });
             }
+        }
+    }
+
+    /// Counts a node made; past [`MAX_NODES`] the parse is stopped (at the end of its chunk).
+    fn count(&mut self) {
+        self.nodes = self.nodes.saturating_add(1);
+        if self.nodes > MAX_NODES && self.too_deep.is_none() {
+            self.too_deep = Some(TooDeep {
+                line: self.line,
+                too_many: true,
+            });
         }
     }
 }
@@ -109,14 +156,17 @@ impl TreeSink for Capped {
         attrs: Vec<Attribute>,
         flags: ElementFlags,
     ) -> NodeId {
+        self.count();
         self.html.create_element(name, attrs, flags)
     }
 
     fn create_comment(&mut self, text: StrTendril) -> NodeId {
+        self.count();
         self.html.create_comment(text)
     }
 
     fn create_pi(&mut self, target: StrTendril, data: StrTendril) -> NodeId {
+        self.count();
         self.html.create_pi(target, data)
     }
 
@@ -206,6 +256,24 @@ mod tests {
         assert!(parse_document(&nested(MAX_DEPTH as usize - 2)).is_ok());
         let e = parse_document(&nested(MAX_DEPTH as usize - 1)).expect_err("one too deep");
         assert_eq!(e.line, 1);
+    }
+
+    /// Issue 34: two million unclosed `<p><b><i><span>` (30 MB) stay shallow but made millions
+    /// of nodes (42 s, 4.2 GB): the node bound stops the parse within its first MB.
+    #[test]
+    fn unclosed_formatting_elements_are_bounded_by_the_node_count() {
+        let html = format!(
+            "<html><body>{}</body></html>",
+            "<p><b><i><span>x".repeat(2_000_000)
+        );
+        let t = std::time::Instant::now();
+        let e = parse_document(&html).expect_err("too many nodes");
+        assert!(e.too_many, "{e}");
+        assert!(e.to_string().contains("more than 100000 elements"), "{e}");
+        eprintln!("stopped at line {} after {:?}", e.line, t.elapsed());
+        // Comments count too.
+        let html = format!("<html><body>{}</body></html>", "<!---->".repeat(200_000));
+        assert!(parse_document(&html).expect_err("comments").too_many);
     }
 
     #[test]

@@ -437,10 +437,7 @@ fn html_to_text(html: &str, path: &Path) -> Result<String, ImportError> {
         path: path.to_path_buf(),
         table: "HTML document".into(),
         row: format!("line {}", t.line),
-        reason: format!(
-            "elements are nested more than {} deep (a Jetstress report nests about 10): not a report this importer reads",
-            crate::html_input::MAX_DEPTH
-        ),
+        reason: t.to_string(),
     })?;
     let kind = kind_named(&doc.root_element().text().collect::<String>());
     let mut out = String::with_capacity(html.len() / 2);

@@ -2,7 +2,7 @@
 //! signature (a filesystem, a volume manager's or RAID's metadata, swap, a partition table), or
 //! data nobody recognizes.
 //!
-//! Only a blank device (its first [`HEAD_BYTES`] and last [`TAIL_BYTES`] all zero) or one holding
+//! Only a blank device (its first [`HEAD_BYTES`], last [`TAIL_BYTES`] and samples between all zero) or one holding
 //! an mbxstress database (checked by the caller, from our header) may be written with
 //! `--allow-device` alone; anything else needs `--force`, and the message names what was found.
 //! An unmounted device can still hold a filesystem in use elsewhere: a SAN LUN mounted on another
@@ -11,8 +11,15 @@
 //! The signatures are the magic numbers at the offsets their formats document (the same ones
 //! `blkid` and `wipefs` look for). They are checked here rather than through libblkid, which is
 //! a C library (a build and run-time dependency the static build and Windows do not have); the
-//! check is a pure function over two byte ranges, unit-tested on images of each format. Reading
-//! is bounded (two ranges, about 3 MiB) and read-only.
+//! check is a pure function over two byte ranges, unit-tested on images of each format.
+//!
+//! The blank check covers the whole area signatures can occupy, as blkid probes it: the first
+//! [`HEAD_BYTES`] (every superblock offset above, VMFS's 2 MiB among them, with room for a
+//! partition's start at the usual 1 MiB alignment and the next) and the last [`TAIL_BYTES`] (md
+//! RAID, GPT's backup header, ZFS's last two labels), and beyond them [`SAMPLES`] evenly spaced
+//! reads of [`SAMPLE_BYTES`] across the device: a device blank at both ends but holding data in
+//! between (a filesystem whose first MiBs were wiped, a database written further in) is data, not
+//! blank. Reading is bounded (about 36 MiB) and read-only.
 
 use std::path::Path;
 
@@ -23,9 +30,14 @@ const MIB: u64 = 1024 * KIB;
 
 /// Bytes read from the start of the device: every signature below lies in them (VMFS's is at
 /// 2 MiB), and the blank check covers them.
-pub const HEAD_BYTES: u64 = 2 * MIB + 4 * KIB;
-/// Bytes read from the end: md RAID 0.90 and 1.0 superblocks and GPT's backup header live there.
-pub const TAIL_BYTES: u64 = MIB;
+pub const HEAD_BYTES: u64 = 16 * MIB;
+/// Bytes read from the end: md RAID 0.90 and 1.0 superblocks, GPT's backup header and ZFS's
+/// labels 2 and 3 (the last 512 KiB) live there.
+pub const TAIL_BYTES: u64 = 16 * MIB;
+/// Reads spread evenly between the head and the tail for the blank check.
+pub const SAMPLES: u64 = 64;
+/// The size of each of those reads.
+pub const SAMPLE_BYTES: u64 = 64 * KIB;
 
 /// What a device holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,10 +193,21 @@ fn signature(img: &Image<'_>) -> Option<(&'static str, u64)> {
     // the first label, one per KiB at least.
     let zfs_le = 0x00ba_b10c_u64.to_le_bytes();
     let zfs_be = 0x00ba_b10c_u64.to_be_bytes();
-    for k in 0..128u64 {
-        let at = 128 * KIB + k * KIB;
-        if img.is(at, &zfs_le) || img.is(at, &zfs_be) {
-            return Some(("a ZFS pool member", at));
+    // Labels 0 and 1 at 0 and 256 KiB; 2 and 3 in the last 512 KiB (of the size rounded down
+    // to 256 KiB), as blkid probes them.
+    let end = img.size & !(256 * KIB - 1);
+    let labels = [
+        Some(0),
+        Some(256 * KIB),
+        end.checked_sub(512 * KIB),
+        end.checked_sub(256 * KIB),
+    ];
+    for label in labels.into_iter().flatten() {
+        for k in 0..128u64 {
+            let at = label + 128 * KIB + k * KIB;
+            if img.is(at, &zfs_le) || img.is(at, &zfs_be) {
+                return Some(("a ZFS pool member", at));
+            }
         }
     }
     // FAT: the boot sector's file system type at 54 (FAT12/16) or 82 (FAT32), with 0x55AA.
@@ -242,7 +265,30 @@ pub fn inspect_device(path: &Path) -> Result<Contents, IoError> {
     let mut tail = vec![0u8; len(TAIL_BYTES)];
     let tail_start = size.saturating_sub(u64::try_from(tail.len()).unwrap_or(u64::MAX));
     f.read_exact_at(&mut tail, tail_start)?;
-    Ok(identify(&head, &tail, size))
+    let found = identify(&head, &tail, size);
+    if found != Contents::Blank {
+        return Ok(found);
+    }
+    // Blank at both ends: also between them.
+    let (from, to) = (HEAD_BYTES.min(size), tail_start);
+    if to > from {
+        let mut buf = vec![0u8; len(SAMPLE_BYTES)];
+        let step = (to - from) / SAMPLES;
+        for i in 0..SAMPLES {
+            let at = from.saturating_add(step.saturating_mul(i));
+            let n = usize::try_from(SAMPLE_BYTES.min(to.saturating_sub(at))).unwrap_or(0);
+            let Some(chunk) = buf.get_mut(..n) else {
+                continue;
+            };
+            f.read_exact_at(chunk, at)?;
+            if let Some(i) = chunk.iter().position(|b| *b != 0) {
+                return Ok(Contents::Data {
+                    offset: at.saturating_add(u64::try_from(i).unwrap_or(0)),
+                });
+            }
+        }
+    }
+    Ok(Contents::Blank)
 }
 
 #[cfg(test)]
@@ -282,6 +328,31 @@ mod tests {
     }
 
     const SIZE: usize = 8 << 20;
+
+    /// Issue 34: a device blank in its first and last MiBs but holding data further in is not
+    /// blank (the audit's device: 4 MiB of zeros, then data).
+    #[test]
+    fn data_past_the_head_and_before_the_tail_is_found() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("dev.img");
+        let f = std::fs::File::create(&path).expect("image");
+        f.set_len(64 * MIB).expect("size");
+        assert_eq!(inspect_device(&path).expect("read"), Contents::Blank);
+        let at = 30 * MIB + 100;
+        mbx_io::platform::write_all_at(&f, b"data", at).expect("write");
+        assert_eq!(
+            inspect_device(&path).expect("read"),
+            Contents::Data { offset: at }
+        );
+        // In the head, past the 2 MiB the check once stopped at.
+        let f2 = std::fs::File::create(&path).expect("image");
+        f2.set_len(64 * MIB).expect("size");
+        mbx_io::platform::write_all_at(&f2, b"data", 5 * MIB).expect("write");
+        assert_eq!(
+            inspect_device(&path).expect("read"),
+            Contents::Data { offset: 5 * MIB }
+        );
+    }
 
     #[test]
     fn blank_and_unrecognized_data() {

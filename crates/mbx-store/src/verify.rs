@@ -207,6 +207,48 @@ pub fn read_database_header(path: &Path) -> Result<DbHeader, StoreError> {
     })
 }
 
+/// Data pages looked at when neither header copy is valid, to tell a database whose header was
+/// destroyed from a file that never was one.
+const PAGES_PROBED: u64 = 8;
+
+/// The header of the database to verify. Neither copy valid is damage, not a foreign file, when
+/// the pages after them are mbxstress data pages (both copies zeroed or overwritten: the audit's
+/// case); otherwise `NotADatabase`.
+fn header_or_damage(path: &Path) -> Result<DbHeader, StoreError> {
+    match read_database_header(path) {
+        Err(StoreError::NotADatabase { .. }) => {}
+        other => return other,
+    }
+    let f = IoFile::open(
+        path,
+        OpenMode {
+            direct: false,
+            ..OpenMode::read_direct()
+        },
+    )?;
+    let mut page = vec![0u8; PAGE_SIZE];
+    let mut scratch = vec![0u8; PAGE_SIZE];
+    for n in HEADER_PAGES..HEADER_PAGES + PAGES_PROBED {
+        if f.read_exact_at(&mut page, n * PAGE_SIZE as u64).is_err() {
+            break;
+        }
+        let id = match check_data_page(&page, n, 0, &mut scratch) {
+            PageCheck::WrongDatabase { found } => found,
+            PageCheck::Good { .. } => 0,
+            _ => continue,
+        };
+        return Err(StoreError::Damaged {
+            path: path.to_path_buf(),
+            reason: format!(
+                "both header copies (pages 0 and 1) are unreadable (zeroed or overwritten), but page {n} is an mbxstress data page of database {id:#x}: the header was destroyed, the pages cannot be checked without it; recreate the database with `mbxstress prepare --force`"
+            ),
+        });
+    }
+    Err(StoreError::NotADatabase {
+        path: path.to_path_buf(),
+    })
+}
+
 /// The two header pages of a database file (buffered read). A file that ends before them is
 /// `NotADatabase`; a read that fails is an I/O error naming the file, the offset and the OS error
 /// (a disk error is never mistaken for a foreign file).
@@ -240,7 +282,7 @@ pub fn verify_database(
     on_progress: &dyn Fn(u64),
 ) -> Result<VerifyReport, StoreError> {
     let started = Instant::now();
-    let header = read_database_header(path)?;
+    let header = header_or_damage(path)?;
     if header.state == DbState::Creating {
         return Err(StoreError::Incomplete {
             path: path.to_path_buf(),

@@ -649,3 +649,28 @@ fn an_unreadable_header_is_an_io_error_not_a_foreign_file() {
         assert!(e.is_user_error());
     }
 }
+
+/// Issue 34: a database whose two header copies were both zeroed is damage (`verify` reports
+/// it, naming the pages), not "not an mbxstress database"; a file that never was one still is.
+#[test]
+fn a_zeroed_header_pair_is_damage_not_a_foreign_file() {
+    let dir = scratch("zeroed-headers");
+    let (specs, params) = setup(dir.path(), 1, 2);
+    let (r, _) = run(&specs, &params, None);
+    r.expect("created");
+    let path = &specs[0].path;
+    write_at(path, 0, &vec![0u8; 2 * PAGE_SIZE]);
+    let opts = VerifyOptions::default();
+    let e = verify_database(path, &opts, &AtomicBool::new(false), &|_| {}).expect_err("no header");
+    assert!(matches!(e, StoreError::Damaged { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("both header copies") && text.contains("page 2"),
+        "{text}"
+    );
+    let foreign = dir.path().join("foreign.bin");
+    std::fs::write(&foreign, vec![7u8; 16 * PAGE_SIZE]).expect("foreign");
+    let e =
+        verify_database(&foreign, &opts, &AtomicBool::new(false), &|_| {}).expect_err("not ours");
+    assert!(matches!(e, StoreError::NotADatabase { .. }), "{e}");
+}

@@ -232,11 +232,17 @@ pub struct LoadgenConnArgs {
     /// The first number of the template.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count32)]
     pub first_user: u32,
-    /// The template users' password.
+    /// The template users' password (visible to other local users in `ps`: prefer
+    /// --password-file; `fleet loadgen` passes it to hosts in a file of mode 0600, never on a
+    /// command line).
     #[arg(long, value_name = "PASSWORD")]
     pub password: Option<String>,
+    /// The template users' password, the first line of FILE (kept off the command line; make
+    /// the file readable only by you, mode 0600).
+    #[arg(long, value_name = "FILE", conflicts_with = "password")]
+    pub password_file: Option<PathBuf>,
     /// Users from a file: `user:password` lines, or CSV `user,password[,address]`.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["user_template", "password"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["user_template", "password", "password_file"])]
     pub users_file: Option<PathBuf>,
     /// The mail domain of users given without one.
     #[arg(long, value_name = "DOMAIN")]

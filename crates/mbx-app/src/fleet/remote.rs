@@ -30,14 +30,20 @@ pub const OWN_FLAGS: [(&str, bool); 11] = [
 ];
 
 /// Flags naming a local file that is copied into the host's run folder (under the flag's name,
-/// `--users-file` as `users-file`) and passed on pointing at the copy.
-pub const UPLOADED_FLAGS: [&str; 5] = [
+/// `--users-file` as `users-file`, mode 0600) and passed on pointing at the copy.
+pub const UPLOADED_FLAGS: [&str; 6] = [
     "--config",
     "--profile",
     "--users-file",
     "--ca-file",
     "--server-env",
+    "--password-file",
 ];
+
+/// A secret given on the coordinator's command line that never goes on a host's: `--password`
+/// reaches the host as the file `password-file` (uploaded over ssh's stdin, mode 0600) and the
+/// host's run reads it with `--password-file`.
+pub const SECRET_FLAG: (&str, &str) = ("--password", "--password-file");
 
 /// The run flags to pass on: the command line after `fleet run`, less the coordinator's own
 /// flags; `--config` and `--profile` point at the copies in the remote run folder.
@@ -57,6 +63,14 @@ pub fn forwarded_flags(argv: &[String], run_dir: &str) -> Vec<String> {
             if *takes && inline.is_none() {
                 it.next();
             }
+            continue;
+        }
+        if flag == SECRET_FLAG.0 {
+            if inline.is_none() {
+                it.next();
+            }
+            out.push(SECRET_FLAG.1.to_string());
+            out.push(format!("{run_dir}/{}", &SECRET_FLAG.1[2..]));
             continue;
         }
         if UPLOADED_FLAGS.contains(&flag) {
@@ -243,6 +257,48 @@ mod tests {
                 "D/profile"
             ]
         );
+    }
+
+    /// The audit's `fleet loadgen --password X`: the password never reaches a host's command
+    /// line (visible in `ps` there and here); the host reads the uploaded 0600 file.
+    #[test]
+    fn a_password_goes_to_hosts_as_a_file_never_on_a_command_line() {
+        for given in [
+            vec!["--password", "S3cret"],
+            vec!["--password=S3cret"],
+            vec!["--password-file", "/home/me/pw"],
+        ] {
+            let argv: Vec<String> = ["mbxstress", "fleet", "loadgen", "--users", "10"]
+                .into_iter()
+                .chain(given.iter().copied())
+                .chain(["--day", "8h"])
+                .map(str::to_string)
+                .collect();
+            let flags = forwarded_flags(&argv, "D");
+            assert_eq!(
+                flags,
+                [
+                    "--users",
+                    "10",
+                    "--password-file",
+                    "D/password-file",
+                    "--day",
+                    "8h"
+                ],
+                "{given:?}"
+            );
+            let cmd = remote_command_for(
+                RemoteJob::Loadgen { part: 1, parts: 2 },
+                &test_host(),
+                "mbxstress",
+                "D",
+                &flags,
+            );
+            assert!(
+                !cmd.contains("S3cret") && !cmd.contains("/home/me"),
+                "{cmd}"
+            );
+        }
     }
 
     #[test]

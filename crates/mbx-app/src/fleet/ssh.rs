@@ -73,7 +73,7 @@ impl Ssh {
             return Err(fail!(
                 "`ssh {dest} {remote}` failed ({}): {}",
                 out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
+                host_text(&String::from_utf8_lossy(&out.stderr))
             ));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -138,7 +138,7 @@ fn clock_offset(ssh: &Ssh, dest: &str) -> Result<(f64, f64)> {
         failed(format!(
             "unreachable over ssh ({e}; {}): {}",
             status.map_or_else(|e| e.to_string(), |s| s.to_string()),
-            err.trim()
+            host_text(&err)
         ))
     })
 }
@@ -190,7 +190,7 @@ pub(crate) fn doctor_host(
                 "host {}: `{bin} doctor --json` ({}) gave no report ({e}): {}",
                 h.name,
                 out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
+                host_text(&String::from_utf8_lossy(&out.stderr))
             );
             // Exit 2: doctor refused the flags, so would the run.
             return Err(if out.status.code() == Some(2) {
@@ -437,7 +437,8 @@ pub(crate) fn check_host(
     for (local, name) in uploads {
         ssh.output(
             dest,
-            &format!("cat > {}", sh(&format!("{run_dir}/{name}"))),
+            // Readable by the run's user only: a users file or password file holds secrets.
+            &format!("umask 077; cat > {}", sh(&format!("{run_dir}/{name}"))),
             Some(local),
         )
         .ctx(|| format!("copying {} to host {}", local.display(), h.name))?;
@@ -538,14 +539,24 @@ pub(crate) fn spawn_run(
 
 /// The last non-empty line of a file (a host's ssh-stderr.log), trimmed.
 fn last_line(path: &Path) -> String {
-    fs_err::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
-        .to_string()
+    // The log's tail only (bounded whatever ssh wrote), shown escaped like any host's text.
+    let bytes = mbx_config::input::read_tail(path, 64 << 10).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    host_text(
+        text.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or(""),
+    )
+}
+
+/// The most characters of a host's text (its stderr, ssh's) kept in a message.
+pub(crate) const HOST_TEXT_MAX: usize = 1000;
+
+/// Text a host (or ssh) wrote, safe to show: trimmed, control characters escaped visibly
+/// (`\x1b`), at most [`HOST_TEXT_MAX`] characters.
+pub(crate) fn host_text(s: &str) -> String {
+    mbx_config::text::visible(s.trim(), HOST_TEXT_MAX)
 }
 
 /// Copies `run_dir/result` of a host into `dest` (tar over ssh). Only regular files and folders
@@ -586,7 +597,7 @@ fn copy_back(ssh: &Ssh, h: &Host, run_dir: &str, dest: &Path) -> Result<Vec<Stri
             return Err(fail!(
                 "copying the results of host {} back failed: {e} {}",
                 h.name,
-                err.trim()
+                host_text(&err)
             ))
         }
     };
@@ -595,7 +606,7 @@ fn copy_back(ssh: &Ssh, h: &Host, run_dir: &str, dest: &Path) -> Result<Vec<Stri
             "copying the results of host {} back failed ({}): {}",
             h.name,
             status.map_or_else(|e| e.to_string(), |s| s.to_string()),
-            err.trim()
+            host_text(&err)
         ));
     }
     Ok(dropped
@@ -841,7 +852,7 @@ fn ssh_bounded(ssh: &Ssh, dest: &str, remote: &str, limit: Duration) -> Result<S
         return Err(fail!("no answer within {} s", limit.as_secs()));
     }
     if !status.success() {
-        return Err(fail!("ssh: {status}: {}", err.trim()));
+        return Err(fail!("ssh: {status}: {}", host_text(&err)));
     }
     Ok(out)
 }

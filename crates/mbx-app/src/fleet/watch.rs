@@ -184,7 +184,7 @@ pub struct Snapshot {
 
 /// The first 120 characters of a line, for an error message.
 fn quote(line: &str) -> String {
-    line.chars().take(120).collect()
+    mbx_config::text::visible(line, 120)
 }
 
 /// A counter of the server: an unsigned decimal integer that fits 64 bits.

@@ -302,6 +302,7 @@ mod tests {
             max_unfinished: 1,
             overloaded: false,
             interrupted: false,
+            deadline: None,
             delivery: DeliverySummary {
                 expected: 2,
                 delivered: 2,

@@ -643,7 +643,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         &report,
         &addresses,
         Duration::from_secs_f64(req.thresholds.delivery_p95_ms.max(0.0) / 1000.0),
-        !(report.overloaded || report.interrupted),
+        !(report.overloaded || report.interrupted || report.deadline.is_some()),
     );
     let completed: u64 = tasks.iter().map(|t| t.completed).sum();
     let failed: u64 = tasks.iter().map(|t| t.failed.values().sum::<u64>()).sum();
@@ -656,9 +656,17 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         max_unfinished: report.max_unfinished,
         overload_limit,
         overloaded: report.overloaded,
-        ended_early: report.overloaded || report.interrupted,
+        ended_early: report.overloaded || report.interrupted || report.deadline.is_some(),
     };
-    let verdict = assemble::day_verdict(figures, &tasks, &delivery, &req.thresholds);
+    let mut verdict = assemble::day_verdict(figures, &tasks, &delivery, &req.thresholds);
+    // A phase past its deadline (a server that stopped answering) fails the verdict by name.
+    if let Some(d) = &report.deadline {
+        files.log(sink, &format!("deadline: {d}"));
+        let mut checks = verdict.checks().to_vec();
+        checks.push(mbx_result::Check::new("phase_deadline", 1.0, 0.0, false));
+        verdict = Verdict::of(checks);
+        notes.push(d.clone());
+    }
     let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
     for t in &tasks {
         for (k, n) in &t.failed {
@@ -753,7 +761,18 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
             ));
             notes
         },
-        stopped: stopped_of(report.interrupted, report.overloaded, &verdict, "day"),
+        stopped: match &report.deadline {
+            Some(d) => Stopped::new(StopReason::VerdictFailed, d.clone()).in_phase(
+                if d.starts_with("the baseline") {
+                    "baseline"
+                } else if d.starts_with("the grace") {
+                    "grace"
+                } else {
+                    "day"
+                },
+            ),
+            None => stopped_of(report.interrupted, report.overloaded, &verdict, "day"),
+        },
         verdict,
         errors: assemble::errors(&by_class, &report.first_errors),
         ..running("day", &run_id, &start, started, &config)

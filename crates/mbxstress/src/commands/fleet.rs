@@ -115,11 +115,26 @@ pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
         ("users-file", &c.users_file),
         ("ca-file", &c.ca_file),
         ("server-env", &c.server_env),
+        ("password-file", &c.password_file),
     ] {
         if let Some(p) = file {
+            // A regular file, checked before ssh is given it as input (a FIFO would block the
+            // copy forever, /dev/zero would never end).
+            mbx_config::input::read_head(p, 0, "an input file copied to every client host")
+                .map_err(|e| usage(format!("--{flag}: {e}")))?;
             uploads.push((p.clone(), flag.to_string()));
         }
     }
+    // --password goes to the hosts as a file (mode 0600 here and there, over ssh's stdin), never
+    // on an ssh or remote command line (visible in `ps`); the file is removed when the run ends.
+    let _password_file = match &c.password {
+        Some(p) => {
+            let f = password_file(p)?;
+            uploads.push((f.path().to_path_buf(), "password-file".to_string()));
+            Some(f)
+        }
+        None => None,
+    };
     coordinate(
         f,
         hosts,
@@ -132,6 +147,19 @@ pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
             server_interval: args.server_interval,
         },
     )
+}
+
+/// A temporary file of mode 0600 holding `password` (tempfile creates it readable by its owner
+/// only), removed when dropped.
+fn password_file(password: &str) -> anyhow::Result<tempfile::NamedTempFile> {
+    use std::io::Write as _;
+    let mut f = tempfile::Builder::new()
+        .prefix("mbxstress-password-")
+        .tempfile()
+        .context("making the temporary password file")?;
+    writeln!(f, "{password}").context("writing the temporary password file")?;
+    f.flush().context("writing the temporary password file")?;
+    Ok(f)
 }
 
 /// The checks, the runs, the summary and the exit code of every fleet command.

@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use mbx_app::loadgen::servers::{self, Proto, ServersSpec};
 use mbx_app::loadgen::{client_of, Common, DayRequest, InitRequest, MailProfile};
-use mbx_loadgen::{AuthMechanism, Trust};
+use mbx_loadgen::{validate, AuthMechanism, Trust};
 use mbx_result::LoadgenThresholds;
 
 use crate::cli::{
@@ -20,6 +20,12 @@ use crate::exit::usage;
 const DEFAULT_MESSAGE_KB: f64 = 75.0;
 /// The profile most published tests use (Tintri's, LoadGen "heavy"), messages per day.
 const DEFAULT_MESSAGES_PER_DAY: u32 = 150;
+/// The range of messages per day a loadgen day takes: the Exchange calculator's profiles.
+const MESSAGES_PER_DAY_MIN: u32 = 50;
+/// See [`MESSAGES_PER_DAY_MIN`].
+const MESSAGES_PER_DAY_MAX: u32 = 500;
+/// The most messages `loadgen init` puts in one mailbox (75 GB at the calculator's 75 KB).
+const MAX_INIT_MESSAGES: u32 = 1_000_000;
 /// Initialization's default messages per mailbox.
 const DEFAULT_INIT_MESSAGES: u32 = 100;
 
@@ -108,14 +114,20 @@ fn common_with(
         .or_else(|| env.as_ref().and_then(|e| e.domain.clone()))
         .or_else(|| imap_only.then(|| "idle.invalid".to_string()));
     let (users, users_source) = if let Some(path) = &a.users_file {
-        let users = mbx_loadgen::users::read_file(path, domain.as_deref().unwrap_or(""))
-            .map_err(|e| usage(format!("--users-file: {e}")))?;
+        let users =
+            mbx_loadgen::users::read_file(path, domain.as_deref().unwrap_or("")).map_err(|e| {
+                // The file's own text (a user name) is in the message: shown, not obeyed.
+                usage(format!(
+                    "--users-file: {}",
+                    mbx_config::text::visible(&e.to_string(), 1000)
+                ))
+            })?;
         if domain.is_none() {
             if let Some(u) = users.iter().find(|u| !u.login.contains('@')) {
                 return Err(usage(format!(
                     "--users-file {}: user {} has no domain: give --domain (the mail domain of users listed without one)",
                     path.display(),
-                    u.login
+                    mbx_config::text::visible(&u.login, 200)
                 )));
             }
         }
@@ -132,20 +144,43 @@ fn common_with(
             .clone()
             .or_else(|| env.as_ref().and_then(|e| e.user_template.clone()))
             .unwrap_or_else(|| "loadgen%d".into());
+        let from_file = a
+            .password_file
+            .as_deref()
+            .map(read_password_file)
+            .transpose()?;
         let password = a
             .password
             .clone()
+            .or(from_file)
             .or_else(|| env.as_ref().and_then(|e| e.password.clone()))
             .ok_or_else(|| usage("--users needs --password (the template users' password)"))?;
         let domain = domain.as_deref().ok_or_else(|| {
             usage("--users needs --domain (the mail domain: user loadgen1 is loadgen1@DOMAIN)")
         })?;
+        if count > validate::MAX_USERS {
+            return Err(usage(format!(
+                "--users {count}: at most {} users in one run (about 1 KB of memory each); split a larger population with fleet loadgen",
+                validate::MAX_USERS
+            )));
+        }
+        validate::template(&template).map_err(|e| usage(format!("--user-template: {e}")))?;
+        validate::domain(domain).map_err(|e| usage(format!("--domain: {e}")))?;
         let users =
             mbx_loadgen::users::from_template(&template, a.first_user, count, &password, domain)
                 .map_err(|e| usage(format!("--users / --user-template: {e}")))?;
         let source = format!("template {template} from {}", a.first_user);
         (users, source)
     };
+    // Every name that enters a protocol line, checked in one place (mbx_loadgen::validate):
+    // no CR, LF or NUL can become a second command, whatever flag or file gave it.
+    if let Some(d) = domain.as_deref() {
+        validate::domain(d).map_err(|e| usage(format!("--domain: {e}")))?;
+    }
+    validate::users(&users).map_err(|e| usage(format!("users ({users_source}): {e}")))?;
+    if let Some(h) = &a.helo {
+        validate::domain(h).map_err(|e| usage(format!("--helo: {e}")))?;
+    }
     let (users, users_source) = match &a.partition {
         Some(p) => {
             let (k, n) = parse_partition(p)?;
@@ -214,6 +249,28 @@ fn common_with(
     })
 }
 
+/// The most bytes of a `--password-file` read (a password is a line, not a file's worth).
+const PASSWORD_FILE_LIMIT: u64 = 4096;
+
+/// The password in `--password-file`: its first line (a regular file of at most 4 KiB; a FIFO,
+/// device or larger file is refused before it is read).
+fn read_password_file(path: &std::path::Path) -> anyhow::Result<String> {
+    let text = mbx_config::input::read_bounded(
+        path,
+        PASSWORD_FILE_LIMIT,
+        "the --password-file (the users' password on its first line)",
+    )
+    .map_err(|e| usage(format!("--password-file: {e}")))?;
+    let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
+    if line.is_empty() {
+        return Err(usage(format!(
+            "--password-file {}: the first line is empty: write the password on it",
+            path.display()
+        )));
+    }
+    Ok(line.to_string())
+}
+
 /// `K/N` of `--partition`: 1 <= K <= N <= 10,000.
 fn parse_partition(p: &str) -> anyhow::Result<(usize, usize)> {
     let bad = || {
@@ -253,6 +310,11 @@ fn finish(
 pub fn init(args: LoadgenInitArgs) -> anyhow::Result<ExitCode> {
     let common = common(&args.conn, false)?;
     let messages = match (args.messages, args.mailbox_mb) {
+        (Some(n), _) if n > MAX_INIT_MESSAGES => {
+            return Err(usage(format!(
+                "--messages {n}: at most {MAX_INIT_MESSAGES} messages per mailbox"
+            )))
+        }
         (Some(n), _) => n,
         (None, Some(mb)) => {
             if !(mb.is_finite() && mb > 0.0 && mb <= 1_048_576.0) {
@@ -263,6 +325,12 @@ pub fn init(args: LoadgenInitArgs) -> anyhow::Result<ExitCode> {
             let n = (mb * 1024.0 / common.profile.message_kb).round();
             if n > f64::from(u32::MAX) {
                 return Err(usage(format!("--mailbox-mb {mb}: too many messages")));
+            }
+            if n > f64::from(MAX_INIT_MESSAGES) {
+                return Err(usage(format!(
+                    "--mailbox-mb {mb}: {n} messages of {} KB, over the {MAX_INIT_MESSAGES} per mailbox `loadgen init` fills",
+                    common.profile.message_kb
+                )));
             }
             (n as u32).max(1)
         }
@@ -342,9 +410,14 @@ pub(crate) fn day_request(
         common.profile.messages_per_day = m;
     }
     let m = common.profile.messages_per_day;
-    if !(1..=10_000).contains(&m) {
+    if !(MESSAGES_PER_DAY_MIN..=MESSAGES_PER_DAY_MAX).contains(&m) {
+        let from = if args.messages_per_day.is_some() {
+            "--messages-per-day".to_string()
+        } else {
+            format!("messages_per_day of --profile {}", common.profile.source)
+        };
         return Err(usage(format!(
-            "--messages-per-day {m}: must be 1..=10000 (the calculator's profiles are 50..=500)"
+            "{from} {m}: must be {MESSAGES_PER_DAY_MIN}..={MESSAGES_PER_DAY_MAX} (the Exchange calculator's and LoadGen's profiles)"
         )));
     }
     if common.users.len() < 2 {
@@ -477,16 +550,16 @@ pub fn submit(args: LoadgenSubmitArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.to.clone()
     };
+    // The same checks as every other subcommand's (mbx_loadgen::validate).
+    if let Some(h) = &args.helo {
+        validate::domain(h).map_err(|e| usage(format!("--helo: {e}")))?;
+    }
     for a in std::iter::once(&from).chain(&to) {
-        if a.is_empty()
-            || a.len() > 254
-            || a.bytes()
-                .any(|b| b <= b' ' || b == b'<' || b == b'>' || b >= 0x7f)
-        {
-            return Err(usage(format!(
-                "{a:?}: not a mail address (no spaces, angle brackets or control characters; at most 254 bytes)"
-            )));
-        }
+        validate::address(a).map_err(|e| usage(e.to_string()))?;
+    }
+    if let (Some(u), Some(p)) = (&args.auth_user, &args.password) {
+        validate::login(u).map_err(|e| usage(format!("--auth-user: {e}")))?;
+        validate::password(u, p).map_err(|e| usage(format!("--password: {e}")))?;
     }
     let trust = if args.insecure_tls {
         Trust::Insecure

@@ -1595,6 +1595,8 @@ mod loadgen {
         let flags = [
             "--hosts", "hosts.toml", "--ssh-config", "ssh_config",
             "--server-env", &env, "--ca-file", &ca,
+            // Given on the coordinator's command line: it reaches the hosts as a file.
+            "--password", &s.password,
             "--messages-per-day", "50", "--day", "30s", "--overload", "10",
             "--grace", "20s", "--sample-interval", "1s", "--server-interval", "1s",
             // The merge is judged here, not this shared machine's latency.
@@ -1698,6 +1700,34 @@ mod loadgen {
             l.contains("\"host\":\"h2\"") && l.contains("\"phase\":\"day\"")
         });
         let pid = remote_run_pid(d, "h2");
+        // Issue 34: the password given to the coordinator is on no ssh or remote command line
+        // (`ps` shows them); the runs read a 0600 copy.
+        for p in processes() {
+            if p.2.starts_with("ssh") || p.3.contains(" loadgen run ") {
+                assert!(
+                    !p.3.contains("--password ")
+                        && !p.3.contains("--password=")
+                        && !p.3.contains("'--password'"),
+                    "{p:?}"
+                );
+            }
+        }
+        let run = processes()
+            .into_iter()
+            .find(|p| p.0 == pid)
+            .expect("the remote run");
+        let file = run
+            .3
+            .split(' ')
+            .skip_while(|w| *w != "--password-file")
+            .nth(1)
+            .expect("the run reads --password-file");
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(file)
+                .expect("password file")
+                .permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600, "{file}");
         send_signal(pid, "KILL");
         let (code, out, err) = finish_within(child, rx, Duration::from_secs(300));
         assert_eq!(code, 3, "{out}\n{err}");

@@ -392,3 +392,201 @@ fn results_folder_links_are_not_followed() {
     let (run, _) = mbx_bounded(&["esrp", s(&real)]);
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
+
+/// Issue 34 (the audit's bad flags and files): `loadgen` refuses, with a usage error (exit 2)
+/// naming the flag and the limit and before anything connects or allocates: a user count past
+/// the bound (4e9 once aborted allocating 288 GB), messages per day outside 50..=500, CR/LF in
+/// the domain, the user template or an address (once sent as separate SMTP commands), and a
+/// FIFO or device as the users, password or CA file (once blocking forever or reading without
+/// end). Run under a 4 GiB address-space limit and a 20 s deadline.
+#[test]
+fn loadgen_refuses_bad_sizes_names_and_files_at_the_door() {
+    let dir = crate::common::scratch("loadgen-door");
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let out = dir.join("out");
+    let fifo = s(&fifo);
+    let base = [
+        "loadgen",
+        "run",
+        "--server",
+        "127.0.0.1",
+        "--day",
+        "2s",
+        "--out",
+    ];
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "--users",
+                "4000000000",
+                "--password",
+                "p",
+                "--domain",
+                "d.test",
+            ],
+            "at most 1000000 users",
+        ),
+        (
+            &[
+                "--users",
+                "4",
+                "--password",
+                "p",
+                "--domain",
+                "dom\r\nNOOP dom-inj",
+            ],
+            "--domain: domain \"dom\\r\\nNOOP dom-inj\": holds the control character",
+        ),
+        (
+            &[
+                "--users",
+                "4",
+                "--password",
+                "p",
+                "--domain",
+                "d.test",
+                "--user-template",
+                "u%d\r\nNOOP",
+            ],
+            "--user-template",
+        ),
+        (
+            &[
+                "--users",
+                "4",
+                "--password",
+                "p",
+                "--domain",
+                "d.test",
+                "--helo",
+                "c\nNOOP",
+            ],
+            "--helo",
+        ),
+        (
+            &[
+                "--users",
+                "4",
+                "--password",
+                "p",
+                "--domain",
+                "d.test",
+                "--messages-per-day",
+                "1",
+            ],
+            "--messages-per-day 1: must be 50..=500",
+        ),
+        (
+            &[
+                "--users",
+                "4",
+                "--password",
+                "p",
+                "--domain",
+                "d.test",
+                "--messages-per-day",
+                "10000",
+            ],
+            "--messages-per-day 10000: must be 50..=500",
+        ),
+        (
+            &["--users-file", fifo, "--domain", "d.test"],
+            "is a FIFO (named pipe), not a regular file",
+        ),
+        (
+            &[
+                "--users",
+                "4",
+                "--password-file",
+                fifo,
+                "--domain",
+                "d.test",
+            ],
+            "is a FIFO (named pipe), not a regular file",
+        ),
+        (
+            &[
+                "--users",
+                "4",
+                "--password",
+                "p",
+                "--domain",
+                "d.test",
+                "--ca-file",
+                "/dev/zero",
+            ],
+            "/dev/zero is a character device, not a regular file",
+        ),
+        (
+            &[
+                "--users",
+                "4",
+                "--password",
+                "p",
+                "--domain",
+                "d.test",
+                "--ca-file",
+                fifo,
+            ],
+            "is a FIFO (named pipe), not a regular file",
+        ),
+    ];
+    for (extra, says) in cases {
+        let mut args: Vec<&str> = base.to_vec();
+        args.push(s(&out));
+        args.extend_from_slice(extra);
+        let (run, took) = mbx_bounded(&args);
+        assert_eq!(run.code, 2, "{extra:?}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{extra:?}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains('\r') && !run.stderr.contains("NOOP dom-inj\n"),
+            "{extra:?}: escaped, not raw: {:?}",
+            run.stderr
+        );
+        assert!(took < Duration::from_secs(10), "{extra:?}: {took:?}");
+    }
+    // A users file with CR in a name, and submit's addresses: the same checks.
+    let users = dir.join("users.txt");
+    std::fs::write(&users, "alice\u{7}:pw\nbob:pw\n").expect("users");
+    let mut args: Vec<&str> = base.to_vec();
+    args.push(s(&out));
+    args.extend_from_slice(&["--users-file", s(&users), "--domain", "d.test"]);
+    let (run, _) = mbx_bounded(&args);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("\\x07"), "{}", run.stderr);
+    let (run, _) = mbx_bounded(&[
+        "loadgen",
+        "submit",
+        "--smtp",
+        "smtp://127.0.0.1:1",
+        "--from",
+        "a@b.test\r\nRCPT TO:<x@y.test>",
+        "--messages",
+        "1",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("mail address"), "{}", run.stderr);
+    let (run, _) = mbx_bounded(&[
+        "loadgen",
+        "init",
+        "--server",
+        "127.0.0.1",
+        "--users",
+        "4",
+        "--password",
+        "p",
+        "--domain",
+        "d.test",
+        "--messages",
+        "2000000",
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("at most 1000000 messages per mailbox"),
+        "{}",
+        run.stderr
+    );
+}

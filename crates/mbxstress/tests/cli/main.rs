@@ -8,6 +8,8 @@ mod doctor;
 mod esrp;
 mod findmax;
 mod fleet;
+#[cfg(target_os = "linux")]
+mod hostile;
 mod inputs;
 mod iobench;
 mod jetstress;

@@ -96,6 +96,17 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// `scheme://host:port` as errors name the server: the scheme takes an `s` with implicit
+    /// TLS (`imaps`, `pop3s`, `smtps`), so a message names the URL the user gave.
+    pub fn url(&self, scheme: &str) -> String {
+        let s = if self.security == Security::Implicit {
+            "s"
+        } else {
+            ""
+        };
+        format!("{scheme}{s}://{}:{}", self.host, self.port)
+    }
+
     /// An endpoint with default timeouts and limits.
     pub fn new(host: &str, port: u16, security: Security, tls: Option<Arc<ClientConfig>>) -> Self {
         Endpoint {
@@ -143,7 +154,7 @@ fn io_class(e: &io::Error) -> ErrorClass {
 impl Conn {
     /// Connects (and for implicit TLS, handshakes). `scheme` names the protocol in errors.
     pub(crate) async fn connect(ep: &Endpoint, scheme: &str, user: Option<&str>) -> Result<Conn> {
-        let server = format!("{scheme}://{}:{}", ep.host, ep.port);
+        let server = ep.url(scheme);
         let err = |class, cmd: &str, d: String| Error::new(class, user, &server, cmd, d);
         let addr = (ep.host.as_str(), ep.port);
         let tcp = match tokio::time::timeout(ep.timeouts.connect, TcpStream::connect(addr)).await {

@@ -206,8 +206,13 @@ pub struct DaySample {
 pub struct TaskStats {
     /// Tasks dispatched.
     pub dispatched: u64,
-    /// Tasks that finished without error.
+    /// Tasks that did the work they name, without error (each sent protocol commands: see
+    /// [`NO_COMMAND`]).
     pub completed: u64,
+    /// Tasks that ran their session but had nothing to act on (a move, delete or flag when the
+    /// user holds no message of the run even after a check; a log off with no session open):
+    /// not completed, and not held against the server.
+    pub skipped: u64,
     /// Failed tasks by error class.
     pub failed: BTreeMap<&'static str, u64>,
     /// Latency from the scheduled time to the end, microseconds (a task that waited behind the
@@ -228,6 +233,7 @@ impl TaskStats {
         TaskStats {
             dispatched: 0,
             completed: 0,
+            skipped: 0,
             failed: BTreeMap::new(),
             from_schedule_us: h(),
             service_us: h(),
@@ -253,7 +259,7 @@ pub struct DayReport {
     pub interrupted: bool,
     /// Copies expected, delivered, missing, duplicated, corrupted; delivery latency.
     pub delivery: DeliverySummary,
-    /// The first errors (at most 20), for messages.
+    /// The first error of each class met (in tasks, the baseline or the sweep), for messages.
     pub first_errors: Vec<Error>,
     /// Wall time from the day's start (after the baseline) to the end of the grace sweep.
     pub elapsed: Duration,
@@ -332,14 +338,15 @@ impl Meter {
     fn finished(
         &mut self,
         kind: TaskKind,
-        failed: Option<&'static str>,
+        outcome: Outcome,
         due: Instant,
         started: Instant,
         end: Instant,
     ) {
         let st = self.tasks.entry(kind).or_insert_with(TaskStats::new);
-        match failed {
-            None => {
+        match outcome {
+            Outcome::Skipped => st.skipped += 1,
+            Outcome::Completed => {
                 let from_schedule = (end.saturating_duration_since(due).as_micros() as u64).max(1);
                 st.completed += 1;
                 st.from_schedule_us.saturating_record(from_schedule);
@@ -350,13 +357,59 @@ impl Meter {
                 self.interval.completed += 1;
                 self.cumulative.completed += 1;
             }
-            Some(class) => {
+            Outcome::Failed(class) => {
                 *st.failed.entry(class).or_insert(0) += 1;
                 for c in [&mut self.interval, &mut self.cumulative] {
                     c.failed += 1;
                     *c.failed_by_class.entry(class).or_insert(0) += 1;
                 }
             }
+        }
+    }
+}
+
+/// What a task's action did, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Acted {
+    /// The work the task names.
+    Done,
+    /// Nothing to act on (see [`TaskStats::skipped`]).
+    Nothing,
+}
+
+/// How a finished task is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Completed,
+    Skipped,
+    Failed(&'static str),
+}
+
+/// The failure class of a task that claimed to be done without sending a single protocol
+/// command: a fault of the engine, never counted completed.
+pub const NO_COMMAND: &str = "no_command";
+
+/// The invariant of counting: a task is completed only when it did the work it names and sent
+/// at least one protocol command (`commands`, counted by the user's [`Recorder::counting`]
+/// handle over the task, log on and log off included).
+fn outcome(r: &Result<Acted>, commands: u64) -> Outcome {
+    match r {
+        Err(e) => Outcome::Failed(e.class.name()),
+        Ok(Acted::Nothing) => Outcome::Skipped,
+        Ok(Acted::Done) if commands == 0 => Outcome::Failed(NO_COMMAND),
+        Ok(Acted::Done) => Outcome::Completed,
+    }
+}
+
+/// The example errors a run keeps for messages: the first of each class (its count is the
+/// tasks table's), so a class first met late in a run still has its message.
+#[derive(Debug, Default)]
+struct Examples(Vec<Error>);
+
+impl Examples {
+    fn keep(&mut self, e: Error) {
+        if !self.0.iter().any(|k| k.class == e.class) {
+            self.0.push(e);
         }
     }
 }
@@ -370,7 +423,7 @@ struct Sampling {
 struct Shared {
     ledger: Mutex<Ledger>,
     stats: Mutex<Meter>,
-    errors: Mutex<Vec<Error>>,
+    errors: Mutex<Examples>,
     unfinished: AtomicU64,
     /// Set when the run stops early: queued tasks are dropped, not run.
     stopping: AtomicBool,
@@ -401,12 +454,9 @@ fn latency_ms(h: &Histogram<u64>) -> Option<LatencyMs> {
 }
 
 impl Shared {
-    /// Keeps the first errors for messages.
+    /// Keeps the first error of each class for messages.
     fn keep_error(&self, e: Error) {
-        let mut errs = lock(&self.errors);
-        if errs.len() < 20 {
-            errs.push(e);
-        }
+        lock(&self.errors).keep(e);
     }
 
     /// The sample now (`elapsed` since the day's start), starting a new interval; None once the
@@ -498,6 +548,8 @@ struct Actor {
     inbox: Inbox,
     pick: u64,
     shared: Arc<Shared>,
+    /// The run's recorder, counting this user's commands (a task's are the difference).
+    rec: Recorder,
     /// Stress mode: told the user's index after each task, so its next one is dispatched.
     finished: Option<mpsc::UnboundedSender<u32>>,
 }
@@ -522,8 +574,7 @@ impl Actor {
 
     async fn open(&mut self) -> Result<()> {
         if self.session.is_none() {
-            let mut s =
-                ImapClient::connect(&self.shared.servers.imap, self.shared.rec.clone()).await?;
+            let mut s = ImapClient::connect(&self.shared.servers.imap, self.rec.clone()).await?;
             s.login(&self.user.login, &self.user.password).await?;
             s.select("INBOX").await?;
             self.session = Some(s);
@@ -543,13 +594,13 @@ impl Actor {
     async fn baseline(&mut self) -> Result<()> {
         let shared = self.shared.clone();
         if self.client == ClientType::Pop3 {
-            let mut p = Pop3Client::connect(&shared.servers.pop3, shared.rec.clone()).await?;
+            let mut p = Pop3Client::connect(&shared.servers.pop3, self.rec.clone()).await?;
             p.login(&self.user.login, &self.user.password).await?;
             let list = p.uidl().await?;
             self.inbox.uidls = list.into_iter().map(|(_, u)| u).collect();
             return p.quit().await;
         }
-        let mut s = ImapClient::connect(&shared.servers.imap, shared.rec.clone()).await?;
+        let mut s = ImapClient::connect(&shared.servers.imap, self.rec.clone()).await?;
         s.login(&self.user.login, &self.user.password).await?;
         let selected = s.select("INBOX").await?;
         // The last OLD_READABLE messages' UIDs (in windows: a large mailbox's SEARCH ALL would
@@ -715,7 +766,7 @@ impl Actor {
     /// A POP3 check: every message not retrieved before (nor there at the baseline) retrieved,
     /// verified, counted; the run's own deleted from the server.
     async fn check_pop3(&mut self) -> Result<()> {
-        let mut p = Pop3Client::connect(&self.shared.servers.pop3, self.shared.rec.clone()).await?;
+        let mut p = Pop3Client::connect(&self.shared.servers.pop3, self.rec.clone()).await?;
         p.login(&self.user.login, &self.user.password).await?;
         let list = p.uidl().await?;
         let mut left: HashSet<String> = HashSet::new();
@@ -763,7 +814,7 @@ impl Actor {
         let mut smtp = SmtpClient::connect(
             &self.shared.servers.smtp,
             &self.shared.servers.helo,
-            self.shared.rec.clone(),
+            self.rec.clone(),
         )
         .await?;
         smtp.auth(
@@ -803,91 +854,121 @@ impl Actor {
         }))
     }
 
-    async fn act(&mut self, task: &Task, recipients: &[u32]) -> Result<()> {
+    /// The task's protocol work. Every IMAP task first has a session (webmail: log on and
+    /// SELECT per task; [`Actor::run`] logs it off after), so an action on a message is always
+    /// a command to the server, never a no-op on what the user knew.
+    async fn act(&mut self, task: &Task, recipients: &[u32]) -> Result<Acted> {
         use TaskKind::*;
         match (self.client, task.kind) {
-            (_, SendNew) => self.send(task, recipients).await,
-            (ClientType::Pop3, Reply | Forward) => self.send(task, recipients).await,
-            (_, Reply | Forward) => {
+            (_, SendNew) | (ClientType::Pop3, Reply | Forward) => {
+                self.send(task, recipients).await?;
+                return Ok(Acted::Done);
+            }
+            (ClientType::Pop3, _) => {
+                self.check_pop3().await?;
+                return Ok(Acted::Done);
+            }
+            (_, Logon) => {
+                let had = self.session.is_some();
+                self.open().await?;
+                return Ok(if had { Acted::Nothing } else { Acted::Done });
+            }
+            (_, Logoff) => {
+                let had = self.session.is_some();
+                self.close().await;
+                return Ok(if had { Acted::Done } else { Acted::Nothing });
+            }
+            _ => {}
+        }
+        self.open().await?;
+        match task.kind {
+            Reply | Forward => {
                 // Read the message replied to or forwarded, then send.
                 if let Some((_, uid)) = self.some_message(Pick::Read).await? {
-                    if let Some(s) = self.session.as_mut() {
-                        s.uid_fetch(&uid.to_string(), "(BODY.PEEK[])").await?;
-                    }
-                }
-                self.send(task, recipients).await
-            }
-            (ClientType::Pop3, _) => self.check_pop3().await,
-            (_, Logon) => self.open().await,
-            (_, Logoff) => {
-                self.close().await;
-                Ok(())
-            }
-            (_, CheckInbox) => self.check_imap().await,
-            (_, Read) => {
-                if let Some((i, uid)) = self.some_message(Pick::Read).await? {
-                    // The run's own mail is read as a client does (sets \Seen); older mail
-                    // with PEEK, so nothing of it changes.
-                    let items = if i.is_some() {
-                        "(BODY[])"
-                    } else {
-                        "(BODY.PEEK[])"
-                    };
-                    if let Some(s) = self.session.as_mut() {
-                        s.uid_fetch(&uid.to_string(), items).await?;
-                    }
-                }
-                Ok(())
-            }
-            (_, Flag) => {
-                if let Some((_, uid)) = self.some_message(Pick::Change).await? {
-                    if let Some(s) = self.session.as_mut() {
-                        s.uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Flagged")
-                            .await?;
-                    }
-                }
-                Ok(())
-            }
-            (_, Move) => {
-                if let Some((Some(i), uid)) = self.some_message(Pick::Change).await? {
-                    if let Some(s) = self.session.as_mut() {
-                        if !self.inbox.archive_made {
-                            s.create("Archive").await?;
-                            self.inbox.archive_made = true;
-                        }
-                        s.uid_move(&uid.to_string(), "Archive").await?;
-                        self.inbox.known.swap_remove(i);
-                    }
-                }
-                Ok(())
-            }
-            (_, Delete) => {
-                if let Some((Some(i), uid)) = self.some_message(Pick::Change).await? {
-                    if let Some(s) = self.session.as_mut() {
-                        s.uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Deleted")
-                            .await?;
-                        // UID EXPUNGE removes this message only; a plain EXPUNGE would also
-                        // remove what another client marked \Deleted.
-                        if s.has_capability("UIDPLUS") {
-                            s.uid_expunge(&uid.to_string()).await?;
-                        } else {
-                            s.expunge().await?;
-                        }
-                        self.inbox.known.swap_remove(i);
-                    }
-                }
-                Ok(())
-            }
-            (_, Search) => {
-                self.open().await?;
-                if let Some(s) = self.session.as_mut() {
-                    let run = self.shared.gen.run().to_owned();
-                    s.search(&format!("HEADER X-Mbx-Id \"{run}/\""), true)
+                    self.session()?
+                        .uid_fetch(&uid.to_string(), "(BODY.PEEK[])")
                         .await?;
                 }
-                Ok(())
+                self.send(task, recipients).await?;
             }
+            CheckInbox => self.check_imap().await?,
+            Read => {
+                let Some((i, uid)) = self.some_message(Pick::Read).await? else {
+                    return Ok(Acted::Nothing);
+                };
+                // The run's own mail is read as a client does (sets \Seen); older mail with
+                // PEEK, so nothing of it changes.
+                let items = if i.is_some() {
+                    "(BODY[])"
+                } else {
+                    "(BODY.PEEK[])"
+                };
+                self.session()?.uid_fetch(&uid.to_string(), items).await?;
+            }
+            Flag => {
+                let Some((_, uid)) = self.some_message(Pick::Change).await? else {
+                    return Ok(Acted::Nothing);
+                };
+                self.session()?
+                    .uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Flagged")
+                    .await?;
+            }
+            Move => {
+                let Some((Some(i), uid)) = self.some_message(Pick::Change).await? else {
+                    return Ok(Acted::Nothing);
+                };
+                let archive_made = self.inbox.archive_made;
+                let s = self.session()?;
+                if !archive_made {
+                    s.create("Archive").await?;
+                }
+                self.inbox.archive_made = true;
+                self.session()?
+                    .uid_move(&uid.to_string(), "Archive")
+                    .await?;
+                self.inbox.known.swap_remove(i);
+            }
+            Delete => {
+                let Some((Some(i), uid)) = self.some_message(Pick::Change).await? else {
+                    return Ok(Acted::Nothing);
+                };
+                let s = self.session()?;
+                s.uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Deleted")
+                    .await?;
+                // UID EXPUNGE removes this message only; a plain EXPUNGE would also remove
+                // what another client marked \Deleted.
+                if s.has_capability("UIDPLUS") {
+                    s.uid_expunge(&uid.to_string()).await?;
+                } else {
+                    s.expunge().await?;
+                }
+                self.inbox.known.swap_remove(i);
+            }
+            Search => {
+                let run = self.shared.gen.run().to_owned();
+                self.session()?
+                    .search(&format!("HEADER X-Mbx-Id \"{run}/\""), true)
+                    .await?;
+            }
+            SendNew | Logon | Logoff => {}
         }
+        Ok(Acted::Done)
+    }
+
+    /// The open session (after [`Actor::open`]; a check that lost it is an error, not a
+    /// silent no-op).
+    fn session(&mut self) -> Result<&mut ImapClient> {
+        let server = self.shared.servers.imap.url("imap");
+        let login = self.user.login.clone();
+        self.session.as_mut().ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorClass::Disconnect,
+                Some(&login),
+                &server,
+                "session",
+                "the IMAP session was closed before the task's command",
+            )
+        })
     }
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) -> Actor {
@@ -910,12 +991,13 @@ impl Actor {
                 continue;
             }
             let started = Instant::now();
+            let sent_before = self.rec.sent();
             let r = self.act(&job.task, &job.recipients).await;
             if self.client == ClientType::Webmail {
                 self.close().await;
             }
             let end = Instant::now();
-            let failed = r.as_ref().err().map(|e| e.class.name());
+            let outcome = outcome(&r, self.rec.sent().saturating_sub(sent_before));
             if let Err(mut e) = r {
                 // The session may be unusable: the next task opens a new one.
                 self.session = None;
@@ -923,7 +1005,7 @@ impl Actor {
                 e.user.get_or_insert_with(|| self.user.login.clone());
                 self.shared.keep_error(e);
             }
-            lock(&self.shared.stats).finished(job.task.kind, failed, job.due, started, end);
+            lock(&self.shared.stats).finished(job.task.kind, outcome, job.due, started, end);
             self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
             if let Some(tx) = &self.finished {
                 let _ = tx.send(self.me);
@@ -1084,7 +1166,7 @@ pub async fn run_days(
             cumulative: SampleCounts::default(),
             interval_latency_us: histogram(),
         }),
-        errors: Mutex::new(Vec::new()),
+        errors: Mutex::new(Examples::default()),
         unfinished: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
         fetched: AtomicU64::new(0),
@@ -1117,6 +1199,7 @@ pub async fn run_days(
             inbox: Inbox::default(),
             pick: plan.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             shared: shared.clone(),
+            rec: shared.rec.counting(),
             finished: finished_tx.clone(),
         })
         .collect();
@@ -1318,7 +1401,7 @@ pub async fn run_days(
     }
     let delivery = lock(&shared.ledger).summary();
     let tasks = lock(&shared.stats).tasks.clone();
-    let first_errors = lock(&shared.errors).clone();
+    let first_errors = lock(&shared.errors).0.clone();
     DayReport {
         planned,
         dispatched,
@@ -1334,5 +1417,78 @@ pub async fn run_days(
         check_fetched: shared.fetched.load(Ordering::Relaxed),
         check_fetched_bytes: shared.fetched_bytes.load(Ordering::Relaxed),
         start_unix_s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorClass;
+
+    fn meter() -> Meter {
+        Meter {
+            tasks: BTreeMap::new(),
+            interval: SampleCounts::default(),
+            cumulative: SampleCounts::default(),
+            interval_latency_us: histogram(),
+        }
+    }
+
+    #[test]
+    fn a_task_that_sent_no_command_is_never_counted_completed() {
+        // The invariant: "done" with zero protocol commands is a fault, not a completion.
+        assert_eq!(outcome(&Ok(Acted::Done), 0), Outcome::Failed(NO_COMMAND));
+        assert_eq!(outcome(&Ok(Acted::Done), 3), Outcome::Completed);
+        assert_eq!(outcome(&Ok(Acted::Nothing), 0), Outcome::Skipped);
+        assert_eq!(outcome(&Ok(Acted::Nothing), 2), Outcome::Skipped);
+        let e = Error::new(ErrorClass::Timeout, Some("u1"), "imap://h:1", "SELECT", "x");
+        assert_eq!(outcome(&Err(e), 1), Outcome::Failed("timeout"));
+
+        let mut m = meter();
+        let t = Instant::now();
+        m.dispatched(TaskKind::Move);
+        m.dispatched(TaskKind::Move);
+        m.dispatched(TaskKind::Move);
+        m.finished(TaskKind::Move, outcome(&Ok(Acted::Done), 0), t, t, t);
+        m.finished(TaskKind::Move, outcome(&Ok(Acted::Nothing), 4), t, t, t);
+        m.finished(TaskKind::Move, outcome(&Ok(Acted::Done), 5), t, t, t);
+        let st = &m.tasks[&TaskKind::Move];
+        assert_eq!((st.dispatched, st.completed, st.skipped), (3, 1, 1));
+        assert_eq!(st.failed.get(NO_COMMAND), Some(&1));
+        assert_eq!(st.from_schedule_us.len(), 1);
+        assert_eq!(m.cumulative.completed, 1);
+    }
+
+    #[test]
+    fn one_example_error_is_kept_per_class_however_many_come_first() {
+        let mut ex = Examples::default();
+        for i in 0..50 {
+            ex.keep(Error::new(
+                ErrorClass::Auth,
+                Some("u"),
+                "s",
+                "LOGIN",
+                format!("a{i}"),
+            ));
+        }
+        ex.keep(Error::new(
+            ErrorClass::Timeout,
+            Some("u"),
+            "s",
+            "NOOP",
+            "late",
+        ));
+        ex.keep(Error::new(
+            ErrorClass::Timeout,
+            Some("u"),
+            "s",
+            "NOOP",
+            "later",
+        ));
+        let kept: Vec<(&str, &str)> =
+            ex.0.iter()
+                .map(|e| (e.class.name(), e.detail.as_str()))
+                .collect();
+        assert_eq!(kept, [("auth", "a0"), ("timeout", "late")]);
     }
 }

@@ -972,7 +972,12 @@ async fn a_compressed_15_s_day_of_eight_users_runs_every_task_and_delivers_every
     assert_eq!(r.dispatched, r.planned, "every planned task dispatched");
     assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
     let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
-    assert_eq!(completed, r.planned, "every task completed");
+    let skipped: u64 = r.tasks.values().map(|t| t.skipped).sum();
+    assert_eq!(
+        completed + skipped,
+        r.planned,
+        "every task completed (or had nothing to act on)"
+    );
     let sent: u64 = r
         .tasks
         .iter()
@@ -1008,7 +1013,8 @@ fn day_users(s: &MailServer, ids: &[u32]) -> Vec<mbx_loadgen::users::User> {
         .collect()
 }
 
-/// Runs `plan`'s days of `users` against the test server: the report and the tasks completed.
+/// Runs `plan`'s days of `users` against the test server: the report and the tasks finished
+/// without failing (completed, or with nothing to act on: a move before any mail came).
 async fn run_day(
     s: &MailServer,
     users: &[mbx_loadgen::users::User],
@@ -1018,7 +1024,7 @@ async fn run_day(
 ) -> (mbx_loadgen::day::DayReport, u64) {
     let r =
         mbx_loadgen::day::run_days(&day_servers(s), users, clients, g, plan, Recorder::new()).await;
-    let completed = r.tasks.values().map(|t| t.completed).sum();
+    let completed = r.tasks.values().map(|t| t.completed + t.skipped).sum();
     (r, completed)
 }
 
@@ -1752,4 +1758,100 @@ async fn a_test_length_ends_the_day_early_and_stress_mode_runs_tasks_back_to_bac
     assert_eq!(completed, r.dispatched);
     assert!(r.elapsed < Duration::from_secs(2 + 10), "{:?}", r.elapsed);
     assert_eq!((d.delivered, d.missing), (d.expected, 0));
+}
+
+/// The ok count of `command` in `stats` (0 when it never ran).
+fn ok_of(stats: &mbx_loadgen::metrics::Stats, p: Protocol, command: &str) -> u64 {
+    stats.get(p, command).map_or(0, |c| c.ok())
+}
+
+#[tokio::test]
+async fn a_webmail_day_of_20_users_does_each_task_s_protocol_work_and_the_command_counts_add_up() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::{ClientType, TaskKind};
+    // A server of its own: 20 users, each logging on for every task.
+    let s = match MailServer::start(20) {
+        Ok(s) => s,
+        Err(why) => {
+            assert!(!support::required(), "{why}");
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let ids: Vec<u32> = (1..=20).collect();
+    let users = day_users(&s, &ids);
+    let clients = vec![ClientType::Webmail; users.len()];
+    let plan = DayPlan {
+        seed: 33,
+        messages_per_day: 20,
+        day: Duration::from_secs(30),
+        overload_per_user: 8.0,
+        grace: Duration::from_secs(15),
+        ..DayPlan::default()
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("web33", 33, 8 * 1024, EPOCH);
+    let r = run_days(&day_servers(&s), &users, &clients, &g, &plan, rec.clone()).await;
+    let st = rec.snapshot();
+    let task = |k: TaskKind| r.tasks.get(&k).map_or((0, 0), |t| (t.completed, t.skipped));
+    for (k, t) in &r.tasks {
+        eprintln!(
+            "  {:12} {:4} completed, {:3} skipped, failed {:?}",
+            k.name(),
+            t.completed,
+            t.skipped,
+            t.failed
+        );
+    }
+    for ((p, c), x) in &st.commands {
+        eprintln!("  {} {c}: {} ok, {} failed", p.name(), x.ok(), x.failed());
+    }
+    assert!(!r.overloaded);
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    let (completed, skipped): (u64, u64) = r
+        .tasks
+        .values()
+        .fold((0, 0), |(c, k), t| (c + t.completed, k + t.skipped));
+    assert_eq!(completed + skipped, r.planned);
+    let imap_tasks: u64 = r
+        .tasks
+        .iter()
+        .filter(|(k, _)| **k != TaskKind::SendNew)
+        .map(|(_, t)| t.completed + t.skipped)
+        .sum();
+    // Every IMAP task of a webmail user logged on, selected and logged off (the baseline's 20
+    // and the grace sweep's sessions come on top).
+    let login = ok_of(&st, Protocol::Imap, "LOGIN");
+    assert!(
+        login >= imap_tasks + 20,
+        "{login} LOGINs for {imap_tasks} IMAP tasks"
+    );
+    assert!(ok_of(&st, Protocol::Imap, "SELECT") >= imap_tasks + 20);
+    assert!(ok_of(&st, Protocol::Imap, "LOGOUT") >= imap_tasks + 20);
+    // Each completed action is its command, one for one.
+    let (moved, _) = task(TaskKind::Move);
+    let (deleted, _) = task(TaskKind::Delete);
+    let (flagged, _) = task(TaskKind::Flag);
+    assert!(
+        moved > 0 && deleted > 0 && flagged > 0,
+        "{:?}",
+        r.tasks.keys()
+    );
+    assert_eq!(ok_of(&st, Protocol::Imap, "UID MOVE"), moved);
+    assert_eq!(ok_of(&st, Protocol::Imap, "UID STORE"), deleted + flagged);
+    assert_eq!(ok_of(&st, Protocol::Imap, "UID EXPUNGE"), deleted);
+    let sent: u64 = r
+        .tasks
+        .iter()
+        .filter(|(k, _)| k.sends())
+        .map(|(_, t)| t.completed)
+        .sum();
+    assert_eq!(ok_of(&st, Protocol::Smtp, "DATA end"), sent);
+    // The folder is made once per user, never per move.
+    assert!(ok_of(&st, Protocol::Imap, "CREATE") <= 20);
+    let d = &r.delivery;
+    assert_eq!(
+        (d.expected, d.delivered, d.missing),
+        (sent * 4, sent * 4, 0)
+    );
 }

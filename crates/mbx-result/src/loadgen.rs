@@ -154,8 +154,14 @@ pub struct TaskRow {
     pub task: String,
     /// Dispatched at their time.
     pub dispatched: u64,
-    /// Finished without error.
+    /// Finished without error, having done the work the task names (every one sent protocol
+    /// commands).
     pub completed: u64,
+    /// Ran their session but had nothing to act on (a move, delete or flag when the user held
+    /// no message of the run even after checking; a log off with no session): not completed,
+    /// and not counted against the server by `tasks_achieved_pct`.
+    #[serde(default)]
+    pub skipped: u64,
     /// Failed, by error class.
     pub failed: BTreeMap<String, u64>,
     /// Latency from the scheduled time to the end (counts a wait behind the user's earlier

@@ -793,10 +793,11 @@ pub(crate) fn print_loadgen_end(
             num(r.overload_limit as f64, 0)
         )?;
         outln!(
-            "  {:<14} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10}",
+            "  {:<14} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10}",
             "task",
             "dispatched",
             "completed",
+            "skipped",
             "failed",
             "p50 ms",
             "p95 ms",
@@ -804,10 +805,11 @@ pub(crate) fn print_loadgen_end(
         )?;
         for t in &r.tasks {
             outln!(
-                "  {:<14} {:>10} {:>10} {:>8} {:>10.1} {:>10.1} {:>10.1}",
+                "  {:<14} {:>10} {:>10} {:>8} {:>8} {:>10.1} {:>10.1} {:>10.1}",
                 t.task,
                 t.dispatched,
                 t.completed,
+                t.skipped,
                 t.failed.values().sum::<u64>(),
                 t.latency_ms.p50,
                 t.latency_ms.p95,

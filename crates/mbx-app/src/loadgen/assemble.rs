@@ -57,6 +57,7 @@ pub fn tasks(day: &DayReport) -> Vec<TaskRow> {
             task: k.name().to_string(),
             dispatched: s.dispatched,
             completed: s.completed,
+            skipped: s.skipped,
             failed: classes(&s.failed),
             latency_ms: latency_ms(&s.from_schedule_us),
             service_ms: latency_ms(&s.service_us),
@@ -199,6 +200,9 @@ pub fn day_verdict(
             of_what,
         ));
     } else {
+        // Tasks that had nothing to act on are not the server's to achieve.
+        let skipped: u64 = tasks.iter().map(|r| r.skipped).sum();
+        let of = of.saturating_sub(skipped).max(1);
         let pct = f.completed as f64 * 100.0 / of as f64;
         checks.push(Check::new(
             "tasks_achieved_pct",
@@ -294,6 +298,7 @@ mod tests {
             task: task.into(),
             dispatched,
             completed: count,
+            skipped: 0,
             failed: BTreeMap::new(),
             latency_ms: LatencyMs {
                 count,

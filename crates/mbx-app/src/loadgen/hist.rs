@@ -291,6 +291,7 @@ mod tests {
         let read = TaskStats {
             dispatched: 3,
             completed: 3,
+            skipped: 0,
             failed: BTreeMap::new(),
             from_schedule_us: hist(&[1_000, 2_000, 900_000]),
             service_us: hist(&[900, 1_900, 4_000]),

@@ -328,6 +328,7 @@ fn figures(run_id: &str, total: usize, parts: &[Merged]) -> LoadgenResult {
             Some(m) => {
                 m.dispatched = m.dispatched.saturating_add(t.dispatched);
                 m.completed = m.completed.saturating_add(t.completed);
+                m.skipped = m.skipped.saturating_add(t.skipped);
                 add_classes(&mut m.failed, &t.failed);
             }
             None => tasks.push(TaskRow {
@@ -550,6 +551,7 @@ mod tests {
             task: "read".into(),
             dispatched: read_h.len() + 1,
             completed: read_h.len(),
+            skipped: 0,
             failed: [("timeout".to_string(), 1)].into(),
             latency_ms: latency_ms(&read_h),
             service_ms: latency_ms(&service_h),

@@ -647,6 +647,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     );
     let completed: u64 = tasks.iter().map(|t| t.completed).sum();
     let failed: u64 = tasks.iter().map(|t| t.failed.values().sum::<u64>()).sum();
+    let skipped: u64 = tasks.iter().map(|t| t.skipped).sum();
     let overload_limit = (req.overload_per_user * c.users.len() as f64).ceil() as u64;
     let figures = assemble::DayFigures {
         planned: report.planned,
@@ -684,7 +685,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     files.log(
         sink,
         &format!(
-            "loadgen run ended: {completed} of {} tasks completed, {failed} failed; {} of {} copies delivered ({} late), {} lost, {} corrupted, {} duplicated; delivery p95 {:.0} ms ({}: {} seen through IDLE, {} by a poll); verdict {}",
+            "loadgen run ended: {completed} of {} tasks completed, {skipped} with nothing to act on, {failed} failed; {} of {} copies delivered ({} late), {} lost, {} corrupted, {} duplicated; delivery p95 {:.0} ms ({}: {} seen through IDLE, {} by a poll); verdict {}",
             report.planned,
             delivery.delivered,
             delivery.expected,

@@ -44,7 +44,7 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mailserver.sh")
 }
 
-fn required() -> bool {
+pub fn required() -> bool {
     std::env::var_os("MBX_REQUIRE_MAIL_SERVER").is_some_and(|v| !v.is_empty() && v != "0")
 }
 

@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
-use crate::imap::{IdleEvent, ImapClient};
+use crate::imap::{IdleEvent, ImapClient, Listed, Namespace};
 use crate::init::{uid_set, INIT_SEQ_BASE};
 use crate::ledger::{DeliverySummary, Ledger, Via};
 use crate::message::{Generator, MessageId, Verdict};
@@ -275,6 +275,12 @@ pub struct DayReport {
     pub check_fetched_bytes: u64,
     /// When the day's clock started (after the baseline and the gate), Unix seconds.
     pub start_unix_s: f64,
+    /// What folder discovery found at the first move (NAMESPACE, SPECIAL-USE, the folder
+    /// moves go to), for the log; None when no move ran.
+    pub folders: Option<String>,
+    /// The first refused CREATE of the move folder (its detail names the folder, the server's
+    /// answer and the fix): said once, whatever the moves that failed after it.
+    pub folder_refused: Option<Error>,
 }
 
 /// Sessions at once of the baseline, the grace sweep and the final logouts.
@@ -401,6 +407,72 @@ fn outcome(r: &Result<Acted>, commands: u64) -> Outcome {
     }
 }
 
+/// Where a user's moves go: the server's `\Archive` folder (RFC 6154) when it lists one (not
+/// created), else `Archive` under the personal namespace's prefix, joined with its delimiter
+/// when the prefix does not end with it (to be created). No namespace: top level (`Archive`).
+pub fn archive_folder(ns: Option<&Namespace>, listed: &[Listed]) -> (String, bool) {
+    if let Some(l) = listed.iter().find(|l| l.has("\\Archive")) {
+        return (l.name.clone(), false);
+    }
+    let name = match ns {
+        Some(n) if !n.prefix.is_empty() => match n.delimiter {
+            Some(d) if !n.prefix.ends_with(d) => format!("{}{d}Archive", n.prefix),
+            _ => format!("{}Archive", n.prefix),
+        },
+        _ => "Archive".to_owned(),
+    };
+    (name, true)
+}
+
+/// What folder discovery found, for the run's log.
+fn folders_note(ns: Option<&Namespace>, listed: &[Listed], archive: &str, created: bool) -> String {
+    let ns = match ns {
+        Some(n) => format!(
+            "personal namespace {:?} (delimiter {:?})",
+            n.prefix,
+            n.delimiter.map(String::from).unwrap_or_default()
+        ),
+        None => "no NAMESPACE (top level)".to_owned(),
+    };
+    let uses: Vec<String> = listed
+        .iter()
+        .flat_map(|l| {
+            ["\\Archive", "\\Trash", "\\Sent", "\\Drafts", "\\Junk"]
+                .into_iter()
+                .filter(|a| l.has(a))
+                .map(|a| format!("{a} {:?}", l.name))
+        })
+        .collect();
+    format!(
+        "folders: {ns}; special-use {}; moves go to {archive:?} ({})",
+        if uses.is_empty() {
+            "none listed".to_owned()
+        } else {
+            uses.join(", ")
+        },
+        if created {
+            "made by the run"
+        } else {
+            "the server's \\Archive"
+        }
+    )
+}
+
+/// A discovery command's answer: a `NO` or `BAD` (the server answered; the session is in step)
+/// is None, as from a server without the extension; other errors are the task's.
+fn answered<T>(r: Result<T>) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e)
+            if matches!(e.class, crate::error::ErrorClass::Rejected(_))
+                || e.detail.starts_with("BAD") =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The example errors a run keeps for messages: the first of each class (its count is the
 /// tasks table's), so a class first met late in a run still has its message.
 #[derive(Debug, Default)]
@@ -424,6 +496,10 @@ struct Shared {
     ledger: Mutex<Ledger>,
     stats: Mutex<Meter>,
     errors: Mutex<Examples>,
+    /// The first refused CREATE of the move folder.
+    folder_refused: Mutex<Option<Error>>,
+    /// What the first folder discovery found.
+    folders: Mutex<Option<String>>,
     unfinished: AtomicU64,
     /// Set when the run stops early: queued tasks are dropped, not run.
     stopping: AtomicBool,
@@ -526,7 +602,9 @@ struct Inbox {
     /// Messages it did not make (there before the day, or not this run's): read (with
     /// BODY.PEEK, so not even \Seen changes), never changed. At most [`OLD_READABLE`].
     old: Vec<u32>,
-    archive_made: bool,
+    /// Where moves go, once looked up ([`Actor::archive`]): the folder, or the refusal of its
+    /// CREATE (remembered: never tried again by this user).
+    archive: Option<std::result::Result<String, Error>>,
     /// POP3: the UIDLs already retrieved or there at the baseline (the messages left on the
     /// server), never retrieved again.
     uidls: HashSet<String>,
@@ -917,15 +995,8 @@ impl Actor {
                 let Some((Some(i), uid)) = self.some_message(Pick::Change).await? else {
                     return Ok(Acted::Nothing);
                 };
-                let archive_made = self.inbox.archive_made;
-                let s = self.session()?;
-                if !archive_made {
-                    s.create("Archive").await?;
-                }
-                self.inbox.archive_made = true;
-                self.session()?
-                    .uid_move(&uid.to_string(), "Archive")
-                    .await?;
+                let target = self.archive().await?;
+                self.session()?.uid_move(&uid.to_string(), &target).await?;
                 self.inbox.known.swap_remove(i);
             }
             Delete => {
@@ -953,6 +1024,46 @@ impl Actor {
             SendNew | Logon | Logoff => {}
         }
         Ok(Acted::Done)
+    }
+
+    /// The folder this user's moves go to, looked up at its first move: the server's
+    /// `\Archive` (RFC 6154) if it lists one, else `Archive` under the personal namespace
+    /// (RFC 2342), created once. A refused CREATE is remembered (later moves fail with it at
+    /// once, no command sent) and given to the run once ([`DayReport::folder_refused`]).
+    async fn archive(&mut self) -> Result<String> {
+        match &self.inbox.archive {
+            Some(Ok(name)) => return Ok(name.clone()),
+            Some(Err(e)) => return Err(e.clone()),
+            None => {}
+        }
+        let s = self.session()?;
+        let ns = answered(s.namespace().await)?.flatten();
+        let prefix = ns.as_ref().map_or("", |n| n.prefix.as_str()).to_owned();
+        let listed = answered(s.list_special_use(&prefix).await)?.unwrap_or_default();
+        let (name, create) = archive_folder(ns.as_ref(), &listed);
+        if create {
+            if let Err(mut e) = s.create(&name).await {
+                if !matches!(e.class, crate::error::ErrorClass::Rejected(_)) {
+                    // A timeout or a lost session: the next move tries again.
+                    return Err(e);
+                }
+                e.detail = format!(
+                    "the move task's folder {name:?} was refused ({}): moves are not tried again this run. The folder was named from the server's personal namespace ({}); let the test users create it (or create it for them), or give them a \\Archive special-use folder (RFC 6154)",
+                    e.detail,
+                    match &ns {
+                        Some(n) => format!("NAMESPACE prefix {:?}, delimiter {:?}", n.prefix, n.delimiter.map(String::from).unwrap_or_default()),
+                        None => "none announced: top level".to_owned(),
+                    }
+                );
+                lock(&self.shared.folder_refused).get_or_insert_with(|| e.clone());
+                self.inbox.archive = Some(Err(e.clone()));
+                return Err(e);
+            }
+        }
+        lock(&self.shared.folders)
+            .get_or_insert_with(|| folders_note(ns.as_ref(), &listed, &name, create));
+        self.inbox.archive = Some(Ok(name.clone()));
+        Ok(name)
     }
 
     /// The open session (after [`Actor::open`]; a check that lost it is an error, not a
@@ -1167,6 +1278,8 @@ pub async fn run_days(
             interval_latency_us: histogram(),
         }),
         errors: Mutex::new(Examples::default()),
+        folder_refused: Mutex::new(None),
+        folders: Mutex::new(None),
         unfinished: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
         fetched: AtomicU64::new(0),
@@ -1402,6 +1515,8 @@ pub async fn run_days(
     let delivery = lock(&shared.ledger).summary();
     let tasks = lock(&shared.stats).tasks.clone();
     let first_errors = lock(&shared.errors).0.clone();
+    let folders = lock(&shared.folders).clone();
+    let folder_refused = lock(&shared.folder_refused).clone();
     DayReport {
         planned,
         dispatched,
@@ -1417,6 +1532,8 @@ pub async fn run_days(
         check_fetched: shared.fetched.load(Ordering::Relaxed),
         check_fetched_bytes: shared.fetched_bytes.load(Ordering::Relaxed),
         start_unix_s,
+        folders,
+        folder_refused,
     }
 }
 
@@ -1457,6 +1574,54 @@ mod tests {
         assert_eq!(st.failed.get(NO_COMMAND), Some(&1));
         assert_eq!(st.from_schedule_us.len(), 1);
         assert_eq!(m.cumulative.completed, 1);
+    }
+
+    #[test]
+    fn the_move_folder_is_the_servers_archive_or_made_under_its_personal_prefix() {
+        let ns = |p: &str, d: Option<char>| Namespace {
+            prefix: p.into(),
+            delimiter: d,
+        };
+        let listed = |name: &str, attr: &str| Listed {
+            name: name.into(),
+            delimiter: Some('/'),
+            attributes: vec!["\\HasNoChildren".into(), attr.into()],
+        };
+        // No NAMESPACE: today's top-level folder.
+        assert_eq!(archive_folder(None, &[]), ("Archive".into(), true));
+        assert_eq!(
+            archive_folder(Some(&ns("", Some('/'))), &[]),
+            ("Archive".into(), true)
+        );
+        assert_eq!(
+            archive_folder(Some(&ns("INBOX.", Some('.'))), &[]),
+            ("INBOX.Archive".into(), true)
+        );
+        assert_eq!(
+            archive_folder(Some(&ns("INBOX", Some('.'))), &[]),
+            ("INBOX.Archive".into(), true)
+        );
+        // The server's \Archive is used as it is, whatever its name; \Sent is not a target.
+        let l = [
+            listed("INBOX.Sent", "\\Sent"),
+            listed("[Gmail]/All Mail", "\\Archive"),
+        ];
+        assert_eq!(
+            archive_folder(Some(&ns("INBOX.", Some('.'))), &l),
+            ("[Gmail]/All Mail".into(), false)
+        );
+        assert_eq!(
+            archive_folder(Some(&ns("INBOX.", Some('.'))), &l[..1]),
+            ("INBOX.Archive".into(), true)
+        );
+        let note = folders_note(
+            Some(&ns("INBOX.", Some('.'))),
+            &l[..1],
+            "INBOX.Archive",
+            true,
+        );
+        assert!(note.contains("\\Sent \"INBOX.Sent\""), "{note}");
+        assert!(note.contains("made by the run"), "{note}");
     }
 
     #[test]

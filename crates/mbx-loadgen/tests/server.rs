@@ -1855,3 +1855,111 @@ async fn a_webmail_day_of_20_users_does_each_task_s_protocol_work_and_the_comman
         (sent * 4, sent * 4, 0)
     );
 }
+
+#[tokio::test]
+async fn on_an_inbox_dot_namespace_a_50_user_day_moves_into_the_prefixed_folder_creating_it_once_per_user(
+) {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::{ClientType, TaskKind};
+    let s = match MailServer::start_with(50, &["--layout", "inbox-dot"]) {
+        Ok(s) => s,
+        Err(why) => {
+            assert!(!support::required(), "{why}");
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let rec = Recorder::new();
+    // The layout's point: a top-level folder is refused, INBOX.x is not.
+    let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+        .await
+        .expect("connect");
+    imap.login(&s.user(50), &s.password).await.expect("login");
+    let ns = imap
+        .namespace()
+        .await
+        .expect("NAMESPACE")
+        .expect("announced");
+    assert_eq!((ns.prefix.as_str(), ns.delimiter), ("INBOX.", Some('.')));
+    let e = imap.create("Archive").await.expect_err("top level refused");
+    assert!(matches!(e.class, ErrorClass::Rejected(_)), "{e}");
+    let special = imap.list_special_use("INBOX.").await.expect("LIST");
+    assert!(
+        special
+            .iter()
+            .any(|l| l.name == "INBOX.Sent" && l.has("\\Sent")),
+        "{special:?}"
+    );
+    imap.logout().await.expect("logout");
+
+    let ids: Vec<u32> = (1..=50).collect();
+    let users = day_users(&s, &ids);
+    let clients: Vec<ClientType> = (0..50)
+        .map(|i| match i % 2 {
+            0 => ClientType::DesktopImap,
+            _ => ClientType::Webmail,
+        })
+        .collect();
+    let plan = DayPlan {
+        seed: 50,
+        messages_per_day: 20,
+        day: Duration::from_secs(30),
+        overload_per_user: 8.0,
+        grace: Duration::from_secs(15),
+        ..DayPlan::default()
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("dot50", 50, 8 * 1024, EPOCH);
+    let r = run_days(&day_servers(&s), &users, &clients, &g, &plan, rec.clone()).await;
+    let st = rec.snapshot();
+    eprintln!("{:?}", r.folders);
+    for (k, t) in &r.tasks {
+        eprintln!(
+            "  {:12} {:4} completed, {:3} skipped, failed {:?}",
+            k.name(),
+            t.completed,
+            t.skipped,
+            t.failed
+        );
+    }
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(r.folder_refused.is_none(), "{:?}", r.folder_refused);
+    let failed: u64 = r
+        .tasks
+        .values()
+        .map(|t| t.failed.values().sum::<u64>())
+        .sum();
+    assert_eq!(failed, 0);
+    let moved = r.tasks.get(&TaskKind::Move).map_or(0, |t| t.completed);
+    assert!(moved >= 25, "{moved} moves");
+    assert_eq!(ok_of(&st, Protocol::Imap, "UID MOVE"), moved);
+    // CREATE once per user that moved, never per move, never refused.
+    let create = st.get(Protocol::Imap, "CREATE").expect("CREATE ran");
+    assert_eq!(create.failed(), 0);
+    assert!(
+        create.ok() <= 50 && create.ok() < moved,
+        "{} CREATEs",
+        create.ok()
+    );
+    let folders = r.folders.as_deref().unwrap_or_default();
+    assert!(
+        folders.contains("\"INBOX.\"") && folders.contains("\"INBOX.Archive\""),
+        "{folders}"
+    );
+    // Every moved copy is in INBOX.Archive.
+    let mut found = 0u64;
+    for &u in &ids {
+        let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+            .await
+            .expect("connect");
+        imap.login(&s.user(u), &s.password).await.expect("login");
+        found += match imap.select("INBOX.Archive").await {
+            Ok(sel) => u64::from(sel.exists),
+            Err(_) => 0,
+        };
+        imap.logout().await.expect("logout");
+    }
+    assert_eq!(found, moved, "every moved copy found under INBOX.Archive");
+    let d = &r.delivery;
+    assert_eq!((d.missing, d.duplicated), (0, 0));
+}

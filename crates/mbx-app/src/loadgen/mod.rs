@@ -670,6 +670,12 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         *by_class.entry((*k).to_string()).or_insert(0) += n;
     }
     let baseline_failed: u64 = report.baseline_failed.values().sum();
+    if let Some(f) = &report.folders {
+        files.log(sink, f);
+    }
+    if let Some(e) = &report.folder_refused {
+        files.log(sink, &format!("move folder refused: {e}"));
+    }
     files.log(
         sink,
         &format!(

@@ -319,6 +319,8 @@ mod tests {
             elapsed: Duration::from_secs(1),
             baseline: Duration::ZERO,
             start_unix_s: 0.0,
+            folders: None,
+            folder_refused: None,
             baseline_failed: BTreeMap::new(),
             check_fetched: 0,
             check_fetched_bytes: 0,

@@ -26,6 +26,7 @@ use crate::pop3::Pop3Client;
 use crate::sched::{ClientType, Clock, RealClock, Scheduler, Task, TaskKind};
 use crate::smtp::{AuthMechanism, SmtpClient};
 use crate::users::User;
+use crate::watch::{WatchPlan, WatchReport};
 
 /// Where the users' clients connect.
 #[derive(Debug, Clone)]
@@ -82,6 +83,9 @@ pub struct DayPlan {
     /// run says it is ready and waits for the gate to open before the day's clock starts.
     /// None: the day starts as soon as the baseline ends.
     pub gate: Option<DayGate>,
+    /// The accounting side's watchers (server delivery latency, IDLE's promptness): see
+    /// [`crate::watch`]. `mailboxes: 0` runs none.
+    pub watch: WatchPlan,
 }
 
 /// The day's start gate: `ready` gets one message when the baseline is done; the day then
@@ -143,6 +147,7 @@ impl Default for DayPlan {
             duration: None,
             stress: false,
             gate: None,
+            watch: WatchPlan::default(),
         }
     }
 }
@@ -281,6 +286,8 @@ pub struct DayReport {
     /// The first refused CREATE of the move folder (its detail names the folder, the server's
     /// answer and the fix): said once, whatever the moves that failed after it.
     pub folder_refused: Option<Error>,
+    /// What the watchers measured (None: none ran).
+    pub watch: Option<WatchReport>,
 }
 
 /// Sessions at once of the baseline, the grace sweep and the final logouts.
@@ -493,7 +500,7 @@ struct Sampling {
 }
 
 struct Shared {
-    ledger: Mutex<Ledger>,
+    ledger: Arc<Mutex<Ledger>>,
     stats: Mutex<Meter>,
     errors: Mutex<Examples>,
     /// The first refused CREATE of the move folder.
@@ -1270,7 +1277,7 @@ pub async fn run_days(
         sched.planned()
     };
     let shared = Arc::new(Shared {
-        ledger: Mutex::new(Ledger::new()),
+        ledger: Arc::new(Mutex::new(Ledger::new())),
         stats: Mutex::new(Meter {
             tasks: BTreeMap::new(),
             interval: SampleCounts::default(),
@@ -1335,6 +1342,14 @@ pub async fn run_days(
         }
         interrupted = stopped;
     }
+    // The watchers start after the baseline (what the mailboxes hold is not theirs either)
+    // and before the gate (their logins do not delay a synchronized start).
+    let watch = match (interrupted, plan.watch.mailboxes) {
+        (false, 1..) => Some(
+            crate::watch::start(&servers.imap, users, gen, shared.ledger.clone(), plan.watch).await,
+        ),
+        _ => None,
+    };
     let baseline = baseline_start.elapsed();
     if let Some(gate) = plan.gate.as_ref().filter(|_| !interrupted) {
         interrupted = !wait_at_gate(gate, &plan.stop).await;
@@ -1499,6 +1514,10 @@ pub async fn run_days(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+    let watch = match watch {
+        Some(w) => Some(w.finish().await),
+        None => None,
+    };
     if !overloaded && !interrupted {
         let _ = each_actor(done, &plan.stop, |mut a| async move {
             a.close().await;
@@ -1534,6 +1553,7 @@ pub async fn run_days(
         start_unix_s,
         folders,
         folder_refused,
+        watch,
     }
 }
 

@@ -266,20 +266,25 @@ impl ImapClient {
 
     /// SELECT a mailbox (`INBOX`).
     pub async fn select(&mut self, mailbox: &str) -> Result<Selected> {
+        self.open_mailbox("SELECT", mailbox).await
+    }
+
+    /// EXAMINE a mailbox: SELECT read-only (RFC 3501 6.3.2): nothing of it changes, `\Recent`
+    /// included (a watcher's session takes nothing from the user's).
+    pub async fn examine(&mut self, mailbox: &str) -> Result<Selected> {
+        self.open_mailbox("EXAMINE", mailbox).await
+    }
+
+    async fn open_mailbox(&mut self, verb: &'static str, mailbox: &str) -> Result<Selected> {
         let Some(m) = quote(mailbox) else {
             return Err(self.conn.error(
                 ErrorClass::Protocol,
-                "SELECT",
+                verb,
                 "a mailbox name with CR or LF",
             ));
         };
         let untagged = self
-            .run(
-                "SELECT",
-                format!("SELECT {m}").as_bytes(),
-                Instant::now(),
-                true,
-            )
+            .run(verb, format!("{verb} {m}").as_bytes(), Instant::now(), true)
             .await?;
         let mut s = Selected::default();
         for u in &untagged {
@@ -824,7 +829,7 @@ impl ImapClient {
         if let Ok(untagged) = &r {
             // SELECT's EXISTS describes the mailbox opened, not a change, and news of the
             // mailbox before it is moot.
-            if name == "SELECT" {
+            if name == "SELECT" || name == "EXAMINE" {
                 self.pending.clear();
                 self.pending_at = None;
             } else {

@@ -29,6 +29,7 @@ pub mod smtp;
 pub mod submit;
 pub mod tls;
 pub mod users;
+pub mod watch;
 
 pub use conn::{Endpoint, Limits, Security, Timeouts};
 pub use error::{Error, ErrorClass, Rejection, Result};

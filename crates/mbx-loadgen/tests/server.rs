@@ -1962,4 +1962,99 @@ async fn on_an_inbox_dot_namespace_a_50_user_day_moves_into_the_prefixed_folder_
     assert_eq!(found, moved, "every moved copy found under INBOX.Archive");
     let d = &r.delivery;
     assert_eq!((d.missing, d.duplicated), (0, 0));
+    // IDLE there notifies only every 60 s: the probes say so.
+    let idle = r
+        .watch
+        .as_ref()
+        .and_then(|w| w.idle.clone())
+        .expect("IDLE probes ran");
+    eprintln!("{}", idle.note());
+    assert!(idle.copies > 0 && idle.slow, "{}", idle.note());
+    assert!(idle.note().contains("IDLE is slow"), "{}", idle.note());
+    // The server's latency is the watcher's, not the users' check spacing.
+    assert!(!d.server_latency_us.is_empty());
+}
+
+#[tokio::test]
+async fn server_delivery_latency_matches_postfix_s_own_log_while_user_seen_latency_is_apart() {
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::ClientType;
+    let s = match MailServer::start(12) {
+        Ok(s) => s,
+        Err(why) => {
+            assert!(!support::required(), "{why}");
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let ids: Vec<u32> = (1..=12).collect();
+    let users = day_users(&s, &ids);
+    // Webmail and POP3 users see mail only at their checks: user-seen latency is their spacing.
+    let clients: Vec<ClientType> = (0..12)
+        .map(|i| match i % 3 {
+            0 => ClientType::DesktopImap,
+            1 => ClientType::Webmail,
+            _ => ClientType::Pop3,
+        })
+        .collect();
+    let plan = DayPlan {
+        seed: 12,
+        messages_per_day: 30,
+        day: Duration::from_secs(20),
+        overload_per_user: 8.0,
+        grace: Duration::from_secs(15),
+        ..DayPlan::default()
+    };
+    let g = Generator::new("pfx12", 12, 8 * 1024, EPOCH);
+    let r = run_days(
+        &day_servers(&s),
+        &users,
+        &clients,
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let d = &r.delivery;
+    let w = r.watch.as_ref().expect("the watcher ran");
+    assert_eq!((w.watched, d.server_watched), (12, 12));
+    assert_eq!(d.missing, 0);
+    // Postfix's own delivery delay of each copy (arrival to LMTP delivery done): `delay=`.
+    let log = std::fs::read_to_string(s.dir.join("log/postfix.log")).expect("postfix log");
+    let mut delays: Vec<f64> = log
+        .lines()
+        .filter(|l| l.contains("status=sent") && l.contains(" to=<loadgen"))
+        .filter_map(|l| l.split("delay=").nth(1)?.split(',').next()?.parse().ok())
+        .collect();
+    delays.sort_by(f64::total_cmp);
+    assert_eq!(delays.len() as u64, d.expected, "one log line per copy");
+    let log_p95 = delays[((delays.len() as f64 * 0.95).ceil() as usize).saturating_sub(1)];
+    let server_p95 = d.server_latency_us.value_at_quantile(0.95) as f64 / 1e6;
+    let user_p95 = d.latency_us.value_at_quantile(0.95) as f64 / 1e6;
+    let resolution = w.poll.as_secs_f64();
+    eprintln!(
+        "postfix log p95 {log_p95:.2} s (max {:.2}); server delivery p95 {server_p95:.2} s over {} copies (resolution {resolution} s, {} polls, {} connections); user-seen p95 {user_p95:.2} s; {:?}",
+        delays.last().copied().unwrap_or_default(),
+        d.server_latency_us.len(),
+        w.polls,
+        w.connections,
+        w.idle.as_ref().map(|i| i.note())
+    );
+    assert_eq!(
+        d.server_latency_us.len(),
+        d.expected,
+        "every copy timed by the watcher"
+    );
+    assert!(
+        (server_p95 - log_p95).abs() <= 1.0 + resolution,
+        "server p95 {server_p95} s vs Postfix's {log_p95} s"
+    );
+    // The users' own view is reported apart, and on this mix it is their check spacing.
+    assert!(
+        user_p95 > server_p95,
+        "user-seen {user_p95} s, server {server_p95} s"
+    );
+    // Dovecot's IDLE here (inotify) is prompt.
+    let idle = w.idle.as_ref().expect("probes ran");
+    assert!(idle.copies > 0 && !idle.slow, "{}", idle.note());
 }

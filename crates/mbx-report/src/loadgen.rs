@@ -1046,6 +1046,7 @@ mod tests {
                 seen_by_idle: 398,
                 seen_by_poll: 0,
                 late: 3,
+                ..Delivery::default()
             }),
             init: None,
             idle: None,

@@ -832,6 +832,20 @@ pub(crate) fn print_loadgen_end(
             num(d.latency_ms.max, 0),
             d.measured_by
         )?;
+        if d.server_latency_ms.count > 0 {
+            outln!(
+                "  server delivery latency (judged): p50 {} ms, p95 {} ms, max {} ms, {} late ({}; resolution {} ms); the latency above is user-seen (the users' own clients), not judged",
+                num(d.server_latency_ms.p50, 0),
+                num(d.server_latency_ms.p95, 0),
+                num(d.server_latency_ms.max, 0),
+                d.server_late,
+                d.server_measured_by,
+                num(d.server_resolution_ms, 0)
+            )?;
+        }
+        if let Some(i) = &d.idle_probe {
+            outln!("  IDLE: {}", i.note)?;
+        }
         for c in &d.corrupted_copies {
             outln!("  corrupted: {} in {}: {}", c.id, c.recipient, c.what)?;
         }

@@ -706,6 +706,26 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
             verdict.state().name()
         ),
     );
+    if delivery.server_latency_ms.count > 0 {
+        files.log(
+            sink,
+            &format!(
+                "server delivery latency (judged): p50 {:.0} ms, p95 {:.0} ms, max {:.0} ms of {} copies, {} late ({}; resolution {:.0} ms); user-seen latency (when the users' own clients saw them, not judged): p95 {:.0} ms, max {:.0} ms",
+                delivery.server_latency_ms.p50,
+                delivery.server_latency_ms.p95,
+                delivery.server_latency_ms.max,
+                delivery.server_latency_ms.count,
+                delivery.server_late,
+                delivery.server_measured_by,
+                delivery.server_resolution_ms,
+                delivery.latency_ms.p95,
+                delivery.latency_ms.max,
+            ),
+        );
+    }
+    if let Some(i) = &delivery.idle_probe {
+        files.log(sink, &format!("IDLE: {}", i.note));
+    }
     for e in report.first_errors.iter().take(5) {
         files.log(sink, &format!("error: {e}"));
     }

@@ -1346,7 +1346,15 @@ pub async fn run_days(
     // and before the gate (their logins do not delay a synchronized start).
     let watch = match (interrupted, plan.watch.mailboxes) {
         (false, 1..) => Some(
-            crate::watch::start(&servers.imap, users, gen, shared.ledger.clone(), plan.watch).await,
+            crate::watch::start(
+                &servers.imap,
+                users,
+                gen,
+                shared.ledger.clone(),
+                plan.watch,
+                &plan.stop,
+            )
+            .await,
         ),
         _ => None,
     };

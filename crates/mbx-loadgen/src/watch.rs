@@ -141,6 +141,10 @@ struct Probed {
     judged: HashSet<(u32, u32)>,
 }
 
+/// How long the watchers' sessions get to open, all together: a server slow to log them on
+/// delays the day by this much at most (the mailboxes not open by then are not watched).
+pub const OPEN_WAIT: Duration = Duration::from_secs(5);
+
 /// Entries kept per probe table, at most (memory bounded whatever the test's length).
 const PROBED_MAX: usize = 100_000;
 
@@ -165,13 +169,15 @@ pub struct Watch {
 
 /// Starts watching the first `plan.mailboxes` of `users` (user index = their place): each
 /// watcher opens its session and notes the UIDNEXT before this returns (mail already there
-/// is not counted), then polls in the background.
+/// is not counted), then polls in the background. Returns within [`OPEN_WAIT`], or soon
+/// after `cancel` is set.
 pub async fn start(
     imap: &Endpoint,
     users: &[User],
     gen: &Generator,
     ledger: Arc<Mutex<Ledger>>,
     plan: WatchPlan,
+    cancel: &AtomicBool,
 ) -> Watch {
     let stop = Arc::new(AtomicBool::new(false));
     let probed = Arc::new(Mutex::new(Probed::default()));
@@ -183,57 +189,60 @@ pub async fn start(
     let rec = Recorder::new();
     let mut tasks = JoinSet::new();
     let n = plan.mailboxes.min(users.len());
-    // Sessions opened at once, so a large watch does not storm the server's logins.
-    let mut opening: JoinSet<Option<(u32, ImapClient, u32)>> = JoinSet::new();
+    let deadline = tokio::time::Instant::now() + OPEN_WAIT;
+    // Every session opens at once (at most `mailboxes` + `probes`), all within OPEN_WAIT.
+    let mut opening: JoinSet<Option<(bool, u32, ImapClient, u32)>> = JoinSet::new();
+    let probes_wanted = plan.probes.min(n);
     for (i, u) in users.iter().take(n).enumerate() {
-        let (ep, u, rec) = (imap.clone(), u.clone(), rec.clone());
-        opening.spawn(async move {
-            let mut s = ImapClient::connect(&ep, rec).await.ok()?;
-            s.login(&u.login, &u.password).await.ok()?;
-            let sel = s.examine("INBOX").await.ok()?;
-            Some((i as u32, s, sel.uid_next.saturating_sub(1)))
-        });
-        while opening.len() >= 16 {
-            if let Some(Ok(Some(w))) = opening.join_next().await {
-                spawn_watcher(
-                    &mut tasks, w, &stop, &ledger, gen, &probed, &polls, &failures, &up, imap,
-                    users, plan,
-                );
+        for is_probe in [false, true] {
+            if is_probe && i >= probes_wanted {
+                continue;
             }
-        }
-    }
-    while let Some(r) = opening.join_next().await {
-        if let Ok(Some(w)) = r {
-            spawn_watcher(
-                &mut tasks, w, &stop, &ledger, gen, &probed, &polls, &failures, &up, imap, users,
-                plan,
-            );
+            let (ep, u, rec) = (imap.clone(), u.clone(), rec.clone());
+            opening.spawn(async move {
+                let mut s = ImapClient::connect(&ep, rec).await.ok()?;
+                if is_probe && !s.has_capability("IDLE") {
+                    return None;
+                }
+                s.login(&u.login, &u.password).await.ok()?;
+                let sel = s.examine("INBOX").await.ok()?;
+                Some((is_probe, i as u32, s, sel.uid_next.saturating_sub(1)))
+            });
         }
     }
     let mut probes = 0;
-    for (i, u) in users.iter().take(plan.probes.min(n)).enumerate() {
-        let Ok(mut s) = ImapClient::connect(imap, rec.clone()).await else {
+    // Not open by the deadline (or a stop of the run): not watched (dropping the JoinSet
+    // cancels them).
+    while !opening.is_empty()
+        && !cancel.load(Ordering::Relaxed)
+        && tokio::time::Instant::now() < deadline
+    {
+        let step = (tokio::time::Instant::now() + Duration::from_millis(50)).min(deadline);
+        let Ok(Some(r)) = tokio::time::timeout_at(step, opening.join_next()).await else {
             continue;
         };
-        if !s.has_capability("IDLE") {
-            let _ = s.logout().await;
-            break;
+        match r {
+            Ok(Some((false, i, s, last))) => spawn_watcher(
+                &mut tasks,
+                (i, s, last),
+                &stop,
+                &ledger,
+                gen,
+                &probed,
+                &polls,
+                &failures,
+                &up,
+                imap,
+                users,
+                plan,
+            ),
+            Ok(Some((true, i, s, last))) => {
+                probes += 1;
+                let (stop, probed) = (stop.clone(), probed.clone());
+                tasks.spawn(probe(s, i, last, stop, probed));
+            }
+            _ => {}
         }
-        if s.login(&u.login, &u.password).await.is_err() {
-            continue;
-        }
-        let Ok(sel) = s.examine("INBOX").await else {
-            continue;
-        };
-        probes += 1;
-        let (stop, probed) = (stop.clone(), probed.clone());
-        tasks.spawn(probe(
-            s,
-            i as u32,
-            sel.uid_next.saturating_sub(1),
-            stop,
-            probed,
-        ));
     }
     Watch {
         stop,

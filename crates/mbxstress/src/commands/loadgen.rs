@@ -111,7 +111,9 @@ fn common_with(
         let users = mbx_loadgen::users::read_file(path, domain.as_deref().unwrap_or(""))
             .map_err(|e| usage(format!("--users-file: {e}")))?;
         if domain.is_none() {
-            if let Some(u) = users.iter().find(|u| !u.login.contains('@')) {
+            // Only a user whose address is incomplete needs it (the file's address column,
+            // or a login that is an address, is enough).
+            if let Some(u) = users.iter().find(|u| u.address.ends_with('@')) {
                 return Err(usage(format!(
                     "--users-file {}: user {} has no domain: give --domain (the mail domain of users listed without one)",
                     path.display(),

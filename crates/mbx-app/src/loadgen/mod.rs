@@ -148,6 +148,28 @@ pub fn client_of(name: &str) -> Option<ClientType> {
     }
 }
 
+/// Under this many seconds of backlog the overload guard is warned about (a stall that short
+/// stops the run).
+pub const GUARD_WARN_S: f64 = 10.0;
+
+/// How many seconds of the day's dispatch rate LoadGen's guard holds (`overload_per_user` x
+/// users unfinished tasks over the tasks per second of users `kinds`), and that rate.
+pub fn guard_seconds(
+    seed: u64,
+    messages_per_day: u32,
+    day: Duration,
+    kinds: &[ClientType],
+    overload_per_user: f64,
+) -> (f64, f64) {
+    let rate = mbx_loadgen::sched::Scheduler::new(seed, messages_per_day, day, 1, kinds).planned()
+        as f64
+        / day.as_secs_f64().max(1e-9);
+    (
+        overload_per_user * kinds.len() as f64 / rate.max(1e-9),
+        rate,
+    )
+}
+
 /// Each user's client type from the shares: user i takes the type furthest behind its share
 /// of the first i + 1 users, so the types interleave and every prefix of users is mixed as
 /// asked (a type gets round(share x users) users, within one).
@@ -586,12 +608,14 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     // LoadGen's guard counts tasks (users x 1.5); a compressed day dispatches them so fast that
     // the guard may be under a second of backlog: say so, before anything runs.
     let mut notes = Vec::new();
-    let rate =
-        mbx_loadgen::sched::Scheduler::new(c.seed, c.profile.messages_per_day, req.day, 1, &kinds)
-            .planned() as f64
-            / req.day.as_secs_f64().max(1e-9);
-    let guard_s = req.overload_per_user * c.users.len() as f64 / rate.max(1e-9);
-    if !req.stress && guard_s < 10.0 {
+    let (guard_s, rate) = guard_seconds(
+        c.seed,
+        c.profile.messages_per_day,
+        req.day,
+        &kinds,
+        req.overload_per_user,
+    );
+    if !req.stress && guard_s < GUARD_WARN_S {
         let n = format!(
             "the overload guard ({} per user: {:.0} unfinished tasks) is {guard_s:.1} s of this day's dispatch rate ({rate:.0} tasks/s): a stall that short stops the run; in a compressed day raise --overload (LoadGen's 1.5 assumes a day of hours)",
             req.overload_per_user,

@@ -533,6 +533,51 @@ mod tests {
     use super::*;
     use mbx_loadgen::sched::ClientType;
 
+    /// The README's loadgen example (its server's users, its flags, the other defaults) runs
+    /// without the overload-guard warning that tells the user to raise --overload.
+    #[test]
+    fn the_readme_loadgen_example_holds_a_guard_worth_no_warning() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+                .expect("README.md");
+        let flag = |line: &str, name: &str| -> Option<String> {
+            let mut w = line.split_whitespace();
+            w.position(|x| x == name)?;
+            w.next().map(str::to_owned)
+        };
+        let users: usize = readme
+            .lines()
+            .find(|l| l.contains("scripts/mailserver.sh start"))
+            .and_then(|l| flag(l, "--users"))
+            .and_then(|n| n.parse().ok())
+            .expect("the example's server users");
+        let run = readme
+            .lines()
+            .find(|l| l.starts_with("mbxstress loadgen run --server-env"))
+            .expect("the example's run line");
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(run.split_whitespace()).expect("parses");
+        let crate::cli::Command::Loadgen(crate::cli::LoadgenCommand::Run(args)) = cli.command
+        else {
+            panic!("not loadgen run: {run}");
+        };
+        let kinds = mbx_app::loadgen::assign_clients(
+            users,
+            &parse_clients(&args.clients).expect("clients"),
+        );
+        let (guard_s, rate) = mbx_app::loadgen::guard_seconds(
+            args.conn.seed,
+            DEFAULT_MESSAGES_PER_DAY,
+            args.day,
+            &kinds,
+            args.overload,
+        );
+        assert!(
+            guard_s >= mbx_app::loadgen::GUARD_WARN_S,
+            "{run}: the guard holds {guard_s:.1} s at {rate:.0} tasks/s"
+        );
+    }
+
     #[test]
     fn partitions_cover_every_user_once_and_bad_ones_are_refused() {
         for total in [2usize, 3, 7, 100, 16_000] {

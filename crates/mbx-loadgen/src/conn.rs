@@ -263,7 +263,22 @@ impl Conn {
                 command,
                 "TLS handshake did not finish in time",
             )),
-            Ok(Err(e)) => Err(self.error(ErrorClass::Tls, command, e.to_string())),
+            Ok(Err(e)) => {
+                let text = e.to_string();
+                // A plaintext service answers a ClientHello with its greeting ("* OK",
+                // "220 ..."): not a certificate matter.
+                if text.contains("InvalidContentType") || text.contains("corrupt message") {
+                    Err(self.error(
+                        ErrorClass::Protocol,
+                        command,
+                        format!(
+                            "the server's answer is not TLS ({text}): this port speaks plaintext; use the scheme without TLS (imap://, pop3://, smtp://) or its +starttls form for it, or the TLS port"
+                        ),
+                    ))
+                } else {
+                    Err(self.error(ErrorClass::Tls, command, text))
+                }
+            }
             Ok(Ok(s)) => {
                 self.inner = Inner::Tls(Box::new(s));
                 Ok(())

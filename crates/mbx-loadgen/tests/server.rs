@@ -2065,3 +2065,25 @@ async fn server_delivery_latency_matches_postfix_s_own_log_while_user_seen_laten
     let idle = w.idle.as_ref().expect("probes ran");
     assert!(idle.copies > 0 && !idle.slow, "{}", idle.note());
 }
+
+#[tokio::test]
+async fn imaps_to_a_plaintext_port_names_imaps_and_says_the_port_is_not_tls() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    // The plaintext IMAP port, asked for implicit TLS.
+    let e = ImapClient::connect(&s.endpoint(s.imap, Security::Implicit), Recorder::new())
+        .await
+        .err()
+        .expect("no TLS there");
+    let text = e.to_string();
+    assert_eq!(e.server, format!("imaps://{}:{}", s.host, s.imap), "{text}");
+    assert_eq!(e.class, ErrorClass::Protocol, "{text}");
+    assert!(
+        text.contains("not TLS") && text.contains("plaintext"),
+        "{text}"
+    );
+    assert!(!text.contains("certificate"), "{text}");
+    // A certificate problem's hint names the flag that exists.
+    assert!(ErrorClass::Tls.hint().contains("--insecure-tls"));
+}

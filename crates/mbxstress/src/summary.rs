@@ -819,11 +819,14 @@ pub(crate) fn print_loadgen_end(
     }
     if let Some(d) = &r.delivery {
         outln!(
-            "  delivery: {} of {} copies delivered ({} late), {} lost, {} corrupted, {} duplicated, {} unexpected; latency p50 {} ms, p95 {} ms, max {} ms ({})",
+            "  delivery: {} of {} copies delivered ({} late), {}, {} corrupted, {} duplicated, {} unexpected; latency p50 {} ms, p95 {} ms, max {} ms ({})",
             num(d.delivered as f64, 0),
             num(d.expected as f64, 0),
             d.late,
-            d.lost,
+            mbx_app::loadgen::lost_words(
+                d.lost,
+                r.verdict.not_judged().any(|c| c.name == "messages_lost")
+            ),
             d.corrupted,
             d.duplicated,
             d.unexpected,

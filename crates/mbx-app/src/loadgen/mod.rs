@@ -148,6 +148,18 @@ pub fn client_of(name: &str) -> Option<ClientType> {
     }
 }
 
+/// `192 lost`, or when the run stopped before its grace sweep (nothing judged lost)
+/// `192 not seen yet (the run stopped before looking for late copies: not judged lost)`.
+pub fn lost_words(lost: u64, ended_early: bool) -> String {
+    if ended_early {
+        format!(
+            "{lost} not seen yet (the run stopped before looking for late copies: not judged lost)"
+        )
+    } else {
+        format!("{lost} lost")
+    }
+}
+
 /// Under this many seconds of backlog the overload guard is warned about (a stall that short
 /// stops the run).
 pub const GUARD_WARN_S: f64 = 10.0;
@@ -715,12 +727,12 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     files.log(
         sink,
         &format!(
-            "loadgen run ended: {completed} of {} tasks completed, {skipped} with nothing to act on, {failed} failed; {} of {} copies delivered ({} late), {} lost, {} corrupted, {} duplicated; delivery p95 {:.0} ms ({}: {} seen through IDLE, {} by a poll); verdict {}",
+            "loadgen run ended: {completed} of {} tasks completed, {skipped} with nothing to act on, {failed} failed; {} of {} copies delivered ({} late), {}, {} corrupted, {} duplicated; delivery p95 {:.0} ms ({}: {} seen through IDLE, {} by a poll); verdict {}",
             report.planned,
             delivery.delivered,
             delivery.expected,
             delivery.late,
-            delivery.lost,
+            lost_words(delivery.lost, report.overloaded || report.interrupted),
             delivery.corrupted,
             delivery.duplicated,
             delivery.latency_ms.p95,

@@ -565,6 +565,16 @@ fn sigterm_stops_the_day_cleanly_with_a_partial_result() {
     assert_eq!(v["test"]["interrupted"], true);
     assert!(v["tasks_completed"].as_u64() > Some(0), "{v:#}");
     assert!(v["tasks_dispatched"].as_u64() < v["tasks_planned"].as_u64());
+    // Stopped before the grace sweep: copies not seen yet are not called lost anywhere.
+    let log = std::fs::read_to_string(out.join("test.log")).expect("test.log");
+    let ended = log
+        .lines()
+        .find(|l| l.contains("loadgen run ended"))
+        .expect("the end line");
+    assert!(
+        ended.contains("not seen yet") && !ended.contains(" lost,"),
+        "{ended}"
+    );
 }
 
 /// A user whose password is wrong never sees the copies sent to it: after the grace time they

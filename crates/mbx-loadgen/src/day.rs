@@ -288,6 +288,11 @@ pub struct DayReport {
     pub folder_refused: Option<Error>,
     /// What the watchers measured (None: none ran).
     pub watch: Option<WatchReport>,
+    /// Recipients whose mailbox could not be read at the grace sweep's last look (user index
+    /// -> the error): their missing copies were not looked for.
+    pub unreadable: BTreeMap<u32, String>,
+    /// Missing copies of those recipients (part of `delivery.missing`).
+    pub missing_not_looked: u64,
 }
 
 /// Sessions at once of the baseline, the grace sweep and the final logouts.
@@ -507,6 +512,8 @@ struct Shared {
     folder_refused: Mutex<Option<Error>>,
     /// What the first folder discovery found.
     folders: Mutex<Option<String>>,
+    /// Users whose last look at the grace sweep failed, with the error.
+    unreadable: Mutex<BTreeMap<u32, String>>,
     unfinished: AtomicU64,
     /// Set when the run stops early: queued tasks are dropped, not run.
     stopping: AtomicBool,
@@ -1141,6 +1148,18 @@ impl Actor {
         if self.client == ClientType::Webmail || r.is_err() {
             self.close().await;
         }
+        // The last look decides: a mailbox that could not be read holds copies not looked for,
+        // not copies lost.
+        let mut unreadable = lock(&self.shared.unreadable);
+        match &r {
+            Err(e) => {
+                unreadable.insert(self.me, e.to_string());
+            }
+            Ok(()) => {
+                unreadable.remove(&self.me);
+            }
+        }
+        drop(unreadable);
         r
     }
 }
@@ -1287,6 +1306,7 @@ pub async fn run_days(
         errors: Mutex::new(Examples::default()),
         folder_refused: Mutex::new(None),
         folders: Mutex::new(None),
+        unreadable: Mutex::new(BTreeMap::new()),
         unfinished: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
         fetched: AtomicU64::new(0),
@@ -1544,6 +1564,8 @@ pub async fn run_days(
     let first_errors = lock(&shared.errors).0.clone();
     let folders = lock(&shared.folders).clone();
     let folder_refused = lock(&shared.folder_refused).clone();
+    let unreadable = lock(&shared.unreadable).clone();
+    let missing_not_looked = lock(&shared.ledger).missing_for(&unreadable);
     DayReport {
         planned,
         dispatched,
@@ -1562,6 +1584,8 @@ pub async fn run_days(
         folders,
         folder_refused,
         watch,
+        unreadable,
+        missing_not_looked,
     }
 }
 

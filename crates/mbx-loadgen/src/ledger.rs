@@ -409,6 +409,14 @@ impl Ledger {
         }
     }
 
+    /// Copies not seen yet whose recipient is a key of `recipients` (walks the open copies).
+    pub fn missing_for<V>(&self, recipients: &std::collections::BTreeMap<u32, V>) -> u64 {
+        self.open
+            .iter()
+            .filter(|((_, r, _), o)| matches!(o, Open::Pending(_)) && recipients.contains_key(r))
+            .count() as u64
+    }
+
     /// Whether every expected copy has been seen (O(1)).
     pub fn complete(&self) -> bool {
         self.delivered == self.expected

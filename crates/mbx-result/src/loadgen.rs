@@ -256,6 +256,14 @@ pub struct Delivery {
     /// Copies of the server latency over `thresholds.delivery_p95_ms`.
     #[serde(default)]
     pub server_late: u64,
+    /// Lost copies whose recipient's mailbox could not be read at the grace sweep's last look
+    /// (part of `lost`: not looked for, rather than not found; `messages_lost` judges the rest).
+    #[serde(default)]
+    pub not_looked: u64,
+    /// Recipients whose mailbox could not be read at the grace sweep's last look (the check
+    /// `mailboxes_unreadable` fails on them).
+    #[serde(default)]
+    pub unreadable_mailboxes: u64,
     /// The IDLE probes' finding: how promptly the server's IDLE announces new mail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_probe: Option<IdleProbeFigures>,

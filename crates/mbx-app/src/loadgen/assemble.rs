@@ -137,7 +137,10 @@ pub fn delivery(
                 .map(|(id, r)| CorruptedCopy {
                     id: id.to_string(),
                     recipient: name(*r),
-                    what: LOST_WHAT.to_string(),
+                    what: match day.unreadable.get(r) {
+                        Some(e) => format!("{NOT_LOOKED_WHAT}: {e}"),
+                        None => LOST_WHAT.to_string(),
+                    },
                 })
                 .collect()
         } else {
@@ -162,6 +165,12 @@ pub fn delivery(
             .as_ref()
             .map_or(0.0, |w| w.poll.as_secs_f64() * 1000.0),
         server_watched: d.server_watched,
+        not_looked: if judged_lost { day.missing_not_looked } else { 0 },
+        unreadable_mailboxes: if judged_lost {
+            day.unreadable.len() as u64
+        } else {
+            0
+        },
         server_late: over(&d.server_latency_us, late_after),
         idle_probe: day
             .watch
@@ -190,6 +199,10 @@ fn over(h: &Histogram<u64>, limit: Duration) -> u64 {
 
 /// What a lost copy's `what` says.
 pub const LOST_WHAT: &str = "not found after the grace time";
+
+/// What a copy's `what` starts with when its recipient's mailbox could not be read.
+pub const NOT_LOOKED_WHAT: &str =
+    "could not look: the mailbox could not be read at the grace sweep";
 
 /// The figures a day's verdict judges.
 #[derive(Debug, Clone, Copy)]
@@ -285,12 +298,18 @@ pub fn day_verdict(
             ),
         ));
     } else {
-        checks.push(Check::new(
-            "messages_lost",
-            delivery.lost as f64,
-            0.0,
-            delivery.lost == 0,
-        ));
+        // Copies in a mailbox that could not be read were not looked for: the check below
+        // names that, this one the copies not found where the run could look.
+        let lost = delivery.lost.saturating_sub(delivery.not_looked);
+        checks.push(Check::new("messages_lost", lost as f64, 0.0, lost == 0));
+        if delivery.unreadable_mailboxes > 0 {
+            checks.push(Check::new(
+                "mailboxes_unreadable",
+                delivery.unreadable_mailboxes as f64,
+                0.0,
+                false,
+            ));
+        }
     }
     for (name, value) in [
         ("messages_corrupted", delivery.corrupted),

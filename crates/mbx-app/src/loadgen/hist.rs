@@ -325,6 +325,8 @@ mod tests {
             folders: None,
             folder_refused: None,
             watch: None,
+            unreadable: BTreeMap::new(),
+            missing_not_looked: 0,
             baseline_failed: BTreeMap::new(),
             check_fetched: 0,
             check_fetched_bytes: 0,

@@ -86,6 +86,24 @@ pub struct DayPlan {
     /// The accounting side's watchers (server delivery latency, IDLE's promptness): see
     /// [`crate::watch`]. `mailboxes: 0` runs none.
     pub watch: WatchPlan,
+    /// Counters the caller may read at any moment (progress between samples). None: none kept.
+    pub live: Option<Arc<Live>>,
+}
+
+/// What a run has done so far, updated as it goes (a terminal's progress reads it every
+/// second; samples come every `sample_interval`).
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Users whose baseline is over (failed ones included).
+    pub baseline_done: AtomicU64,
+    /// When the day's clock started (after the baseline, the watchers and the gate).
+    pub day_started: std::sync::OnceLock<Instant>,
+    /// Tasks the schedule holds (as [`DaySample::planned`]), set before the baseline.
+    pub planned: AtomicU64,
+    /// Tasks completed since the day started.
+    pub completed: AtomicU64,
+    /// Tasks failed since the day started.
+    pub failed: AtomicU64,
 }
 
 /// The day's start gate: `ready` gets one message when the baseline is done; the day then
@@ -148,6 +166,7 @@ impl Default for DayPlan {
             stress: false,
             gate: None,
             watch: WatchPlan::default(),
+            live: None,
         }
     }
 }
@@ -514,6 +533,7 @@ struct Shared {
     folders: Mutex<Option<String>>,
     /// Users whose last look at the grace sweep failed, with the error.
     unreadable: Mutex<BTreeMap<u32, String>>,
+    live: Option<Arc<Live>>,
     unfinished: AtomicU64,
     /// Set when the run stops early: queued tasks are dropped, not run.
     stopping: AtomicBool,
@@ -1131,6 +1151,13 @@ impl Actor {
                 self.shared.keep_error(e);
             }
             lock(&self.shared.stats).finished(job.task.kind, outcome, job.due, started, end);
+            if let Some(l) = &self.shared.live {
+                match outcome {
+                    Outcome::Completed => l.completed.fetch_add(1, Ordering::Relaxed),
+                    Outcome::Failed(_) => l.failed.fetch_add(1, Ordering::Relaxed),
+                    Outcome::Skipped => 0,
+                };
+            }
             self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
             if let Some(tx) = &self.finished {
                 let _ = tx.send(self.me);
@@ -1307,6 +1334,7 @@ pub async fn run_days(
         folder_refused: Mutex::new(None),
         folders: Mutex::new(None),
         unreadable: Mutex::new(BTreeMap::new()),
+        live: plan.live.clone(),
         unfinished: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
         fetched: AtomicU64::new(0),
@@ -1343,12 +1371,19 @@ pub async fn run_days(
             finished: finished_tx.clone(),
         })
         .collect();
+    if let Some(l) = &plan.live {
+        l.planned.store(planned, Ordering::Relaxed);
+    }
     let baseline_start = Instant::now();
     let mut baseline_failed = BTreeMap::new();
     let mut interrupted = false;
     if plan.baseline {
         let (back, errors, stopped) = each_actor(actors, &plan.stop, |mut a| async move {
-            let r = a.baseline().await.map_err(|mut e| {
+            let r = a.baseline().await;
+            if let Some(l) = &a.shared.live {
+                l.baseline_done.fetch_add(1, Ordering::Relaxed);
+            }
+            let r = r.map_err(|mut e| {
                 e.user.get_or_insert_with(|| a.user.login.clone());
                 e
             });
@@ -1384,6 +1419,9 @@ pub async fn run_days(
     }
 
     let start = Instant::now();
+    if let Some(l) = &plan.live {
+        let _ = l.day_started.set(start);
+    }
     let start_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());

@@ -1055,6 +1055,8 @@ async fn a_compressed_10_s_day_gives_a_sample_each_second_whose_intervals_add_up
         ClientType::Webmail,
     ];
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // The live counters a terminal reads each second, between samples.
+    let live = std::sync::Arc::new(mbx_loadgen::day::Live::default());
     let plan = DayPlan {
         seed: 10,
         messages_per_day: 50,
@@ -1063,6 +1065,7 @@ async fn a_compressed_10_s_day_gives_a_sample_each_second_whose_intervals_add_up
         grace: Duration::from_secs(15),
         sample_interval: Duration::from_secs(1),
         samples: Some(tx),
+        live: Some(live.clone()),
         ..DayPlan::default()
     };
     let g = Generator::new("samples1", 10, 10 * 1024, EPOCH);
@@ -1115,6 +1118,14 @@ async fn a_compressed_10_s_day_gives_a_sample_each_second_whose_intervals_add_up
     assert_eq!(r.dispatched, r.planned);
     assert_eq!(sum(|x| x.this_interval.completed), completed);
     assert_eq!(sum(|x| x.this_interval.failed), failed);
+    let relaxed = std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(live.baseline_done.load(relaxed), users.len() as u64);
+    assert_eq!(live.planned.load(relaxed), r.planned);
+    assert_eq!(
+        (live.completed.load(relaxed), live.failed.load(relaxed)),
+        (completed, failed)
+    );
+    assert!(live.day_started.get().is_some());
     assert_eq!(sum(|x| x.this_interval.copies_sent), r.delivery.expected);
     assert_eq!(
         sum(|x| x.this_interval.copies_delivered),

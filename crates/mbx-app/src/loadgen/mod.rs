@@ -45,6 +45,20 @@ pub struct MailProfile {
     pub message_kb: f64,
     /// Where it came from (`flags`, or the profile file).
     pub source: String,
+    /// The mailboxes the profile file sizes (None: no file), said beside the run's users.
+    pub mailboxes: Option<u64>,
+}
+
+/// The warning when a profile file sizes another number of mailboxes than the run has users
+/// (the run loads its users; the profile gives only the messages per day and their size).
+pub fn profile_users_note(p: &MailProfile, users: usize, users_source: &str) -> Option<String> {
+    let m = p.mailboxes?;
+    (m != users as u64 && !users_source.contains("partition")).then(|| {
+        format!(
+            "--profile {} sizes {m} mailboxes, but this run has {users} users ({users_source}): the day loads those {users}, with the profile's messages per day and size; give as many users (--users, --users-file) to load the profile's server",
+            p.source
+        )
+    })
 }
 
 /// What every loadgen command needs.
@@ -627,6 +641,11 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         &kinds,
         req.overload_per_user,
     );
+    if let Some(n) = profile_users_note(&c.profile, c.users.len(), &c.users_source) {
+        files.log(sink, &n);
+        let _ = sink.notice(&Notice::Warning(n.clone()));
+        notes.push(n);
+    }
     if !req.stress && guard_s < GUARD_WARN_S {
         let n = format!(
             "the overload guard ({} per user: {:.0} unfinished tasks) is {guard_s:.1} s of this day's dispatch rate ({rate:.0} tasks/s): a stall that short stops the run; in a compressed day raise --overload (LoadGen's 1.5 assumes a day of hours)",

@@ -196,6 +196,7 @@ fn common_with(
             Some(p) => p.display().to_string(),
             None => "flags".into(),
         },
+        mailboxes: file_profile.as_ref().map(|p| p.mailboxes),
     };
     Ok(Common {
         servers: spec,
@@ -253,7 +254,8 @@ fn finish(
 
 /// `loadgen init`.
 pub fn init(args: LoadgenInitArgs) -> anyhow::Result<ExitCode> {
-    let common = common(&args.conn, false)?;
+    // Initialization speaks IMAP only (APPEND): an --imap URL is enough, as for `idle`.
+    let common = common(&args.conn, true)?;
     let messages = match (args.messages, args.mailbox_mb) {
         (Some(n), _) => n,
         (None, Some(mb)) => {
@@ -532,6 +534,28 @@ pub fn submit(args: LoadgenSubmitArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
     use mbx_loadgen::sched::ClientType;
+
+    #[test]
+    fn a_profile_of_other_mailboxes_than_users_is_said_not_silently_replaced() {
+        let p = MailProfile {
+            messages_per_day: 150,
+            message_kb: 75.0,
+            source: "big.toml".into(),
+            mailboxes: Some(5000),
+        };
+        let n =
+            mbx_app::loadgen::profile_users_note(&p, 30, "file /tmp/m/server.env").expect("said");
+        assert!(
+            n.contains("5000 mailboxes") && n.contains("30 users"),
+            "{n}"
+        );
+        assert_eq!(mbx_app::loadgen::profile_users_note(&p, 5000, "x"), None);
+        let flags = MailProfile {
+            mailboxes: None,
+            ..p.clone()
+        };
+        assert_eq!(mbx_app::loadgen::profile_users_note(&flags, 30, "x"), None);
+    }
 
     /// The README's loadgen example (its server's users, its flags, the other defaults) runs
     /// without the overload-guard warning that tells the user to raise --overload.

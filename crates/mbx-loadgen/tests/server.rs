@@ -1439,6 +1439,13 @@ async fn fill_users_fills_six_mailboxes_three_at_a_time_reports_a_bad_login_resu
     assert!(cut.stopped);
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(cut.progress.messages_appended < 6 * 388);
+    // The fills the stop cut short are counted stopped, not filled: the 3 that ran.
+    let p = cut.progress;
+    assert_eq!(
+        (p.users_done, p.users_failed, p.users_stopped),
+        (3, 0, 3),
+        "{p:?}"
+    );
     let t = Instant::now();
     let rest = fill_users(&ep, &good, &g, &fill(400), 3, &no, rec.clone(), |_| {}).await;
     let r = rest.progress;

@@ -68,7 +68,10 @@ impl InitObserver<'_> {
             e.mb_per_s = Some(bytes as f64 / 1e6 / dt);
         }
         // The library's users_done counts every fill that ended, failed ones too.
-        let filled = p.users_done.saturating_sub(p.users_failed);
+        let filled = p
+            .users_done
+            .saturating_sub(p.users_failed)
+            .saturating_sub(p.users_stopped);
         e.failed = p.users_failed;
         e.users_done = Some(filled);
         e.users_total = Some(p.users_total);
@@ -135,7 +138,11 @@ pub(crate) fn init(
     let p = &report.progress;
     InitDone {
         // The library's `users_done` counts every user finished, failed ones too.
-        users_done: p.users_done.saturating_sub(p.users_failed),
+        // ... and stopped ones: only mailboxes at their target are filled.
+        users_done: p
+            .users_done
+            .saturating_sub(p.users_failed)
+            .saturating_sub(p.users_stopped),
         users_failed: p.users_failed,
         found: p.messages_found,
         appended: p.messages_appended,

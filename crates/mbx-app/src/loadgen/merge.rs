@@ -377,6 +377,8 @@ fn figures(run_id: &str, total: usize, parts: &[Merged]) -> LoadgenResult {
                 (&mut d.seen_by_idle, x.seen_by_idle),
                 (&mut d.seen_by_poll, x.seen_by_poll),
                 (&mut d.late, x.late),
+                (&mut d.not_looked, x.not_looked),
+                (&mut d.unreadable_mailboxes, x.unreadable_mailboxes),
             ] {
                 *into = into.saturating_add(n);
             }

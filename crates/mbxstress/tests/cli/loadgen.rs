@@ -558,6 +558,38 @@ fn bad_servers_and_users_are_named() {
         assert_eq!(r.code, 2, "{args:?}: {}\n{}", r.stdout, r.stderr);
         assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
     }
+    // A CSV users file whose address column is filled needs no --domain (it said "user hx901
+    // has no domain"): the run goes on to the next check (--stress needs --duration).
+    let csv = dir.join("users.csv");
+    std::fs::write(
+        &csv,
+        "hx901,pw,hx901@example.org\nhx902,pw,hx902@example.org\n",
+    )
+    .expect("users.csv");
+    let csv = csv.display().to_string();
+    let r = mbx(&[
+        "loadgen",
+        "run",
+        "--server",
+        "h",
+        "--users-file",
+        &csv,
+        "--stress",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("has no domain") && r.stderr.contains("--duration"),
+        "{}",
+        r.stderr
+    );
+    // A line without an address still needs it, and says so.
+    std::fs::write(&csv, "hx903,pw\n").expect("users.csv");
+    let r = mbx(&["loadgen", "run", "--server", "h", "--users-file", &csv]);
+    assert!(
+        r.stderr.contains("user hx903 has no domain"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// SIGTERM mid-day (Ctrl-C does the same): the run stops cleanly, exit 130, and the result

@@ -5,6 +5,7 @@
 #
 #   scripts/mailserver.sh start DIR [--users N] [--password PW] [--domain D] [--port-base P]
 #                                   [--connections C] [--imap-client-limit K] [--watch PID]
+#                                   [--layout default|inbox-dot]
 #   scripts/mailserver.sh stop DIR [--keep]
 #   scripts/mailserver.sh status DIR
 #
@@ -19,6 +20,13 @@
 # limit is raised to C x 4 + 1024 (above the hard limit too when run as root, up to fs.nr_open).
 # --imap-client-limit K (default 1, Dovecot's): IMAP sessions served by one imap process, so 10,000
 # idle sessions need C / K processes rather than 10,000 (bench/loadgen-idle.sh).
+# --layout inbox-dot: the layout most non-Dovecot servers use (Courier, Cyrus, many hosted
+# services): the personal namespace is `INBOX.` with `.` as separator (RFC 2342: every folder is
+# INBOX.something; a top-level CREATE is refused), and IDLE notifies slowly: Dovecot's imap
+# processes cannot use inotify (a preloaded shim, DIR/noinotify.so built with cc, makes
+# inotify_init fail; Dovecot 2.3 has no setting to turn it off), so IDLE sees new mail only at
+# mailbox_idle_check_interval, raised to 60 s. The default layout: Dovecot's (prefix "", IDLE
+# through inotify, within a second).
 # stop ends
 # both daemons and removes DIR (only a DIR that start made; --keep leaves it, mail included).
 #
@@ -54,6 +62,7 @@ connections=200
 imap_client_limit=1
 watch=""
 keep=0
+layout=default
 while [ $# -gt 0 ]; do
   case $1 in
   --users) users=$2; shift 2 ;;
@@ -64,6 +73,7 @@ while [ $# -gt 0 ]; do
   --imap-client-limit) imap_client_limit=$2; shift 2 ;;
   --watch) watch=$2; shift 2 ;;
   --keep) keep=1; shift ;;
+  --layout) layout=$2; shift 2 ;;
   *) usage ;;
   esac
 done
@@ -154,6 +164,8 @@ command -v openssl >/dev/null || die "openssl is not installed"
 case $users in '' | *[!0-9]*) die "--users must be a number" ;; esac
 case $connections in '' | *[!0-9]* | 0) die "--connections must be a positive number" ;; esac
 case $imap_client_limit in '' | *[!0-9]* | 0) die "--imap-client-limit must be a positive number" ;; esac
+case $layout in default | inbox-dot) ;; *) die "--layout must be default or inbox-dot (not $layout)" ;; esac
+[ "$layout" = default ] || command -v cc >/dev/null || die "--layout $layout needs a C compiler (cc) for its inotify shim (apt-get install gcc)"
 login_clients=$(( connections + 100 < 1000 ? connections + 100 : 1000 ))
 
 dir=$(realpath -m "$dir")
@@ -328,6 +340,38 @@ protocol lmtp {
   postmaster_address = postmaster@$domain
 }
 EOF
+if [ "$layout" = inbox-dot ]; then
+  # inotify_init fails in the imap processes: IDLE falls back to checking every
+  # mailbox_idle_check_interval.
+  printf '%s\n' '#include <errno.h>' \
+    'int inotify_init(void) { errno = EMFILE; return -1; }' \
+    'int inotify_init1(int flags) { (void)flags; errno = EMFILE; return -1; }' >"$dir/noinotify.c"
+  cc -shared -fPIC -O2 -o "$dir/noinotify.so" "$dir/noinotify.c" || die "cc failed to build $dir/noinotify.so"
+  chmod 0755 "$dir/noinotify.so"
+  cat >>"$dir/dovecot.conf" <<EOF
+# --layout inbox-dot: the personal namespace INBOX. with . as separator, and a slow IDLE.
+namespace inbox {
+  prefix = INBOX.
+  separator = .
+  inbox = yes
+  # RFC 6154 special-use folders as most servers have them (no \\Archive: clients make their own).
+  mailbox Sent {
+    special_use = \\Sent
+    auto = subscribe
+  }
+  mailbox Drafts {
+    special_use = \\Drafts
+    auto = subscribe
+  }
+  mailbox Trash {
+    special_use = \\Trash
+    auto = subscribe
+  }
+}
+mailbox_idle_check_interval = 60 secs
+import_environment = TZ LD_PRELOAD=$dir/noinotify.so
+EOF
+fi
 
 cat >"$dir/postfix/main.cf" <<EOF
 # Written by scripts/mailserver.sh: a private Postfix on 127.0.0.1 (not /etc/postfix).

@@ -96,6 +96,17 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// `scheme://host:port` as errors name the server: the scheme takes an `s` with implicit
+    /// TLS (`imaps`, `pop3s`, `smtps`), so a message names the URL the user gave.
+    pub fn url(&self, scheme: &str) -> String {
+        let s = if self.security == Security::Implicit {
+            "s"
+        } else {
+            ""
+        };
+        format!("{scheme}{s}://{}:{}", self.host, self.port)
+    }
+
     /// An endpoint with default timeouts and limits.
     pub fn new(host: &str, port: u16, security: Security, tls: Option<Arc<ClientConfig>>) -> Self {
         Endpoint {
@@ -146,7 +157,7 @@ fn io_class(e: &io::Error) -> ErrorClass {
 impl Conn {
     /// Connects (and for implicit TLS, handshakes). `scheme` names the protocol in errors.
     pub(crate) async fn connect(ep: &Endpoint, scheme: &str, user: Option<&str>) -> Result<Conn> {
-        let server = format!("{scheme}://{}:{}", ep.host, ep.port);
+        let server = ep.url(scheme);
         let err = |class, cmd: &str, d: String| Error::new(class, user, &server, cmd, d);
         let addr = (ep.host.as_str(), ep.port);
         let tcp = match tokio::time::timeout(ep.timeouts.connect, TcpStream::connect(addr)).await {
@@ -269,7 +280,22 @@ impl Conn {
                 command,
                 "TLS handshake did not finish in time",
             )),
-            Ok(Err(e)) => Err(self.error(ErrorClass::Tls, command, e.to_string())),
+            Ok(Err(e)) => {
+                let text = e.to_string();
+                // A plaintext service answers a ClientHello with its greeting ("* OK",
+                // "220 ..."): not a certificate matter.
+                if text.contains("InvalidContentType") || text.contains("corrupt message") {
+                    Err(self.error(
+                        ErrorClass::Protocol,
+                        command,
+                        format!(
+                            "the server's answer is not TLS ({text}): this port speaks plaintext; use the scheme without TLS (imap://, pop3://, smtp://) or its +starttls form for it, or the TLS port"
+                        ),
+                    ))
+                } else {
+                    Err(self.error(ErrorClass::Tls, command, text))
+                }
+            }
             Ok(Ok(s)) => {
                 self.inner = Inner::Tls(Box::new(s));
                 Ok(())

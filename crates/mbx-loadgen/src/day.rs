@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use crate::conn::Endpoint;
 use crate::deadline;
 use crate::error::{Error, Result};
-use crate::imap::{IdleEvent, ImapClient};
+use crate::imap::{IdleEvent, ImapClient, Listed, Namespace};
 use crate::init::{uid_set, INIT_SEQ_BASE};
 use crate::ledger::{DeliverySummary, Ledger, Via};
 use crate::message::{Generator, MessageId, Verdict};
@@ -27,6 +27,7 @@ use crate::pop3::Pop3Client;
 use crate::sched::{ClientType, Clock, RealClock, Scheduler, Task, TaskKind};
 use crate::smtp::{AuthMechanism, SmtpClient};
 use crate::users::User;
+use crate::watch::{WatchPlan, WatchReport};
 
 /// Where the users' clients connect.
 #[derive(Debug, Clone)]
@@ -83,6 +84,27 @@ pub struct DayPlan {
     /// run says it is ready and waits for the gate to open before the day's clock starts.
     /// None: the day starts as soon as the baseline ends.
     pub gate: Option<DayGate>,
+    /// The accounting side's watchers (server delivery latency, IDLE's promptness): see
+    /// [`crate::watch`]. `mailboxes: 0` runs none.
+    pub watch: WatchPlan,
+    /// Counters the caller may read at any moment (progress between samples). None: none kept.
+    pub live: Option<Arc<Live>>,
+}
+
+/// What a run has done so far, updated as it goes (a terminal's progress reads it every
+/// second; samples come every `sample_interval`).
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Users whose baseline is over (failed ones included).
+    pub baseline_done: AtomicU64,
+    /// When the day's clock started (after the baseline, the watchers and the gate).
+    pub day_started: std::sync::OnceLock<Instant>,
+    /// Tasks the schedule holds (as [`DaySample::planned`]), set before the baseline.
+    pub planned: AtomicU64,
+    /// Tasks completed since the day started.
+    pub completed: AtomicU64,
+    /// Tasks failed since the day started.
+    pub failed: AtomicU64,
 }
 
 /// The day's start gate: `ready` gets one message when the baseline is done; the day then
@@ -144,6 +166,8 @@ impl Default for DayPlan {
             duration: None,
             stress: false,
             gate: None,
+            watch: WatchPlan::default(),
+            live: None,
         }
     }
 }
@@ -207,8 +231,13 @@ pub struct DaySample {
 pub struct TaskStats {
     /// Tasks dispatched.
     pub dispatched: u64,
-    /// Tasks that finished without error.
+    /// Tasks that did the work they name, without error (each sent protocol commands: see
+    /// [`NO_COMMAND`]).
     pub completed: u64,
+    /// Tasks that ran their session but had nothing to act on (a move, delete or flag when the
+    /// user holds no message of the run even after a check; a log off with no session open):
+    /// not completed, and not held against the server.
+    pub skipped: u64,
     /// Failed tasks by error class.
     pub failed: BTreeMap<&'static str, u64>,
     /// Latency from the scheduled time to the end, microseconds (a task that waited behind the
@@ -229,6 +258,7 @@ impl TaskStats {
         TaskStats {
             dispatched: 0,
             completed: 0,
+            skipped: 0,
             failed: BTreeMap::new(),
             from_schedule_us: h(),
             service_us: h(),
@@ -257,7 +287,7 @@ pub struct DayReport {
     pub deadline: Option<String>,
     /// Copies expected, delivered, missing, duplicated, corrupted; delivery latency.
     pub delivery: DeliverySummary,
-    /// The first errors (at most 20), for messages.
+    /// The first error of each class met (in tasks, the baseline or the sweep), for messages.
     pub first_errors: Vec<Error>,
     /// Wall time from the day's start (after the baseline) to the end of the grace sweep.
     pub elapsed: Duration,
@@ -273,6 +303,19 @@ pub struct DayReport {
     pub check_fetched_bytes: u64,
     /// When the day's clock started (after the baseline and the gate), Unix seconds.
     pub start_unix_s: f64,
+    /// What folder discovery found at the first move (NAMESPACE, SPECIAL-USE, the folder
+    /// moves go to), for the log; None when no move ran.
+    pub folders: Option<String>,
+    /// The first refused CREATE of the move folder (its detail names the folder, the server's
+    /// answer and the fix): said once, whatever the moves that failed after it.
+    pub folder_refused: Option<Error>,
+    /// What the watchers measured (None: none ran).
+    pub watch: Option<WatchReport>,
+    /// Recipients whose mailbox could not be read at the grace sweep's last look (user index
+    /// -> the error): their missing copies were not looked for.
+    pub unreadable: BTreeMap<u32, String>,
+    /// Missing copies of those recipients (part of `delivery.missing`).
+    pub missing_not_looked: u64,
 }
 
 /// Sessions at once of the baseline, the grace sweep and the final logouts.
@@ -337,14 +380,15 @@ impl Meter {
     fn finished(
         &mut self,
         kind: TaskKind,
-        failed: Option<&'static str>,
+        outcome: Outcome,
         due: Instant,
         started: Instant,
         end: Instant,
     ) {
         let st = self.tasks.entry(kind).or_insert_with(TaskStats::new);
-        match failed {
-            None => {
+        match outcome {
+            Outcome::Skipped => st.skipped += 1,
+            Outcome::Completed => {
                 let from_schedule = (end.saturating_duration_since(due).as_micros() as u64).max(1);
                 st.completed += 1;
                 st.from_schedule_us.saturating_record(from_schedule);
@@ -355,13 +399,125 @@ impl Meter {
                 self.interval.completed += 1;
                 self.cumulative.completed += 1;
             }
-            Some(class) => {
+            Outcome::Failed(class) => {
                 *st.failed.entry(class).or_insert(0) += 1;
                 for c in [&mut self.interval, &mut self.cumulative] {
                     c.failed += 1;
                     *c.failed_by_class.entry(class).or_insert(0) += 1;
                 }
             }
+        }
+    }
+}
+
+/// What a task's action did, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Acted {
+    /// The work the task names.
+    Done,
+    /// Nothing to act on (see [`TaskStats::skipped`]).
+    Nothing,
+}
+
+/// How a finished task is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Completed,
+    Skipped,
+    Failed(&'static str),
+}
+
+/// The failure class of a task that claimed to be done without sending a single protocol
+/// command: a fault of the engine, never counted completed.
+pub const NO_COMMAND: &str = "no_command";
+
+/// The invariant of counting: a task is completed only when it did the work it names and sent
+/// at least one protocol command (`commands`, counted by the user's [`Recorder::counting`]
+/// handle over the task, log on and log off included).
+fn outcome(r: &Result<Acted>, commands: u64) -> Outcome {
+    match r {
+        Err(e) => Outcome::Failed(e.class.name()),
+        Ok(Acted::Nothing) => Outcome::Skipped,
+        Ok(Acted::Done) if commands == 0 => Outcome::Failed(NO_COMMAND),
+        Ok(Acted::Done) => Outcome::Completed,
+    }
+}
+
+/// Where a user's moves go: the server's `\Archive` folder (RFC 6154) when it lists one (not
+/// created), else `Archive` under the personal namespace's prefix, joined with its delimiter
+/// when the prefix does not end with it (to be created). No namespace: top level (`Archive`).
+pub fn archive_folder(ns: Option<&Namespace>, listed: &[Listed]) -> (String, bool) {
+    if let Some(l) = listed.iter().find(|l| l.has("\\Archive")) {
+        return (l.name.clone(), false);
+    }
+    let name = match ns {
+        Some(n) if !n.prefix.is_empty() => match n.delimiter {
+            Some(d) if !n.prefix.ends_with(d) => format!("{}{d}Archive", n.prefix),
+            _ => format!("{}Archive", n.prefix),
+        },
+        _ => "Archive".to_owned(),
+    };
+    (name, true)
+}
+
+/// What folder discovery found, for the run's log.
+fn folders_note(ns: Option<&Namespace>, listed: &[Listed], archive: &str, created: bool) -> String {
+    let ns = match ns {
+        Some(n) => format!(
+            "personal namespace {:?} (delimiter {:?})",
+            n.prefix,
+            n.delimiter.map(String::from).unwrap_or_default()
+        ),
+        None => "no NAMESPACE (top level)".to_owned(),
+    };
+    let uses: Vec<String> = listed
+        .iter()
+        .flat_map(|l| {
+            ["\\Archive", "\\Trash", "\\Sent", "\\Drafts", "\\Junk"]
+                .into_iter()
+                .filter(|a| l.has(a))
+                .map(|a| format!("{a} {:?}", l.name))
+        })
+        .collect();
+    format!(
+        "folders: {ns}; special-use {}; moves go to {archive:?} ({})",
+        if uses.is_empty() {
+            "none listed".to_owned()
+        } else {
+            uses.join(", ")
+        },
+        if created {
+            "made by the run"
+        } else {
+            "the server's \\Archive"
+        }
+    )
+}
+
+/// A discovery command's answer: a `NO` or `BAD` (the server answered; the session is in step)
+/// is None, as from a server without the extension; other errors are the task's.
+fn answered<T>(r: Result<T>) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e)
+            if matches!(e.class, crate::error::ErrorClass::Rejected(_))
+                || e.detail.starts_with("BAD") =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The example errors a run keeps for messages: the first of each class (its count is the
+/// tasks table's), so a class first met late in a run still has its message.
+#[derive(Debug, Default)]
+struct Examples(Vec<Error>);
+
+impl Examples {
+    fn keep(&mut self, e: Error) {
+        if !self.0.iter().any(|k| k.class == e.class) {
+            self.0.push(e);
         }
     }
 }
@@ -373,9 +529,16 @@ struct Sampling {
 }
 
 struct Shared {
-    ledger: Mutex<Ledger>,
+    ledger: Arc<Mutex<Ledger>>,
     stats: Mutex<Meter>,
-    errors: Mutex<Vec<Error>>,
+    errors: Mutex<Examples>,
+    /// The first refused CREATE of the move folder.
+    folder_refused: Mutex<Option<Error>>,
+    /// What the first folder discovery found.
+    folders: Mutex<Option<String>>,
+    /// Users whose last look at the grace sweep failed, with the error.
+    unreadable: Mutex<BTreeMap<u32, String>>,
+    live: Option<Arc<Live>>,
     unfinished: AtomicU64,
     /// Set when the run stops early: queued tasks are dropped, not run.
     stopping: AtomicBool,
@@ -406,12 +569,9 @@ fn latency_ms(h: &Histogram<u64>) -> Option<LatencyMs> {
 }
 
 impl Shared {
-    /// Keeps the first errors for messages.
+    /// Keeps the first error of each class for messages.
     fn keep_error(&self, e: Error) {
-        let mut errs = lock(&self.errors);
-        if errs.len() < 20 {
-            errs.push(e);
-        }
+        lock(&self.errors).keep(e);
     }
 
     /// The sample now (`elapsed` since the day's start), starting a new interval; None once the
@@ -481,7 +641,9 @@ struct Inbox {
     /// Messages it did not make (there before the day, or not this run's): read (with
     /// BODY.PEEK, so not even \Seen changes), never changed. At most [`OLD_READABLE`].
     old: Vec<u32>,
-    archive_made: bool,
+    /// Where moves go, once looked up ([`Actor::archive`]): the folder, or the refusal of its
+    /// CREATE (remembered: never tried again by this user).
+    archive: Option<std::result::Result<String, Error>>,
     /// POP3: the UIDLs already retrieved or there at the baseline (the messages left on the
     /// server), never retrieved again.
     uidls: HashSet<String>,
@@ -503,6 +665,8 @@ struct Actor {
     inbox: Inbox,
     pick: u64,
     shared: Arc<Shared>,
+    /// The run's recorder, counting this user's commands (a task's are the difference).
+    rec: Recorder,
     /// Stress mode: told the user's index after each task, so its next one is dispatched.
     finished: Option<mpsc::UnboundedSender<u32>>,
 }
@@ -527,8 +691,7 @@ impl Actor {
 
     async fn open(&mut self) -> Result<()> {
         if self.session.is_none() {
-            let mut s =
-                ImapClient::connect(&self.shared.servers.imap, self.shared.rec.clone()).await?;
+            let mut s = ImapClient::connect(&self.shared.servers.imap, self.rec.clone()).await?;
             s.login(&self.user.login, &self.user.password).await?;
             s.select("INBOX").await?;
             self.session = Some(s);
@@ -548,13 +711,13 @@ impl Actor {
     async fn baseline(&mut self) -> Result<()> {
         let shared = self.shared.clone();
         if self.client == ClientType::Pop3 {
-            let mut p = Pop3Client::connect(&shared.servers.pop3, shared.rec.clone()).await?;
+            let mut p = Pop3Client::connect(&shared.servers.pop3, self.rec.clone()).await?;
             p.login(&self.user.login, &self.user.password).await?;
             let list = p.uidl().await?;
             self.inbox.uidls = list.into_iter().map(|(_, u)| u).collect();
             return p.quit().await;
         }
-        let mut s = ImapClient::connect(&shared.servers.imap, shared.rec.clone()).await?;
+        let mut s = ImapClient::connect(&shared.servers.imap, self.rec.clone()).await?;
         s.login(&self.user.login, &self.user.password).await?;
         let selected = s.select("INBOX").await?;
         // The last OLD_READABLE messages' UIDs (in windows: a large mailbox's SEARCH ALL would
@@ -720,7 +883,7 @@ impl Actor {
     /// A POP3 check: every message not retrieved before (nor there at the baseline) retrieved,
     /// verified, counted; the run's own deleted from the server.
     async fn check_pop3(&mut self) -> Result<()> {
-        let mut p = Pop3Client::connect(&self.shared.servers.pop3, self.shared.rec.clone()).await?;
+        let mut p = Pop3Client::connect(&self.shared.servers.pop3, self.rec.clone()).await?;
         p.login(&self.user.login, &self.user.password).await?;
         let list = p.uidl().await?;
         let mut left: HashSet<String> = HashSet::new();
@@ -768,7 +931,7 @@ impl Actor {
         let mut smtp = SmtpClient::connect(
             &self.shared.servers.smtp,
             &self.shared.servers.helo,
-            self.shared.rec.clone(),
+            self.rec.clone(),
         )
         .await?;
         smtp.auth(
@@ -808,91 +971,154 @@ impl Actor {
         }))
     }
 
-    async fn act(&mut self, task: &Task, recipients: &[u32]) -> Result<()> {
+    /// The task's protocol work. Every IMAP task first has a session (webmail: log on and
+    /// SELECT per task; [`Actor::run`] logs it off after), so an action on a message is always
+    /// a command to the server, never a no-op on what the user knew.
+    async fn act(&mut self, task: &Task, recipients: &[u32]) -> Result<Acted> {
         use TaskKind::*;
         match (self.client, task.kind) {
-            (_, SendNew) => self.send(task, recipients).await,
-            (ClientType::Pop3, Reply | Forward) => self.send(task, recipients).await,
-            (_, Reply | Forward) => {
+            (_, SendNew) | (ClientType::Pop3, Reply | Forward) => {
+                self.send(task, recipients).await?;
+                return Ok(Acted::Done);
+            }
+            (ClientType::Pop3, _) => {
+                self.check_pop3().await?;
+                return Ok(Acted::Done);
+            }
+            (_, Logon) => {
+                let had = self.session.is_some();
+                self.open().await?;
+                return Ok(if had { Acted::Nothing } else { Acted::Done });
+            }
+            (_, Logoff) => {
+                let had = self.session.is_some();
+                self.close().await;
+                return Ok(if had { Acted::Done } else { Acted::Nothing });
+            }
+            _ => {}
+        }
+        self.open().await?;
+        match task.kind {
+            Reply | Forward => {
                 // Read the message replied to or forwarded, then send.
                 if let Some((_, uid)) = self.some_message(Pick::Read).await? {
-                    if let Some(s) = self.session.as_mut() {
-                        s.uid_fetch(&uid.to_string(), "(BODY.PEEK[])").await?;
-                    }
-                }
-                self.send(task, recipients).await
-            }
-            (ClientType::Pop3, _) => self.check_pop3().await,
-            (_, Logon) => self.open().await,
-            (_, Logoff) => {
-                self.close().await;
-                Ok(())
-            }
-            (_, CheckInbox) => self.check_imap().await,
-            (_, Read) => {
-                if let Some((i, uid)) = self.some_message(Pick::Read).await? {
-                    // The run's own mail is read as a client does (sets \Seen); older mail
-                    // with PEEK, so nothing of it changes.
-                    let items = if i.is_some() {
-                        "(BODY[])"
-                    } else {
-                        "(BODY.PEEK[])"
-                    };
-                    if let Some(s) = self.session.as_mut() {
-                        s.uid_fetch(&uid.to_string(), items).await?;
-                    }
-                }
-                Ok(())
-            }
-            (_, Flag) => {
-                if let Some((_, uid)) = self.some_message(Pick::Change).await? {
-                    if let Some(s) = self.session.as_mut() {
-                        s.uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Flagged")
-                            .await?;
-                    }
-                }
-                Ok(())
-            }
-            (_, Move) => {
-                if let Some((Some(i), uid)) = self.some_message(Pick::Change).await? {
-                    if let Some(s) = self.session.as_mut() {
-                        if !self.inbox.archive_made {
-                            s.create("Archive").await?;
-                            self.inbox.archive_made = true;
-                        }
-                        s.uid_move(&uid.to_string(), "Archive").await?;
-                        self.inbox.known.swap_remove(i);
-                    }
-                }
-                Ok(())
-            }
-            (_, Delete) => {
-                if let Some((Some(i), uid)) = self.some_message(Pick::Change).await? {
-                    if let Some(s) = self.session.as_mut() {
-                        s.uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Deleted")
-                            .await?;
-                        // UID EXPUNGE removes this message only; a plain EXPUNGE would also
-                        // remove what another client marked \Deleted.
-                        if s.has_capability("UIDPLUS") {
-                            s.uid_expunge(&uid.to_string()).await?;
-                        } else {
-                            s.expunge().await?;
-                        }
-                        self.inbox.known.swap_remove(i);
-                    }
-                }
-                Ok(())
-            }
-            (_, Search) => {
-                self.open().await?;
-                if let Some(s) = self.session.as_mut() {
-                    let run = self.shared.gen.run().to_owned();
-                    s.search(&format!("HEADER X-Mbx-Id \"{run}/\""), true)
+                    self.session()?
+                        .uid_fetch(&uid.to_string(), "(BODY.PEEK[])")
                         .await?;
                 }
-                Ok(())
+                self.send(task, recipients).await?;
+            }
+            CheckInbox => self.check_imap().await?,
+            Read => {
+                let Some((i, uid)) = self.some_message(Pick::Read).await? else {
+                    return Ok(Acted::Nothing);
+                };
+                // The run's own mail is read as a client does (sets \Seen); older mail with
+                // PEEK, so nothing of it changes.
+                let items = if i.is_some() {
+                    "(BODY[])"
+                } else {
+                    "(BODY.PEEK[])"
+                };
+                self.session()?.uid_fetch(&uid.to_string(), items).await?;
+            }
+            Flag => {
+                let Some((_, uid)) = self.some_message(Pick::Change).await? else {
+                    return Ok(Acted::Nothing);
+                };
+                self.session()?
+                    .uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Flagged")
+                    .await?;
+            }
+            Move => {
+                let Some((Some(i), uid)) = self.some_message(Pick::Change).await? else {
+                    return Ok(Acted::Nothing);
+                };
+                let target = self.archive().await?;
+                self.session()?.uid_move(&uid.to_string(), &target).await?;
+                self.inbox.known.swap_remove(i);
+            }
+            Delete => {
+                let Some((Some(i), uid)) = self.some_message(Pick::Change).await? else {
+                    return Ok(Acted::Nothing);
+                };
+                let s = self.session()?;
+                s.uid_store(&uid.to_string(), "+FLAGS.SILENT", "\\Deleted")
+                    .await?;
+                // UID EXPUNGE removes this message only; a plain EXPUNGE would also remove
+                // what another client marked \Deleted.
+                if s.has_capability("UIDPLUS") {
+                    s.uid_expunge(&uid.to_string()).await?;
+                } else {
+                    s.expunge().await?;
+                }
+                self.inbox.known.swap_remove(i);
+            }
+            Search => {
+                let run = self.shared.gen.run().to_owned();
+                self.session()?
+                    .search(&format!("HEADER X-Mbx-Id \"{run}/\""), true)
+                    .await?;
+            }
+            SendNew | Logon | Logoff => {}
+        }
+        Ok(Acted::Done)
+    }
+
+    /// The folder this user's moves go to, looked up at its first move: the server's
+    /// `\Archive` (RFC 6154) if it lists one, else `Archive` under the personal namespace
+    /// (RFC 2342), created once. A refused CREATE is remembered (later moves fail with it at
+    /// once, no command sent) and given to the run once ([`DayReport::folder_refused`]).
+    async fn archive(&mut self) -> Result<String> {
+        match &self.inbox.archive {
+            Some(Ok(name)) => return Ok(name.clone()),
+            Some(Err(e)) => return Err(e.clone()),
+            None => {}
+        }
+        let s = self.session()?;
+        let ns = answered(s.namespace().await)?.flatten();
+        let prefix = ns.as_ref().map_or("", |n| n.prefix.as_str()).to_owned();
+        let listed = answered(s.list_special_use(&prefix).await)?.unwrap_or_default();
+        let (name, create) = archive_folder(ns.as_ref(), &listed);
+        if create {
+            if let Err(mut e) = s.create(&name).await {
+                if !matches!(e.class, crate::error::ErrorClass::Rejected(_)) {
+                    // A timeout or a lost session: the next move tries again.
+                    return Err(e);
+                }
+                e.detail = format!(
+                    "the move task's folder {name:?} was refused ({}): moves are not tried again this run. The folder was named from the server's personal namespace ({}); let the test users create it (or create it for them), or give them a \\Archive special-use folder (RFC 6154)",
+                    e.detail,
+                    match &ns {
+                        Some(n) => format!("NAMESPACE prefix {:?}, delimiter {:?}", n.prefix, n.delimiter.map(String::from).unwrap_or_default()),
+                        None => "none announced: top level".to_owned(),
+                    }
+                );
+                lock(&self.shared.folder_refused).get_or_insert_with(|| e.clone());
+                self.inbox.archive = Some(Err(e.clone()));
+                return Err(e);
             }
         }
+        lock(&self.shared.folders)
+            .get_or_insert_with(|| folders_note(ns.as_ref(), &listed, &name, create));
+        self.inbox.archive = Some(Ok(name.clone()));
+        Ok(name)
+    }
+
+    /// The open session (after [`Actor::open`]; a check that lost it is an error, not a
+    /// silent no-op).
+    fn session(&mut self) -> Result<&mut ImapClient> {
+        let server = self.shared.servers.imap.url("imap");
+        let login = self.user.login.clone();
+        self.session.as_mut().ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorClass::Disconnect,
+                Some(&login),
+                &server,
+                "session",
+                "the IMAP session was closed before the task's command",
+            )
+        })
     }
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) -> Actor {
@@ -915,12 +1141,13 @@ impl Actor {
                 continue;
             }
             let started = Instant::now();
+            let sent_before = self.rec.sent();
             let r = self.act(&job.task, &job.recipients).await;
             if self.client == ClientType::Webmail {
                 self.close().await;
             }
             let end = Instant::now();
-            let failed = r.as_ref().err().map(|e| e.class.name());
+            let outcome = outcome(&r, self.rec.sent().saturating_sub(sent_before));
             if let Err(mut e) = r {
                 // The session may be unusable: the next task opens a new one.
                 self.session = None;
@@ -928,7 +1155,14 @@ impl Actor {
                 e.user.get_or_insert_with(|| self.user.login.clone());
                 self.shared.keep_error(e);
             }
-            lock(&self.shared.stats).finished(job.task.kind, failed, job.due, started, end);
+            lock(&self.shared.stats).finished(job.task.kind, outcome, job.due, started, end);
+            if let Some(l) = &self.shared.live {
+                match outcome {
+                    Outcome::Completed => l.completed.fetch_add(1, Ordering::Relaxed),
+                    Outcome::Failed(_) => l.failed.fetch_add(1, Ordering::Relaxed),
+                    Outcome::Skipped => 0,
+                };
+            }
             self.shared.unfinished.fetch_sub(1, Ordering::Relaxed);
             if let Some(tx) = &self.finished {
                 let _ = tx.send(self.me);
@@ -946,6 +1180,18 @@ impl Actor {
         if self.client == ClientType::Webmail || r.is_err() {
             self.close().await;
         }
+        // The last look decides: a mailbox that could not be read holds copies not looked for,
+        // not copies lost.
+        let mut unreadable = lock(&self.shared.unreadable);
+        match &r {
+            Err(e) => {
+                unreadable.insert(self.me, e.to_string());
+            }
+            Ok(()) => {
+                unreadable.remove(&self.me);
+            }
+        }
+        drop(unreadable);
         r
     }
 }
@@ -1107,14 +1353,18 @@ pub async fn run_days(
         sched.planned()
     };
     let shared = Arc::new(Shared {
-        ledger: Mutex::new(Ledger::new()),
+        ledger: Arc::new(Mutex::new(Ledger::new())),
         stats: Mutex::new(Meter {
             tasks: BTreeMap::new(),
             interval: SampleCounts::default(),
             cumulative: SampleCounts::default(),
             interval_latency_us: histogram(),
         }),
-        errors: Mutex::new(Vec::new()),
+        errors: Mutex::new(Examples::default()),
+        folder_refused: Mutex::new(None),
+        folders: Mutex::new(None),
+        unreadable: Mutex::new(BTreeMap::new()),
+        live: plan.live.clone(),
         unfinished: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
         fetched: AtomicU64::new(0),
@@ -1147,9 +1397,13 @@ pub async fn run_days(
             inbox: Inbox::default(),
             pick: plan.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             shared: shared.clone(),
+            rec: shared.rec.counting(),
             finished: finished_tx.clone(),
         })
         .collect();
+    if let Some(l) = &plan.live {
+        l.planned.store(planned, Ordering::Relaxed);
+    }
     let baseline_start = Instant::now();
     let mut baseline_failed = BTreeMap::new();
     let mut interrupted = false;
@@ -1164,7 +1418,11 @@ pub async fn run_days(
         let until = tokio::time::Instant::now() + limit;
         let (back, errors, stopped, cut) =
             each_actor(actors, &plan.stop, Some(until), |mut a| async move {
-                let r = a.baseline().await.map_err(|mut e| {
+                let r = a.baseline().await;
+                if let Some(l) = &a.shared.live {
+                    l.baseline_done.fetch_add(1, Ordering::Relaxed);
+                }
+                let r = r.map_err(|mut e| {
                     e.user.get_or_insert_with(|| a.user.login.clone());
                     e
                 });
@@ -1187,12 +1445,31 @@ pub async fn run_days(
         }
         interrupted = stopped || cut > 0;
     }
+    // The watchers start after the baseline (what the mailboxes hold is not theirs either)
+    // and before the gate (their logins do not delay a synchronized start).
+    let watch = match (interrupted, plan.watch.mailboxes) {
+        (false, 1..) => Some(
+            crate::watch::start(
+                &servers.imap,
+                users,
+                gen,
+                shared.ledger.clone(),
+                plan.watch,
+                &plan.stop,
+            )
+            .await,
+        ),
+        _ => None,
+    };
     let baseline = baseline_start.elapsed();
     if let Some(gate) = plan.gate.as_ref().filter(|_| !interrupted) {
         interrupted = !wait_at_gate(gate, &plan.stop).await;
     }
 
     let start = Instant::now();
+    if let Some(l) = &plan.live {
+        let _ = l.day_started.set(start);
+    }
     let start_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
@@ -1398,6 +1675,10 @@ pub async fn run_days(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+    let watch = match watch {
+        Some(w) => Some(w.finish().await),
+        None => None,
+    };
     if !overloaded && !interrupted {
         let until = tokio::time::Instant::now() + deadline::CLOSE_WAIT;
         let _ = each_actor(done, &plan.stop, Some(until), |mut a| async move {
@@ -1414,7 +1695,11 @@ pub async fn run_days(
     }
     let delivery = lock(&shared.ledger).summary();
     let tasks = lock(&shared.stats).tasks.clone();
-    let first_errors = lock(&shared.errors).clone();
+    let first_errors = lock(&shared.errors).0.clone();
+    let folders = lock(&shared.folders).clone();
+    let folder_refused = lock(&shared.folder_refused).clone();
+    let unreadable = lock(&shared.unreadable).clone();
+    let missing_not_looked = lock(&shared.ledger).missing_for(&unreadable);
     DayReport {
         planned,
         dispatched,
@@ -1432,5 +1717,131 @@ pub async fn run_days(
         check_fetched: shared.fetched.load(Ordering::Relaxed),
         check_fetched_bytes: shared.fetched_bytes.load(Ordering::Relaxed),
         start_unix_s,
+        folders,
+        folder_refused,
+        watch,
+        unreadable,
+        missing_not_looked,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorClass;
+
+    fn meter() -> Meter {
+        Meter {
+            tasks: BTreeMap::new(),
+            interval: SampleCounts::default(),
+            cumulative: SampleCounts::default(),
+            interval_latency_us: histogram(),
+        }
+    }
+
+    #[test]
+    fn a_task_that_sent_no_command_is_never_counted_completed() {
+        // The invariant: "done" with zero protocol commands is a fault, not a completion.
+        assert_eq!(outcome(&Ok(Acted::Done), 0), Outcome::Failed(NO_COMMAND));
+        assert_eq!(outcome(&Ok(Acted::Done), 3), Outcome::Completed);
+        assert_eq!(outcome(&Ok(Acted::Nothing), 0), Outcome::Skipped);
+        assert_eq!(outcome(&Ok(Acted::Nothing), 2), Outcome::Skipped);
+        let e = Error::new(ErrorClass::Timeout, Some("u1"), "imap://h:1", "SELECT", "x");
+        assert_eq!(outcome(&Err(e), 1), Outcome::Failed("timeout"));
+
+        let mut m = meter();
+        let t = Instant::now();
+        m.dispatched(TaskKind::Move);
+        m.dispatched(TaskKind::Move);
+        m.dispatched(TaskKind::Move);
+        m.finished(TaskKind::Move, outcome(&Ok(Acted::Done), 0), t, t, t);
+        m.finished(TaskKind::Move, outcome(&Ok(Acted::Nothing), 4), t, t, t);
+        m.finished(TaskKind::Move, outcome(&Ok(Acted::Done), 5), t, t, t);
+        let st = &m.tasks[&TaskKind::Move];
+        assert_eq!((st.dispatched, st.completed, st.skipped), (3, 1, 1));
+        assert_eq!(st.failed.get(NO_COMMAND), Some(&1));
+        assert_eq!(st.from_schedule_us.len(), 1);
+        assert_eq!(m.cumulative.completed, 1);
+    }
+
+    #[test]
+    fn the_move_folder_is_the_servers_archive_or_made_under_its_personal_prefix() {
+        let ns = |p: &str, d: Option<char>| Namespace {
+            prefix: p.into(),
+            delimiter: d,
+        };
+        let listed = |name: &str, attr: &str| Listed {
+            name: name.into(),
+            delimiter: Some('/'),
+            attributes: vec!["\\HasNoChildren".into(), attr.into()],
+        };
+        // No NAMESPACE: today's top-level folder.
+        assert_eq!(archive_folder(None, &[]), ("Archive".into(), true));
+        assert_eq!(
+            archive_folder(Some(&ns("", Some('/'))), &[]),
+            ("Archive".into(), true)
+        );
+        assert_eq!(
+            archive_folder(Some(&ns("INBOX.", Some('.'))), &[]),
+            ("INBOX.Archive".into(), true)
+        );
+        assert_eq!(
+            archive_folder(Some(&ns("INBOX", Some('.'))), &[]),
+            ("INBOX.Archive".into(), true)
+        );
+        // The server's \Archive is used as it is, whatever its name; \Sent is not a target.
+        let l = [
+            listed("INBOX.Sent", "\\Sent"),
+            listed("[Gmail]/All Mail", "\\Archive"),
+        ];
+        assert_eq!(
+            archive_folder(Some(&ns("INBOX.", Some('.'))), &l),
+            ("[Gmail]/All Mail".into(), false)
+        );
+        assert_eq!(
+            archive_folder(Some(&ns("INBOX.", Some('.'))), &l[..1]),
+            ("INBOX.Archive".into(), true)
+        );
+        let note = folders_note(
+            Some(&ns("INBOX.", Some('.'))),
+            &l[..1],
+            "INBOX.Archive",
+            true,
+        );
+        assert!(note.contains("\\Sent \"INBOX.Sent\""), "{note}");
+        assert!(note.contains("made by the run"), "{note}");
+    }
+
+    #[test]
+    fn one_example_error_is_kept_per_class_however_many_come_first() {
+        let mut ex = Examples::default();
+        for i in 0..50 {
+            ex.keep(Error::new(
+                ErrorClass::Auth,
+                Some("u"),
+                "s",
+                "LOGIN",
+                format!("a{i}"),
+            ));
+        }
+        ex.keep(Error::new(
+            ErrorClass::Timeout,
+            Some("u"),
+            "s",
+            "NOOP",
+            "late",
+        ));
+        ex.keep(Error::new(
+            ErrorClass::Timeout,
+            Some("u"),
+            "s",
+            "NOOP",
+            "later",
+        ));
+        let kept: Vec<(&str, &str)> =
+            ex.0.iter()
+                .map(|e| (e.class.name(), e.detail.as_str()))
+                .collect();
+        assert_eq!(kept, [("auth", "a0"), ("timeout", "late")]);
     }
 }

@@ -63,7 +63,7 @@ impl ErrorClass {
         match self {
             ErrorClass::Auth => "check the user's name and password (and that the server allows this login mechanism)",
             ErrorClass::Connect => "check the host and port, and that the service is running and reachable",
-            ErrorClass::Tls => "trust the server's certificate (--ca-file), or allow a self-signed lab server explicitly (--insecure)",
+            ErrorClass::Tls => "trust the server's certificate (--ca-file), or allow a self-signed lab server explicitly (--insecure-tls)",
             ErrorClass::Protocol => "the server's answer was not understood; check that the port speaks the protocol named",
             ErrorClass::Timeout => "the server did not answer in time: it is overloaded, or the timeout is too short",
             ErrorClass::Rejected(Rejection::Quota) => "the mailbox is full: raise its quota or initialize fewer messages",

@@ -47,6 +47,35 @@ pub struct Fetched {
     pub body: Option<Vec<u8>>,
 }
 
+/// The personal namespace a server announced (RFC 2342): the prefix of the user's folders
+/// (`""` or `INBOX.`) and their hierarchy delimiter.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Namespace {
+    /// Prefix every personal folder's name starts with.
+    pub prefix: String,
+    /// The hierarchy delimiter (None: a flat namespace).
+    pub delimiter: Option<char>,
+}
+
+/// One folder of a LIST answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listed {
+    /// Its name, as the server spells it (modified UTF-7 kept as is: given back unchanged).
+    pub name: String,
+    /// The hierarchy delimiter.
+    pub delimiter: Option<char>,
+    /// Its attributes (`\HasNoChildren`, RFC 6154's `\Archive`, `\Trash`, `\Sent`,
+    /// `\Drafts`, ...).
+    pub attributes: Vec<String>,
+}
+
+impl Listed {
+    /// Whether it carries attribute `a` (`\Archive`), case-insensitively.
+    pub fn has(&self, a: &str) -> bool {
+        self.attributes.iter().any(|x| x.eq_ignore_ascii_case(a))
+    }
+}
+
 /// What IDLE reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdleEvent {
@@ -243,20 +272,25 @@ impl ImapClient {
 
     /// SELECT a mailbox (`INBOX`).
     pub async fn select(&mut self, mailbox: &str) -> Result<Selected> {
+        self.open_mailbox("SELECT", mailbox).await
+    }
+
+    /// EXAMINE a mailbox: SELECT read-only (RFC 3501 6.3.2): nothing of it changes, `\Recent`
+    /// included (a watcher's session takes nothing from the user's).
+    pub async fn examine(&mut self, mailbox: &str) -> Result<Selected> {
+        self.open_mailbox("EXAMINE", mailbox).await
+    }
+
+    async fn open_mailbox(&mut self, verb: &'static str, mailbox: &str) -> Result<Selected> {
         let Some(m) = quote(mailbox) else {
             return Err(self.conn.error(
                 ErrorClass::Protocol,
-                "SELECT",
+                verb,
                 "a mailbox name with CR or LF",
             ));
         };
         let untagged = self
-            .run(
-                "SELECT",
-                format!("SELECT {m}").as_bytes(),
-                Instant::now(),
-                true,
-            )
+            .run(verb, format!("{verb} {m}").as_bytes(), Instant::now(), true)
             .await?;
         let mut s = Selected::default();
         for u in &untagged {
@@ -305,6 +339,43 @@ impl ImapClient {
             Err(e) if e.detail.to_ascii_uppercase().contains("[ALREADYEXISTS]") => Ok(()),
             r => r.map(|_| ()),
         }
+    }
+
+    /// `NAMESPACE` (RFC 2342): the first personal namespace, or None when the server does not
+    /// announce the capability or names no personal namespace.
+    pub async fn namespace(&mut self) -> Result<Option<Namespace>> {
+        if !self.has_capability("NAMESPACE") {
+            return Ok(None);
+        }
+        let untagged = self
+            .run("NAMESPACE", b"NAMESPACE", Instant::now(), true)
+            .await?;
+        Ok(untagged.iter().find_map(parse_namespace))
+    }
+
+    /// The folders whose special use (RFC 6154) the server says: with `SPECIAL-USE` and
+    /// `LIST-EXTENDED`, `LIST (SPECIAL-USE) "" "*"` (only those: the answer stays small
+    /// whatever the folder tree); with `SPECIAL-USE` alone, `LIST "" "*" RETURN
+    /// (SPECIAL-USE)`; else a plain `LIST "" "prefix%"` (one level under the personal prefix),
+    /// whose attributes some servers fill anyway. A mailbox name of `prefix` that cannot be
+    /// quoted lists nothing.
+    pub async fn list_special_use(&mut self, prefix: &str) -> Result<Vec<Listed>> {
+        let command = if self.has_capability("SPECIAL-USE") {
+            if self.has_capability("LIST-EXTENDED") {
+                "LIST (SPECIAL-USE) \"\" \"*\"".to_owned()
+            } else {
+                "LIST \"\" \"*\" RETURN (SPECIAL-USE)".to_owned()
+            }
+        } else {
+            let Some(pattern) = quote(&format!("{prefix}%")) else {
+                return Ok(Vec::new());
+            };
+            format!("LIST \"\" {pattern}")
+        };
+        let untagged = self
+            .run("LIST", command.as_bytes(), Instant::now(), true)
+            .await?;
+        Ok(untagged.iter().filter_map(parse_list).collect())
     }
 
     /// `NOOP`: lets the server report what changed (untagged EXISTS/EXPUNGE are returned).
@@ -764,7 +835,7 @@ impl ImapClient {
         if let Ok(untagged) = &r {
             // SELECT's EXISTS describes the mailbox opened, not a change, and news of the
             // mailbox before it is moot.
-            if name == "SELECT" {
+            if name == "SELECT" || name == "EXAMINE" {
                 self.pending.clear();
                 self.pending_at = None;
             } else {
@@ -999,6 +1070,60 @@ fn tokens(
     out
 }
 
+/// A token's text (an atom or a string), None for NIL or a list.
+fn tok_text(t: &Tok) -> Option<String> {
+    match t {
+        Tok::Atom(a) => Some(a.clone()),
+        Tok::Str(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Tok::Nil | Tok::List(_) => None,
+    }
+}
+
+/// A one-character delimiter (`"."`, `"/"`), None for NIL or anything else.
+fn tok_delimiter(t: &Tok) -> Option<char> {
+    let d = tok_text(t)?;
+    let mut c = d.chars();
+    let first = c.next()?;
+    c.next().is_none().then_some(first)
+}
+
+/// `NAMESPACE (("INBOX." ".")) NIL NIL`: the first personal namespace.
+fn parse_namespace(u: &Untagged) -> Option<Namespace> {
+    let (mut pos, mut lit) = (0, 0);
+    let toks = tokens(&u.text, &mut pos, &u.literals, &mut lit, 0);
+    match (toks.first(), toks.get(1)) {
+        (Some(Tok::Atom(k)), Some(Tok::List(personal))) if k.eq_ignore_ascii_case("NAMESPACE") => {
+            let Some(Tok::List(first)) = personal.first() else {
+                return None;
+            };
+            Some(Namespace {
+                prefix: tok_text(first.first()?)?,
+                delimiter: first.get(1).and_then(tok_delimiter),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `LIST (\HasNoChildren \Sent) "." INBOX.Sent` (the name an atom, a quoted string or a
+/// literal).
+fn parse_list(u: &Untagged) -> Option<Listed> {
+    let (mut pos, mut lit) = (0, 0);
+    let toks = tokens(&u.text, &mut pos, &u.literals, &mut lit, 0);
+    match (toks.first(), toks.get(1), toks.get(2), toks.get(3)) {
+        (Some(Tok::Atom(k)), Some(Tok::List(attrs)), Some(d), Some(name))
+            if k.eq_ignore_ascii_case("LIST") =>
+        {
+            Some(Listed {
+                name: tok_text(name)?,
+                delimiter: tok_delimiter(d),
+                attributes: attrs.iter().filter_map(tok_text).collect(),
+            })
+        }
+        _ => None,
+    }
+}
+
 fn parse_fetches(untagged: &[Untagged]) -> Vec<Fetched> {
     let mut out = Vec::new();
     for u in untagged {
@@ -1057,6 +1182,52 @@ fn parse_fetches(untagged: &[Untagged]) -> Vec<Fetched> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn untagged(text: &str, literals: &[&str]) -> Untagged {
+        Untagged {
+            text: text.as_bytes().to_vec(),
+            literals: literals.iter().map(|l| l.as_bytes().to_vec()).collect(),
+        }
+    }
+
+    #[test]
+    fn namespace_and_special_use_list_answers_parse() {
+        assert_eq!(
+            parse_namespace(&untagged(r#"NAMESPACE (("INBOX." ".")) NIL NIL"#, &[])),
+            Some(Namespace {
+                prefix: "INBOX.".into(),
+                delimiter: Some('.')
+            })
+        );
+        assert_eq!(
+            parse_namespace(&untagged(
+                r##"NAMESPACE (("" "/")("#mh/" "/")) (("~" "/")) NIL"##,
+                &[]
+            )),
+            Some(Namespace {
+                prefix: String::new(),
+                delimiter: Some('/')
+            })
+        );
+        assert_eq!(
+            parse_namespace(&untagged("NAMESPACE NIL NIL NIL", &[])),
+            None
+        );
+        let l = parse_list(&untagged(
+            r#"LIST (\HasNoChildren \Sent) "." INBOX.Sent"#,
+            &[],
+        ))
+        .expect("parsed");
+        assert_eq!((l.name.as_str(), l.delimiter), ("INBOX.Sent", Some('.')));
+        assert!(l.has("\\sent") && !l.has("\\Archive"));
+        let l = parse_list(&untagged(r#"LIST (\Archive) "/" "[Gmail]/All Mail""#, &[]))
+            .expect("parsed");
+        assert_eq!(l.name, "[Gmail]/All Mail");
+        assert!(l.has("\\Archive"));
+        let l = parse_list(&untagged("LIST (\\Trash) NIL {5}", &["Trash"])).expect("parsed");
+        assert_eq!((l.name.as_str(), l.delimiter), ("Trash", None));
+        assert_eq!(parse_list(&untagged("LSUB () \".\" x", &[])), None);
+    }
 
     #[test]
     fn literal_lengths_are_read_from_line_ends() {

@@ -207,6 +207,8 @@ pub struct InitProgress {
     pub users_done: u64,
     /// Of those, users whose fill failed.
     pub users_failed: u64,
+    /// Of those, users whose fill was stopped (Ctrl-C) before the target: not filled.
+    pub users_stopped: u64,
     /// Initialization messages found already there (fills that have looked).
     pub messages_found: u64,
     /// Messages appended so far.
@@ -259,10 +261,12 @@ pub async fn fill_users(
     let started = Instant::now();
     let counters = Arc::new(Counters::default());
     let total = users.len() as u64;
+    let stopped = std::cell::Cell::new(0u64);
     let snapshot = |done: u64, failed: u64| InitProgress {
         users_total: total,
         users_done: done,
         users_failed: failed,
+        users_stopped: stopped.get(),
         messages_found: counters.found.load(Ordering::Relaxed),
         messages_appended: counters.appended.load(Ordering::Relaxed),
         messages_total_target: total * u64::from(fill.target),
@@ -290,11 +294,13 @@ pub async fn fill_users(
                 counters.clone(),
             );
             running.spawn(async move {
-                let r = async {
+                let r: Result<bool> = async {
                     let mut s = ImapClient::connect(&ep, rec).await?;
                     s.login(&u.login, &u.password).await?;
-                    fill_counted(&mut s, &gen, &u.address, &fill, Some(&c)).await?;
-                    s.logout().await
+                    let f = fill_counted(&mut s, &gen, &u.address, &fill, Some(&c)).await?;
+                    s.logout().await?;
+                    // Short of the target only when the stop cut it.
+                    Ok(f.found.saturating_add(f.appended) >= fill.target)
                 }
                 .await;
                 r.map_err(|mut e| {
@@ -309,7 +315,11 @@ pub async fn fill_users(
         tokio::select! {
             r = running.join_next() => {
                 match r {
-                    Some(Ok(Ok(()))) => done += 1,
+                    Some(Ok(Ok(true))) => done += 1,
+                    Some(Ok(Ok(false))) => {
+                        done += 1;
+                        stopped.set(stopped.get() + 1);
+                    }
                     Some(Ok(Err(e))) => {
                         done += 1;
                         failed += 1;

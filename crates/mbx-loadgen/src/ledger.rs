@@ -18,7 +18,7 @@
 //! message at a time); a copy of this run found where it was never sent but below the pair's
 //! watermark counts as duplicated rather than unexpected (both fail the verdict).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -88,6 +88,14 @@ pub struct DeliverySummary {
     pub seen_by_poll: u64,
     /// Missing copies, named: (message, recipient), at most [`LOST_NAMED`].
     pub missing_copies: Vec<(MessageId, u32)>,
+    /// Server delivery latency, microseconds: SMTP acceptance to the copy first listed in its
+    /// recipient's mailbox by the run's watcher (see [`crate::watch`]), copies to watched
+    /// recipients only, whatever the users' schedule. `latency_us` is the user-seen one.
+    pub server_latency_us: Histogram<u64>,
+    /// Recipients the watcher watched (0: no server delivery figure).
+    pub server_watched: u64,
+    /// Copies to watched recipients the watcher had not listed at the end.
+    pub server_unseen: u64,
 }
 
 impl DeliverySummary {
@@ -137,6 +145,12 @@ pub struct Ledger {
     seen_by_idle: u64,
     /// Since the last [`Ledger::take_interval`].
     interval: DeliveryInterval,
+    /// The watcher's side: recipients watched, copies to them accepted and not yet listed
+    /// (or listed before their acceptance was recorded), and the server latency.
+    watched: HashSet<u32>,
+    server_pending: HashMap<(u32, u32, u64), Instant>,
+    server_early: HashMap<(u32, u32, u64), Instant>,
+    server_latency_us: Histogram<u64>,
 }
 
 /// What changed since the last [`Ledger::take_interval`]: the ledger's part of a sample.
@@ -188,6 +202,50 @@ impl Ledger {
             expected: 0,
             delivered: 0,
             interval: DeliveryInterval::new(),
+            watched: HashSet::new(),
+            server_pending: HashMap::new(),
+            server_early: HashMap::new(),
+            server_latency_us: latency_histogram(),
+        }
+    }
+
+    /// The watcher watches recipient `r`'s mailbox from now: its copies accepted later get a
+    /// server delivery latency.
+    pub fn watch(&mut self, r: u32) {
+        self.watched.insert(r);
+    }
+
+    /// The watcher listed message `id` in `recipient`'s mailbox at `at`.
+    pub fn server_seen(&mut self, recipient: u32, id: &MessageId, at: Instant) {
+        let key = (self.sender(id), recipient, id.seq);
+        match self.server_pending.remove(&key) {
+            Some(accepted) => {
+                let us = (at.saturating_duration_since(accepted).as_micros() as u64)
+                    .clamp(1, 3_600_000_000);
+                self.server_latency_us.saturating_record(us);
+            }
+            // Bounded by the copies in flight: an acceptance not recorded yet, or a copy never
+            // sent (the user-seen side counts it unexpected).
+            None if self.server_early.len() < 100_000 => {
+                self.server_early.entry(key).or_insert(at);
+            }
+            None => {}
+        }
+    }
+
+    /// Server side of [`Ledger::sent`] for one recipient.
+    fn server_sent(&mut self, key: (u32, u32, u64), accepted: Instant) {
+        if !self.watched.contains(&key.1) {
+            return;
+        }
+        match self.server_early.remove(&key) {
+            Some(at) => {
+                let us = (at.saturating_duration_since(accepted).as_micros() as u64).max(1);
+                self.server_latency_us.saturating_record(us);
+            }
+            None => {
+                self.server_pending.insert(key, accepted);
+            }
         }
     }
 
@@ -250,6 +308,9 @@ impl Ledger {
         let sender = self.sender(id);
         for &r in recipients {
             let key = (sender, r, id.seq);
+            if !self.server_pending.contains_key(&key) {
+                self.server_sent(key, accepted);
+            }
             match self.open.get(&key).copied() {
                 // The same message recorded twice for this recipient: one copy expected.
                 Some(Open::Pending(_)) => continue,
@@ -302,6 +363,14 @@ impl Ledger {
             Verdict::Intact(id) => id,
         };
         let key = (self.sender(id), recipient, id.seq);
+        // A watched copy the user saw before the watcher's next poll (and may take away: POP3
+        // deletes what it retrieves): it was in the mailbox by then, within the watcher's
+        // resolution.
+        if let Some(accepted) = self.server_pending.remove(&key) {
+            let us =
+                (at.saturating_duration_since(accepted).as_micros() as u64).clamp(1, 3_600_000_000);
+            self.server_latency_us.saturating_record(us);
+        }
         match self.open.get_mut(&key) {
             Some(Open::Pending(accepted)) => {
                 let latency = at.saturating_duration_since(*accepted);
@@ -338,6 +407,14 @@ impl Ledger {
                 Seen::Delivered(None)
             }
         }
+    }
+
+    /// Copies not seen yet whose recipient is a key of `recipients` (walks the open copies).
+    pub fn missing_for<V>(&self, recipients: &std::collections::BTreeMap<u32, V>) -> u64 {
+        self.open
+            .iter()
+            .filter(|((_, r, _), o)| matches!(o, Open::Pending(_)) && recipients.contains_key(r))
+            .count() as u64
     }
 
     /// Whether every expected copy has been seen (O(1)).
@@ -383,6 +460,9 @@ impl Ledger {
             seen_by_idle: self.seen_by_idle,
             seen_by_poll: self.delivered - self.seen_by_idle,
             missing_copies,
+            server_latency_us: self.server_latency_us.clone(),
+            server_watched: self.watched.len() as u64,
+            server_unseen: self.server_pending.len() as u64,
         }
     }
 
@@ -402,6 +482,33 @@ mod tests {
             sender: "a@d".into(),
             seq,
         }
+    }
+
+    #[test]
+    fn the_watcher_s_listing_gives_the_server_latency_of_watched_recipients_only() {
+        let mut l = Ledger::new();
+        let t0 = Instant::now();
+        l.watch(1);
+        l.sent(&id(1), &[1, 2], t0);
+        l.sent(&id(1), &[1], t0);
+        l.server_seen(1, &id(1), t0 + Duration::from_millis(300));
+        // The user saw it 20 s later (its next check): the user-seen figure, not the server's.
+        l.seen(1, &Verdict::Intact(id(1)), t0 + Duration::from_secs(20));
+        // Listed before the acceptance was recorded.
+        l.server_seen(1, &id(2), t0 + Duration::from_millis(500));
+        l.sent(&id(2), &[1], t0 + Duration::from_millis(100));
+        l.sent(&id(3), &[1], t0);
+        let s = l.summary();
+        assert_eq!((s.server_watched, s.server_unseen), (1, 1));
+        assert_eq!(s.server_latency_us.len(), 2);
+        // Seen by its user before any poll listed it (then deleted by POP3): timed at that.
+        l.seen(1, &Verdict::Intact(id(3)), t0 + Duration::from_millis(200));
+        l.server_seen(1, &id(3), t0 + Duration::from_secs(9));
+        let s = l.summary();
+        assert_eq!((s.server_unseen, s.server_latency_us.len()), (0, 3));
+        assert!((199_000..=201_000).contains(&s.server_latency_us.min()));
+        assert!((399_000..=401_000).contains(&s.server_latency_us.max()));
+        assert!(s.latency_us.max() >= 19_000_000);
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub mod submit;
 pub mod tls;
 pub mod users;
 pub mod validate;
+pub mod watch;
 
 pub use conn::{Endpoint, Limits, Security, Timeouts};
 pub use error::{Error, ErrorClass, Rejection, Result};

@@ -471,6 +471,24 @@ impl Generator {
         out
     }
 
+    /// This run's message id in a header block (a whole message or only its `X-Mbx-Id` field,
+    /// as `BODY.PEEK[HEADER.FIELDS (X-Mbx-Id)]` gives it); None for another run's or a damaged
+    /// id. Proves nothing of the content (see [`Generator::verify`]).
+    pub fn id_of(&self, head: &[u8]) -> Option<MessageId> {
+        let hend = header_end(head).unwrap_or(head.len());
+        let (idv, _) = header(&head[..hend], "X-Mbx-Id")?;
+        let idv = std::str::from_utf8(idv).ok()?.trim();
+        let (first, last) = (idv.find('/')?, idv.rfind('/')?);
+        if first == last || idv[..first] != self.run {
+            return None;
+        }
+        Some(MessageId {
+            run: self.run.clone(),
+            sender: idv[first + 1..last].to_owned(),
+            seq: idv[last + 1..].parse().ok()?,
+        })
+    }
+
     /// Tells what `fetched` is: one of this run's messages intact, one corrupted (and what
     /// changed), or not ours. `fetched` may carry a server's trace headers above the message.
     pub fn verify(&self, fetched: &[u8]) -> Verdict {

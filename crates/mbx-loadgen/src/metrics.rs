@@ -3,6 +3,7 @@
 //! command, so memory depends on the commands used, not on the connections or the test length).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -98,12 +99,30 @@ impl Stats {
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
     inner: Arc<Mutex<Stats>>,
+    /// Counts every command recorded through this handle (see [`Recorder::counting`]).
+    sent: Option<Arc<AtomicU64>>,
 }
 
 impl Recorder {
     /// An empty recorder.
     pub fn new() -> Self {
         Recorder::default()
+    }
+
+    /// A handle on the same figures that also counts each command it records (succeeded or
+    /// not) in its own counter, read with [`Recorder::sent`]: one per user, so the engine
+    /// knows whether a task did protocol work.
+    pub fn counting(&self) -> Recorder {
+        Recorder {
+            inner: self.inner.clone(),
+            sent: Some(Arc::new(AtomicU64::new(0))),
+        }
+    }
+
+    /// Commands recorded through this handle and its clones (0 unless made by
+    /// [`Recorder::counting`]).
+    pub fn sent(&self) -> u64 {
+        self.sent.as_ref().map_or(0, |n| n.load(Ordering::Relaxed))
     }
 
     /// Records one command's outcome.
@@ -114,6 +133,9 @@ impl Recorder {
         latency: Duration,
         outcome: Result<(), ErrorClass>,
     ) {
+        if let Some(n) = &self.sent {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
         let mut stats = match self.inner.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
@@ -166,5 +188,23 @@ mod tests {
         m.merge(&s);
         m.merge(&s);
         assert_eq!(m.get(Protocol::Smtp, "DATA").map(|d| d.ok()), Some(4));
+    }
+
+    #[test]
+    fn a_counting_handle_counts_its_own_commands_into_the_shared_figures() {
+        let r = Recorder::new();
+        let a = r.counting();
+        let b = r.counting();
+        a.clone()
+            .record(Protocol::Imap, "LOGIN", Duration::from_millis(1), Ok(()));
+        a.record(
+            Protocol::Imap,
+            "SELECT",
+            Duration::from_millis(1),
+            Err(ErrorClass::Timeout),
+        );
+        r.record(Protocol::Imap, "NOOP", Duration::from_millis(1), Ok(()));
+        assert_eq!((a.sent(), b.sent(), r.sent()), (2, 0, 0));
+        assert_eq!(r.snapshot().commands.len(), 3);
     }
 }

@@ -300,7 +300,7 @@ async fn a_closed_port_is_a_connect_error_and_an_untrusted_certificate_a_tls_err
         (ErrorClass::Connect, "connect"),
         "{e}"
     );
-    assert_eq!(e.server, format!("smtp://127.0.0.1:{port}"));
+    assert_eq!(e.server, format!("smtps://127.0.0.1:{port}"));
     let e = ImapClient::connect(
         &Endpoint::new("127.0.0.1", port, Security::Plain, None),
         rec.clone(),
@@ -972,7 +972,12 @@ async fn a_compressed_15_s_day_of_eight_users_runs_every_task_and_delivers_every
     assert_eq!(r.dispatched, r.planned, "every planned task dispatched");
     assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
     let completed: u64 = r.tasks.values().map(|t| t.completed).sum();
-    assert_eq!(completed, r.planned, "every task completed");
+    let skipped: u64 = r.tasks.values().map(|t| t.skipped).sum();
+    assert_eq!(
+        completed + skipped,
+        r.planned,
+        "every task completed (or had nothing to act on)"
+    );
     let sent: u64 = r
         .tasks
         .iter()
@@ -1008,7 +1013,8 @@ fn day_users(s: &MailServer, ids: &[u32]) -> Vec<mbx_loadgen::users::User> {
         .collect()
 }
 
-/// Runs `plan`'s days of `users` against the test server: the report and the tasks completed.
+/// Runs `plan`'s days of `users` against the test server: the report and the tasks finished
+/// without failing (completed, or with nothing to act on: a move before any mail came).
 async fn run_day(
     s: &MailServer,
     users: &[mbx_loadgen::users::User],
@@ -1018,7 +1024,7 @@ async fn run_day(
 ) -> (mbx_loadgen::day::DayReport, u64) {
     let r =
         mbx_loadgen::day::run_days(&day_servers(s), users, clients, g, plan, Recorder::new()).await;
-    let completed = r.tasks.values().map(|t| t.completed).sum();
+    let completed = r.tasks.values().map(|t| t.completed + t.skipped).sum();
     (r, completed)
 }
 
@@ -1049,6 +1055,8 @@ async fn a_compressed_10_s_day_gives_a_sample_each_second_whose_intervals_add_up
         ClientType::Webmail,
     ];
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // The live counters a terminal reads each second, between samples.
+    let live = std::sync::Arc::new(mbx_loadgen::day::Live::default());
     let plan = DayPlan {
         seed: 10,
         messages_per_day: 50,
@@ -1057,6 +1065,7 @@ async fn a_compressed_10_s_day_gives_a_sample_each_second_whose_intervals_add_up
         grace: Duration::from_secs(15),
         sample_interval: Duration::from_secs(1),
         samples: Some(tx),
+        live: Some(live.clone()),
         ..DayPlan::default()
     };
     let g = Generator::new("samples1", 10, 10 * 1024, EPOCH);
@@ -1109,6 +1118,14 @@ async fn a_compressed_10_s_day_gives_a_sample_each_second_whose_intervals_add_up
     assert_eq!(r.dispatched, r.planned);
     assert_eq!(sum(|x| x.this_interval.completed), completed);
     assert_eq!(sum(|x| x.this_interval.failed), failed);
+    let relaxed = std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(live.baseline_done.load(relaxed), users.len() as u64);
+    assert_eq!(live.planned.load(relaxed), r.planned);
+    assert_eq!(
+        (live.completed.load(relaxed), live.failed.load(relaxed)),
+        (completed, failed)
+    );
+    assert!(live.day_started.get().is_some());
     assert_eq!(sum(|x| x.this_interval.copies_sent), r.delivery.expected);
     assert_eq!(
         sum(|x| x.this_interval.copies_delivered),
@@ -1422,6 +1439,13 @@ async fn fill_users_fills_six_mailboxes_three_at_a_time_reports_a_bad_login_resu
     assert!(cut.stopped);
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(cut.progress.messages_appended < 6 * 388);
+    // The fills the stop cut short are counted stopped, not filled: the 3 that ran.
+    let p = cut.progress;
+    assert_eq!(
+        (p.users_done, p.users_failed, p.users_stopped),
+        (3, 0, 3),
+        "{p:?}"
+    );
     let t = Instant::now();
     let rest = fill_users(&ep, &good, &g, &fill(400), 3, &no, rec.clone(), |_| {}).await;
     let r = rest.progress;
@@ -1569,7 +1593,7 @@ async fn large_mailboxes_are_searched_in_windows_that_keep_each_answer_within_th
         messages_per_day: 50,
         day: Duration::from_secs(2),
         overload_per_user: 100.0,
-        grace: Duration::from_secs(15),
+        grace: Duration::from_secs(30),
         ..DayPlan::default()
     };
     let day = Generator::new("windows-day", 54, 4 * 1024, EPOCH);
@@ -1752,4 +1776,332 @@ async fn a_test_length_ends_the_day_early_and_stress_mode_runs_tasks_back_to_bac
     assert_eq!(completed, r.dispatched);
     assert!(r.elapsed < Duration::from_secs(2 + 10), "{:?}", r.elapsed);
     assert_eq!((d.delivered, d.missing), (d.expected, 0));
+}
+
+/// The days on servers of their own (20 to 50 users each) run one at a time: together, beside
+/// the shared server's tests, they starved a 2-core machine.
+static OWN_SERVER_DAY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The ok count of `command` in `stats` (0 when it never ran).
+fn ok_of(stats: &mbx_loadgen::metrics::Stats, p: Protocol, command: &str) -> u64 {
+    stats.get(p, command).map_or(0, |c| c.ok())
+}
+
+#[tokio::test]
+async fn a_webmail_day_of_20_users_does_each_task_s_protocol_work_and_the_command_counts_add_up() {
+    let _one_at_a_time = OWN_SERVER_DAY.lock().await;
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::{ClientType, TaskKind};
+    // A server of its own: 20 users, each logging on for every task.
+    let s = match MailServer::start(20) {
+        Ok(s) => s,
+        Err(why) => {
+            assert!(!support::required(), "{why}");
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let ids: Vec<u32> = (1..=20).collect();
+    let users = day_users(&s, &ids);
+    let clients = vec![ClientType::Webmail; users.len()];
+    let plan = DayPlan {
+        seed: 33,
+        messages_per_day: 20,
+        day: Duration::from_secs(30),
+        overload_per_user: 8.0,
+        grace: Duration::from_secs(30),
+        ..DayPlan::default()
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("web33", 33, 8 * 1024, EPOCH);
+    let r = run_days(&day_servers(&s), &users, &clients, &g, &plan, rec.clone()).await;
+    let st = rec.snapshot();
+    let task = |k: TaskKind| r.tasks.get(&k).map_or((0, 0), |t| (t.completed, t.skipped));
+    for (k, t) in &r.tasks {
+        eprintln!(
+            "  {:12} {:4} completed, {:3} skipped, failed {:?}",
+            k.name(),
+            t.completed,
+            t.skipped,
+            t.failed
+        );
+    }
+    for ((p, c), x) in &st.commands {
+        eprintln!("  {} {c}: {} ok, {} failed", p.name(), x.ok(), x.failed());
+    }
+    assert!(!r.overloaded);
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    let (completed, skipped): (u64, u64) = r
+        .tasks
+        .values()
+        .fold((0, 0), |(c, k), t| (c + t.completed, k + t.skipped));
+    assert_eq!(completed + skipped, r.planned);
+    let imap_tasks: u64 = r
+        .tasks
+        .iter()
+        .filter(|(k, _)| **k != TaskKind::SendNew)
+        .map(|(_, t)| t.completed + t.skipped)
+        .sum();
+    // Every IMAP task of a webmail user logged on, selected and logged off (the baseline's 20
+    // and the grace sweep's sessions come on top).
+    let login = ok_of(&st, Protocol::Imap, "LOGIN");
+    assert!(
+        login >= imap_tasks + 20,
+        "{login} LOGINs for {imap_tasks} IMAP tasks"
+    );
+    assert!(ok_of(&st, Protocol::Imap, "SELECT") >= imap_tasks + 20);
+    assert!(ok_of(&st, Protocol::Imap, "LOGOUT") >= imap_tasks + 20);
+    // Each completed action is its command, one for one.
+    let (moved, _) = task(TaskKind::Move);
+    let (deleted, _) = task(TaskKind::Delete);
+    let (flagged, _) = task(TaskKind::Flag);
+    assert!(
+        moved > 0 && deleted > 0 && flagged > 0,
+        "{:?}",
+        r.tasks.keys()
+    );
+    assert_eq!(ok_of(&st, Protocol::Imap, "UID MOVE"), moved);
+    assert_eq!(ok_of(&st, Protocol::Imap, "UID STORE"), deleted + flagged);
+    assert_eq!(ok_of(&st, Protocol::Imap, "UID EXPUNGE"), deleted);
+    let sent: u64 = r
+        .tasks
+        .iter()
+        .filter(|(k, _)| k.sends())
+        .map(|(_, t)| t.completed)
+        .sum();
+    assert_eq!(ok_of(&st, Protocol::Smtp, "DATA end"), sent);
+    // The folder is made once per user, never per move.
+    assert!(ok_of(&st, Protocol::Imap, "CREATE") <= 20);
+    let d = &r.delivery;
+    assert_eq!(
+        (d.expected, d.delivered, d.missing),
+        (sent * 4, sent * 4, 0)
+    );
+}
+
+#[tokio::test]
+async fn on_an_inbox_dot_namespace_a_50_user_day_moves_into_the_prefixed_folder_creating_it_once_per_user(
+) {
+    let _one_at_a_time = OWN_SERVER_DAY.lock().await;
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::{ClientType, TaskKind};
+    let s = match MailServer::start_with(50, &["--layout", "inbox-dot"]) {
+        Ok(s) => s,
+        Err(why) => {
+            assert!(!support::required(), "{why}");
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let rec = Recorder::new();
+    // The layout's point: a top-level folder is refused, INBOX.x is not.
+    let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+        .await
+        .expect("connect");
+    imap.login(&s.user(50), &s.password).await.expect("login");
+    let ns = imap
+        .namespace()
+        .await
+        .expect("NAMESPACE")
+        .expect("announced");
+    assert_eq!((ns.prefix.as_str(), ns.delimiter), ("INBOX.", Some('.')));
+    let e = imap.create("Archive").await.expect_err("top level refused");
+    assert!(matches!(e.class, ErrorClass::Rejected(_)), "{e}");
+    let special = imap.list_special_use("INBOX.").await.expect("LIST");
+    assert!(
+        special
+            .iter()
+            .any(|l| l.name == "INBOX.Sent" && l.has("\\Sent")),
+        "{special:?}"
+    );
+    imap.logout().await.expect("logout");
+
+    let ids: Vec<u32> = (1..=50).collect();
+    let users = day_users(&s, &ids);
+    let clients: Vec<ClientType> = (0..50)
+        .map(|i| match i % 2 {
+            0 => ClientType::DesktopImap,
+            _ => ClientType::Webmail,
+        })
+        .collect();
+    let plan = DayPlan {
+        seed: 50,
+        messages_per_day: 20,
+        day: Duration::from_secs(30),
+        overload_per_user: 8.0,
+        grace: Duration::from_secs(15),
+        ..DayPlan::default()
+    };
+    let rec = Recorder::new();
+    let g = Generator::new("dot50", 50, 8 * 1024, EPOCH);
+    let r = run_days(&day_servers(&s), &users, &clients, &g, &plan, rec.clone()).await;
+    let st = rec.snapshot();
+    eprintln!("{:?}", r.folders);
+    for (k, t) in &r.tasks {
+        eprintln!(
+            "  {:12} {:4} completed, {:3} skipped, failed {:?}",
+            k.name(),
+            t.completed,
+            t.skipped,
+            t.failed
+        );
+    }
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(r.folder_refused.is_none(), "{:?}", r.folder_refused);
+    let failed: u64 = r
+        .tasks
+        .values()
+        .map(|t| t.failed.values().sum::<u64>())
+        .sum();
+    assert_eq!(failed, 0);
+    let moved = r.tasks.get(&TaskKind::Move).map_or(0, |t| t.completed);
+    assert!(moved >= 25, "{moved} moves");
+    assert_eq!(ok_of(&st, Protocol::Imap, "UID MOVE"), moved);
+    // CREATE once per user that moved, never per move, never refused.
+    let create = st.get(Protocol::Imap, "CREATE").expect("CREATE ran");
+    assert_eq!(create.failed(), 0);
+    assert!(
+        create.ok() <= 50 && create.ok() < moved,
+        "{} CREATEs",
+        create.ok()
+    );
+    let folders = r.folders.as_deref().unwrap_or_default();
+    assert!(
+        folders.contains("\"INBOX.\"") && folders.contains("\"INBOX.Archive\""),
+        "{folders}"
+    );
+    // Every moved copy is in INBOX.Archive.
+    let mut found = 0u64;
+    for &u in &ids {
+        let mut imap = ImapClient::connect(&s.endpoint(s.imaps, Security::Implicit), rec.clone())
+            .await
+            .expect("connect");
+        imap.login(&s.user(u), &s.password).await.expect("login");
+        found += match imap.select("INBOX.Archive").await {
+            Ok(sel) => u64::from(sel.exists),
+            Err(_) => 0,
+        };
+        imap.logout().await.expect("logout");
+    }
+    assert_eq!(found, moved, "every moved copy found under INBOX.Archive");
+    let d = &r.delivery;
+    assert_eq!((d.missing, d.duplicated), (0, 0));
+    // IDLE there notifies only every 60 s: the probes say so.
+    let idle = r
+        .watch
+        .as_ref()
+        .and_then(|w| w.idle.clone())
+        .expect("IDLE probes ran");
+    eprintln!("{}", idle.note());
+    assert!(idle.copies > 0 && idle.slow, "{}", idle.note());
+    assert!(idle.note().contains("IDLE is slow"), "{}", idle.note());
+    // The server's latency is the watcher's, not the users' check spacing.
+    assert!(!d.server_latency_us.is_empty());
+}
+
+#[tokio::test]
+async fn server_delivery_latency_matches_postfix_s_own_log_while_user_seen_latency_is_apart() {
+    let _one_at_a_time = OWN_SERVER_DAY.lock().await;
+    use mbx_loadgen::day::{run_days, DayPlan};
+    use mbx_loadgen::sched::ClientType;
+    let s = match MailServer::start(12) {
+        Ok(s) => s,
+        Err(why) => {
+            assert!(!support::required(), "{why}");
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let ids: Vec<u32> = (1..=12).collect();
+    let users = day_users(&s, &ids);
+    // Webmail and POP3 users see mail only at their checks: user-seen latency is their spacing.
+    let clients: Vec<ClientType> = (0..12)
+        .map(|i| match i % 3 {
+            0 => ClientType::DesktopImap,
+            1 => ClientType::Webmail,
+            _ => ClientType::Pop3,
+        })
+        .collect();
+    let plan = DayPlan {
+        seed: 12,
+        messages_per_day: 30,
+        day: Duration::from_secs(20),
+        overload_per_user: 8.0,
+        grace: Duration::from_secs(30),
+        ..DayPlan::default()
+    };
+    let g = Generator::new("pfx12", 12, 8 * 1024, EPOCH);
+    let r = run_days(
+        &day_servers(&s),
+        &users,
+        &clients,
+        &g,
+        &plan,
+        Recorder::new(),
+    )
+    .await;
+    let d = &r.delivery;
+    let w = r.watch.as_ref().expect("the watcher ran");
+    assert_eq!((w.watched, d.server_watched), (12, 12));
+    assert_eq!(d.missing, 0);
+    // Postfix's own delivery delay of each copy (arrival to LMTP delivery done): `delay=`.
+    let log = std::fs::read_to_string(s.dir.join("log/postfix.log")).expect("postfix log");
+    let mut delays: Vec<f64> = log
+        .lines()
+        .filter(|l| l.contains("status=sent") && l.contains(" to=<loadgen"))
+        .filter_map(|l| l.split("delay=").nth(1)?.split(',').next()?.parse().ok())
+        .collect();
+    delays.sort_by(f64::total_cmp);
+    assert_eq!(delays.len() as u64, d.expected, "one log line per copy");
+    let log_p95 = delays[((delays.len() as f64 * 0.95).ceil() as usize).saturating_sub(1)];
+    let server_p95 = d.server_latency_us.value_at_quantile(0.95) as f64 / 1e6;
+    let user_p95 = d.latency_us.value_at_quantile(0.95) as f64 / 1e6;
+    let resolution = w.poll.as_secs_f64();
+    eprintln!(
+        "postfix log p95 {log_p95:.2} s (max {:.2}); server delivery p95 {server_p95:.2} s over {} copies (resolution {resolution} s, {} polls, {} connections); user-seen p95 {user_p95:.2} s; {:?}",
+        delays.last().copied().unwrap_or_default(),
+        d.server_latency_us.len(),
+        w.polls,
+        w.connections,
+        w.idle.as_ref().map(|i| i.note())
+    );
+    assert_eq!(
+        d.server_latency_us.len(),
+        d.expected,
+        "every copy timed by the watcher"
+    );
+    assert!(
+        (server_p95 - log_p95).abs() <= 1.0 + resolution,
+        "server p95 {server_p95} s vs Postfix's {log_p95} s"
+    );
+    // The users' own view is reported apart, and on this mix it is their check spacing.
+    assert!(
+        user_p95 > server_p95,
+        "user-seen {user_p95} s, server {server_p95} s"
+    );
+    // Dovecot's IDLE here (inotify) is prompt.
+    let idle = w.idle.as_ref().expect("probes ran");
+    assert!(idle.copies > 0 && !idle.slow, "{}", idle.note());
+}
+
+#[tokio::test]
+async fn imaps_to_a_plaintext_port_names_imaps_and_says_the_port_is_not_tls() {
+    let Some(s) = MailServer::shared() else {
+        return;
+    };
+    // The plaintext IMAP port, asked for implicit TLS.
+    let e = ImapClient::connect(&s.endpoint(s.imap, Security::Implicit), Recorder::new())
+        .await
+        .err()
+        .expect("no TLS there");
+    let text = e.to_string();
+    assert_eq!(e.server, format!("imaps://{}:{}", s.host, s.imap), "{text}");
+    assert_eq!(e.class, ErrorClass::Protocol, "{text}");
+    assert!(
+        text.contains("not TLS") && text.contains("plaintext"),
+        "{text}"
+    );
+    assert!(!text.contains("certificate"), "{text}");
+    // A certificate problem's hint names the flag that exists.
+    assert!(ErrorClass::Tls.hint().contains("--insecure-tls"));
 }

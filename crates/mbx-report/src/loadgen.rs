@@ -506,14 +506,14 @@ fn tasks_table(r: &LoadgenResult) -> Markup {
     html! {
         table id="tasks" {
             tr {
-                th { "Task" } th.n { "Dispatched" } th.n { "Completed" } th.n { "Failed" }
+                th { "Task" } th.n { "Dispatched" } th.n { "Completed" } th.n { "Skipped" } th.n { "Failed" }
                 @for c in &classes { th.n { "Failed: " (c) } }
                 th.n { "Latency p50 (ms)" } th.n { "p95" } th.n { "p99" } th.n { "max" } th.n { "Service p95 (ms)" }
             }
             @for t in &r.tasks {
                 @let failed = sum(t.failed.values());
                 tr {
-                    td { (t.task) } td.n { (t.dispatched) } td.n { (t.completed) }
+                    td { (t.task) } td.n { (t.dispatched) } td.n { (t.completed) } td.n { (t.skipped) }
                     td.n.fail[failed > 0] { (failed) }
                     @for c in &classes { td.n { (t.failed.get(c).copied().unwrap_or(0)) } }
                     (latency_cells(&t.latency_ms))
@@ -561,7 +561,17 @@ fn delivery_section(d: &mbx_result::Delivery) -> Markup {
         }
         table id="delivery-latency" {
             tr { th { "Delivery latency (ms)" } th.n { "Copies" } th.n { "avg" } th.n { "p50" } th.n { "p90" } th.n { "p95" } th.n { "p99" } th.n { "max" } }
-            tr { td { "SMTP acceptance to seen in the mailbox" } td.n { (l.count) } td.n { (f3(l.avg)) } td.n { (f3(l.p50)) } td.n { (f3(l.p90)) } td.n { (f3(l.p95)) } td.n { (f3(l.p99)) } td.n { (f3(l.max)) } }
+            @if d.server_latency_ms.count > 0 {
+                @let sl = &d.server_latency_ms;
+                tr { td { "Server: SMTP acceptance to in the mailbox (the watcher's; judged)" } td.n { (sl.count) } td.n { (f3(sl.avg)) } td.n { (f3(sl.p50)) } td.n { (f3(sl.p90)) } td.n { (f3(sl.p95)) } td.n { (f3(sl.p99)) } td.n { (f3(sl.max)) } }
+            }
+            tr { td { "User-seen: SMTP acceptance to seen by the user's client" } td.n { (l.count) } td.n { (f3(l.avg)) } td.n { (f3(l.p50)) } td.n { (f3(l.p90)) } td.n { (f3(l.p95)) } td.n { (f3(l.p99)) } td.n { (f3(l.max)) } }
+        }
+        @if !d.server_measured_by.is_empty() {
+            p.note { "Server latency: " (d.server_measured_by) "; resolution " (f3(d.server_resolution_ms)) " ms; " (d.server_late) " late." }
+        }
+        @if let Some(i) = &d.idle_probe {
+            p.note.fail[i.slow] { "IDLE: " (i.note) }
         }
         p.note {
             "Measured by: " (if d.measured_by.is_empty() { "-" } else { d.measured_by.as_str() })
@@ -1001,6 +1011,7 @@ mod tests {
                     task: "send_new".into(),
                     dispatched: 1000,
                     completed: 998,
+                    skipped: 0,
                     failed: failed.clone(),
                     latency_ms: lat(120.0),
                     service_ms: lat(100.0),
@@ -1009,6 +1020,7 @@ mod tests {
                     task: "check_inbox".into(),
                     dispatched: 5000,
                     completed: 5000,
+                    skipped: 0,
                     failed: BTreeMap::new(),
                     latency_ms: lat(40.0),
                     service_ms: lat(30.0),
@@ -1044,6 +1056,7 @@ mod tests {
                 seen_by_idle: 398,
                 seen_by_poll: 0,
                 late: 3,
+                ..Delivery::default()
             }),
             init: None,
             idle: None,
@@ -1260,7 +1273,35 @@ mod tests {
         }
         assert!(page.starts_with("<!DOCTYPE html>"));
         assert!(page.contains("<meta name=\"generator\" content=\"mbxstress\">"));
-        assert!(page.contains("<td>send_new</td><td class=\"n\">1000</td><td class=\"n\">998</td><td class=\"n fail\">2</td>"), "{page}");
+        assert!(page.contains("<td>send_new</td><td class=\"n\">1000</td><td class=\"n\">998</td><td class=\"n\">0</td><td class=\"n fail\">2</td>"), "{page}");
+        assert!(page.contains("<th class=\"n\">Skipped</th>"));
+        assert!(page.contains("User-seen: SMTP acceptance"));
+        // The server's latency (the watcher's) and the IDLE probes' finding, when measured.
+        let mut r = day();
+        if let Some(d) = r.delivery.as_mut() {
+            d.server_latency_ms = LatencyMs {
+                count: 5,
+                p95: 300.0,
+                ..LatencyMs::default()
+            };
+            d.server_measured_by = "watcher: 2 mailboxes polled every 500 ms".into();
+            d.idle_probe = Some(mbx_result::IdleProbeFigures {
+                slow: true,
+                note: "this server's IDLE is slow".into(),
+                ..Default::default()
+            });
+        }
+        let with_server = html(&r, &[]);
+        assert!(
+            with_server.contains("Server: SMTP acceptance to in the mailbox"),
+            "{with_server}"
+        );
+        assert!(with_server.contains("watcher: 2 mailboxes polled every 500 ms"));
+        assert!(
+            with_server.contains("IDLE: this server&#39;s IDLE is slow")
+                || with_server.contains("IDLE: this server's IDLE is slow"),
+            "{with_server}"
+        );
         assert!(page.contains("<td>check_inbox</td>"));
         assert!(page.contains("<th class=\"n\">Failed: timeout</th>"));
         assert!(page.contains("<td>smtp</td><td>DATA end</td><td class=\"n\">998</td>"));

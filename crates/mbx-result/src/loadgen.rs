@@ -154,8 +154,14 @@ pub struct TaskRow {
     pub task: String,
     /// Dispatched at their time.
     pub dispatched: u64,
-    /// Finished without error.
+    /// Finished without error, having done the work the task names (every one sent protocol
+    /// commands).
     pub completed: u64,
+    /// Ran their session but had nothing to act on (a move, delete or flag when the user held
+    /// no message of the run even after checking; a log off with no session): not completed,
+    /// and not counted against the server by `tasks_achieved_pct`.
+    #[serde(default)]
+    pub skipped: u64,
     /// Failed, by error class.
     pub failed: BTreeMap<String, u64>,
     /// Latency from the scheduled time to the end (counts a wait behind the user's earlier
@@ -231,6 +237,56 @@ pub struct Delivery {
     /// Delivered copies whose delivery latency exceeded `thresholds.delivery_p95_ms` (late).
     #[serde(default)]
     pub late: u64,
+    /// Server delivery latency: SMTP acceptance to the copy being listed in its recipient's
+    /// mailbox by the run's own watcher (read-only sessions polling at a known interval,
+    /// independent of the users' schedule), copies to watched recipients only. What
+    /// `delivery_latency_p95_ms` judges when it has copies (`latency_ms` is the user-seen one).
+    #[serde(default)]
+    pub server_latency_ms: LatencyMs,
+    /// How the server latency was measured (`watcher: 32 mailboxes polled every 500 ms, 34
+    /// connections`), empty when no watcher ran.
+    #[serde(default)]
+    pub server_measured_by: String,
+    /// The server latency's resolution, ms: the watcher's poll interval.
+    #[serde(default)]
+    pub server_resolution_ms: f64,
+    /// Recipients whose mailbox was watched.
+    #[serde(default)]
+    pub server_watched: u64,
+    /// Copies of the server latency over `thresholds.delivery_p95_ms`.
+    #[serde(default)]
+    pub server_late: u64,
+    /// Lost copies whose recipient's mailbox could not be read at the grace sweep's last look
+    /// (part of `lost`: not looked for, rather than not found; `messages_lost` judges the rest).
+    #[serde(default)]
+    pub not_looked: u64,
+    /// Recipients whose mailbox could not be read at the grace sweep's last look (the check
+    /// `mailboxes_unreadable` fails on them).
+    #[serde(default)]
+    pub unreadable_mailboxes: u64,
+    /// The IDLE probes' finding: how promptly the server's IDLE announces new mail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_probe: Option<IdleProbeFigures>,
+}
+
+/// `delivery.idle_probe`: sessions that only idle on watched mailboxes, their notices compared
+/// with the watcher's listing of the same messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct IdleProbeFigures {
+    /// Probe sessions.
+    pub probes: u64,
+    /// Copies the watcher listed while a probe idled on their mailbox.
+    pub copies: u64,
+    /// Of those, announced by IDLE within `slow_after_s`.
+    pub prompt: u64,
+    /// The limit, seconds.
+    pub slow_after_s: f64,
+    /// IDLE's delay after the watcher's listing, of the copies it announced.
+    pub lag_ms: LatencyMs,
+    /// Fewer than 9 in 10 copies announced within `slow_after_s`.
+    pub slow: bool,
+    /// The finding in a sentence.
+    pub note: String,
 }
 
 /// `init`: mailboxes filled before the day.

@@ -842,10 +842,11 @@ pub(crate) fn print_loadgen_end(
             num(r.overload_limit as f64, 0)
         )?;
         outln!(
-            "  {:<14} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10}",
+            "  {:<14} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10}",
             "task",
             "dispatched",
             "completed",
+            "skipped",
             "failed",
             "p50 ms",
             "p95 ms",
@@ -853,10 +854,11 @@ pub(crate) fn print_loadgen_end(
         )?;
         for t in &r.tasks {
             outln!(
-                "  {:<14} {:>10} {:>10} {:>8} {:>10.1} {:>10.1} {:>10.1}",
+                "  {:<14} {:>10} {:>10} {:>8} {:>8} {:>10.1} {:>10.1} {:>10.1}",
                 t.task,
                 t.dispatched,
                 t.completed,
+                t.skipped,
                 t.failed.values().sum::<u64>(),
                 t.latency_ms.p50,
                 t.latency_ms.p95,
@@ -866,11 +868,14 @@ pub(crate) fn print_loadgen_end(
     }
     if let Some(d) = &r.delivery {
         outln!(
-            "  delivery: {} of {} copies delivered ({} late), {} lost, {} corrupted, {} duplicated, {} unexpected; latency p50 {} ms, p95 {} ms, max {} ms ({})",
+            "  delivery: {} of {} copies delivered ({} late), {}, {} corrupted, {} duplicated, {} unexpected; latency p50 {} ms, p95 {} ms, max {} ms ({})",
             num(d.delivered as f64, 0),
             num(d.expected as f64, 0),
             d.late,
-            d.lost,
+            mbx_app::loadgen::lost_words(
+                d.lost,
+                r.verdict.not_judged().any(|c| c.name == "messages_lost")
+            ),
             d.corrupted,
             d.duplicated,
             d.unexpected,
@@ -879,6 +884,20 @@ pub(crate) fn print_loadgen_end(
             num(d.latency_ms.max, 0),
             d.measured_by
         )?;
+        if d.server_latency_ms.count > 0 {
+            outln!(
+                "  server delivery latency (judged): p50 {} ms, p95 {} ms, max {} ms, {} late ({}; resolution {} ms); the latency above is user-seen (the users' own clients), not judged",
+                num(d.server_latency_ms.p50, 0),
+                num(d.server_latency_ms.p95, 0),
+                num(d.server_latency_ms.max, 0),
+                d.server_late,
+                d.server_measured_by,
+                num(d.server_resolution_ms, 0)
+            )?;
+        }
+        if let Some(i) = &d.idle_probe {
+            outln!("  IDLE: {}", i.note)?;
+        }
         for c in &d.corrupted_copies {
             outln!("  corrupted: {} in {}: {}", c.id, c.recipient, c.what)?;
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mbx_loadgen::day::{DayGate, DayPlan, DayReport, DaySample, Servers};
+use mbx_loadgen::day::{DayGate, DayPlan, DayReport, DaySample, Live, Servers};
 use mbx_loadgen::init::{Fill, InitProgress};
 use mbx_loadgen::message::Generator;
 use mbx_loadgen::sched::ClientType;
@@ -68,7 +68,10 @@ impl InitObserver<'_> {
             e.mb_per_s = Some(bytes as f64 / 1e6 / dt);
         }
         // The library's users_done counts every fill that ended, failed ones too.
-        let filled = p.users_done.saturating_sub(p.users_failed);
+        let filled = p
+            .users_done
+            .saturating_sub(p.users_failed)
+            .saturating_sub(p.users_stopped);
         e.failed = p.users_failed;
         e.users_done = Some(filled);
         e.users_total = Some(p.users_total);
@@ -135,7 +138,11 @@ pub(crate) fn init(
     let p = &report.progress;
     InitDone {
         // The library's `users_done` counts every user finished, failed ones too.
-        users_done: p.users_done.saturating_sub(p.users_failed),
+        // ... and stopped ones: only mailboxes at their target are filled.
+        users_done: p
+            .users_done
+            .saturating_sub(p.users_failed)
+            .saturating_sub(p.users_stopped),
         users_failed: p.users_failed,
         found: p.messages_found,
         appended: p.messages_appended,
@@ -189,8 +196,10 @@ pub(crate) fn day(
 ) -> DayReport {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (ready_tx, mut ready_rx) = mpsc::unbounded_channel();
+    let live = Arc::new(Live::default());
     let plan = DayPlan {
         samples: Some(tx),
+        live: Some(live.clone()),
         gate: gate.map(|g| DayGate {
             ready: ready_tx,
             opens_at: Arc::new(move || g.opens_at()),
@@ -225,16 +234,21 @@ pub(crate) fn day(
                     last = Some((Instant::now(), s));
                 }
                 _ = tick.tick() => {
-                    let e = match &last {
-                        None if waiting => progress("start gate", started.elapsed(), None, 0, users.len() as u64, "users"),
-                        None => progress("baseline", started.elapsed(), None, 0, users.len() as u64, "users"),
-                        Some((at, s)) => {
-                            let t = s.elapsed + at.elapsed();
+                    // Each second from the live counters (samples come every interval).
+                    let completed = live.completed.load(std::sync::atomic::Ordering::Relaxed);
+                    let failed = live.failed.load(std::sync::atomic::Ordering::Relaxed);
+                    let baseline_done = live.baseline_done.load(std::sync::atomic::Ordering::Relaxed);
+                    let e = match (live.day_started.get(), &last) {
+                        (None, _) if waiting => progress("start gate", started.elapsed(), None, users.len() as u64, users.len() as u64, "users"),
+                        (None, _) => progress("baseline", started.elapsed(), None, baseline_done, users.len() as u64, "users"),
+                        (Some(day_start), last) => {
+                            let t = day_start.elapsed();
                             let phase = if t < total { "day" } else { "grace" };
-                            let mut e = progress(phase, t, Some(total), s.cumulative.completed, s.planned, "tasks");
+                            let planned = live.planned.load(std::sync::atomic::Ordering::Relaxed);
+                            let mut e = progress(phase, t, Some(total), completed, planned, "tasks");
                             e.per_s = rate;
-                            e.failed = s.cumulative.failed;
-                            e.unfinished = Some(s.unfinished);
+                            e.failed = failed;
+                            e.unfinished = last.as_ref().map(|(_, s)| s.unfinished);
                             e
                         }
                     };

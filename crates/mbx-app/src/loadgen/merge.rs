@@ -328,6 +328,7 @@ fn figures(run_id: &str, total: usize, parts: &[Merged]) -> LoadgenResult {
             Some(m) => {
                 m.dispatched = m.dispatched.saturating_add(t.dispatched);
                 m.completed = m.completed.saturating_add(t.completed);
+                m.skipped = m.skipped.saturating_add(t.skipped);
                 add_classes(&mut m.failed, &t.failed);
             }
             None => tasks.push(TaskRow {
@@ -376,6 +377,8 @@ fn figures(run_id: &str, total: usize, parts: &[Merged]) -> LoadgenResult {
                 (&mut d.seen_by_idle, x.seen_by_idle),
                 (&mut d.seen_by_poll, x.seen_by_poll),
                 (&mut d.late, x.late),
+                (&mut d.not_looked, x.not_looked),
+                (&mut d.unreadable_mailboxes, x.unreadable_mailboxes),
             ] {
                 *into = into.saturating_add(n);
             }
@@ -550,6 +553,7 @@ mod tests {
             task: "read".into(),
             dispatched: read_h.len() + 1,
             completed: read_h.len(),
+            skipped: 0,
             failed: [("timeout".to_string(), 1)].into(),
             latency_ms: latency_ms(&read_h),
             service_ms: latency_ms(&service_h),

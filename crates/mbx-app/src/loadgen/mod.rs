@@ -45,6 +45,20 @@ pub struct MailProfile {
     pub message_kb: f64,
     /// Where it came from (`flags`, or the profile file).
     pub source: String,
+    /// The mailboxes the profile file sizes (None: no file), said beside the run's users.
+    pub mailboxes: Option<u64>,
+}
+
+/// The warning when a profile file sizes another number of mailboxes than the run has users
+/// (the run loads its users; the profile gives only the messages per day and their size).
+pub fn profile_users_note(p: &MailProfile, users: usize, users_source: &str) -> Option<String> {
+    let m = p.mailboxes?;
+    (m != users as u64 && !users_source.contains("partition")).then(|| {
+        format!(
+            "--profile {} sizes {m} mailboxes, but this run has {users} users ({users_source}): the day loads those {users}, with the profile's messages per day and size; give as many users (--users, --users-file) to load the profile's server",
+            p.source
+        )
+    })
 }
 
 /// What every loadgen command needs.
@@ -146,6 +160,40 @@ pub fn client_of(name: &str) -> Option<ClientType> {
         "pop3" | "pop" => Some(ClientType::Pop3),
         _ => None,
     }
+}
+
+/// `192 lost`, or when the run stopped before its grace sweep (nothing judged lost)
+/// `192 not seen yet (the run stopped before looking for late copies: not judged lost)`.
+pub fn lost_words(lost: u64, ended_early: bool) -> String {
+    if ended_early {
+        format!(
+            "{lost} not seen yet (the run stopped before looking for late copies: not judged lost)"
+        )
+    } else {
+        format!("{lost} lost")
+    }
+}
+
+/// Under this many seconds of backlog the overload guard is warned about (a stall that short
+/// stops the run).
+pub const GUARD_WARN_S: f64 = 10.0;
+
+/// How many seconds of the day's dispatch rate LoadGen's guard holds (`overload_per_user` x
+/// users unfinished tasks over the tasks per second of users `kinds`), and that rate.
+pub fn guard_seconds(
+    seed: u64,
+    messages_per_day: u32,
+    day: Duration,
+    kinds: &[ClientType],
+    overload_per_user: f64,
+) -> (f64, f64) {
+    let rate = mbx_loadgen::sched::Scheduler::new(seed, messages_per_day, day, 1, kinds).planned()
+        as f64
+        / day.as_secs_f64().max(1e-9);
+    (
+        overload_per_user * kinds.len() as f64 / rate.max(1e-9),
+        rate,
+    )
 }
 
 /// Each user's client type from the shares: user i takes the type furthest behind its share
@@ -586,12 +634,19 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     // LoadGen's guard counts tasks (users x 1.5); a compressed day dispatches them so fast that
     // the guard may be under a second of backlog: say so, before anything runs.
     let mut notes = Vec::new();
-    let rate =
-        mbx_loadgen::sched::Scheduler::new(c.seed, c.profile.messages_per_day, req.day, 1, &kinds)
-            .planned() as f64
-            / req.day.as_secs_f64().max(1e-9);
-    let guard_s = req.overload_per_user * c.users.len() as f64 / rate.max(1e-9);
-    if !req.stress && guard_s < 10.0 {
+    let (guard_s, rate) = guard_seconds(
+        c.seed,
+        c.profile.messages_per_day,
+        req.day,
+        &kinds,
+        req.overload_per_user,
+    );
+    if let Some(n) = profile_users_note(&c.profile, c.users.len(), &c.users_source) {
+        files.log(sink, &n);
+        let _ = sink.notice(&Notice::Warning(n.clone()));
+        notes.push(n);
+    }
+    if !req.stress && guard_s < GUARD_WARN_S {
         let n = format!(
             "the overload guard ({} per user: {:.0} unfinished tasks) is {guard_s:.1} s of this day's dispatch rate ({rate:.0} tasks/s): a stall that short stops the run; in a compressed day raise --overload (LoadGen's 1.5 assumes a day of hours)",
             req.overload_per_user,
@@ -647,6 +702,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     );
     let completed: u64 = tasks.iter().map(|t| t.completed).sum();
     let failed: u64 = tasks.iter().map(|t| t.failed.values().sum::<u64>()).sum();
+    let skipped: u64 = tasks.iter().map(|t| t.skipped).sum();
     let overload_limit = (req.overload_per_user * c.users.len() as f64).ceil() as u64;
     let figures = assemble::DayFigures {
         planned: report.planned,
@@ -677,6 +733,12 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         *by_class.entry((*k).to_string()).or_insert(0) += n;
     }
     let baseline_failed: u64 = report.baseline_failed.values().sum();
+    if let Some(f) = &report.folders {
+        files.log(sink, f);
+    }
+    if let Some(e) = &report.folder_refused {
+        files.log(sink, &format!("move folder refused: {e}"));
+    }
     files.log(
         sink,
         &format!(
@@ -692,12 +754,12 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     files.log(
         sink,
         &format!(
-            "loadgen run ended: {completed} of {} tasks completed, {failed} failed; {} of {} copies delivered ({} late), {} lost, {} corrupted, {} duplicated; delivery p95 {:.0} ms ({}: {} seen through IDLE, {} by a poll); verdict {}",
+            "loadgen run ended: {completed} of {} tasks completed, {skipped} with nothing to act on, {failed} failed; {} of {} copies delivered ({} late), {}, {} corrupted, {} duplicated; delivery p95 {:.0} ms ({}: {} seen through IDLE, {} by a poll); verdict {}",
             report.planned,
             delivery.delivered,
             delivery.expected,
             delivery.late,
-            delivery.lost,
+            lost_words(delivery.lost, report.overloaded || report.interrupted),
             delivery.corrupted,
             delivery.duplicated,
             delivery.latency_ms.p95,
@@ -707,6 +769,26 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
             verdict.state().name()
         ),
     );
+    if delivery.server_latency_ms.count > 0 {
+        files.log(
+            sink,
+            &format!(
+                "server delivery latency (judged): p50 {:.0} ms, p95 {:.0} ms, max {:.0} ms of {} copies, {} late ({}; resolution {:.0} ms); user-seen latency (when the users' own clients saw them, not judged): p95 {:.0} ms, max {:.0} ms",
+                delivery.server_latency_ms.p50,
+                delivery.server_latency_ms.p95,
+                delivery.server_latency_ms.max,
+                delivery.server_latency_ms.count,
+                delivery.server_late,
+                delivery.server_measured_by,
+                delivery.server_resolution_ms,
+                delivery.latency_ms.p95,
+                delivery.latency_ms.max,
+            ),
+        );
+    }
+    if let Some(i) = &delivery.idle_probe {
+        files.log(sink, &format!("IDLE: {}", i.note));
+    }
     for e in report.first_errors.iter().take(5) {
         files.log(sink, &format!("error: {e}"));
     }

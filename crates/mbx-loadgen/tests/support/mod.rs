@@ -44,7 +44,7 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mailserver.sh")
 }
 
-fn required() -> bool {
+pub fn required() -> bool {
     std::env::var_os("MBX_REQUIRE_MAIL_SERVER").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
@@ -53,6 +53,11 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 impl MailServer {
     /// Starts a server with `users` users; Err says why it cannot.
     pub fn start(users: u32) -> Result<MailServer, String> {
+        MailServer::start_with(users, &[])
+    }
+
+    /// [`MailServer::start`] with more options of the script (`--layout inbox-dot`).
+    pub fn start_with(users: u32, options: &[&str]) -> Result<MailServer, String> {
         // A short path (Unix socket paths are limited) whose parents the daemons' users can
         // traverse: /tmp, unless it is private (bench/test-footprint.sh binds a 0700 folder over
         // it), then /var/tmp or /dev/shm.
@@ -77,6 +82,7 @@ impl MailServer {
                     &users.to_string(),
                 ])
                 .args(["--watch", &std::process::id().to_string()])
+                .args(options)
                 .output()
                 .map_err(|e| format!("cannot run {}: {e}", script().display()))?;
             if out.status.success() {

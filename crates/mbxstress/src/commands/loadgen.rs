@@ -123,7 +123,9 @@ fn common_with(
                 ))
             })?;
         if domain.is_none() {
-            if let Some(u) = users.iter().find(|u| !u.login.contains('@')) {
+            // Only a user whose address is incomplete needs it (the file's address column,
+            // or a login that is an address, is enough).
+            if let Some(u) = users.iter().find(|u| u.address.ends_with('@')) {
                 return Err(usage(format!(
                     "--users-file {}: user {} has no domain: give --domain (the mail domain of users listed without one)",
                     path.display(),
@@ -229,6 +231,7 @@ fn common_with(
             Some(p) => p.display().to_string(),
             None => "flags".into(),
         },
+        mailboxes: file_profile.as_ref().map(|p| p.mailboxes),
     };
     Ok(Common {
         servers: spec,
@@ -308,7 +311,8 @@ fn finish(
 
 /// `loadgen init`.
 pub fn init(args: LoadgenInitArgs) -> anyhow::Result<ExitCode> {
-    let common = common(&args.conn, false)?;
+    // Initialization speaks IMAP only (APPEND): an --imap URL is enough, as for `idle`.
+    let common = common(&args.conn, true)?;
     let messages = match (args.messages, args.mailbox_mb) {
         (Some(n), _) if n > MAX_INIT_MESSAGES => {
             return Err(usage(format!(
@@ -603,6 +607,73 @@ pub fn submit(args: LoadgenSubmitArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
     use mbx_loadgen::sched::ClientType;
+
+    #[test]
+    fn a_profile_of_other_mailboxes_than_users_is_said_not_silently_replaced() {
+        let p = MailProfile {
+            messages_per_day: 150,
+            message_kb: 75.0,
+            source: "big.toml".into(),
+            mailboxes: Some(5000),
+        };
+        let n =
+            mbx_app::loadgen::profile_users_note(&p, 30, "file /tmp/m/server.env").expect("said");
+        assert!(
+            n.contains("5000 mailboxes") && n.contains("30 users"),
+            "{n}"
+        );
+        assert_eq!(mbx_app::loadgen::profile_users_note(&p, 5000, "x"), None);
+        let flags = MailProfile {
+            mailboxes: None,
+            ..p.clone()
+        };
+        assert_eq!(mbx_app::loadgen::profile_users_note(&flags, 30, "x"), None);
+    }
+
+    /// The README's loadgen example (its server's users, its flags, the other defaults) runs
+    /// without the overload-guard warning that tells the user to raise --overload.
+    #[test]
+    fn the_readme_loadgen_example_holds_a_guard_worth_no_warning() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+                .expect("README.md");
+        let flag = |line: &str, name: &str| -> Option<String> {
+            let mut w = line.split_whitespace();
+            w.position(|x| x == name)?;
+            w.next().map(str::to_owned)
+        };
+        let users: usize = readme
+            .lines()
+            .find(|l| l.contains("scripts/mailserver.sh start"))
+            .and_then(|l| flag(l, "--users"))
+            .and_then(|n| n.parse().ok())
+            .expect("the example's server users");
+        let run = readme
+            .lines()
+            .find(|l| l.starts_with("mbxstress loadgen run --server-env"))
+            .expect("the example's run line");
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(run.split_whitespace()).expect("parses");
+        let crate::cli::Command::Loadgen(crate::cli::LoadgenCommand::Run(args)) = cli.command
+        else {
+            panic!("not loadgen run: {run}");
+        };
+        let kinds = mbx_app::loadgen::assign_clients(
+            users,
+            &parse_clients(&args.clients).expect("clients"),
+        );
+        let (guard_s, rate) = mbx_app::loadgen::guard_seconds(
+            args.conn.seed,
+            DEFAULT_MESSAGES_PER_DAY,
+            args.day,
+            &kinds,
+            args.overload,
+        );
+        assert!(
+            guard_s >= mbx_app::loadgen::GUARD_WARN_S,
+            "{run}: the guard holds {guard_s:.1} s at {rate:.0} tasks/s"
+        );
+    }
 
     #[test]
     fn partitions_cover_every_user_once_and_bad_ones_are_refused() {

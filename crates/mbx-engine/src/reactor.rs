@@ -279,7 +279,15 @@ impl Reactor {
             self.clock.sleep(timeout.min(Duration::from_millis(50)));
         }
         let mut result = Ok(());
-        for mut c in batch.drain(..) {
+        let mut completions = batch.drain(..).peekable();
+        while let Some(mut c) = completions.next() {
+            // The next read's data is verified after this completion's: its first lines start
+            // coming into the caches now (a read's buffer is in memory, not in the caches).
+            if let Some(next) = completions.peek() {
+                if next.req.op == IoOp::Read && next.result.is_ok() {
+                    mbx_store::page::prefetch_head(next.req.buf.as_slice());
+                }
+            }
             let tag = c.req.tag as usize;
             let slot = self.owners.get_mut(tag).and_then(Option::take);
             let owner = slot.map(|s| s.owner);
@@ -296,6 +304,7 @@ impl Reactor {
             }
             self.give_back(c.req.buf);
         }
+        drop(completions);
         self.batch = batch;
         result
     }

@@ -348,6 +348,52 @@ impl AlignedBuf {
     }
 }
 
+/// The shared region a buffer is a slot of, held: while a handle lives, the region stays mapped
+/// at its address (for the io_uring queue, which registers whole regions as fixed buffers and
+/// must never meet another region at an address it registered).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) struct RegionHandle(Arc<Region>);
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+impl RegionHandle {
+    /// The region's first byte.
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.0.ptr.as_ptr()
+    }
+
+    /// Its length in bytes.
+    pub(crate) fn size(&self) -> usize {
+        self.0.size
+    }
+
+    /// True when this handle is all that keeps the region: no buffer of it lives and the pool
+    /// has let it go (its slots are no longer handed out).
+    pub(crate) fn unused(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
+}
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+impl AlignedBuf {
+    /// The address of the shared region this buffer is a slot of (`None` for an empty buffer
+    /// or one with a region of its own). A key, not a handle: see [`AlignedBuf::region`].
+    #[inline]
+    pub(crate) fn region_base(&self) -> Option<usize> {
+        match &self.home {
+            Home::Slot { region, .. } => Some(region.ptr.as_ptr() as usize),
+            _ => None,
+        }
+    }
+
+    /// A handle keeping this buffer's shared region mapped (see [`RegionHandle`]).
+    pub(crate) fn region(&self) -> Option<RegionHandle> {
+        match &self.home {
+            Home::Slot { region, .. } => Some(RegionHandle(Arc::clone(region))),
+            _ => None,
+        }
+    }
+}
+
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if let Home::Slot {

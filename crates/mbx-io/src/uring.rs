@@ -9,8 +9,85 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring};
 
+use crate::buf::RegionHandle;
 use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
-use crate::{IoError, IoFile};
+use crate::{AlignedBuf, IoError, IoFile};
+
+/// Most buffer regions registered with a ring as fixed buffers (2 MiB each: 64 MiB at most
+/// pinned and held, several times the regions a test's buffers use at once). When the table is
+/// full, a region only the table still holds (the pool gave it back) makes room.
+const FIXED_REGIONS: usize = 32;
+
+/// The buffer regions registered with the ring as fixed buffers (fio's `fixedbufs`): a read or
+/// write into a registered region skips pinning and unpinning its pages in the kernel on every
+/// I/O (`IORING_OP_READ_FIXED` / `WRITE_FIXED`). Whole 2 MiB regions are registered, the first
+/// time a buffer of each is submitted, so every slot of a region is fixed at once and the pool's
+/// buffers are all fixed after warm-up. Each registered region is held (it stays mapped at its
+/// address while the ring may use it), so an address found here is always that region.
+struct FixedBufs {
+    /// Registered regions sorted by base address: (base, index in the ring's buffer table).
+    by_base: Vec<(usize, u16)>,
+    /// The regions held, by table index.
+    held: Vec<RegionHandle>,
+    /// False where the kernel refused the table or a registration (no sparse tables before
+    /// Linux 5.13, or the locked-memory limit of a user without CAP_IPC_LOCK): buffers not yet
+    /// registered then go the plain way, as before.
+    enabled: bool,
+}
+
+impl FixedBufs {
+    /// The table index of `buf`'s region, registering the region if it is new.
+    #[inline]
+    fn index(&mut self, ring: &IoUring, buf: &AlignedBuf) -> Option<u16> {
+        let base = buf.region_base()?;
+        match self.by_base.binary_search_by_key(&base, |e| e.0) {
+            Ok(i) => Some(self.by_base[i].1),
+            Err(mut at) => {
+                if !self.enabled {
+                    return None;
+                }
+                let slot = if self.held.len() < FIXED_REGIONS {
+                    self.held.len()
+                } else {
+                    // A region no buffer uses any more: its entry is replaced (the kernel
+                    // lets go of it once no request uses it, and none does: no buffer lives).
+                    let old = self.held.iter().position(RegionHandle::unused)?;
+                    let old_base = self.held[old].base() as usize;
+                    if let Ok(i) = self.by_base.binary_search_by_key(&old_base, |e| e.0) {
+                        self.by_base.remove(i);
+                        if i < at {
+                            at -= 1;
+                        }
+                    }
+                    old
+                };
+                let region = buf.region()?;
+                let index = u16::try_from(slot).ok()?;
+                let iov = libc::iovec {
+                    iov_base: region.base().cast(),
+                    iov_len: region.size(),
+                };
+                // SAFETY: the region stays mapped while `held` keeps it, and `held` is dropped
+                // after the ring (field order of `UringQueue`), which unregisters the table.
+                let done = unsafe {
+                    ring.submitter()
+                        .register_buffers_update(u32::from(index), &[iov], None)
+                };
+                if done.is_err() {
+                    self.enabled = false;
+                    return None;
+                }
+                if slot < self.held.len() {
+                    self.held[slot] = region;
+                } else {
+                    self.held.push(region);
+                }
+                self.by_base.insert(at, (base, index));
+                Some(index)
+            }
+        }
+    }
+}
 
 struct Slot {
     req: IoRequest,
@@ -21,6 +98,8 @@ struct Slot {
 
 /// io_uring queue. In-flight requests live in `slots`, indexed by the SQE's user_data.
 pub struct UringQueue {
+    /// First field: dropped (and its fixed buffers unregistered) before `fixed` lets go of
+    /// the regions.
     ring: IoUring,
     files: FileTable,
     slots: Vec<Option<Slot>>,
@@ -30,6 +109,7 @@ pub struct UringQueue {
     depth: usize,
     /// The last read or write queued since the last submission: (file, end offset, is a write).
     tail: Option<(usize, u64, bool)>,
+    fixed: FixedBufs,
 }
 
 impl UringQueue {
@@ -55,7 +135,16 @@ impl UringQueue {
                 "cannot set up io_uring ({e}); the kernel may have it disabled: use --engine sync"
             ))
             })?;
+        let fixed = FixedBufs {
+            by_base: Vec::new(),
+            held: Vec::new(),
+            enabled: ring
+                .submitter()
+                .register_buffers_sparse(FIXED_REGIONS as u32)
+                .is_ok(),
+        };
         Ok(UringQueue {
+            fixed,
             ring,
             files,
             slots: (0..depth).map(|_| None).collect(),
@@ -177,18 +266,28 @@ impl IoQueue for UringQueue {
             self.enter(0)?;
         }
         self.tail = rw.map(|w| (req.file, req.offset.saturating_add(u64::from(len)), w));
-        let entry = match req.op {
-            IoOp::Read => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
+        let fixed = match rw {
+            Some(_) if len > 0 => self.fixed.index(&self.ring, &req.buf),
+            _ => None,
+        };
+        let entry = match (req.op, fixed) {
+            (IoOp::Read, Some(i)) => opcode::ReadFixed::new(fd, req.buf.as_mut_ptr(), len, i)
                 .offset(req.offset)
                 .build(),
-            IoOp::Write => opcode::Write::new(fd, req.buf.as_ptr(), len)
+            (IoOp::Write, Some(i)) => opcode::WriteFixed::new(fd, req.buf.as_ptr(), len, i)
                 .offset(req.offset)
                 .build(),
-            IoOp::Sync => opcode::Fsync::new(fd)
+            (IoOp::Read, None) => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
+                .offset(req.offset)
+                .build(),
+            (IoOp::Write, None) => opcode::Write::new(fd, req.buf.as_ptr(), len)
+                .offset(req.offset)
+                .build(),
+            (IoOp::Sync, _) => opcode::Fsync::new(fd)
                 .flags(types::FsyncFlags::DATASYNC)
                 .build(),
             // Mode 0: reserve the blocks and extend the file if the range ends past its end.
-            IoOp::Allocate => opcode::Fallocate::new(fd, req.len as u64)
+            (IoOp::Allocate, _) => opcode::Fallocate::new(fd, req.len as u64)
                 .offset(req.offset)
                 .mode(0)
                 .build(),
@@ -312,6 +411,166 @@ impl Drop for UringQueue {
                 break;
             }
             sink.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Files, OpenMode};
+
+    fn pattern(len: usize, seed: u8) -> AlignedBuf {
+        let mut b = AlignedBuf::zeroed(len);
+        for (i, x) in b.as_mut_slice().iter_mut().enumerate() {
+            *x = (i as u8).wrapping_mul(13).wrapping_add(seed);
+        }
+        b
+    }
+
+    /// Pool-sized buffers go through fixed reads and writes (their 2 MiB regions registered
+    /// once each), a buffer with a region of its own the plain way, and every byte arrives
+    /// where it was asked for either way.
+    #[test]
+    fn fixed_and_plain_buffers_carry_the_same_bytes() {
+        let dir = tempfile::Builder::new()
+            .prefix("mbx-io-fixed-")
+            .tempdir()
+            .expect("scratch");
+        let path = dir.path().join("data");
+        std::fs::write(&path, vec![0u8; 4 << 20]).expect("create");
+        let mode = OpenMode::read_write_direct();
+        let f = IoFile::open(&path, mode)
+            .or_else(|_| {
+                IoFile::open(
+                    &path,
+                    OpenMode {
+                        direct: false,
+                        ..mode
+                    },
+                )
+            })
+            .expect("open");
+        let files = Files::new(vec![f]);
+        let mut q = UringQueue::new(Arc::clone(&files), 16).expect("io_uring queue");
+        // 8 writes of 32 KiB (fixed), one of 2 MiB (a region of its own: plain).
+        let sizes: Vec<(u64, usize)> = (0..8u64)
+            .map(|i| (i * 32768, 32768))
+            .chain([(1 << 20, 2 << 20)])
+            .collect();
+        for (tag, &(offset, len)) in sizes.iter().enumerate() {
+            q.submit(IoRequest {
+                op: IoOp::Write,
+                file: 0,
+                offset,
+                len,
+                buf: pattern(len, tag as u8),
+                tag: tag as u64,
+            })
+            .expect("submit write");
+        }
+        let mut out = Vec::new();
+        q.reap(sizes.len(), &mut out).expect("reap");
+        assert_eq!(out.len(), sizes.len());
+        for c in &out {
+            assert_eq!(c.check(&files).expect("write"), c.req.len);
+        }
+        if q.fixed.enabled {
+            assert!(
+                !q.fixed.held.is_empty(),
+                "the 32 KiB buffers' region is registered"
+            );
+            assert!(
+                q.fixed.held.len() <= 2,
+                "{} regions for 8 small buffers",
+                q.fixed.held.len()
+            );
+        }
+        // Read everything back, into the very buffers the writes used (now fixed) and new ones.
+        let mut back: Vec<AlignedBuf> = out.drain(..).map(|c| c.req.buf).collect();
+        for (tag, &(offset, len)) in sizes.iter().enumerate() {
+            let mut buf = back
+                .pop()
+                .filter(|b| b.len() == len)
+                .unwrap_or_else(|| AlignedBuf::zeroed(len));
+            buf.as_mut_slice().fill(0xEE);
+            q.submit(IoRequest {
+                op: IoOp::Read,
+                file: 0,
+                offset,
+                len,
+                buf,
+                tag: tag as u64,
+            })
+            .expect("submit read");
+        }
+        q.reap(sizes.len(), &mut out).expect("reap");
+        for c in &out {
+            assert_eq!(c.check(&files).expect("read"), c.req.len);
+            let want = pattern(c.req.len, c.req.tag as u8);
+            assert!(c.req.buf.as_slice() == want.as_slice(), "tag {}", c.req.tag);
+        }
+    }
+
+    /// More regions than the table holds, used and given back in turn: the table stays at its
+    /// size, replaces regions nobody uses, and every entry names the region at its index.
+    #[test]
+    fn the_fixed_table_stays_bounded_and_true_when_regions_come_and_go() {
+        let dir = tempfile::Builder::new()
+            .prefix("mbx-io-fixed-churn-")
+            .tempdir()
+            .expect("scratch");
+        let path = dir.path().join("data");
+        std::fs::write(&path, vec![0u8; 1 << 20]).expect("create");
+        let files = Files::new(vec![IoFile::open(
+            &path,
+            OpenMode {
+                direct: false,
+                ..OpenMode::read_write_direct()
+            },
+        )
+        .expect("open")]);
+        let mut q = UringQueue::new(Arc::clone(&files), 4).expect("io_uring queue");
+        let mut out = Vec::new();
+        for round in 0..3u8 {
+            // 1 MiB buffers: two per region, so 2 x FIXED_REGIONS buffers span many regions.
+            let bufs: Vec<AlignedBuf> = (0..2 * FIXED_REGIONS + 8)
+                .map(|i| pattern(1 << 20, round.wrapping_add(i as u8)))
+                .collect();
+            for (i, buf) in bufs.into_iter().enumerate() {
+                let seed = round.wrapping_add(i as u8);
+                q.submit(IoRequest {
+                    op: IoOp::Write,
+                    file: 0,
+                    offset: 0,
+                    len: 1 << 20,
+                    buf,
+                    tag: 0,
+                })
+                .expect("write");
+                q.reap(1, &mut out).expect("reap");
+                let done = out.pop().expect("completion");
+                done.check(&files).expect("write ok");
+                drop(done);
+                q.submit(IoRequest {
+                    op: IoOp::Read,
+                    file: 0,
+                    offset: 0,
+                    len: 1 << 20,
+                    buf: AlignedBuf::zeroed(1 << 20),
+                    tag: 0,
+                })
+                .expect("read");
+                q.reap(1, &mut out).expect("reap");
+                let back = out.pop().expect("completion");
+                back.check(&files).expect("read ok");
+                assert!(back.req.buf.as_slice() == pattern(1 << 20, seed).as_slice());
+            }
+            assert!(q.fixed.held.len() <= FIXED_REGIONS);
+            assert!(q.fixed.by_base.len() <= q.fixed.held.len());
+            for &(base, index) in &q.fixed.by_base {
+                assert_eq!(q.fixed.held[usize::from(index)].base() as usize, base);
+            }
         }
     }
 }

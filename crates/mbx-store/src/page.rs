@@ -440,6 +440,27 @@ pub fn seal(p: &mut [u8]) {
     put_u64(p, 8, sum);
 }
 
+/// Asks the CPU to bring the first 2 KiB of `p` into its caches (up to `p`'s end), and returns
+/// at once: for a page about to be verified while the one before it is checksummed. A page
+/// read from the device is in memory, not in the caches; the checksum prefetches ahead as it
+/// goes ([`block_checksum`]), which leaves a page's head, and its header read first, to miss.
+/// Changes nothing but timing.
+#[inline]
+pub fn prefetch_head(p: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for at in (0..p.len().min(2048 + 64)).step_by(64) {
+        // SAFETY: a prefetch reads nothing and cannot fault; the address is inside `p`.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                p.as_ptr().add(at).cast::<i8>(),
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// True if the magic is right and the checksum matches.
 pub fn checksum_ok(p: &[u8]) -> bool {
     &p[..8] == PAGE_MAGIC && get_u64(p, 8) == block_checksum(p)

@@ -231,11 +231,14 @@ pub(crate) fn verify_pages(
     scratch: &mut [u8],
     found: &mut Vec<(u64, Finding)>,
 ) {
-    for (k, page) in data
-        .chunks_exact(PAGE_SIZE)
-        .take(usize::try_from(count).unwrap_or(usize::MAX))
-        .enumerate()
-    {
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    for (k, page) in data.chunks_exact(PAGE_SIZE).take(count).enumerate() {
+        // The next page's head starts coming into the caches while this one is checked.
+        if k + 1 < count {
+            if let Some(next) = data.get((k + 1) * PAGE_SIZE..(k + 2) * PAGE_SIZE) {
+                mbx_store::page::prefetch_head(next);
+            }
+        }
         let n = first + k as u64;
         let known = pages.known(n);
         if let Some(seq) = scan_seq {

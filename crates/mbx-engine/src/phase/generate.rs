@@ -25,7 +25,9 @@ pub(crate) fn current_generation(db: &Database) -> u64 {
 /// Log generations beyond the checkpoint written when the phase began (0 until it is durable).
 fn generated(db: &Database) -> u64 {
     match db.checkpointer.last {
-        Some(c) if !db.checkpointer.busy() => current_generation(db).saturating_sub(c.generation()),
+        Some(c) if !db.checkpointer.moving() => {
+            current_generation(db).saturating_sub(c.generation())
+        }
         _ => 0,
     }
 }
@@ -70,6 +72,8 @@ impl PhaseRun for GenerateLogs {
             // A checkpoint where the log begins, then none: replay goes back to it.
             begin_checkpoint(&mut e.reactor, db, i, now)?;
             db.checkpointer.next_at = now + HOLD;
+            // From here on a checkpoint asked for (the generation journal's sync) only syncs.
+            db.checkpointer.held = true;
         }
         let line = format!(
             "Generating {} transaction log files per database (circular logging off, checkpoint held) ...",

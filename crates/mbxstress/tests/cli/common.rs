@@ -139,3 +139,61 @@ pub fn spawn_in(dir: &Path, args: &[&str]) -> std::process::Child {
         .spawn()
         .expect("spawn mbxstress")
 }
+
+/// The static Linux build that `fleet run --push` copies
+/// (`target/x86_64-unknown-linux-musl/static/mbxstress` beside the binary under test), made or
+/// brought up to date here: `cargo build --profile static --target x86_64-unknown-linux-musl -p
+/// mbxstress` into the same target folder, once per test process (a no-op build when it is
+/// fresh; cargo's own lock serializes two test processes building at once). A missing musl
+/// target is named with the command that adds it, never skipped.
+pub fn static_build() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
+        std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        const TARGET: &str = "x86_64-unknown-linux-musl";
+        let exe = Path::new(env!("CARGO_BIN_EXE_mbxstress"));
+        let target_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .ok_or_else(|| format!("no target folder above {}", exe.display()))?;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        // The musl standard library comes with rustup's target; without it the build fails
+        // with "can't find crate for `core`", so say what to do first.
+        if let Ok(out) = Command::new("rustup")
+            .args(["target", "list", "--installed"])
+            .current_dir(&root)
+            .output()
+        {
+            let installed = String::from_utf8_lossy(&out.stdout);
+            if out.status.success() && !installed.lines().any(|l| l.trim() == TARGET) {
+                return Err(format!(
+                    "the fleet --push tests need the {TARGET} target of the toolchain (the static build they push): run `rustup target add {TARGET}` (README, Quick start)"
+                ));
+            }
+        }
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["build", "--quiet", "--profile", "static", "--target", TARGET])
+            .args(["-p", "mbxstress", "--target-dir"])
+            .arg(target_dir)
+            .current_dir(&root)
+            .output()
+            .map_err(|e| format!("running cargo for the static build: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "`cargo build --profile static --target {TARGET} -p mbxstress` failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let bin = target_dir.join(TARGET).join("static").join("mbxstress");
+        if bin.is_file() {
+            Ok(bin)
+        } else {
+            Err(format!("the static build left no {}", bin.display()))
+        }
+    });
+    match built {
+        Ok(p) => p.clone(),
+        Err(e) => panic!("{e}"),
+    }
+}

@@ -1319,7 +1319,8 @@ impl Observer for LinesWithin<'_> {
             self.lines.push(l.to_string());
         }
         if std::time::Instant::now() > self.deadline {
-            self.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.cancel
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }

@@ -96,6 +96,29 @@ pub fn scratch(name: &str) -> Scratch {
     Scratch(dir)
 }
 
+/// A scratch directory in memory (`/dev/shm`, tmpfs, which takes O_DIRECT on Linux 6.6 and
+/// later) for a test that must write what a disk test cannot afford: the demo's 1 GB of
+/// databases and Soft Recovery's 1,000 log files. Its writes cost no disk and are outside the
+/// suite's measured footprint; it fails, never skips, without a tmpfs there with room.
+pub fn scratch_in_memory(name: &str, need_bytes: u64) -> Scratch {
+    let shm = Path::new("/dev/shm");
+    let free = mbx_io::platform::free_space(shm)
+        .unwrap_or_else(|e| panic!("this test needs a tmpfs at /dev/shm: {e}"));
+    assert!(
+        free >= need_bytes,
+        "this test needs {} MiB free at /dev/shm (tmpfs), which has {} MiB",
+        need_bytes >> 20,
+        free >> 20
+    );
+    let keep = std::env::var_os("MBX_KEEP_TEST_FILES").is_some();
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("cli-{name}-"))
+        .disable_cleanup(keep)
+        .tempdir_in(shm)
+        .expect("create scratch dir in /dev/shm");
+    Scratch(dir)
+}
+
 /// Asserts a float within a tolerance, with a readable message.
 pub fn close(v: &serde_json::Value, expected: f64, tol: f64) {
     let actual = v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));

@@ -282,6 +282,9 @@ pub(crate) struct Driver<'a> {
     /// enough, which more sessions cannot improve then; find-max asks whether the storage
     /// carries the target, so its steps keep the full verdict.
     pub kept_up_passes: bool,
+    /// A step that met an error ends the search with what it found ("error", the message
+    /// kept) instead of returning the error: find-max's answer so far is never lost.
+    pub errors_end_search: bool,
 }
 
 /// What [`drive`] ran and found.
@@ -294,6 +297,9 @@ pub(crate) struct Driven {
     /// The best passing value (none after an interruption or an error).
     pub answer: Option<u64>,
     pub elapsed_s: f64,
+    /// What ended the search when it was not the search: the limit of the run a step could not
+    /// be built within ("limit"), or a step's error ("error", with `errors_end_search`).
+    pub stop_message: Option<String>,
 }
 
 /// Runs a search's steps ([`Plan::search_step`] at each value the search proposes) until it
@@ -310,6 +316,7 @@ pub(crate) fn drive(
     let mut last = None;
     let mut end = None;
     let mut last_step = std::time::Duration::ZERO;
+    let mut stop_message = None;
     while let Some(n) = d.search.next() {
         // The time budget: a step that would end past it by the last one's length is not run.
         let elapsed = clock.now().saturating_duration_since(started);
@@ -320,12 +327,34 @@ pub(crate) fn drive(
         let step_started = clock.now();
         let recheck = d.search.is_recheck();
         let (step_cfg, sessions) = (d.config)(n, &steps);
+        // A step the run's limits do not allow (a target above the most IOPS per mailbox or
+        // transactional IOPS it takes) ends the search with what it found, naming the limit.
+        if let Err((key, why)) = step_cfg.validate() {
+            let line = format!(
+                "The search stops before step {} ({n}): its configuration is outside the run's limits ({key}: {why}).",
+                d.search.steps() + 1
+            );
+            observer.on_event(RunEvent::Log(&line));
+            stop_message = Some(format!("step {n} is outside the run's limits: {key} {why}"));
+            end = Some("limit");
+            break;
+        }
         let plan = Plan::search_step(&step_cfg);
         let mut obs = StepObserver {
             inner: observer,
             prefix: (d.prefix)(d.search.steps() + 1, n),
         };
-        let r = run_step(&step_cfg, &plan, &mut obs)?;
+        let r = match run_step(&step_cfg, &plan, &mut obs) {
+            Ok(r) => r,
+            Err(e) if d.errors_end_search => {
+                let line = format!("The search stops: step {n} met an error: {e}.");
+                observer.on_event(RunEvent::Log(&line));
+                stop_message = Some(format!("step {n} met an error: {e}"));
+                end = Some("error");
+                break;
+            }
+            Err(e) => return Err(e),
+        };
         let mut step = step_of(&r, sessions);
         step.mailboxes = step_cfg.profile.mailboxes;
         step.recheck = recheck;
@@ -364,7 +393,7 @@ pub(crate) fn drive(
         }
     }
     let answer = match end {
-        None | Some("time") => d.search.answer(),
+        None | Some("time") | Some("limit") => d.search.answer(),
         _ => None,
     };
     Ok(Driven {
@@ -377,6 +406,7 @@ pub(crate) fn drive(
         }),
         answer,
         elapsed_s: clock.now().saturating_duration_since(started).as_secs_f64(),
+        stop_message,
     })
 }
 
@@ -439,6 +469,7 @@ pub fn tune(
                 )
             },
             kept_up_passes: true,
+            errors_end_search: false,
         },
         observer,
         cancel,

@@ -569,14 +569,14 @@ pub fn render_find_max(f: &mbx_result::FindMax) -> String {
             }
             body {
                 h1 { "mbxstress find-max" }
-                @match (f.mailboxes, f.iops) {
-                    (Some(m), Some(iops)) if f.lower_bound => {
-                        p.pass { "At least " (m) " mailboxes at " (f.iops_per_mailbox) " IOPS per mailbox (" (format!("{iops:.1}")) " transactional IOPS) pass every threshold: no step above failed before the search stopped (" (f.end) "), so the largest count is not known." }
+                @match (f.answer_words(), f.mailboxes, f.iops) {
+                    (Some(words), Some(m), Some(iops)) => {
+                        p.pass { "Answer: " (words) ". " (m) " mailboxes at " (f.iops_per_mailbox) " IOPS per mailbox (" (format!("{iops:.1}")) " transactional IOPS) passed every threshold in every try." @if f.lower_bound { " No step above failed before the search stopped (" (f.end) "), so the largest count is not known." } }
                     }
-                    (Some(m), Some(iops)) => {
-                        p.pass { (m) " mailboxes at " (f.iops_per_mailbox) " IOPS per mailbox (" (format!("{iops:.1}")) " transactional IOPS) is the largest count whose load passed every threshold." }
-                    }
-                    _ => { p.fail { "No mailbox count passed every threshold." } }
+                    _ => { p.fail { "No mailbox count passed every threshold (" (f.end) ")." } }
+                }
+                @if let Some(m) = &f.stop_message {
+                    p.fail { "The search stopped: " (m) "." }
                 }
                 (kv(&[
                     ("Machine Name", f.machine.clone()),

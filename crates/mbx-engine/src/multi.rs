@@ -377,9 +377,11 @@ mod tests {
         for sessions in 1..=12u32 {
             for databases in 1..=8u32 {
                 for reactors in 1..=4u32 {
-                    let mut cfg = RunConfig::default();
-                    cfg.threads = sessions;
-                    cfg.reactors = reactors;
+                    let mut cfg = RunConfig {
+                        threads: sessions,
+                        reactors,
+                        ..RunConfig::default()
+                    };
                     cfg.profile.databases = databases;
                     let plan = Plan::performance(&cfg);
                     let r = reactors_for(&cfg, &plan, databases as usize);

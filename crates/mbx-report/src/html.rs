@@ -379,7 +379,7 @@ pub fn render(run: &RunFolder) -> String {
                     h2 { "Automatic Tuning" }
                     p {
                         @match t.sessions {
-                            Some(n) => { "Chose " (n) " sessions: the smallest count whose IOPS met the target with every threshold met, in " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s)." }
+                            Some(n) => { "Chose " (n) " sessions: " @if let Some(p) = t.smallest_passing { (p) " is the smallest count whose IOPS met the target with every threshold met, and " (format!("{:.0}", t.headroom_pct)) "% more is kept as headroom (idle sessions to catch up after a stall)" } @else { "the smallest count whose IOPS met the target with every threshold met" } ", in " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s)." }
                             None => { "No session count chosen (" (t.end) ") after " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s): the test did not run." }
                         }
                     }

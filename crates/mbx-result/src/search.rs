@@ -131,8 +131,17 @@ impl SearchStep {
 pub struct Tuning {
     /// The steps, in the order they ran.
     pub steps: Vec<SearchStep>,
-    /// The session count chosen (the smallest that passed), if any did.
+    /// The session count the test runs: the smallest that passed with the headroom kept over
+    /// it (`headroom_pct`), if any passed.
     pub sessions: Option<u32>,
+    /// The smallest count that passed (absent in files of earlier versions, whose `sessions`
+    /// was it, and when none passed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smallest_passing: Option<u32>,
+    /// The extra sessions kept over `smallest_passing`, percent of it (100: twice as many), so
+    /// that the test has idle sessions to catch up after a stall (docs/method.md).
+    #[serde(default)]
+    pub headroom_pct: f64,
     /// Why the search ended: "converged" (a pass next to a fail), "bound" (no count up to the
     /// most sessions passed), "steps" (the step budget ran out), "time" (`tuning.max_s` ran
     /// out), "interrupted" or "error".

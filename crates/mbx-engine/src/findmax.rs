@@ -248,6 +248,22 @@ pub fn find_max(
             },
             kept_up_passes: false,
             errors_end_search: true,
+            announce: Some(&|i, m, elapsed_s, last_s| {
+                let left = spec.max_steps.saturating_sub(i.saturating_sub(1));
+                match last_s {
+                    Some(step_s) => format!(
+                        "find-max: step {i} of at most {} ({m} mailboxes) is starting, {:.0} s into the search; at most about {:.0} s left ({left} steps and {CONFIRM_PASSES} confirmation runs of {CONFIRM_LENGTHS} steps, at {:.0} s a step).",
+                        spec.max_steps,
+                        elapsed_s,
+                        (left as f64 + CONFIRM_PASSES as f64 * CONFIRM_LENGTHS) * step_s,
+                        step_s
+                    ),
+                    None => format!(
+                        "find-max: step {i} of at most {} ({m} mailboxes) is starting.",
+                        spec.max_steps
+                    ),
+                }
+            }),
         },
         observer,
         cancel,
@@ -291,6 +307,20 @@ pub fn find_max(
             tries += 1;
             let mut c = step_config(cfg, m, &steps);
             c.duration_s *= CONFIRM_LENGTHS;
+            let so_far = clock
+                .now()
+                .saturating_duration_since(started_at)
+                .as_secs_f64();
+            let step_s = if steps.is_empty() {
+                0.0
+            } else {
+                driven.elapsed_s / steps.len() as f64
+            };
+            observer.on_event(RunEvent::Log(&format!(
+                "find-max: confirmation {tries} ({m} mailboxes, {} of {CONFIRM_PASSES} in a row to pass) is starting, {so_far:.0} s into the search; about {:.0} s for this run.",
+                passes + 1,
+                step_s * CONFIRM_LENGTHS
+            )));
             if let Err((key, why)) = c.validate() {
                 confirmation = Some(format!(
                     "confirming {m} is outside the run's limits ({key}: {why})"
@@ -537,6 +567,7 @@ pub fn find_max_iops(
             },
             kept_up_passes: false,
             errors_end_search: false,
+            announce: None,
         },
         observer,
         cancel,

@@ -284,6 +284,10 @@ pub(crate) fn outcome(s: &SearchStep) -> String {
 /// The configuration of a search step at a value and its sessions, given the steps run so far.
 pub(crate) type StepConfig<'a> = dyn Fn(u64, &[SearchStep]) -> (RunConfig, u32) + 'a;
 
+/// The line a search logs as a step starts: (step number from 1, value, seconds the search
+/// has run, the last step's length when one ran).
+pub(crate) type Announce<'a> = dyn Fn(usize, u64, f64, Option<f64>) -> String + 'a;
+
 /// How [`drive`] sets up and logs the steps of a search.
 pub(crate) struct Driver<'a> {
     /// The strategy.
@@ -305,6 +309,9 @@ pub(crate) struct Driver<'a> {
     /// A step that met an error ends the search with what it found ("error", the message
     /// kept) instead of returning the error: find-max's answer so far is never lost.
     pub errors_end_search: bool,
+    /// A line logged as each step starts (step number from 1, value, seconds the search has
+    /// run, the last step's length when one ran): find-max's progress and ETA between steps.
+    pub announce: Option<&'a Announce<'a>>,
 }
 
 /// What [`drive`] ran and found.
@@ -358,6 +365,15 @@ pub(crate) fn drive(
             stop_message = Some(format!("step {n} is outside the run's limits: {key} {why}"));
             end = Some("limit");
             break;
+        }
+        if let Some(announce) = d.announce {
+            let line = announce(
+                d.search.steps() + 1,
+                n,
+                elapsed.as_secs_f64(),
+                (!last_step.is_zero()).then_some(last_step.as_secs_f64()),
+            );
+            observer.on_event(RunEvent::Log(&line));
         }
         let plan = Plan::search_step(&step_cfg);
         let mut obs = StepObserver {
@@ -490,6 +506,7 @@ pub fn tune(
             },
             kept_up_passes: true,
             errors_end_search: false,
+            announce: None,
         },
         observer,
         cancel,

@@ -257,4 +257,14 @@ fn find_max_interrupted_in_a_confirmation_reports_the_largest_passing_count() {
     assert!(html.contains(&words) && html.contains(why), "{html}");
     let text = std::fs::read_to_string(&log).expect("test.log");
     assert!(text.contains(&format!("find-max: {words}")), "{text}");
+    // Progress between steps: each step and confirmation says where the search is and what is
+    // left, in test.log and on the terminal.
+    for part in [
+        "find-max: step 2 of at most 2 (",
+        "s left (",
+        "find-max: confirmation 1 (",
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+        assert!(stderr.contains(part), "{part}: {stderr}");
+    }
 }

@@ -6,7 +6,9 @@
 #     page is dirtied (buffered I/O, counted even if the file is deleted before writeback) or when
 #     the bio is submitted (O_DIRECT, including io_uring and its io-wq worker threads). Writes to
 #     tmpfs are not counted, so /tmp must be on a disk (it is on ext4 here; the script checks).
-#     Compilation is excluded: the tests are built first with `cargo test --workspace --no-run`.
+#     Compilation is excluded: the tests are built first with `cargo test --workspace --no-run`,
+#     and so is the static build the fleet --push tests make for themselves
+#     (tests/cli/common.rs, static_build: a no-op for them once it is fresh).
 #   - files and folders left behind: in target/tmp (CARGO_TARGET_TMPDIR, emptied first), in /tmp
 #     (as root, /tmp is a fresh private folder bind-mounted in a private mount namespace, so other
 #     processes on the machine cannot blur the comparison; otherwise a before/after listing), and
@@ -44,6 +46,7 @@ fi
 
 echo "== build (not measured): cargo test --workspace --no-run $*" >&2
 cargo test --workspace --no-run "$@" >/dev/null 2>&1 || cargo test --workspace --no-run "$@"
+cargo build --quiet --profile static --target x86_64-unknown-linux-musl -p mbxstress
 
 # Outside /tmp: the measured command gets a private /tmp.
 work=$(mktemp -d "$root/target/test-footprint.XXXXXX")

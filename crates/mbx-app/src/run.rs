@@ -293,6 +293,36 @@ pub fn run_one(
                 ))
             })?,
     };
+    // Soft Recovery keeps every log file it generates until it replays them: logs that cannot
+    // fit stop here, before anything is created, with the arithmetic (it would otherwise run
+    // until the volume is full).
+    if kind == TestKind::SoftRecovery {
+        let db_bytes = data_pages
+            .saturating_add(mbx_store::header::HEADER_PAGES)
+            .saturating_mul(mbx_store::page::PAGE_SIZE as u64);
+        let short = mbx_store::capacity::log_space_short(&specs, cfg.log_files_to_replay, db_bytes)
+            .map_err(|e| {
+                AppError::Store(e).context("measuring the free space for the log files")
+            })?;
+        if let Some(s) = short {
+            let mib = |b: u64| b >> 20;
+            return Err(AppError::usage(format!(
+                "--log-files-to-replay {}: the Soft Recovery test keeps every log file it generates until it replays them, {} databases x ({} + the open file and its spare) x 1 MiB{} = {} MiB on the volume of {}, which has {} MiB free: free space there, give another --log-path, or ask for at most {} log files",
+                cfg.log_files_to_replay,
+                s.databases,
+                cfg.log_files_to_replay,
+                if s.database_bytes > 0 {
+                    format!(" + {} MiB of database files still to create there", mib(s.database_bytes))
+                } else {
+                    String::new()
+                },
+                mib(s.needed),
+                s.volume.display(),
+                mib(s.free),
+                s.fits
+            )));
+        }
+    }
     // Jetstress's DatabaseSource Open attaches existing databases: never create one here.
     if req.layers.jetstress().is_some_and(|j| j.attach_existing) {
         if let Some(missing) = specs.iter().find(|s| !s.path.exists()) {

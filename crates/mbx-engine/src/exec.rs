@@ -66,6 +66,11 @@ pub(crate) trait PhaseRun {
     fn pass_bytes(&self) -> Option<PassBytes> {
         None
     }
+
+    /// Log files generated and requested (Soft Recovery's first phase).
+    fn log_files(&self) -> Option<PassBytes> {
+        None
+    }
 }
 
 /// A completed sequential-pass read, kept for the pass phase to verify on its next tick (the
@@ -621,6 +626,7 @@ impl<'o> Engine<'o> {
             log_write_avg_ms: lw.avg_ms(),
             cache_fill: self.min_cache_fill(),
             pass_bytes: phase.pass_bytes(),
+            log_files: phase.log_files(),
         };
         self.observer.on_event(RunEvent::Progress(progress));
         // Outside measurement, keep the interval counters bounded (they are not samples).

@@ -162,9 +162,11 @@ pub fn sessions_for(cfg: &RunConfig, target_iops: f64, seen: &[SearchStep]) -> u
 /// `mailboxes` x IOPS per mailbox on the profile's databases (same mailbox count and size),
 /// measured for the tuning step's length, its sessions sized from the steps `seen` so far.
 pub fn step_config(cfg: &RunConfig, mailboxes: u64, seen: &[SearchStep]) -> RunConfig {
-    let mut c = cfg.clone();
     let target = mailboxes as f64 * cfg.profile.iops_per_mailbox;
-    c.profile.iops_per_mailbox = target / cfg.profile.mailboxes.max(1) as f64;
+    // The databases' mailboxes only slice their pages: a target above the most IOPS per
+    // mailbox they take is spread over more slices (as the throughput search does), so the
+    // search is not stopped by the slicing of databases sized for fewer mailboxes.
+    let mut c = iops_config(cfg, target);
     c.threads = sessions_for(cfg, target, seen);
     c.duration_s = cfg.tuning.step_for(cfg.duration_s);
     c
@@ -245,6 +247,23 @@ pub fn find_max(
                 )
             },
             kept_up_passes: false,
+            errors_end_search: true,
+            announce: Some(&|i, m, elapsed_s, last_s| {
+                let left = spec.max_steps.saturating_sub(i.saturating_sub(1));
+                match last_s {
+                    Some(step_s) => format!(
+                        "find-max: step {i} of at most {} ({m} mailboxes) is starting, {:.0} s into the search; at most about {:.0} s left ({left} steps and {CONFIRM_PASSES} confirmation runs of {CONFIRM_LENGTHS} steps, at {:.0} s a step).",
+                        spec.max_steps,
+                        elapsed_s,
+                        (left as f64 + CONFIRM_PASSES as f64 * CONFIRM_LENGTHS) * step_s,
+                        step_s
+                    ),
+                    None => format!(
+                        "find-max: step {i} of at most {} ({m} mailboxes) is starting.",
+                        spec.max_steps
+                    ),
+                }
+            }),
         },
         observer,
         cancel,
@@ -256,27 +275,72 @@ pub fn find_max(
     for s in &mut steps {
         s.mailboxes = mailboxes_of(s.target_iops, ipm);
     }
-    let mut answer = driven.answer;
+    let searched = driven.answer;
     let mut end = driven.end.to_string();
+    let stop_message = driven.stop_message;
     // A short step that passed near the edge may have been lucky: confirm the answer with a
     // longer run at it, backing off until one holds.
+    let mut candidate = searched;
+    let mut confirmation = None;
+    // Steps cut short by an interruption: no try (neither a pass nor a failure).
+    let mut cut_short: Vec<usize> = Vec::new();
+    if end == "interrupted" && !steps.is_empty() {
+        cut_short.push(steps.len() - 1);
+    }
     if spec.confirmations > 0 && end != "interrupted" && end != "error" {
         let (mut tries, mut failures, mut passes) = (0, 0, 0);
-        while let Some(m) = answer {
+        let mut failed_at: Vec<u64> = Vec::new();
+        while let Some(m) = candidate {
             if failures == spec.confirmations {
-                answer = None;
                 end = "unconfirmed".into();
+                confirmation = Some(format!(
+                    "{} confirmation runs failed (at {})",
+                    failures,
+                    failed_at
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
                 break;
             }
             tries += 1;
             let mut c = step_config(cfg, m, &steps);
             c.duration_s *= CONFIRM_LENGTHS;
+            let so_far = clock
+                .now()
+                .saturating_duration_since(started_at)
+                .as_secs_f64();
+            let step_s = if steps.is_empty() {
+                0.0
+            } else {
+                driven.elapsed_s / steps.len() as f64
+            };
+            observer.on_event(RunEvent::Log(&format!(
+                "find-max: confirmation {tries} ({m} mailboxes, {} of {CONFIRM_PASSES} in a row to pass) is starting, {so_far:.0} s into the search; about {:.0} s for this run.",
+                passes + 1,
+                step_s * CONFIRM_LENGTHS
+            )));
+            if let Err((key, why)) = c.validate() {
+                confirmation = Some(format!(
+                    "confirming {m} is outside the run's limits ({key}: {why})"
+                ));
+                end = "limit".into();
+                break;
+            }
             let plan = Plan::search_step(&c);
             let mut obs = StepObserver {
                 inner: observer,
                 prefix: format!("find-max confirmation {tries} ({m} mailboxes): "),
             };
-            let r = run_step(&c, &plan, &mut obs)?;
+            let r = match run_step(&c, &plan, &mut obs) {
+                Ok(r) => r,
+                Err(e) => {
+                    confirmation = Some(format!("confirmation {tries} at {m} met an error: {e}"));
+                    end = "error".into();
+                    break;
+                }
+            };
             let mut step = step_of(&r, c.threads);
             step.mailboxes = m;
             step.confirmation = true;
@@ -293,7 +357,11 @@ pub fn find_max(
             if r.stopped.reason == crate::result::StopReason::Interrupted
                 || cancel.load(std::sync::atomic::Ordering::Relaxed)
             {
-                answer = None;
+                cut_short.push(steps.len() - 1);
+                confirmation = Some(format!(
+                    "interrupted during confirmation {} of {CONFIRM_PASSES} at {m}",
+                    passes + 1
+                ));
                 end = "interrupted".into();
                 break;
             }
@@ -305,56 +373,110 @@ pub fn find_max(
                 continue;
             }
             failures += 1;
+            failed_at.push(m);
             passes = 0;
             let lower = ((m as f64) * (1.0 - CONFIRM_BACKOFF)).floor() as u64;
-            answer = (lower >= 1 && lower < m).then_some(lower);
+            candidate = (lower >= 1 && lower < m).then_some(lower);
+            if candidate.is_none() {
+                confirmation = Some(format!(
+                    "its confirmation at {m} failed, and no lower count is left"
+                ));
+            }
         }
+    } else if spec.confirmations == 0 {
+        confirmation = Some("no confirmation runs".into());
+    } else {
+        confirmation = Some(format!(
+            "the search ended before its confirmation ({end}{})",
+            stop_message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        ));
     }
+    // The answer is what was measured: the largest count that passed every try of it.
+    let answer = largest_passing(&steps, &cut_short);
+    let required = CONFIRM_PASSES as u32;
+    let passed_at = |m: u64| {
+        steps
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| !cut_short.contains(i) && s.confirmation && s.pass && s.mailboxes == m)
+            .count() as u32
+    };
+    let confirmation = answer.map(|m| {
+        let passed = passed_at(m);
+        let confirmed = spec.confirmations > 0 && passed >= required;
+        mbx_result::Confirmation {
+            passed,
+            required,
+            confirmed,
+            why: (!confirmed).then(|| {
+                confirmation.clone().unwrap_or_else(|| {
+                    format!("{passed} of {required} confirmation runs passed at {m}")
+                })
+            }),
+        }
+    });
     // The whole search, confirmations included.
     let elapsed_s = clock
         .now()
         .saturating_duration_since(started_at)
         .as_secs_f64();
     let lower_bound = answer.is_some_and(|m| lower_bound(&steps, m));
-    let line = match answer {
-        Some(m) if lower_bound => format!(
-            "find-max: at least {m} mailboxes ({:.1} IOPS) pass every threshold: no step above failed before the search stopped ({}, {} steps, {:.0} s).",
+    let mut record = FindMax {
+        schema: crate::result::FIND_MAX_SCHEMA.into(),
+        machine: crate::assemble::hostname(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        start: crate::rfc3339(started),
+        mailboxes: answer,
+        iops: answer.map(|m| m as f64 * ipm),
+        iops_per_mailbox: ipm,
+        steps,
+        end,
+        elapsed_s,
+        lower_bound,
+        confirmation,
+        stop_message,
+        config: cfg.clone(),
+    };
+    let line = match (record.answer_words(), answer) {
+        (Some(words), Some(m)) => format!(
+            "find-max: {words}: {m} mailboxes ({:.1} IOPS) passed every threshold ({}, {} steps, {:.0} s).",
             m as f64 * ipm,
-            end,
-            steps.len(),
+            record.end,
+            record.steps.len(),
             elapsed_s
         ),
-        Some(m) => format!(
-            "find-max: {m} mailboxes ({:.1} IOPS) is the largest count that passed every threshold ({}, {} steps, {:.0} s).",
-            m as f64 * ipm,
-            end,
-            steps.len(),
-            elapsed_s
-        ),
-        None => format!(
+        _ => format!(
             "find-max: no mailbox count passed ({}, {} steps).",
-            end,
-            steps.len()
+            record.end,
+            record.steps.len()
         ),
     };
+    record.elapsed_s = elapsed_s;
     observer.on_event(RunEvent::Log(&line));
     Ok(Found {
-        find_max: FindMax {
-            schema: crate::result::FIND_MAX_SCHEMA.into(),
-            machine: crate::assemble::hostname(),
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            start: crate::rfc3339(started),
-            mailboxes: answer,
-            iops: answer.map(|m| m as f64 * ipm),
-            iops_per_mailbox: ipm,
-            steps,
-            end,
-            elapsed_s,
-            lower_bound,
-            config: cfg.clone(),
-        },
+        find_max: record,
         last: driven.last,
     })
+}
+
+/// The largest count at which some step passed and every step that ran to its end passed
+/// (`cut_short`: indexes of steps an interruption ended, which are no try).
+fn largest_passing(steps: &[SearchStep], cut_short: &[usize]) -> Option<u64> {
+    let tries = || {
+        steps
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !cut_short.contains(i))
+            .map(|(_, s)| s)
+    };
+    tries()
+        .filter(|s| s.pass)
+        .map(|s| s.mailboxes)
+        .filter(|&m| tries().all(|s| s.mailboxes != m || s.pass))
+        .max()
 }
 
 /// Whether `answer` is only a lower bound: no step (search or confirmation) above it failed.
@@ -444,6 +566,8 @@ pub fn find_max_iops(
                 )
             },
             kept_up_passes: false,
+            errors_end_search: false,
+            announce: None,
         },
         observer,
         cancel,

@@ -173,6 +173,10 @@ pub struct Progress {
     /// A sequential pass's bytes done and planned (Backup, Checksum); `None` otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pass_bytes: Option<PassBytes>,
+    /// Soft Recovery's log generation: log files beyond the held checkpoint on the database with
+    /// the fewest (`done`) of those requested per database (`planned`); `None` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_files: Option<PassBytes>,
 }
 
 /// How far a sequential pass is.

@@ -87,12 +87,27 @@ impl Share {
             });
             first = end;
         }
+        // Each share has at least one session; one raised to it is taken back from the share
+        // with the most, so the reactors run exactly the sessions set or tuned (there are never
+        // more reactors than sessions: [`reactors_for`]).
+        let want = usize::try_from(sessions).unwrap_or(usize::MAX);
+        while out.iter().map(|s| s.sessions).sum::<usize>() > want {
+            match out
+                .iter_mut()
+                .filter(|s| s.sessions > 1)
+                .max_by_key(|s| s.sessions)
+            {
+                Some(most) => most.sessions -= 1,
+                None => break,
+            }
+        }
         out
     }
 }
 
 /// How many reactors a test on `databases` databases runs: `cfg.reactors` (0: one per core),
-/// never more than the databases, at least one. Plans other than the transaction mix with a
+/// never more than the databases or the sessions (each reactor runs at least one: two reactors
+/// for one session would run two), at least one. Plans other than the transaction mix with a
 /// clean shutdown (a final checksum pass, soft recovery, a plan that only reads) run on one.
 pub fn reactors_for(cfg: &RunConfig, plan: &Plan, databases: usize) -> usize {
     if plan.reads_only() || plan.final_pass().is_some() || plan.log_files_to_replay().is_some() {
@@ -102,7 +117,10 @@ pub fn reactors_for(cfg: &RunConfig, plan: &Plan, databases: usize) -> usize {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => usize::try_from(n).unwrap_or(usize::MAX),
     };
-    wanted.min(databases).max(1)
+    wanted
+        .min(databases)
+        .min(usize::try_from(cfg.sessions()).unwrap_or(usize::MAX))
+        .max(1)
 }
 
 /// The phase gate the reactors of one test share.
@@ -344,6 +362,42 @@ impl Drop for HaltOnPanic {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.0.halt();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 35, item 5: the sessions that run are the sessions set or tuned, however the
+    /// databases split over the reactors (tuning's "1 sessions" once ran one on each of 2).
+    #[test]
+    fn the_reactors_run_exactly_the_sessions_set() {
+        for sessions in 1..=12u32 {
+            for databases in 1..=8u32 {
+                for reactors in 1..=4u32 {
+                    let mut cfg = RunConfig {
+                        threads: sessions,
+                        reactors,
+                        ..RunConfig::default()
+                    };
+                    cfg.profile.databases = databases;
+                    let plan = Plan::performance(&cfg);
+                    let r = reactors_for(&cfg, &plan, databases as usize);
+                    assert!(
+                        r <= sessions as usize && r >= 1,
+                        "{sessions} {databases} {r}"
+                    );
+                    let shares = Share::split(&cfg, databases as usize, r);
+                    let total: usize = shares.iter().map(|s| s.sessions).sum();
+                    assert_eq!(
+                        total, sessions as usize,
+                        "{sessions} sessions, {databases} databases, {r} reactors: {shares:?}"
+                    );
+                    assert!(shares.iter().all(|s| s.sessions >= 1), "{shares:?}");
+                }
+            }
         }
     }
 }

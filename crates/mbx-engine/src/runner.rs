@@ -195,9 +195,11 @@ pub fn tune_then_run(
     r.notes.insert(
         0,
         format!(
-            "Automatic tuning chose {sessions} sessions in {} steps ({:.0} s).",
+            "Automatic tuning chose {sessions} sessions in {} steps ({:.0} s): {} passed, {:.0}% kept over it as headroom.",
             tuned.tuning.steps.len(),
-            tuned.tuning.elapsed_s
+            tuned.tuning.elapsed_s,
+            tuned.tuning.smallest_passing.unwrap_or(sessions),
+            tuned.tuning.headroom_pct
         ),
     );
     r.tuning = Some(tuned.tuning);

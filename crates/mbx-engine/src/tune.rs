@@ -216,6 +216,26 @@ pub fn step_length(cfg: &RunConfig) -> StepLength {
     }
 }
 
+/// The headroom tuning keeps: the test runs this many times the smallest session count that
+/// passed (docs/method.md, "Automatic tuning and find-max"). A paced test's extra sessions do
+/// not raise its rate (the pacer holds the target); they are idle sessions ready when the
+/// storage stalls, so the transactions that fell due during a stall start at once after it
+/// instead of being dropped. One session chosen on a quiet step dropped 700 transactions in a
+/// single 660 ms stall (issue 35). Twice, as find-max sizes its steps ([`crate::findmax::
+/// SESSION_HEADROOM`]): Little's law with the latency doubled.
+pub const HEADROOM: f64 = 2.0;
+
+/// The sessions a test runs when `smallest` passed: [`HEADROOM`] times it, at most
+/// [`MAX_THREADS`].
+pub fn with_headroom(smallest: u32) -> u32 {
+    let want = (f64::from(smallest) * HEADROOM).ceil();
+    if want.is_finite() && want >= 1.0 {
+        (want.min(f64::from(MAX_THREADS)) as u32).max(smallest)
+    } else {
+        smallest
+    }
+}
+
 /// The configuration of a step at `sessions` sessions: the test's, measured for the step's
 /// length.
 pub fn step_config(cfg: &RunConfig, sessions: u32) -> RunConfig {
@@ -264,6 +284,10 @@ pub(crate) fn outcome(s: &SearchStep) -> String {
 /// The configuration of a search step at a value and its sessions, given the steps run so far.
 pub(crate) type StepConfig<'a> = dyn Fn(u64, &[SearchStep]) -> (RunConfig, u32) + 'a;
 
+/// The line a search logs as a step starts: (step number from 1, value, seconds the search
+/// has run, the last step's length when one ran).
+pub(crate) type Announce<'a> = dyn Fn(usize, u64, f64, Option<f64>) -> String + 'a;
+
 /// How [`drive`] sets up and logs the steps of a search.
 pub(crate) struct Driver<'a> {
     /// The strategy.
@@ -282,6 +306,12 @@ pub(crate) struct Driver<'a> {
     /// enough, which more sessions cannot improve then; find-max asks whether the storage
     /// carries the target, so its steps keep the full verdict.
     pub kept_up_passes: bool,
+    /// A step that met an error ends the search with what it found ("error", the message
+    /// kept) instead of returning the error: find-max's answer so far is never lost.
+    pub errors_end_search: bool,
+    /// A line logged as each step starts (step number from 1, value, seconds the search has
+    /// run, the last step's length when one ran): find-max's progress and ETA between steps.
+    pub announce: Option<&'a Announce<'a>>,
 }
 
 /// What [`drive`] ran and found.
@@ -294,6 +324,9 @@ pub(crate) struct Driven {
     /// The best passing value (none after an interruption or an error).
     pub answer: Option<u64>,
     pub elapsed_s: f64,
+    /// What ended the search when it was not the search: the limit of the run a step could not
+    /// be built within ("limit"), or a step's error ("error", with `errors_end_search`).
+    pub stop_message: Option<String>,
 }
 
 /// Runs a search's steps ([`Plan::search_step`] at each value the search proposes) until it
@@ -310,6 +343,7 @@ pub(crate) fn drive(
     let mut last = None;
     let mut end = None;
     let mut last_step = std::time::Duration::ZERO;
+    let mut stop_message = None;
     while let Some(n) = d.search.next() {
         // The time budget: a step that would end past it by the last one's length is not run.
         let elapsed = clock.now().saturating_duration_since(started);
@@ -320,12 +354,43 @@ pub(crate) fn drive(
         let step_started = clock.now();
         let recheck = d.search.is_recheck();
         let (step_cfg, sessions) = (d.config)(n, &steps);
+        // A step the run's limits do not allow (a target above the most IOPS per mailbox or
+        // transactional IOPS it takes) ends the search with what it found, naming the limit.
+        if let Err((key, why)) = step_cfg.validate() {
+            let line = format!(
+                "The search stops before step {} ({n}): its configuration is outside the run's limits ({key}: {why}).",
+                d.search.steps() + 1
+            );
+            observer.on_event(RunEvent::Log(&line));
+            stop_message = Some(format!("step {n} is outside the run's limits: {key} {why}"));
+            end = Some("limit");
+            break;
+        }
+        if let Some(announce) = d.announce {
+            let line = announce(
+                d.search.steps() + 1,
+                n,
+                elapsed.as_secs_f64(),
+                (!last_step.is_zero()).then_some(last_step.as_secs_f64()),
+            );
+            observer.on_event(RunEvent::Log(&line));
+        }
         let plan = Plan::search_step(&step_cfg);
         let mut obs = StepObserver {
             inner: observer,
             prefix: (d.prefix)(d.search.steps() + 1, n),
         };
-        let r = run_step(&step_cfg, &plan, &mut obs)?;
+        let r = match run_step(&step_cfg, &plan, &mut obs) {
+            Ok(r) => r,
+            Err(e) if d.errors_end_search => {
+                let line = format!("The search stops: step {n} met an error: {e}.");
+                observer.on_event(RunEvent::Log(&line));
+                stop_message = Some(format!("step {n} met an error: {e}"));
+                end = Some("error");
+                break;
+            }
+            Err(e) => return Err(e),
+        };
         let mut step = step_of(&r, sessions);
         step.mailboxes = step_cfg.profile.mailboxes;
         step.recheck = recheck;
@@ -364,7 +429,7 @@ pub(crate) fn drive(
         }
     }
     let answer = match end {
-        None | Some("time") => d.search.answer(),
+        None | Some("time") | Some("limit") => d.search.answer(),
         _ => None,
     };
     Ok(Driven {
@@ -377,6 +442,7 @@ pub(crate) fn drive(
         }),
         answer,
         elapsed_s: clock.now().saturating_duration_since(started).as_secs_f64(),
+        stop_message,
     })
 }
 
@@ -439,33 +505,48 @@ pub fn tune(
                 )
             },
             kept_up_passes: true,
+            errors_end_search: false,
+            announce: None,
         },
         observer,
         cancel,
         clock,
         run_step,
     )?;
+    let smallest = driven
+        .answer
+        .map(|a| u32::try_from(a).unwrap_or(MAX_THREADS));
     let tuning = Tuning {
         steps: driven.steps,
-        sessions: driven
-            .answer
-            .map(|a| u32::try_from(a).unwrap_or(MAX_THREADS)),
+        sessions: smallest.map(with_headroom),
+        smallest_passing: smallest,
+        headroom_pct: (HEADROOM - 1.0) * 100.0,
         end: driven.end.to_string(),
         elapsed_s: driven.elapsed_s,
     };
     let last = driven.last;
-    let line = match (tuning.sessions, tuning.end.as_str()) {
+    let kept = |s: u32| {
+        let run = with_headroom(s);
+        format!(
+            "the test runs {run} sessions, {:.0}% over it (headroom to catch up after a stall)",
+            (f64::from(run) / f64::from(s.max(1)) - 1.0) * 100.0
+        )
+    };
+    let line = match (smallest, tuning.end.as_str()) {
         (Some(s), "steps") => format!(
-            "Automatic tuning used its {} steps: {s} sessions is the smallest count that passed; a smaller one may too.",
-            t.max_steps
+            "Automatic tuning used its {} steps: {s} sessions is the smallest count that passed (a smaller one may too); {}.",
+            t.max_steps,
+            kept(s)
         ),
         (Some(s), "time") => format!(
-            "Automatic tuning used its {:.0} s: {s} sessions is the smallest count that passed; a smaller one may too.",
-            t.max_s
+            "Automatic tuning used its {:.0} s: {s} sessions is the smallest count that passed (a smaller one may too); {}.",
+            t.max_s,
+            kept(s)
         ),
         (Some(s), _) => format!(
-            "Automatic tuning chose {s} sessions (the smallest count that meets the target within every threshold), in {:.0} s.",
-            tuning.elapsed_s
+            "Automatic tuning found {s} sessions the smallest count that meets the target within every threshold, in {:.0} s; {}.",
+            tuning.elapsed_s,
+            kept(s)
         ),
         (None, "interrupted") => "Automatic tuning was interrupted.".to_string(),
         (None, "error") => "Automatic tuning stopped: a step met an error.".to_string(),

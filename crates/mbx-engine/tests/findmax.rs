@@ -110,6 +110,129 @@ fn find_max_returns_the_known_capacity_of_the_model() {
     assert!(last.starts_with("find-max: "), "{last}");
     // Bracketed by a failing step: not a lower bound.
     assert!(!f.lower_bound, "{f:#?}");
+    // Issue 35: the answer says what was measured, confirmation included.
+    let c = f.confirmation.clone().expect("confirmation");
+    assert_eq!((c.passed, c.required, c.confirmed), (2, 2, true), "{c:?}");
+    let words = f.answer_words().expect("words");
+    assert_eq!(
+        words,
+        format!(
+            "largest passing count {} (confirmed 2 of 2)",
+            f.mailboxes.expect("answer")
+        )
+    );
+    assert!(last.contains(&words), "{last}");
+}
+
+/// Issue 35: find-max stopped during a confirmation still answers the largest count that passed
+/// every try (the confirmation cut short is no try), says it is not confirmed and why.
+#[test]
+fn a_search_interrupted_in_a_confirmation_answers_the_largest_passing_count() {
+    let model = LatencyModel::uniform(Latency::ZERO)
+        .reads(Latency::fixed(Duration::from_millis(10)))
+        .writes(Latency::fixed(Duration::from_millis(10)))
+        .channels(4);
+    let mut sim = Sim::new(model);
+    let mut cfg = config(100.0);
+    cfg.profile.mailboxes = 20;
+    cfg.profile.iops_per_mailbox = 1.0;
+    cfg.bdm = false;
+    cfg.threads = 64;
+    cfg.thresholds.iops_margin = 0.01;
+    cfg.thresholds.db_read_avg_ms = 100_000.0;
+    cfg.thresholds.log_write_avg_ms = 100_000.0;
+    cfg.thresholds.db_read_max_ms = 100_000.0;
+    cfg.thresholds.log_write_max_ms = 100_000.0;
+    cfg.thresholds.page_fault_stalls_per_s = 100_000.0;
+    let clock = sim.clock.clone();
+    let cancel = AtomicBool::new(false);
+    let step_s = cfg.tuning.step_s;
+    let mut lines = Lines::default();
+    let found = find_max(
+        &cfg,
+        FindMaxSpec {
+            max_steps: 3,
+            resolution: 0.02,
+            max_s: 86_400.0,
+            confirmations: 2,
+        },
+        &mut lines,
+        &cancel,
+        &*clock,
+        &mut |c, p, o| {
+            // Ctrl-C during the first confirmation (a run three steps long).
+            if c.duration_s > step_s * 2.0 {
+                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            sim.step(c, p, o)
+        },
+    )
+    .expect("find-max");
+    let f = found.find_max;
+    assert_eq!(f.end, "interrupted", "{f:#?}");
+    // 20, 40 and 80 passed; the confirmation at 80 was cut short.
+    assert_eq!(f.mailboxes, Some(80), "{f:#?}");
+    assert_eq!(f.iops, Some(80.0));
+    let c = f.confirmation.clone().expect("confirmation");
+    assert!(!c.confirmed, "{c:?}");
+    assert_eq!((c.passed, c.required), (0, 2));
+    let words = f.answer_words().expect("words");
+    assert!(
+        words.starts_with("largest passing count 80")
+            && words.ends_with("not confirmed: interrupted during confirmation 1 of 2 at 80"),
+        "{words}"
+    );
+    let last = lines.0.last().cloned().unwrap_or_default();
+    assert!(last.contains(&words), "{last}");
+}
+
+/// Issue 35: a step whose target per database mailbox is above the most a run takes (100 IOPS)
+/// spreads it over more slices of the same pages and runs (it once stopped the search with
+/// "invalid iops_per_mailbox ... got 128" and lost the answer); find-max.json's answer is a step
+/// that ran.
+#[test]
+fn a_step_above_100_iops_per_mailbox_of_the_databases_still_runs() {
+    // 200 mailboxes x 1 IOPS, doubling: 200, 400, ..., 25,600 mailboxes (128 IOPS each of the
+    // databases' 200), on a device with no latency.
+    let model = LatencyModel::uniform(Latency::ZERO).channels(64);
+    let mut sim = Sim::new(model);
+    let mut cfg = config(100.0);
+    cfg.profile.mailboxes = 200;
+    cfg.profile.iops_per_mailbox = 1.0;
+    cfg.bdm = false;
+    cfg.threads = 64;
+    cfg.tuning.step_s = 2.0;
+    cfg.thresholds.iops_margin = 0.5;
+    cfg.thresholds.db_read_max_ms = 100_000.0;
+    cfg.thresholds.log_write_max_ms = 100_000.0;
+    cfg.thresholds.page_fault_stalls_per_s = 100_000.0;
+    let clock = sim.clock.clone();
+    let mut lines = Lines::default();
+    let found = find_max(
+        &cfg,
+        FindMaxSpec {
+            max_steps: 8,
+            resolution: 0.02,
+            max_s: 86_400.0,
+            confirmations: 0,
+        },
+        &mut lines,
+        &AtomicBool::new(false),
+        &*clock,
+        &mut |c, p, o| {
+            c.validate().map_err(|(k, m)| panic!("{k}: {m}")).ok();
+            sim.step(c, p, o)
+        },
+    )
+    .expect("find-max");
+    let f = found.find_max;
+    assert_eq!(f.steps.len(), 8, "{f:#?}");
+    assert_eq!(f.steps[7].mailboxes, 25_600, "{f:#?}");
+    assert!(f.stop_message.is_none(), "{f:#?}");
+    let m = f.mailboxes.expect("an answer");
+    assert!(f.steps.iter().any(|s| s.pass && s.mailboxes == m), "{f:#?}");
+    let c = f.confirmation.expect("confirmation");
+    assert_eq!(c.why.as_deref(), Some("no confirmation runs"));
 }
 
 /// Issue 25, case 15: a search that stops at --max-steps while every step passed answers a
@@ -123,7 +246,9 @@ fn a_search_stopped_before_any_failing_step_answers_a_lower_bound() {
     assert_eq!(f.mailboxes, Some(80), "{f:#?}");
     assert!(f.lower_bound, "{f:#?}");
     assert!(
-        last.starts_with("find-max: at least 80 mailboxes"),
+        last.starts_with(
+            "find-max: largest passing count 80 (at least: no step above it failed) (confirmed 2 of 2)"
+        ),
         "{last}"
     );
     // Three search steps and two confirmations of three step lengths each: the confirmations'

@@ -1244,3 +1244,83 @@ fn passing_run_has_the_model_shape_and_consistent_totals() {
         names.contains(&"db_read_latency_avg_ms") && names.contains(&"achieved_transactional_iops")
     );
 }
+
+/// Issue 35: Soft Recovery holds the checkpoint where log generation began, however many page
+/// writes the cache flushes meanwhile. A database the 1 MiB cache cannot hold (16 MiB) keeps the
+/// flusher writing (about 320 page writes per log file), so more than the generation journal's
+/// cap of page writes waiting for a sync (65,536) complete while the 240 log files are generated
+/// (on a real 1,000 MiB database, about 440 per file: the cap came at file 150, as reported); that cap once forced a checkpoint,
+/// which moved the recovery start point: the count of files beyond it then never reached the
+/// request (the suite ran until the disk was full). The checkpoint on the device is still the one
+/// of the first generation, every file from it on is replayed, and the databases match the log.
+#[test]
+fn soft_recovery_holds_the_checkpoint_while_it_generates_logs() {
+    let dev = SimDevice::new();
+    let mut cfg = sim_config(400.0, 30.0, 1);
+    cfg.cache.min_mb_per_db = 1;
+    cfg.cache.max_mb_per_db = 1;
+    let spec = sim_database(&dev, 0, 512);
+    let files = 240;
+    let clock = Arc::new(SimClock::new());
+    let queue = SimQueue::new(
+        dev.clone(),
+        clock,
+        mbx_engine::queue_depth(&cfg, 1),
+        LatencyModel::typical(),
+        5,
+    );
+    let cancel = AtomicBool::new(false);
+    // A test that cannot finish (the bug) is stopped after two minutes, and fails below.
+    let mut obs = LinesWithin {
+        lines: Vec::new(),
+        cancel: &cancel,
+        deadline: std::time::Instant::now() + Duration::from_secs(120),
+    };
+    let r = run_plan(
+        &cfg,
+        &Plan::soft_recovery(&cfg, files),
+        vec![spec.clone()],
+        Box::new(queue),
+        &mut obs,
+        &cancel,
+    )
+    .expect("run");
+    let lines = obs.lines;
+    assert_eq!(r.stopped.reason, StopReason::Completed, "{:?}", r.stopped);
+    let log = read_log(&dev, &spec).expect("log");
+    let checkpoint = log.checkpoint.expect("a checkpoint");
+    assert_eq!(
+        checkpoint.lsn.generation(),
+        1,
+        "the checkpoint moved while logs were generated: {checkpoint:?}, {lines:?}"
+    );
+    let row = &r.sections.soft_recovery[0];
+    assert!(
+        row.log_files_replayed > files,
+        "{row:?}: every generated file is beyond the checkpoint"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("100.0% generated")),
+        "{lines:?}"
+    );
+    check_against_log(&dev, &spec, &log.newest, false).expect("consistent");
+}
+
+/// Remembers the test log, and asks the run to stop once `deadline` (wall clock) has passed.
+struct LinesWithin<'a> {
+    lines: Vec<String>,
+    cancel: &'a AtomicBool,
+    deadline: std::time::Instant,
+}
+
+impl Observer for LinesWithin<'_> {
+    fn on_event(&mut self, e: RunEvent<'_>) {
+        if let RunEvent::Log(l) = e {
+            self.lines.push(l.to_string());
+        }
+        if std::time::Instant::now() > self.deadline {
+            self.cancel
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}

@@ -47,10 +47,24 @@ fn tuning_picks_the_smallest_session_count_that_passes() {
         );
     }
     let chosen = t
-        .sessions
+        .smallest_passing
         .unwrap_or_else(|| panic!("no count chosen: {t:#?}"));
     assert_eq!(t.end, "converged", "{t:#?}");
     assert!(chosen > 1, "{t:#?}");
+    // Issue 35: the test runs twice the smallest passing count (headroom for stalls), and the
+    // last line says both and the margin.
+    assert_eq!(t.sessions, Some(2 * chosen), "{t:#?}");
+    assert_eq!(t.headroom_pct, 100.0);
+    let last = lines.0.last().expect("a line");
+    assert!(
+        last.contains(&format!(
+            "{chosen} sessions the smallest count that meets the target"
+        )) && last.contains(&format!(
+            "the test runs {} sessions, 100% over it",
+            2 * chosen
+        )),
+        "{last}"
+    );
     // Every step is in the record and logged as Jetstress does.
     for s in &t.steps {
         let line = format!("{} sessions have actual", s.sessions);
@@ -133,7 +147,10 @@ fn tuning_stops_within_its_time_budget_with_the_best_count_so_far() {
     assert!(t.elapsed_s <= 40.0, "{t:#?}");
     assert!((clock.elapsed() - t0).as_secs_f64() <= 40.0);
     assert_eq!(t.steps[0].sessions, 16);
-    assert_eq!(t.sessions, Some(16), "the only pass so far");
+    assert_eq!(t.smallest_passing, Some(16), "the only pass so far");
+    // Issue 35: the test runs with headroom over it, and says how much.
+    assert_eq!(t.sessions, Some(32), "{t:#?}");
+    assert_eq!(t.headroom_pct, 100.0);
     let last = lines.0.last().expect("a line");
     assert!(last.starts_with("Automatic tuning used its 40 s"), "{last}");
 }
@@ -161,7 +178,7 @@ fn a_short_step_at_a_small_target_is_not_failed_by_counting_noise() {
             s.sessions, s.achieved_iops, s.target_iops, s.pass, s.kept_up
         );
     }
-    assert!(t.sessions.is_some_and(|n| n <= 4), "{t:#?}");
+    assert!(t.smallest_passing.is_some_and(|n| n <= 4), "{t:#?}");
     assert!(t.steps.iter().all(|s| s.sessions <= 4), "ramped up: {t:#?}");
     // The noise was there: some step passed below the margin, and says why.
     let noisy: Vec<_> = t

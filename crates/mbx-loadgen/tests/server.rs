@@ -1061,7 +1061,9 @@ async fn a_compressed_10_s_day_gives_a_sample_each_second_whose_intervals_add_up
         seed: 10,
         messages_per_day: 50,
         day: Duration::from_secs(10),
-        overload_per_user: 8.0,
+        // Not the guard under test: webmail's tasks each log on over TLS (issue 33), so on a
+        // busy machine the queue of this compressed day can pass 8 per user for a moment.
+        overload_per_user: 100.0,
         grace: Duration::from_secs(15),
         sample_interval: Duration::from_secs(1),
         samples: Some(tx),

@@ -384,7 +384,7 @@ pub fn render(run: &RunFolder) -> String {
                     h2 { "Automatic Tuning" }
                     p {
                         @match t.sessions {
-                            Some(n) => { "Chose " (n) " sessions: the smallest count whose IOPS met the target with every threshold met, in " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s)." }
+                            Some(n) => { "Chose " (n) " sessions: " @if let Some(p) = t.smallest_passing { (p) " is the smallest count whose IOPS met the target with every threshold met, and " (format!("{:.0}", t.headroom_pct)) "% more is kept as headroom (idle sessions to catch up after a stall)" } @else { "the smallest count whose IOPS met the target with every threshold met" } ", in " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s)." }
                             None => { "No session count chosen (" (t.end) ") after " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s): the test did not run." }
                         }
                     }
@@ -574,14 +574,14 @@ pub fn render_find_max(f: &mbx_result::FindMax) -> String {
             }
             body {
                 h1 { "mbxstress find-max" }
-                @match (f.mailboxes, f.iops) {
-                    (Some(m), Some(iops)) if f.lower_bound => {
-                        p.pass { "At least " (m) " mailboxes at " (f.iops_per_mailbox) " IOPS per mailbox (" (format!("{iops:.1}")) " transactional IOPS) pass every threshold: no step above failed before the search stopped (" (f.end) "), so the largest count is not known." }
+                @match (f.answer_words(), f.mailboxes, f.iops) {
+                    (Some(words), Some(m), Some(iops)) => {
+                        p.pass { "Answer: " (words) ". " (m) " mailboxes at " (f.iops_per_mailbox) " IOPS per mailbox (" (format!("{iops:.1}")) " transactional IOPS) passed every threshold in every try." @if f.lower_bound { " No step above failed before the search stopped (" (f.end) "), so the largest count is not known." } }
                     }
-                    (Some(m), Some(iops)) => {
-                        p.pass { (m) " mailboxes at " (f.iops_per_mailbox) " IOPS per mailbox (" (format!("{iops:.1}")) " transactional IOPS) is the largest count whose load passed every threshold." }
-                    }
-                    _ => { p.fail { "No mailbox count passed every threshold." } }
+                    _ => { p.fail { "No mailbox count passed every threshold (" (f.end) ")." } }
+                }
+                @if let Some(m) = &f.stop_message {
+                    p.fail { "The search stopped: " (m) "." }
                 }
                 (kv(&[
                     ("Machine Name", f.machine.clone()),

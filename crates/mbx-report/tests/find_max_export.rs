@@ -18,6 +18,8 @@ fn found() -> FindMax {
         end: "converged".into(),
         elapsed_s: 42.0,
         lower_bound: false,
+        confirmation: None,
+        stop_message: None,
         config: Default::default(),
     }
 }

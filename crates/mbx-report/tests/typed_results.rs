@@ -329,7 +329,9 @@ fn tuning_steps_round_trip_and_are_reported() {
             step(2, 120.5, false),
             step(4, 199.9, true),
         ],
-        sessions: Some(4),
+        sessions: Some(8),
+        smallest_passing: Some(4),
+        headroom_pct: 100.0,
         end: "converged".into(),
         elapsed_s: 61.0,
     });
@@ -341,7 +343,11 @@ fn tuning_steps_round_trip_and_are_reported() {
     write_report_as(dir.path(), None, &[mbx_report::Format::Html]).expect("report");
     let html = std::fs::read_to_string(dir.path().join("report.html")).expect("html");
     assert!(html.contains("<h2>Automatic Tuning</h2>"), "section");
-    assert!(html.contains("Chose 4 sessions"), "chosen");
+    assert!(
+        html.contains("Chose 8 sessions: 4 is the smallest count")
+            && html.contains("100% more is kept as headroom"),
+        "chosen"
+    );
     assert!(
         html.contains("Fail: achieved_transactional_iops"),
         "failed step"

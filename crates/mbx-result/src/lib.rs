@@ -24,4 +24,4 @@ pub use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
 pub use run::*;
 pub use sample::{Sample, SampleHost, SampleInstance, SamplePacing};
-pub use search::{FindMax, SearchStep, Throughput, Tuning, FIND_MAX_SCHEMA};
+pub use search::{Confirmation, FindMax, SearchStep, Throughput, Tuning, FIND_MAX_SCHEMA};

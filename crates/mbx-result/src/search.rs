@@ -131,8 +131,17 @@ impl SearchStep {
 pub struct Tuning {
     /// The steps, in the order they ran.
     pub steps: Vec<SearchStep>,
-    /// The session count chosen (the smallest that passed), if any did.
+    /// The session count the test runs: the smallest that passed with the headroom kept over
+    /// it (`headroom_pct`), if any passed.
     pub sessions: Option<u32>,
+    /// The smallest count that passed (absent in files of earlier versions, whose `sessions`
+    /// was it, and when none passed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smallest_passing: Option<u32>,
+    /// The extra sessions kept over `smallest_passing`, percent of it (100: twice as many), so
+    /// that the test has idle sessions to catch up after a stall (docs/method.md).
+    #[serde(default)]
+    pub headroom_pct: f64,
     /// Why the search ended: "converged" (a pass next to a fail), "bound" (no count up to the
     /// most sessions passed), "steps" (the step budget ran out), "time" (`tuning.max_s` ran
     /// out), "interrupted" or "error".
@@ -190,7 +199,9 @@ pub struct FindMax {
     /// Start, RFC 3339.
     #[serde(default)]
     pub start: String,
-    /// The answer: the largest passing mailbox count (none when no count passed).
+    /// The answer: the largest mailbox count that passed every try (search steps and
+    /// confirmations; a step cut short by an interruption is no try). None only when no step
+    /// passed.
     pub mailboxes: Option<u64>,
     /// Its transactional IOPS (mailboxes x IOPS per mailbox).
     pub iops: Option<f64>,
@@ -209,7 +220,54 @@ pub struct FindMax {
     /// finding how many more. False with no answer, and in files of earlier versions.
     #[serde(default)]
     pub lower_bound: bool,
+    /// Whether the answer held in its confirmation runs (absent in files of earlier versions
+    /// and when no count passed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
+    /// What ended the search when it was not the search itself: the run's limit a step could
+    /// not be built within, or the error a step met (`end` "limit" or "error").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_message: Option<String>,
     /// The configuration (its profile is where the search started; the databases' size).
     #[serde(deserialize_with = "crate::read_config_leniently")]
     pub config: crate::RunConfig,
+}
+
+/// The confirmation of a find-max answer: runs [`Confirmation::required`] in a row at it, each
+/// three steps long.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// Confirmation runs at the answer that passed.
+    pub passed: u32,
+    /// Runs in a row that confirm it.
+    pub required: u32,
+    /// `passed` reached `required` at this count.
+    pub confirmed: bool,
+    /// Why it is not confirmed (absent when it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl FindMax {
+    /// The answer in words, the same in the terminal, test.log and find-max.html: "largest
+    /// passing count N (confirmed M of K)" or "largest passing count N, not confirmed: why";
+    /// None when no step passed.
+    pub fn answer_words(&self) -> Option<String> {
+        let m = self.mailboxes?;
+        let count = if self.lower_bound {
+            format!("largest passing count {m} (at least: no step above it failed)")
+        } else {
+            format!("largest passing count {m}")
+        };
+        Some(match &self.confirmation {
+            Some(c) if c.confirmed => format!("{count} (confirmed {} of {})", c.passed, c.required),
+            Some(c) => format!(
+                "{count}, not confirmed: {}",
+                c.why
+                    .as_deref()
+                    .unwrap_or("its confirmation runs did not pass")
+            ),
+            None => format!("{count}, not confirmed: no confirmation runs"),
+        })
+    }
 }

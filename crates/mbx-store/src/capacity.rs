@@ -229,6 +229,84 @@ fn existing_ancestor(p: &Path) -> PathBuf {
     }
 }
 
+/// Why the log files Soft Recovery generates cannot fit: the arithmetic, per volume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSpaceShort {
+    /// A log folder on the volume that is short.
+    pub volume: PathBuf,
+    /// Databases whose logs (or files) are on that volume.
+    pub databases: u32,
+    /// Bytes the test needs there: the log files, and the database files not yet allocated.
+    pub needed: u64,
+    /// Of those, the database files' bytes not yet allocated.
+    pub database_bytes: u64,
+    /// Bytes free there now.
+    pub free: u64,
+    /// The most log files per database that would fit (0 if none).
+    pub fits: u64,
+}
+
+/// Checks that `files` log files per database (plus the open one and its spare, and the
+/// database files of `database_bytes` each that are not yet allocated on the same volume) fit
+/// the free space of every log volume of `specs`. `Ok(None)`: they fit.
+pub fn log_space_short(
+    specs: &[DatabaseSpec],
+    files: u64,
+    database_bytes: u64,
+) -> Result<Option<LogSpaceShort>, StoreError> {
+    let log_bytes = crate::log::LOG_FILE_SIZE as u64;
+    // (filesystem id, a log folder, free bytes, databases logging there, database bytes still to
+    // allocate there)
+    let mut volumes: Vec<(u64, PathBuf, u64, u32, u64)> = Vec::new();
+    for s in specs {
+        let anchor = existing_ancestor(&s.log_dir);
+        let fs = platform::filesystem_id(&anchor)
+            .map_err(|e| mbx_io::IoError::new("inspect", &anchor, e))?;
+        let i = match volumes.iter().position(|v| v.0 == fs) {
+            Some(i) => i,
+            None => {
+                let free = platform::free_space(&anchor)
+                    .map_err(|e| mbx_io::IoError::new("query free space of", &anchor, e))?;
+                volumes.push((fs, s.log_dir.clone(), free, 0, 0));
+                volumes.len() - 1
+            }
+        };
+        volumes[i].3 = volumes[i].3.saturating_add(1);
+        if platform::is_block_device(&s.path).unwrap_or(false) {
+            continue;
+        }
+        let db_anchor = existing_ancestor(s.path.parent().unwrap_or(&s.path));
+        if platform::filesystem_id(&db_anchor).ok() == Some(fs) {
+            let have = if s.path.is_file() {
+                platform::allocated_bytes(&s.path).unwrap_or(0)
+            } else {
+                0
+            };
+            volumes[i].4 = volumes[i]
+                .4
+                .saturating_add(database_bytes.saturating_sub(have));
+        }
+    }
+    for (_, volume, free, databases, db_bytes) in volumes {
+        let per_db = files.saturating_add(2).saturating_mul(log_bytes);
+        let needed = per_db
+            .saturating_mul(u64::from(databases))
+            .saturating_add(db_bytes);
+        if needed > free {
+            let for_logs = free.saturating_sub(db_bytes) / u64::from(databases.max(1));
+            return Ok(Some(LogSpaceShort {
+                volume,
+                databases,
+                needed,
+                database_bytes: db_bytes,
+                free,
+                fits: (for_logs / log_bytes).saturating_sub(2),
+            }));
+        }
+    }
+    Ok(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,6 +413,30 @@ mod tests {
         assert!(
             s.database_bytes as f64 > share - 2.0 * 2.0 * PAGE_SIZE as f64 - 2.0 * MIB as f64,
             "{s:?}"
+        );
+    }
+
+    #[test]
+    fn log_files_that_cannot_fit_the_free_space_are_counted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let specs = vec![DatabaseSpec {
+            index: 0,
+            path: dir.path().join("db.edb"),
+            log_dir: dir.path().join("logs"),
+        }];
+        assert_eq!(log_space_short(&specs, 1, 1 << 20).expect("measure"), None);
+        let short = log_space_short(&specs, u64::MAX / 4, 0)
+            .expect("measure")
+            .expect("short");
+        assert_eq!(short.databases, 1);
+        assert!(short.needed > short.free, "{short:?}");
+        let free = platform::free_space(dir.path()).expect("free");
+        let fits = free / crate::log::LOG_FILE_SIZE as u64;
+        // The open file and its spare are not counted; the free space may move a little
+        // between the two measurements (other writers on the machine).
+        assert!(
+            short.fits.abs_diff(fits.saturating_sub(2)) <= 64,
+            "{short:?}, {fits}"
         );
     }
 }

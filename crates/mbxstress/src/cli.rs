@@ -837,9 +837,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = parse_count32, allow_negative_numbers = true)]
     pub copies: Option<u32>,
     /// Sessions ("threads"), global across databases: 1..=1024, or `auto` [default: auto: a
-    /// Performance or Stress test first tunes it to the smallest count that meets the target
-    /// within every threshold, as Jetstress does; other tests use 4 per database]. A number
-    /// suppresses tuning.
+    /// Performance or Stress test first tunes it: the smallest count that meets the target
+    /// within every threshold, as Jetstress does, then twice that as headroom for stalls; other
+    /// tests use 4 per database]. A number suppresses tuning.
     #[arg(long, value_name = "N|auto", value_parser = parse_threads, allow_negative_numbers = true)]
     pub threads: Option<u32>,
     /// Measured length of each automatic tuning step (1s..=1h) [default: the duration / 120,

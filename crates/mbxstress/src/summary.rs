@@ -674,22 +674,17 @@ pub(crate) fn print_find_max_end(f: &FindMax, json: &Path, html: &Path) -> std::
                 }
         )?;
     }
-    match (f.mailboxes, f.iops) {
-        (Some(m), Some(iops)) if f.lower_bound => outln!(
-            "ANSWER | at least {} mailboxes x {} IOPS = {} transactional IOPS pass every threshold; {} ({}, {} steps, {})",
-            num(m as f64, 0),
+    match (f.answer_words(), f.iops) {
+        (Some(words), Some(iops)) => outln!(
+            "ANSWER | {words}: {} mailboxes x {} IOPS = {} transactional IOPS passed every threshold{} ({}, {} steps, {})",
+            num(f.mailboxes.unwrap_or(0) as f64, 0),
             f.iops_per_mailbox,
             num(iops, 1),
-            why_lower_bound(&f.end),
-            f.end,
-            f.steps.len(),
-            fmt_secs(f.elapsed_s)
-        )?,
-        (Some(m), Some(iops)) => outln!(
-            "ANSWER | {} mailboxes x {} IOPS = {} transactional IOPS pass every threshold ({}, {} steps, {})",
-            num(m as f64, 0),
-            f.iops_per_mailbox,
-            num(iops, 1),
+            if f.lower_bound {
+                format!("; {}", why_lower_bound(&f.end))
+            } else {
+                String::new()
+            },
             f.end,
             f.steps.len(),
             fmt_secs(f.elapsed_s)
@@ -699,6 +694,9 @@ pub(crate) fn print_find_max_end(f: &FindMax, json: &Path, html: &Path) -> std::
             f.end,
             f.steps.len()
         )?,
+    }
+    if let Some(m) = &f.stop_message {
+        outln!("The search stopped: {m}")?;
     }
     outln!("Result: {}", json.display())?;
     outln!("Report: {}", html.display())?;

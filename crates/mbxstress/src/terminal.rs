@@ -77,7 +77,20 @@ impl Terminal {
             ),
             None => fmt_secs(p.phase_elapsed_s),
         };
-        let line = match p.pass_bytes {
+        let line = match (p.pass_bytes, p.log_files) {
+            (None, Some(f)) => format!(
+                "[{}] {timing} | {} of {} log files generated per database ({:.0}%) | IOPS {}",
+                p.phase.name(),
+                f.done,
+                f.planned,
+                if f.planned > 0 {
+                    (f.done as f64 * 100.0 / f.planned as f64).min(100.0)
+                } else {
+                    100.0
+                },
+                num(p.iops, 0)
+            ),
+            (pass, _) => match pass {
             Some(b) => format!(
                 "[{}] {timing} | {} of {} MB ({:.0}%)",
                 p.phase.name(),
@@ -98,6 +111,7 @@ impl Terminal {
                 p.log_write_avg_ms,
                 p.cache_fill * 100.0
             ),
+            },
         };
         if self.tty {
             let pad = self.last_line_len.saturating_sub(line.len());

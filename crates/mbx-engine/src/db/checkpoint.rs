@@ -3,6 +3,12 @@
 //! the checkpoint slot is written (write-through). Its Lsn is the record holding the oldest change
 //! not yet written when the checkpoint began, so replay from it redoes every change the database
 //! file may lack. The sequence continues the previous run's, so the newest checkpoint always wins.
+//!
+//! **Held** (Soft Recovery's log generation): the recovery start point must not move, but page
+//! writes still need syncs to become durable (the generation journal records a write only once
+//! it is, and asks for a sync when [`super::journal`]'s cap of waiting writes is reached). A held
+//! checkpointer syncs the database file and writes no slot: the last checkpoint stays where it
+//! was, and no log file before it is retired.
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +31,10 @@ pub(crate) struct Checkpointer {
     pending: Option<(Lsn, u64)>,
     /// The last checkpoint completed: its Lsn.
     pub last: Option<Lsn>,
+    /// Held: a checkpoint begun only syncs the database file (see the module's notes).
+    pub held: bool,
+    /// The sync in flight is a held one (no slot follows).
+    sync_only: bool,
     every: Duration,
 }
 
@@ -36,13 +46,20 @@ impl Checkpointer {
             next_at: now + every,
             pending: None,
             last: None,
+            held: false,
+            sync_only: false,
             every,
         }
     }
 
-    /// True while a checkpoint is being written.
+    /// True while a checkpoint (or a held one's sync) is being written.
     pub fn busy(&self) -> bool {
         self.pending.is_some()
+    }
+
+    /// True while a checkpoint that moves the start point is being written (not a held sync).
+    pub fn moving(&self) -> bool {
+        self.pending.is_some() && !self.sync_only
     }
 
     /// Begins a checkpoint at `lsn` (covering log sequence `seq`): syncs the database file.
@@ -61,6 +78,7 @@ impl Checkpointer {
             return Ok(false);
         }
         self.pending = Some((lsn, seq));
+        self.sync_only = self.held;
         let buf = reactor.buf(0);
         reactor.submit(
             Owner::Checkpoint { db, step: 0 },
@@ -85,6 +103,12 @@ impl Checkpointer {
         let Some((lsn, seq)) = self.pending else {
             return Ok(None);
         };
+        if step == 0 && self.sync_only {
+            // Held: the sync was all; the start point stays.
+            self.pending = None;
+            self.sync_only = false;
+            return Ok(None);
+        }
         if step == 0 {
             self.sequence += 1;
             let mut buf = reactor.buf(SLOT);

@@ -25,7 +25,9 @@ pub(crate) fn current_generation(db: &Database) -> u64 {
 /// Log generations beyond the checkpoint written when the phase began (0 until it is durable).
 fn generated(db: &Database) -> u64 {
     match db.checkpointer.last {
-        Some(c) if !db.checkpointer.busy() => current_generation(db).saturating_sub(c.generation()),
+        Some(c) if !db.checkpointer.moving() => {
+            current_generation(db).saturating_sub(c.generation())
+        }
         _ => 0,
     }
 }
@@ -37,6 +39,8 @@ pub(crate) struct GenerateLogs {
     start: Option<Instant>,
     /// Tenths reported so far.
     reported: u64,
+    /// The most files seen generated on the database with the fewest (progress never goes back).
+    least: u64,
     estimate: Option<Duration>,
 }
 
@@ -46,6 +50,7 @@ impl GenerateLogs {
             files: files.max(1),
             start: None,
             reported: 0,
+            least: 0,
             estimate: None,
         }
     }
@@ -60,6 +65,13 @@ impl PhaseRun for GenerateLogs {
         self.estimate
     }
 
+    fn log_files(&self) -> Option<crate::PassBytes> {
+        Some(crate::PassBytes {
+            done: self.least,
+            planned: self.files,
+        })
+    }
+
     fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
         e.mode = Mode::Unpaced;
         self.start = Some(now);
@@ -70,6 +82,8 @@ impl PhaseRun for GenerateLogs {
             // A checkpoint where the log begins, then none: replay goes back to it.
             begin_checkpoint(&mut e.reactor, db, i, now)?;
             db.checkpointer.next_at = now + HOLD;
+            // From here on a checkpoint asked for (the generation journal's sync) only syncs.
+            db.checkpointer.held = true;
         }
         let line = format!(
             "Generating {} transaction log files per database (circular logging off, checkpoint held) ...",
@@ -83,10 +97,23 @@ impl PhaseRun for GenerateLogs {
         for db in &mut e.dbs {
             db.log.close_finished(&mut e.reactor);
         }
-        let least = e.dbs.iter().map(generated).min().unwrap_or(0);
+        // The held checkpoint does not move, so the count only grows; kept as the most seen
+        // all the same, so progress never goes back.
+        self.least = self
+            .least
+            .max(e.dbs.iter().map(generated).min().unwrap_or(0));
+        let least = self.least;
         let fraction = (least as f64 / self.files as f64).min(1.0);
         if let (Some(start), true) = (self.start, fraction > 0.0) {
-            self.estimate = Some(now.saturating_duration_since(start).div_f64(fraction));
+            let elapsed = now.saturating_duration_since(start);
+            let rate = elapsed.div_f64(fraction);
+            // The ETA only counts down: a later estimate from the average rate is taken only
+            // once the earlier one has run out (a slower stretch does not push the end back
+            // while the earlier end is still ahead).
+            self.estimate = Some(match self.estimate {
+                Some(was) if was > elapsed => was.min(rate),
+                _ => rate,
+            });
         }
         let tenths = (fraction * 10.0).floor() as u64;
         if tenths > self.reported {

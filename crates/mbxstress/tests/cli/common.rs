@@ -96,6 +96,29 @@ pub fn scratch(name: &str) -> Scratch {
     Scratch(dir)
 }
 
+/// A scratch directory in memory (`/dev/shm`, tmpfs, which takes O_DIRECT on Linux 6.6 and
+/// later) for a test that must write what a disk test cannot afford: the demo's 1 GB of
+/// databases and Soft Recovery's 1,000 log files. Its writes cost no disk and are outside the
+/// suite's measured footprint; it fails, never skips, without a tmpfs there with room.
+pub fn scratch_in_memory(name: &str, need_bytes: u64) -> Scratch {
+    let shm = Path::new("/dev/shm");
+    let free = mbx_io::platform::free_space(shm)
+        .unwrap_or_else(|e| panic!("this test needs a tmpfs at /dev/shm: {e}"));
+    assert!(
+        free >= need_bytes,
+        "this test needs {} MiB free at /dev/shm (tmpfs), which has {} MiB",
+        need_bytes >> 20,
+        free >> 20
+    );
+    let keep = std::env::var_os("MBX_KEEP_TEST_FILES").is_some();
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("cli-{name}-"))
+        .disable_cleanup(keep)
+        .tempdir_in(shm)
+        .expect("create scratch dir in /dev/shm");
+    Scratch(dir)
+}
+
 /// Asserts a float within a tolerance, with a readable message.
 pub fn close(v: &serde_json::Value, expected: f64, tol: f64) {
     let actual = v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
@@ -138,4 +161,62 @@ pub fn spawn_in(dir: &Path, args: &[&str]) -> std::process::Child {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn mbxstress")
+}
+
+/// The static Linux build that `fleet run --push` copies
+/// (`target/x86_64-unknown-linux-musl/static/mbxstress` beside the binary under test), made or
+/// brought up to date here: `cargo build --profile static --target x86_64-unknown-linux-musl -p
+/// mbxstress` into the same target folder, once per test process (a no-op build when it is
+/// fresh; cargo's own lock serializes two test processes building at once). A missing musl
+/// target is named with the command that adds it, never skipped.
+pub fn static_build() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
+        std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        const TARGET: &str = "x86_64-unknown-linux-musl";
+        let exe = Path::new(env!("CARGO_BIN_EXE_mbxstress"));
+        let target_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .ok_or_else(|| format!("no target folder above {}", exe.display()))?;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        // The musl standard library comes with rustup's target; without it the build fails
+        // with "can't find crate for `core`", so say what to do first.
+        if let Ok(out) = Command::new("rustup")
+            .args(["target", "list", "--installed"])
+            .current_dir(&root)
+            .output()
+        {
+            let installed = String::from_utf8_lossy(&out.stdout);
+            if out.status.success() && !installed.lines().any(|l| l.trim() == TARGET) {
+                return Err(format!(
+                    "the fleet --push tests need the {TARGET} target of the toolchain (the static build they push): run `rustup target add {TARGET}` (README, Quick start)"
+                ));
+            }
+        }
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["build", "--quiet", "--profile", "static", "--target", TARGET])
+            .args(["-p", "mbxstress", "--target-dir"])
+            .arg(target_dir)
+            .current_dir(&root)
+            .output()
+            .map_err(|e| format!("running cargo for the static build: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "`cargo build --profile static --target {TARGET} -p mbxstress` failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let bin = target_dir.join(TARGET).join("static").join("mbxstress");
+        if bin.is_file() {
+            Ok(bin)
+        } else {
+            Err(format!("the static build left no {}", bin.display()))
+        }
+    });
+    match built {
+        Ok(p) => p.clone(),
+        Err(e) => panic!("{e}"),
+    }
 }

@@ -62,14 +62,16 @@ fn find_max_writes_its_curve_and_answers_or_says_none_passed() {
             assert_eq!(f["lower_bound"], !bounded, "{f}");
             if bounded {
                 assert!(
-                    run.stdout.contains(&format!("ANSWER | {m} mailboxes")),
+                    run.stdout
+                        .contains(&format!("ANSWER | largest passing count {m}")),
                     "{}",
                     run.stdout
                 );
             } else {
                 assert!(
-                    run.stdout
-                        .contains(&format!("ANSWER | at least {m} mailboxes")),
+                    run.stdout.contains(&format!(
+                        "ANSWER | largest passing count {m} (at least: no step above it failed)"
+                    )),
                     "{}",
                     run.stdout
                 );
@@ -183,4 +185,86 @@ fn find_max_help_lists_only_the_flags_it_takes() {
         std::fs::read_dir(&*dir).expect("dir").next().is_none(),
         "nothing written"
     );
+}
+
+/// Issue 35: find-max interrupted during a confirmation answers the largest count that passed
+/// every try, says it is not confirmed and why, in the terminal, find-max.json and
+/// find-max.html (it said "NO ANSWER" over a table of passing steps).
+#[test]
+fn find_max_interrupted_in_a_confirmation_reports_the_largest_passing_count() {
+    let dir = scratch("find-max-int");
+    std::fs::write(dir.join("fast.toml"), crate::common::FAST).expect("config");
+    let child = crate::common::spawn_in(
+        &dir,
+        &[
+            "find-max",
+            "--config",
+            "fast.toml",
+            "--mailboxes",
+            "4",
+            "--iops-per-mailbox",
+            "2",
+            "--quota-mb",
+            "2",
+            "--databases",
+            "1",
+            "--threads",
+            "4",
+            "--tuning-step",
+            "1s",
+            "--max-steps",
+            "2",
+            "--out",
+            "fm",
+        ],
+    );
+    let log = dir.join("fm/test.log");
+    let out = crate::common::interrupt_when(child, std::time::Duration::from_secs(120), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("find-max confirmation 1 ("))
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stdout}\n{stderr}");
+    let f: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("fm/find-max.json")).expect("find-max.json"),
+    )
+    .expect("json");
+    assert_eq!(f["end"], "interrupted", "{f}");
+    let m = f["mailboxes"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no answer: {f}"));
+    let steps = f["steps"].as_array().expect("steps");
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["pass"] == true && s["mailboxes"] == m && s["confirmation"] != true),
+        "{f}"
+    );
+    assert_eq!(f["confirmation"]["confirmed"], false, "{f}");
+    assert_eq!(f["confirmation"]["required"], 2, "{f}");
+    let why = f["confirmation"]["why"].as_str().expect("why");
+    assert!(
+        why.starts_with("interrupted during confirmation 1 of 2 at "),
+        "{why}"
+    );
+    let words = format!("largest passing count {m}");
+    assert!(
+        stdout.contains(&format!("ANSWER | {words}")) && stdout.contains(why),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("NO ANSWER"), "{stdout}");
+    let html = std::fs::read_to_string(dir.join("fm/find-max.html")).expect("html");
+    assert!(html.contains(&words) && html.contains(why), "{html}");
+    let text = std::fs::read_to_string(&log).expect("test.log");
+    assert!(text.contains(&format!("find-max: {words}")), "{text}");
+    // Progress between steps: each step and confirmation says where the search is and what is
+    // left, in test.log and on the terminal.
+    for part in [
+        "find-max: step 2 of at most 2 (",
+        "s left (",
+        "find-max: confirmation 1 (",
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+        assert!(stderr.contains(part), "{part}: {stderr}");
+    }
 }

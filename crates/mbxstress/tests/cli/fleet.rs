@@ -3,9 +3,10 @@
 //! and user keys generated into the scratch folder and an ssh_config (passed with --ssh-config)
 //! mapping the aliases h1, h2, h3 to them. The tests need openssh-server (`.ci/run` installs it)
 //! and fail, never skip, without it; the resume and dropped-connection tests also need strace (installed there too);
-//! the `--push` tests need the static build, `cargo build --profile static --target
-//! x86_64-unknown-linux-musl -p mbxstress` (`.ci/run` makes it first; without it they fail naming
-//! that command).
+//! the `--push` tests need the static build, which they make (or bring up to date) themselves
+//! with `cargo build --profile static --target x86_64-unknown-linux-musl -p mbxstress`
+//! ([`crate::common::static_build`]; the toolchain needs that target, or they fail naming
+//! `rustup target add`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -329,6 +330,7 @@ fn per_host(out: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn three_hosts_start_together_and_the_aggregate_is_the_esrp_summary() {
+    crate::common::static_build();
     let lab = lab("fleet-ok", 3, true);
     let d = &lab.dir;
     let (child, rx) = spawn_fleet(d, &["--duration", "3s", "--push", "--progress", "quiet"]);
@@ -402,7 +404,7 @@ fn three_hosts_start_together_and_the_aggregate_is_the_esrp_summary() {
     assert!(html.find("id=\"h1\"").is_some_and(|h| h > agg), "{html}");
     assert!(d.join("out/h2/report.html").exists());
     // Issue 25 case 5: what was pushed is the static build (x86_64-unknown-linux-musl, profile
-    // `static`, built by `.ci/run`), not this dynamically linked test binary.
+    // `static`, built by `common::static_build`), not this dynamically linked test binary.
     let pushed = d.join(format!(
         "h3/work/bin/mbxstress-{}",
         env!("CARGO_PKG_VERSION")
@@ -1087,6 +1089,7 @@ fn is_dynamic(path: &Path) -> bool {
 #[test]
 #[cfg(unix)]
 fn two_hosts_sharing_one_account_and_work_dir_keep_their_own_runs_and_push_safely() {
+    crate::common::static_build();
     let lab = lab_on("fleet-shared", &["127.0.0.2", "127.0.0.3"], false);
     let d = &lab.dir;
     let shared = d.join("home/.mbxstress");

@@ -1,6 +1,8 @@
 //! One result of a `fleet loadgen` run from its clients' results: every latency figure from
-//! the clients' histograms merged (never an average of percentiles), counts summed, and a
-//! section per client (`clients[]`) with its own figures and whether it is in the merged ones.
+//! the clients' histograms merged (never an average of percentiles), the watchers' server
+//! delivery latency too (what the merged verdict judges, as one client's does), counts summed,
+//! and a section per client (`clients[]`) with its own figures and whether it is in the merged
+//! ones.
 //!
 //! A client is merged when its result is a day's with histograms that all decode; any other
 //! is excluded with the reason, and a run that lost a client does not pass (`clients_merged`).

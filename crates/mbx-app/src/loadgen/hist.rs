@@ -174,11 +174,19 @@ pub fn command_name(protocol: &str, command: &str) -> String {
     format!("command.{protocol}.{command}")
 }
 
-/// The name of the delivery latency histogram.
+/// The name of the delivery latency histogram (user-seen: when the users' own clients saw
+/// the copy).
 pub const DELIVERY: &str = "delivery";
 
-/// Every histogram a day's tables come from (tasks, service times, commands, delivery), as
-/// result.json holds them.
+/// The name of the server delivery latency histogram (the watcher's: `delivery.server_latency_ms`).
+pub const SERVER_DELIVERY: &str = "delivery.server";
+
+/// The name of the IDLE probes' lag histogram (`delivery.idle_probe.lag_ms`), present when
+/// probes ran.
+pub const IDLE_LAG: &str = "idle_probe.lag";
+
+/// Every histogram a day's tables come from (tasks, service times, commands, delivery, the
+/// watcher's server delivery latency, the IDLE probes' lag), as result.json holds them.
 pub fn of_day(day: &DayReport, stats: &Stats) -> Result<BTreeMap<String, String>, HistError> {
     let mut out = BTreeMap::new();
     for (kind, s) in &day.tasks {
@@ -195,6 +203,13 @@ pub fn of_day(day: &DayReport, stats: &Stats) -> Result<BTreeMap<String, String>
         DELIVERY.to_string(),
         encode(DELIVERY, &day.delivery.latency_us)?,
     );
+    out.insert(
+        SERVER_DELIVERY.to_string(),
+        encode(SERVER_DELIVERY, &day.delivery.server_latency_us)?,
+    );
+    if let Some(i) = day.watch.as_ref().and_then(|w| w.idle.as_ref()) {
+        out.insert(IDLE_LAG.to_string(), encode(IDLE_LAG, &i.lag_us)?);
+    }
     Ok(out)
 }
 
@@ -315,7 +330,7 @@ mod tests {
                 seen_by_idle: 2,
                 seen_by_poll: 0,
                 missing_copies: Vec::new(),
-                server_latency_us: hist(&[]),
+                server_latency_us: hist(&[80_000, 30_000, 40_000]),
                 server_watched: 0,
                 server_unseen: 0,
             },
@@ -353,6 +368,7 @@ mod tests {
             [
                 "command.imap.UID FETCH",
                 "delivery",
+                "delivery.server",
                 "service.read",
                 "task.read"
             ]
@@ -370,5 +386,8 @@ mod tests {
             "{:?}",
             lat("delivery")
         );
+        // The watcher's server latency, beside the user-seen one.
+        assert_eq!(lat("delivery.server").count, 3);
+        assert!((lat("delivery.server").max - 80.0).abs() < 0.1);
     }
 }

@@ -1,6 +1,8 @@
 //! One result of a `fleet loadgen` run from its clients' results: every latency figure from
-//! the clients' histograms merged (never an average of percentiles), counts summed, and a
-//! section per client (`clients[]`) with its own figures and whether it is in the merged ones.
+//! the clients' histograms merged (never an average of percentiles), the watchers' server
+//! delivery latency too (what the merged verdict judges, as one client's does), counts summed,
+//! and a section per client (`clients[]`) with its own figures and whether it is in the merged
+//! ones.
 //!
 //! A client is merged when its result is a day's with histograms that all decode; any other
 //! is excluded with the reason, and a run that lost a client does not pass (`clients_merged`).
@@ -9,9 +11,9 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use mbx_result::{
-    Check, CheckState, ClientPart, ClientShare, CommandRow, Delivery, LoadgenConfig, LoadgenError,
-    LoadgenInfo, LoadgenResult, StopReason, Stopped, TaskRow, Verdict, LOADGEN_KIND,
-    LOADGEN_SCHEMA,
+    Check, CheckState, ClientPart, ClientShare, CommandRow, Delivery, IdleProbeFigures, LatencyMs,
+    LoadgenConfig, LoadgenError, LoadgenInfo, LoadgenResult, StopReason, Stopped, TaskRow, Verdict,
+    LOADGEN_KIND, LOADGEN_SCHEMA,
 };
 
 use super::assemble::{self, latency_ms, DayFigures};
@@ -33,6 +35,8 @@ pub struct MergePart {
 
 /// A part accepted into the merged figures, its histograms decoded.
 struct Merged {
+    /// The client's name (for the notes).
+    name: String,
     result: LoadgenResult,
     histograms: BTreeMap<String, Histogram<u64>>,
 }
@@ -55,6 +59,7 @@ pub fn merge(run_id: &str, parts: Vec<MergePart>) -> LoadgenResult {
                     client.merged = true;
                     client.excluded = None;
                     merged.push(Merged {
+                        name: client.name.clone(),
                         result: r,
                         histograms,
                     });
@@ -303,6 +308,149 @@ fn add_classes(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
     }
 }
 
+/// The merged server delivery latency (the watchers'): from the clients' `delivery.server`
+/// histograms merged, watched mailboxes and late copies summed. When a client's result has no
+/// such histogram (an older client), the merged figure would not be the server's: it is left
+/// empty, which the verdict judges as one client's result without a watcher (the user-seen
+/// latency), and a note says so.
+fn server_figure(
+    d: &mut Delivery,
+    parts: &[Merged],
+    hist_of: &mut dyn FnMut(String, &mut Vec<String>) -> LatencyMs,
+    notes: &mut Vec<String>,
+) {
+    let with_delivery = || parts.iter().filter(|p| p.result.delivery.is_some());
+    let lacking: Vec<&Merged> = with_delivery()
+        .filter(|p| !p.histograms.contains_key(hist::SERVER_DELIVERY))
+        .collect();
+    if !lacking.is_empty() {
+        let who: Vec<String> = lacking
+            .iter()
+            .map(|p| format!("{} (mbxstress {})", p.name, p.result.test.tool_version))
+            .collect();
+        notes.push(format!(
+            "server delivery latency not merged: the result of {} has no histogram {} (an mbxstress older than the merged server figure), so the merged figure would not be the server's; delivery_latency_p95_ms judges the user-seen latency, as a result without a watcher is judged",
+            who.join(", "),
+            hist::SERVER_DELIVERY
+        ));
+        return;
+    }
+    d.server_latency_ms = hist_of(hist::SERVER_DELIVERY.to_string(), notes);
+    let mut by: Vec<String> = Vec::new();
+    let mut unwatched: Vec<&str> = Vec::new();
+    let mut resolutions: Vec<f64> = Vec::new();
+    for p in with_delivery() {
+        let Some(x) = p.result.delivery.as_ref() else {
+            continue;
+        };
+        d.server_watched = d.server_watched.saturating_add(x.server_watched);
+        d.server_late = d.server_late.saturating_add(x.server_late);
+        if x.server_measured_by.is_empty() {
+            unwatched.push(p.name.as_str());
+            continue;
+        }
+        by.push(format!("{}: {}", p.name, x.server_measured_by));
+        resolutions.push(x.server_resolution_ms);
+    }
+    d.server_measured_by = match (parts.len(), by.len()) {
+        (_, 0) => String::new(),
+        (1, _) => parts[0]
+            .result
+            .delivery
+            .as_ref()
+            .map_or_else(String::new, |x| x.server_measured_by.clone()),
+        _ => format!("per client: {}", by.join("; ")),
+    };
+    // The coarsest client's resolution bounds the merged figure's.
+    d.server_resolution_ms = resolutions.iter().copied().fold(0.0, f64::max);
+    if resolutions.iter().any(|r| *r != d.server_resolution_ms) {
+        notes.push(format!(
+            "the clients' watchers polled at different intervals: the merged server delivery latency's resolution is the coarsest, {:.0} ms",
+            d.server_resolution_ms
+        ));
+    }
+    if !unwatched.is_empty() && !by.is_empty() {
+        notes.push(format!(
+            "no watcher ran on {}: the server delivery latency is the other clients' watched copies",
+            unwatched.join(", ")
+        ));
+    }
+}
+
+/// The merged IDLE probes' finding: counts summed, slow when any client found IDLE slow, the
+/// lag from the clients' `idle_probe.lag` histograms merged (when one lacks it, the worst
+/// client's lag, said in a note).
+fn idle_probe(
+    parts: &[Merged],
+    hist_of: &mut dyn FnMut(String, &mut Vec<String>) -> LatencyMs,
+    notes: &mut Vec<String>,
+) -> Option<IdleProbeFigures> {
+    let probed: Vec<(&Merged, &IdleProbeFigures)> = parts
+        .iter()
+        .filter_map(|p| {
+            p.result
+                .delivery
+                .as_ref()
+                .and_then(|d| d.idle_probe.as_ref())
+                .map(|i| (p, i))
+        })
+        .collect();
+    if probed.is_empty() {
+        return None;
+    }
+    let mut out = IdleProbeFigures::default();
+    for (_, i) in &probed {
+        out.probes = out.probes.saturating_add(i.probes);
+        out.copies = out.copies.saturating_add(i.copies);
+        out.prompt = out.prompt.saturating_add(i.prompt);
+        out.slow_after_s = out.slow_after_s.max(i.slow_after_s);
+        out.slow |= i.slow;
+    }
+    if probed
+        .iter()
+        .all(|(p, _)| p.histograms.contains_key(hist::IDLE_LAG))
+    {
+        out.lag_ms = hist_of(hist::IDLE_LAG.to_string(), notes);
+    } else {
+        out.lag_ms = probed
+            .iter()
+            .map(|(_, i)| i.lag_ms)
+            .max_by(|a, b| a.max.total_cmp(&b.max))
+            .unwrap_or_default();
+        notes.push(format!(
+            "the IDLE probes' lag is the worst client's, not the merged one: a client's result has no histogram {}",
+            hist::IDLE_LAG
+        ));
+    }
+    let slow: Vec<&str> = probed
+        .iter()
+        .filter(|(_, i)| i.slow)
+        .map(|(p, _)| p.name.as_str())
+        .collect();
+    out.note = if let Some((p, i)) = probed.iter().find(|(_, i)| i.slow) {
+        format!(
+            "IDLE slow as seen from {} of {} probing clients ({}); {}: {}",
+            slow.len(),
+            probed.len(),
+            slow.join(", "),
+            p.name,
+            i.note
+        )
+    } else if out.copies == 0 {
+        "IDLE not judged: no copy came to a probed mailbox while it idled".into()
+    } else {
+        format!(
+            "IDLE notifies promptly: {} of {} copies announced within {:.0} s (p95 {:.1} s after the watcher), over {} probing clients",
+            out.prompt,
+            out.copies,
+            out.slow_after_s,
+            out.lag_ms.p95 / 1000.0,
+            probed.len()
+        )
+    };
+    Some(out)
+}
+
 /// The merged figures of the parts (at least one).
 fn figures(run_id: &str, total: usize, parts: &[Merged]) -> LoadgenResult {
     let mut notes = Vec::new();
@@ -390,6 +538,8 @@ fn figures(run_id: &str, total: usize, parts: &[Merged]) -> LoadgenResult {
                 .extend(x.lost_copies.iter().take(room).cloned());
         }
         d.latency_ms = hist_of(hist::DELIVERY.to_string(), &mut notes);
+        server_figure(&mut d, parts, &mut hist_of, &mut notes);
+        d.idle_probe = idle_probe(parts, &mut hist_of, &mut notes);
         d.measured_by = match (d.seen_by_idle > 0, d.seen_by_poll > 0) {
             (true, true) => "idle+poll",
             (true, false) => "idle",
@@ -593,6 +743,8 @@ mod tests {
             ("service.read", &service_h),
             ("command.imap.UID FETCH", &fetch_h),
             ("delivery", &delivery_h),
+            // No watcher ran: its histogram is there, empty (as `loadgen run` writes it).
+            ("delivery.server", &hist(&[])),
         ] {
             r.histograms
                 .insert(name.into(), hist::encode(name, h).expect("encodes"));
@@ -690,7 +842,7 @@ mod tests {
         // The merged histograms are in the result and give the same figures again.
         let back = hist::decode_all(&m.histograms).expect("decodes");
         assert_eq!(back["task.read"], union);
-        assert_eq!(back.len(), 4);
+        assert_eq!(back.len(), 5);
 
         // The test block: earliest start, latest end, the span between.
         assert_eq!(m.test.run_id, "fleet-1");
@@ -725,6 +877,171 @@ mod tests {
         assert_eq!(ca.verdict.as_deref(), Some("NOT JUDGED"));
         assert_eq!(ca.start_error_ms, Some(1.5));
         assert_eq!(ca.ssh, "root@a");
+    }
+
+    /// `r` as a client whose watcher listed `server` (microseconds, count) in `watched`
+    /// mailboxes polled every 500 ms, its histogram beside the others.
+    fn watched(mut r: LoadgenResult, server: &[(u64, u64)], watched: u64) -> LoadgenResult {
+        let h = hist(server);
+        let d = r.delivery.as_mut().expect("delivery");
+        d.server_latency_ms = latency_ms(&h);
+        d.server_measured_by = format!(
+            "watcher: {watched} mailboxes polled every 500 ms (NOOP, then the new messages' X-Mbx-Id), {} connections",
+            watched + 2
+        );
+        d.server_resolution_ms = 500.0;
+        d.server_watched = watched;
+        d.server_late = server
+            .iter()
+            .filter(|(v, _)| *v > 60_000 * MS)
+            .map(|(_, n)| n)
+            .sum();
+        r.histograms.insert(
+            hist::SERVER_DELIVERY.into(),
+            hist::encode(hist::SERVER_DELIVERY, &h).expect("encodes"),
+        );
+        r
+    }
+
+    /// Client a's watcher: 38 copies at 0.3 s and 2 at 90 s (p95 0.3 s); b's: 10 at 70 s (p95
+    /// 70 s). The union's p95 is 70 s, over the 60 s limit; the mean of the p95s (35 s) would
+    /// pass. The user-seen latency (p95 5 s) passes: the verdict fails on the server's figure.
+    #[test]
+    fn the_merged_server_latency_is_the_union_s_and_the_verdict_judges_it() {
+        let (a, b) = two();
+        let a = watched(a, &[(300 * MS, 38), (90_000 * MS, 2)], 8);
+        let b = watched(b, &[(70_000 * MS, 10)], 4);
+        let m = merge(
+            "fleet-6",
+            vec![part("a", Some(a.clone())), part("b", Some(b.clone()))],
+        );
+        let d = m.delivery.as_ref().expect("delivery");
+        let union = hist(&[(300 * MS, 38), (90_000 * MS, 2), (70_000 * MS, 10)]);
+        assert_eq!(d.server_latency_ms, latency_ms(&union));
+        let p95 = d.server_latency_ms.p95;
+        assert!((p95 - 70_000.0).abs() < 70.0, "{p95}");
+        let (pa, pb) = (
+            a.delivery.as_ref().expect("a").server_latency_ms.p95,
+            b.delivery.as_ref().expect("b").server_latency_ms.p95,
+        );
+        let mean = (pa + pb) / 2.0;
+        assert!((mean - 35_150.0).abs() < 100.0, "{mean}");
+        assert_eq!(d.server_latency_ms.count, 50);
+        assert_eq!((d.server_watched, d.server_late), (12, 12));
+        assert_eq!(d.server_resolution_ms, 500.0);
+        assert!(
+            d.server_measured_by
+                .starts_with("per client: a: watcher: 8 mailboxes")
+                && d.server_measured_by.contains("; b: watcher: 4 mailboxes"),
+            "{}",
+            d.server_measured_by
+        );
+        assert!(hist::decode_all(&m.histograms).expect("decodes")["delivery.server"] == union);
+        // The verdict judges the server's figure, not the user-seen one (which passes).
+        assert!(d.latency_ms.p95 <= m.config.thresholds.delivery_p95_ms);
+        let c = m.verdict.check("delivery_latency_p95_ms").expect("check");
+        assert_eq!((c.value, c.state()), (p95, CheckState::Fail));
+        assert!(
+            !m.notes.iter().any(|n| n.contains("not merged")),
+            "{:?}",
+            m.notes
+        );
+        // Exactly as one client's result is judged: b alone fails on its own server p95.
+        let one = merge("fleet-7", vec![part("b", Some(b.clone()))]);
+        let c = one.verdict.check("delivery_latency_p95_ms").expect("check");
+        assert_eq!((c.value, c.state()), (pb, CheckState::Fail));
+        let own = assemble::day_verdict(
+            DayFigures {
+                planned: b.tasks_planned,
+                dispatched: b.tasks_dispatched,
+                stress: false,
+                completed: b.tasks_completed,
+                max_unfinished: b.max_unfinished,
+                overload_limit: b.overload_limit,
+                overloaded: false,
+                ended_early: false,
+            },
+            &b.tasks,
+            b.delivery.as_ref().expect("delivery"),
+            &b.config.thresholds,
+        );
+        assert_eq!(
+            one.verdict.check("delivery_latency_p95_ms"),
+            own.check("delivery_latency_p95_ms")
+        );
+        assert_eq!(
+            one.delivery.as_ref().expect("delivery").server_measured_by,
+            b.delivery.as_ref().expect("b").server_measured_by
+        );
+    }
+
+    /// A client whose result has no server histogram (an older mbxstress): the merged figure
+    /// is not the server's, the notes say so naming it, and the verdict judges the user-seen
+    /// latency as a result without a watcher is judged.
+    #[test]
+    fn a_client_without_the_server_histogram_is_said_and_the_user_seen_latency_judged() {
+        let (a, b) = two();
+        let a = watched(a, &[(300 * MS, 38), (90_000 * MS, 2)], 8);
+        let mut old = watched(b, &[(70_000 * MS, 10)], 4);
+        old.histograms.remove(hist::SERVER_DELIVERY);
+        old.test.tool_version = "0.0.9".into();
+        let m = merge("fleet-8", vec![part("a", Some(a)), part("old", Some(old))]);
+        assert!(m.clients.iter().all(|c| c.merged), "{:?}", m.clients);
+        let d = m.delivery.as_ref().expect("delivery");
+        assert_eq!(d.server_latency_ms.count, 0);
+        assert_eq!((d.server_measured_by.as_str(), d.server_watched), ("", 0));
+        assert!(!m.histograms.contains_key(hist::SERVER_DELIVERY));
+        let note = m
+            .notes
+            .iter()
+            .find(|n| n.contains("server delivery latency not merged"))
+            .expect("a note says the figure is not the server's");
+        assert!(
+            note.contains("old (mbxstress 0.0.9)") && !note.contains("a ("),
+            "{note}"
+        );
+        let c = m.verdict.check("delivery_latency_p95_ms").expect("check");
+        assert_eq!((c.value, c.state()), (d.latency_ms.p95, CheckState::Pass));
+        assert!((c.value - 5000.0).abs() < 5.0, "{}", c.value);
+    }
+
+    /// The IDLE probes: counts summed, slow when one client found it slow (and named), the lag
+    /// from the merged histograms.
+    #[test]
+    fn idle_probes_merge_slow_when_any_client_found_it_slow() {
+        let (mut a, mut b) = two();
+        let probe = |r: &mut LoadgenResult, copies, prompt, slow, lag: &[(u64, u64)]| {
+            let h = hist(lag);
+            r.delivery.as_mut().expect("delivery").idle_probe = Some(IdleProbeFigures {
+                probes: 2,
+                copies,
+                prompt,
+                slow_after_s: 5.0,
+                lag_ms: latency_ms(&h),
+                slow,
+                note: format!("slow {slow}"),
+            });
+            r.histograms.insert(
+                hist::IDLE_LAG.into(),
+                hist::encode(hist::IDLE_LAG, &h).expect("encodes"),
+            );
+        };
+        probe(&mut a, 10, 10, false, &[(100 * MS, 10)]);
+        probe(&mut b, 5, 0, true, &[(60_000 * MS, 5)]);
+        let m = merge("fleet-9", vec![part("a", Some(a)), part("b", Some(b))]);
+        let i = m
+            .delivery
+            .as_ref()
+            .and_then(|d| d.idle_probe.clone())
+            .expect("idle probe");
+        assert_eq!((i.probes, i.copies, i.prompt, i.slow), (4, 15, 10, true));
+        assert_eq!(i.lag_ms.count, 15);
+        assert!((i.lag_ms.max - 60_000.0).abs() < 60.0, "{:?}", i.lag_ms);
+        assert!(
+            i.note.contains("1 of 2 probing clients (b)") && i.note.contains("slow true"),
+            "{}",
+            i.note
+        );
     }
 
     #[test]

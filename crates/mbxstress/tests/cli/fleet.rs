@@ -1632,7 +1632,7 @@ mod loadgen {
         assert_eq!(m["verdict"]["pass"], true, "{}", m["verdict"]);
         let clients = m["clients"].as_array().expect("clients");
         assert_eq!(clients.len(), 2, "{m}");
-        let mut sum = [0u64; 4];
+        let mut sum = [0u64; 6];
         let mut sources = Vec::new();
         for (i, c) in clients.iter().enumerate() {
             assert_eq!(c["partition"], format!("{}/2", i + 1), "{c}");
@@ -1658,6 +1658,8 @@ mod loadgen {
                 r["tasks_planned"].as_u64(),
                 delivery["delivered"].as_u64(),
                 r["tasks"][0]["latency_ms"]["count"].as_u64(),
+                delivery["server_latency_ms"]["count"].as_u64(),
+                delivery["server_watched"].as_u64(),
             ]
             .iter()
             .enumerate()
@@ -1680,6 +1682,28 @@ mod loadgen {
         assert_eq!(m["delivery"]["lost"], 0);
         assert_eq!(m["tasks"][0]["latency_ms"]["count"].as_u64(), Some(sum[3]));
         assert!(sum[0] > 0, "the clients completed tasks");
+        // Issue 33: the server delivery latency is the clients' watchers' merged, and judged.
+        let md = &m["delivery"];
+        assert!(sum[4] > 0, "the clients' watchers measured copies");
+        assert_eq!(
+            md["server_latency_ms"]["count"].as_u64(),
+            Some(sum[4]),
+            "{md}"
+        );
+        assert_eq!(md["server_watched"].as_u64(), Some(sum[5]), "{md}");
+        assert!(m["histograms"]["delivery.server"].is_string(), "{md}");
+        assert!(
+            md["server_measured_by"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("per client: ") && s.contains("watcher: ")),
+            "{md}"
+        );
+        assert!(md["server_resolution_ms"].as_f64() > Some(0.0), "{md}");
+        let judged = m["verdict"]["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["name"] == "delivery_latency_p95_ms"))
+            .expect("the delivery latency check");
+        assert_eq!(judged["value"], md["server_latency_ms"]["p95"], "{judged}");
         let srv = &m["servers"][0];
         assert_eq!(srv["name"], "mail", "{srv}");
         assert!(srv["samples"].as_u64().unwrap_or(0) >= 5, "{srv}");

@@ -325,9 +325,8 @@ pub const SESSIONS_AT_ONCE: usize = 64;
 /// user; 64 MB for 16,000 users).
 pub const OLD_READABLE: usize = 1_000;
 
-/// How often an idling session re-issues IDLE (RFC 2177: servers may log a client off after
-/// 30 minutes of inactivity, so clients re-issue IDLE at least every 29 minutes).
-pub const IDLE_REISSUE: Duration = Duration::from_secs(29 * 60);
+/// How often an idling session re-issues IDLE (an IMAP fact: [`crate::imap::IDLE_REISSUE`]).
+pub use crate::imap::IDLE_REISSUE;
 
 /// What ended an IDLE.
 enum Wake {

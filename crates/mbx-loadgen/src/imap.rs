@@ -11,6 +11,10 @@ use crate::conn::{Conn, Endpoint, Security};
 use crate::error::{text_rejection, ErrorClass, Result};
 use crate::metrics::{Protocol, Recorder};
 
+/// How often an idling session re-issues IDLE (RFC 2177: servers may log a client off after
+/// 30 minutes of inactivity, so clients re-issue IDLE at least every 29 minutes).
+pub const IDLE_REISSUE: Duration = Duration::from_secs(29 * 60);
+
 /// One untagged response (`* ...`): its text with each literal replaced by `{n}` and the
 /// literals' bytes in order.
 #[derive(Debug, Clone, Default)]

@@ -385,7 +385,7 @@ async fn probe(
             break;
         }
         lock(&probed).idling_since.insert(me, Instant::now());
-        let reissue = Instant::now() + crate::day::IDLE_REISSUE;
+        let reissue = Instant::now() + crate::imap::IDLE_REISSUE;
         let announced = loop {
             if stop.load(Ordering::Relaxed) || Instant::now() >= reissue {
                 break None;

@@ -1441,11 +1441,16 @@ async fn fill_users_fills_six_mailboxes_three_at_a_time_reports_a_bad_login_resu
     assert!(cut.stopped);
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(cut.progress.messages_appended < 6 * 388);
-    // The fills the stop cut short are counted stopped, not filled: the 3 that ran.
+    // The fills the stop cut short are counted stopped, not filled: of the 3 that ran, those
+    // whose last batch did not end their fill (on a busy machine one may finish in it).
     let p = cut.progress;
-    assert_eq!(
-        (p.users_done, p.users_failed, p.users_stopped),
-        (3, 0, 3),
+    assert!(
+        p.users_done == 3 && p.users_failed == 0 && (1..=3).contains(&p.users_stopped),
+        "{p:?}"
+    );
+    // A fill counted filled appended its whole 388 (400 less the 12 there).
+    assert!(
+        p.messages_appended >= p.users_done.saturating_sub(p.users_stopped) * 388,
         "{p:?}"
     );
     let t = Instant::now();

@@ -195,7 +195,31 @@ pub fn static_build() -> std::path::PathBuf {
             }
         }
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let out = Command::new(cargo)
+        let mut build = Command::new(cargo);
+        // What cargo sets for a running test (CARGO_MANIFEST_DIR, CARGO_PKG_*, ...) must not
+        // reach the nested build: cargo's fingerprint tracks CARGO_MANIFEST_DIR as the process
+        // has it, so the static build made before the tests (bench/test-footprint.sh, a
+        // developer's) would be rebuilt here, and the next plain build would rebuild it again.
+        for (key, _) in std::env::vars_os() {
+            let k = key.to_string_lossy();
+            if k.starts_with("CARGO_PKG_")
+                || k.starts_with("CARGO_BIN_EXE_")
+                || [
+                    "CARGO_MANIFEST_DIR",
+                    "CARGO_MANIFEST_PATH",
+                    "CARGO_CRATE_NAME",
+                    "CARGO_BIN_NAME",
+                    "CARGO_PRIMARY_PACKAGE",
+                    "CARGO_TARGET_TMPDIR",
+                    "CARGO_RUSTC_CURRENT_DIR",
+                    "OUT_DIR",
+                ]
+                .contains(&k.as_ref())
+            {
+                build.env_remove(&key);
+            }
+        }
+        let out = build
             .args(["build", "--quiet", "--profile", "static", "--target", TARGET])
             .args(["-p", "mbxstress", "--target-dir"])
             .arg(target_dir)

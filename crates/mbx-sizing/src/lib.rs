@@ -1228,7 +1228,7 @@ fn log_replication(
     let dags = servers.div_ceil(MAX_SERVERS_PER_DAG);
     let all_peak_mbit =
         storage::mbit_per_s_from_mib_per_hour(mailboxes * log_mib_per_mailbox_peak_hour);
-    let log_replication = LogReplication {
+    LogReplication {
         method: sources.capacity,
         source: "Role Requirements Calculator log replication: logs per day per database x the busiest hour's share, sent to each other copy; the share is an assumption (docs/sizing.md), no compression or protocol overhead",
         log_gb_per_database_per_day: mailboxes_per_database * logs_per_day / 1024.0,
@@ -1255,8 +1255,7 @@ fn log_replication(
         copies_per_site: per_site,
         cross_site_copies_per_database: cross_site,
         mbit_per_s_cross_site: all_peak_mbit * cross_site as f64,
-    };
-    log_replication
+    }
 }
 
 /// What a server count is judged by: the worst failure mode's CPU and RAM against the method's

@@ -150,6 +150,10 @@ pub fn encode_record(
         "a log record of {size} bytes does not fit in a log file"
     );
     let payload = payload_size(payload_len, entries.len());
+    assert!(
+        size.is_multiple_of(LOG_SECTOR),
+        "a log record of {size} bytes is not whole sectors"
+    );
     // The payload holds the entry count and every entry; the record lies inside one log file.
     assert!(
         ENTRIES_HEADER + entries.len() * ENTRY_SIZE <= payload && RECORD_HEADER + payload <= size,

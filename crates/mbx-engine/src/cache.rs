@@ -154,7 +154,12 @@ impl Cache {
         let tail = self.list(on).tail;
         {
             let f = &mut self.frames[slot as usize];
-            debug_assert_eq!(f.on, On::None);
+            assert_eq!(
+                f.on,
+                On::None,
+                "cache: page {} joins a list while in one",
+                f.page
+            );
             f.on = on;
             f.prev = tail;
             f.next = NIL;
@@ -189,6 +194,7 @@ impl Cache {
             self.frames[next as usize].prev = prev;
         }
         let l = self.list(on);
+        assert!(l.len > 0, "cache: a frame leaves an empty list");
         l.len -= 1;
         let f = &mut self.frames[slot as usize];
         f.on = On::None;
@@ -249,19 +255,49 @@ impl Cache {
             return None;
         }
         self.unlink(slot);
-        let page = self.frames[slot as usize].page;
+        let f = &self.frames[slot as usize];
+        // Only a clean, unpinned frame is in the LRU order: nothing else may be evicted.
+        assert!(
+            f.pins == 0 && f.state == FrameState::Clean,
+            "cache: evicting page {} ({:?}, {} pins)",
+            f.page,
+            f.state,
+            f.pins
+        );
+        let page = f.page;
         self.index.remove(&page);
         Some(slot)
     }
 
     /// Puts `f` in frame `slot` (from [`Cache::make_room`]) as `page`'s.
     fn insert(&mut self, slot: u32, f: Frame) {
-        self.index.insert(f.page, slot);
+        let page = f.page;
+        let before = self.index.insert(page, slot);
+        assert!(before.is_none(), "cache: page {page} is cached twice");
         if slot as usize == self.frames.len() {
             self.frames.push(f);
         } else {
             self.frames[slot as usize] = f;
         }
+        self.check_counts();
+    }
+
+    /// Cache accounting: the frames in use are at most the cache, and the evictable (LRU),
+    /// dirty and being-written frames are each in use (the rest are pinned or being read).
+    fn check_counts(&self) {
+        let used = self.index.len();
+        assert!(
+            used <= self.max_frames,
+            "cache: {used} frames in use, more than its {} frames",
+            self.max_frames
+        );
+        assert!(
+            self.lru.len + self.dirty.len + self.flushing <= used,
+            "cache: {} clean, {} dirty and {} flushing frames, more than the {used} in use",
+            self.lru.len,
+            self.dirty.len,
+            self.flushing
+        );
     }
 
     fn new_frame(page: u64, state: FrameState, pins: u32, now: Instant) -> Frame {
@@ -305,7 +341,12 @@ impl Cache {
 
     /// Pins a cached page (it cannot be evicted until unpinned).
     pub fn pin(&mut self, page: u64) {
-        if let Some(s) = self.slot(page) {
+        let slot = self.slot(page);
+        assert!(
+            slot.is_some(),
+            "cache: pinning page {page}, which is not cached"
+        );
+        if let Some(s) = slot {
             let f = &self.frames[s as usize];
             if f.pins == 0 && f.state == FrameState::Clean {
                 self.unlink(s);
@@ -318,7 +359,11 @@ impl Cache {
     pub fn unpin(&mut self, page: u64) {
         if let Some(s) = self.slot(page) {
             let f = &mut self.frames[s as usize];
-            f.pins = f.pins.saturating_sub(1);
+            assert!(
+                f.pins > 0,
+                "cache: unpinning page {page}, which is not pinned"
+            );
+            f.pins -= 1;
             if f.pins == 0 && f.state == FrameState::Clean {
                 // Most recently used: to the tail (from wherever it was).
                 self.unlink(s);
@@ -334,6 +379,14 @@ impl Cache {
         match self.slot(page) {
             Some(s) => {
                 let f = &mut self.frames[s as usize];
+                // Each change of a page is logged after the one before it, at a newer
+                // generation (generations only grow within a run).
+                assert!(
+                    lsn >= f.last_lsn && gen > f.gen,
+                    "cache: page {page} changed at log position {lsn}, generation {gen}, after position {}, generation {}",
+                    f.last_lsn,
+                    f.gen
+                );
                 f.gen = gen;
                 f.last_lsn = lsn;
                 match f.state {
@@ -394,7 +447,7 @@ impl Cache {
             return Err(f.last_lsn);
         }
         let first = f.page;
-        self.set_flushing(head);
+        self.set_flushing(head, durable_lsn);
         let mut n = 1;
         while n < max_pages {
             let next = first + n;
@@ -403,7 +456,7 @@ impl Cache {
                     if self.frames[s as usize].state == FrameState::Dirty
                         && self.frames[s as usize].last_lsn <= durable_lsn =>
                 {
-                    self.set_flushing(s);
+                    self.set_flushing(s, durable_lsn);
                     n += 1;
                 }
                 _ => break,
@@ -417,11 +470,28 @@ impl Cache {
         self.frame(page).map(|f| f.gen)
     }
 
-    /// A dirty frame leaves the dirty order for a write.
-    fn set_flushing(&mut self, slot: u32) {
+    /// A dirty frame leaves the dirty order for a write; the log is durable up to
+    /// `durable_lsn`.
+    fn set_flushing(&mut self, slot: u32, durable_lsn: u64) {
+        let f = &self.frames[slot as usize];
+        assert_eq!(
+            f.state,
+            FrameState::Dirty,
+            "cache: page {} flushed while not dirty",
+            f.page
+        );
+        // The write-ahead rule: no page is written before the log records of its changes are
+        // durable.
+        assert!(
+            f.last_lsn <= durable_lsn,
+            "write-ahead: page {} would be written before its log record (position {}) is durable (durable to {durable_lsn})",
+            f.page,
+            f.last_lsn
+        );
         self.unlink(slot);
         self.frames[slot as usize].state = FrameState::Flushing { redirty: false };
         self.flushing += 1;
+        self.check_counts();
     }
 
     /// The write of `page` completed.
@@ -431,6 +501,10 @@ impl Cache {
         };
         let f = &mut self.frames[s as usize];
         if let FrameState::Flushing { redirty } = f.state {
+            assert!(
+                self.flushing > 0,
+                "cache: more page writes ended than began"
+            );
             self.flushing -= 1;
             if redirty {
                 f.state = FrameState::Dirty;
@@ -459,6 +533,47 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cache holding dirty page 5, changed in the record ending at log position 100.
+    fn dirty_page() -> Cache {
+        let now = Instant::now();
+        let mut c = Cache::new(64, 1.0, 2.0);
+        assert!(c.modify(5, now, 100, 1));
+        c
+    }
+
+    #[test]
+    #[should_panic(expected = "write-ahead")]
+    fn a_page_is_never_written_ahead_of_its_log() {
+        let mut c = dirty_page();
+        let slot = c.slot(5).unwrap_or(NIL);
+        // What take_flush_run refuses to do: take the page with the log durable only to 99.
+        c.set_flushing(slot, 99);
+    }
+
+    #[test]
+    #[should_panic(expected = "not pinned")]
+    fn an_unpinned_page_cannot_be_unpinned() {
+        let mut c = dirty_page();
+        c.unpin(5);
+    }
+
+    #[test]
+    #[should_panic(expected = "changed at log position")]
+    fn a_page_change_never_goes_back_in_the_log() {
+        let mut c = dirty_page();
+        c.modify(5, Instant::now(), 50, 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "more page writes ended than began")]
+    fn the_flush_count_never_goes_below_zero() {
+        let mut c = dirty_page();
+        let slot = c.slot(5).unwrap_or(NIL);
+        c.set_flushing(slot, 100);
+        c.flushing = 0;
+        c.end_flush(5, Instant::now());
+    }
 
     #[test]
     fn lru_eviction_dirty_flush_cycle() {

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use mbx_io::IoCompletion;
 
+use crate::db::finding::Finding;
 use crate::db::{verify, Database};
+use crate::plan::Plan;
 use crate::reactor::{Owner, Reactor};
 use crate::sampling::{HostSeries, Sampler};
 use crate::stats::Stream;
@@ -51,12 +53,12 @@ pub(crate) trait PhaseRun {
         None
     }
     /// Called once when the phase begins.
-    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError>;
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError>;
     /// Called every loop turn.
-    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError>;
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError>;
     /// The user interrupted the test during this phase. `Done` ends it (the executor then runs
     /// the plan's closing phase); `Continue` keeps it running.
-    fn interrupt(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError>;
+    fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError>;
     /// Its own next timer, if any.
     fn wake_at(&self) -> Option<Instant> {
         None
@@ -147,33 +149,208 @@ impl Marks {
     }
 }
 
+/// What a phase works with: the reactor (its clock, files and I/O), the databases, the
+/// workload, the test-log and result sinks, the phase marks, sampling and the pass state; not
+/// the [`Engine`] itself (its loop bookkeeping, routing scratch, per-second tick and phase
+/// gate stay the executor's). [`Engine::cx`] lends it for one phase call.
+pub(crate) struct PhaseCx<'a, 'o> {
+    pub settings: &'a Settings,
+    pub reactor: &'a mut Reactor,
+    pub dbs: &'a mut Vec<Database>,
+    pub work: &'a mut Workload,
+    /// How the workload runs while the phase lasts (each phase sets it when it begins).
+    pub mode: &'a mut Mode,
+    pub observer: &'a mut (dyn Observer + 'o),
+    /// Test-log lines kept for the result.
+    pub notes: &'a mut Vec<String>,
+    pub marks: &'a mut Marks,
+    pub host: &'a mut HostSeries,
+    pub sampler: &'a mut Sampler,
+    /// This reactor reads the host's counters at each sample.
+    pub sample_host: bool,
+    /// Sequential-pass reads completed and not yet verified by the pass phase.
+    pub pass_inbox: &'a mut Vec<PassChunk>,
+    /// The databases of a plan that only reads them.
+    pub pass_specs: &'a mut Vec<crate::InstanceSpec>,
+    /// What a sequential pass found, once it is done (or stopped).
+    pub pass_report: &'a mut Option<crate::assemble::PassReport>,
+    /// When the shutdown phase began.
+    pub shutdown_start: &'a mut Option<Instant>,
+}
+
+impl PhaseCx<'_, '_> {
+    /// A test-log line (also kept as a note for the result when `note`).
+    pub fn log(&mut self, line: &str, note: bool) {
+        self.observer.on_event(RunEvent::Log(line));
+        if note {
+            self.notes.push(line.to_string());
+        }
+    }
+
+    /// The fill of the emptiest cache.
+    pub fn min_cache_fill(&self) -> f64 {
+        min_cache_fill(self.dbs)
+    }
+
+    /// Clears every database's per-sample counters.
+    pub fn reset_intervals(&mut self) {
+        reset_intervals(self.dbs);
+    }
+
+    /// True when nothing is in flight, buffered or dirty, and no transaction is open.
+    pub fn drained(&self) -> bool {
+        self.reactor.in_flight() == 0
+            && self.work.all_idle()
+            && self.dbs.iter().all(|d| {
+                d.cache.dirty_count() == 0
+                    && d.cache.flushing() == 0
+                    && !d.log.busy()
+                    && !d.checkpointer.busy()
+                    && !d.journal.busy()
+            })
+    }
+
+    /// How a log line says the test is stopping early: "Interrupted" (the user), or stopped with
+    /// another reactor.
+    pub fn stop_word(&self) -> &'static str {
+        stop_word(self.marks)
+    }
+
+    /// The measured phase ends at `now`: every I/O in flight is carried past it. Each counts in
+    /// the last sample with its age so far, and in the measured figures once its latency is
+    /// known (docs/method.md, "I/O in flight at the end"). Logs what each database left in
+    /// flight.
+    pub fn carry_in_flight(&mut self, now: Instant) {
+        for (owner, age) in self.reactor.carry(now) {
+            if let Some((db, s)) = measured_stream(owner) {
+                if let Some(d) = self.dbs.get_mut(db) {
+                    d.stats.carried_at_end(s, age);
+                }
+            }
+        }
+        for line in in_flight_lines(self.dbs) {
+            self.log(&line, false);
+        }
+    }
+
+    /// The test stops waiting for the carried I/Os still in flight at `now` (it ends, or gives
+    /// up on them): each counts with its age.
+    pub fn settle_carried(&mut self, now: Instant) {
+        record_carried(self.reactor, self.dbs);
+        for (owner, age) in self.reactor.uncarry(now) {
+            if let Some((db, s)) = measured_stream(owner) {
+                if let Some(d) = self.dbs.get_mut(db) {
+                    d.stats.carried_done(s, age, false);
+                }
+            }
+        }
+    }
+}
+
+/// The fill of the emptiest cache.
+fn min_cache_fill(dbs: &[Database]) -> f64 {
+    dbs.iter().map(|d| d.cache.fill()).fold(1.0, f64::min)
+}
+
+/// Clears every database's per-sample counters.
+fn reset_intervals(dbs: &mut [Database]) {
+    for db in dbs {
+        db.stats.reset_interval();
+    }
+}
+
+/// "Interrupted" (the user's stop), or stopped with another reactor.
+fn stop_word(marks: &Marks) -> &'static str {
+    if marks.interrupted {
+        "Interrupted"
+    } else {
+        "Stopped with another reactor, which met an error"
+    }
+}
+
+/// The lines saying what each database left in flight when measuring ended.
+fn in_flight_lines(dbs: &[Database]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for db in dbs {
+        let inc = &db.stats.incomplete;
+        let parts: Vec<String> = [
+            (Stream::DbRead, "database reads"),
+            (Stream::DbWrite, "database writes"),
+            (Stream::LogWrite, "log writes"),
+            (Stream::LogRead, "log reads"),
+            (Stream::Bdm, "maintenance reads"),
+        ]
+        .iter()
+        .filter(|(s, _)| inc[*s as usize].count > 0)
+        .map(|&(s, what)| {
+            let i = &inc[s as usize];
+            format!(
+                "{} {what} (the oldest {:.1} ms old)",
+                i.count,
+                i.oldest_at_end.as_secs_f64() * 1e3
+            )
+        })
+        .collect();
+        if !parts.is_empty() {
+            lines.push(format!(
+                "{}: in flight when measuring ended: {}; each counts in the measured latency figures with its whole latency once known.",
+                db.spec.name,
+                parts.join(", ")
+            ));
+        }
+    }
+    lines
+}
+
+/// Hands the completions of carried I/Os to their databases' measured figures.
+fn record_carried(reactor: &mut Reactor, dbs: &mut [Database]) {
+    for (owner, lat, ok) in std::mem::take(&mut reactor.carried_done) {
+        if let (true, Some((db, s))) = (ok, measured_stream(owner)) {
+            if let Some(d) = dbs.get_mut(db) {
+                d.stats.carried_done(s, lat, true);
+            }
+        }
+    }
+}
+
+/// What a test leaves for its result ([`Engine::leftovers`]).
+pub(crate) struct Leftovers {
+    pub dbs: Vec<Database>,
+    pub hung: Vec<crate::result::ErrorEntry>,
+    pub notes: Vec<String>,
+    pub host: HostSeries,
+    pub pass_report: Option<crate::assemble::PassReport>,
+    pub txn: crate::workload::open::TxnStats,
+    pub machine: std::sync::Arc<dyn mbx_io::Machine>,
+}
+
 /// Everything a test runs on.
 pub(crate) struct Engine<'o> {
-    pub settings: Settings,
-    pub reactor: Reactor,
-    pub dbs: Vec<Database>,
-    pub work: Workload,
-    pub mode: Mode,
-    pub phase: Phase,
-    pub phase_start: Instant,
-    pub observer: &'o mut dyn Observer,
-    pub notes: Vec<String>,
-    pub marks: Marks,
-    pub host: HostSeries,
-    pub sampler: Sampler,
+    settings: Settings,
+    reactor: Reactor,
+    dbs: Vec<Database>,
+    work: Workload,
+    mode: Mode,
+    phase: Phase,
+    phase_start: Instant,
+    observer: &'o mut dyn Observer,
+    notes: Vec<String>,
+    marks: Marks,
+    host: HostSeries,
+    sampler: Sampler,
     /// Transactional I/Os and transactions counted since the start (all phases).
-    pub txn_ios: u64,
+    txn_ios: u64,
     /// Hung I/Os reported so far (each once, while it was outstanding).
-    pub hung: Vec<crate::result::ErrorEntry>,
+    hung: Vec<crate::result::ErrorEntry>,
     /// Sequential-pass reads completed and not yet verified by the pass phase.
-    pub pass_inbox: Vec<PassChunk>,
+    pass_inbox: Vec<PassChunk>,
     /// The databases of a plan that only reads them (they are not opened as [`Database`]s).
-    pub pass_specs: Vec<crate::InstanceSpec>,
+    pass_specs: Vec<crate::InstanceSpec>,
     /// What a sequential pass found, once it is done (or stopped).
-    pub pass_report: Option<crate::assemble::PassReport>,
+    pass_report: Option<crate::assemble::PassReport>,
     scratch: Vec<u8>,
     /// Damaged pages of the read being verified (reused).
-    found: Vec<(u64, verify::Finding)>,
+    found: Vec<(u64, Finding)>,
     /// Sessions whose commits a log write made durable (reused).
     done: Vec<usize>,
     next_tick: Instant,
@@ -181,14 +358,14 @@ pub(crate) struct Engine<'o> {
     tick_ios: u64,
     /// With several reactors: this one's place at the phase gate they share (`None`: the only
     /// reactor, nothing to wait for).
-    pub gate: Option<crate::multi::Link>,
+    gate: Option<crate::multi::Link>,
     /// Read the host's counters (CPU, memory) at each sample: only one reactor does, the CPU
     /// figure covers the time since the previous reading, whoever took it.
-    pub sample_host: bool,
+    sample_host: bool,
     /// When the shutdown phase began (none yet: `None`).
-    pub shutdown_start: Option<Instant>,
+    shutdown_start: Option<Instant>,
     /// Hung I/Os reported while shutting down (also in `hung`).
-    pub shutdown_hung: u64,
+    shutdown_hung: u64,
 }
 
 impl<'o> Engine<'o> {
@@ -244,107 +421,129 @@ impl<'o> Engine<'o> {
         }
     }
 
-    /// The measured phase ends at `now`: every I/O in flight is carried past it. Each counts in
-    /// the last sample with its age so far, and in the measured figures once its latency is
-    /// known (docs/method.md, "I/O in flight at the end"). Logs what each database left in
-    /// flight.
-    pub fn carry_in_flight(&mut self, now: Instant) {
-        for (owner, age) in self.reactor.carry(now) {
-            if let Some((db, s)) = measured_stream(owner) {
-                if let Some(d) = self.dbs.get_mut(db) {
-                    d.stats.carried_at_end(s, age);
-                }
-            }
-        }
-        let mut lines = Vec::new();
-        for db in &self.dbs {
-            let inc = &db.stats.incomplete;
-            let parts: Vec<String> = [
-                (Stream::DbRead, "database reads"),
-                (Stream::DbWrite, "database writes"),
-                (Stream::LogWrite, "log writes"),
-                (Stream::LogRead, "log reads"),
-                (Stream::Bdm, "maintenance reads"),
-            ]
-            .iter()
-            .filter(|(s, _)| inc[*s as usize].count > 0)
-            .map(|&(s, what)| {
-                let i = &inc[s as usize];
-                format!(
-                    "{} {what} (the oldest {:.1} ms old)",
-                    i.count,
-                    i.oldest_at_end.as_secs_f64() * 1e3
-                )
-            })
-            .collect();
-            if !parts.is_empty() {
-                lines.push(format!(
-                    "{}: in flight when measuring ended: {}; each counts in the measured latency figures with its whole latency once known.",
-                    db.spec.name,
-                    parts.join(", ")
-                ));
-            }
-        }
-        for line in lines {
-            self.log(&line, false);
+    /// Lends the phase its handles ([`PhaseCx`]).
+    pub fn cx(&mut self) -> PhaseCx<'_, 'o> {
+        PhaseCx {
+            settings: &self.settings,
+            reactor: &mut self.reactor,
+            dbs: &mut self.dbs,
+            work: &mut self.work,
+            mode: &mut self.mode,
+            observer: &mut *self.observer,
+            notes: &mut self.notes,
+            marks: &mut self.marks,
+            host: &mut self.host,
+            sampler: &mut self.sampler,
+            sample_host: self.sample_host,
+            pass_inbox: &mut self.pass_inbox,
+            pass_specs: &mut self.pass_specs,
+            pass_report: &mut self.pass_report,
+            shutdown_start: &mut self.shutdown_start,
         }
     }
 
-    /// Hands the completions of carried I/Os to their databases' measured figures.
-    fn record_carried(&mut self) {
-        for (owner, lat, ok) in std::mem::take(&mut self.reactor.carried_done) {
-            if let (true, Some((db, s))) = (ok, measured_stream(owner)) {
-                if let Some(d) = self.dbs.get_mut(db) {
-                    d.stats.carried_done(s, lat, true);
-                }
-            }
-        }
+    /// With several reactors: this one's place at the phase gate they share, and whether it
+    /// reads the host's counters at each sample.
+    pub fn join(&mut self, gate: Option<crate::multi::Link>, sample_host: bool) {
+        self.gate = gate;
+        self.sample_host = sample_host;
     }
 
-    /// The test stops waiting for the carried I/Os still in flight at `now` (it ends, or gives
-    /// up on them): each counts with its age.
-    pub fn settle_carried(&mut self, now: Instant) {
-        self.record_carried();
-        for (owner, age) in self.reactor.uncarry(now) {
-            if let Some((db, s)) = measured_stream(owner) {
-                if let Some(d) = self.dbs.get_mut(db) {
-                    d.stats.carried_done(s, age, false);
-                }
-            }
-        }
+    /// The databases of a plan that only reads them.
+    pub fn read_only(&mut self, specs: Vec<crate::InstanceSpec>) {
+        self.pass_specs = specs;
+    }
+
+    /// True with several reactors.
+    pub fn several(&self) -> bool {
+        self.gate.is_some()
+    }
+
+    /// The databases.
+    pub fn dbs(&self) -> &[Database] {
+        &self.dbs
+    }
+
+    /// The reactor's clock now.
+    pub fn now(&self) -> Instant {
+        self.reactor.now()
+    }
+
+    /// Phase boundaries reached.
+    pub fn marks(&self) -> Marks {
+        self.marks
+    }
+
+    /// The phase the test is in (or stopped in).
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// When the shutdown phase began, if it did.
+    pub fn shutdown_start(&self) -> Option<Instant> {
+        self.shutdown_start
+    }
+
+    /// Waits for the retired log files being deleted in the background.
+    pub fn wait_removals(&mut self) -> Result<(), EngineError> {
+        Ok(self.reactor.wait_removals()?)
     }
 
     /// A test-log line (also kept as a note for the result when `note`).
     pub fn log(&mut self, line: &str, note: bool) {
-        self.observer.on_event(RunEvent::Log(line));
-        if note {
-            self.notes.push(line.to_string());
+        self.cx().log(line, note);
+    }
+
+    /// See [`PhaseCx::carry_in_flight`].
+    pub fn carry_in_flight(&mut self, now: Instant) {
+        self.cx().carry_in_flight(now);
+    }
+
+    /// See [`PhaseCx::settle_carried`].
+    pub fn settle_carried(&mut self, now: Instant) {
+        self.cx().settle_carried(now);
+    }
+
+    /// The line saying how long shutdown took (`d`), what hung during it and how long the I/O
+    /// carried past the measured phase took.
+    pub fn shutdown_line(&self, d: Duration) -> String {
+        let mut line = format!("Shutdown took {:.2} s", d.as_secs_f64());
+        if self.shutdown_hung > 0 {
+            line.push_str(&format!(
+                "; {} I/O(s) were hung during it (outstanding over {:.0} s)",
+                self.shutdown_hung,
+                self.settings.hung_io.as_secs_f64()
+            ));
         }
-    }
-
-    /// The fill of the emptiest cache.
-    pub fn min_cache_fill(&self) -> f64 {
-        self.dbs.iter().map(|d| d.cache.fill()).fold(1.0, f64::min)
-    }
-
-    /// Clears every database's per-sample counters.
-    pub fn reset_intervals(&mut self) {
-        for db in &mut self.dbs {
-            db.stats.reset_interval();
+        let carried = self
+            .dbs
+            .iter()
+            .flat_map(|db| db.stats.incomplete.iter())
+            .fold((0u64, Duration::ZERO), |(n, l), i| {
+                (n.saturating_add(i.count), l.max(i.longest))
+            });
+        if carried.0 > 0 {
+            line.push_str(&format!(
+                "; the {} I/O(s) in flight when measuring ended took up to {:.1} ms",
+                carried.0,
+                carried.1.as_secs_f64() * 1e3
+            ));
         }
+        line.push('.');
+        line
     }
 
-    /// True when nothing is in flight, buffered or dirty, and no transaction is open.
-    pub fn drained(&self) -> bool {
-        self.reactor.in_flight() == 0
-            && self.work.all_idle()
-            && self.dbs.iter().all(|d| {
-                d.cache.dirty_count() == 0
-                    && d.cache.flushing() == 0
-                    && !d.log.busy()
-                    && !d.checkpointer.busy()
-                    && !d.journal.busy()
-            })
+    /// What the test leaves for its result, taken out of the engine.
+    pub fn leftovers(&mut self) -> Leftovers {
+        Leftovers {
+            dbs: std::mem::take(&mut self.dbs),
+            hung: std::mem::take(&mut self.hung),
+            notes: std::mem::take(&mut self.notes),
+            host: std::mem::take(&mut self.host),
+            pass_report: self.pass_report.take(),
+            txn: std::mem::take(&mut self.work.txn),
+            machine: self.reactor.machine().clone(),
+        }
     }
 
     /// True when the user asked to stop, or (with several reactors) another reactor stopped.
@@ -361,16 +560,6 @@ impl<'o> Engine<'o> {
             self.marks.interrupted_in = Some(self.phase);
         } else {
             self.marks.halted = true;
-        }
-    }
-
-    /// How a log line says the test is stopping early: "Interrupted" (the user), or stopped with
-    /// another reactor.
-    pub fn stop_word(&self) -> &'static str {
-        if self.marks.interrupted {
-            "Interrupted"
-        } else {
-            "Stopped with another reactor, which met an error"
         }
     }
 
@@ -415,7 +604,7 @@ impl<'o> Engine<'o> {
         };
         let waited = reactor.wait(wake, |r, owner, c| route(r, dbs, work, &mut cx, owner, c));
         if !self.reactor.carried_done.is_empty() {
-            self.record_carried();
+            record_carried(&mut self.reactor, &mut self.dbs);
         }
         waited
     }
@@ -448,62 +637,81 @@ impl<'o> Engine<'o> {
                 let Some(s) = self.work.next_idle() else {
                     break;
                 };
+                // Never early: a transaction starts at or after the time it was due.
+                assert!(
+                    due <= now,
+                    "scheduler: a transaction starts before it is due"
+                );
                 self.work
                     .start(s, &mut self.dbs, &mut self.reactor, now, due)?;
             }
         }
         let stopping = self.mode == Mode::Stopping;
         let drain = stopping && self.work.quiescent();
-        let s = &self.settings;
         for i in 0..self.dbs.len() {
-            let db = &mut self.dbs[i];
-            let need = db.flusher.wal_wait;
-            let why = db.log.maybe_flush(&mut self.reactor, now, stopping, need)?;
-            db.stats.count_record(why);
-            let seq_durable = db.log.seq_durable;
-            db.flusher.run(
-                crate::db::flusher::FlushCtx {
-                    db: i,
-                    file: db.file,
-                    database_id: db.spec.database_id,
-                    compressibility_pct: s.compressibility_pct,
-                    cache: &mut db.cache,
-                    pages: &mut db.pages,
-                    seq_durable,
-                },
-                &mut self.reactor,
-                now,
-                s.max_dirty_age,
-                drain,
-            )?;
-            if db.flusher.wal_wait.is_some() {
-                let need = db.flusher.wal_wait;
-                let why = db.log.maybe_flush(&mut self.reactor, now, false, need)?;
-                db.stats.count_record(why);
-            }
-            if !db.stalled.is_empty() {
-                self.work
-                    .retry_stalled(i, &mut self.dbs, &mut self.reactor, now)?;
-            }
-            let db = &mut self.dbs[i];
-            if !stopping {
-                if s.bdm {
-                    db.bdm
-                        .run(&mut self.reactor, i, db.file, db.spec.data_pages, now)?;
-                }
-                if s.copies > 1 {
-                    db.repl.run(&mut self.reactor, i, &mut db.log)?;
-                }
-                if db.journal.wants_sync() && !db.checkpointer.busy() {
-                    // Enough page writes wait for a sync to record them: checkpoint now.
-                    db.checkpointer.next_at = db.checkpointer.next_at.min(now);
-                }
-                if now >= db.checkpointer.next_at {
-                    begin_checkpoint(&mut self.reactor, db, i, now)?;
-                }
-            }
-            db.journal.run(&mut self.reactor, !stopping)?;
+            self.step_db(i, now, stopping, drain)?;
         }
+        Ok(())
+    }
+
+    /// Lets database `i`'s components do what is due at `now`: the log writer, the flusher
+    /// (`drain`: the cache empties at shutdown), stalled sessions, BDM, replication, the
+    /// checkpoint and the generation journal (`stopping`: only what drains runs).
+    fn step_db(
+        &mut self,
+        i: usize,
+        now: Instant,
+        stopping: bool,
+        drain: bool,
+    ) -> Result<(), EngineError> {
+        let s = &self.settings;
+        let db = &mut self.dbs[i];
+        let need = db.flusher.wal_wait;
+        let why = db.log.maybe_flush(&mut self.reactor, now, stopping, need)?;
+        db.stats.count_record(why);
+        let seq_durable = db.log.seq_durable;
+        db.flusher.run(
+            crate::db::flusher::FlushCtx {
+                db: i,
+                file: db.file,
+                database_id: db.spec.database_id,
+                compressibility_pct: s.compressibility_pct,
+                cache: &mut db.cache,
+                pages: &mut db.pages,
+                seq_durable,
+            },
+            &mut self.reactor,
+            now,
+            s.max_dirty_age,
+            drain,
+        )?;
+        if db.flusher.wal_wait.is_some() {
+            let need = db.flusher.wal_wait;
+            let why = db.log.maybe_flush(&mut self.reactor, now, false, need)?;
+            db.stats.count_record(why);
+        }
+        if !db.stalled.is_empty() {
+            self.work
+                .retry_stalled(i, &mut self.dbs, &mut self.reactor, now)?;
+        }
+        let db = &mut self.dbs[i];
+        if !stopping {
+            if s.bdm {
+                db.bdm
+                    .run(&mut self.reactor, i, db.file, db.spec.data_pages, now)?;
+            }
+            if s.copies > 1 {
+                db.repl.run(&mut self.reactor, i, &mut db.log)?;
+            }
+            if db.journal.wants_sync() && !db.checkpointer.busy() {
+                // Enough page writes wait for a sync to record them: checkpoint now.
+                db.checkpointer.next_at = db.checkpointer.next_at.min(now);
+            }
+            if now >= db.checkpointer.next_at {
+                begin_checkpoint(&mut self.reactor, db, i, now)?;
+            }
+        }
+        db.journal.run(&mut self.reactor, !stopping)?;
         Ok(())
     }
 
@@ -624,7 +832,7 @@ impl<'o> Engine<'o> {
             target_iops: self.settings.target_iops,
             db_read_avg_ms: rd.avg_ms(),
             log_write_avg_ms: lw.avg_ms(),
-            cache_fill: self.min_cache_fill(),
+            cache_fill: min_cache_fill(&self.dbs),
             pass_bytes: phase.pass_bytes(),
             log_files: phase.log_files(),
         };
@@ -633,10 +841,90 @@ impl<'o> Engine<'o> {
         if self.phase != Phase::Measure
             && now.duration_since(self.sampler.last) >= Duration::from_secs(60)
         {
-            self.reset_intervals();
+            reset_intervals(&mut self.dbs);
             self.sampler.last = now;
         }
     }
+}
+
+/// Makes the phase a spec describes, beginning at an instant (the phases are built by
+/// [`crate::phase`], which depends on this module, not the other way round).
+pub(crate) type PhaseBuilder = fn(&crate::plan::PhaseSpec, Instant) -> Box<dyn PhaseRun>;
+
+/// Runs the plan, its phases made by `build`. Returns when the last phase is done (or an error stopped the test). With
+/// several reactors, each enters a phase only when all do, and a phase ends only when it is
+/// done on all (this one keeps working meanwhile); an interruption or an error of any stops
+/// them all ([`crate::multi`]).
+pub(crate) fn execute(
+    e: &mut Engine<'_>,
+    plan: &Plan,
+    cancel: &AtomicBool,
+    build: PhaseBuilder,
+) -> Result<(), EngineError> {
+    let outcome = execute_phases(e, plan, cancel, build);
+    if let (Err(_), Some(g)) = (&outcome, &e.gate) {
+        g.halt();
+    }
+    outcome
+}
+
+fn execute_phases(
+    e: &mut Engine<'_>,
+    plan: &Plan,
+    cancel: &AtomicBool,
+    build: PhaseBuilder,
+) -> Result<(), EngineError> {
+    let mut idx = 0;
+    while let Some(spec) = plan.phases.get(idx) {
+        let mut phase = build(spec, e.reactor.now());
+        if let Some(g) = &e.gate {
+            g.enter(idx);
+        }
+        let now = e.reactor.now();
+        e.phase = phase.kind();
+        e.phase_start = now;
+        e.observer.on_event(RunEvent::Phase(e.phase));
+        phase.enter(&mut e.cx(), now)?;
+        loop {
+            let now = e.reactor.now();
+            if !e.marks.stopping() && e.stop_asked(cancel) {
+                e.mark_stop(cancel);
+                if let Some(g) = &e.gate {
+                    g.halt();
+                }
+                if phase.interrupt(&mut e.cx(), now)? == Flow::Done {
+                    break;
+                }
+            }
+            if phase.tick(&mut e.cx(), now)? == Flow::Done {
+                break;
+            }
+            e.turn(now, &*phase, None)?;
+        }
+        // Done here: with several reactors, keep working until the phase is done on all
+        // (the last phase needs no gate: nothing follows it).
+        if !e.marks.stopping() && idx + 1 < plan.phases.len() {
+            if let Some(g) = e.gate.clone() {
+                g.done(idx);
+                while !g.all_done(idx) {
+                    let now = e.reactor.now();
+                    if e.stop_asked(cancel) {
+                        e.mark_stop(cancel);
+                        g.halt();
+                        break;
+                    }
+                    e.turn(now, &*phase, Some(now + GATE_POLL))?;
+                }
+            }
+        }
+        idx = if e.marks.stopping() {
+            // An interrupted test goes straight to the phase that must always run.
+            plan.final_phase_after(idx)
+        } else {
+            idx + 1
+        };
+    }
+    Ok(())
 }
 
 /// The database and measured stream of an I/O (as [`route`] records it), if it has one.
@@ -669,6 +957,12 @@ pub(crate) fn begin_checkpoint(
         Some(seq) => (db.log.lsn_of(seq), seq),
         None => (db.log.tail_lsn(), db.log.seq_buffered),
     };
+    // A checkpoint never points past where the log has reached.
+    assert!(
+        lsn <= db.log.tail_lsn(),
+        "checkpoint of database {i} at {lsn:?}, past the log's tail {:?}",
+        db.log.tail_lsn()
+    );
     if db.checkpointer.begin(reactor, i, db.file, lsn, seq, now)? {
         // The sync just submitted makes every page write completed so far durable.
         db.journal.seal();
@@ -681,7 +975,7 @@ struct RouteCtx<'a> {
     scratch: &'a mut [u8],
     txn_ios: &'a mut u64,
     pass_inbox: &'a mut Vec<PassChunk>,
-    found: &'a mut Vec<(u64, verify::Finding)>,
+    found: &'a mut Vec<(u64, Finding)>,
     /// Sessions whose commits a log write made durable (reused).
     done: &'a mut Vec<usize>,
     /// `continue_on_errors`.
@@ -705,48 +999,23 @@ fn route(
     owner: Owner,
     c: &mut IoCompletion,
 ) -> Result<(), EngineError> {
-    if let Owner::Journal { db, io } = owner {
+    match owner {
         // The journal judges its own completions (a short read is a shorter file).
-        let d = &mut dbs[db];
-        if let Ok(n) = &c.result {
-            d.stats.record(Stream::Other, *n as u64, c.latency);
-        }
-        d.journal.completed(reactor, io, c)?;
-        if d.journal.resolved.is_empty() {
+        Owner::Journal { db, io } => return journal_done(reactor, &mut dbs[db], db, io, cx, c),
+        Owner::PassJournal { db, offset } => {
+            pass_journal_done(reactor, cx, db, offset, c);
             return Ok(());
         }
-        cx.found.clear();
-        cx.found.append(&mut d.journal.resolved);
-        for &(_, f) in cx.found.iter() {
-            f.count(&mut d.integrity);
-        }
-        return report_found(d, db, cx, reactor);
+        _ => {}
     }
-    if let Owner::PassJournal { db, offset } = owner {
-        // A journal read may end early (a shorter or sparse file: the rest is 0); an error
-        // leaves the pass without the journal, not stopped.
-        let (len, part) = match &c.result {
-            Ok(n) => (*n.min(&c.req.len), PassPart::Journal),
-            Err(_) => (0, PassPart::JournalFailed),
-        };
-        let fresh = reactor.buf(c.req.buf.len());
-        let data = std::mem::replace(&mut c.req.buf, fresh);
-        cx.pass_inbox.push(PassChunk {
-            file: db,
-            offset,
-            data,
-            len,
-            part,
-        });
-        return Ok(());
-    }
-    let (bytes, ok) = match reactor.check(c) {
+    let got = match reactor.check(c) {
         Ok(n) => (n as u64, true),
         Err(e) => {
             gone_past(reactor, dbs, owner, e, cx.cont)?;
             (0, false)
         }
     };
+    let (bytes, ok) = got;
     let now = reactor.now();
     match owner {
         Owner::TxnRead { db, first, pages } => {
@@ -762,30 +1031,9 @@ fn route(
             work.pages_read(db, first, pages, dbs, now)?;
         }
         Owner::Flush { db, first, pages } => {
-            let d = &mut dbs[db];
-            if ok {
-                d.stats.record(Stream::DbWrite, bytes, c.latency);
-                if d.stats.measuring {
-                    d.stats.shape.pages_written += pages;
-                }
-            }
             *cx.txn_ios += 1;
             work.pacer.on_write(now, 1);
-            let seq = reactor.events;
-            if ok {
-                d.flusher.done(
-                    &mut d.cache,
-                    &mut d.pages,
-                    &mut d.journal,
-                    first,
-                    pages,
-                    seq,
-                    now,
-                );
-            } else {
-                d.flusher
-                    .failed(&mut d.cache, &mut d.pages, first, pages, now);
-            }
+            flush_done(reactor, &mut dbs[db], (first, pages), got, c, now);
             work.retry_stalled(db, dbs, reactor, now)?;
         }
         Owner::LogWrite { db, gen, end_lsn } => {
@@ -815,30 +1063,7 @@ fn route(
             }
             dbs[db].log.created(reactor, gen, step)?;
         }
-        Owner::Checkpoint { db, step } => {
-            // Measured, but not as log writes (docs/method.md, "Logs").
-            if ok {
-                dbs[db].stats.record(Stream::Other, bytes, c.latency);
-            }
-            let d = &mut dbs[db];
-            if step == 0 {
-                // The database sync: the page writes it covered are durable (or, failed, wait
-                // for the next one).
-                if ok {
-                    d.journal.covered(reactor.events);
-                } else {
-                    d.journal.sync_failed();
-                }
-            }
-            let id = d.spec.database_id;
-            if let Some((lsn, seq)) = d.checkpointer.step_done(reactor, db, id, step)? {
-                d.log.forget_before(seq);
-                d.log.retire_before(reactor, lsn_generation(lsn));
-                for path in std::mem::take(&mut d.log.retire) {
-                    reactor.remove_file(&path)?;
-                }
-            }
-        }
+        Owner::Checkpoint { db, step } => checkpoint_done(reactor, &mut dbs[db], db, step, got, c)?,
         Owner::Bdm {
             db,
             first,
@@ -850,32 +1075,11 @@ fn route(
             }
             dbs[db].bdm.done(first, pages)?;
             if ok {
-                check_pages(
-                    &mut dbs[db],
-                    db,
-                    first,
-                    pages,
-                    c.req.buf.as_slice(),
-                    Some(seq),
-                    cx,
-                    reactor,
-                )?;
+                let data = c.req.buf.as_slice();
+                check_pages(&mut dbs[db], db, first, pages, data, Some(seq), cx, reactor)?;
             }
         }
-        Owner::Repl { db, gen } => {
-            if ok {
-                dbs[db].stats.record(Stream::LogRead, bytes, c.latency);
-            }
-            let d = &mut dbs[db];
-            let len = usize::try_from(bytes).unwrap_or(usize::MAX);
-            let data = ok.then(|| c.req.buf.as_slice().get(..len).unwrap_or_default());
-            if let Some(p) = d.repl.done(&mut d.log, gen, data, d.spec.database_id) {
-                let message = d.log_problem(&p, reactor.clock().wall());
-                if !cx.cont {
-                    return Err(EngineError::Integrity(message));
-                }
-            }
-        }
+        Owner::Repl { db, gen } => repl_done(reactor, &mut dbs[db], gen, got, cx.cont, c)?,
         Owner::Pass { db, offset } => {
             let len = usize::try_from(bytes).unwrap_or(usize::MAX).min(c.req.len);
             // The read's buffer moves to the inbox (a pooled one takes its place and goes
@@ -890,25 +1094,7 @@ fn route(
                 part: PassPart::File,
             });
         }
-        // Routed before the check, above.
-        Owner::PassJournal { .. } => {}
-        Owner::Patch { db, page, gen } => {
-            let d = &mut dbs[db];
-            d.patching = d.patching.saturating_sub(1);
-            if ok {
-                d.stats.record(Stream::Other, bytes, c.latency);
-                d.pages.write_done(page, reactor.events);
-                d.journal.written(page, gen);
-                let f = verify::Finding::Patched { generation: gen };
-                f.count(&mut d.integrity);
-                let at = reactor.clock().wall();
-                d.damage.record(&d.spec.name, &d.spec.db_path, page, f, at);
-            } else {
-                d.pages.write_failed(page);
-            }
-        }
-        // Routed before the check, above.
-        Owner::Journal { .. } => {}
+        Owner::Patch { db, page, gen } => patch_done(reactor, &mut dbs[db], page, gen, got, c),
         Owner::Replay { db, io } => {
             let d = &mut dbs[db];
             d.stats.record(io.stream(), bytes, c.latency);
@@ -917,8 +1103,176 @@ fn route(
             d.replay
                 .completed(reactor, io, data, &mut d.integrity, cx.scratch, now)?;
         }
+        // Routed before the check, above.
+        Owner::Journal { .. } | Owner::PassJournal { .. } => {}
     }
     Ok(())
+}
+
+/// A generation-journal I/O of database `index` completed: the journal judges it, and the
+/// reads it resolved are counted and named.
+fn journal_done(
+    reactor: &mut Reactor,
+    d: &mut Database,
+    index: usize,
+    io: crate::reactor::JournalIo,
+    cx: &mut RouteCtx<'_>,
+    c: &mut IoCompletion,
+) -> Result<(), EngineError> {
+    if let Ok(n) = &c.result {
+        d.stats.record(Stream::Other, *n as u64, c.latency);
+    }
+    d.journal.completed(reactor, io, c)?;
+    if d.journal.resolved.is_empty() {
+        return Ok(());
+    }
+    cx.found.clear();
+    cx.found.append(&mut d.journal.resolved);
+    for &(_, f) in cx.found.iter() {
+        f.count(&mut d.integrity);
+    }
+    report_found(d, index, cx, reactor)
+}
+
+/// A sequential pass's journal read completed: kept for the pass phase. It may end early (a
+/// shorter or sparse file: the rest is 0); an error leaves the pass without the journal, not
+/// stopped.
+fn pass_journal_done(
+    reactor: &mut Reactor,
+    cx: &mut RouteCtx<'_>,
+    db: usize,
+    offset: u64,
+    c: &mut IoCompletion,
+) {
+    let (len, part) = match &c.result {
+        Ok(n) => (*n.min(&c.req.len), PassPart::Journal),
+        Err(_) => (0, PassPart::JournalFailed),
+    };
+    let fresh = reactor.buf(c.req.buf.len());
+    let data = std::mem::replace(&mut c.req.buf, fresh);
+    cx.pass_inbox.push(PassChunk {
+        file: db,
+        offset,
+        data,
+        len,
+        part,
+    });
+}
+
+/// A page write of `run` (first page, pages) completed, with `got` (bytes, success).
+fn flush_done(
+    reactor: &Reactor,
+    d: &mut Database,
+    (first, pages): (u64, u64),
+    (bytes, ok): (u64, bool),
+    c: &IoCompletion,
+    now: Instant,
+) {
+    if ok {
+        d.stats.record(Stream::DbWrite, bytes, c.latency);
+        if d.stats.measuring {
+            d.stats.shape.pages_written += pages;
+        }
+    }
+    let seq = reactor.events;
+    if ok {
+        d.flusher.done(
+            &mut d.cache,
+            &mut d.pages,
+            &mut d.journal,
+            first,
+            pages,
+            seq,
+            now,
+        );
+    } else {
+        d.flusher
+            .failed(&mut d.cache, &mut d.pages, first, pages, now);
+    }
+}
+
+/// A step of a checkpoint of database `db` completed, with `got` (bytes, success). Measured,
+/// but not as log writes (docs/method.md, "Logs").
+fn checkpoint_done(
+    reactor: &mut Reactor,
+    d: &mut Database,
+    db: usize,
+    step: u8,
+    (bytes, ok): (u64, bool),
+    c: &IoCompletion,
+) -> Result<(), EngineError> {
+    if ok {
+        d.stats.record(Stream::Other, bytes, c.latency);
+    }
+    if step == 0 {
+        // The database sync: the page writes it covered are durable (or, failed, wait
+        // for the next one).
+        if ok {
+            d.journal.covered(reactor.events);
+        } else {
+            d.journal.sync_failed();
+        }
+    }
+    let id = d.spec.database_id;
+    if let Some((lsn, seq)) = d.checkpointer.step_done(reactor, db, id, step)? {
+        d.log.forget_before(seq);
+        d.log.retire_before(reactor, lsn_generation(lsn));
+        for path in std::mem::take(&mut d.log.retire) {
+            reactor.remove_file(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// A replication read of log generation `gen` completed, with `got` (bytes, success): a
+/// problem it found stops the test unless `cont`.
+fn repl_done(
+    reactor: &Reactor,
+    d: &mut Database,
+    gen: u64,
+    (bytes, ok): (u64, bool),
+    cont: bool,
+    c: &IoCompletion,
+) -> Result<(), EngineError> {
+    if ok {
+        d.stats.record(Stream::LogRead, bytes, c.latency);
+    }
+    let len = usize::try_from(bytes).unwrap_or(usize::MAX);
+    let data = ok.then(|| c.req.buf.as_slice().get(..len).unwrap_or_default());
+    if let Some(p) = d.repl.done(&mut d.log, gen, data, d.spec.database_id) {
+        let message = d.log_problem(&p, reactor.clock().wall());
+        if !cont {
+            return Err(EngineError::Integrity(message));
+        }
+    }
+    Ok(())
+}
+
+/// A patch of `page` at generation `gen` completed, with `got` (bytes, success).
+fn patch_done(
+    reactor: &Reactor,
+    d: &mut Database,
+    page: u64,
+    gen: u64,
+    (bytes, ok): (u64, bool),
+    c: &IoCompletion,
+) {
+    assert!(
+        d.patching > 0,
+        "patch: a page patch completed with none in flight"
+    );
+    d.patching -= 1;
+    if ok {
+        d.stats.record(Stream::Other, bytes, c.latency);
+        d.pages.write_done(page, reactor.events);
+        d.journal.written(page, gen);
+        let f = Finding::Patched { generation: gen };
+        f.count(&mut d.integrity);
+        let at = reactor.clock().wall();
+        d.damage.record(&d.spec.name, &d.spec.db_path, page, f, at);
+    } else {
+        d.pages.write_failed(page);
+    }
 }
 
 /// Decides about a failed I/O: `Err` stops the test (the default; always for a full disk, a
@@ -1085,6 +1439,10 @@ fn patch(
         return Ok(());
     }
     db.patching += 1;
+    assert!(
+        db.patching <= crate::PATCH_SLOTS,
+        "patch: more patches in flight than slots"
+    );
     let mut buf = reactor.buf(PAGE_SIZE);
     build_data_page(
         buf.as_mut_slice(),
@@ -1095,6 +1453,14 @@ fn patch(
             kind: KIND_DATA,
             compressibility_pct,
         },
+    );
+    // The page header names the place it is written to.
+    let h = PageHeader::read(buf.as_slice());
+    assert!(
+        h.page_number == page && h.database_id == db.spec.database_id,
+        "patch: page {page} built as page {} of {:#x}",
+        h.page_number,
+        h.database_id
     );
     db.pages.write_submitted(page, gen, reactor.events + 1);
     reactor.submit(

@@ -190,6 +190,21 @@ pub struct Found {
     pub last: Option<RunResult>,
 }
 
+/// What a find-max search runs on.
+struct Ctx<'a, 'r> {
+    cfg: &'a RunConfig,
+    spec: FindMaxSpec,
+    observer: &'a mut dyn Observer,
+    cancel: &'a AtomicBool,
+    clock: &'a dyn mbx_io::Clock,
+    run_step: &'a mut StepRunner<'r>,
+    /// When the search began (wall clock, and the clock's instant).
+    started: std::time::SystemTime,
+    started_at: std::time::Instant,
+    /// IOPS per mailbox.
+    ipm: f64,
+}
+
 /// Runs find-max for `cfg` (its profile's mailboxes are where the ramp starts).
 pub fn find_max(
     cfg: &RunConfig,
@@ -200,6 +215,62 @@ pub fn find_max(
     run_step: &mut StepRunner<'_>,
 ) -> Result<Found, EngineError> {
     let ipm = cfg.profile.iops_per_mailbox;
+    let mut ctx = Ctx {
+        cfg,
+        spec,
+        observer,
+        cancel,
+        clock,
+        run_step,
+        started: clock.wall(),
+        started_at: clock.now(),
+        ipm,
+    };
+    let driven = search(&mut ctx)?;
+    let mut steps = driven.steps;
+    // A step stands for the mailboxes its target is, not the databases' mailbox count.
+    for s in &mut steps {
+        s.mailboxes = mailboxes_of(s.target_iops, ipm);
+    }
+    let mut end = driven.end.to_string();
+    let stop_message = driven.stop_message;
+    // Steps cut short by an interruption: no try (neither a pass nor a failure).
+    let mut cut_short: Vec<usize> = Vec::new();
+    if end == "interrupted" && !steps.is_empty() {
+        cut_short.push(steps.len() - 1);
+    }
+    let confirmation = if spec.confirmations > 0 && end != "interrupted" && end != "error" {
+        // A short step that passed near the edge may have been lucky: confirm the answer with
+        // a longer run at it, backing off until one holds.
+        let mut c = Confirming {
+            steps: &mut steps,
+            cut_short: &mut cut_short,
+            end: &mut end,
+            search_s: driven.elapsed_s,
+        };
+        confirm(&mut ctx, &mut c, driven.answer)
+    } else if spec.confirmations == 0 {
+        Some("no confirmation runs".into())
+    } else {
+        Some(format!(
+            "the search ended before its confirmation ({end}{})",
+            stop_message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        ))
+    };
+    let find_max = record(&mut ctx, steps, &cut_short, end, confirmation, stop_message);
+    Ok(Found {
+        find_max,
+        last: driven.last,
+    })
+}
+
+/// The search's steps, from the profile's mailboxes up (or down) to the largest count that
+/// passes.
+fn search(ctx: &mut Ctx<'_, '_>) -> Result<crate::tune::Driven, EngineError> {
+    let (cfg, spec, ipm) = (ctx.cfg, ctx.spec, ctx.ipm);
     let max = if ipm > 0.0 {
         (MAX_TARGET_IOPS / ipm).floor().min(u64::MAX as f64) as u64
     } else {
@@ -214,17 +285,9 @@ pub fn find_max(
         resolution: spec.resolution,
         max_steps: spec.max_steps,
     });
-    let started = clock.wall();
-    let started_at = clock.now();
-    observer.on_event(RunEvent::Log(&format!(
-        "find-max is starting: from {} mailboxes x {} IOPS, steps of {} measured after read latency is stable, at most {} steps, to within {:.0}%.",
-        cfg.profile.mailboxes,
-        ipm,
-        crate::step_secs(cfg.tuning.step_for(cfg.duration_s)),
-        spec.max_steps,
-        spec.resolution * 100.0
-    )));
-    let driven = drive(
+    ctx.observer
+        .on_event(RunEvent::Log(&starting_line(cfg, spec, ipm)));
+    drive(
         Driver {
             search: &mut search,
             max_s: spec.max_s,
@@ -265,137 +328,195 @@ pub fn find_max(
                 }
             }),
         },
-        observer,
-        cancel,
-        clock,
-        run_step,
-    )?;
-    let mut steps = driven.steps;
-    // A step stands for the mailboxes its target is, not the databases' mailbox count.
-    for s in &mut steps {
-        s.mailboxes = mailboxes_of(s.target_iops, ipm);
-    }
-    let searched = driven.answer;
-    let mut end = driven.end.to_string();
-    let stop_message = driven.stop_message;
-    // A short step that passed near the edge may have been lucky: confirm the answer with a
-    // longer run at it, backing off until one holds.
-    let mut candidate = searched;
+        &mut *ctx.observer,
+        ctx.cancel,
+        ctx.clock,
+        &mut *ctx.run_step,
+    )
+}
+
+/// find-max's first test-log line: where the ramp starts and how it steps.
+fn starting_line(cfg: &RunConfig, spec: FindMaxSpec, ipm: f64) -> String {
+    format!(
+    "find-max is starting: from {} mailboxes x {} IOPS, steps of {} measured after read latency is stable, at most {} steps, to within {:.0}%.",
+    cfg.profile.mailboxes,
+    ipm,
+    crate::step_secs(cfg.tuning.step_for(cfg.duration_s)),
+    spec.max_steps,
+    spec.resolution * 100.0
+)
+}
+
+/// The confirmation runs' record: the steps so far (confirmations are added), the steps an
+/// interruption cut short, how the search ended, and how long its steps took.
+struct Confirming<'a> {
+    steps: &'a mut Vec<SearchStep>,
+    cut_short: &'a mut Vec<usize>,
+    end: &'a mut String,
+    /// Seconds the search's own steps took.
+    search_s: f64,
+}
+
+/// How one confirmation run went.
+enum Confirmed {
+    Passed,
+    Failed,
+    /// The confirmations end here: why, and how the search ends.
+    Stopped(String, &'static str),
+}
+
+/// Confirms `candidate` with longer runs, backing off after each failure until one holds
+/// [`CONFIRM_PASSES`] times in a row; returns why the answer is not confirmed, if it is not.
+fn confirm(
+    ctx: &mut Ctx<'_, '_>,
+    c: &mut Confirming<'_>,
+    candidate: Option<u64>,
+) -> Option<String> {
+    let mut candidate = candidate;
     let mut confirmation = None;
-    // Steps cut short by an interruption: no try (neither a pass nor a failure).
-    let mut cut_short: Vec<usize> = Vec::new();
-    if end == "interrupted" && !steps.is_empty() {
-        cut_short.push(steps.len() - 1);
-    }
-    if spec.confirmations > 0 && end != "interrupted" && end != "error" {
-        let (mut tries, mut failures, mut passes) = (0, 0, 0);
-        let mut failed_at: Vec<u64> = Vec::new();
-        while let Some(m) = candidate {
-            if failures == spec.confirmations {
-                end = "unconfirmed".into();
-                confirmation = Some(format!(
-                    "{} confirmation runs failed (at {})",
-                    failures,
-                    failed_at
-                        .iter()
-                        .map(u64::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-                break;
-            }
-            tries += 1;
-            let mut c = step_config(cfg, m, &steps);
-            c.duration_s *= CONFIRM_LENGTHS;
-            let so_far = clock
-                .now()
-                .saturating_duration_since(started_at)
-                .as_secs_f64();
-            let step_s = if steps.is_empty() {
-                0.0
-            } else {
-                driven.elapsed_s / steps.len() as f64
-            };
-            observer.on_event(RunEvent::Log(&format!(
-                "find-max: confirmation {tries} ({m} mailboxes, {} of {CONFIRM_PASSES} in a row to pass) is starting, {so_far:.0} s into the search; about {:.0} s for this run.",
-                passes + 1,
-                step_s * CONFIRM_LENGTHS
-            )));
-            if let Err((key, why)) = c.validate() {
-                confirmation = Some(format!(
-                    "confirming {m} is outside the run's limits ({key}: {why})"
-                ));
-                end = "limit".into();
-                break;
-            }
-            let plan = Plan::search_step(&c);
-            let mut obs = StepObserver {
-                inner: observer,
-                prefix: format!("find-max confirmation {tries} ({m} mailboxes): "),
-            };
-            let r = match run_step(&c, &plan, &mut obs) {
-                Ok(r) => r,
-                Err(e) => {
-                    confirmation = Some(format!("confirmation {tries} at {m} met an error: {e}"));
-                    end = "error".into();
-                    break;
-                }
-            };
-            let mut step = step_of(&r, c.threads);
-            step.mailboxes = m;
-            step.confirmation = true;
-            let pass = step.pass;
-            observer.on_event(RunEvent::Log(&format!(
-                "find-max confirmation: {m} mailboxes for {:.0} s have actual {:.1} IOPS (target IOPS: {:.1}), database reads {:.2} ms average: {}.",
-                c.duration_s,
-                step.achieved_iops,
-                step.target_iops,
-                step.db_read_avg_ms,
-                outcome(&step)
-            )));
-            steps.push(step);
-            if r.stopped.reason == crate::result::StopReason::Interrupted
-                || cancel.load(std::sync::atomic::Ordering::Relaxed)
-            {
-                cut_short.push(steps.len() - 1);
-                confirmation = Some(format!(
-                    "interrupted during confirmation {} of {CONFIRM_PASSES} at {m}",
-                    passes + 1
-                ));
-                end = "interrupted".into();
-                break;
-            }
-            if pass {
+    let (mut tries, mut failures, mut passes) = (0, 0, 0);
+    let mut failed_at: Vec<u64> = Vec::new();
+    while let Some(m) = candidate {
+        if failures == ctx.spec.confirmations {
+            *c.end = "unconfirmed".into();
+            confirmation = Some(format!(
+                "{} confirmation runs failed (at {})",
+                failures,
+                failed_at
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            break;
+        }
+        tries += 1;
+        match confirmation_run(ctx, c, tries, m, passes) {
+            Confirmed::Passed => {
                 passes += 1;
                 if passes == CONFIRM_PASSES {
                     break;
                 }
                 continue;
             }
-            failures += 1;
-            failed_at.push(m);
-            passes = 0;
-            let lower = ((m as f64) * (1.0 - CONFIRM_BACKOFF)).floor() as u64;
-            candidate = (lower >= 1 && lower < m).then_some(lower);
-            if candidate.is_none() {
-                confirmation = Some(format!(
-                    "its confirmation at {m} failed, and no lower count is left"
-                ));
+            Confirmed::Stopped(why, end) => {
+                confirmation = Some(why);
+                *c.end = end.into();
+                break;
             }
+            Confirmed::Failed => {}
         }
-    } else if spec.confirmations == 0 {
-        confirmation = Some("no confirmation runs".into());
-    } else {
-        confirmation = Some(format!(
-            "the search ended before its confirmation ({end}{})",
-            stop_message
-                .as_deref()
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default()
-        ));
+        failures += 1;
+        failed_at.push(m);
+        passes = 0;
+        let lower = ((m as f64) * (1.0 - CONFIRM_BACKOFF)).floor() as u64;
+        candidate = (lower >= 1 && lower < m).then_some(lower);
+        if candidate.is_none() {
+            confirmation = Some(format!(
+                "its confirmation at {m} failed, and no lower count is left"
+            ));
+        }
     }
+    confirmation
+}
+
+/// Confirmation `tries` at `m` mailboxes, `passes` in a row so far: a step of
+/// [`CONFIRM_LENGTHS`] search steps, added to the steps.
+fn confirmation_run(
+    ctx: &mut Ctx<'_, '_>,
+    k: &mut Confirming<'_>,
+    tries: usize,
+    m: u64,
+    passes: usize,
+) -> Confirmed {
+    let mut c = step_config(ctx.cfg, m, &*k.steps);
+    c.duration_s *= CONFIRM_LENGTHS;
+    let so_far = ctx
+        .clock
+        .now()
+        .saturating_duration_since(ctx.started_at)
+        .as_secs_f64();
+    let step_s = if k.steps.is_empty() {
+        0.0
+    } else {
+        k.search_s / k.steps.len() as f64
+    };
+    ctx.observer.on_event(RunEvent::Log(&format!(
+        "find-max: confirmation {tries} ({m} mailboxes, {} of {CONFIRM_PASSES} in a row to pass) is starting, {so_far:.0} s into the search; about {:.0} s for this run.",
+        passes + 1,
+        step_s * CONFIRM_LENGTHS
+    )));
+    if let Err((key, why)) = c.validate() {
+        return Confirmed::Stopped(
+            format!("confirming {m} is outside the run's limits ({key}: {why})"),
+            "limit",
+        );
+    }
+    let plan = Plan::search_step(&c);
+    let mut obs = StepObserver {
+        inner: &mut *ctx.observer,
+        prefix: format!("find-max confirmation {tries} ({m} mailboxes): "),
+    };
+    let r = match (ctx.run_step)(&c, &plan, &mut obs) {
+        Ok(r) => r,
+        Err(e) => {
+            return Confirmed::Stopped(
+                format!("confirmation {tries} at {m} met an error: {e}"),
+                "error",
+            )
+        }
+    };
+    let mut step = step_of(&r, c.threads);
+    step.mailboxes = m;
+    step.confirmation = true;
+    let pass = step.pass;
+    ctx.observer
+        .on_event(RunEvent::Log(&confirmation_line(m, c.duration_s, &step)));
+    k.steps.push(step);
+    if r.stopped.reason == crate::result::StopReason::Interrupted
+        || ctx.cancel.load(std::sync::atomic::Ordering::Relaxed)
+    {
+        k.cut_short.push(k.steps.len() - 1);
+        return Confirmed::Stopped(
+            format!(
+                "interrupted during confirmation {} of {CONFIRM_PASSES} at {m}",
+                passes + 1
+            ),
+            "interrupted",
+        );
+    }
+    if pass {
+        Confirmed::Passed
+    } else {
+        Confirmed::Failed
+    }
+}
+
+/// The test-log line of a confirmation run of `duration_s` at `m` mailboxes.
+fn confirmation_line(m: u64, duration_s: f64, step: &SearchStep) -> String {
+    format!(
+    "find-max confirmation: {m} mailboxes for {:.0} s have actual {:.1} IOPS (target IOPS: {:.1}), database reads {:.2} ms average: {}.",
+    duration_s,
+    step.achieved_iops,
+    step.target_iops,
+    step.db_read_avg_ms,
+    outcome(step)
+)
+}
+
+/// The find-max record of the steps run, and its closing line logged.
+fn record(
+    ctx: &mut Ctx<'_, '_>,
+    steps: Vec<SearchStep>,
+    cut_short: &[usize],
+    end: String,
+    confirmation: Option<String>,
+    stop_message: Option<String>,
+) -> FindMax {
+    let (cfg, spec, ipm, clock) = (ctx.cfg, ctx.spec, ctx.ipm, ctx.clock);
+    let (started, started_at) = (ctx.started, ctx.started_at);
     // The answer is what was measured: the largest count that passed every try of it.
-    let answer = largest_passing(&steps, &cut_short);
+    let answer = largest_passing(&steps, cut_short);
     let required = CONFIRM_PASSES as u32;
     let passed_at = |m: u64| {
         steps
@@ -440,7 +561,16 @@ pub fn find_max(
         stop_message,
         config: cfg.clone(),
     };
-    let line = match (record.answer_words(), answer) {
+    let line = closing_line(&record, answer, ipm, elapsed_s);
+    record.elapsed_s = elapsed_s;
+    ctx.observer.on_event(RunEvent::Log(&line));
+    record
+}
+
+/// find-max's last test-log line: the answer `answer` (at `ipm` IOPS per mailbox), how the
+/// search ended, its steps and `elapsed_s`.
+fn closing_line(record: &FindMax, answer: Option<u64>, ipm: f64, elapsed_s: f64) -> String {
+    match (record.answer_words(), answer) {
         (Some(words), Some(m)) => format!(
             "find-max: {words}: {m} mailboxes ({:.1} IOPS) passed every threshold ({}, {} steps, {:.0} s).",
             m as f64 * ipm,
@@ -453,13 +583,7 @@ pub fn find_max(
             record.end,
             record.steps.len()
         ),
-    };
-    record.elapsed_s = elapsed_s;
-    observer.on_event(RunEvent::Log(&line));
-    Ok(Found {
-        find_max: record,
-        last: driven.last,
-    })
+    }
 }
 
 /// The largest count at which some step passed and every step that ran to its end passed

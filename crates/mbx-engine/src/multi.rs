@@ -87,6 +87,11 @@ impl Share {
             });
             first = end;
         }
+        // The shares partition the databases: each in exactly one, in order.
+        assert_eq!(
+            first, databases,
+            "reactor shares cover {first} of {databases} databases"
+        );
         // Each share has at least one session; one raised to it is taken back from the share
         // with the most, so the reactors run exactly the sessions set or tuned (there are never
         // more reactors than sessions: [`reactors_for`]).

@@ -129,6 +129,10 @@ pub(crate) struct Reactor {
     /// Submissions plus completions so far: a sequence number for "happened before" questions
     /// (a write that completed at a higher number than a read's submission raced it).
     pub events: u64,
+    /// I/Os submitted and completed since the start (in-flight accounting: their difference is
+    /// the number of owned slots).
+    submitted: u64,
+    completed: u64,
     /// Completions of I/Os carried past the end of the measured phase ([`Reactor::carry`]):
     /// the owner, the latency, and whether it succeeded. The executor drains it after each wait.
     pub carried_done: Vec<(Owner, Duration, bool)>,
@@ -146,6 +150,8 @@ impl Reactor {
             pool: FxHashMap::default(),
             batch: Vec::new(),
             events: 0,
+            submitted: 0,
+            completed: 0,
             carried_done: Vec::new(),
         }
     }
@@ -236,6 +242,10 @@ impl Reactor {
         };
         let tag = match self.free.pop() {
             Some(i) => {
+                assert!(
+                    self.owners[i].is_none(),
+                    "reactor: tag {i} reused while its I/O is in flight"
+                );
                 self.owners[i] = Some(slot);
                 i
             }
@@ -245,6 +255,8 @@ impl Reactor {
             }
         };
         self.events += 1;
+        self.submitted += 1;
+        self.check_in_flight();
         self.queue.submit(IoRequest {
             op,
             file,
@@ -290,8 +302,21 @@ impl Reactor {
             }
             let tag = c.req.tag as usize;
             let slot = self.owners.get_mut(tag).and_then(Option::take);
+            // Every completion is of an I/O this reactor submitted and still owns: the queue
+            // completes each request once.
+            assert!(
+                slot.is_some(),
+                "reactor: a completion (tag {tag}) that no I/O in flight owns"
+            );
             let owner = slot.map(|s| s.owner);
             if let Some(s) = slot {
+                assert!(
+                    self.completed < self.submitted,
+                    "reactor: more I/Os completed ({}) than submitted ({})",
+                    self.completed + 1,
+                    self.submitted
+                );
+                self.completed += 1;
                 self.free.push(tag);
                 if s.carried {
                     self.carried_done
@@ -306,7 +331,26 @@ impl Reactor {
         }
         drop(completions);
         self.batch = batch;
+        self.check_in_flight();
         result
+    }
+
+    /// In-flight accounting: submitted = completed + in flight, where in flight is the slots
+    /// owned; and the queue holds no I/O without an owner.
+    fn check_in_flight(&self) {
+        let owned = self.owners.len() - self.free.len();
+        assert_eq!(
+            self.submitted - self.completed,
+            owned as u64,
+            "reactor: {} submitted and {} completed, but {owned} in flight",
+            self.submitted,
+            self.completed
+        );
+        assert!(
+            self.queue.in_flight() <= owned,
+            "reactor: the queue holds {} I/Os, {owned} owned",
+            self.queue.in_flight()
+        );
     }
 
     /// The I/Os outstanding for longer than `threshold` at `now` that were not reported yet;
@@ -382,6 +426,8 @@ impl Reactor {
         std::mem::forget(gone);
         self.owners.clear();
         self.free.clear();
+        // The abandoned I/Os never complete: none is in flight any more.
+        self.completed = self.submitted;
     }
 
     /// Bytes transferred by a completion, or the error naming the file and offset.
@@ -465,6 +511,18 @@ mod tests {
 
     /// A reactor (and so each database it owns) can move to its own thread: the engine's way to
     /// use every core is several reactors, each with some databases.
+    #[test]
+    #[should_panic(expected = "reactor: 1 submitted and 0 completed, but 0 in flight")]
+    fn in_flight_accounting_is_checked() {
+        use mbx_io::sim::{LatencyModel, SimClock, SimDevice, SimQueue};
+        let clock = std::sync::Arc::new(SimClock::new());
+        let q = SimQueue::new(SimDevice::new(), clock, 4, LatencyModel::typical(), 1);
+        let mut r = super::Reactor::new(Box::new(q));
+        // An I/O counted as submitted that no slot owns.
+        r.submitted = 1;
+        r.check_in_flight();
+    }
+
     #[test]
     fn a_reactor_can_run_on_another_thread() {
         fn is_send<T: Send>() {}

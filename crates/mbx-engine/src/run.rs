@@ -296,6 +296,96 @@ pub(crate) fn run_part(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0);
+    let mut dbs = open_databases(cfg, share, specs, &mut reactor, (ref_instant, gen_base))?;
+    let engine_name = reactor.engine_name();
+    let settings = settings_of(cfg, share);
+    let t = &cfg.thresholds;
+    let tolerated = t.max_latency_errors as usize;
+    for db in &mut dbs {
+        db.stats.maxima = [
+            stats::SampleMaxima::new(tolerated, t.db_read_max_ms),
+            stats::SampleMaxima::new(tolerated, t.log_write_max_ms),
+        ];
+    }
+    let work = workload(cfg, share, ref_instant)?;
+    let mut engine = Engine::new(settings, reactor, dbs, work, observer);
+    engine.join(gate, share.index == 0);
+    log_settings(&mut engine, cfg, share);
+    let outcome = crate::phase::execute(&mut engine, plan, cancel);
+    engine.journal_lines();
+    // Retired log files are deleted in the background: a failure there is the test's too.
+    let outcome = outcome.and_then(|()| engine.wait_removals());
+    Ok(part_of(
+        engine,
+        outcome,
+        (ref_instant, ref_wall),
+        engine_name,
+    ))
+}
+
+/// The reactor's part of the result, once its phases are done (`outcome`): what was in flight
+/// is settled and the shutdown logged.
+fn part_of(
+    mut engine: Engine<'_>,
+    outcome: Result<(), EngineError>,
+    (ref_instant, ref_wall): (std::time::Instant, std::time::SystemTime),
+    engine_name: &'static str,
+) -> assemble::Part {
+    let end = engine.now();
+    // An error that stopped the test while it measured ended the measured phase too: what was
+    // in flight then is carried as at its end.
+    if engine.dbs().iter().any(|d| d.stats.measuring) {
+        engine.carry_in_flight(end);
+    }
+    // I/O carried past the measured phase and still in flight counts with its age now.
+    engine.settle_carried(end);
+    let shutdown = engine
+        .shutdown_start()
+        .map(|t| end.saturating_duration_since(t));
+    if let Some(d) = shutdown {
+        let line = engine.shutdown_line(d);
+        engine.log(&line, false);
+    }
+    let marks = engine.marks();
+    let times = RunTimes {
+        started: marks.started,
+        measure_start: marks.measure_start.unwrap_or(end),
+        measure_end: marks.measure_end.unwrap_or(end),
+        ended: end,
+        interrupted: marks.interrupted,
+        interrupted_in: marks.interrupted_in,
+        measured: marks.measure_start.is_some(),
+        measure_complete: marks.measure_complete,
+    };
+    let stopped_in = engine.phase();
+    let left = engine.leftovers();
+    assemble::Part {
+        dbs: left.dbs,
+        hung: left.hung,
+        notes: left.notes,
+        host: left.host,
+        pass_report: left.pass_report,
+        times,
+        measure_start_wall: marks.measure_start_wall,
+        ref_instant,
+        ref_wall,
+        engine_name,
+        txn: left.txn,
+        outcome,
+        shutdown,
+        stopped_in,
+        machine: left.machine,
+    }
+}
+
+/// Opens the databases `specs` of `share` on `reactor`, their page generations from `gen_base`.
+fn open_databases(
+    cfg: &RunConfig,
+    share: &multi::Share,
+    specs: Vec<InstanceSpec>,
+    reactor: &mut Reactor,
+    (ref_instant, gen_base): (std::time::Instant, u64),
+) -> Result<Vec<Database>, EngineError> {
     let n = share.total_dbs as u64;
     let local = specs.len();
     let mut dbs = Vec::new();
@@ -316,10 +406,14 @@ pub(crate) fn run_part(
             checkpoint_every: Duration::from_secs_f64(cfg.cache.checkpoint_interval_s),
             flush_writes: db::flusher::max_flush_writes(share.sessions, local),
         };
-        dbs.push(Database::open(spec, params, &mut reactor, ref_instant)?);
+        dbs.push(Database::open(spec, params, reactor, ref_instant)?);
     }
-    let engine_name = reactor.engine_name();
-    let settings = Settings {
+    Ok(dbs)
+}
+
+/// The executor's settings for `share` of the test `cfg`.
+fn settings_of(cfg: &RunConfig, share: &multi::Share) -> Settings {
+    Settings {
         target_iops: share.target_iops,
         max_dirty_age: Duration::from_secs_f64(cfg.cache.max_dirty_age_s),
         sample_every: Duration::from_secs_f64(cfg.sample_interval_s),
@@ -330,15 +424,15 @@ pub(crate) fn run_part(
         hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
         direct: cfg.direct,
         continue_on_errors: cfg.continue_on_errors,
-    };
-    let t = &cfg.thresholds;
-    let tolerated = t.max_latency_errors as usize;
-    for db in &mut dbs {
-        db.stats.maxima = [
-            stats::SampleMaxima::new(tolerated, t.db_read_max_ms),
-            stats::SampleMaxima::new(tolerated, t.log_write_max_ms),
-        ];
     }
+}
+
+/// The sessions of `share`, paced from `ref_instant`.
+fn workload(
+    cfg: &RunConfig,
+    share: &multi::Share,
+    ref_instant: std::time::Instant,
+) -> Result<Workload, EngineError> {
     let max_backlog = Duration::from_secs_f64(cfg.max_backlog_s);
     let (pacer_cfg, open) = match cfg.pacing {
         Pacing::Closed => (PacerConfig::default(), None),
@@ -354,22 +448,24 @@ pub(crate) fn run_part(
     };
     let pacer = Pacer::new(pacer_cfg, share.target_iops, ref_instant)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
-    let work = Workload::new(
+    Ok(Workload::new(
         share.sessions,
         share.seed,
         cfg.op_mix.clone(),
         share.mailboxes,
         pacer,
         open,
-    );
-    let mut engine = Engine::new(settings, reactor, dbs, work, observer);
-    engine.sample_host = share.index == 0;
-    engine.gate = gate;
+    ))
+}
+
+/// Logs the test's settings (with several reactors, the first logs them once) and this
+/// reactor's bookkeeping.
+fn log_settings(engine: &mut Engine<'_>, cfg: &RunConfig, share: &multi::Share) {
     // With several reactors, the first logs the test's settings once (its sessions: all of
     // them); each logs its own bookkeeping.
-    let several = engine.gate.is_some();
+    let several = engine.several();
     let settings_lines = !several || share.index == 0;
-    let c = &engine.dbs[0].cache;
+    let c = &engine.dbs()[0].cache;
     let line = format!(
         "Database cache settings per database: maximum {:.1} MB; flush thresholds: start {} pages, stop {} pages.",
         c.max_frames as f64 * 32768.0 / 1e6,
@@ -380,7 +476,7 @@ pub(crate) fn run_part(
         engine.log(&line, false);
     }
     let (cache_meta, tracker, journal): (usize, usize, usize) =
-        engine.dbs.iter().fold((0, 0, 0), |(c, t, j), d| {
+        engine.dbs().iter().fold((0, 0, 0), |(c, t, j), d| {
             (
                 c + d.cache.metadata_bytes(),
                 t + d.pages.memory_bytes(),
@@ -428,83 +524,6 @@ pub(crate) fn run_part(
         );
         engine.log(&line, false);
     }
-    let outcome = crate::phase::execute(&mut engine, plan, cancel);
-    engine.journal_lines();
-    // Retired log files are deleted in the background: a failure there is the test's too.
-    let outcome = outcome.and_then(|()| Ok(engine.reactor.wait_removals()?));
-    let end = engine.reactor.now();
-    // An error that stopped the test while it measured ended the measured phase too: what was
-    // in flight then is carried as at its end.
-    if engine.dbs.iter().any(|d| d.stats.measuring) {
-        engine.carry_in_flight(end);
-    }
-    // I/O carried past the measured phase and still in flight counts with its age now.
-    engine.settle_carried(end);
-    let shutdown = engine
-        .shutdown_start
-        .map(|t| end.saturating_duration_since(t));
-    if let Some(d) = shutdown {
-        let line = shutdown_line(&engine, d);
-        engine.log(&line, false);
-    }
-    let marks = engine.marks;
-    let times = RunTimes {
-        started: marks.started,
-        measure_start: marks.measure_start.unwrap_or(end),
-        measure_end: marks.measure_end.unwrap_or(end),
-        ended: end,
-        interrupted: marks.interrupted,
-        interrupted_in: marks.interrupted_in,
-        measured: marks.measure_start.is_some(),
-        measure_complete: marks.measure_complete,
-    };
-    let stopped_in = engine.phase;
-    Ok(assemble::Part {
-        dbs: std::mem::take(&mut engine.dbs),
-        hung: std::mem::take(&mut engine.hung),
-        notes: std::mem::take(&mut engine.notes),
-        host: std::mem::take(&mut engine.host),
-        pass_report: engine.pass_report.take(),
-        times,
-        measure_start_wall: marks.measure_start_wall,
-        ref_instant,
-        ref_wall,
-        engine_name,
-        txn: std::mem::take(&mut engine.work.txn),
-        outcome,
-        shutdown,
-        stopped_in,
-        machine: engine.reactor.machine().clone(),
-    })
-}
-
-/// The test-log line saying how long shutdown took `d`, the hung I/Os it met and how long the
-/// I/Os carried past the measured phase took (docs/method.md, "I/O in flight at the end").
-fn shutdown_line(engine: &Engine<'_>, d: Duration) -> String {
-    let mut line = format!("Shutdown took {:.2} s", d.as_secs_f64());
-    if engine.shutdown_hung > 0 {
-        line.push_str(&format!(
-            "; {} I/O(s) were hung during it (outstanding over {:.0} s)",
-            engine.shutdown_hung,
-            engine.settings.hung_io.as_secs_f64()
-        ));
-    }
-    let carried = engine
-        .dbs
-        .iter()
-        .flat_map(|db| db.stats.incomplete.iter())
-        .fold((0u64, Duration::ZERO), |(n, l), i| {
-            (n.saturating_add(i.count), l.max(i.longest))
-        });
-    if carried.0 > 0 {
-        line.push_str(&format!(
-            "; the {} I/O(s) in flight when measuring ended took up to {:.1} ms",
-            carried.0,
-            carried.1.as_secs_f64() * 1e3
-        ));
-    }
-    line.push('.');
-    line
 }
 
 /// Cache frames of a database: Jetstress gives each database 32..256 MiB of cache; small test

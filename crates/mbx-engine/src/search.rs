@@ -227,10 +227,16 @@ impl Search {
                     }
                     _ => None,
                 };
-                Some(match guess {
+                let next = match guess {
                     Some(g) if g > lo && g < hi => g,
                     _ => lo + width / 2,
-                })
+                };
+                // Progress: the next step is strictly inside the bracket, which narrows.
+                assert!(
+                    next > lo && next < hi,
+                    "search: step {next} outside the bracket ({lo}, {hi})"
+                );
+                Some(next)
             }
             // Ramping towards the boundary: up while too little passes (smallest: sessions
             // failing; largest: mailboxes passing), down otherwise.
@@ -260,6 +266,7 @@ impl Search {
                 } else {
                     (next.max(0.0) as u64).min(v.saturating_sub(1)).max(s.min)
                 };
+                assert!(next != v, "search: the ramp stays at {v}");
                 Some(next)
             }
         }

@@ -61,7 +61,11 @@ impl Region {
 
     /// The address `offset` bytes in.
     fn at(&self, offset: usize) -> NonNull<u8> {
-        debug_assert!(offset < self.size);
+        assert!(
+            offset < self.size,
+            "buffer: offset {offset} outside a region of {} bytes",
+            self.size
+        );
         // SAFETY: callers pass offsets inside the region.
         unsafe { self.ptr.add(offset) }
     }
@@ -194,10 +198,14 @@ impl Slabs {
     fn give(&mut self, class: usize, slot: Slot) -> Option<Arc<Region>> {
         let free = self.free.entry(class).or_default();
         let region = Arc::clone(&slot.0);
-        let left = region
-            .live
-            .fetch_sub(1, Ordering::Relaxed)
-            .saturating_sub(1);
+        let live = region.live.fetch_sub(1, Ordering::Relaxed);
+        // Each slot belongs to one buffer at a time: a slot given back twice would be handed
+        // to two buffers.
+        assert!(
+            live > 0,
+            "buffer: a slot of a region with no live slot given back"
+        );
+        let left = live - 1;
         free.push(slot);
         let per = REGION / class;
         if left == 0 && free.len() >= 2 * per {
@@ -420,6 +428,16 @@ impl Clone for AlignedBuf {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    #[should_panic(expected = "given back")]
+    fn a_slot_given_back_twice_is_refused() {
+        let mut slabs = Slabs::default();
+        let (slot, _) = slabs.take(ALIGN);
+        let again = (Arc::clone(&slot.0), slot.1);
+        let _ = slabs.give(ALIGN, slot);
+        let _ = slabs.give(ALIGN, again);
+    }
 
     #[test]
     fn aligned_and_sized() {

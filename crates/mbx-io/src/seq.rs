@@ -161,6 +161,10 @@ impl SeqPass {
             len,
         };
         self.next = c.end();
+        assert!(
+            self.next <= self.end && self.in_flight.len() < self.depth,
+            "sequential pass: a chunk past the range's end or beyond its depth"
+        );
         self.in_flight.push(c);
         Some(c)
     }
@@ -178,6 +182,13 @@ impl SeqPass {
     pub fn complete(&mut self, offset: u64, len: usize) -> Result<(), SeqError> {
         let c = self.take(offset, len)?;
         self.done = self.done.saturating_add(c.len as u64);
+        // Each chunk completes once: never more bytes done than the pass covers.
+        assert!(
+            self.done <= self.end - self.from,
+            "sequential pass: {} bytes done of {}",
+            self.done,
+            self.end - self.from
+        );
         Ok(())
     }
 

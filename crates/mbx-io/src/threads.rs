@@ -85,11 +85,18 @@ impl IoQueue for ThreadQueue {
         tx.send((req, file, Instant::now()))
             .map_err(|_| IoError::Unsupported("I/O worker threads have stopped".into()))?;
         self.in_flight += 1;
+        assert!(
+            self.in_flight <= self.depth,
+            "thread queue: {} requests in flight, depth {}",
+            self.in_flight,
+            self.depth
+        );
         Ok(())
     }
 
     fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
         let target = min.min(self.in_flight);
+        let before = self.in_flight;
         let mut got = 0;
         while got < target {
             let c = self
@@ -104,6 +111,10 @@ impl IoQueue for ThreadQueue {
             out.push(c);
             self.in_flight -= 1;
         }
+        assert!(
+            self.in_flight <= before,
+            "thread queue: in-flight count grew while reaping"
+        );
         Ok(())
     }
 

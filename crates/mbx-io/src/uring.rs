@@ -174,6 +174,11 @@ impl UringQueue {
                 continue;
             };
             free.push(idx);
+            // Each completion ends one request in flight (its slot was taken just above).
+            assert!(
+                *in_flight > 0,
+                "io_uring: a completion with nothing in flight"
+            );
             *in_flight -= 1;
             let result = if res < 0 {
                 Err(std::io::Error::from_raw_os_error(-res))
@@ -270,29 +275,11 @@ impl IoQueue for UringQueue {
             Some(_) if len > 0 => self.fixed.index(&self.ring, &req.buf),
             _ => None,
         };
-        let entry = match (req.op, fixed) {
-            (IoOp::Read, Some(i)) => opcode::ReadFixed::new(fd, req.buf.as_mut_ptr(), len, i)
-                .offset(req.offset)
-                .build(),
-            (IoOp::Write, Some(i)) => opcode::WriteFixed::new(fd, req.buf.as_ptr(), len, i)
-                .offset(req.offset)
-                .build(),
-            (IoOp::Read, None) => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
-                .offset(req.offset)
-                .build(),
-            (IoOp::Write, None) => opcode::Write::new(fd, req.buf.as_ptr(), len)
-                .offset(req.offset)
-                .build(),
-            (IoOp::Sync, _) => opcode::Fsync::new(fd)
-                .flags(types::FsyncFlags::DATASYNC)
-                .build(),
-            // Mode 0: reserve the blocks and extend the file if the range ends past its end.
-            (IoOp::Allocate, _) => opcode::Fallocate::new(fd, req.len as u64)
-                .offset(req.offset)
-                .mode(0)
-                .build(),
-        }
-        .user_data(idx as u64);
+        let entry = sqe(&mut req, fd, len, fixed).user_data(idx as u64);
+        assert!(
+            self.slots[idx].is_none(),
+            "io_uring: slot {idx} reused while its request is in flight"
+        );
         // The buffer's heap allocation is owned by the slot until the completion is reaped, and
         // moving the request into the slot does not move that allocation.
         self.slots[idx] = Some(Slot {
@@ -317,6 +304,15 @@ impl IoQueue for UringQueue {
         }
         self.in_flight += 1;
         self.unsubmitted += 1;
+        // Slot accounting: every slot is free or holds a request in flight.
+        assert_eq!(
+            self.free.len() + self.in_flight,
+            self.depth,
+            "io_uring: {} free slots and {} in flight, depth {}",
+            self.free.len(),
+            self.in_flight,
+            self.depth
+        );
         Ok(())
     }
 
@@ -393,6 +389,38 @@ impl IoQueue for UringQueue {
 
     fn engine_name(&self) -> &'static str {
         "io_uring"
+    }
+}
+
+#[inline]
+/// The submission entry of `req` on `fd` (`len` bytes; `fixed`: its registered buffer, if any).
+fn sqe(
+    req: &mut IoRequest,
+    fd: types::Fd,
+    len: u32,
+    fixed: Option<u16>,
+) -> io_uring::squeue::Entry {
+    match (req.op, fixed) {
+        (IoOp::Read, Some(i)) => opcode::ReadFixed::new(fd, req.buf.as_mut_ptr(), len, i)
+            .offset(req.offset)
+            .build(),
+        (IoOp::Write, Some(i)) => opcode::WriteFixed::new(fd, req.buf.as_ptr(), len, i)
+            .offset(req.offset)
+            .build(),
+        (IoOp::Read, None) => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
+            .offset(req.offset)
+            .build(),
+        (IoOp::Write, None) => opcode::Write::new(fd, req.buf.as_ptr(), len)
+            .offset(req.offset)
+            .build(),
+        (IoOp::Sync, _) => opcode::Fsync::new(fd)
+            .flags(types::FsyncFlags::DATASYNC)
+            .build(),
+        // Mode 0: reserve the blocks and extend the file if the range ends past its end.
+        (IoOp::Allocate, _) => opcode::Fallocate::new(fd, req.len as u64)
+            .offset(req.offset)
+            .mode(0)
+            .build(),
     }
 }
 

@@ -202,34 +202,14 @@ impl SizingInput {
     /// Checks every field against its documented range; the error names the field (snake_case,
     /// as in input files).
     pub fn validate(&self) -> Result<(), InputError> {
-        fn err(field: &'static str, reason: impl Into<String>) -> Result<(), InputError> {
-            Err(InputError {
-                field,
-                reason: reason.into(),
-            })
-        }
-        /// A number in `min..=max` (finite; NaN and infinities are refused).
-        fn number(field: &'static str, v: f64, min: f64, max: f64) -> Result<(), InputError> {
-            if v.is_finite() && (min..=max).contains(&v) {
-                Ok(())
-            } else {
-                err(
-                    field,
-                    format!(
-                        "must be a number from {min} to {max}, got {}",
-                        show_number(v)
-                    ),
-                )
-            }
-        }
-        /// A whole number in `min..=max`.
-        fn count(field: &'static str, v: u64, min: u64, max: u64) -> Result<(), InputError> {
-            if (min..=max).contains(&v) {
-                Ok(())
-            } else {
-                err(field, format!("must be {min}..={max}, got {v}"))
-            }
-        }
+        self.validate_deployment()?;
+        self.validate_iops()?;
+        self.validate_cpu()?;
+        self.validate_retention_and_storage()
+    }
+
+    /// Mailboxes, messages, quota, servers, copies and the database layout.
+    fn validate_deployment(&self) -> Result<(), InputError> {
         count("mailboxes", self.mailboxes, 1, MAX_MAILBOXES)?;
         if !(self.messages_per_day.is_finite()
             && (1.0..=MAX_MESSAGES_PER_DAY).contains(&self.messages_per_day))
@@ -292,6 +272,11 @@ impl SizingInput {
                 count("mailboxes_per_database", n, 1, MAX_MAILBOXES)?;
             }
         }
+        Ok(())
+    }
+
+    /// Headroom and IOPS per mailbox.
+    fn validate_iops(&self) -> Result<(), InputError> {
         number("headroom_pct", self.headroom_pct, 0.0, MAX_HEADROOM_PCT)?;
         if let Some(v) = self.iops_per_mailbox {
             if !(v.is_finite() && (MIN_IOPS_PER_MAILBOX..=MAX_IOPS_PER_MAILBOX).contains(&v)) {
@@ -304,6 +289,11 @@ impl SizingInput {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// The processor figures.
+    fn validate_cpu(&self) -> Result<(), InputError> {
         let cpu = &self.cpu;
         match (cpu.specint_rate, cpu.specint_cores) {
             (Some(r), Some(c)) => {
@@ -355,6 +345,11 @@ impl SizingInput {
                 "is required by --method exchange2010-vmware with SPECint figures (per-core SPECint x MHz / 18.75)",
             );
         }
+        Ok(())
+    }
+
+    /// Retention, overheads, disks, log replication, sites, lagged copies and archives.
+    fn validate_retention_and_storage(&self) -> Result<(), InputError> {
         count(
             "deleted_item_retention_days",
             self.deleted_item_retention_days.into(),
@@ -408,6 +403,36 @@ impl SizingInput {
         number("lag_days", self.lag_days, 0.0, MAX_LAG_DAYS)?;
         count("archive_quota_mb", self.archive_quota_mb, 0, MAX_QUOTA_MB)?;
         Ok(())
+    }
+}
+
+// The checks `validate` makes of each field.
+fn err(field: &'static str, reason: impl Into<String>) -> Result<(), InputError> {
+    Err(InputError {
+        field,
+        reason: reason.into(),
+    })
+}
+/// A number in `min..=max` (finite; NaN and infinities are refused).
+fn number(field: &'static str, v: f64, min: f64, max: f64) -> Result<(), InputError> {
+    if v.is_finite() && (min..=max).contains(&v) {
+        Ok(())
+    } else {
+        err(
+            field,
+            format!(
+                "must be a number from {min} to {max}, got {}",
+                show_number(v)
+            ),
+        )
+    }
+}
+/// A whole number in `min..=max`.
+fn count(field: &'static str, v: u64, min: u64, max: u64) -> Result<(), InputError> {
+    if (min..=max).contains(&v) {
+        Ok(())
+    } else {
+        err(field, format!("must be {min}..={max}, got {v}"))
     }
 }
 

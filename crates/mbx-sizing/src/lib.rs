@@ -337,14 +337,10 @@ pub struct SizingReport {
 /// Sizes a deployment. Fails only on invalid input (the error names the field).
 pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
     input.validate()?;
-    let method = input.method;
-    let m = input.messages_per_day;
-    let kb = input.message_size_kb;
-    let quota = input.quota_mb as f64;
-    let servers = input.servers;
-    let copies = input.copies;
+    let b = Basics::of(input);
+    let method = b.method;
     let mut warnings = Vec::new();
-    let mut warn = |code: &'static str, message: String| warnings.push(Warning { code, message });
+    let w = &mut warnings;
 
     let sources = Sources {
         iops: method,
@@ -359,11 +355,89 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         },
     };
 
-    // ---- Mailboxes and failure modes -------------------------------------------------------
+    let f = failover(input, b, w);
+    let c = capacity(input, b, &f, w)?;
+    let i = iops(input, b, &f, &c, w);
+    let cpu = cpu(input, b, &f, w)?;
+    let mem = memory(b, &f, &c, &cpu, w);
+    let storage_design = storage_design(input, b, sources, &c, &i, w)?;
+    let log_replication = log_replication(input, b, sources, &f, &c);
+    let server_count = server_count(input, b, &f, &c, &cpu, &mem, w);
+    let (profile_mailboxes, profile) = profile(input, b, &c, &i, w)?;
+    Ok(report(
+        input,
+        sources,
+        Sections {
+            f,
+            c,
+            i,
+            cpu,
+            mem,
+            storage_design,
+            log_replication,
+            server_count,
+            profile_mailboxes,
+            profile,
+        },
+        warnings,
+    ))
+}
+
+/// The input's figures every section names the same way.
+#[derive(Debug, Clone, Copy)]
+struct Basics {
+    method: Method,
+    /// Messages per mailbox per day.
+    m: f64,
+    /// Average message size, KB.
+    kb: f64,
+    /// Mailbox quota, MB.
+    quota: f64,
+    servers: u32,
+    copies: u32,
+}
+
+impl Basics {
+    fn of(input: &SizingInput) -> Basics {
+        Basics {
+            method: input.method,
+            m: input.messages_per_day,
+            kb: input.message_size_kb,
+            quota: input.quota_mb as f64,
+            servers: input.servers,
+            copies: input.copies,
+        }
+    }
+}
+
+/// Mailboxes and failure modes.
+#[derive(Debug, Clone, Copy)]
+struct Failover {
+    mailboxes: f64,
+    ha_copies: u32,
+    surviving: u32,
+    mailboxes_per_server: f64,
+    active_normal: f64,
+    active_worst: f64,
+    passive_worst: f64,
+}
+
+// ---- Mailboxes and failure modes -------------------------------------------------------
+fn failover(input: &SizingInput, b: Basics, w: &mut Vec<Warning>) -> Failover {
+    let Basics {
+        m, servers, copies, ..
+    } = b;
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
     let mailboxes = input.mailboxes as f64;
     // Lagged copies are never activated by a failover (the calculator's treatment): the worst
     // failure mode loses `ha_copies - 1` servers, where `ha_copies` excludes them.
     let ha_copies = copies - input.lagged_copies;
+    // Validated input (lagged < copies <= servers): one highly available copy at least, and
+    // a server survives the worst failure mode.
+    assert!(
+        ha_copies >= 1 && ha_copies <= servers,
+        "sizing: {ha_copies} highly available copies on {servers} servers"
+    );
     let surviving = servers - (ha_copies - 1);
     let mailboxes_per_server = mailboxes * copies as f64 / servers as f64;
     let active_normal = mailboxes / servers as f64;
@@ -386,15 +460,217 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             ),
         );
     }
+    Failover {
+        mailboxes,
+        ha_copies,
+        surviving,
+        mailboxes_per_server,
+        active_normal,
+        active_worst,
+        passive_worst,
+    }
+}
 
-    // ---- Capacity: mailbox size, databases, logs, volumes -------------------------------------
+/// Capacity: mailbox size, databases, logs, volumes.
+#[derive(Debug, Clone, Copy)]
+struct Capacity {
+    mailbox_size_mb: f64,
+    archive_size_mb: f64,
+    databases_per_server: u32,
+    databases_total: u32,
+    mailboxes_per_database: f64,
+    database_size_gb: f64,
+    logs_per_day: f64,
+    log_space_per_database_gb: f64,
+    lagged_log_space_per_database_copy_gb: f64,
+    database_volume_gb: f64,
+    log_volume_gb: f64,
+    database_space_per_server_tib: f64,
+    lagged_log_space_per_server_tib: f64,
+    log_space_per_server_tib: f64,
+    database_space_total_tib: f64,
+    log_space_total_tib: f64,
+    jetstress_database_size_gib: f64,
+}
+
+// ---- Capacity: mailbox size, databases, logs, volumes -------------------------------------
+fn capacity(
+    input: &SizingInput,
+    b: Basics,
+    f: &Failover,
+    w: &mut Vec<Warning>,
+) -> Result<Capacity, InputError> {
+    let Basics {
+        method,
+        m,
+        kb,
+        quota,
+        copies,
+        ..
+    } = b;
+    let Failover {
+        mailboxes,
+        mailboxes_per_server,
+        ..
+    } = *f;
     let mailbox_size_mb =
         mailbox_size_on_disk_mb(quota, m, kb, input.deleted_item_retention_days as f64);
     let archive_size_mb = archive_size_on_disk_mb(input.archive_quota_mb as f64);
     // Archives live in the same databases as their primary mailboxes (the calculator's default).
     let mailbox_and_archive_mb = mailbox_size_mb + archive_size_mb;
     let recommended_db_gb = if copies >= 2 { 2048.0 } else { 200.0 };
-    let (databases_per_server, databases_total) = match input.layout {
+    let (databases_per_server, databases_total) = database_layout(
+        input,
+        b,
+        mailboxes,
+        mailbox_and_archive_mb,
+        recommended_db_gb,
+        w,
+    )?;
+    let databases_total = to_u32("databases_per_server", databases_total.max(1))?;
+    assert!(
+        databases_per_server >= 1,
+        "sizing: no database copy on a server ({} databases)",
+        databases_total
+    );
+    database_count_warnings(input, method, databases_per_server, databases_total, w);
+    let mailboxes_per_database = mailboxes / databases_total as f64;
+    let database_size_gb = mailboxes_per_database * mailbox_and_archive_mb / 1024.0
+        * (1.0 + input.data_overhead_pct / 100.0);
+    database_size_warnings(copies, database_size_gb, recommended_db_gb, w);
+    let logs_per_day = logs_per_mailbox_per_day(m, kb);
+    let log_space_per_database_gb =
+        (mailboxes_per_database * logs_per_day * input.log_retention_days as f64
+            + mailboxes_per_database * 0.01 * mailbox_and_archive_mb)
+            / 1024.0;
+    // A lagged copy keeps `lag_days` more days of logs before replaying them.
+    let lagged_log_space_per_database_copy_gb =
+        mailboxes_per_database * logs_per_day * input.lag_days / 1024.0;
+    // Content index (20% of the database) plus room for one more index during a master merge,
+    // with 5% of the volume kept free. The 2010 guide's +20% / 20%-free rule is not used: T took
+    // its storage from the 2013 calculator, and `sources.capacity` says so.
+    let database_volume_gb = database_size_gb * 1.4 / 0.95;
+    let log_volume_gb = log_space_per_database_gb / 0.95;
+    let gib_per_tib = 1024.0;
+    let database_space_per_server_tib =
+        database_volume_gb * databases_per_server as f64 / gib_per_tib;
+    // Lagged copies are spread evenly: `lagged / copies` of each server's database copies.
+    let lagged_share = input.lagged_copies as f64 / copies as f64;
+    let lagged_log_space_per_server_tib =
+        lagged_log_space_per_database_copy_gb / 0.95 * databases_per_server as f64 * lagged_share
+            / gib_per_tib;
+    let log_space_per_server_tib =
+        log_volume_gb * databases_per_server as f64 / gib_per_tib + lagged_log_space_per_server_tib;
+    let database_copies_total = databases_total as f64 * copies as f64;
+    let database_space_total_tib = database_volume_gb * database_copies_total / gib_per_tib;
+    let log_space_total_tib = (log_volume_gb * database_copies_total
+        + lagged_log_space_per_database_copy_gb / 0.95
+            * databases_total as f64
+            * input.lagged_copies as f64)
+        / gib_per_tib;
+    let jetstress_database_size_gib =
+        mailboxes_per_server * quota / databases_per_server as f64 / 1024.0;
+    Ok(Capacity {
+        mailbox_size_mb,
+        archive_size_mb,
+        databases_per_server,
+        databases_total,
+        mailboxes_per_database,
+        database_size_gb,
+        logs_per_day,
+        log_space_per_database_gb,
+        lagged_log_space_per_database_copy_gb,
+        database_volume_gb,
+        log_volume_gb,
+        database_space_per_server_tib,
+        lagged_log_space_per_server_tib,
+        log_space_per_server_tib,
+        database_space_total_tib,
+        log_space_total_tib,
+        jetstress_database_size_gib,
+    })
+}
+
+/// Database counts beyond what an edition or version supports, and mailboxes that do not divide
+/// evenly into the databases.
+fn database_count_warnings(
+    input: &SizingInput,
+    method: Method,
+    databases_per_server: u32,
+    databases_total: u32,
+    w: &mut Vec<Warning>,
+) {
+    let mailboxes = input.mailboxes as f64;
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
+    if databases_per_server > 50 && method == Method::Exchange2013 {
+        warn(
+            "databases-per-server-2013-rtm",
+            format!(
+                "{databases_per_server} databases per server needs Exchange 2013 CU2 or later (RTM and CU1 support 50)"
+            ),
+        );
+    }
+    if databases_per_server > 5 {
+        warn(
+            "databases-per-server-standard-edition",
+            format!(
+                "{databases_per_server} databases per server needs Enterprise edition (Standard supports 5)"
+            ),
+        );
+    }
+    if !input.mailboxes.is_multiple_of(databases_total as u64) {
+        warn(
+            "uneven-mailboxes-per-database",
+            format!(
+                "{} mailboxes do not divide evenly into {databases_total} databases; each holds {:.2} on average",
+                input.mailboxes,
+                mailboxes / databases_total as f64
+            ),
+        );
+    }
+}
+
+/// Databases larger than supported or recommended.
+fn database_size_warnings(
+    copies: u32,
+    database_size_gb: f64,
+    recommended_db_gb: f64,
+    w: &mut Vec<Warning>,
+) {
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
+    if database_size_gb > 16.0 * 1024.0 {
+        warn(
+            "database-size-unsupported",
+            format!(
+                "databases of {database_size_gb:.0} GB exceed the supported maximum of 16 TB; use more databases or servers"
+            ),
+        );
+    } else if database_size_gb > recommended_db_gb {
+        warn(
+            "database-size-above-recommended",
+            format!(
+                "databases of {database_size_gb:.0} GB exceed the recommended {recommended_db_gb:.0} GB for {copies} cop{}; reseeds and restores will be slow",
+                if copies == 1 { "y" } else { "ies" }
+            ),
+        );
+    }
+}
+
+/// Database copies per server and databases in all, as the layout asks (before the total is
+/// made at least 1).
+fn database_layout(
+    input: &SizingInput,
+    b: Basics,
+    mailboxes: f64,
+    mailbox_and_archive_mb: f64,
+    recommended_db_gb: f64,
+    w: &mut Vec<Warning>,
+) -> Result<(u32, u64), InputError> {
+    let Basics {
+        servers, copies, ..
+    } = b;
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
+    Ok(match input.layout {
         DatabaseLayout::PerServer(d) => {
             // u32 x u32 always fits u64.
             let copies_hosted = d as u64 * servers as u64;
@@ -448,87 +724,34 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             let total = (per_server * servers as u64).div_ceil(copies as u64);
             (to_u32("mailboxes", per_server)?, total)
         }
-    };
-    let databases_total = to_u32("databases_per_server", databases_total.max(1))?;
-    if databases_per_server > 50 && method == Method::Exchange2013 {
-        warn(
-            "databases-per-server-2013-rtm",
-            format!(
-                "{databases_per_server} databases per server needs Exchange 2013 CU2 or later (RTM and CU1 support 50)"
-            ),
-        );
-    }
-    if databases_per_server > 5 {
-        warn(
-            "databases-per-server-standard-edition",
-            format!(
-                "{databases_per_server} databases per server needs Enterprise edition (Standard supports 5)"
-            ),
-        );
-    }
-    if !input.mailboxes.is_multiple_of(databases_total as u64) {
-        warn(
-            "uneven-mailboxes-per-database",
-            format!(
-                "{} mailboxes do not divide evenly into {databases_total} databases; each holds {:.2} on average",
-                input.mailboxes,
-                mailboxes / databases_total as f64
-            ),
-        );
-    }
-    let mailboxes_per_database = mailboxes / databases_total as f64;
-    let database_size_gb = mailboxes_per_database * mailbox_and_archive_mb / 1024.0
-        * (1.0 + input.data_overhead_pct / 100.0);
-    if database_size_gb > 16.0 * 1024.0 {
-        warn(
-            "database-size-unsupported",
-            format!(
-                "databases of {database_size_gb:.0} GB exceed the supported maximum of 16 TB; use more databases or servers"
-            ),
-        );
-    } else if database_size_gb > recommended_db_gb {
-        warn(
-            "database-size-above-recommended",
-            format!(
-                "databases of {database_size_gb:.0} GB exceed the recommended {recommended_db_gb:.0} GB for {copies} cop{}; reseeds and restores will be slow",
-                if copies == 1 { "y" } else { "ies" }
-            ),
-        );
-    }
-    let logs_per_day = logs_per_mailbox_per_day(m, kb);
-    let log_space_per_database_gb =
-        (mailboxes_per_database * logs_per_day * input.log_retention_days as f64
-            + mailboxes_per_database * 0.01 * mailbox_and_archive_mb)
-            / 1024.0;
-    // A lagged copy keeps `lag_days` more days of logs before replaying them.
-    let lagged_log_space_per_database_copy_gb =
-        mailboxes_per_database * logs_per_day * input.lag_days / 1024.0;
-    // Content index (20% of the database) plus room for one more index during a master merge,
-    // with 5% of the volume kept free. The 2010 guide's +20% / 20%-free rule is not used: T took
-    // its storage from the 2013 calculator, and `sources.capacity` says so.
-    let database_volume_gb = database_size_gb * 1.4 / 0.95;
-    let log_volume_gb = log_space_per_database_gb / 0.95;
-    let gib_per_tib = 1024.0;
-    let database_space_per_server_tib =
-        database_volume_gb * databases_per_server as f64 / gib_per_tib;
-    // Lagged copies are spread evenly: `lagged / copies` of each server's database copies.
-    let lagged_share = input.lagged_copies as f64 / copies as f64;
-    let lagged_log_space_per_server_tib =
-        lagged_log_space_per_database_copy_gb / 0.95 * databases_per_server as f64 * lagged_share
-            / gib_per_tib;
-    let log_space_per_server_tib =
-        log_volume_gb * databases_per_server as f64 / gib_per_tib + lagged_log_space_per_server_tib;
-    let database_copies_total = databases_total as f64 * copies as f64;
-    let database_space_total_tib = database_volume_gb * database_copies_total / gib_per_tib;
-    let log_space_total_tib = (log_volume_gb * database_copies_total
-        + lagged_log_space_per_database_copy_gb / 0.95
-            * databases_total as f64
-            * input.lagged_copies as f64)
-        / gib_per_tib;
-    let jetstress_database_size_gib =
-        mailboxes_per_server * quota / databases_per_server as f64 / 1024.0;
+    })
+}
 
-    // ---- IOPS ------------------------------------------------------------------------------
+/// IOPS per mailbox and the targets.
+#[derive(Debug, Clone, Copy)]
+struct Iops {
+    iops: f64,
+    iops_esrp: f64,
+    profile_iops: f64,
+    target_iops_per_server: f64,
+    target_iops_per_server_unrounded: f64,
+    target_iops_total: f64,
+    log_writes_per_s_per_server_estimate: f64,
+    bdm_mb_per_s_per_server_estimate: f64,
+}
+
+// ---- IOPS ------------------------------------------------------------------------------
+fn iops(input: &SizingInput, b: Basics, f: &Failover, c: &Capacity, w: &mut Vec<Warning>) -> Iops {
+    let Basics {
+        method, m, copies, ..
+    } = b;
+    let Failover {
+        mailboxes,
+        mailboxes_per_server,
+        ..
+    } = *f;
+    let databases_per_server = c.databases_per_server;
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
     let table_iops = formulas::iops_per_mailbox(method, m, copies);
     let iops = input.iops_per_mailbox.unwrap_or(table_iops);
     let headroom = 1.0 + input.headroom_pct / 100.0;
@@ -560,9 +783,112 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
     let log_factor = if copies > 1 { 0.5 } else { 0.4 };
     let log_writes_per_s_per_server_estimate = target_iops_per_server * 0.4 * log_factor;
     let bdm_mb_per_s_per_server_estimate = databases_per_server as f64;
+    Iops {
+        iops,
+        iops_esrp,
+        profile_iops,
+        target_iops_per_server,
+        target_iops_per_server_unrounded,
+        target_iops_total,
+        log_writes_per_s_per_server_estimate,
+        bdm_mb_per_s_per_server_estimate,
+    }
+}
 
-    // ---- CPU -------------------------------------------------------------------------------
+/// Megacycles, cores, utilization.
+#[derive(Debug, Clone)]
+struct Cpu {
+    multi_role: bool,
+    mc_active: f64,
+    mc_passive: f64,
+    /// The hypervisor factor.
+    virt: f64,
+    megacycles_required: f64,
+    megacycles_required_per_server: f64,
+    megacycles_per_core: f64,
+    megacycles_per_core_basis: String,
+    cores_required: f64,
+    cores_required_per_server: f64,
+    cpu_peak_utilization_pct: Option<f64>,
+    client_access_servers: Option<u32>,
+}
+
+// ---- CPU -------------------------------------------------------------------------------
+fn cpu(
+    input: &SizingInput,
+    b: Basics,
+    f: &Failover,
+    w: &mut Vec<Warning>,
+) -> Result<Cpu, InputError> {
+    let Basics {
+        method, m, copies, ..
+    } = b;
+    let Failover {
+        mailboxes,
+        active_worst,
+        passive_worst,
+        ..
+    } = *f;
     let multi_role = input.multi_role && method == Method::Exchange2013;
+    cpu_method_warnings(input, method, w);
+    let mc_active = megacycles_active(method, m, multi_role);
+    let mc_passive = megacycles_passive(method, m);
+    let virt = if input.virtualized && method.is_calculator() {
+        1.10
+    } else {
+        1.0
+    };
+    let megacycles_required =
+        (mailboxes * mc_active + mailboxes * (copies as f64 - 1.0) * mc_passive) * virt;
+    let megacycles_required_per_server =
+        (active_worst * mc_active + passive_worst * mc_passive) * virt;
+    let cpu = &input.cpu;
+    let (megacycles_per_core, megacycles_per_core_basis) = core_megacycles(method, cpu, w);
+    let peak = cpu.peak_cpu_pct / 100.0;
+    // Validated processor figures: a core has megacycles and the peak target is above 0.
+    assert!(
+        megacycles_per_core > 0.0 && peak > 0.0,
+        "sizing: {megacycles_per_core} megacycles per core at a {peak} peak"
+    );
+    let cores_required = megacycles_required / (megacycles_per_core * peak);
+    let cores_required_per_server = megacycles_required_per_server / (megacycles_per_core * peak);
+    let cpu_peak_utilization_pct = cpu
+        .cores_per_server
+        .map(|cores| megacycles_required_per_server / (cores as f64 * megacycles_per_core) * 100.0);
+    utilization_warnings(
+        method,
+        cpu,
+        cpu_peak_utilization_pct,
+        cores_required_per_server,
+        w,
+    );
+    let client_access_servers = if method == Method::Exchange2013 && !input.multi_role {
+        let mc = mailboxes * megacycles_client_access(m) * virt;
+        let per_server = cpu.client_access_cores as f64 * megacycles_per_core * peak;
+        let servers = f64_to_u64("client_access_cores", round_up(mc / per_server).max(1.0))?;
+        Some(to_u32("client_access_cores", servers)?)
+    } else {
+        None
+    };
+    Ok(Cpu {
+        multi_role,
+        mc_active,
+        mc_passive,
+        virt,
+        megacycles_required,
+        megacycles_required_per_server,
+        megacycles_per_core,
+        megacycles_per_core_basis,
+        cores_required,
+        cores_required_per_server,
+        cpu_peak_utilization_pct,
+        client_access_servers,
+    })
+}
+
+/// What the method makes of `--multi-role` and `--virtualized`, and where its megacycles come from.
+fn cpu_method_warnings(input: &SizingInput, method: Method, w: &mut Vec<Warning>) {
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
     if input.multi_role && method != Method::Exchange2013 {
         warn(
             "multi-role-not-applicable",
@@ -583,28 +909,62 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             "Microsoft publishes no separate Exchange 2019 megacycle figures; the 2016 figures are used".into(),
         );
     }
-    let mc_active = megacycles_active(method, m, multi_role);
-    let mc_passive = megacycles_passive(method, m);
-    let virt = if input.virtualized && method.is_calculator() {
-        1.10
-    } else {
-        1.0
-    };
     if input.virtualized && !method.is_calculator() {
         warn(
             "virtualization-factor-not-applied",
             "the Exchange 2010 / VMware guide's per-core adjustment has no separate hypervisor factor; --virtualized adds nothing with this method".into(),
         );
     }
-    let megacycles_required =
-        (mailboxes * mc_active + mailboxes * (copies as f64 - 1.0) * mc_passive) * virt;
-    let megacycles_required_per_server =
-        (active_worst * mc_active + passive_worst * mc_passive) * virt;
-    let cpu = &input.cpu;
-    let (megacycles_per_core, megacycles_per_core_basis) = match (
-        cpu.specint_rate,
-        cpu.specint_cores,
-    ) {
+}
+
+/// The peak CPU utilization and the cores per server against the method's targets.
+fn utilization_warnings(
+    method: Method,
+    cpu: &CpuInput,
+    cpu_peak_utilization_pct: Option<f64>,
+    cores_required_per_server: f64,
+    w: &mut Vec<Warning>,
+) {
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
+    match cpu_peak_utilization_pct {
+        Some(u) if u > cpu.peak_cpu_pct => warn(
+            "cpu-utilization-above-target",
+            format!(
+                "peak CPU utilization {u:.1}% is above the {}% target; {:.1} cores per server would meet it",
+                cpu.peak_cpu_pct, cores_required_per_server
+            ),
+        ),
+        Some(u) if u > 80.0 => warn(
+            "cpu-utilization-above-80",
+            format!("peak CPU utilization {u:.1}% is above 80%, which the calculator flags"),
+        ),
+        Some(_) => {}
+        None => warn(
+            "cpu-utilization-unknown",
+            "give --cores-per-server to compute peak CPU utilization".into(),
+        ),
+    }
+    if let Some(ceiling) = core_ceiling(method) {
+        let cores = cpu
+            .cores_per_server
+            .map(f64::from)
+            .unwrap_or(cores_required_per_server);
+        if cores > ceiling as f64 {
+            warn(
+                "cores-above-recommended",
+                format!(
+                    "{cores:.1} cores per server is above the {ceiling} recommended by the {}; add servers",
+                    method.label()
+                ),
+            );
+        }
+    }
+}
+
+/// Megacycles per core of the server's processor, and how they were found.
+fn core_megacycles(method: Method, cpu: &CpuInput, w: &mut Vec<Warning>) -> (f64, String) {
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
+    match (cpu.specint_rate, cpu.specint_cores) {
         (Some(rate), Some(cores)) => {
             let per_core = rate / cores as f64;
             let mhz = cpu.cpu_mhz.unwrap_or(0.0);
@@ -643,56 +1003,34 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
                 );
             (v, basis)
         }
-    };
-    let peak = cpu.peak_cpu_pct / 100.0;
-    let cores_required = megacycles_required / (megacycles_per_core * peak);
-    let cores_required_per_server = megacycles_required_per_server / (megacycles_per_core * peak);
-    let cpu_peak_utilization_pct = cpu
-        .cores_per_server
-        .map(|cores| megacycles_required_per_server / (cores as f64 * megacycles_per_core) * 100.0);
-    match cpu_peak_utilization_pct {
-        Some(u) if u > cpu.peak_cpu_pct => warn(
-            "cpu-utilization-above-target",
-            format!(
-                "peak CPU utilization {u:.1}% is above the {}% target; {:.1} cores per server would meet it",
-                cpu.peak_cpu_pct, cores_required_per_server
-            ),
-        ),
-        Some(u) if u > 80.0 => warn(
-            "cpu-utilization-above-80",
-            format!("peak CPU utilization {u:.1}% is above 80%, which the calculator flags"),
-        ),
-        Some(_) => {}
-        None => warn(
-            "cpu-utilization-unknown",
-            "give --cores-per-server to compute peak CPU utilization".into(),
-        ),
     }
-    if let Some(ceiling) = core_ceiling(method) {
-        let cores = cpu
-            .cores_per_server
-            .map(f64::from)
-            .unwrap_or(cores_required_per_server);
-        if cores > ceiling as f64 {
-            warn(
-                "cores-above-recommended",
-                format!(
-                    "{cores:.1} cores per server is above the {ceiling} recommended by the {}; add servers",
-                    method.label()
-                ),
-            );
-        }
-    }
-    let client_access_servers = if method == Method::Exchange2013 && !input.multi_role {
-        let mc = mailboxes * megacycles_client_access(m) * virt;
-        let per_server = cpu.client_access_cores as f64 * megacycles_per_core * peak;
-        let servers = f64_to_u64("client_access_cores", round_up(mc / per_server).max(1.0))?;
-        Some(to_u32("client_access_cores", servers)?)
-    } else {
-        None
-    };
+}
 
-    // ---- Memory ----------------------------------------------------------------------------
+/// Database cache and RAM.
+#[derive(Debug, Clone, Copy)]
+struct Memory {
+    cache_mb: f64,
+    db_cache_gb: f64,
+    db_cache_gb_total: f64,
+    ram_per_active: Option<f64>,
+    ram_active_gb: Option<f64>,
+    ram_gb_per_server: f64,
+    ram_gb_total: f64,
+}
+
+// ---- Memory ----------------------------------------------------------------------------
+fn memory(b: Basics, f: &Failover, c: &Capacity, cpu: &Cpu, w: &mut Vec<Warning>) -> Memory {
+    let Basics {
+        method, m, servers, ..
+    } = b;
+    let Failover {
+        mailboxes,
+        active_worst,
+        ..
+    } = *f;
+    let databases_per_server = c.databases_per_server;
+    let (multi_role, virt, megacycles_per_core) =
+        (cpu.multi_role, cpu.virt, cpu.megacycles_per_core);
     let cache_mb = db_cache_mb_per_mailbox(m);
     let (db_cache_gb, db_cache_gb_total, ram_per_active, ram_active_gb, ram_gb_per_server) =
         if method.is_calculator() {
@@ -730,6 +1068,21 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
     } else {
         ram_gb_for_cache_2010(db_cache_gb_total)
     };
+    ram_warning(method, ram_gb_per_server, w);
+    Memory {
+        cache_mb,
+        db_cache_gb,
+        db_cache_gb_total,
+        ram_per_active,
+        ram_active_gb,
+        ram_gb_per_server,
+        ram_gb_total,
+    }
+}
+
+/// RAM per server above what the method recommends.
+fn ram_warning(method: Method, ram_gb_per_server: f64, w: &mut Vec<Warning>) {
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
     if let Some(ceiling) = ram_ceiling_gb(method) {
         if ram_gb_per_server > ceiling {
             warn(
@@ -741,8 +1094,26 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             );
         }
     }
+}
 
-    // ---- Storage design: disks per server ----------------------------------------------------
+// ---- Storage design: disks per server ----------------------------------------------------
+fn storage_design(
+    input: &SizingInput,
+    b: Basics,
+    sources: Sources,
+    c: &Capacity,
+    i: &Iops,
+    w: &mut Vec<Warning>,
+) -> Result<StorageDesign, InputError> {
+    let Basics {
+        servers, copies, ..
+    } = b;
+    let (database_space_per_server_tib, log_space_per_server_tib) =
+        (c.database_space_per_server_tib, c.log_space_per_server_tib);
+    let (target_iops_per_server, log_writes_per_s_per_server_estimate) = (
+        i.target_iops_per_server,
+        i.log_writes_per_s_per_server_estimate,
+    );
     let st = &input.storage;
     let disk_capacity_gb = st
         .disk_capacity_gb
@@ -795,6 +1166,14 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         disks_per_server,
         disks_total: disks_per_server.saturating_mul(servers as u64),
     };
+    disk_warnings(input, copies, disks_per_server, w);
+    Ok(storage_design)
+}
+
+/// JBOD with too few copies, and more disks than the enclosures an assumption allows.
+fn disk_warnings(input: &SizingInput, copies: u32, disks_per_server: u64, w: &mut Vec<Warning>) {
+    let st = &input.storage;
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
     let ha = copies - input.lagged_copies;
     if (st.db_raid == storage::Raid::Jbod || st.log_raid == storage::Raid::Jbod) && ha < 3 {
         warn(
@@ -813,17 +1192,43 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             ),
         );
     }
+}
 
-    // ---- Log replication ---------------------------------------------------------------------
+// ---- Log replication ---------------------------------------------------------------------
+fn log_replication(
+    input: &SizingInput,
+    b: Basics,
+    sources: Sources,
+    f: &Failover,
+    c: &Capacity,
+) -> LogReplication {
+    let Basics {
+        servers, copies, ..
+    } = b;
+    let Failover {
+        mailboxes,
+        active_normal,
+        active_worst,
+        ..
+    } = *f;
+    let (logs_per_day, mailboxes_per_database) = (c.logs_per_day, c.mailboxes_per_database);
+    let ha = copies - input.lagged_copies;
     let peak_share = input.peak_hour_log_pct / 100.0;
     let log_mib_per_mailbox_peak_hour = logs_per_day * peak_share;
     let passive = (copies - 1) as f64;
     let per_site = storage::copies_per_site(copies, input.sites);
+    // Every copy is in one site.
+    assert_eq!(
+        per_site.iter().sum::<u32>(),
+        copies,
+        "sizing: copies over {} sites",
+        input.sites
+    );
     let cross_site = copies - per_site.first().copied().unwrap_or(copies);
     let dags = servers.div_ceil(MAX_SERVERS_PER_DAG);
     let all_peak_mbit =
         storage::mbit_per_s_from_mib_per_hour(mailboxes * log_mib_per_mailbox_peak_hour);
-    let log_replication = LogReplication {
+    LogReplication {
         method: sources.capacity,
         source: "Role Requirements Calculator log replication: logs per day per database x the busiest hour's share, sent to each other copy; the share is an assumption (docs/sizing.md), no compression or protocol overhead",
         log_gb_per_database_per_day: mailboxes_per_database * logs_per_day / 1024.0,
@@ -850,12 +1255,47 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         copies_per_site: per_site,
         cross_site_copies_per_database: cross_site,
         mbit_per_s_cross_site: all_peak_mbit * cross_site as f64,
-    };
+    }
+}
 
-    // ---- Server count: the smallest that keeps CPU and RAM within the method's ceilings ----
-    let cores_for_count = cpu.cores_per_server.or(core_ceiling(method));
-    let ram_ceiling = ram_ceiling_gb(method);
-    let evaluate = |n: u32| -> ServerCandidate {
+/// What a server count is judged by: the worst failure mode's CPU and RAM against the method's
+/// ceilings.
+struct CountModel<'a> {
+    input: &'a SizingInput,
+    b: Basics,
+    mailboxes: f64,
+    databases_total: u32,
+    cpu: &'a Cpu,
+    cache_mb: f64,
+    cores_for_count: Option<u32>,
+    ram_ceiling: Option<f64>,
+}
+
+impl CountModel<'_> {
+    /// Server count `n` (at least the highly available copies) judged.
+    fn evaluate(&self, n: u32) -> ServerCandidate {
+        let input = self.input;
+        let Basics {
+            method, m, copies, ..
+        } = self.b;
+        let ha = copies - input.lagged_copies;
+        // Candidates start at the copies: a server survives the worst failure mode.
+        assert!(
+            n >= ha,
+            "sizing: {n} servers judged for {ha} highly available copies"
+        );
+        let cpu = &input.cpu;
+        let &Cpu {
+            multi_role,
+            mc_active,
+            mc_passive,
+            virt,
+            megacycles_per_core,
+            ..
+        } = self.cpu;
+        let (mailboxes, databases_total, cache_mb) =
+            (self.mailboxes, self.databases_total, self.cache_mb);
+        let (cores_for_count, ram_ceiling) = (self.cores_for_count, self.ram_ceiling);
         let surviving_n = n - (ha - 1);
         let active = mailboxes / surviving_n as f64;
         let hosted = mailboxes * copies as f64 / n as f64;
@@ -886,34 +1326,56 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             ram_gb: ram,
             valid: cpu_ok && ram_ok && (util.is_some() || ram_ceiling.is_some()),
         }
+    }
+}
+
+// ---- Server count: the smallest that keeps CPU and RAM within the method's ceilings ----
+fn server_count(
+    input: &SizingInput,
+    b: Basics,
+    f: &Failover,
+    c: &Capacity,
+    cpu_figures: &Cpu,
+    mem: &Memory,
+    w: &mut Vec<Warning>,
+) -> ServerCount {
+    let Basics {
+        method,
+        servers,
+        copies,
+        ..
+    } = b;
+    let cpu = &input.cpu;
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
+    let cores_for_count = cpu.cores_per_server.or(core_ceiling(method));
+    let ram_ceiling = ram_ceiling_gb(method);
+    let model = CountModel {
+        input,
+        b,
+        mailboxes: f.mailboxes,
+        databases_total: c.databases_total,
+        cpu: cpu_figures,
+        cache_mb: mem.cache_mb,
+        cores_for_count,
+        ram_ceiling,
     };
+    let evaluate = |n: u32| model.evaluate(n);
     let min_servers = copies.max(1);
     let smallest_valid = if cores_for_count.is_none() && ram_ceiling.is_none() {
         None
     } else {
         (min_servers..=MAX_SERVERS).find(|&n| evaluate(n).valid)
     };
-    let mut shown: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
-    let lo = smallest_valid
-        .unwrap_or(servers)
-        .min(servers)
-        .saturating_sub(1)
-        .max(min_servers);
-    let hi = smallest_valid
-        .unwrap_or(servers)
-        .max(servers)
-        .saturating_add(1)
-        .min(MAX_SERVERS);
-    shown.extend((lo..=hi).take(8));
-    shown.insert(servers);
-    if let Some(n) = smallest_valid {
-        shown.insert(n);
-    }
+    let shown = shown_counts(servers, min_servers, smallest_valid);
     let candidates: Vec<ServerCandidate> = shown.into_iter().map(evaluate).collect();
     let asked_valid = candidates
         .iter()
         .find(|c| c.servers == servers)
         .map(|c| c.valid);
+    assert!(
+        asked_valid.is_some(),
+        "sizing: the {servers} servers asked are not among the candidates"
+    );
     let server_count = ServerCount {
         method,
         source: "the method's ceilings in the worst failure mode: peak CPU target at the cores per server, and the recommended maximum RAM",
@@ -945,28 +1407,64 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         ),
         _ => {}
     }
+    server_count
+}
 
+/// The server counts a report shows: around the count asked and the smallest valid one (at
+/// most 8 in a row), and both of those.
+fn shown_counts(
+    servers: u32,
+    min_servers: u32,
+    smallest_valid: Option<u32>,
+) -> std::collections::BTreeSet<u32> {
+    let mut shown: std::collections::BTreeSet<u32> = std::collections::BTreeSet::new();
+    let lo = smallest_valid
+        .unwrap_or(servers)
+        .min(servers)
+        .saturating_sub(1)
+        .max(min_servers);
+    let hi = smallest_valid
+        .unwrap_or(servers)
+        .max(servers)
+        .saturating_add(1)
+        .min(MAX_SERVERS);
+    shown.extend((lo..=hi).take(8));
+    shown.insert(servers);
+    if let Some(n) = smallest_valid {
+        shown.insert(n);
+    }
+    shown
+}
+
+// ---- The storage-test profile of one server ----------------------------------------------
+fn profile(
+    input: &SizingInput,
+    b: Basics,
+    c: &Capacity,
+    i: &Iops,
+    w: &mut Vec<Warning>,
+) -> Result<(u64, Profile), InputError> {
+    let Basics {
+        servers, copies, ..
+    } = b;
+    let databases_per_server = c.databases_per_server;
+    let Iops {
+        iops,
+        profile_iops,
+        target_iops_per_server,
+        ..
+    } = *i;
+    let mut warn = |code: &'static str, message: String| w.push(Warning { code, message });
     // Exact in integers: mailboxes x copies / servers, rounded up; never above `mailboxes`
     // because copies <= servers.
     let profile_mailboxes =
         checked("mailboxes", input.mailboxes.checked_mul(copies as u64))?.div_ceil(servers as u64);
-    if profile_iops > mbx_config::MAX_IOPS_PER_MAILBOX {
-        let field = if input.iops_per_mailbox.is_some() {
-            "iops_per_mailbox"
-        } else {
-            "headroom_pct"
-        };
-        return Err(InputError {
-            field,
-            reason: format!(
-                "{} IOPS per mailbox with {}% headroom is {} IOPS per mailbox, above the {} a test profile accepts",
-                mbx_config::show_number(iops),
-                mbx_config::show_number(input.headroom_pct),
-                mbx_config::show_number(profile_iops),
-                mbx_config::MAX_IOPS_PER_MAILBOX
-            ),
-        });
-    }
+    assert!(
+        (1..=input.mailboxes).contains(&profile_mailboxes),
+        "sizing: {profile_mailboxes} mailboxes hosted per server of {} in all",
+        input.mailboxes
+    );
+    check_profile_iops(input, iops, profile_iops)?;
     if target_iops_per_server < mbx_config::MIN_TARGET_IOPS {
         warn(
             "target-below-1-iops",
@@ -1022,8 +1520,60 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
             ),
         );
     }
+    Ok((profile_mailboxes, profile))
+}
 
-    Ok(SizingReport {
+/// The IOPS per mailbox a profile says, with headroom, within what a test profile accepts.
+fn check_profile_iops(input: &SizingInput, iops: f64, profile_iops: f64) -> Result<(), InputError> {
+    if profile_iops > mbx_config::MAX_IOPS_PER_MAILBOX {
+        let field = if input.iops_per_mailbox.is_some() {
+            "iops_per_mailbox"
+        } else {
+            "headroom_pct"
+        };
+        return Err(InputError {
+            field,
+            reason: format!(
+                "{} IOPS per mailbox with {}% headroom is {} IOPS per mailbox, above the {} a test profile accepts",
+                mbx_config::show_number(iops),
+                mbx_config::show_number(input.headroom_pct),
+                mbx_config::show_number(profile_iops),
+                mbx_config::MAX_IOPS_PER_MAILBOX
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Every section's figures, for the report.
+struct Sections {
+    f: Failover,
+    c: Capacity,
+    i: Iops,
+    cpu: Cpu,
+    mem: Memory,
+    storage_design: StorageDesign,
+    log_replication: LogReplication,
+    server_count: ServerCount,
+    profile_mailboxes: u64,
+    profile: Profile,
+}
+
+/// The report of the sections' figures.
+fn report(
+    input: &SizingInput,
+    sources: Sources,
+    s: Sections,
+    warnings: Vec<Warning>,
+) -> SizingReport {
+    let Basics {
+        method,
+        servers,
+        copies,
+        ..
+    } = Basics::of(input);
+    let cpu = &input.cpu;
+    SizingReport {
         method,
         method_label: method.label(),
         sources,
@@ -1031,68 +1581,68 @@ pub fn size(input: &SizingInput) -> Result<SizingReport, InputError> {
         mailboxes_total: input.mailboxes,
         servers,
         copies_per_database: copies,
-        mailboxes_per_server,
-        active_mailboxes_per_server_normal: active_normal,
-        active_mailboxes_per_server_worst: active_worst,
-        surviving_servers_worst: surviving,
-        iops_per_mailbox: iops,
-        iops_per_mailbox_published: round_half_up(iops, 3),
+        mailboxes_per_server: s.f.mailboxes_per_server,
+        active_mailboxes_per_server_normal: s.f.active_normal,
+        active_mailboxes_per_server_worst: s.f.active_worst,
+        surviving_servers_worst: s.f.surviving,
+        iops_per_mailbox: s.i.iops,
+        iops_per_mailbox_published: round_half_up(s.i.iops, 3),
         iops_per_mailbox_overridden: input.iops_per_mailbox.is_some(),
-        iops_per_mailbox_esrp: iops_esrp,
+        iops_per_mailbox_esrp: s.i.iops_esrp,
         headroom_pct: input.headroom_pct,
-        target_iops_per_server,
-        target_iops_per_server_unrounded,
-        target_iops_total,
-        log_writes_per_s_per_server_estimate,
-        bdm_mb_per_s_per_server_estimate,
-        megacycles_per_active_mailbox: mc_active,
-        megacycles_per_passive_mailbox: mc_passive,
-        megacycles_required,
-        megacycles_required_per_server,
-        megacycles_per_core,
-        megacycles_per_core_basis,
-        cores_required,
-        cores_required_per_server,
+        target_iops_per_server: s.i.target_iops_per_server,
+        target_iops_per_server_unrounded: s.i.target_iops_per_server_unrounded,
+        target_iops_total: s.i.target_iops_total,
+        log_writes_per_s_per_server_estimate: s.i.log_writes_per_s_per_server_estimate,
+        bdm_mb_per_s_per_server_estimate: s.i.bdm_mb_per_s_per_server_estimate,
+        megacycles_per_active_mailbox: s.cpu.mc_active,
+        megacycles_per_passive_mailbox: s.cpu.mc_passive,
+        megacycles_required: s.cpu.megacycles_required,
+        megacycles_required_per_server: s.cpu.megacycles_required_per_server,
+        megacycles_per_core: s.cpu.megacycles_per_core,
+        megacycles_per_core_basis: s.cpu.megacycles_per_core_basis,
+        cores_required: s.cpu.cores_required,
+        cores_required_per_server: s.cpu.cores_required_per_server,
         cores_per_server: cpu.cores_per_server,
-        cpu_peak_utilization_pct,
+        cpu_peak_utilization_pct: s.cpu.cpu_peak_utilization_pct,
         peak_cpu_target_pct: cpu.peak_cpu_pct,
-        client_access_servers,
-        db_cache_mb_per_mailbox: cache_mb,
-        db_cache_gb,
-        db_cache_gb_total,
-        ram_per_active_mailbox_mb: ram_per_active,
-        ram_for_active_mailboxes_gb: ram_active_gb,
-        ram_gb_per_server,
-        ram_gb_total,
-        mailbox_size_on_disk_mb: mailbox_size_mb,
-        databases_per_server,
-        databases_total,
-        mailboxes_per_database,
-        database_size_gb,
-        logs_per_mailbox_per_day: logs_per_day,
-        log_space_per_database_gb,
-        database_volume_gb,
-        log_volume_gb,
-        database_space_per_server_tib,
-        log_space_per_server_tib,
-        database_space_total_tib,
-        log_space_total_tib,
-        jetstress_database_size_gib,
-        mailboxes_per_server_whole: profile_mailboxes,
+        client_access_servers: s.cpu.client_access_servers,
+        db_cache_mb_per_mailbox: s.mem.cache_mb,
+        db_cache_gb: s.mem.db_cache_gb,
+        db_cache_gb_total: s.mem.db_cache_gb_total,
+        ram_per_active_mailbox_mb: s.mem.ram_per_active,
+        ram_for_active_mailboxes_gb: s.mem.ram_active_gb,
+        ram_gb_per_server: s.mem.ram_gb_per_server,
+        ram_gb_total: s.mem.ram_gb_total,
+        mailbox_size_on_disk_mb: s.c.mailbox_size_mb,
+        databases_per_server: s.c.databases_per_server,
+        databases_total: s.c.databases_total,
+        mailboxes_per_database: s.c.mailboxes_per_database,
+        database_size_gb: s.c.database_size_gb,
+        logs_per_mailbox_per_day: s.c.logs_per_day,
+        log_space_per_database_gb: s.c.log_space_per_database_gb,
+        database_volume_gb: s.c.database_volume_gb,
+        log_volume_gb: s.c.log_volume_gb,
+        database_space_per_server_tib: s.c.database_space_per_server_tib,
+        log_space_per_server_tib: s.c.log_space_per_server_tib,
+        database_space_total_tib: s.c.database_space_total_tib,
+        log_space_total_tib: s.c.log_space_total_tib,
+        jetstress_database_size_gib: s.c.jetstress_database_size_gib,
+        mailboxes_per_server_whole: s.profile_mailboxes,
         active_mailboxes_per_server_normal_whole: input.mailboxes.div_ceil(servers as u64),
-        active_mailboxes_per_server_worst_whole: input.mailboxes.div_ceil(surviving as u64),
-        mailboxes_per_database_whole: input.mailboxes.div_ceil(databases_total as u64),
-        highly_available_copies: ha_copies,
+        active_mailboxes_per_server_worst_whole: input.mailboxes.div_ceil(s.f.surviving as u64),
+        mailboxes_per_database_whole: input.mailboxes.div_ceil(s.c.databases_total as u64),
+        highly_available_copies: s.f.ha_copies,
         lagged_copies: input.lagged_copies,
-        lagged_log_space_per_database_copy_gb,
-        lagged_log_space_per_server_tib,
-        archive_size_on_disk_mb: archive_size_mb,
-        storage_design,
-        log_replication,
-        server_count,
+        lagged_log_space_per_database_copy_gb: s.c.lagged_log_space_per_database_copy_gb,
+        lagged_log_space_per_server_tib: s.c.lagged_log_space_per_server_tib,
+        archive_size_on_disk_mb: s.c.archive_size_mb,
+        storage_design: s.storage_design,
+        log_replication: s.log_replication,
+        server_count: s.server_count,
         warnings,
-        profile,
-    })
+        profile: s.profile,
+    }
 }
 
 /// A count computed with checked arithmetic; `None` (overflow) is an error naming `field`.

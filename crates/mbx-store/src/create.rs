@@ -809,6 +809,30 @@ fn create_one(
     })
 }
 
+/// Builds into `buf` the prepared pages (generation 0) written at byte `offset` of database
+/// `database_id`.
+fn fill_pages(offset: u64, buf: &mut [u8], database_id: u64, compressibility_pct: u8) {
+    // Whole pages at page boundaries: the pass's range and chunk are multiples of a page.
+    assert!(
+        offset.is_multiple_of(PAGE_SIZE as u64) && buf.len().is_multiple_of(PAGE_SIZE),
+        "prepare: a write of {} bytes at offset {offset} is not whole pages",
+        buf.len()
+    );
+    let first = offset / PAGE_SIZE as u64;
+    for (i, p) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
+        build_data_page(
+            p,
+            &PageHeader {
+                page_number: first + i as u64,
+                database_id,
+                generation: 0,
+                kind: KIND_DATA,
+                compressibility_pct,
+            },
+        );
+    }
+}
+
 /// Writes the data pages from `start_page` on through `queue`, [`CHUNK_BYTES`] per write. Every
 /// [`SYNC_EVERY_BYTES`] of contiguous completed pages the file is synced and the header's
 /// watermark advanced (writes continue meanwhile: a sync covers what completed before it). On
@@ -838,19 +862,7 @@ fn write_pages(
     .map_err(|e| StoreError::Invalid(e.to_string()))?;
     let (database_id, compressibility_pct) = (header.database_id, params.compressibility_pct);
     let mut fill = |offset: u64, buf: &mut [u8]| -> Result<(), StoreError> {
-        let first = offset / page;
-        for (i, p) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
-            build_data_page(
-                p,
-                &PageHeader {
-                    page_number: first + i as u64,
-                    database_id,
-                    generation: 0,
-                    kind: KIND_DATA,
-                    compressibility_pct,
-                },
-            );
-        }
+        fill_pages(offset, buf, database_id, compressibility_pct);
         Ok(())
     };
     // The watermark in pages: only contiguous completed pages count.

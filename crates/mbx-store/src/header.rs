@@ -107,6 +107,12 @@ impl DbHeader {
 
     /// Encodes the header into a page-sized buffer, as page `copy` (0 or 1).
     pub fn encode(&self, p: &mut [u8], copy: u64) {
+        // A header copy is one whole page, at page 0 or 1 of the file.
+        assert!(
+            p.len() == PAGE_SIZE && copy < HEADER_PAGES,
+            "database header: copy {copy} encoded into {} bytes",
+            p.len()
+        );
         p.fill(0);
         p[..8].copy_from_slice(PAGE_MAGIC);
         let ph = PageHeader {
@@ -203,6 +209,13 @@ impl DbHeader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[should_panic(expected = "database header: copy 2")]
+    fn a_header_copy_is_page_0_or_1() {
+        let mut p = vec![0u8; PAGE_SIZE];
+        sample().encode(&mut p, 2);
+    }
 
     fn sample() -> DbHeader {
         DbHeader {

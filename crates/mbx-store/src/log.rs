@@ -150,6 +150,25 @@ pub fn encode_record(
         "a log record of {size} bytes does not fit in a log file"
     );
     let payload = payload_size(payload_len, entries.len());
+    assert!(
+        size.is_multiple_of(LOG_SECTOR),
+        "a log record of {size} bytes is not whole sectors"
+    );
+    // The payload holds the entry count and every entry; the record lies inside one log file.
+    assert!(
+        ENTRIES_HEADER + entries.len() * ENTRY_SIZE <= payload && RECORD_HEADER + payload <= size,
+        "a log record of {size} bytes cannot hold {} entries",
+        entries.len()
+    );
+    assert!(
+        lsn.offset() + size as u64 <= LOG_FILE_SIZE as u64,
+        "a log record of {size} bytes at {lsn} crosses the end of its file"
+    );
+    assert!(
+        out.len() >= size,
+        "a log record of {size} bytes encoded into {} bytes",
+        out.len()
+    );
     let out = &mut out[..size];
     // Zero what is not written below: the header's gaps, the entries' reserved word and the
     // padding to the sector (zeroing the whole record first cost a second pass over it).
@@ -632,6 +651,14 @@ impl std::fmt::Display for LogBreak {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[should_panic(expected = "crosses the end of its file")]
+    fn a_record_never_crosses_the_end_of_its_file() {
+        let mut out = vec![0u8; 8192];
+        let at = Lsn::new(3, LOG_FILE_SIZE as u64 - LOG_SECTOR as u64);
+        encode_record(&mut out, at, 5000, 1, &[]);
+    }
     use proptest::prelude::*;
 
     const DB: u64 = 77;

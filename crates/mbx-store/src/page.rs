@@ -390,7 +390,12 @@ pub fn build_data_page_with(p: &mut [u8], h: &PageHeader, g: PayloadGenerator) {
 /// AVX2 body and the checksum taken over the finished page, otherwise with the baseline body
 /// and xxhash-rust block by block. Both give the same page.
 fn build(p: &mut [u8], h: &PageHeader, g: PayloadGenerator, avx2: bool) {
-    debug_assert_eq!(p.len(), PAGE_SIZE);
+    assert_eq!(
+        p.len(),
+        PAGE_SIZE,
+        "a data page built into {} bytes",
+        p.len()
+    );
     h.write(p);
     p[GENERATOR_AT] = g.id();
     let seed = payload_seed(h.database_id, h.page_number, h.generation);
@@ -501,6 +506,12 @@ pub fn check_data_page(
     database_id: u64,
     scratch: &mut [u8],
 ) -> PageCheck {
+    assert!(
+        p.len() == PAGE_SIZE && scratch.len() == PAGE_SIZE,
+        "a page check of {} bytes with {} bytes of scratch",
+        p.len(),
+        scratch.len()
+    );
     if checksum_ok(p) {
         let h = PageHeader::read(p);
         if h.database_id != database_id {

@@ -179,6 +179,17 @@ pub(crate) fn finish(
         let files = plan.log_files_to_replay().unwrap_or(0);
         soft_recovery(&mut result, &dbs, files, &times);
     }
+    result.notes.extend(notes);
+    log_figures(&result, &dbs, observer);
+    if let Some(e) = error {
+        stop_with_error(&mut result, &e, error_at, error_in);
+    }
+    result
+}
+
+/// The test-log lines of the figures each database and the test measured, and of the checks
+/// not judged.
+fn log_figures(result: &RunResult, dbs: &[Database], observer: &mut dyn Observer) {
     for inst in &result.instances {
         for (what, v) in [
             (
@@ -200,7 +211,7 @@ pub(crate) fn finish(
     }
     // Checkpoints (database sync + slot write) and log file preallocation go through the queue
     // and are measured, outside the Jetstress streams (ESE does not count them as log I/O).
-    for db in &dbs {
+    for db in dbs {
         let o = db.stats.measured[Stream::Other as usize];
         if o.ios > 0 {
             let line = format!(
@@ -217,7 +228,6 @@ pub(crate) fn finish(
         result.host.page_fault_stalls_per_s.max
     );
     observer.on_event(RunEvent::Log(&line));
-    result.notes.extend(notes);
     for c in result.verdict.not_judged() {
         let line = format!(
             "Check {} not judged: {}.",
@@ -226,10 +236,6 @@ pub(crate) fn finish(
         );
         observer.on_event(RunEvent::Log(&line));
     }
-    if let Some(e) = error {
-        stop_with_error(&mut result, &e, error_at, error_in);
-    }
-    result
 }
 
 /// How a test that ran to its end (or was interrupted) stopped: `messages` for interrupted,
@@ -402,50 +408,13 @@ fn build_result(
         let secs = engine.db_secs.get(k).copied().unwrap_or(secs);
         let st = &inst.stats;
         let m = |s: Stream| st.measured[s as usize];
-        let zero = Counter::default();
-        let (rd, wr, lw, lr, bdm) = (
-            m(Stream::DbRead),
-            m(Stream::DbWrite),
-            m(Stream::LogWrite),
-            m(Stream::LogRead),
-            m(Stream::Bdm),
-        );
-        let transactional = io12(&rd, &wr, &zero, &lw, secs, rd.avg_ms());
-        let total = io12(&rd.plus(&bdm), &wr, &lr, &lw, secs, rd.avg_ms());
+        let (rd, lw) = (m(Stream::DbRead), m(Stream::LogWrite));
         worst_read_avg = worst_read_avg.max(rd.avg_ms());
         worst_log_avg = worst_log_avg.max(lw.avg_ms());
         worst_read_max = worst_read_max.max(st.max_sample_avgs.0);
         worst_log_max = worst_log_max.max(st.max_sample_avgs.1);
         integrity.add(&inst.integrity);
-        instances.push(InstanceResult {
-            name: inst.spec.name.clone(),
-            database_path: inst.spec.db_path.display().to_string(),
-            log_path: inst.spec.log_dir.display().to_string(),
-            transactional,
-            total,
-            bdm: RateBytes {
-                reads_per_s: bdm.rate(secs),
-                read_avg_bytes: bdm.avg_bytes(),
-            },
-            log_replication: RateBytes {
-                reads_per_s: lr.rate(secs),
-                read_avg_bytes: lr.avg_bytes(),
-            },
-            latency_ms: LatencyPercentiles {
-                db_read: pct(st.hist[Stream::DbRead as usize].percentiles()),
-                db_write: pct(st.hist[Stream::DbWrite as usize].percentiles()),
-                log_write: pct(st.hist[Stream::LogWrite as usize].percentiles()),
-            },
-            integrity: inst.integrity,
-            transactions_per_s: if secs > 0.0 {
-                st.txns_measured as f64 / secs
-            } else {
-                0.0
-            },
-            cache_fill: inst.cache.fill(),
-            errors: 0,
-            incomplete_at_end: incomplete_at_end(&st.incomplete),
-        });
+        instances.push(instance_result(inst, secs));
     }
     let achieved: f64 = instances
         .iter()
@@ -463,27 +432,7 @@ fn build_result(
     };
     let target = cfg.target_iops();
     let max_latency = max_latency_checks(cfg, engine.dbs, worst_read_max, worst_log_max);
-    let errors: Vec<ErrorEntry> = integrity_errors(engine.dbs, &wall(times.ended))
-        .into_iter()
-        .chain(engine.dbs.iter().flat_map(|d| d.log_errors.iter().cloned()))
-        .chain(engine.dbs.iter().flat_map(|d| d.io_errors.iter().cloned()))
-        .chain(engine.hung.iter().cloned())
-        .collect();
-    // A patch is the remedy of a damaged page already counted, not another error.
-    let counted = |e: &&ErrorEntry| e.class != "patched_page";
-    for inst in &mut instances {
-        inst.errors = errors
-            .iter()
-            .filter(counted)
-            .filter(|e| e.instance.as_deref() == Some(inst.name.as_str()))
-            .fold(0u64, |a, e| a.saturating_add(e.count));
-    }
-    // Every error met fails the test (Jetstress 2013), counted or not: listed only when there
-    // was one (older results and the report's check table stay as they were).
-    let total = errors
-        .iter()
-        .filter(counted)
-        .fold(0u64, |a, e| a.saturating_add(e.count));
+    let (errors, total) = errors_of(engine, &wall(times.ended), &mut instances);
     let verdict = verdict::transactional(
         cfg,
         engine,
@@ -539,6 +488,82 @@ fn build_result(
         doctor: None,
         sections: Sections::default(),
     }
+}
+
+/// The result of one database, its rates over `secs`.
+fn instance_result(inst: &Database, secs: f64) -> InstanceResult {
+    let st = &inst.stats;
+    let m = |s: Stream| st.measured[s as usize];
+    let zero = Counter::default();
+    let (rd, wr, lw, lr, bdm) = (
+        m(Stream::DbRead),
+        m(Stream::DbWrite),
+        m(Stream::LogWrite),
+        m(Stream::LogRead),
+        m(Stream::Bdm),
+    );
+    let transactional = io12(&rd, &wr, &zero, &lw, secs, rd.avg_ms());
+    let total = io12(&rd.plus(&bdm), &wr, &lr, &lw, secs, rd.avg_ms());
+    InstanceResult {
+        name: inst.spec.name.clone(),
+        database_path: inst.spec.db_path.display().to_string(),
+        log_path: inst.spec.log_dir.display().to_string(),
+        transactional,
+        total,
+        bdm: RateBytes {
+            reads_per_s: bdm.rate(secs),
+            read_avg_bytes: bdm.avg_bytes(),
+        },
+        log_replication: RateBytes {
+            reads_per_s: lr.rate(secs),
+            read_avg_bytes: lr.avg_bytes(),
+        },
+        latency_ms: LatencyPercentiles {
+            db_read: pct(st.hist[Stream::DbRead as usize].percentiles()),
+            db_write: pct(st.hist[Stream::DbWrite as usize].percentiles()),
+            log_write: pct(st.hist[Stream::LogWrite as usize].percentiles()),
+        },
+        integrity: inst.integrity,
+        transactions_per_s: if secs > 0.0 {
+            st.txns_measured as f64 / secs
+        } else {
+            0.0
+        },
+        cache_fill: inst.cache.fill(),
+        errors: 0,
+        incomplete_at_end: incomplete_at_end(&st.incomplete),
+    }
+}
+
+/// Every error met (the damaged pages, log problems, I/O errors and hung I/Os of the databases),
+/// each database's count of them in `instances`, and their total.
+fn errors_of(
+    engine: &Measured<'_>,
+    at: &str,
+    instances: &mut [InstanceResult],
+) -> (Vec<ErrorEntry>, u64) {
+    let errors: Vec<ErrorEntry> = integrity_errors(engine.dbs, at)
+        .into_iter()
+        .chain(engine.dbs.iter().flat_map(|d| d.log_errors.iter().cloned()))
+        .chain(engine.dbs.iter().flat_map(|d| d.io_errors.iter().cloned()))
+        .chain(engine.hung.iter().cloned())
+        .collect();
+    // A patch is the remedy of a damaged page already counted, not another error.
+    let counted = |e: &&ErrorEntry| e.class != "patched_page";
+    for inst in instances.iter_mut() {
+        inst.errors = errors
+            .iter()
+            .filter(counted)
+            .filter(|e| e.instance.as_deref() == Some(inst.name.as_str()))
+            .fold(0u64, |a, e| a.saturating_add(e.count));
+    }
+    // Every error met fails the test (Jetstress 2013), counted or not: listed only when there
+    // was one (older results and the report's check table stay as they were).
+    let total = errors
+        .iter()
+        .filter(counted)
+        .fold(0u64, |a, e| a.saturating_add(e.count));
+    (errors, total)
 }
 
 /// `max_latency` of the result: each maximum-latency check with the strict figures (the

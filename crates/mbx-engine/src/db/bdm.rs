@@ -90,6 +90,7 @@ impl Bdm {
 
     /// The read of `pages` pages from `first` completed.
     pub fn done(&mut self, first: u64, pages: u64) -> Result<(), EngineError> {
+        assert!(self.in_flight, "BDM: a read completed with none in flight");
         self.in_flight = false;
         match self.pass.as_mut() {
             Some(p) => p

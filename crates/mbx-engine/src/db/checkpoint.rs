@@ -123,6 +123,12 @@ impl Checkpointer {
             )?;
             return Ok(None);
         }
+        // The checkpoint only moves forward: recovery never needs log it was told it could drop.
+        assert!(
+            self.last.is_none_or(|last| last <= lsn),
+            "checkpoint moved back from {:?} to {lsn:?}",
+            self.last
+        );
         self.pending = None;
         self.last = Some(lsn);
         Ok(Some((lsn, seq)))

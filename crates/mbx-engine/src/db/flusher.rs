@@ -57,7 +57,7 @@ impl Flusher {
     /// Submits page writes while they are due and there is room.
     pub fn run(
         &mut self,
-        c: FlushCtx<'_>,
+        mut c: FlushCtx<'_>,
         reactor: &mut Reactor,
         now: Instant,
         max_dirty_age: Duration,
@@ -97,23 +97,15 @@ impl Flusher {
                 }
             };
             self.writes += 1;
+            assert!(
+                self.writes <= self.max_writes.max(1),
+                "flusher: {} page writes in flight, at most {}",
+                self.writes,
+                self.max_writes.max(1)
+            );
             let seq = reactor.events + 1;
             let mut buf = reactor.buf(pages as usize * PAGE_SIZE);
-            for (k, page) in buf.as_mut_slice().chunks_exact_mut(PAGE_SIZE).enumerate() {
-                let n = first + k as u64;
-                let gen = c.cache.generation(n).unwrap_or(0);
-                build_data_page(
-                    page,
-                    &PageHeader {
-                        page_number: n,
-                        database_id: c.database_id,
-                        generation: gen,
-                        kind: KIND_DATA,
-                        compressibility_pct: c.compressibility_pct,
-                    },
-                );
-                c.pages.write_submitted(n, gen, seq);
-            }
+            build_run(&mut c, buf.as_mut_slice(), first, seq);
             reactor.submit(
                 Owner::Flush {
                     db: c.db,
@@ -141,7 +133,11 @@ impl Flusher {
         seq: u64,
         now: Instant,
     ) {
-        self.writes = self.writes.saturating_sub(1);
+        assert!(
+            self.writes > 0,
+            "flusher: a page write completed with none in flight"
+        );
+        self.writes -= 1;
         for p in first..first + n {
             if let Some(gen) = pages.write_done(p, seq) {
                 journal.written(p, gen);
@@ -161,10 +157,56 @@ impl Flusher {
         n: u64,
         now: Instant,
     ) {
-        self.writes = self.writes.saturating_sub(1);
+        assert!(
+            self.writes > 0,
+            "flusher: a page write failed with none in flight"
+        );
+        self.writes -= 1;
         for p in first..first + n {
             pages.write_failed(p);
             cache.end_flush(p, now);
         }
+    }
+}
+
+/// Builds the pages of a write from page `first` into `buf`, each at the generation its cached
+/// change gave it, and tells the tracker of their write (reactor sequence `seq`).
+fn build_run(c: &mut FlushCtx<'_>, buf: &mut [u8], first: u64, seq: u64) {
+    for (k, page) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
+        let n = first + k as u64;
+        let gen = c.cache.generation(n).unwrap_or(0);
+        build_data_page(
+            page,
+            &PageHeader {
+                page_number: n,
+                database_id: c.database_id,
+                generation: gen,
+                kind: KIND_DATA,
+                compressibility_pct: c.compressibility_pct,
+            },
+        );
+        // The page header names the place it is written to.
+        let h = PageHeader::read(page);
+        assert!(
+            h.page_number == n && h.database_id == c.database_id,
+            "flusher: page {n} of database {:#x} built as page {} of {:#x}",
+            c.database_id,
+            h.page_number,
+            h.database_id
+        );
+        c.pages.write_submitted(n, gen, seq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "none in flight")]
+    fn a_write_cannot_end_that_never_began() {
+        let mut cache = Cache::new(64, 1.0, 2.0);
+        let mut pages = PageTracker::new(64);
+        Flusher::default().failed(&mut cache, &mut pages, 5, 1, Instant::now());
     }
 }

@@ -34,7 +34,7 @@ use mbx_store::journal::{
     entry_at, is_stale, journal_len, JournalHeader, ENTRY_BYTES, JOURNAL_HEADER_BYTES,
 };
 
-use super::verify::Finding;
+use super::finding::Finding;
 use crate::reactor::{JournalIo, Owner, Reactor};
 use crate::EngineError;
 
@@ -487,6 +487,13 @@ impl Journal {
         };
         let len = buf.len();
         self.in_flight += 1;
+        // Its share of the queue depth: loads and write-backs never overlap, each at most
+        // JOURNAL_SLOTS, the header and the sync alone.
+        assert!(
+            self.in_flight <= JOURNAL_SLOTS,
+            "journal: {} I/Os in flight, its share is {JOURNAL_SLOTS}",
+            self.in_flight
+        );
         reactor.submit(
             Owner::Journal { db: self.db, io },
             op,
@@ -504,7 +511,11 @@ impl Journal {
         io: JournalIo,
         c: &IoCompletion,
     ) -> Result<(), EngineError> {
-        self.in_flight = self.in_flight.saturating_sub(1);
+        assert!(
+            self.in_flight > 0,
+            "journal: a completion with none in flight"
+        );
+        self.in_flight -= 1;
         if self.state == State::Off {
             return Ok(());
         }
@@ -637,6 +648,13 @@ impl Journal {
         });
         self.resolved = found;
         self.chunks.insert(chunk, c);
+        // Memory stays bounded: the window never holds more chunks than its capacity.
+        assert!(
+            self.chunks.len() <= self.capacity,
+            "journal: {} chunks held, the window holds {}",
+            self.chunks.len(),
+            self.capacity
+        );
     }
 
     /// The entry of `page` if its chunk is held (what a patch should rewrite it at).

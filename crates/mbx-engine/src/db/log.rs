@@ -104,6 +104,13 @@ pub(crate) struct RecordMap {
 impl RecordMap {
     /// A record holding the changes up to sequence `seq_end` was placed at `lsn`.
     pub fn place(&mut self, seq_end: u64, lsn: Lsn) {
+        // Records are placed in log order, each holding changes no earlier than the last.
+        if let Some(&(end, at)) = self.placed.back() {
+            assert!(
+                end <= seq_end && at < lsn,
+                "log: record at {lsn:?} (changes to {seq_end}) placed after {at:?} (changes to {end})"
+            );
+        }
         self.placed.push_back((seq_end, lsn));
     }
 
@@ -289,7 +296,11 @@ impl LogWriter {
                 )
             }
             _ => {
-                f.in_flight = f.in_flight.saturating_sub(1);
+                assert!(
+                    f.in_flight > 0,
+                    "log: generation {gen} created with nothing in flight"
+                );
+                f.in_flight -= 1;
                 f.ready = true;
                 Ok(())
             }
@@ -345,37 +356,10 @@ impl LogWriter {
         ) else {
             return Ok(None);
         };
-        // Whole transactions, up to the largest write (at least one).
-        let mut payload = 0u64;
-        let mut ops = 0u32;
-        let mut n_entries = 0usize;
-        let mut txns = 0usize;
-        for p in &self.pending {
-            let with = payload + p.bytes;
-            if txns > 0 && record_size(with as usize, n_entries + p.entries) > MAX_LOG_WRITE {
-                break;
-            }
-            payload = with;
-            ops += p.ops;
-            n_entries += p.entries;
-            txns += 1;
-        }
+        let (payload, ops, n_entries, txns) = self.next_record();
         let size = record_size(payload as usize, n_entries) as u64;
-        if self.tail + size > LOG_FILE_SIZE as u64 {
-            // Roll over to the spare, if it is ready (its completion retries otherwise).
-            let ready =
-                self.files.iter().rev().nth(0).is_some_and(|f| f.ready) && self.files.len() >= 2;
-            if !ready {
-                return Ok(None);
-            }
-            let n = self.files.len();
-            if let Some(cur) = self.files.get_mut(n - 2) {
-                cur.closed = true;
-                cur.used = self.tail;
-            }
-            self.tail = LOG_SECTOR as u64;
-            let next = self.files.back().map(|f| f.gen + 1).unwrap_or(1);
-            self.create_file(reactor, next, now)?;
+        if self.tail + size > LOG_FILE_SIZE as u64 && !self.roll_over(reactor, now)? {
+            return Ok(None);
         }
         let n = self.files.len();
         let Some(cur) = self.files.get_mut(n.saturating_sub(2)) else {
@@ -387,12 +371,23 @@ impl LogWriter {
         cur.in_flight += 1;
         let (gen, file) = (cur.gen, cur.file);
         let offset = self.tail;
+        assert!(
+            offset + size <= LOG_FILE_SIZE as u64,
+            "log: a record of {size} bytes at offset {offset} runs past the end of generation {gen}"
+        );
         self.tail += size;
         cur.used = self.tail;
         let lsn = Lsn::new(gen, offset);
         for _ in 0..txns {
             self.pending.pop_front();
         }
+        // Log buffer accounting: the bytes buffered are the pending transactions' bytes.
+        assert!(
+            payload <= self.buffered_bytes && n_entries <= self.entries.len(),
+            "log: a record of {payload} bytes and {n_entries} entries, {} bytes and {} entries buffered",
+            self.buffered_bytes,
+            self.entries.len()
+        );
         self.buffered_bytes -= payload;
         let seq_end = self.seq_buffered - self.buffered_bytes;
         self.placed.place(seq_end, lsn);
@@ -423,13 +418,70 @@ impl LogWriter {
         Ok(Some(reason))
     }
 
+    /// The next record: its payload, operations and entries, and how many buffered
+    /// transactions it takes (whole ones, up to the largest write, at least one).
+    fn next_record(&self) -> (u64, u32, usize, usize) {
+        // Whole transactions, up to the largest write (at least one).
+        let mut payload = 0u64;
+        let mut ops = 0u32;
+        let mut n_entries = 0usize;
+        let mut txns = 0usize;
+        for p in &self.pending {
+            let with = payload + p.bytes;
+            if txns > 0 && record_size(with as usize, n_entries + p.entries) > MAX_LOG_WRITE {
+                break;
+            }
+            payload = with;
+            ops += p.ops;
+            n_entries += p.entries;
+            txns += 1;
+        }
+        (payload, ops, n_entries, txns)
+    }
+
+    /// The current file is full: records go on in the spare, and a new spare is created. False
+    /// while the spare is not ready (its completion retries).
+    fn roll_over(&mut self, reactor: &mut Reactor, now: Instant) -> Result<bool, EngineError> {
+        // Roll over to the spare, if it is ready (its completion retries otherwise).
+        let ready =
+            self.files.iter().rev().nth(0).is_some_and(|f| f.ready) && self.files.len() >= 2;
+        if !ready {
+            return Ok(false);
+        }
+        let n = self.files.len();
+        if let Some(cur) = self.files.get_mut(n - 2) {
+            cur.closed = true;
+            cur.used = self.tail;
+        }
+        self.tail = LOG_SECTOR as u64;
+        let next = self.files.back().map(|f| f.gen + 1).unwrap_or(1);
+        self.create_file(reactor, next, now)?;
+        Ok(true)
+    }
+
     /// A record write completed: the log is durable up to `seq_end`. Returns the sessions whose
     /// commits are now durable (into `done`).
     pub fn written(&mut self, gen: u64, seq_end: u64, done: &mut Vec<usize>) {
+        assert!(
+            self.in_flight,
+            "log: a record write completed with none in flight"
+        );
+        // One record is in flight at a time: the log becomes durable in order, never past what
+        // was buffered.
+        assert!(
+            seq_end >= self.seq_durable && seq_end <= self.seq_buffered,
+            "log: durable to {seq_end} after {}, with {} buffered",
+            self.seq_durable,
+            self.seq_buffered
+        );
         self.in_flight = false;
         self.seq_durable = self.seq_durable.max(seq_end);
         if let Some(f) = self.files.iter_mut().find(|f| f.gen == gen) {
-            f.in_flight = f.in_flight.saturating_sub(1);
+            assert!(
+                f.in_flight > 0,
+                "log: a write of generation {gen} completed with none in flight"
+            );
+            f.in_flight -= 1;
             // One record write is in flight at a time and `used` moves only when one is
             // submitted, so everything up to it is on disk now.
             f.durable = f.used;
@@ -544,6 +596,14 @@ impl LogWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[should_panic(expected = "placed after")]
+    fn records_are_placed_in_log_order() {
+        let mut m = RecordMap::default();
+        m.place(100, Lsn::new(1, 8192));
+        m.place(200, Lsn::new(1, 4096));
+    }
 
     #[test]
     fn the_flush_policy_follows_ese() {

@@ -5,6 +5,7 @@
 
 pub(crate) mod bdm;
 pub(crate) mod checkpoint;
+pub(crate) mod finding;
 pub(crate) mod flusher;
 pub(crate) mod journal;
 pub(crate) mod log;
@@ -118,24 +119,7 @@ impl Database {
         reactor: &mut Reactor,
         now: Instant,
     ) -> Result<Database, EngineError> {
-        let file = reactor.open_file(
-            &spec.db_path,
-            OpenMode {
-                direct: p.direct,
-                write_through: false,
-                write: true,
-                create: false,
-            },
-        )?;
-        let ckpt_file = reactor.open_file(
-            &spec.log_dir.join(logfmt::CHECKPOINT_FILE),
-            OpenMode {
-                direct: false,
-                write_through: true,
-                write: true,
-                create: true,
-            },
-        )?;
+        let (file, ckpt_file) = open_files(&spec, p.direct, reactor)?;
         let log = log::LogWriter::new(
             reactor,
             p.index,
@@ -246,6 +230,33 @@ impl Database {
         self.next_gen += 1;
         self.next_gen
     }
+}
+
+/// Opens the database file of `spec` (`direct`: with O_DIRECT) and its checkpoint file.
+fn open_files(
+    spec: &InstanceSpec,
+    direct: bool,
+    reactor: &mut Reactor,
+) -> Result<(usize, usize), EngineError> {
+    let file = reactor.open_file(
+        &spec.db_path,
+        OpenMode {
+            direct,
+            write_through: false,
+            write: true,
+            create: false,
+        },
+    )?;
+    let ckpt_file = reactor.open_file(
+        &spec.log_dir.join(logfmt::CHECKPOINT_FILE),
+        OpenMode {
+            direct: false,
+            write_through: true,
+            write: true,
+            create: true,
+        },
+    )?;
+    Ok((file, ckpt_file))
 }
 
 /// No node (the end of a waiter chain).

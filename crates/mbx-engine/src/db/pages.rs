@@ -93,9 +93,14 @@ impl PageTracker {
     fn place(&mut self, page: u64, entry: Entry) -> bool {
         let base = self.set(page);
         let set = &mut self.table[base..base + WAYS];
-        let slot = set
-            .iter()
-            .position(|e| e.key == entry.key)
+        let slot = set.iter().position(|e| e.key == entry.key);
+        // One write of a page at a time: the flusher takes only pages not being written, and a
+        // patch only pages with no write in flight.
+        assert!(
+            !(entry.in_flight && slot.is_some_and(|i| set[i].in_flight)),
+            "page tracker: a second write of page {page} while one is in flight"
+        );
+        let slot = slot
             .or_else(|| set.iter().position(|e| e.key == 0))
             .or_else(|| {
                 set.iter()
@@ -174,6 +179,14 @@ impl PageTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[should_panic(expected = "a second write of page 5")]
+    fn a_page_has_one_write_in_flight_at_most() {
+        let mut t = PageTracker::new(64);
+        t.write_submitted(5, 100, 1);
+        t.write_submitted(5, 101, 2);
+    }
 
     #[test]
     fn remembers_recent_writes_and_forgets_old_ones_within_a_fixed_size() {

@@ -151,7 +151,7 @@ pub(crate) struct Replayer {
     /// The first page found damaged.
     pub first_damaged: Option<u64>,
     /// The first damaged pages found (at most `verify::NAMED_PAGES`), with what is wrong.
-    pub damaged: Vec<(u64, super::verify::Finding)>,
+    pub damaged: Vec<(u64, super::finding::Finding)>,
 }
 
 impl Replayer {
@@ -415,7 +415,11 @@ impl Replayer {
                 self.scan_ready(reactor)?;
             }
             ReplayIo::Read { page: first, count } => {
-                self.reads_in_flight = self.reads_in_flight.saturating_sub(1);
+                assert!(
+                    self.reads_in_flight > 0,
+                    "replay: a page read completed with none in flight"
+                );
+                self.reads_in_flight -= 1;
                 for (k, data) in data
                     .chunks_exact(PAGE_SIZE)
                     .take(count as usize)
@@ -425,7 +429,11 @@ impl Replayer {
                 }
             }
             ReplayIo::Write { page } => {
-                self.writes_in_flight = self.writes_in_flight.saturating_sub(1);
+                assert!(
+                    self.writes_in_flight > 0,
+                    "replay: a page write completed with none in flight"
+                );
+                self.writes_in_flight -= 1;
                 self.pages_written += 1;
                 if let Some(&g) = self.redo.get(&page) {
                     self.pages.insert(page, PageState::OnDisk(g));
@@ -448,7 +456,7 @@ impl Replayer {
         let state = match check_data_page(data, page, self.database_id, scratch) {
             PageCheck::Good { generation } => PageState::OnDisk(generation),
             check => {
-                if let Some(f) = super::verify::Finding::of_check(check) {
+                if let Some(f) = super::finding::Finding::of_check(check) {
                     f.count(integrity);
                     if self.damaged.len() < super::verify::NAMED_PAGES {
                         self.damaged.push((page, f));

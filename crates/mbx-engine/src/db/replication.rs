@@ -328,6 +328,14 @@ impl Replicator {
         len: u64,
         r: Reading,
     ) -> Result<(), EngineError> {
+        // Each byte of a log file is read once, in order, and only once it can be read.
+        assert!(
+            start == l.replicated_to && start + len <= readable(l),
+            "replication: a read of {len} bytes at {start} of generation {}, read to {} of {}",
+            l.gen,
+            l.replicated_to,
+            readable(l)
+        );
         l.replicated_to = start + len;
         l.in_flight += 1;
         if l.closed && l.replicated_to >= l.used && r.planned != l.used {
@@ -359,10 +367,18 @@ impl Replicator {
         data: Option<&[u8]>,
         database_id: u64,
     ) -> Option<LogReadProblem> {
+        assert!(
+            self.in_flight,
+            "replication: a read completed with none in flight"
+        );
         self.in_flight = false;
         let pending = self.pending.take();
         let l = log.files.iter_mut().find(|l| l.gen == gen)?;
-        l.in_flight = l.in_flight.saturating_sub(1);
+        assert!(
+            l.in_flight > 0,
+            "replication: a read of generation {gen} completed with none in flight"
+        );
+        l.in_flight -= 1;
         match (pending, data) {
             (Some((g, start)), Some(data)) if g == gen && !l.write_failed => {
                 self.check.read(gen, database_id, l.used, start, data)

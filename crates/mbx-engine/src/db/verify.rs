@@ -18,102 +18,13 @@ use mbx_store::page::{
     check_data_page, quick_check_data_page, splitmix64_mix, PageCheck, PAGE_SIZE, SPLITMIX_GAMMA,
 };
 
+use super::finding::Finding;
 use super::journal::Journal;
 use super::pages::{Known, PageTracker};
 use crate::result::{ErrorEntry, Integrity};
 
 /// Damaged pages named one by one per database; beyond them one entry per class counts the rest.
 pub(crate) const NAMED_PAGES: usize = 64;
-
-/// What is wrong with a page read back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Finding {
-    /// The checksum fails beyond one bit (torn, overwritten, garbage).
-    Checksum,
-    /// Exactly one flipped bit.
-    Correctable,
-    /// All zeros.
-    Unwritten,
-    /// A valid page of this database holding page `found`.
-    WrongPage { found: u64 },
-    /// A valid page of database `found`.
-    WrongDatabase { found: u64 },
-    /// A valid page at generation `found`, older than the `expected` one last written.
-    Stale { found: u64, expected: u64 },
-    /// A valid page at generation `found`, older than the `expected` one its generation journal
-    /// records as written and made durable (by this run or an earlier one).
-    StaleAcrossRuns { found: u64, expected: u64 },
-    /// A damaged page rewritten from its known content at `generation` (page patching).
-    Patched { generation: u64 },
-}
-
-impl Finding {
-    /// The `errors[]` class.
-    pub fn class(self) -> &'static str {
-        match self {
-            Finding::Checksum => "bad_page",
-            Finding::Correctable => "correctable_page",
-            Finding::Unwritten => "unwritten_page",
-            Finding::WrongPage { .. } => "wrong_page_number",
-            Finding::WrongDatabase { .. } => "wrong_database_page",
-            Finding::Stale { .. } | Finding::StaleAcrossRuns { .. } => "stale_page",
-            Finding::Patched { .. } => "patched_page",
-        }
-    }
-
-    /// What is wrong, in words.
-    pub fn what(self) -> String {
-        match self {
-            Finding::Checksum => "checksum mismatch beyond one bit (torn, overwritten or garbage)".into(),
-            Finding::Correctable => "checksum mismatch of exactly one bit (correctable)".into(),
-            Finding::Unwritten => "all zeros (never written, or zeroed by the device)".into(),
-            Finding::WrongPage { found } => format!("wrong page number (holds page {found})"),
-            Finding::WrongDatabase { found } => {
-                format!("a page of another database (id {found:#x})")
-            }
-            Finding::Stale { found, expected } => format!(
-                "stale (generation {found}, last written {expected}: a lost write)"
-            ),
-            Finding::StaleAcrossRuns { found, expected } => format!(
-                "stale (generation {found}; the generation journal records generation {expected} written and made durable: the page was rolled back to an older copy, or that write was lost)"
-            ),
-            Finding::Patched { generation } => format!(
-                "patched: rewritten from its known content at generation {generation}, as a passive copy would patch it"
-            ),
-        }
-    }
-
-    /// Counts the finding in `integrity`.
-    pub fn count(self, integrity: &mut Integrity) {
-        match self {
-            Finding::Checksum => integrity.bad_pages += 1,
-            Finding::Correctable => integrity.correctable_pages += 1,
-            Finding::Unwritten => {
-                integrity.bad_pages += 1;
-                integrity.unwritten_pages += 1;
-            }
-            Finding::WrongPage { .. } => integrity.wrong_page_number_pages += 1,
-            Finding::WrongDatabase { .. } => {
-                integrity.bad_pages += 1;
-                integrity.wrong_database_pages += 1;
-            }
-            Finding::Stale { .. } | Finding::StaleAcrossRuns { .. } => integrity.stale_pages += 1,
-            Finding::Patched { .. } => integrity.patched_pages += 1,
-        }
-    }
-
-    /// The finding of a page check that is not good (None when it is).
-    pub fn of_check(check: PageCheck) -> Option<Finding> {
-        match check {
-            PageCheck::Good { .. } => None,
-            PageCheck::Unwritten => Some(Finding::Unwritten),
-            PageCheck::Bad => Some(Finding::Checksum),
-            PageCheck::Correctable => Some(Finding::Correctable),
-            PageCheck::WrongPageNumber { found } => Some(Finding::WrongPage { found }),
-            PageCheck::WrongDatabase { found } => Some(Finding::WrongDatabase { found }),
-        }
-    }
-}
 
 /// The damaged pages of one database, in bounded memory: the first [`NAMED_PAGES`] named (one
 /// `errors[]` entry each), then one counting entry per class.
@@ -232,6 +143,12 @@ pub(crate) fn verify_pages(
     found: &mut Vec<(u64, Finding)>,
 ) {
     let count = usize::try_from(count).unwrap_or(usize::MAX);
+    // A completed read holds every page it was for (a short read is an error, never verified).
+    assert!(
+        data.len() / PAGE_SIZE >= count,
+        "verify: {count} pages from page {first} in a read of {} bytes",
+        data.len()
+    );
     for (k, page) in data.chunks_exact(PAGE_SIZE).take(count).enumerate() {
         // The next page's head starts coming into the caches while this one is checked.
         if k + 1 < count {
@@ -269,22 +186,37 @@ pub(crate) fn verify_pages(
             }
         };
         let finding = match check {
-            PageCheck::Good { generation } => match known {
-                Known::Written { gen, .. } if generation < gen => Some(Finding::Stale {
-                    found: generation,
-                    expected: gen,
-                }),
-                Known::Unknown => journal
-                    .as_deref_mut()
-                    .and_then(|j| j.check(n, generation, scan_seq, seq)),
-                _ => None,
-            },
+            PageCheck::Good { generation } => {
+                stale(known, journal.as_deref_mut(), n, generation, scan_seq, seq)
+            }
             check => Finding::of_check(check),
         };
         if let Some(f) = finding {
             f.count(integrity);
             found.push((n, f));
         }
+    }
+}
+
+/// Whether valid page `n` read at `generation` is stale: older than its last write the tracker
+/// remembers (`known`), or than the generation `journal` records (`scan_seq`: a BDM read's
+/// sequence number; `seq`: the reactor's now).
+#[inline]
+fn stale(
+    known: Known,
+    journal: Option<&mut Journal>,
+    n: u64,
+    generation: u64,
+    scan_seq: Option<u64>,
+    seq: u64,
+) -> Option<Finding> {
+    match known {
+        Known::Written { gen, .. } if generation < gen => Some(Finding::Stale {
+            found: generation,
+            expected: gen,
+        }),
+        Known::Unknown => journal.and_then(|j| j.check(n, generation, scan_seq, seq)),
+        _ => None,
     }
 }
 

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::{interrupted_before_measuring, Flow, Mode, PhaseRun};
-use crate::exec::Engine;
+use crate::exec::PhaseCx;
 use crate::{EngineError, Phase};
 
 /// Longest the attain phase may take before the test proceeds anyway.
@@ -36,9 +36,9 @@ impl PhaseRun for Attain {
         Phase::Attain
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
         *self = Attain::new(now);
-        e.mode = Mode::Unpaced;
+        *e.mode = Mode::Unpaced;
         e.log(
             "Attaining prerequisites: database cache at least 90% full.",
             false,
@@ -46,7 +46,7 @@ impl PhaseRun for Attain {
         Ok(())
     }
 
-    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
         let fill = e.min_cache_fill();
         if fill > self.best.0 {
             self.best = (fill, now);
@@ -83,7 +83,7 @@ impl PhaseRun for Attain {
         Ok(Flow::Done)
     }
 
-    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+    fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
         interrupted_before_measuring(e);
         Ok(Flow::Done)
     }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::{Flow, Mode, PhaseRun};
 use crate::db::Database;
-use crate::exec::{begin_checkpoint, Engine};
+use crate::exec::{begin_checkpoint, PhaseCx};
 use crate::{EngineError, Phase};
 
 /// Checkpoints are held this long after the phase begins: for the rest of the test.
@@ -72,15 +72,15 @@ impl PhaseRun for GenerateLogs {
         })
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
-        e.mode = Mode::Unpaced;
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
+        *e.mode = Mode::Unpaced;
         self.start = Some(now);
         for i in 0..e.dbs.len() {
             let db = &mut e.dbs[i];
             // Every log file is kept: replay needs them.
             db.log.circular = false;
             // A checkpoint where the log begins, then none: replay goes back to it.
-            begin_checkpoint(&mut e.reactor, db, i, now)?;
+            begin_checkpoint(e.reactor, db, i, now)?;
             db.checkpointer.next_at = now + HOLD;
             // From here on a checkpoint asked for (the generation journal's sync) only syncs.
             db.checkpointer.held = true;
@@ -93,9 +93,9 @@ impl PhaseRun for GenerateLogs {
         Ok(())
     }
 
-    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
-        for db in &mut e.dbs {
-            db.log.close_finished(&mut e.reactor);
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
+        for db in e.dbs.iter_mut() {
+            db.log.close_finished(e.reactor);
         }
         // The held checkpoint does not move, so the count only grows; kept as the most seen
         // all the same, so progress never goes back.
@@ -132,7 +132,7 @@ impl PhaseRun for GenerateLogs {
         })
     }
 
-    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+    fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
         let line = format!(
             "{}: stopping the databases and replaying the logs generated so far ...",
             e.stop_word()

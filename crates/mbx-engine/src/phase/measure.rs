@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Flow, Mode, PhaseRun};
-use crate::exec::Engine;
+use crate::exec::PhaseCx;
 use crate::stats::Stream;
 use crate::{EngineError, Phase};
 
@@ -21,7 +21,7 @@ impl Measure {
         Measure { length, end: None }
     }
 
-    fn finish(&mut self, e: &mut Engine<'_>, now: Instant) {
+    fn finish(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) {
         e.marks.measure_end = Some(now);
         // The I/O in flight counts in this window (the last sample, then the measured figures).
         e.carry_in_flight(now);
@@ -31,7 +31,7 @@ impl Measure {
         let dropped = e.work.pacer.dropped_slots();
         e.work.txn.end_measure(dropped);
         let mut lines = Vec::new();
-        for db in &mut e.dbs {
+        for db in e.dbs.iter_mut() {
             db.stats.measuring = false;
             let m = &db.stats.measured;
             lines.push(db.stats.shape.line(
@@ -46,10 +46,10 @@ impl Measure {
     }
 }
 
-fn take_sample(e: &mut Engine<'_>, now: Instant) {
+fn take_sample(e: &mut PhaseCx<'_, '_>, now: Instant) {
     let secs = now.duration_since(e.sampler.last).as_secs_f64();
     let stamp = crate::rfc3339(e.reactor.clock().wall());
-    let w = &mut e.work;
+    let w = &mut *e.work;
     let dropped = w.pacer.dropped_slots();
     // Open loop: how far behind the arrivals the sessions were (closed-loop samples are as
     // they always were).
@@ -59,9 +59,9 @@ fn take_sample(e: &mut Engine<'_>, now: Instant) {
         .map(|o| o.len())
         .map(|waiting| w.txn.take_interval(dropped, waiting));
     crate::sampling::sample(
-        &mut e.dbs,
-        &mut e.host,
-        e.observer,
+        e.dbs,
+        e.host,
+        &mut *e.observer,
         stamp,
         secs,
         pacing,
@@ -79,14 +79,14 @@ impl PhaseRun for Measure {
         Some(self.length)
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
-        e.mode = Mode::Paced;
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
+        *e.mode = Mode::Paced;
         self.end = Some(now + self.length);
         e.marks.measure_start = Some(now);
         e.marks.measure_start_wall = Some(e.reactor.clock().wall());
         // The sample series starts clean.
         e.reset_intervals();
-        for db in &mut e.dbs {
+        for db in e.dbs.iter_mut() {
             db.stats.measuring = true;
         }
         e.sampler.last = now;
@@ -98,7 +98,7 @@ impl PhaseRun for Measure {
         Ok(())
     }
 
-    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
         if self.end.is_some_and(|end| now >= end) {
             e.marks.measure_complete = true;
             self.finish(e, now);
@@ -115,7 +115,7 @@ impl PhaseRun for Measure {
         Ok(Flow::Continue)
     }
 
-    fn interrupt(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+    fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
         self.finish(e, now);
         let line = format!(
             "{}: stopping transactions and shutting down databases ...",

@@ -9,7 +9,7 @@ use mbx_store::Lsn;
 
 use super::{Flow, Mode, PhaseRun};
 use crate::db::replay::ReplayFile;
-use crate::exec::Engine;
+use crate::exec::PhaseCx;
 use crate::{EngineError, Phase};
 
 /// The replay phase.
@@ -28,8 +28,8 @@ impl PhaseRun for Replay {
         self.estimate
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
-        e.mode = Mode::Halted;
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
+        *e.mode = Mode::Halted;
         self.start = Some(now);
         e.marks.measure_start = Some(now);
         e.reset_intervals();
@@ -76,7 +76,7 @@ impl PhaseRun for Replay {
             let fallback =
                 Lsn::checked_new(db.spec.log.next_generation.max(1), 0).unwrap_or(Lsn::ZERO);
             db.replay.begin(
-                &mut e.reactor,
+                e.reactor,
                 i,
                 db.spec.database_id,
                 compressibility,
@@ -91,10 +91,10 @@ impl PhaseRun for Replay {
         Ok(())
     }
 
-    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
         for i in 0..e.dbs.len() {
             let db = &mut e.dbs[i];
-            db.replay.pump(&mut e.reactor, i, db.file)?;
+            db.replay.pump(e.reactor, i, db.file)?;
         }
         let fraction = e
             .dbs
@@ -110,7 +110,7 @@ impl PhaseRun for Replay {
         e.marks.measure_end = Some(now);
         let wall = e.reactor.clock().wall();
         let mut lines = Vec::new();
-        for db in &mut e.dbs {
+        for db in e.dbs.iter_mut() {
             db.stats.measuring = false;
             for &(page, f) in &db.replay.damaged {
                 db.damage
@@ -135,7 +135,7 @@ impl PhaseRun for Replay {
         Ok(Flow::Done)
     }
 
-    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+    fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
         let line = format!(
             "{}: recovery continues so the databases are left consistent.",
             e.stop_word()

@@ -35,7 +35,7 @@ use mbx_store::log_dir::{check_log, LogFileSummary};
 use mbx_store::page::{check_data_page, PageCheck, PAGE_SIZE};
 
 use super::{Flow, Mode, PhaseRun};
-use crate::exec::{Engine, PassChunk, PassPart, Settings};
+use crate::exec::{PassChunk, PassPart, PhaseCx, Settings};
 use crate::plan::{PassPurpose, Plan, SeqPassSpec};
 use crate::reactor::{Owner, Reactor};
 use crate::result::{BackupRow, ChecksumRow, ErrorEntry, Integrity, RunResult};
@@ -403,8 +403,78 @@ impl SeqPass {
         t.match_journal(&spec.name, at);
     }
 
+    /// The files of database `d` (`s`) to read, queued: the database file, and for a checksum
+    /// pass its log files and checkpoint file.
+    fn add_targets(&mut self, d: usize, s: &InstanceSpec) -> Result<DbQueue, EngineError> {
+        let spec = self.spec;
+        let mut q = DbQueue::default();
+        let bytes = (HEADER_PAGES.saturating_add(s.data_pages)).saturating_mul(PAGE_SIZE as u64);
+        q.queue.push_back(self.targets.len());
+        self.targets.push(Target::new(
+            d,
+            s.db_path.clone(),
+            Kind::Database,
+            bytes,
+            &spec,
+        )?);
+        if spec.purpose == PassPurpose::Checksum {
+            for path in &s.log.earlier_logs {
+                let generation = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(parse_log_file_name)
+                    .unwrap_or(0);
+                q.queue.push_back(self.targets.len());
+                self.targets.push(Target::new(
+                    d,
+                    path.clone(),
+                    Kind::Log {
+                        generation,
+                        // Allocated when the file is opened (one per database at a time).
+                        image: Vec::new(),
+                        len: 0,
+                        summary: None,
+                    },
+                    LOG_FILE_SIZE as u64,
+                    &spec,
+                )?);
+            }
+            q.queue.push_back(self.targets.len());
+            self.targets.push(Target::new(
+                d,
+                s.log_dir.join(CHECKPOINT_FILE),
+                Kind::Checkpoint {
+                    image: Vec::new(),
+                    missing: false,
+                },
+                2 * SLOT as u64,
+                &spec,
+            )?);
+        }
+        Ok(q)
+    }
+
+    /// Files with nothing (left) to read finish without a read.
+    fn finish_empty(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
+        // Empty files finish without a read.
+        for d in 0..self.dbs.len() {
+            while let Some(i) = self.dbs[d].active {
+                if !self.targets[i].pass.drained()
+                    || self.targets[i].pass.in_flight() > 0
+                    || !self.targets[i].journal_idle()
+                {
+                    break;
+                }
+                self.finish_target(i, e, now);
+                self.dbs[d].active = None;
+                self.submit(e, now)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A file's pass is over: a log file is scanned, the file closed.
-    fn finish_target(&mut self, i: usize, e: &mut Engine<'_>, now: Instant) {
+    fn finish_target(&mut self, i: usize, e: &mut PhaseCx<'_, '_>, now: Instant) {
         let Some(t) = self.targets.get_mut(i) else {
             return;
         };
@@ -457,7 +527,7 @@ impl SeqPass {
 
     /// Starts the next file of every database whose current file is done, and submits reads
     /// while the queue has room.
-    fn submit(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
+    fn submit(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
         for d in 0..self.dbs.len() {
             if self.dbs[d].active.is_none() && !self.stopped {
                 self.dbs[d].active = self.dbs[d].queue.pop_front();
@@ -552,7 +622,7 @@ impl SeqPass {
         Some(check_log(&files, checkpoint, database_id))
     }
 
-    fn report(&self, e: &Engine<'_>, now: Instant) -> crate::assemble::PassReport {
+    fn report(&self, e: &PhaseCx<'_, '_>, now: Instant) -> crate::assemble::PassReport {
         let started = self.started.unwrap_or(now);
         let mut report = crate::assemble::PassReport {
             purpose: self.spec.purpose,
@@ -686,61 +756,17 @@ impl PhaseRun for SeqPass {
         })
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
-        e.mode = Mode::Stopping;
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
+        *e.mode = Mode::Stopping;
         self.started = Some(now);
         let spec = self.spec;
         // After transactions (the Stress test's checksum): the databases the plan opened, shut
         // down cleanly by now (nothing in flight, nothing dirty), and the log files on disk.
         if e.pass_specs.is_empty() {
-            e.pass_specs = e.dbs.iter().map(|d| d.pass_spec()).collect();
+            *e.pass_specs = e.dbs.iter().map(|d| d.pass_spec()).collect();
         }
         for (d, s) in e.pass_specs.iter().enumerate() {
-            let mut q = DbQueue::default();
-            let bytes =
-                (HEADER_PAGES.saturating_add(s.data_pages)).saturating_mul(PAGE_SIZE as u64);
-            q.queue.push_back(self.targets.len());
-            self.targets.push(Target::new(
-                d,
-                s.db_path.clone(),
-                Kind::Database,
-                bytes,
-                &spec,
-            )?);
-            if spec.purpose == PassPurpose::Checksum {
-                for path in &s.log.earlier_logs {
-                    let generation = path
-                        .file_name()
-                        .and_then(|n| n.to_str())
-                        .and_then(parse_log_file_name)
-                        .unwrap_or(0);
-                    q.queue.push_back(self.targets.len());
-                    self.targets.push(Target::new(
-                        d,
-                        path.clone(),
-                        Kind::Log {
-                            generation,
-                            // Allocated when the file is opened (one per database at a time).
-                            image: Vec::new(),
-                            len: 0,
-                            summary: None,
-                        },
-                        LOG_FILE_SIZE as u64,
-                        &spec,
-                    )?);
-                }
-                q.queue.push_back(self.targets.len());
-                self.targets.push(Target::new(
-                    d,
-                    s.log_dir.join(CHECKPOINT_FILE),
-                    Kind::Checkpoint {
-                        image: Vec::new(),
-                        missing: false,
-                    },
-                    2 * SLOT as u64,
-                    &spec,
-                )?);
-            }
+            let q = self.add_targets(d, s)?;
             self.dbs.push(q);
         }
         self.planned = self.targets.iter().map(|t| t.pass.total_bytes()).sum();
@@ -759,9 +785,9 @@ impl PhaseRun for SeqPass {
         self.submit(e, now)
     }
 
-    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
         let at = rfc3339(e.reactor.clock().wall());
-        let inbox = std::mem::take(&mut e.pass_inbox);
+        let inbox = std::mem::take(e.pass_inbox);
         // The completed reads free their slots first and the next reads go out before any page is
         // verified, so the device is kept busy while this thread checks pages (as fio keeps its
         // queue full).
@@ -780,7 +806,7 @@ impl PhaseRun for SeqPass {
         scratch.resize(PAGE_SIZE, 0);
         let mut touched = Vec::new();
         for c in inbox {
-            self.verify(&e.pass_specs, &c, &mut scratch, &at);
+            self.verify(e.pass_specs, &c, &mut scratch, &at);
             e.reactor.give_back(c.data);
             if !touched.contains(&c.file) {
                 touched.push(c.file);
@@ -807,31 +833,18 @@ impl PhaseRun for SeqPass {
             }
         }
         self.submit(e, now)?;
-        // Empty files finish without a read.
-        for d in 0..self.dbs.len() {
-            while let Some(i) = self.dbs[d].active {
-                if !self.targets[i].pass.drained()
-                    || self.targets[i].pass.in_flight() > 0
-                    || !self.targets[i].journal_idle()
-                {
-                    break;
-                }
-                self.finish_target(i, e, now);
-                self.dbs[d].active = None;
-                self.submit(e, now)?;
-            }
-        }
+        self.finish_empty(e, now)?;
         let idle = self.dbs.iter().all(|d| d.active.is_none())
             && (self.stopped || self.dbs.iter().all(|d| d.queue.is_empty()))
             && e.reactor.in_flight() == 0;
         if idle {
-            e.pass_report = Some(self.report(e, now));
+            *e.pass_report = Some(self.report(e, now));
             return Ok(Flow::Done);
         }
         Ok(Flow::Continue)
     }
 
-    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+    fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
         self.stopped = true;
         for t in &mut self.targets {
             t.pass.stop();
@@ -851,7 +864,7 @@ impl PhaseRun for SeqPass {
 /// reports its length), buffered if its length is not a multiple of the O_DIRECT alignment; the
 /// checkpoint file is read buffered (as the engine writes it), and a missing one is read as
 /// nothing (its absence is a finding).
-fn open_target(t: &mut Target, e: &mut Engine<'_>) -> Result<(), EngineError> {
+fn open_target(t: &mut Target, e: &mut PhaseCx<'_, '_>) -> Result<(), EngineError> {
     let mode = |direct| OpenMode {
         direct,
         write_through: false,
@@ -907,7 +920,7 @@ fn open_target(t: &mut Target, e: &mut Engine<'_>) -> Result<(), EngineError> {
 
 /// Opens the generation journal of the database file at `db_path` (the pass's file number
 /// `target`) for a checksum and reads its header; without one, says why.
-fn open_journal(e: &mut Engine<'_>, db_path: &std::path::Path, target: usize) -> PassJournal {
+fn open_journal(e: &mut PhaseCx<'_, '_>, db_path: &std::path::Path, target: usize) -> PassJournal {
     let mut j = PassJournal {
         file: None,
         state: JournalState::Header,
@@ -960,6 +973,24 @@ fn open_journal(e: &mut Engine<'_>, db_path: &std::path::Path, target: usize) ->
     j
 }
 
+/// The executor's settings for a plan that only reads its databases.
+fn pass_settings(cfg: &RunConfig) -> Settings {
+    Settings {
+        target_iops: 0.0,
+        max_dirty_age: Duration::from_secs_f64(cfg.cache.max_dirty_age_s),
+        sample_every: Duration::from_secs_f64(cfg.sample_interval_s),
+        bdm: false,
+        copies: 1,
+        compressibility_pct: cfg.compressibility_pct,
+        // A pass checks whole pages itself; no transactional read is verified here.
+        checksum_reads_pct: 100,
+        hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
+        direct: cfg.direct,
+        // A pass counts what it finds and reads on; an I/O error stops it.
+        continue_on_errors: false,
+    }
+}
+
 /// Runs a plan that only reads its databases ([`Plan::reads_only`]) through `queue`: the
 /// databases are not opened for the workload (no cache, log writer or checkpoint, nothing
 /// written); the pass phase reads them and the result carries its rows and verdict.
@@ -975,28 +1006,15 @@ pub(crate) fn run_reads(
     let clock = reactor.clock().clone();
     let (ref_instant, ref_wall) = (clock.now(), clock.wall());
     let engine_name = reactor.engine_name();
-    let settings = Settings {
-        target_iops: 0.0,
-        max_dirty_age: Duration::from_secs_f64(cfg.cache.max_dirty_age_s),
-        sample_every: Duration::from_secs_f64(cfg.sample_interval_s),
-        bdm: false,
-        copies: 1,
-        compressibility_pct: cfg.compressibility_pct,
-        // A pass checks whole pages itself; no transactional read is verified here.
-        checksum_reads_pct: 100,
-        hung_io: Duration::from_secs_f64(cfg.thresholds.hung_io_s),
-        direct: cfg.direct,
-        // A pass counts what it finds and reads on; an I/O error stops it.
-        continue_on_errors: false,
-    };
+    let settings = pass_settings(cfg);
     let pacer = Pacer::new(PacerConfig::default(), 1.0, ref_instant)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
     let work = Workload::new(0, cfg.seed, cfg.op_mix.clone(), 1, pacer, None);
     let mut engine = crate::exec::Engine::new(settings, reactor, Vec::new(), work, observer);
-    engine.pass_specs = specs;
+    engine.read_only(specs);
     let outcome = crate::phase::execute(&mut engine, plan, cancel);
-    let end = engine.reactor.now();
-    let marks = engine.marks;
+    let end = engine.now();
+    let marks = engine.marks();
     let times = RunTimes {
         started: marks.started,
         measure_start: end,
@@ -1007,24 +1025,24 @@ pub(crate) fn run_reads(
         measured: false,
         measure_complete: false,
     };
-    let stopped_in = engine.phase;
-    let report = engine.pass_report.take();
+    let stopped_in = engine.phase();
+    let left = engine.leftovers();
     let (result, line) = crate::assemble::read_pass(
         cfg,
         plan.kind,
         crate::assemble::Measured::single(
-            &engine.dbs,
-            &engine.hung,
-            &engine.host,
-            &engine.work.txn,
-            &**engine.reactor.machine(),
+            &left.dbs,
+            &left.hung,
+            &left.host,
+            &left.txn,
+            &*left.machine,
             &times,
         ),
         &times,
         (ref_instant, ref_wall),
         engine_name,
-        report,
-        &engine.notes,
+        left.pass_report,
+        &left.notes,
     );
     if let Some(line) = line {
         engine.log(&line, false);

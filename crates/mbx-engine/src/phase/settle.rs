@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::{interrupted_before_measuring, Flow, Mode, PhaseRun};
-use crate::exec::Engine;
+use crate::exec::PhaseCx;
 use crate::{EngineError, Phase};
 
 /// The settle phase never takes longer than this many times its length (storage too slow to
@@ -56,14 +56,14 @@ impl PhaseRun for Settle {
         Some(self.length)
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
-        e.mode = Mode::Paced;
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
+        *e.mode = Mode::Paced;
         self.start = Some(now);
         self.end = Some(now + self.length);
         Ok(())
     }
 
-    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
         let (Some(start), Some(end)) = (self.start, self.end) else {
             return Ok(Flow::Done);
         };
@@ -76,7 +76,7 @@ impl PhaseRun for Settle {
         })
     }
 
-    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+    fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
         interrupted_before_measuring(e);
         Ok(Flow::Done)
     }

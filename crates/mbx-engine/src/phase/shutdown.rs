@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Flow, Mode, PhaseRun};
-use crate::exec::{begin_checkpoint, Engine};
+use crate::exec::{begin_checkpoint, PhaseCx};
 use crate::{EngineError, Phase};
 
 /// The shutdown phase.
@@ -19,13 +19,13 @@ impl PhaseRun for Shutdown {
         Phase::Shutdown
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
-        e.mode = Mode::Stopping;
-        e.shutdown_start = Some(now);
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
+        *e.mode = Mode::Stopping;
+        *e.shutdown_start = Some(now);
         Ok(())
     }
 
-    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
         if !e.drained() {
             give_up_on_hung_io(e, now)?;
             return Ok(Flow::Continue);
@@ -35,12 +35,12 @@ impl PhaseRun for Shutdown {
         }
         self.checkpointing = true;
         for i in 0..e.dbs.len() {
-            begin_checkpoint(&mut e.reactor, &mut e.dbs[i], i, now)?;
+            begin_checkpoint(e.reactor, &mut e.dbs[i], i, now)?;
         }
         Ok(Flow::Continue)
     }
 
-    fn interrupt(&mut self, _e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+    fn interrupt(&mut self, _e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
         Ok(Flow::Continue)
     }
 }
@@ -55,7 +55,7 @@ fn grace(hung_io: Duration) -> Duration {
 /// the hung-I/O threshold plus a grace period ([`grace`]) is given up on. Its buffers are leaked
 /// on purpose (the kernel may still transfer them: [`crate::reactor::Reactor::abandon`]) and the
 /// test ends with an I/O error naming it; the result is written as for any error.
-fn give_up_on_hung_io(e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
+fn give_up_on_hung_io(e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
     let limit = e.settings.hung_io + grace(e.settings.hung_io);
     let Some(h) = e.reactor.oldest_in_flight(now) else {
         return Ok(());

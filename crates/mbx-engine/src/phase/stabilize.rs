@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::{interrupted_before_measuring, Flow, Mode, PhaseRun};
-use crate::exec::Engine;
+use crate::exec::PhaseCx;
 use crate::plan::StabilizeSpec;
 use crate::stats::Stream;
 use crate::{EngineError, Phase};
@@ -66,8 +66,8 @@ impl PhaseRun for Stabilize {
         Some(self.spec.window * self.spec.windows as u32)
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
-        e.mode = Mode::Paced;
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
+        *e.mode = Mode::Paced;
         self.start = Some(now);
         self.next = Some(now + self.spec.window);
         self.history = vec![VecDeque::with_capacity(self.spec.windows + 1); e.dbs.len()];
@@ -78,7 +78,7 @@ impl PhaseRun for Stabilize {
         Ok(())
     }
 
-    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
         let (Some(start), Some(next)) = (self.start, self.next) else {
             return Ok(Flow::Done);
         };
@@ -112,7 +112,7 @@ impl PhaseRun for Stabilize {
         let stable = slopes
             .iter()
             .all(|s| s.is_some_and(|s| s.abs() <= self.spec.slope_ms));
-        let describe = |e: &Engine<'_>| {
+        let describe = |e: &PhaseCx<'_, '_>| {
             e.dbs
                 .iter()
                 .zip(&slopes)
@@ -148,7 +148,7 @@ impl PhaseRun for Stabilize {
         Ok(Flow::Continue)
     }
 
-    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+    fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
         interrupted_before_measuring(e);
         Ok(Flow::Done)
     }

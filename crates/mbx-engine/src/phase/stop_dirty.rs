@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::{Flow, Mode, PhaseRun};
-use crate::exec::Engine;
+use crate::exec::PhaseCx;
 use crate::{EngineError, Phase};
 
 /// The stop-dirty phase.
@@ -18,12 +18,12 @@ impl PhaseRun for StopDirty {
         Phase::StopDirty
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<(), EngineError> {
-        e.mode = Mode::Halted;
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<(), EngineError> {
+        *e.mode = Mode::Halted;
         Ok(())
     }
 
-    fn tick(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
         if e.reactor.in_flight() > 0 {
             return Ok(Flow::Continue);
         }
@@ -35,7 +35,7 @@ impl PhaseRun for StopDirty {
         Ok(Flow::Done)
     }
 
-    fn interrupt(&mut self, _e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+    fn interrupt(&mut self, _e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
         Ok(Flow::Continue)
     }
 }

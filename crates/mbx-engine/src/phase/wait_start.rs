@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{interrupted_before_measuring, Flow, Mode, PhaseRun};
-use crate::exec::Engine;
+use crate::exec::PhaseCx;
 pub use crate::plan::StartGate;
 use crate::{EngineError, Phase};
 
@@ -32,13 +32,13 @@ impl PhaseRun for WaitStart {
         Phase::WaitStart
     }
 
-    fn enter(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<(), EngineError> {
-        e.mode = Mode::Paced;
+    fn enter(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<(), EngineError> {
+        *e.mode = Mode::Paced;
         self.next = Some(now);
         Ok(())
     }
 
-    fn tick(&mut self, e: &mut Engine<'_>, now: Instant) -> Result<Flow, EngineError> {
+    fn tick(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
         // The queue's clock: the system's wall clock on a real queue, the simulated one in tests.
         match self.gate.remaining(e.reactor.clock().wall()) {
             Some(left) if left.is_zero() => Ok(Flow::Done),
@@ -53,7 +53,7 @@ impl PhaseRun for WaitStart {
         }
     }
 
-    fn interrupt(&mut self, e: &mut Engine<'_>, _now: Instant) -> Result<Flow, EngineError> {
+    fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
         interrupted_before_measuring(e);
         Ok(Flow::Done)
     }

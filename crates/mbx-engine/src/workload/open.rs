@@ -71,6 +71,12 @@ impl OpenLoop {
     pub fn arrive(&mut self, pacer: &mut Pacer, now: Instant, stats: &mut TxnStats) {
         let (rng, kind) = (&mut self.rng, self.arrivals);
         while let Some(at) = pacer.take_arrival(now, || Self::gap(rng, kind)) {
+            // Arrivals join in the order they are due, none in the future: the backlog is served
+            // oldest first and never early.
+            assert!(
+                at <= now && self.queue.back().is_none_or(|&last| last <= at),
+                "open loop: an arrival out of order or in the future"
+            );
             self.queue.push_back(at);
             stats.arrived(1);
         }

@@ -118,6 +118,11 @@ impl Workload {
                 "internal: session {s} cannot go from {st:?} to {to:?}"
             )));
         }
+        // Sessions per state: this one is counted in the state it leaves.
+        assert!(
+            self.counts[*st as usize] > 0,
+            "sessions: none counted {st:?}, which session {s} leaves"
+        );
         self.counts[*st as usize] -= 1;
         self.counts[to as usize] += 1;
         *st = to;

@@ -130,6 +130,11 @@ impl SimQueue {
                 break;
             }
             let due = entry.key().0;
+            // Completions are handed out in time order, none before its time.
+            assert!(
+                due <= now,
+                "sim queue: a request completed before it was due"
+            );
             let flight = entry.remove();
             let c = self.complete(flight, due);
             self.ready.push_back(c);
@@ -241,6 +246,27 @@ impl SimQueue {
         }
     }
 
+    /// Request `number`, submitted at `now`, fails at once with `errno` without reaching the
+    /// device, as FaultQueue's errors do.
+    fn fail_at_once(&mut self, req: IoRequest, now: Duration, number: u64, errno: i32) {
+        // Fails at once without reaching the device, as FaultQueue's errors do.
+        let before = self.flights.insert(
+            (now, number),
+            Flight {
+                req,
+                submitted: now,
+                file: None,
+                fault: None,
+                sync: None,
+                error: Some(io::Error::from_raw_os_error(errno)),
+            },
+        );
+        assert!(
+            before.is_none(),
+            "sim queue: request {number} submitted twice"
+        );
+    }
+
     fn take_ready(&mut self, out: &mut Vec<IoCompletion>) {
         out.extend(self.ready.drain(..));
     }
@@ -270,18 +296,7 @@ impl IoQueue for SimQueue {
             self.injected += 1;
         }
         if let Some(FaultKind::Error(errno)) = fault {
-            // Fails at once without reaching the device, as FaultQueue's errors do.
-            self.flights.insert(
-                (now, number),
-                Flight {
-                    req,
-                    submitted: now,
-                    file: None,
-                    fault: None,
-                    sync: None,
-                    error: Some(io::Error::from_raw_os_error(errno)),
-                },
-            );
+            self.fail_at_once(req, now, number, errno);
             return Ok(());
         }
         let full = req.len;
@@ -307,8 +322,13 @@ impl IoQueue for SimQueue {
         if let Some(FaultKind::Latency(d)) = fault {
             due = due.saturating_add(d);
         }
+        // Causality: nothing completes before it is submitted.
+        assert!(
+            due >= now,
+            "sim queue: a request due before it was submitted"
+        );
         self.device.acquire(h.id);
-        self.flights.insert(
+        let before = self.flights.insert(
             (due, number),
             Flight {
                 req,
@@ -318,6 +338,16 @@ impl IoQueue for SimQueue {
                 sync,
                 error,
             },
+        );
+        assert!(
+            before.is_none(),
+            "sim queue: request {number} submitted twice"
+        );
+        assert!(
+            self.in_flight() <= self.depth,
+            "sim queue: {} requests in flight, depth {}",
+            self.in_flight(),
+            self.depth
         );
         Ok(())
     }

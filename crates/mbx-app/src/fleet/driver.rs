@@ -19,8 +19,7 @@ use super::html;
 use super::plan::{host_request, host_uploads};
 use super::remote::{remote_command_for, remote_run_dir, RemoteJob, PASSWORD_FILE};
 use super::ssh::{
-    bounded_map, check_host, spawn_collect, spawn_run, unix_now, CollectJob, Push, Ssh, Upload,
-    Watched,
+    bounded_map, check_host, spawn_collect, spawn_run, unix_now, CollectJob, Push, Ssh, Watched,
 };
 use super::summary::{self, FleetSummary};
 use crate::event::{Event, Line};
@@ -44,8 +43,8 @@ pub struct FleetRequest {
     /// Each host's job, resolved ([`super::plan`]), in the hosts' order; its request sets the
     /// host's run folder.
     pub jobs: Vec<HostJob>,
-    /// Files copied into every host's run folder beside its request: (what, name there).
-    pub uploads: Vec<(Upload, String)>,
+    /// Files copied into every host's run folder beside its request.
+    pub uploads: super::plan::Uploads,
     /// The coordinator's settings.
     pub config: Config,
     /// What the hosts run.

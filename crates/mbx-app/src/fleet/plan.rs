@@ -16,6 +16,9 @@ use crate::loadgen::request::{DaySpec, Resolved, Slice, UsersFrom};
 use crate::request::{HostJob, HostRequest, RunSpec};
 use crate::AppError;
 
+/// Files copied into every host's run folder beside its request: (what, its name there).
+pub type Uploads = Vec<(Upload, String)>;
+
 /// Where a users file is copied in a client's run folder.
 pub const USERS_FILE: &str = "users-file";
 /// Where a CA file is copied in a client's run folder.
@@ -87,10 +90,7 @@ fn upload_file(path: &Path, flag: &str) -> Result<Upload> {
 /// `fleet loadgen`'s job for each of `clients` client hosts (client K takes slice K of the
 /// users), and the files they need: a users file, a CA file, and the template users' password
 /// (as a file of its own, mode 0600, never in the request nor on a command line).
-pub fn loadgen_jobs(
-    day: &Resolved<DaySpec>,
-    clients: usize,
-) -> Result<(Vec<HostJob>, Vec<(Upload, String)>)> {
+pub fn loadgen_jobs(day: &Resolved<DaySpec>, clients: usize) -> Result<(Vec<HostJob>, Uploads)> {
     let users = day.users.len();
     if users < clients.saturating_mul(2) {
         return Err(usage(format!(
@@ -141,10 +141,7 @@ pub fn host_request(job: &HostJob, run_dir: &str) -> HostRequest {
 }
 
 /// The uploads of one host: the common files and its request.
-pub(crate) fn host_uploads(
-    common: &[(Upload, String)],
-    request: &HostRequest,
-) -> Result<Vec<(Upload, String)>> {
+pub(crate) fn host_uploads(common: &[(Upload, String)], request: &HostRequest) -> Result<Uploads> {
     let mut up = common.to_vec();
     let bytes = request.to_bytes().map_err(|e| failed(e.to_string()))?;
     up.push((Upload::Bytes(bytes), REQUEST_FILE.to_string()));

@@ -143,7 +143,7 @@ fn coordinate(
     hosts: Vec<fleet::hosts::Host>,
     out: Option<&std::path::Path>,
     progress: crate::cli::ProgressMode,
-    (jobs, uploads): (Vec<mbx_app::request::HostJob>, Vec<(fleet::Upload, String)>),
+    (jobs, uploads): (Vec<mbx_app::request::HostJob>, fleet::plan::Uploads),
     silence: Duration,
     job: fleet::FleetJob,
 ) -> anyhow::Result<ExitCode> {

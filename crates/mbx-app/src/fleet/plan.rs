@@ -4,6 +4,7 @@
 //! request as it is ([`crate::request`]); no flag of the coordinator's command line is passed on.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use mbx_config::TestKind;
 
@@ -77,6 +78,35 @@ pub fn run_jobs(
             }))
         })
         .collect()
+}
+
+/// The watchdog's bound: `--host-timeout`, else 10 sample intervals and at least 60 s.
+pub fn host_timeout(flag: Option<Duration>, sample_interval_s: f64) -> Result<Duration> {
+    match flag {
+        Some(d) if d < Duration::from_secs(5) => Err(usage(
+            "--host-timeout must be at least 5s (a run sends an event a second)",
+        )),
+        Some(d) => Ok(d),
+        None => Ok(Duration::from_secs_f64(
+            (sample_interval_s * 10.0).clamp(60.0, 86_400.0),
+        )),
+    }
+}
+
+/// `--start-margin`, checked: 0.1 s..=10 min.
+pub fn start_margin(d: Duration) -> Result<Duration> {
+    if !(0.1..=600.0).contains(&d.as_secs_f64()) {
+        return Err(usage("--start-margin must be within 0.1s..=10m"));
+    }
+    Ok(d)
+}
+
+/// fleet loadgen's `--server-interval`, checked: 1 s..=1 h.
+pub fn server_interval(d: Duration) -> Result<Duration> {
+    if d < Duration::from_secs(1) || d > Duration::from_secs(3600) {
+        return Err(usage("--server-interval must be within 1s..=1h"));
+    }
+    Ok(d)
 }
 
 /// A regular file to copy to every host, checked before ssh is given it as input (a FIFO would

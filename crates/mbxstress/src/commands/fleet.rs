@@ -69,7 +69,7 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     // The run flags must make sense before any host is touched.
     let cfg = super::run::resolve_for(r, kind)?;
     let f = &args.fleet;
-    let silence = host_timeout(f.host_timeout, cfg.sample_interval_s)?;
+    let silence = fleet::plan::host_timeout(f.host_timeout, cfg.sample_interval_s).map_err(lift)?;
     let hosts = fleet::hosts::load(&f.hosts, &super::shared::RESULT_FILES).map_err(lift)?;
     // Each host's configuration, resolved here with its own paths and profile: its request.
     let jobs = fleet::plan::run_jobs(&hosts, kind, r.force, r.allow_device, &|| {
@@ -105,11 +105,7 @@ pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
             "--request is written by fleet loadgen itself for every client; leave it out",
         ));
     }
-    if args.server_interval < Duration::from_secs(1)
-        || args.server_interval > Duration::from_secs(3600)
-    {
-        return Err(usage("--server-interval must be within 1s..=1h"));
-    }
+    fleet::plan::server_interval(args.server_interval).map_err(lift)?;
     // The clients' request, resolved and checked before any host is touched.
     let day = mbx_app::loadgen::request::resolve_day(&super::loadgen::day_flags(&args.run))
         .map_err(super::shared::into_anyhow)?;
@@ -122,7 +118,8 @@ pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
     .map_err(lift)?;
     // Client K's request takes slice K of the users; the password goes as a file of its own.
     let plan = fleet::plan::loadgen_jobs(&day, hosts.len()).map_err(lift)?;
-    let silence = host_timeout(f.host_timeout, args.run.sample_interval.as_secs_f64())?;
+    let silence = fleet::plan::host_timeout(f.host_timeout, args.run.sample_interval.as_secs_f64())
+        .map_err(lift)?;
     coordinate(
         f,
         hosts,
@@ -147,9 +144,7 @@ fn coordinate(
     silence: Duration,
     job: fleet::FleetJob,
 ) -> anyhow::Result<ExitCode> {
-    if !(0.1..=600.0).contains(&f.start_margin.as_secs_f64()) {
-        return Err(usage("--start-margin must be within 0.1s..=10m"));
-    }
+    fleet::plan::start_margin(f.start_margin).map_err(lift)?;
     // The binary --push copies, found and verified before any host or --out is touched.
     let push = if f.push || f.push_binary.is_some() {
         Some(fleet::find_push_binary(f.push_binary.as_deref()).map_err(lift)?)
@@ -318,19 +313,6 @@ fn merged_text(m: &fleet::Merged) -> String {
         t.push_str(&format!("Report: {}\n", p.display()));
     }
     t
-}
-
-/// The watchdog's bound: `--host-timeout`, else 10 sample intervals and at least 60 s.
-fn host_timeout(flag: Option<Duration>, sample_interval_s: f64) -> anyhow::Result<Duration> {
-    match flag {
-        Some(d) if d < Duration::from_secs(5) => Err(usage(
-            "--host-timeout must be at least 5s (a run sends an event a second)",
-        )),
-        Some(d) => Ok(d),
-        None => Ok(Duration::from_secs_f64(
-            (sample_interval_s * 10.0).clamp(60.0, 86_400.0),
-        )),
-    }
 }
 
 /// The terminal: `--progress jsonl` lines on stdout, or words and a live table on stderr.

@@ -405,7 +405,7 @@ fn write_fleet(
     Vec<Option<mbx_result::LoadgenResult>>,
 )> {
     let (s, warnings, results) =
-        summary::summarize_read(out, run_id, hosts, start_at, partial, interrupted, loadgen);
+        summary::summarize(out, run_id, hosts, start_at, partial, interrupted, loadgen);
     // Through the exporters: each file replaced atomically, so a coordinator killed while it
     // writes leaves the previous fleet.json whole.
     let exporters: [Box<dyn mbx_report::Exporter<FleetSummary>>; 2] = [

@@ -79,7 +79,7 @@ pub(crate) fn stop(watches: Vec<Watch>) -> Vec<ServerWatch> {
 /// The merged result of the clients that fleet.json counts (they reached the synchronized start
 /// and their day began), with a section per client and the servers' summaries; written to
 /// `out/result.json` with its report.html. `results` are the clients' results as fleet.json's
-/// summary read them (once: [`super::summary::summarize_read`]), in its hosts' order. Returns
+/// summary read them (once: [`super::summary::summarize`]), in its hosts' order. Returns
 /// the result and its path.
 pub(crate) fn write_merged(
     out: &Path,

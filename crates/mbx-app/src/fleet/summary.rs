@@ -100,23 +100,10 @@ fn read_result(path: &Path) -> std::result::Result<(String, ResultSummary), Stri
 }
 
 /// fleet.json's contents from the hosts' states and the result.json files copied back into
-/// `out`; with warnings (a result that does not load).
-pub fn summarize(
-    out: &Path,
-    run_id: &str,
-    lives: &[HostRun],
-    start_at: Option<f64>,
-    partial: bool,
-    interrupted: bool,
-    loadgen: bool,
-) -> (FleetSummary, Vec<String>) {
-    let (s, w, _) = summarize_read(out, run_id, lives, start_at, partial, interrupted, loadgen);
-    (s, w)
-}
-
-/// [`summarize`], with each loadgen client's result as read (once, typed) for the merge.
+/// `out`; with warnings (a result that does not load) and each loadgen client's result as read
+/// (once, typed: the merge takes them from here).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn summarize_read(
+pub fn summarize(
     out: &Path,
     run_id: &str,
     lives: &[HostRun],
@@ -393,7 +380,7 @@ mod tests {
             live("c", true, Some(fixture)),
             live("d", true, None),
         ];
-        let (s, warnings) = summarize(
+        let (s, warnings, _) = summarize(
             dir.path(),
             "fleet-1",
             &lives,

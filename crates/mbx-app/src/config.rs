@@ -7,11 +7,12 @@
 //! Adding a run setting: a field in `mbx_config::RunConfig` (with its row in `validate_for`), a
 //! flag in the binary's `RunArgs`, and its [`Flag`] line in the binary's `sources()`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use mbx_config::jetstress::{JetstressError, JetstressImport, PathMap};
 use mbx_config::{ConfigError, Profile, RunConfig, TestKind, Thresholds};
+use serde::{Deserialize, Serialize};
 
 use crate::AppError;
 
@@ -106,8 +107,32 @@ pub enum Origin<'a> {
     Config(&'a Path),
     /// A key of the `--profile` file.
     Profile(&'a Path),
-    /// A flag on the command line.
-    Flag(&'static str),
+    /// A flag on the command line (or, for a run from a request, the flag the coordinator was
+    /// given).
+    Flag(&'a str),
+}
+
+/// Where a value of a resolved configuration came from, carried with it in a request (a
+/// `fleet run` host's run tells a flag from a file as the coordinator's would).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Carried {
+    /// A flag (its name).
+    Flag(String),
+    /// A key of a `--profile` file (the coordinator's path).
+    Profile(PathBuf),
+    /// A key of a `--config` file (the coordinator's path).
+    Config(PathBuf),
+}
+
+/// A resolved configuration and where each value that is not the default came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CarriedConfig {
+    /// The configuration, resolved and validated for the test.
+    pub config: RunConfig,
+    /// The keys set by a flag or a file, and by which.
+    pub origins: BTreeMap<String, Carried>,
 }
 
 /// The layers of a run's configuration, each file read and parsed once.
@@ -117,6 +142,8 @@ pub struct Layers {
     jetstress: Option<(PathBuf, JetstressImport)>,
     profile: Option<(PathBuf, Profile)>,
     flags: Vec<Flag>,
+    /// A configuration resolved elsewhere (a request), in place of the files and flags.
+    carried: Option<CarriedConfig>,
 }
 
 /// Reads a Jetstress configuration with the `--map-path` rules. A file that is not a usable
@@ -204,7 +231,60 @@ impl Layers {
             jetstress,
             profile,
             flags: sources.flags,
+            carried: None,
         })
+    }
+
+    /// The layers of a configuration resolved elsewhere ([`Layers::carry`]): the same values,
+    /// each with the origin it had there.
+    pub fn from_carried(carried: CarriedConfig) -> Layers {
+        Layers {
+            config: None,
+            jetstress: None,
+            profile: None,
+            flags: Vec::new(),
+            carried: Some(carried),
+        }
+    }
+
+    /// The configuration of a `kind` test ([`Layers::resolve_for`]) with each set value's
+    /// origin, to be sent elsewhere. A Jetstress configuration sets every value at once and is
+    /// not carried (`fleet run` refuses it).
+    pub fn carry(&self, kind: TestKind) -> Result<CarriedConfig, AppError> {
+        if self.jetstress.is_some() {
+            return Err(AppError::usage(
+                "a --jetstress-config run is not sent to other hosts; use --config or --profile",
+            ));
+        }
+        let config = self.resolve_for(kind)?;
+        let mut keys: BTreeSet<String> = self
+            .flags
+            .iter()
+            .filter(|f| f.given())
+            .map(|f| f.key.to_string())
+            .collect();
+        if self.profile.is_some() {
+            keys.extend(mbx_config::PROFILE_KEYS.iter().map(|k| k.to_string()));
+        }
+        if let Some((_, _, set)) = &self.config {
+            keys.extend(set.iter().cloned());
+        }
+        if let Some(c) = &self.carried {
+            keys.extend(c.origins.keys().cloned());
+        }
+        let origins = keys
+            .into_iter()
+            .filter_map(|k| {
+                let o = match self.origin(&k) {
+                    Origin::Flag(f) => Carried::Flag(f.to_string()),
+                    Origin::Profile(p) => Carried::Profile(p.to_path_buf()),
+                    Origin::Config(p) => Carried::Config(p.to_path_buf()),
+                    Origin::JetstressConfig(_) | Origin::Default => return None,
+                };
+                Some((k, o))
+            })
+            .collect();
+        Ok(CarriedConfig { config, origins })
     }
 
     /// The Jetstress configuration, when the run starts from one.
@@ -215,10 +295,22 @@ impl Layers {
     /// Whether a `--profile` file was given.
     pub fn has_profile(&self) -> bool {
         self.profile.is_some()
+            || self
+                .carried
+                .as_ref()
+                .is_some_and(|c| c.origins.values().any(|o| matches!(o, Carried::Profile(_))))
     }
 
     /// Where the value of `key` (dotted for tables) came from.
     pub fn origin(&self, key: &str) -> Origin<'_> {
+        if let Some(c) = &self.carried {
+            return match c.origins.get(key) {
+                Some(Carried::Flag(f)) => Origin::Flag(f),
+                Some(Carried::Profile(p)) => Origin::Profile(p),
+                Some(Carried::Config(p)) => Origin::Config(p),
+                None => Origin::Default,
+            };
+        }
         if let Some(f) = self.flags.iter().rev().find(|f| f.key == key && f.given()) {
             return Origin::Flag(f.name);
         }
@@ -250,22 +342,29 @@ impl Layers {
 
     /// Whether the `--config` file itself sets `key` (whatever a flag says).
     pub fn config_sets(&self, key: &str) -> bool {
+        if let Some(c) = &self.carried {
+            return matches!(c.origins.get(key), Some(Carried::Config(_)));
+        }
         self.config
             .as_ref()
             .is_some_and(|(_, _, keys)| keys.contains(key))
     }
 
     /// The flag that sets `key`, if it has one.
-    fn flag_for(&self, key: &str) -> Option<&'static str> {
+    fn flag_for(&self, key: &str) -> Option<&str> {
+        if let Some(Carried::Flag(f)) = self.carried.as_ref().and_then(|c| c.origins.get(key)) {
+            return Some(f);
+        }
         self.flags.iter().find(|f| f.key == key).map(|f| f.name)
     }
 
     /// The layers applied, then the checks of flags that do not go together; not yet validated.
     fn layered(&self) -> Result<RunConfig, AppError> {
-        let mut cfg = match (&self.config, &self.jetstress) {
-            (Some((_, c, _)), _) => c.clone(),
-            (None, Some((_, j))) => j.config.clone(),
-            (None, None) => RunConfig::default(),
+        let mut cfg = match (&self.carried, &self.config, &self.jetstress) {
+            (Some(c), _, _) => c.config.clone(),
+            (None, Some((_, c, _)), _) => c.clone(),
+            (None, None, Some((_, j))) => j.config.clone(),
+            (None, None, None) => RunConfig::default(),
         };
         if let Some((_, p)) = &self.profile {
             cfg.apply_profile(p);

@@ -12,8 +12,11 @@ pub mod findmax;
 pub mod fleet;
 pub mod loadgen;
 pub mod num;
+pub mod prepare;
+pub mod request;
 pub mod results_folder;
 pub mod run;
+pub mod size;
 pub mod suite;
 pub mod suite_plan;
 

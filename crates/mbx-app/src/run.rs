@@ -266,72 +266,7 @@ pub fn run_one(
     let from_headers = size_from_databases(req.layers, kind, &mut cfg)?;
     let p = &cfg.profile;
     let specs = plan_paths(&cfg.db_paths, &cfg.log_paths, p.databases)?;
-    // Capacity sizing measures the free space now, before anything is created: a share that
-    // cannot hold a database stops here.
-    let sized = if cfg.sizing == mbx_config::Sizing::Capacity {
-        Some(
-            mbx_store::capacity::size_databases(&specs, cfg.capacity_pct).map_err(|e| match e {
-                mbx_store::StoreError::Invalid(m) => {
-                    AppError::usage(format!("--capacity-pct: {m}"))
-                }
-                other => {
-                    AppError::Store(other).context("measuring the free space for --capacity-pct")
-                }
-            })?,
-        )
-    } else {
-        None
-    };
-    let data_pages = match (&sized, from_headers) {
-        (Some(s), _) => s.data_pages,
-        (None, Some(pages)) => pages,
-        (None, None) => CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
-            .ok_or_else(|| {
-                AppError::usage(format!(
-                    "invalid --mailboxes x --quota-mb / --databases: each database would be larger than {} TiB (the most mbxstress creates); use fewer mailboxes, a smaller quota or more databases",
-                    mbx_store::create::MAX_DATABASE_BYTES >> 40
-                ))
-            })?,
-    };
-    // Soft Recovery keeps every log file it generates until it replays them: logs that cannot
-    // fit stop here, before anything is created, with the arithmetic (it would otherwise run
-    // until the volume is full).
-    if kind == TestKind::SoftRecovery {
-        let db_bytes = data_pages
-            .saturating_add(mbx_store::header::HEADER_PAGES)
-            .saturating_mul(mbx_store::page::PAGE_SIZE as u64);
-        let short = mbx_store::capacity::log_space_short(&specs, cfg.log_files_to_replay, db_bytes)
-            .map_err(|e| {
-                AppError::Store(e).context("measuring the free space for the log files")
-            })?;
-        if let Some(s) = short {
-            let mib = |b: u64| b >> 20;
-            return Err(AppError::usage(format!(
-                "--log-files-to-replay {}: the Soft Recovery test keeps every log file it generates until it replays them, {} databases x ({} + the open file and its spare) x 1 MiB{} = {} MiB on the volume of {}, which has {} MiB free: free space there, give another --log-path, or ask for at most {} log files",
-                cfg.log_files_to_replay,
-                s.databases,
-                cfg.log_files_to_replay,
-                if s.database_bytes > 0 {
-                    format!(" + {} MiB of database files still to create there", mib(s.database_bytes))
-                } else {
-                    String::new()
-                },
-                mib(s.needed),
-                s.volume.display(),
-                mib(s.free),
-                s.fits
-            )));
-        }
-    }
-    // Jetstress's DatabaseSource Open attaches existing databases: never create one here.
-    if req.layers.jetstress().is_some_and(|j| j.attach_existing) {
-        if let Some(missing) = specs.iter().find(|s| !s.path.exists()) {
-            return Err(AppError::usage(format!(
-                "the --jetstress-config file attaches existing databases (DatabaseSource Open), and {} does not exist: run `mbxstress prepare --jetstress-config` with the same file first, or set DatabaseSource to New",
-                missing.path.display()
-            )));
-        }
-    }
+    let (sized, data_pages) = size_databases(req, &cfg, &specs, from_headers)?;
     let mut plan = plan_for(&cfg);
     if let Some(g) = &req.gate {
         if !plan.wait_for_start(Arc::clone(g)) {
@@ -424,6 +359,20 @@ pub fn run_one(
         let _ = sink.notice(&Notice::Warning(e));
     }
     drop(lock);
+    conclude(kind, result, error, written, &dir, result_path, sink)
+}
+
+/// A test's end once its result.json is written (or not: `written`): the report from the files
+/// on disk (a failure to write it is a warning), the result's events and the summary's notice.
+fn conclude(
+    kind: TestKind,
+    result: RunResult,
+    error: Option<AppError>,
+    written: Result<(), AppError>,
+    dir: &Path,
+    result_path: PathBuf,
+    sink: &mut dyn EventSink,
+) -> Result<Ran, AppError> {
     if let Err(write_err) = written {
         // Nothing else to keep the figures in: say so loudly, with the original error if any.
         return Err(match error {
@@ -439,7 +388,7 @@ pub fn run_one(
     let report = if !measured {
         None
     } else {
-        match mbx_report::write_report(&dir, None) {
+        match mbx_report::write_report(dir, None) {
             Ok(files) => files.into_iter().next(),
             Err(e) => {
                 let _ = sink.notice(&Notice::Warning(format!(
@@ -479,6 +428,87 @@ pub fn run_one(
         pass: result.verdict.pass(),
         path: result_path,
     })
+}
+
+/// The databases' size: from the free space (capacity sizing, measured now, before anything is
+/// created: a share that cannot hold a database stops here), from existing databases' headers,
+/// or from the profile; then what must hold before anything is created: a Soft Recovery test's
+/// logs fit, a Jetstress configuration's databases to attach exist.
+fn size_databases(
+    req: &RunRequest<'_>,
+    cfg: &RunConfig,
+    specs: &[DatabaseSpec],
+    from_headers: Option<u64>,
+) -> Result<(Option<mbx_store::capacity::CapacitySizing>, u64), AppError> {
+    let kind = req.kind;
+    let p = &cfg.profile;
+    // Capacity sizing measures the free space now, before anything is created: a share that
+    // cannot hold a database stops here.
+    let sized = if cfg.sizing == mbx_config::Sizing::Capacity {
+        Some(
+            mbx_store::capacity::size_databases(specs, cfg.capacity_pct).map_err(|e| match e {
+                mbx_store::StoreError::Invalid(m) => {
+                    AppError::usage(format!("--capacity-pct: {m}"))
+                }
+                other => {
+                    AppError::Store(other).context("measuring the free space for --capacity-pct")
+                }
+            })?,
+        )
+    } else {
+        None
+    };
+    let data_pages = match (&sized, from_headers) {
+        (Some(s), _) => s.data_pages,
+        (None, Some(pages)) => pages,
+        (None, None) => CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
+            .ok_or_else(|| {
+                AppError::usage(format!(
+                    "invalid --mailboxes x --quota-mb / --databases: each database would be larger than {} TiB (the most mbxstress creates); use fewer mailboxes, a smaller quota or more databases",
+                    mbx_store::create::MAX_DATABASE_BYTES >> 40
+                ))
+            })?,
+    };
+    // Soft Recovery keeps every log file it generates until it replays them: logs that cannot
+    // fit stop here, before anything is created, with the arithmetic (it would otherwise run
+    // until the volume is full).
+    if kind == TestKind::SoftRecovery {
+        let db_bytes = data_pages
+            .saturating_add(mbx_store::header::HEADER_PAGES)
+            .saturating_mul(mbx_store::page::PAGE_SIZE as u64);
+        let short = mbx_store::capacity::log_space_short(specs, cfg.log_files_to_replay, db_bytes)
+            .map_err(|e| {
+                AppError::Store(e).context("measuring the free space for the log files")
+            })?;
+        if let Some(s) = short {
+            let mib = |b: u64| b >> 20;
+            return Err(AppError::usage(format!(
+                "--log-files-to-replay {}: the Soft Recovery test keeps every log file it generates until it replays them, {} databases x ({} + the open file and its spare) x 1 MiB{} = {} MiB on the volume of {}, which has {} MiB free: free space there, give another --log-path, or ask for at most {} log files",
+                cfg.log_files_to_replay,
+                s.databases,
+                cfg.log_files_to_replay,
+                if s.database_bytes > 0 {
+                    format!(" + {} MiB of database files still to create there", mib(s.database_bytes))
+                } else {
+                    String::new()
+                },
+                mib(s.needed),
+                s.volume.display(),
+                mib(s.free),
+                s.fits
+            )));
+        }
+    }
+    // Jetstress's DatabaseSource Open attaches existing databases: never create one here.
+    if req.layers.jetstress().is_some_and(|j| j.attach_existing) {
+        if let Some(missing) = specs.iter().find(|s| !s.path.exists()) {
+            return Err(AppError::usage(format!(
+                "the --jetstress-config file attaches existing databases (DatabaseSource Open), and {} does not exist: run `mbxstress prepare --jetstress-config` with the same file first, or set DatabaseSource to New",
+                missing.path.display()
+            )));
+        }
+    }
+    Ok((sized, data_pages))
 }
 
 /// The result written as a test starts: nothing measured, `stopped.reason` "running". The end

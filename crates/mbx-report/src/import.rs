@@ -1673,23 +1673,23 @@ pub fn from_result_json(text: &str, path: &Path) -> Result<ImportedReport, Impor
         row: "-".into(),
         reason,
     };
-    // As JSON first: to recognize a foreign file by its schema, and for the flags, which also read
-    // keys of other versions' results (see `flags::result_flags`).
-    let v: serde_json::Value =
+    // Leniently first (a typed summary, unknown keys ignored): to recognize a foreign file by
+    // its schema, and for the flags, which also read keys of other versions' results (see
+    // `flags::result_flags`).
+    let summary: crate::flags::ResultSummary =
         serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
-    if mbx_result::is_loadgen(&v) {
+    if summary.kind.get().map(String::as_str) == Some(mbx_result::LOADGEN_KIND) {
         return Err(ImportError::Loadgen {
             path: path.to_path_buf(),
         });
     }
-    if v["schema"] != SCHEMA {
+    if summary.schema.get().map(String::as_str) != Some(SCHEMA) {
         return Err(bad(format!("not an mbxstress result (schema {SCHEMA})")));
     }
     // Then typed, from the text, so that an error names its line and column.
     let result: RunResult = serde_json::from_str(text)
         .map_err(|e| bad(format!("not a valid mbxstress result: {e}")))?;
-    let flags = result_flags(&v);
-    Ok(imported_from_result(result, path, flags))
+    Ok(imported_from_result(result, path, result_flags(&summary)))
 }
 
 /// An mbxstress result as an imported report: the same rows, whichever tool measured them.

@@ -46,8 +46,8 @@ fn run_of(source: ResultText) -> Result<RunFolder, ReportError> {
         path: result_path.clone(),
         reason: format!("not an mbxstress result ({e})"),
     };
-    // Parsed from the text (errors then give line and column), and once more as JSON for the
-    // flags, which also read keys that this version's RunResult may not have.
+    // Parsed from the text (errors then give line and column), and once more, leniently, for
+    // the flags, which also read keys that this version's RunResult may not have.
     let result: RunResult = serde_json::from_str(&text).map_err(invalid)?;
     let flags = result_flags(&serde_json::from_str(&text).map_err(invalid)?);
     drop(text);

@@ -348,6 +348,11 @@ pub struct LoadgenRunArgs {
     /// its end, stops the run.
     #[arg(long, value_name = "stdin", value_parser = ["stdin"], hide = true)]
     pub start_gate: Option<String>,
+    /// Plumbing for `fleet loadgen`: run the resolved request in FILE (written by the
+    /// coordinator, this version's) instead of the flags; only --password-file, --out (the
+    /// request's), --progress and --start-gate apply beside it.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub request: Option<PathBuf>,
 }
 
 /// `mbxstress loadgen idle`.
@@ -942,6 +947,12 @@ pub struct RunArgs {
     /// phase begins at that wall time. `stop` on stdin, or its end, interrupts the test.
     #[arg(long, value_name = "stdin", value_parser = ["stdin"], hide = true)]
     pub start_gate: Option<String>,
+    /// Plumbing for `fleet run`: run the resolved request in FILE (written by the coordinator,
+    /// this version's: the test type, the configuration with this host's paths and profile, the
+    /// results folder) instead of the flags; only --out (the request's), --progress and
+    /// --start-gate apply beside it.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub request: Option<PathBuf>,
 }
 
 /// `--progress`: how a command shows its work.

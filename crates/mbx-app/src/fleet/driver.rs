@@ -4,7 +4,7 @@
 //! fleet.json, reports to the [`FleetView`]). Every decision is the coordinator's.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ChildStdin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -16,12 +16,14 @@ use super::coordinator::{Action, Checked, Config, Coordinator, HostRun, Message,
 use super::error::{failed, usage, Ctx, Result};
 use super::hosts::Host;
 use super::html;
-use super::remote::{forwarded_flags, remote_command_for, remote_run_dir, RemoteJob};
+use super::plan::{host_request, host_uploads};
+use super::remote::{remote_command_for, remote_run_dir, RemoteJob, PASSWORD_FILE};
 use super::ssh::{
     bounded_map, check_host, spawn_collect, spawn_run, unix_now, CollectJob, Push, Ssh, Watched,
 };
 use super::summary::{self, FleetSummary};
 use crate::event::{Event, Line};
+use crate::request::HostJob;
 
 /// What `fleet run` is asked to do (the binary builds it from the flags).
 #[derive(Debug, Clone)]
@@ -38,10 +40,11 @@ pub struct FleetRequest {
     pub out: PathBuf,
     /// This run's id (the remote run folders' name).
     pub run_id: String,
-    /// The command line, for the run flags passed on ([`forwarded_flags`]).
-    pub argv: Vec<String>,
-    /// Local files copied into every host's run folder: (file, name there).
-    pub uploads: Vec<(PathBuf, String)>,
+    /// Each host's job, resolved ([`super::plan`]), in the hosts' order; its request sets the
+    /// host's run folder.
+    pub jobs: Vec<HostJob>,
+    /// Files copied into every host's run folder beside its request.
+    pub uploads: super::plan::Uploads,
     /// The coordinator's settings.
     pub config: Config,
     /// What the hosts run.
@@ -116,43 +119,107 @@ pub fn run(
     presses: &AtomicUsize,
     runs_started: &AtomicBool,
 ) -> Result<Ran> {
+    if req.jobs.len() != req.hosts.len() {
+        return Err(failed(format!(
+            "{} host job(s) for {} host(s)",
+            req.jobs.len(),
+            req.hosts.len()
+        )));
+    }
+    // 1. Checks.
+    let lives = check_all(&req, view)?;
+    if presses.load(Ordering::SeqCst) >= 1 {
+        nothing_started(&req.hosts, &req.out);
+        return Ok(Ran::NotStarted);
+    }
+    runs_started.store(true, Ordering::SeqCst);
+    let watches = start_watches(&req, view);
+    let loadgen = matches!(req.job, FleetJob::Loadgen { .. });
+    let remote_job = if loadgen {
+        RemoteJob::Loadgen {
+            password: req.uploads.iter().any(|(_, name)| name == PASSWORD_FILE),
+        }
+    } else {
+        RemoteJob::Run
+    };
     let FleetRequest {
         hosts,
         ssh,
-        push,
-        fanout,
         out,
         run_id,
-        argv,
-        uploads,
         config,
-        job,
+        ..
     } = req;
-    let loadgen = matches!(job, FleetJob::Loadgen { .. });
-    let clients = hosts.len();
-    let job_of = |i: usize| {
-        if loadgen {
-            RemoteJob::Loadgen {
-                part: i + 1,
-                parts: clients,
-            }
-        } else {
-            RemoteJob::Run
-        }
+    // 2. The runs. Each host's results are collected (copied back) as soon as its run ends,
+    // and fleet.json is kept up to date from here on (partial until the end), so whatever stops
+    // the coordinator, the finished hosts' results and a fleet.json are there.
+    let t0 = Instant::now();
+    let now = || Now {
+        mono: t0.elapsed(),
+        unix_s: unix_now(),
     };
-    // 1. Checks, at most `fanout` hosts at once.
+    let mut coord = Coordinator::new(lives, config);
+    let (tx, rx) = mpsc::channel();
+    let mut io = Io {
+        ssh,
+        hosts,
+        out,
+        run_id,
+        inputs: Vec::new(),
+        children: Vec::new(),
+        quit: Arc::new(AtomicBool::new(false)),
+        tx,
+        loadgen,
+    };
+    start_runs(&mut coord, &mut io, remote_job, &now, view);
+    let mut seen_presses = 0;
+    while !coord.finished() {
+        let p = presses.load(Ordering::SeqCst);
+        if p > seen_presses {
+            seen_presses = p;
+            let actions = coord.on(now(), Message::Interrupt { presses: p });
+            io.carry_out(actions, &coord, view);
+        }
+        let msg = match rx.recv_timeout(POLL) {
+            Ok(m) => m,
+            Err(mpsc::RecvTimeoutError::Timeout) => Message::Tick,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        let actions = coord.on(now(), msg);
+        io.carry_out(actions, &coord, view);
+        view.hosts(coord.hosts());
+    }
+    // 3. The aggregate. An interrupt after the last collection still makes the run interrupted
+    // (nothing is left to stop: the actions are moot).
+    let p = presses.load(Ordering::SeqCst);
+    if p > seen_presses {
+        let _moot = coord.on(now(), Message::Interrupt { presses: p });
+    }
+    aggregate(&coord, &io, watches, view)
+}
+
+/// Nothing started: the host folders made by the checks are empty; removed, so the same command
+/// can be run again into the same --out once the setup is fixed.
+fn nothing_started(hosts: &[Host], out: &Path) {
+    for h in hosts {
+        let _ = std::fs::remove_dir(out.join(&h.name));
+    }
+}
+
+/// The checks, at most `fanout` hosts at once, each host sent its request: the hosts ready to
+/// run. A host that fails its checks is a setup to fix: nothing runs anywhere.
+fn check_all(req: &FleetRequest, view: &mut dyn FleetView) -> Result<Vec<HostRun>> {
+    let (hosts, out) = (&req.hosts, &req.out);
+    let loadgen = matches!(req.job, FleetJob::Loadgen { .. });
     view.notice(&Notice::Checking {
         hosts: hosts.len(),
-        at_once: fanout.min(hosts.len()),
+        at_once: req.fanout.min(hosts.len()),
     });
-    let checks: Vec<Result<Checked>> = bounded_map(&hosts, fanout, |h| {
-        let run_dir = remote_run_dir(&h.work_dir, &run_id, &h.name);
-        let mut up = uploads.clone();
-        if let Some(p) = &h.entry.profile {
-            up.push((p.clone(), "host-profile".into()));
-        }
-        let flags = forwarded_flags(&argv, &run_dir);
-        check_host(&ssh, h, push.as_ref(), &run_dir, &up, &flags, !loadgen)
+    let indexed: Vec<(&Host, &HostJob)> = hosts.iter().zip(&req.jobs).collect();
+    let checks: Vec<Result<Checked>> = bounded_map(&indexed, req.fanout, |(h, job)| {
+        let run_dir = remote_run_dir(&h.work_dir, &req.run_id, &h.name);
+        let up = host_uploads(&req.uploads, &host_request(job, &run_dir))?;
+        check_host(&req.ssh, h, req.push.as_ref(), &run_dir, &up, !loadgen)
     })
     .into_iter()
     .map(|c| c.unwrap_or_else(|| Err(failed("the check thread panicked"))))
@@ -190,31 +257,21 @@ pub fn run(
             }
         }
     }
-    // Nothing started: the host folders made above are empty; removed, so the same command can
-    // be run again into the same --out once the setup is fixed.
-    let nothing_started = || {
-        for h in &hosts {
-            let _ = std::fs::remove_dir(out.join(&h.name));
-        }
-    };
-    // A host that fails its checks is a setup to fix: nothing runs anywhere.
     if failures > 0 {
-        nothing_started();
+        nothing_started(hosts, out);
         let msg = format!(
             "fleet run: {failures} of {} host(s) failed the checks (see above); nothing was started",
             hosts.len()
         );
         return Err(if usage_error { usage(msg) } else { failed(msg) });
     }
-    if presses.load(Ordering::SeqCst) >= 1 {
-        nothing_started();
-        return Ok(Ran::NotStarted);
-    }
+    Ok(lives)
+}
 
-    runs_started.store(true, Ordering::SeqCst);
-    // fleet loadgen: the mail servers are watched from before the clients' baselines to the
-    // last collection.
-    let watches = match &job {
+/// fleet loadgen: the mail servers are watched from before the clients' baselines to the last
+/// collection.
+fn start_watches(req: &FleetRequest, view: &mut dyn FleetView) -> Vec<super::loadgen::Watch> {
+    match &req.job {
         FleetJob::Loadgen {
             servers,
             server_interval,
@@ -226,36 +283,24 @@ pub fn run(
                     every_s: server_interval.as_secs_f64(),
                 })
             }
-            super::loadgen::start(&ssh, servers, *server_interval, &out)
+            super::loadgen::start(&req.ssh, servers, *server_interval, &req.out)
         }
         FleetJob::Run => Vec::new(),
-    };
-    // 2. The runs. Each host's results are collected (copied back) as soon as its run ends,
-    // and fleet.json is kept up to date from here on (partial until the end), so whatever stops
-    // the coordinator, the finished hosts' results and a fleet.json are there.
-    let t0 = Instant::now();
-    let now = || Now {
-        mono: t0.elapsed(),
-        unix_s: unix_now(),
-    };
-    let mut coord = Coordinator::new(lives, config);
-    let (tx, rx) = mpsc::channel();
-    let mut io = Io {
-        ssh,
-        hosts,
-        out,
-        run_id,
-        inputs: Vec::new(),
-        children: Vec::new(),
-        quit: Arc::new(AtomicBool::new(false)),
-        tx,
-        loadgen,
-    };
+    }
+}
+
+/// Starts every host's run on its request, then writes the first fleet.json.
+fn start_runs(
+    coord: &mut Coordinator,
+    io: &mut Io,
+    job: RemoteJob,
+    now: &dyn Fn() -> Now,
+    view: &mut dyn FleetView,
+) {
     for (i, h) in io.hosts.clone().iter().enumerate() {
         let run_dir = remote_run_dir(&h.work_dir, &io.run_id, &h.name);
-        let flags = forwarded_flags(&argv, &run_dir);
         let bin = coord.hosts().get(i).map_or("", |l| l.checked.bin.as_str());
-        let cmd = remote_command_for(job_of(i), h, bin, &run_dir, &flags);
+        let cmd = remote_command_for(job, bin, &run_dir);
         let stderr_path = io.out.join(&h.name).join("ssh-stderr.log");
         let (input, child, error) =
             match spawn_run(&io.ssh, i, &h.entry.ssh, &cmd, &stderr_path, io.tx.clone()) {
@@ -265,7 +310,7 @@ pub fn run(
         io.inputs.push(input);
         io.children.push(child);
         let actions = coord.on(now(), Message::Started { host: i, error });
-        io.carry_out(actions, &coord, view);
+        io.carry_out(actions, coord, view);
     }
     if let Err(e) = write_fleet(
         &io.out,
@@ -278,47 +323,33 @@ pub fn run(
     ) {
         view.notice(&Notice::Warning(format!("writing fleet.json: {e}")));
     }
-    let mut seen_presses = 0;
-    while !coord.finished() {
-        let p = presses.load(Ordering::SeqCst);
-        if p > seen_presses {
-            seen_presses = p;
-            let actions = coord.on(now(), Message::Interrupt { presses: p });
-            io.carry_out(actions, &coord, view);
-        }
-        let msg = match rx.recv_timeout(POLL) {
-            Ok(m) => m,
-            Err(mpsc::RecvTimeoutError::Timeout) => Message::Tick,
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        };
-        let actions = coord.on(now(), msg);
-        io.carry_out(actions, &coord, view);
-        view.hosts(coord.hosts());
-    }
+}
 
-    // 3. The aggregate. An interrupt after the last collection still makes the run interrupted
-    // (nothing is left to stop: the actions are moot).
-    let p = presses.load(Ordering::SeqCst);
-    if p > seen_presses {
-        let _moot = coord.on(now(), Message::Interrupt { presses: p });
-    }
+/// The end: fleet.json, and for fleet loadgen the watches stopped and the merged result.
+fn aggregate(
+    coord: &Coordinator,
+    io: &Io,
+    watches: Vec<super::loadgen::Watch>,
+    view: &mut dyn FleetView,
+) -> Result<Ran> {
     let interrupted = coord.interrupted();
     let partial = coord.partial(|name| io.out.join(name).join("result.json").exists());
-    let (summary, warnings) = write_fleet(
+    let (summary, warnings, results) = write_fleet(
         &io.out,
         &io.run_id,
         coord.hosts(),
         coord.start_at(),
         partial,
         interrupted,
-        loadgen,
+        io.loadgen,
     )?;
     for w in warnings {
         view.notice(&Notice::Warning(w));
     }
     let servers = super::loadgen::stop(watches);
-    let merged = if loadgen {
-        let (result, path, report) = super::loadgen::write_merged(&io.out, &summary, servers)?;
+    let merged = if io.loadgen {
+        let (result, path, report) =
+            super::loadgen::write_merged(&io.out, &summary, results, servers)?;
         let report = report.unwrap_or_else(|w| {
             view.notice(&Notice::Warning(w));
             None
@@ -357,7 +388,8 @@ pub fn run(
     })
 }
 
-/// Writes fleet.json and fleet.html into `out`; returns the summary and the warnings.
+/// Writes fleet.json and fleet.html into `out`; returns the summary, the warnings and the
+/// loadgen clients' results as read.
 #[allow(clippy::too_many_arguments)]
 fn write_fleet(
     out: &std::path::Path,
@@ -367,8 +399,12 @@ fn write_fleet(
     partial: bool,
     interrupted: bool,
     loadgen: bool,
-) -> Result<(FleetSummary, Vec<String>)> {
-    let (s, warnings) =
+) -> Result<(
+    FleetSummary,
+    Vec<String>,
+    Vec<Option<mbx_result::LoadgenResult>>,
+)> {
+    let (s, warnings, results) =
         summary::summarize(out, run_id, hosts, start_at, partial, interrupted, loadgen);
     // Through the exporters: each file replaced atomically, so a coordinator killed while it
     // writes leaves the previous fleet.json whole.
@@ -378,7 +414,7 @@ fn write_fleet(
     ];
     mbx_report::export::export(&s, out, &exporters)
         .ctx(|| "writing fleet.json and fleet.html".into())?;
-    Ok((s, warnings))
+    Ok((s, warnings, results))
 }
 
 /// The loop's handles: the hosts' inputs and ssh clients, the collection threads' channel.
@@ -443,7 +479,7 @@ impl Io {
                         interrupted,
                         self.loadgen,
                     ) {
-                        Ok((_, warnings)) => {
+                        Ok((_, warnings, _)) => {
                             for w in warnings {
                                 view.notice(&Notice::Warning(w));
                             }

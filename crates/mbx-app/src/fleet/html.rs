@@ -188,7 +188,7 @@ mod tests {
         let mut b = HostRun::new("b", "b", Checked::default());
         b.state = State::Failed("<script>x</script> & more".into());
         b.started = true;
-        let (s, _) = crate::fleet::summary::summarize(
+        let (s, _, _) = crate::fleet::summary::summarize(
             dir.path(),
             "fleet-1",
             &[a, b],

@@ -18,9 +18,6 @@ use crate::loadgen::merge::{merge, MergePart};
 /// watch whose run never ends: 100,000 x 5 s is about 6 days).
 const MAX_SAMPLES: u64 = 100_000;
 
-/// Largest client result.json read back (a day's result is tens of KB; its histograms a few).
-const RESULT_LIMIT: u64 = 64 * 1024 * 1024;
-
 /// A server being watched, or why it could not be.
 pub(crate) enum Watch {
     /// Sampling.
@@ -79,18 +76,15 @@ pub(crate) fn stop(watches: Vec<Watch>) -> Vec<ServerWatch> {
         .collect()
 }
 
-/// Reads a client's result.json back (bounded); None when absent or not a loadgen result.
-fn client_result(path: &Path) -> Option<LoadgenResult> {
-    let text = mbx_config::input::read_bounded(path, RESULT_LIMIT, "a loadgen result.json").ok()?;
-    serde_json::from_str(&text).ok()
-}
-
 /// The merged result of the clients that fleet.json counts (they reached the synchronized start
 /// and their day began), with a section per client and the servers' summaries; written to
-/// `out/result.json` with its report.html. Returns the result and its path.
+/// `out/result.json` with its report.html. `results` are the clients' results as fleet.json's
+/// summary read them (once: [`super::summary::summarize`]), in its hosts' order. Returns
+/// the result and its path.
 pub(crate) fn write_merged(
     out: &Path,
     summary: &FleetSummary,
+    results: Vec<Option<LoadgenResult>>,
     servers: Vec<ServerWatch>,
 ) -> Result<(
     LoadgenResult,
@@ -98,15 +92,13 @@ pub(crate) fn write_merged(
     std::result::Result<Option<PathBuf>, String>,
 )> {
     let n = summary.hosts.len();
+    let mut results = results.into_iter();
     let parts: Vec<MergePart> = summary
         .hosts
         .iter()
         .enumerate()
         .map(|(i, h)| {
-            let result = h
-                .result
-                .as_ref()
-                .and_then(|rel| client_result(&out.join(rel)));
+            let result = results.next().flatten().filter(|_| h.result.is_some());
             MergePart {
                 client: ClientPart {
                     name: h.name.clone(),

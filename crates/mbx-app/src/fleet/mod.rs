@@ -3,15 +3,17 @@
 //!
 //! The coordinator only drives the system `ssh` client (`std::process::Command`, BatchMode=yes:
 //! keys or an agent, never a password): checks every host in parallel (reachable, version or
-//! `--push`, clock offset, doctor), starts `mbxstress run --progress jsonl --start-gate stdin`
-//! on each, reads their event streams (as [`crate::Line`]), sends every host the same start time
-//! once all are ready, and copies each result folder back as its run ends (`tar` over ssh,
-//! regular files only). The aggregate is the `esrp` summary of the per-host result.json files;
-//! for `fleet loadgen` (`loadgen run --partition K/N` on each client), the clients' results
-//! merged into one (histograms merged) beside the mail servers' samples.
+//! `--push`, clock offset, doctor), copies each its resolved request ([`crate::request`]),
+//! starts `mbxstress run --request FILE --progress jsonl --start-gate stdin` on each, reads
+//! their event streams (as [`crate::Line`]), sends every host the same start time once all are
+//! ready, and copies each result folder back as its run ends (`tar` over ssh, regular files
+//! only). The aggregate is the `esrp` summary of the per-host result.json files; for `fleet
+//! loadgen` (`loadgen run --request FILE` on each client, its slice K/N of the users), the
+//! clients' results merged into one (histograms merged) beside the mail servers' samples.
 //!
 //! The parts:
 //! - [`hosts`]: the hosts file (strict keys, safe unique names, checked profiles);
+//! - [`plan`]: each host's resolved request (its paths, profile, slice of the users) and files;
 //! - [`remote`]: the remote protocol: command lines, the wrapper around the run, quoting;
 //! - [`coordinator`]: the host state machine, pure: `on(Message) -> Vec<Action>`, time an input;
 //! - [`ssh`]: the processes: checks, `--push`, the runs' ssh sessions, collection, copy-back;
@@ -29,6 +31,7 @@ pub mod error;
 pub mod hosts;
 pub mod html;
 mod loadgen;
+pub mod plan;
 pub mod remote;
 pub mod ssh;
 pub mod summary;
@@ -40,5 +43,5 @@ pub use coordinator::{
 pub use driver::{run, FleetJob, FleetRequest, FleetView, Merged, Ran};
 pub use error::{FleetError, Result};
 pub use hosts::{Host, HostEntry};
-pub use ssh::{find_push_binary, Push};
+pub use ssh::{find_push_binary, Push, Upload};
 pub use summary::{FleetSummary, HostSummary};

@@ -1,8 +1,6 @@
 //! The remote protocol: the command lines the coordinator runs on a host (the run inside its
-//! wrapper, doctor, the pid-file probe), the flags it passes on, and the wrapper's report of the
-//! run's exit status. The run's own output is the event stream ([`crate::Line`]).
-
-use super::hosts::{Host, Paths};
+//! wrapper, doctor, the pid-file probe) on the host's request file, and the wrapper's report of
+//! the run's exit status. The run's own output is the event stream ([`crate::Line`]).
 
 /// Quotes a word for the remote POSIX shell (ssh joins its arguments into one command line).
 pub fn sh(word: &str) -> String {
@@ -14,128 +12,55 @@ pub fn remote_run_dir(work_dir: &str, run_id: &str, name: &str) -> String {
     format!("{work_dir}/fleet/{run_id}/{name}")
 }
 
-/// Flags of `fleet run` that the coordinator consumes: (flag, takes a value).
-pub const OWN_FLAGS: [(&str, bool); 11] = [
-    ("--hosts", true),
-    ("--host-timeout", true),
-    ("--ssh-config", true),
-    ("--push", false),
-    ("--push-binary", true),
-    ("--fanout", true),
-    ("--start-margin", true),
-    ("--abort-on-host-failure", false),
-    ("--out", true),
-    ("--progress", true),
-    ("--server-interval", true),
-];
+/// The host's request in its run folder ([`crate::request::HostRequest`], mode 0600).
+pub const REQUEST_FILE: &str = "request.json";
 
-/// Flags naming a local file that is copied into the host's run folder (under the flag's name,
-/// `--users-file` as `users-file`, mode 0600) and passed on pointing at the copy.
-pub const UPLOADED_FLAGS: [&str; 6] = [
-    "--config",
-    "--profile",
-    "--users-file",
-    "--ca-file",
-    "--server-env",
-    "--password-file",
-];
+/// The template users' password in a loadgen client's run folder (mode 0600): the request
+/// never holds it, and no command line does (`ps` shows them), only this file's name.
+pub const PASSWORD_FILE: &str = "password-file";
 
-/// A secret given on the coordinator's command line that never goes on a host's: `--password`
-/// reaches the host as the file `password-file` (uploaded over ssh's stdin, mode 0600) and the
-/// host's run reads it with `--password-file`.
-pub const SECRET_FLAG: (&str, &str) = ("--password", "--password-file");
-
-/// The run flags to pass on: the command line after `fleet run`, less the coordinator's own
-/// flags; `--config` and `--profile` point at the copies in the remote run folder.
-pub fn forwarded_flags(argv: &[String], run_dir: &str) -> Vec<String> {
-    let start = argv
-        .iter()
-        .position(|a| a == "fleet")
-        .map_or(argv.len(), |i| i + 2);
-    let mut out = Vec::new();
-    let mut it = argv.iter().skip(start);
-    while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if a.starts_with("--") => (f, Some(v)),
-            _ => (a.as_str(), None),
-        };
-        if let Some((_, takes)) = OWN_FLAGS.iter().find(|(f, _)| *f == flag) {
-            if *takes && inline.is_none() {
-                it.next();
-            }
-            continue;
-        }
-        if flag == SECRET_FLAG.0 {
-            if inline.is_none() {
-                it.next();
-            }
-            out.push(SECRET_FLAG.1.to_string());
-            out.push(format!("{run_dir}/{}", &SECRET_FLAG.1[2..]));
-            continue;
-        }
-        if UPLOADED_FLAGS.contains(&flag) {
-            if inline.is_none() {
-                it.next();
-            }
-            out.push(flag.to_string());
-            out.push(format!("{run_dir}/{}", &flag[2..]));
-            continue;
-        }
-        out.push(a.clone());
-    }
-    out
-}
-
-/// `bin sub` with the run flags and the host's profile and paths (for `run` and `doctor`).
-pub fn host_words(h: &Host, bin: &str, sub: &str, run_dir: &str, flags: &[String]) -> Vec<String> {
-    let mut words = vec![bin.to_string(), sub.into()];
-    words.extend(flags.iter().cloned());
-    if h.entry.profile.is_some() {
-        words.extend(["--profile".into(), format!("{run_dir}/host-profile")]);
-    }
-    for p in h.entry.db_path.iter().flat_map(Paths::list) {
-        words.extend(["--db-path".into(), p]);
-    }
-    for p in h.entry.log_path.iter().flat_map(Paths::list) {
-        words.extend(["--log-path".into(), p]);
-    }
-    words
-}
-
-/// What a host runs: a storage test (`run`) or slice `part` of `parts` of the simulated mail
-/// users (`loadgen run --partition part/parts`).
+/// What a host runs, from its request: a storage test (`run`) or its slice of the simulated
+/// mail users (`loadgen run`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteJob {
-    /// `mbxstress run`.
+    /// `mbxstress run --request FILE`.
     Run,
-    /// `mbxstress loadgen run --partition PART/PARTS`.
+    /// `mbxstress loadgen run --request FILE`, with `--password-file` when the users take the
+    /// template's password.
     Loadgen {
-        /// This host's slice, 1-based.
-        part: usize,
-        /// Slices in all (the client hosts).
-        parts: usize,
+        /// The password file was uploaded.
+        password: bool,
     },
 }
 
-/// The remote command line of one host's run.
-pub fn remote_command(h: &Host, bin: &str, run_dir: &str, flags: &[String]) -> String {
-    remote_command_for(RemoteJob::Run, h, bin, run_dir, flags)
+/// `bin sub --request D/request.json`: a host's command on its request (`run`, `doctor`,
+/// `loadgen run`).
+pub fn request_words(bin: &str, sub: &[&str], run_dir: &str) -> Vec<String> {
+    let mut words = vec![bin.to_string()];
+    words.extend(sub.iter().map(|s| s.to_string()));
+    words.extend(["--request".into(), format!("{run_dir}/{REQUEST_FILE}")]);
+    words
 }
 
-/// The remote command line of one host's `job`.
-pub fn remote_command_for(
-    job: RemoteJob,
-    h: &Host,
-    bin: &str,
-    run_dir: &str,
-    flags: &[String],
-) -> String {
+/// The remote command line of one host's run.
+pub fn remote_command(bin: &str, run_dir: &str) -> String {
+    remote_command_for(RemoteJob::Run, bin, run_dir)
+}
+
+/// The remote command line of one host's `job`. Besides the request, only the transport is on
+/// it: the results folder (the request's too: the run is found by it, in `ps` and by
+/// [`on_live_run`]), the event stream and the start gate.
+pub fn remote_command_for(job: RemoteJob, bin: &str, run_dir: &str) -> String {
     let mut words = match job {
-        RemoteJob::Run => host_words(h, bin, "run", run_dir, flags),
-        RemoteJob::Loadgen { part, parts } => {
-            let mut w = vec![bin.to_string(), "loadgen".into(), "run".into()];
-            w.extend(flags.iter().cloned());
-            w.extend(["--partition".into(), format!("{part}/{parts}")]);
+        RemoteJob::Run => request_words(bin, &["run"], run_dir),
+        RemoteJob::Loadgen { password } => {
+            let mut w = request_words(bin, &["loadgen", "run"], run_dir);
+            if password {
+                w.extend([
+                    "--password-file".into(),
+                    format!("{run_dir}/{PASSWORD_FILE}"),
+                ]);
+            }
             w
         }
     };
@@ -217,88 +142,18 @@ pub fn on_live_run(run_dir: &str, then: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::hosts::{HostEntry, Paths};
-
-    #[test]
-    fn own_flags_are_dropped_and_files_point_at_the_copies() {
-        let argv: Vec<String> = [
-            "mbxstress",
-            "fleet",
-            "run",
-            "--hosts",
-            "h.toml",
-            "--push",
-            "--threads",
-            "4",
-            "--out=x",
-            "--config",
-            "c.toml",
-            "--progress",
-            "jsonl",
-            "--duration",
-            "3s",
-            "--profile=p.toml",
-            "--ssh-config",
-            "cfg",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        assert_eq!(
-            forwarded_flags(&argv, "D"),
-            [
-                "--threads",
-                "4",
-                "--config",
-                "D/config",
-                "--duration",
-                "3s",
-                "--profile",
-                "D/profile"
-            ]
-        );
-    }
 
     /// The audit's `fleet loadgen --password X`: the password never reaches a host's command
     /// line (visible in `ps` there and here); the host reads the uploaded 0600 file.
     #[test]
-    fn a_password_goes_to_hosts_as_a_file_never_on_a_command_line() {
-        for given in [
-            vec!["--password", "S3cret"],
-            vec!["--password=S3cret"],
-            vec!["--password-file", "/home/me/pw"],
-        ] {
-            let argv: Vec<String> = ["mbxstress", "fleet", "loadgen", "--users", "10"]
-                .into_iter()
-                .chain(given.iter().copied())
-                .chain(["--day", "8h"])
-                .map(str::to_string)
-                .collect();
-            let flags = forwarded_flags(&argv, "D");
-            assert_eq!(
-                flags,
-                [
-                    "--users",
-                    "10",
-                    "--password-file",
-                    "D/password-file",
-                    "--day",
-                    "8h"
-                ],
-                "{given:?}"
-            );
-            let cmd = remote_command_for(
-                RemoteJob::Loadgen { part: 1, parts: 2 },
-                &test_host(),
-                "mbxstress",
-                "D",
-                &flags,
-            );
-            assert!(
-                !cmd.contains("S3cret") && !cmd.contains("/home/me"),
-                "{cmd}"
-            );
-        }
+    fn a_host_runs_its_request_and_reads_the_password_from_a_file() {
+        let cmd = remote_command_for(RemoteJob::Loadgen { password: true }, "mbxstress", "D");
+        assert!(
+            cmd.contains("'mbxstress' 'loadgen' 'run' '--request' 'D/request.json' '--password-file' 'D/password-file' '--out' 'D/result'"),
+            "{cmd}"
+        );
+        let cmd = remote_command_for(RemoteJob::Loadgen { password: false }, "mbxstress", "D");
+        assert!(!cmd.contains("password"), "{cmd}");
     }
 
     #[test]
@@ -309,27 +164,9 @@ mod tests {
         assert_eq!(signal_text(128 + 40), "signal 40");
     }
 
-    /// A host `h` with work_dir `w`, as a hosts file would give it.
-    fn test_host() -> Host {
-        Host {
-            name: "h".into(),
-            entry: HostEntry {
-                ssh: "h".into(),
-                name: None,
-                db_path: Some(Paths::One("/d".into())),
-                log_path: Some(Paths::One("/l".into())),
-                profile: None,
-                mbxstress: None,
-                work_dir: None,
-            },
-            work_dir: "w".into(),
-        }
-    }
-
     fn remote_command_tail() -> String {
-        let h = test_host();
-        let cmd = remote_command(&h, "mbxstress", "w/fleet/r/h", &[]);
-        assert!(cmd.contains("'mbxstress' 'run' "), "{cmd}");
+        let cmd = remote_command("mbxstress", "w/fleet/r/h");
+        assert!(cmd.contains("'mbxstress' 'run' '--request' "), "{cmd}");
         cmd
     }
 
@@ -354,13 +191,7 @@ mod tests {
         )
         .expect("stand-in");
         fs_err::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let h = test_host();
-        let cmd = remote_command(
-            &h,
-            &stand_in.display().to_string(),
-            &run.display().to_string(),
-            &[],
-        );
+        let cmd = remote_command(&stand_in.display().to_string(), &run.display().to_string());
         let mut child = std::process::Command::new("sh")
             .args(["-c", &cmd])
             .stdin(std::process::Stdio::piped())

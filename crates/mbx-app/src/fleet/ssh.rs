@@ -16,7 +16,36 @@ use mbx_result::{DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
 use super::coordinator::{Checked, Collect, Message};
 use super::error::{fail, failed, usage, Ctx, Result};
 use super::hosts::Host;
-use super::remote::{host_words, on_live_run, sh, PID_FILE};
+use super::remote::{on_live_run, request_words, sh, PID_FILE};
+
+/// What is copied into a host's run folder: a local file, or bytes made here (its request, a
+/// password given on the command line: never written to a local file).
+#[derive(Clone)]
+pub enum Upload {
+    /// A local file (a users file, a CA file).
+    File(PathBuf),
+    /// Bytes.
+    Bytes(Vec<u8>),
+}
+
+impl Upload {
+    /// The upload in words, for a message (never its bytes: they may be a secret).
+    fn describe(&self, name: &str) -> String {
+        match self {
+            Upload::File(p) => p.display().to_string(),
+            Upload::Bytes(_) => name.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Upload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Upload::File(p) => write!(f, "File({})", p.display()),
+            Upload::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
+        }
+    }
+}
 
 /// Builds ssh and tar commands with the user's options.
 #[derive(Debug, Clone)]
@@ -57,18 +86,38 @@ impl Ssh {
     /// Runs `remote` on `dest` with `input` on its stdin; its stdout, or an error with its
     /// stderr.
     pub fn output(&self, dest: &str, remote: &str, input: Option<&Path>) -> Result<String> {
+        self.output_from(
+            dest,
+            remote,
+            input.map(|p| Upload::File(p.to_path_buf())).as_ref(),
+        )
+    }
+
+    /// Runs `remote` on `dest` with a file's or some bytes on its stdin; its stdout, or an error
+    /// with its stderr.
+    pub(crate) fn output_from(
+        &self,
+        dest: &str,
+        remote: &str,
+        input: Option<&Upload>,
+    ) -> Result<String> {
         let mut c = self.cmd(dest, remote);
         c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut bytes = None;
         match input {
-            Some(p) => c.stdin(
+            Some(Upload::File(p)) => c.stdin(
                 fs_err::File::open(p)
                     .ctx(|| "opening a file to copy".into())?
                     .into_parts()
                     .0,
             ),
+            Some(Upload::Bytes(b)) => {
+                bytes = Some(b.clone());
+                c.stdin(Stdio::piped())
+            }
             None => c.stdin(Stdio::null()),
         };
-        let out = output_bounded(&mut c, CHECK_LIMIT)?;
+        let out = output_bounded_with(&mut c, CHECK_LIMIT, bytes)?;
         if !out.status.success() {
             return Err(fail!(
                 "`ssh {dest} {remote}` failed ({}): {}",
@@ -159,18 +208,12 @@ fn sha256_local(path: &Path) -> Result<String> {
 /// enough to see an early-acknowledging cache, short enough not to slow the start.
 const FLEET_PROBE_WRITES: &str = "64";
 
-/// Runs `mbxstress doctor --json` on the host with the run's flags and the host's paths and
-/// profile (doctor creates nothing). Its exit status 1 (a check failed) is a report like 0; a
+/// Runs `mbxstress doctor --request FILE --json` on the host: its request holds the run's
+/// configuration with the host's paths and profile (doctor creates nothing). Its exit status 1 (a check failed) is a report like 0; a
 /// capacity failure is a usage error naming the host, the fact and the fix: the databases
 /// would not fit, so nothing may start anywhere.
-pub(crate) fn doctor_host(
-    ssh: &Ssh,
-    h: &Host,
-    bin: &str,
-    run_dir: &str,
-    flags: &[String],
-) -> Result<DoctorReport> {
-    let mut words = host_words(h, bin, "doctor", run_dir, flags);
+pub(crate) fn doctor_host(ssh: &Ssh, h: &Host, bin: &str, run_dir: &str) -> Result<DoctorReport> {
+    let mut words = request_words(bin, &["doctor"], run_dir);
     words.extend([
         "--json".into(),
         "--probe-writes".into(),
@@ -405,8 +448,7 @@ pub(crate) fn check_host(
     h: &Host,
     push: Option<&Push>,
     run_dir: &str,
-    uploads: &[(PathBuf, String)],
-    flags: &[String],
+    uploads: &[(Upload, String)],
     doctor: bool,
 ) -> Result<Checked> {
     let dest = &h.entry.ssh;
@@ -435,18 +477,19 @@ pub(crate) fn check_host(
     }
     ssh.output(dest, &format!("mkdir -p {}", sh(run_dir)), None)?;
     for (local, name) in uploads {
-        ssh.output(
+        ssh.output_from(
             dest,
-            // Readable by the run's user only: a users file or password file holds secrets.
+            // Readable by the run's user only: a request, users file or password file holds
+            // secrets.
             &format!("umask 077; cat > {}", sh(&format!("{run_dir}/{name}"))),
             Some(local),
         )
-        .ctx(|| format!("copying {} to host {}", local.display(), h.name))?;
+        .ctx(|| format!("copying {} to host {}", local.describe(name), h.name))?;
     }
     let t0 = Instant::now();
     // A loadgen client writes no database: doctor (storage checks) has nothing to judge there.
     let doctor = if doctor {
-        Some(doctor_host(ssh, h, &bin, run_dir, flags)?)
+        Some(doctor_host(ssh, h, &bin, run_dir)?)
     } else {
         None
     };
@@ -743,11 +786,27 @@ const CHECK_LIMIT: Duration = Duration::from_secs(600);
 
 /// `Command::output` bounded by `limit`: the child is killed when it passes it (an error).
 fn output_bounded(c: &mut Command, limit: Duration) -> Result<std::process::Output> {
+    output_bounded_with(c, limit, None)
+}
+
+/// [`output_bounded`] with `input` written to the child's stdin (piped) by a thread of its own,
+/// then closed.
+fn output_bounded_with(
+    c: &mut Command,
+    limit: Duration,
+    input: Option<Vec<u8>>,
+) -> Result<std::process::Output> {
     let mut child = c
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .ctx(|| "starting ssh (is the OpenSSH client installed?)".into())?;
+    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A write the remote never reads fails when ssh ends (the watchdog below bounds that).
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+    }
     let out = read_bytes_in_background(child.stdout.take(), 64 << 20);
     let err = read_bytes_in_background(child.stderr.take(), 1 << 20);
     let w = Watched::new(child, Some(limit));

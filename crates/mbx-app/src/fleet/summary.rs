@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use mbx_result::DoctorReport;
+use mbx_report::flags::ResultSummary;
+use mbx_result::{DoctorReport, LoadgenResult};
 
 use super::coordinator::HostRun;
 use super::error::{usage, Ctx, Result};
@@ -85,8 +86,23 @@ pub(crate) fn aggregate_exclusion(ready: bool, measured: bool) -> Option<String>
     }
 }
 
+/// Largest result.json read back (a storage result is tens of KB; a loadgen result's
+/// histograms a few MB).
+const RESULT_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// A host's result.json, read once (bounded): its text and its lenient typed summary; or why it
+/// could not be read.
+fn read_result(path: &Path) -> std::result::Result<(String, ResultSummary), String> {
+    let text = mbx_config::input::read_bounded(path, RESULT_LIMIT, "a host's result.json")
+        .map_err(|e| e.to_string())?;
+    let summary = ResultSummary::parse(&text).unwrap_or_default();
+    Ok((text, summary))
+}
+
 /// fleet.json's contents from the hosts' states and the result.json files copied back into
-/// `out`; with warnings (a result that does not load).
+/// `out`; with warnings (a result that does not load) and each loadgen client's result as read
+/// (once, typed: the merge takes them from here).
+#[allow(clippy::too_many_arguments)]
 pub fn summarize(
     out: &Path,
     run_id: &str,
@@ -95,62 +111,82 @@ pub fn summarize(
     partial: bool,
     interrupted: bool,
     loadgen: bool,
-) -> (FleetSummary, Vec<String>) {
+) -> (FleetSummary, Vec<String>, Vec<Option<LoadgenResult>>) {
     let mut warnings = Vec::new();
     let mut inputs = Vec::new();
     let mut hosts = Vec::new();
+    let mut clients = Vec::new();
     for l in lives {
         let path = out.join(&l.name).join("result.json");
         let mut start = None;
         let mut rel = None;
         let mut excluded = None;
-        if path.exists() && loadgen {
-            // A loadgen client's day start; its result is merged into --out/result.json (not
-            // an ESRP server).
-            let v = fs_err::read_to_string(&path)
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .unwrap_or_default();
-            start = v["test"]["start_unix_s"]
-                .as_f64()
-                .map(|s| s - l.checked.offset_s);
-            rel = Some(format!("{}/result.json", l.name));
-            excluded = if v["stopped"]["reason"] == "running" {
-                Some("not in the aggregate: its result was never finished (the run was killed or lost)".into())
-            } else if !l.ready {
-                aggregate_exclusion(false, false)
-            } else if start.is_none() {
-                Some("not in the aggregate: its run stopped before the day started".into())
-            } else {
-                None
-            };
-        } else if path.exists() {
-            start = fs_err::read_to_string(&path)
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| v["test"]["collection_start_unix_s"].as_f64())
-                .map(|s| s - l.checked.offset_s);
-            match mbx_report::load(&path) {
-                Ok(mut imported) => {
-                    rel = Some(format!("{}/result.json", l.name));
-                    // Only a run that reached the synchronized start and measured is a server of
-                    // the aggregate; any other result is its own, kept, but not summed.
-                    excluded = aggregate_exclusion(l.ready, start.is_some());
-                    if excluded.is_none() {
-                        imported.machine = Some(l.name.clone());
-                        inputs.push(imported);
+        let mut client = None;
+        let read = path.exists().then(|| read_result(&path));
+        match read {
+            Some(Ok((text, v))) if loadgen => {
+                // A loadgen client's day start; its result is merged into --out/result.json (not
+                // an ESRP server).
+                start = v.test().start_unix_s.get().map(|s| s - l.checked.offset_s);
+                rel = Some(format!("{}/result.json", l.name));
+                excluded = if v.stopped().reason.get().map(String::as_str) == Some("running") {
+                    Some("not in the aggregate: its result was never finished (the run was killed or lost)".into())
+                } else if !l.ready {
+                    aggregate_exclusion(false, false)
+                } else if start.is_none() {
+                    Some("not in the aggregate: its run stopped before the day started".into())
+                } else {
+                    None
+                };
+                client = serde_json::from_str::<LoadgenResult>(&text).ok();
+            }
+            Some(Ok((text, v))) => {
+                start = v
+                    .test()
+                    .collection_start_unix_s
+                    .get()
+                    .map(|s| s - l.checked.offset_s);
+                // Figures no measurement can have are refused here too, as `esrp` does.
+                let imported = mbx_report::esrp::from_result_json(&text, &path).and_then(|r| {
+                    mbx_report::import::check_figures(&r, &path)?;
+                    Ok(r)
+                });
+                match imported {
+                    Ok(mut imported) => {
+                        rel = Some(format!("{}/result.json", l.name));
+                        // Only a run that reached the synchronized start and measured is a
+                        // server of the aggregate; any other result is its own, kept, but not
+                        // summed.
+                        excluded = aggregate_exclusion(l.ready, start.is_some());
+                        if excluded.is_none() {
+                            imported.machine = Some(l.name.clone());
+                            inputs.push(imported);
+                        }
+                    }
+                    Err(e) => {
+                        warnings.push(format!("{}: {e}", path.display()));
+                        excluded = Some(format!(
+                            "not in the aggregate: its result.json does not load: {e}"
+                        ));
                     }
                 }
-                Err(e) => {
-                    warnings.push(format!("{}: {e}", path.display()));
-                    excluded = Some(format!(
-                        "not in the aggregate: its result.json does not load: {e}"
-                    ));
-                }
             }
-        } else if l.started {
-            excluded = Some("not in the aggregate: no result came back".into());
+            Some(Err(e)) => {
+                if !loadgen {
+                    warnings.push(format!("{}: {e}", path.display()));
+                } else {
+                    rel = Some(format!("{}/result.json", l.name));
+                }
+                excluded = Some(format!(
+                    "not in the aggregate: its result.json does not load: {e}"
+                ));
+            }
+            None if l.started => {
+                excluded = Some("not in the aggregate: no result came back".into());
+            }
+            None => {}
         }
+        clients.push(client);
         hosts.push(HostSummary {
             name: l.name.clone(),
             ssh: l.ssh.clone(),
@@ -191,7 +227,7 @@ pub fn summarize(
         hosts,
         esrp: mbx_report::summarize(&inputs),
     };
-    (summary, warnings)
+    (summary, warnings, clients)
 }
 
 /// Makes `out` ready for this run's files. A folder without our files is used as it is. One
@@ -344,7 +380,7 @@ mod tests {
             live("c", true, Some(fixture)),
             live("d", true, None),
         ];
-        let (s, warnings) = summarize(
+        let (s, warnings, _) = summarize(
             dir.path(),
             "fleet-1",
             &lives,

@@ -470,73 +470,19 @@ fn figures(run_id: &str, total: usize, parts: &[Merged]) -> LoadgenResult {
     let results = || parts.iter().map(|p| &p.result);
     let sum = |f: &dyn Fn(&LoadgenResult) -> u64| results().map(f).fold(0u64, u64::saturating_add);
 
-    let mut tasks: Vec<TaskRow> = Vec::new();
-    for t in results().flat_map(|r| &r.tasks) {
-        match tasks.iter_mut().find(|m| m.task == t.task) {
-            Some(m) => {
-                m.dispatched = m.dispatched.saturating_add(t.dispatched);
-                m.completed = m.completed.saturating_add(t.completed);
-                m.skipped = m.skipped.saturating_add(t.skipped);
-                add_classes(&mut m.failed, &t.failed);
-            }
-            None => tasks.push(TaskRow {
-                latency_ms: Default::default(),
-                service_ms: Default::default(),
-                ..t.clone()
-            }),
-        }
-    }
+    let mut tasks = merged_tasks(parts);
     for t in &mut tasks {
         t.latency_ms = hist_of(hist::task_name(&t.task), &mut notes);
         t.service_ms = hist_of(hist::service_name(&t.task), &mut notes);
     }
 
-    let mut commands: Vec<CommandRow> = Vec::new();
-    for c in results().flat_map(|r| &r.commands) {
-        match commands
-            .iter_mut()
-            .find(|m| m.protocol == c.protocol && m.command == c.command)
-        {
-            Some(m) => {
-                m.ok = m.ok.saturating_add(c.ok);
-                add_classes(&mut m.errors, &c.errors);
-            }
-            None => commands.push(CommandRow {
-                latency_ms: Default::default(),
-                ..c.clone()
-            }),
-        }
-    }
+    let mut commands = merged_commands(parts);
     for c in &mut commands {
         c.latency_ms = hist_of(hist::command_name(&c.protocol, &c.command), &mut notes);
     }
 
     let delivery = if results().any(|r| r.delivery.is_some()) {
-        let mut d = Delivery::default();
-        for x in results().filter_map(|r| r.delivery.as_ref()) {
-            for (into, n) in [
-                (&mut d.messages_sent, x.messages_sent),
-                (&mut d.expected, x.expected),
-                (&mut d.delivered, x.delivered),
-                (&mut d.lost, x.lost),
-                (&mut d.duplicated, x.duplicated),
-                (&mut d.corrupted, x.corrupted),
-                (&mut d.unexpected, x.unexpected),
-                (&mut d.seen_by_idle, x.seen_by_idle),
-                (&mut d.seen_by_poll, x.seen_by_poll),
-                (&mut d.late, x.late),
-                (&mut d.not_looked, x.not_looked),
-                (&mut d.unreadable_mailboxes, x.unreadable_mailboxes),
-            ] {
-                *into = into.saturating_add(n);
-            }
-            let room = NAMED_COPIES.saturating_sub(d.corrupted_copies.len());
-            d.corrupted_copies
-                .extend(x.corrupted_copies.iter().take(room).cloned());
-            let room = NAMED_COPIES.saturating_sub(d.lost_copies.len());
-            d.lost_copies
-                .extend(x.lost_copies.iter().take(room).cloned());
-        }
+        let mut d = summed_delivery(parts);
         d.latency_ms = hist_of(hist::DELIVERY.to_string(), &mut notes);
         server_figure(&mut d, parts, &mut hist_of, &mut notes);
         d.idle_probe = idle_probe(parts, &mut hist_of, &mut notes);
@@ -552,18 +498,7 @@ fn figures(run_id: &str, total: usize, parts: &[Merged]) -> LoadgenResult {
         None
     };
 
-    let mut errors: Vec<LoadgenError> = Vec::new();
-    for e in results().flat_map(|r| &r.errors) {
-        match errors.iter_mut().find(|m| m.class == e.class) {
-            Some(m) => {
-                m.count = m.count.saturating_add(e.count);
-                if m.message.is_empty() {
-                    m.message.clone_from(&e.message);
-                }
-            }
-            None => errors.push(e.clone()),
-        }
-    }
+    let errors = merged_errors(parts);
 
     let config = config(parts);
     let test = test_info(run_id, total, parts);
@@ -633,6 +568,99 @@ fn figures(run_id: &str, total: usize, parts: &[Merged]) -> LoadgenResult {
         clients: Vec::new(),
         servers: Vec::new(),
     }
+}
+
+/// The parts' task rows summed by task (their latencies come from the merged histograms).
+fn merged_tasks(parts: &[Merged]) -> Vec<TaskRow> {
+    let mut tasks: Vec<TaskRow> = Vec::new();
+    for t in parts.iter().map(|p| &p.result).flat_map(|r| &r.tasks) {
+        match tasks.iter_mut().find(|m| m.task == t.task) {
+            Some(m) => {
+                m.dispatched = m.dispatched.saturating_add(t.dispatched);
+                m.completed = m.completed.saturating_add(t.completed);
+                m.skipped = m.skipped.saturating_add(t.skipped);
+                add_classes(&mut m.failed, &t.failed);
+            }
+            None => tasks.push(TaskRow {
+                latency_ms: Default::default(),
+                service_ms: Default::default(),
+                ..t.clone()
+            }),
+        }
+    }
+    tasks
+}
+
+/// The parts' command rows summed by protocol and command (latencies from the histograms).
+fn merged_commands(parts: &[Merged]) -> Vec<CommandRow> {
+    let mut commands: Vec<CommandRow> = Vec::new();
+    for c in parts.iter().map(|p| &p.result).flat_map(|r| &r.commands) {
+        match commands
+            .iter_mut()
+            .find(|m| m.protocol == c.protocol && m.command == c.command)
+        {
+            Some(m) => {
+                m.ok = m.ok.saturating_add(c.ok);
+                add_classes(&mut m.errors, &c.errors);
+            }
+            None => commands.push(CommandRow {
+                latency_ms: Default::default(),
+                ..c.clone()
+            }),
+        }
+    }
+    commands
+}
+
+/// The parts' delivery counts summed, and the first copies named (at most [`NAMED_COPIES`]).
+fn summed_delivery(parts: &[Merged]) -> Delivery {
+    let mut d = Delivery::default();
+    for x in parts
+        .iter()
+        .map(|p| &p.result)
+        .filter_map(|r| r.delivery.as_ref())
+    {
+        for (into, n) in [
+            (&mut d.messages_sent, x.messages_sent),
+            (&mut d.expected, x.expected),
+            (&mut d.delivered, x.delivered),
+            (&mut d.lost, x.lost),
+            (&mut d.duplicated, x.duplicated),
+            (&mut d.corrupted, x.corrupted),
+            (&mut d.unexpected, x.unexpected),
+            (&mut d.seen_by_idle, x.seen_by_idle),
+            (&mut d.seen_by_poll, x.seen_by_poll),
+            (&mut d.late, x.late),
+            (&mut d.not_looked, x.not_looked),
+            (&mut d.unreadable_mailboxes, x.unreadable_mailboxes),
+        ] {
+            *into = into.saturating_add(n);
+        }
+        let room = NAMED_COPIES.saturating_sub(d.corrupted_copies.len());
+        d.corrupted_copies
+            .extend(x.corrupted_copies.iter().take(room).cloned());
+        let room = NAMED_COPIES.saturating_sub(d.lost_copies.len());
+        d.lost_copies
+            .extend(x.lost_copies.iter().take(room).cloned());
+    }
+    d
+}
+
+/// The parts' errors summed by class (the first message kept).
+fn merged_errors(parts: &[Merged]) -> Vec<LoadgenError> {
+    let mut errors: Vec<LoadgenError> = Vec::new();
+    for e in parts.iter().map(|p| &p.result).flat_map(|r| &r.errors) {
+        match errors.iter_mut().find(|m| m.class == e.class) {
+            Some(m) => {
+                m.count = m.count.saturating_add(e.count);
+                if m.message.is_empty() {
+                    m.message.clone_from(&e.message);
+                }
+            }
+            None => errors.push(e.clone()),
+        }
+    }
+    errors
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ pub mod assemble;
 pub mod hist;
 pub mod idle;
 pub mod merge;
+pub mod request;
+pub mod resolve;
 pub mod servers;
 pub mod submit;
 
@@ -37,7 +39,8 @@ use crate::AppError;
 use servers::{Proto, ServersSpec};
 
 /// The mail profile: what a user's day holds.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MailProfile {
     /// Messages sent + received per mailbox per day (the calculator's profile, 50..=500).
     pub messages_per_day: u32,
@@ -568,31 +571,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     let started = Instant::now();
     let run_id = format!("day-{}", stamp());
     let kinds = assign_clients(c.users.len(), &req.clients);
-    let shares: Vec<ClientShare> = req
-        .clients
-        .iter()
-        .map(|(t, share)| ClientShare {
-            client: client_name(*t).into(),
-            share_pct: *share,
-            users: kinds.iter().filter(|k| *k == t).count() as u64,
-            tasks_per_user_day: mbx_loadgen::sched::ActionTable::for_profile(
-                c.profile.messages_per_day,
-                *t,
-            )
-            .tasks_per_user(),
-        })
-        .collect();
-    let mut config = config_block(c, shares);
-    config.day_s = req.day.as_secs_f64();
-    config.days = req.days;
-    config.overload_per_user = req.overload_per_user;
-    config.grace_s = req.grace.as_secs_f64();
-    config.duration_s = req
-        .duration
-        .unwrap_or(req.day.saturating_mul(req.days))
-        .as_secs_f64();
-    config.stress = req.stress;
-    config.thresholds = req.thresholds.clone();
+    let config = day_config(req, &kinds);
     let (smtp, imap, pop3) = servers::endpoints(&c.servers, &c.trust)?;
     let mut files = Files::create(c.out.as_deref(), "run")?;
     files.write_result(&running("day", &run_id, &start, started, &config))?;
@@ -601,61 +580,8 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         dir: &files.dir,
         users: c.users.len() as u64,
     });
-    let mix: Vec<String> = config
-        .clients
-        .iter()
-        .map(|s| format!("{} {} ({:.0}%)", s.users, s.client, s.share_pct))
-        .collect();
-    files.log(
-        sink,
-        &format!(
-            "loadgen run {run_id}: {} users ({}; {}), {} messages/day of {:.0} KB, a simulated day of {} x {}{}, servers {}, {}, {}",
-            c.users.len(),
-            c.users_source,
-            mix.join(", "),
-            c.profile.messages_per_day,
-            c.profile.message_kb,
-            duration_words(req.day),
-            req.days,
-            match (req.stress, req.duration) {
-                (true, Some(d)) => format!(
-                    ", stress mode (each user's tasks back to back) for {}",
-                    duration_words(d)
-                ),
-                (true, None) => ", stress mode (each user's tasks back to back)".to_string(),
-                (false, Some(d)) => format!(", test length {}", duration_words(d)),
-                (false, None) => String::new(),
-            },
-            config.servers[0].url,
-            config.servers[1].url,
-            config.servers[2].url
-        ),
-    );
-    // LoadGen's guard counts tasks (users x 1.5); a compressed day dispatches them so fast that
-    // the guard may be under a second of backlog: say so, before anything runs.
-    let mut notes = Vec::new();
-    let (guard_s, rate) = guard_seconds(
-        c.seed,
-        c.profile.messages_per_day,
-        req.day,
-        &kinds,
-        req.overload_per_user,
-    );
-    if let Some(n) = profile_users_note(&c.profile, c.users.len(), &c.users_source) {
-        files.log(sink, &n);
-        let _ = sink.notice(&Notice::Warning(n.clone()));
-        notes.push(n);
-    }
-    if !req.stress && guard_s < GUARD_WARN_S {
-        let n = format!(
-            "the overload guard ({} per user: {:.0} unfinished tasks) is {guard_s:.1} s of this day's dispatch rate ({rate:.0} tasks/s): a stall that short stops the run; in a compressed day raise --overload (LoadGen's 1.5 assumes a day of hours)",
-            req.overload_per_user,
-            (req.overload_per_user * c.users.len() as f64).ceil()
-        );
-        files.log(sink, &n);
-        let _ = sink.notice(&Notice::Warning(n.clone()));
-        notes.push(n);
-    }
+    log_day_start(req, &run_id, &config, &mut files, sink);
+    let mut notes = day_notes(req, &kinds, &mut files, sink);
     let gen = Generator::new(&run_id, c.seed, mean_bytes(&c.profile), unix_now());
     let rec = Recorder::new();
     let plan = DayPlan {
@@ -732,6 +658,194 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     for (k, n) in &report.baseline_failed {
         *by_class.entry((*k).to_string()).or_insert(0) += n;
     }
+    log_day_end(
+        &report,
+        &delivery,
+        (completed, skipped, failed),
+        &verdict,
+        &mut files,
+        sink,
+    );
+    let mut test = info("day", &run_id, &start, started);
+    test.interrupted = report.interrupted;
+    test.start_unix_s = Some(report.start_unix_s).filter(|t| *t > 0.0);
+    test.partition = req.partition.clone();
+    let stats = rec.snapshot();
+    // The histograms the tables come from, so a fleet merges clients exactly; a failure (a
+    // count the format cannot hold) leaves them out and says so: the fleet then excludes this
+    // result from its merged figures rather than guess.
+    let histograms = match hist::of_day(&report, &stats) {
+        Ok(h) => h,
+        Err(e) => {
+            let n = format!("the latency histograms are not in the result: {e}");
+            files.log(sink, &n);
+            notes.push(n);
+            BTreeMap::new()
+        }
+    };
+    notes.push(format!(
+        "checks downloaded {} messages ({:.1} MB); the baseline before the day took {:.1} s",
+        report.check_fetched,
+        report.check_fetched_bytes as f64 / 1e6,
+        report.baseline.as_secs_f64()
+    ));
+    let result = LoadgenResult {
+        test,
+        tasks_planned: report.planned,
+        tasks_dispatched: report.dispatched,
+        tasks_completed: completed,
+        tasks_failed: failed,
+        max_unfinished: report.max_unfinished,
+        overload_limit,
+        overloaded: report.overloaded,
+        tasks,
+        commands: assemble::commands(&stats),
+        histograms,
+        delivery: Some(delivery),
+        notes,
+        stopped: day_stopped(&report, &verdict),
+        verdict,
+        errors: assemble::errors(&by_class, &report.first_errors),
+        ..running("day", &run_id, &start, started, &config)
+    };
+    finish(files, result, sink)
+}
+
+/// How a day ended: a phase past its deadline names its phase.
+fn day_stopped(report: &mbx_loadgen::day::DayReport, verdict: &Verdict) -> Stopped {
+    match &report.deadline {
+        Some(d) => Stopped::new(StopReason::VerdictFailed, d.clone()).in_phase(
+            if d.starts_with("the baseline") {
+                "baseline"
+            } else if d.starts_with("the grace") {
+                "grace"
+            } else {
+                "day"
+            },
+        ),
+        None => stopped_of(report.interrupted, report.overloaded, verdict, "day"),
+    }
+}
+
+/// A day's configuration block: the client mix of its users, the day's settings.
+fn day_config(req: &DayRequest, kinds: &[ClientType]) -> LoadgenConfig {
+    let c = &req.common;
+    let shares: Vec<ClientShare> = req
+        .clients
+        .iter()
+        .map(|(t, share)| ClientShare {
+            client: client_name(*t).into(),
+            share_pct: *share,
+            users: kinds.iter().filter(|k| *k == t).count() as u64,
+            tasks_per_user_day: mbx_loadgen::sched::ActionTable::for_profile(
+                c.profile.messages_per_day,
+                *t,
+            )
+            .tasks_per_user(),
+        })
+        .collect();
+    let mut config = config_block(c, shares);
+    config.day_s = req.day.as_secs_f64();
+    config.days = req.days;
+    config.overload_per_user = req.overload_per_user;
+    config.grace_s = req.grace.as_secs_f64();
+    config.duration_s = req
+        .duration
+        .unwrap_or(req.day.saturating_mul(req.days))
+        .as_secs_f64();
+    config.stress = req.stress;
+    config.thresholds = req.thresholds.clone();
+    config
+}
+
+/// The day's first line in test.log: users, mix, profile, length, servers.
+fn log_day_start(
+    req: &DayRequest,
+    run_id: &str,
+    config: &LoadgenConfig,
+    files: &mut Files,
+    sink: &mut dyn EventSink,
+) {
+    let c = &req.common;
+    let mix: Vec<String> = config
+        .clients
+        .iter()
+        .map(|s| format!("{} {} ({:.0}%)", s.users, s.client, s.share_pct))
+        .collect();
+    let url = |i: usize| config.servers.get(i).map_or("", |s| s.url.as_str());
+    files.log(
+        sink,
+        &format!(
+            "loadgen run {run_id}: {} users ({}; {}), {} messages/day of {:.0} KB, a simulated day of {} x {}{}, servers {}, {}, {}",
+            c.users.len(),
+            c.users_source,
+            mix.join(", "),
+            c.profile.messages_per_day,
+            c.profile.message_kb,
+            duration_words(req.day),
+            req.days,
+            match (req.stress, req.duration) {
+                (true, Some(d)) => format!(
+                    ", stress mode (each user's tasks back to back) for {}",
+                    duration_words(d)
+                ),
+                (true, None) => ", stress mode (each user's tasks back to back)".to_string(),
+                (false, Some(d)) => format!(", test length {}", duration_words(d)),
+                (false, None) => String::new(),
+            },
+            url(0),
+            url(1),
+            url(2)
+        ),
+    );
+}
+
+/// The warnings said before anything runs (logged, shown, and the result's notes): a profile of
+/// other mailboxes than the run's users; LoadGen's guard (users x 1.5 unfinished tasks) under
+/// [`GUARD_WARN_S`] of a compressed day's dispatch rate.
+fn day_notes(
+    req: &DayRequest,
+    kinds: &[ClientType],
+    files: &mut Files,
+    sink: &mut dyn EventSink,
+) -> Vec<String> {
+    let c = &req.common;
+    let mut notes = Vec::new();
+    let (guard_s, rate) = guard_seconds(
+        c.seed,
+        c.profile.messages_per_day,
+        req.day,
+        kinds,
+        req.overload_per_user,
+    );
+    if let Some(n) = profile_users_note(&c.profile, c.users.len(), &c.users_source) {
+        files.log(sink, &n);
+        let _ = sink.notice(&Notice::Warning(n.clone()));
+        notes.push(n);
+    }
+    if !req.stress && guard_s < GUARD_WARN_S {
+        let n = format!(
+            "the overload guard ({} per user: {:.0} unfinished tasks) is {guard_s:.1} s of this day's dispatch rate ({rate:.0} tasks/s): a stall that short stops the run; in a compressed day raise --overload (LoadGen's 1.5 assumes a day of hours)",
+            req.overload_per_user,
+            (req.overload_per_user * c.users.len() as f64).ceil()
+        );
+        files.log(sink, &n);
+        let _ = sink.notice(&Notice::Warning(n.clone()));
+        notes.push(n);
+    }
+    notes
+}
+
+/// The day's last lines in test.log: folders, the baseline, the counts and the verdict, the
+/// delivery latency, the first errors, corrupted and lost copies.
+fn log_day_end(
+    report: &mbx_loadgen::day::DayReport,
+    delivery: &mbx_result::Delivery,
+    (completed, skipped, failed): (u64, u64, u64),
+    verdict: &Verdict,
+    files: &mut Files,
+    sink: &mut dyn EventSink,
+) {
     let baseline_failed: u64 = report.baseline_failed.values().sum();
     if let Some(f) = &report.folders {
         files.log(sink, f);
@@ -804,62 +918,6 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
             &format!("lost copy: {} in {}: {}", cc.id, cc.recipient, cc.what),
         );
     }
-    let mut test = info("day", &run_id, &start, started);
-    test.interrupted = report.interrupted;
-    test.start_unix_s = Some(report.start_unix_s).filter(|t| *t > 0.0);
-    test.partition = req.partition.clone();
-    let stats = rec.snapshot();
-    // The histograms the tables come from, so a fleet merges clients exactly; a failure (a
-    // count the format cannot hold) leaves them out and says so: the fleet then excludes this
-    // result from its merged figures rather than guess.
-    let histograms = match hist::of_day(&report, &stats) {
-        Ok(h) => h,
-        Err(e) => {
-            let n = format!("the latency histograms are not in the result: {e}");
-            files.log(sink, &n);
-            notes.push(n);
-            BTreeMap::new()
-        }
-    };
-    let result = LoadgenResult {
-        test,
-        tasks_planned: report.planned,
-        tasks_dispatched: report.dispatched,
-        tasks_completed: completed,
-        tasks_failed: failed,
-        max_unfinished: report.max_unfinished,
-        overload_limit,
-        overloaded: report.overloaded,
-        tasks,
-        commands: assemble::commands(&stats),
-        histograms,
-        delivery: Some(delivery),
-        notes: {
-            notes.push(format!(
-                "checks downloaded {} messages ({:.1} MB); the baseline before the day took {:.1} s",
-                report.check_fetched,
-                report.check_fetched_bytes as f64 / 1e6,
-                report.baseline.as_secs_f64()
-            ));
-            notes
-        },
-        stopped: match &report.deadline {
-            Some(d) => Stopped::new(StopReason::VerdictFailed, d.clone()).in_phase(
-                if d.starts_with("the baseline") {
-                    "baseline"
-                } else if d.starts_with("the grace") {
-                    "grace"
-                } else {
-                    "day"
-                },
-            ),
-            None => stopped_of(report.interrupted, report.overloaded, &verdict, "day"),
-        },
-        verdict,
-        errors: assemble::errors(&by_class, &report.first_errors),
-        ..running("day", &run_id, &start, started, &config)
-    };
-    finish(files, result, sink)
 }
 
 /// Progress of a loadgen phase for the stream.

@@ -7,22 +7,35 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mbx_loadgen::{Endpoint, Security, Trust};
+use serde::{Deserialize, Serialize};
 
 use crate::AppError;
 
+/// [`Security`] in a serialized request (mbx-loadgen's own type has no serde).
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Security", rename_all = "snake_case")]
+enum SecurityDef {
+    Plain,
+    StartTls,
+    Implicit,
+}
+
 /// One protocol's server, as the user gave it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ServerSpec {
     /// Host name or address.
     pub host: String,
     /// TCP port.
     pub port: u16,
     /// Plain, STARTTLS or implicit TLS.
+    #[serde(with = "SecurityDef")]
     pub security: Security,
 }
 
 /// The three protocols' servers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ServersSpec {
     /// SMTP submission.
     pub smtp: ServerSpec,

@@ -147,32 +147,8 @@ pub fn submit(req: &SubmitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppE
     if !req.mixed_sizes {
         gen = gen.with_fixed_size(bytes as usize);
     }
-    let plan = SubmitPlan {
-        connections: req.connections.max(1),
-        messages: req.messages,
-        from: req.from.clone(),
-        to: req.to.clone(),
-        helo: req.helo.clone(),
-        login: req.login.as_ref().map(|(user, password, mechanism)| Login {
-            user: user.clone(),
-            password: password.clone(),
-            mechanism: *mechanism,
-        }),
-        pipelining: req.pipelining,
-        stop: Arc::clone(&req.cancel),
-    };
-    // Automatic: one thread for plain SMTP (it sends over 10,000 messages of 10 KB a second on
-    // loopback, and the server keeps the other cores), one per core with TLS (handshakes and
-    // encryption).
-    let threads = if req.threads == 0 {
-        if req.smtp.security == mbx_loadgen::Security::Plain {
-            1
-        } else {
-            std::thread::available_parallelism().map_or(2, |n| n.get())
-        }
-    } else {
-        req.threads
-    };
+    let plan = plan_of(req);
+    let threads = threads_for(req);
     // One thread: the connections run on this thread (no hand-over between threads, as
     // smtp-source's one process); more: a worker pool.
     let rt = super::runtime_with(threads)?;
@@ -223,46 +199,8 @@ pub fn submit(req: &SubmitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppE
     });
     let cpu = (cpu_now() - cpu0).max(0.0);
     drop(rt);
-    let secs = report.elapsed.as_secs_f64().max(1e-9);
-    let figures = SubmitFigures {
-        connections: req.connections as u64,
-        messages: req.messages,
-        accepted: report.accepted,
-        failed: report.failed,
-        unsent: report.unsent,
-        bytes: report.bytes,
-        recipients: req.to.len() as u64,
-        duration_s: report.elapsed.as_secs_f64(),
-        messages_per_s: report.accepted as f64 / secs,
-        mb_per_s: report.bytes as f64 / 1e6 / secs,
-        sessions: report.sessions,
-        sessions_failed: report.sessions_failed,
-        pipelined: counters.pipelined.load(Ordering::Relaxed),
-        client_cpu_s: cpu,
-        client_cpu_us_per_message: if report.accepted > 0 {
-            cpu * 1e6 / report.accepted as f64
-        } else {
-            0.0
-        },
-    };
-    files.log(
-        sink,
-        &format!(
-            "loadgen submit ended: {} of {} messages accepted, {} failed, {} unsent ({:.1} MB) in {:.2} s: {:.0} messages/s, {:.1} MB/s; {} sessions ({} failed); client CPU {:.2} s ({:.0} us per message)",
-            figures.accepted,
-            figures.messages,
-            figures.failed,
-            figures.unsent,
-            figures.bytes as f64 / 1e6,
-            figures.duration_s,
-            figures.messages_per_s,
-            figures.mb_per_s,
-            figures.sessions,
-            figures.sessions_failed,
-            figures.client_cpu_s,
-            figures.client_cpu_us_per_message
-        ),
-    );
+    let figures = figures_of(req, &report, &counters, cpu);
+    log_end(&figures, &mut files, sink);
     for e in report.first_errors.iter().take(5) {
         files.log(sink, &format!("error: {e}"));
     }
@@ -289,4 +227,91 @@ pub fn submit(req: &SubmitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppE
         ..running("submit", &run_id, &start, started, &config)
     };
     super::finish(files, result, sink)
+}
+
+/// The submission's plan: sessions, messages, envelope, login, the stop flag.
+fn plan_of(req: &SubmitRequest) -> SubmitPlan {
+    SubmitPlan {
+        connections: req.connections.max(1),
+        messages: req.messages,
+        from: req.from.clone(),
+        to: req.to.clone(),
+        helo: req.helo.clone(),
+        login: req.login.as_ref().map(|(user, password, mechanism)| Login {
+            user: user.clone(),
+            password: password.clone(),
+            mechanism: *mechanism,
+        }),
+        pipelining: req.pipelining,
+        stop: Arc::clone(&req.cancel),
+    }
+}
+
+/// The client runtime's threads: as asked, else automatic.
+fn threads_for(req: &SubmitRequest) -> usize {
+    // Automatic: one thread for plain SMTP (it sends over 10,000 messages of 10 KB a second on
+    // loopback, and the server keeps the other cores), one per core with TLS (handshakes and
+    // encryption).
+    if req.threads == 0 {
+        if req.smtp.security == mbx_loadgen::Security::Plain {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        }
+    } else {
+        req.threads
+    }
+}
+
+/// The submission's figures from its report and counters; `cpu`: the client's CPU seconds.
+fn figures_of(
+    req: &SubmitRequest,
+    report: &mbx_loadgen::submit::SubmitReport,
+    counters: &Counters,
+    cpu: f64,
+) -> SubmitFigures {
+    let secs = report.elapsed.as_secs_f64().max(1e-9);
+    SubmitFigures {
+        connections: req.connections as u64,
+        messages: req.messages,
+        accepted: report.accepted,
+        failed: report.failed,
+        unsent: report.unsent,
+        bytes: report.bytes,
+        recipients: req.to.len() as u64,
+        duration_s: report.elapsed.as_secs_f64(),
+        messages_per_s: report.accepted as f64 / secs,
+        mb_per_s: report.bytes as f64 / 1e6 / secs,
+        sessions: report.sessions,
+        sessions_failed: report.sessions_failed,
+        pipelined: counters.pipelined.load(Ordering::Relaxed),
+        client_cpu_s: cpu,
+        client_cpu_us_per_message: if report.accepted > 0 {
+            cpu * 1e6 / report.accepted as f64
+        } else {
+            0.0
+        },
+    }
+}
+
+/// The submission's last line in test.log.
+fn log_end(figures: &SubmitFigures, files: &mut Files, sink: &mut dyn EventSink) {
+    files.log(
+        sink,
+        &format!(
+            "loadgen submit ended: {} of {} messages accepted, {} failed, {} unsent ({:.1} MB) in {:.2} s: {:.0} messages/s, {:.1} MB/s; {} sessions ({} failed); client CPU {:.2} s ({:.0} us per message)",
+            figures.accepted,
+            figures.messages,
+            figures.failed,
+            figures.unsent,
+            figures.bytes as f64 / 1e6,
+            figures.duration_s,
+            figures.messages_per_s,
+            figures.mb_per_s,
+            figures.sessions,
+            figures.sessions_failed,
+            figures.client_cpu_s,
+            figures.client_cpu_us_per_message
+        ),
+    );
 }

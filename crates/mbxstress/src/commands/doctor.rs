@@ -12,12 +12,19 @@ use mbx_store::CreateParams;
 use crate::cli::{DoctorArgs, RunTest};
 
 /// `mbxstress doctor`.
-pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    // A `fleet run` host's doctor: the request's configuration (with the host's paths).
+    let from_request = super::run::apply_request(&mut args.run)?;
     let kind = match args.run.test {
         Some(RunTest::Kind(k)) => k,
         Some(RunTest::Suite) | None => TestKind::Performance,
     };
-    let cfg = super::run::resolve_for(&args.run, kind)?;
+    let cfg = match from_request {
+        Some(layers) => layers
+            .resolve_for(kind)
+            .map_err(super::shared::into_anyhow)?,
+        None => super::run::resolve_for(&args.run, kind)?,
+    };
     let p = &cfg.profile;
     let data_pages = CreateParams::data_pages_for(p.mailboxes, p.mailbox_quota_mb, p.databases)
         .ok_or_else(|| {

@@ -6,10 +6,7 @@ use mbx_io::EngineKind;
 
 use crate::cli::EngineArgs;
 
-/// Default directory of the databases.
-pub const DEFAULT_DB_DIR: &str = "mbxstress-data/databases";
-/// Default directory of the logs.
-pub const DEFAULT_LOG_DIR: &str = "mbxstress-data/logs";
+pub use mbx_app::prepare::DEFAULT_DB_DIR;
 
 /// (engine, direct) from the flags: the engine asked for, or the platform default.
 pub fn engine_and_direct(args: &EngineArgs) -> (EngineKind, bool) {

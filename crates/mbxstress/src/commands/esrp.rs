@@ -10,7 +10,7 @@ use crate::cli::EsrpArgs;
 /// Prints the summary. Exit code 0 when something was summarized (some inputs may be excluded,
 /// each named with its reason), 2 when nothing could be: every input is excluded.
 pub fn run(args: EsrpArgs) -> anyhow::Result<ExitCode> {
-    let inputs = mbx_app::esrp::load_all(&args.files).map_err(super::run::into_anyhow)?;
+    let inputs = mbx_app::esrp::load_all(&args.files).map_err(super::shared::into_anyhow)?;
     let s = mbx_report::summarize(&inputs);
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -8,7 +8,7 @@ use mbx_app::findmax::FindMaxRequest;
 use mbx_app::AppError;
 use mbx_config::TestKind;
 
-use super::run::into_anyhow;
+use super::shared::into_anyhow;
 use crate::cli::{FindMaxArgs, RunTest};
 use crate::exit::usage;
 

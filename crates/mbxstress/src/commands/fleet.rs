@@ -41,6 +41,22 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
             "--start-gate is set by fleet run itself for every host; leave it out",
         ));
     }
+    if r.request.is_some() {
+        return Err(usage(
+            "--request is written by fleet run itself for every host; leave it out",
+        ));
+    }
+    // What each host's run would refuse, refused here (hosts run the resolved request only).
+    if !r.jetstress.map_path.is_empty() {
+        return Err(usage(
+            "--map-path maps the paths of a --jetstress-config file: give the file too",
+        ));
+    }
+    if r.stress_duration.is_some() {
+        return Err(usage(
+            "--stress-duration is the Stress duration of --test suite; for --test stress use --duration",
+        ));
+    }
     let kind = match r.test {
         Some(RunTest::Suite) => {
             return Err(usage(
@@ -53,21 +69,19 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     // The run flags must make sense before any host is touched.
     let cfg = super::run::resolve_for(r, kind)?;
     let f = &args.fleet;
-    let silence = host_timeout(f.host_timeout, cfg.sample_interval_s)?;
-    let hosts = fleet::hosts::load(&f.hosts, &super::run::RESULT_FILES).map_err(lift)?;
-    let mut uploads = Vec::new();
-    if let Some(c) = &r.config {
-        uploads.push((c.clone(), "config".into()));
-    }
-    if let Some(p) = &r.profile {
-        uploads.push((p.clone(), "profile".into()));
-    }
+    let silence = fleet::plan::host_timeout(f.host_timeout, cfg.sample_interval_s).map_err(lift)?;
+    let hosts = fleet::hosts::load(&f.hosts, &super::shared::RESULT_FILES).map_err(lift)?;
+    // Each host's configuration, resolved here with its own paths and profile: its request.
+    let jobs = fleet::plan::run_jobs(&hosts, kind, r.force, r.allow_device, &|| {
+        super::run::sources(r)
+    })
+    .map_err(lift)?;
     coordinate(
         f,
         hosts,
         r.out.as_deref(),
         r.progress,
-        uploads,
+        (jobs, Vec::new()),
         silence,
         fleet::FleetJob::Run,
     )
@@ -86,61 +100,32 @@ pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
             "--start-gate is set by fleet loadgen itself for every client; leave it out",
         ));
     }
-    if args.server_interval < Duration::from_secs(1)
-        || args.server_interval > Duration::from_secs(3600)
-    {
-        return Err(usage("--server-interval must be within 1s..=1h"));
+    if args.run.request.is_some() {
+        return Err(usage(
+            "--request is written by fleet loadgen itself for every client; leave it out",
+        ));
     }
-    // The clients' flags must make sense before any host is touched (each client would
-    // refuse them after its checks).
-    let day = super::loadgen::day_request(&args.run, Some(Arc::new(AtomicBool::new(false))))?;
+    fleet::plan::server_interval(args.server_interval).map_err(lift)?;
+    // The clients' request, resolved and checked before any host is touched.
+    let day = mbx_app::loadgen::request::resolve_day(&super::loadgen::day_flags(&args.run))
+        .map_err(super::shared::into_anyhow)?;
     let f = &args.fleet;
     let (hosts, servers) = fleet::hosts::load_for(
         &f.hosts,
-        &super::run::RESULT_FILES,
+        &super::shared::RESULT_FILES,
         fleet::hosts::HostsFor::Loadgen,
     )
     .map_err(lift)?;
-    let users = day.common.users.len();
-    if users < 2 * hosts.len() {
-        return Err(usage(format!(
-            "{users} users for {} client hosts: each client's slice needs at least 2 users (its users send to each other); give more users or fewer [[host]] tables",
-            hosts.len()
-        )));
-    }
-    let silence = host_timeout(f.host_timeout, args.run.sample_interval.as_secs_f64())?;
-    let mut uploads = Vec::new();
-    for (flag, file) in [
-        ("profile", &c.profile),
-        ("users-file", &c.users_file),
-        ("ca-file", &c.ca_file),
-        ("server-env", &c.server_env),
-        ("password-file", &c.password_file),
-    ] {
-        if let Some(p) = file {
-            // A regular file, checked before ssh is given it as input (a FIFO would block the
-            // copy forever, /dev/zero would never end).
-            mbx_config::input::read_head(p, 0, "an input file copied to every client host")
-                .map_err(|e| usage(format!("--{flag}: {e}")))?;
-            uploads.push((p.clone(), flag.to_string()));
-        }
-    }
-    // --password goes to the hosts as a file (mode 0600 here and there, over ssh's stdin), never
-    // on an ssh or remote command line (visible in `ps`); the file is removed when the run ends.
-    let _password_file = match &c.password {
-        Some(p) => {
-            let f = password_file(p)?;
-            uploads.push((f.path().to_path_buf(), "password-file".to_string()));
-            Some(f)
-        }
-        None => None,
-    };
+    // Client K's request takes slice K of the users; the password goes as a file of its own.
+    let plan = fleet::plan::loadgen_jobs(&day, hosts.len()).map_err(lift)?;
+    let silence = fleet::plan::host_timeout(f.host_timeout, args.run.sample_interval.as_secs_f64())
+        .map_err(lift)?;
     coordinate(
         f,
         hosts,
-        c.out.as_deref(),
-        c.progress,
-        uploads,
+        args.run.conn.out.as_deref(),
+        args.run.conn.progress,
+        plan,
         silence,
         fleet::FleetJob::Loadgen {
             servers,
@@ -149,39 +134,24 @@ pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
-/// A temporary file of mode 0600 holding `password` (tempfile creates it readable by its owner
-/// only), removed when dropped.
-fn password_file(password: &str) -> anyhow::Result<tempfile::NamedTempFile> {
-    use std::io::Write as _;
-    let mut f = tempfile::Builder::new()
-        .prefix("mbxstress-password-")
-        .tempfile()
-        .context("making the temporary password file")?;
-    writeln!(f, "{password}").context("writing the temporary password file")?;
-    f.flush().context("writing the temporary password file")?;
-    Ok(f)
-}
-
 /// The checks, the runs, the summary and the exit code of every fleet command.
 fn coordinate(
     f: &FleetArgs,
     hosts: Vec<fleet::hosts::Host>,
     out: Option<&std::path::Path>,
     progress: crate::cli::ProgressMode,
-    uploads: Vec<(std::path::PathBuf, String)>,
+    (jobs, uploads): (Vec<mbx_app::request::HostJob>, fleet::plan::Uploads),
     silence: Duration,
     job: fleet::FleetJob,
 ) -> anyhow::Result<ExitCode> {
-    if !(0.1..=600.0).contains(&f.start_margin.as_secs_f64()) {
-        return Err(usage("--start-margin must be within 0.1s..=10m"));
-    }
+    fleet::plan::start_margin(f.start_margin).map_err(lift)?;
     // The binary --push copies, found and verified before any host or --out is touched.
     let push = if f.push || f.push_binary.is_some() {
         Some(fleet::find_push_binary(f.push_binary.as_deref()).map_err(lift)?)
     } else {
         None
     };
-    let out = super::run::results_dir(out)?;
+    let out = super::shared::results_dir(out)?;
     fs_err::create_dir_all(&out).context("creating the results folder")?;
     let human = progress == crate::cli::ProgressMode::Human;
     if let Some(moved) = fleet::summary::set_aside_unfinished(&out, &hosts).map_err(lift)? {
@@ -198,12 +168,6 @@ fn coordinate(
         mbx_engine::rfc3339_now().replace(':', ""),
         std::process::id()
     );
-    let argv: Vec<String> = std::env::args_os()
-        .map(|a| {
-            a.into_string()
-                .map_err(|a| usage(format!("a flag is not valid UTF-8: {a:?}")))
-        })
-        .collect::<anyhow::Result<_>>()?;
     // Ctrl-C, SIGTERM: the first stops every host cleanly, the second stops waiting for them.
     let runs_started = Arc::new(AtomicBool::new(false));
     let presses = crate::interrupt::install_counting(Arc::clone(&runs_started));
@@ -217,7 +181,7 @@ fn coordinate(
         fanout: usize::try_from(f.fanout).unwrap_or(1),
         out: out.clone(),
         run_id,
-        argv,
+        jobs,
         uploads,
         config: fleet::Config {
             host_timeout: silence,
@@ -349,19 +313,6 @@ fn merged_text(m: &fleet::Merged) -> String {
         t.push_str(&format!("Report: {}\n", p.display()));
     }
     t
-}
-
-/// The watchdog's bound: `--host-timeout`, else 10 sample intervals and at least 60 s.
-fn host_timeout(flag: Option<Duration>, sample_interval_s: f64) -> anyhow::Result<Duration> {
-    match flag {
-        Some(d) if d < Duration::from_secs(5) => Err(usage(
-            "--host-timeout must be at least 5s (a run sends an event a second)",
-        )),
-        Some(d) => Ok(d),
-        None => Ok(Duration::from_secs_f64(
-            (sample_interval_s * 10.0).clamp(60.0, 86_400.0),
-        )),
-    }
 }
 
 /// The terminal: `--progress jsonl` lines on stdout, or words and a live table on stderr.

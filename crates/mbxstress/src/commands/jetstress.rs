@@ -1,20 +1,8 @@
 //! `--jetstress-config FILE [--map-path FROM=TO ...]` on `run` and `prepare`: a Jetstress 2013
-//! configuration read by `mbx_config::jetstress`, as the base the flags override.
+//! configuration read by `mbx_config::jetstress` (through `mbx_app`), as the base the flags
+//! override; here, the notes said before a run about what it does not use.
 
 use mbx_config::jetstress::JetstressImport;
-
-use crate::cli::JetstressArgs;
-
-/// The configuration the flags name, if any. A file that is not a usable Jetstress
-/// configuration, or a bad --map-path rule, is a usage error (exit 2) naming what to fix.
-pub fn load(args: &JetstressArgs) -> anyhow::Result<Option<JetstressImport>> {
-    let Some(path) = &args.jetstress_config else {
-        return Ok(None);
-    };
-    mbx_app::config::load_jetstress(path, &args.map_path)
-        .map(Some)
-        .map_err(super::run::into_anyhow)
-}
 
 /// What the file asked for that is not used as such, one line each (to stderr before a run).
 pub fn notes(j: &JetstressImport) -> Vec<String> {

@@ -14,6 +14,7 @@ mod loadgen;
 mod prepare;
 mod report;
 pub(crate) mod run;
+pub(crate) mod shared;
 mod size;
 pub(crate) mod suite;
 mod verify;

@@ -1,22 +1,16 @@
 //! `mbxstress run`: the flags, as the application layer's request (`mbx_app::run`), and the
 //! rendering of a test's start and its summary. What the test does and decides is in mbx-app.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use mbx_app::config::{Flag, Layers, Sources};
-use mbx_app::AppError;
 use mbx_config::{RunConfig, TestKind};
-use mbx_engine::result::StopReason;
 use mbx_store::CreateParams;
 
+use super::shared::{code_for, into_anyhow, preflight, start_gate_from_stdin};
 use crate::cli::{ProgressMode, RunArgs, RunTest};
 use crate::exit::usage;
-
-/// Files a run writes into its results folder.
-pub(crate) use mbx_app::results_folder::RESULT_FILES;
 
 /// Where the configuration of the run the flags describe comes from: the files, and one line
 /// per flag that sets a key (given or not: a message names the flag that would set a key).
@@ -165,6 +159,28 @@ pub(crate) fn layers(args: &RunArgs) -> anyhow::Result<Layers> {
     Layers::read(sources(args)).map_err(into_anyhow)
 }
 
+/// `--request FILE` (a `fleet run` host): the request's test type, results folder and switches
+/// in `args`, and its configuration's layers; None without one.
+pub(crate) fn apply_request(args: &mut RunArgs) -> anyhow::Result<Option<Layers>> {
+    use mbx_app::request::{out_agrees, HostJob, HostRequest};
+    let Some(path) = &args.request else {
+        return Ok(None);
+    };
+    let req = HostRequest::read(path).map_err(into_anyhow)?;
+    let HostJob::Run(spec) = req.job else {
+        return Err(usage(format!(
+            "--request {}: not a storage test's request (a loadgen client's runs with `loadgen run --request`)",
+            path.display()
+        )));
+    };
+    out_agrees(args.out.as_deref(), &spec.out).map_err(into_anyhow)?;
+    args.test = Some(RunTest::Kind(spec.kind));
+    args.out = Some(spec.out);
+    args.force = spec.force;
+    args.allow_device = spec.allow_device;
+    Ok(Some(Layers::from_carried(spec.config)))
+}
+
 /// Defaults < --config or --jetstress-config < --profile < flags; then validated.
 pub(crate) fn resolve(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunConfig> {
     layers(args)?.resolve(kind).map_err(into_anyhow)
@@ -176,66 +192,21 @@ pub(crate) fn resolve_for(args: &RunArgs, kind: TestKind) -> anyhow::Result<RunC
     layers(args)?.resolve_for(kind).map_err(into_anyhow)
 }
 
-/// The results folder, checked (nothing of ours or anyone's in the way) but not created.
-pub(crate) fn results_dir(out: Option<&Path>) -> anyhow::Result<PathBuf> {
-    mbx_app::results_folder::results_dir(out).map_err(into_anyhow)
-}
-
 /// How the databases of `cfg` are created (or attached) for a test: `data_pages` each.
 pub(crate) fn create_params(args: &RunArgs, cfg: &RunConfig, data_pages: u64) -> CreateParams {
     mbx_app::run::create_params(cfg, data_pages, args.force, args.allow_device)
 }
 
-/// The application layer's error as the exit code classification expects it: each library
-/// error as itself (a transparent wrapper would hide it from the chain), with its context.
-pub(crate) fn into_anyhow(e: AppError) -> anyhow::Error {
-    use mbx_engine::EngineError;
-    match e {
-        AppError::Usage(m) => usage(m),
-        AppError::Config { context, source } => anyhow::Error::new(source).context(context),
-        AppError::Store(s) | AppError::Engine(EngineError::Store(s)) => anyhow::Error::new(s),
-        AppError::Engine(EngineError::Io(io)) => anyhow::Error::new(io),
-        AppError::Engine(other) => anyhow::Error::new(other),
-        AppError::Report { context, source } => anyhow::Error::new(source).context(context),
-        AppError::Io { context, source } => anyhow::Error::new(source).context(context),
-        AppError::File(io) => anyhow::Error::new(io),
-        AppError::Failed(m) => anyhow::anyhow!(m),
-        AppError::Input(e) => anyhow::Error::new(e),
-        AppError::Import(e) => anyhow::Error::new(e),
-        AppError::Context { context, source } => into_anyhow(*source).context(context),
-        AppError::Output(io) => anyhow::Error::new(io).context("writing the summary to stdout"),
-    }
-}
-
-/// The exit code of a test that ended this way (its own, in a suite).
-pub(crate) fn code_for(reason: StopReason) -> ExitCode {
-    match reason {
-        StopReason::Interrupted => ExitCode::from(crate::interrupt::INTERRUPTED),
-        StopReason::Completed => ExitCode::SUCCESS,
-        StopReason::VerdictFailed => ExitCode::from(1),
-        StopReason::IoError
-        | StopReason::IntegrityError
-        | StopReason::Error
-        | StopReason::Running => ExitCode::from(crate::exit::RUNTIME),
-    }
-}
-
-/// The preflight checks a run performs first (`doctor`'s fast subset).
-pub(crate) fn preflight(
-    cfg: &RunConfig,
-    specs: &[mbx_store::DatabaseSpec],
-    create: &CreateParams,
-) -> mbx_result::DoctorReport {
-    mbx_app::doctor::inspect(cfg, specs, create, mbx_app::doctor::ProbePlan::FAST)
-}
-
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     if !args.jetstress.map_path.is_empty() && args.jetstress.jetstress_config.is_none() {
         return Err(usage(
             "--map-path maps the paths of a --jetstress-config file: give the file too",
         ));
     }
-    let layers = layers(&args)?;
+    let layers = match apply_request(&mut args)? {
+        Some(l) => l,
+        None => layers(&args)?,
+    };
     let jetstress = layers.jetstress();
     let test = args.test.unwrap_or(RunTest::Kind(
         jetstress.map_or(TestKind::Performance, |j| j.test),
@@ -280,29 +251,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let ran = mbx_app::run::run(&req, &mut term);
     term.finish()?;
     Ok(code_for(ran.map_err(into_anyhow)?.reason))
-}
-
-/// `--start-gate stdin`: a thread reads the coordinator's lines: `start <unix seconds>` opens
-/// the gate, `stop` (or the end of stdin: the coordinator or its connection is gone) stops the
-/// test as Ctrl-C does, so no run outlives its coordinator.
-pub(crate) fn start_gate_from_stdin(cancel: Arc<AtomicBool>) -> Arc<mbx_engine::StartGate> {
-    use std::io::BufRead;
-    let gate = mbx_engine::StartGate::new();
-    let g = Arc::clone(&gate);
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            let mut words = line.split_whitespace();
-            match (words.next(), words.next(), words.next()) {
-                (Some("start"), Some(t), None)
-                    if t.parse::<f64>().is_ok_and(|t| g.open_at(t)) => {}
-                (Some("stop"), None, None) => cancel.store(true, Ordering::SeqCst),
-                _ => errln!("warning: --start-gate: ignoring the line {line:?} (expected `start <unix seconds>` or `stop`)"),
-            }
-        }
-        cancel.store(true, Ordering::SeqCst);
-    });
-    gate
 }
 
 #[cfg(test)]

@@ -1,56 +1,51 @@
-//! `mbxstress size`: flags and/or an input file -> `mbx_sizing::size` -> report, JSON, profile.
+//! `mbxstress size`: flags and/or an input file -> `mbx_app::size` (merged, validated, sized)
+//! -> report, JSON, profile.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use mbx_sizing::storage::{DiskClass, Raid};
-use mbx_sizing::{examples, DatabaseLayout, Method, SizingInput, SizingReport};
+use mbx_app::size::{describe_base, profile_comments, Base, SizeFlags};
+use mbx_sizing::{examples, SizingReport};
 
-use crate::cli::{SizeArgs, SizeInputs};
-use crate::exit::usage;
+use super::shared::into_anyhow;
+use crate::cli::SizeArgs;
 use crate::render;
 
-/// Where the values not given as flags came from.
-enum Base {
-    /// Nothing: every required value must be a flag.
-    None,
-    /// `--input FILE`.
-    File(PathBuf),
-    /// A built-in example, named explicitly or chosen because nothing was given.
-    Example {
-        name: &'static str,
-        source: &'static str,
-        implicit: bool,
-    },
+/// The flags as the application layer's layer (`mbx_app::size`): the deployment's flags by
+/// their names (the same as the `--input` file's keys).
+fn size_flags(args: &SizeArgs) -> anyhow::Result<SizeFlags> {
+    let inputs = serde_json::to_value(&args.inputs)
+        .and_then(serde_json::from_value)
+        .context("the size flags as the sizing inputs")?;
+    Ok(SizeFlags {
+        inputs,
+        virtualized: args.virtualized,
+        multi_role: args.multi_role,
+        input: args.input.clone(),
+        example: args.example.clone(),
+    })
 }
 
 pub fn run(args: SizeArgs) -> anyhow::Result<ExitCode> {
-    let (base, base_inputs) = load_base(&args)?;
+    let flags = size_flags(&args)?;
+    let req = mbx_app::size::resolve(&flags).map_err(into_anyhow)?;
+    let (input, base) = (&req.input, &req.base);
     if let Base::Example {
         name,
         source,
         implicit: true,
-    } = &base
+    } = base
     {
         errln!(
             "note: no deployment given (--mailboxes, --input or --example); sizing the built-in example '{name}': {source}"
         );
     }
-    let merged = merge(&args, base_inputs);
-    let input = to_sizing_input(&merged, &args, &base)?;
-    let report = mbx_sizing::size(&input).map_err(|e| {
-        usage(format!(
-            "invalid {}: {}",
-            describe_field(e.field, &args, &base),
-            e.reason
-        ))
-    })?;
+    let report = mbx_app::size::size(&flags, &req).map_err(into_anyhow)?;
 
     if let Some(path) = &args.profile_out {
         report
             .profile
-            .save(path, &profile_comments(&report, &base))
+            .save(path, &profile_comments(&report, base))
             .with_context(|| {
                 format!(
                     "writing the test profile (--profile-out {})",
@@ -60,11 +55,11 @@ pub fn run(args: SizeArgs) -> anyhow::Result<ExitCode> {
     }
 
     // A built-in example sized as its paper stated it is compared with the paper, row by row.
-    let example = match &base {
+    let example = match base {
         Base::Example { name, .. } => examples::by_name(name),
         _ => None,
     };
-    let paper = example.as_ref().filter(|e| e.input == input);
+    let paper = example.as_ref().filter(|e| e.input == *input);
     let mut out = std::io::stdout().lock();
     if args.json {
         let mut v = serde_json::to_value(&report).context("serializing the sizing report")?;
@@ -74,7 +69,7 @@ pub fn run(args: SizeArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &v).context("writing JSON to stdout")?;
         writeln_out(&mut out, "")?;
     } else {
-        let mut text = render::size_report(&report, &describe_base(&base));
+        let mut text = render::size_report(&report, &describe_base(base));
         match (paper, &example) {
             (Some(e), _) => text.push_str(&render::paper_comparison(e, &report)),
             (None, Some(e)) => text.push_str(&format!(
@@ -102,313 +97,6 @@ fn writeln_out(out: &mut impl std::io::Write, text: &str) -> anyhow::Result<()> 
     writeln!(out, "{text}").context("writing to stdout")
 }
 
-fn load_base(args: &SizeArgs) -> anyhow::Result<(Base, SizeInputs)> {
-    if let Some(path) = &args.input {
-        let text = mbx_config::input::read_bounded(
-            path,
-            mbx_config::input::CONFIG_LIMIT,
-            "a sizing input file (TOML)",
-        )
-        .map_err(|e| usage(format!("--input: {e}")))?;
-        let inputs: SizeInputs = toml::from_str(&text).map_err(|e| {
-            usage(format!(
-                "--input {} is not a valid sizing input file: {e}\nKeys are the flags' names in snake_case (see `mbxstress size --help`).",
-                path.display()
-            ))
-        })?;
-        if inputs.databases_per_server.is_some() && inputs.mailboxes_per_database.is_some() {
-            return Err(usage(format!(
-                "{}: give either `databases_per_server` or `mailboxes_per_database`, not both",
-                path.display()
-            )));
-        }
-        return Ok((Base::File(path.clone()), inputs));
-    }
-    let explicit = args.example.as_deref();
-    let deployment_given = args.inputs.mailboxes.is_some()
-        || args.inputs.messages_per_day.is_some()
-        || args.inputs.servers.is_some();
-    let name = match explicit {
-        Some(name) => name,
-        None if !deployment_given => "tintri",
-        None => return Ok((Base::None, SizeInputs::default())),
-    };
-    let example =
-        examples::by_name(name).ok_or_else(|| usage(format!("unknown --example {name}")))?;
-    Ok((
-        Base::Example {
-            name: example.name,
-            source: example.source,
-            implicit: explicit.is_none(),
-        },
-        from_sizing_input(&example.input),
-    ))
-}
-
-/// Flags override the base; a layout flag replaces the base's layout entirely.
-fn merge(args: &SizeArgs, mut base: SizeInputs) -> SizeInputs {
-    let cli = &args.inputs;
-    if cli.databases_per_server.is_some() || cli.mailboxes_per_database.is_some() {
-        base.databases_per_server = None;
-        base.mailboxes_per_database = None;
-    }
-    SizeInputs {
-        method: cli.method.clone().or(base.method),
-        mailboxes: cli.mailboxes.or(base.mailboxes),
-        messages_per_day: cli.messages_per_day.or(base.messages_per_day),
-        message_size_kb: cli.message_size_kb.or(base.message_size_kb),
-        quota_mb: cli.quota_mb.or(base.quota_mb),
-        copies: cli.copies.or(base.copies),
-        servers: cli.servers.or(base.servers),
-        databases_per_server: cli.databases_per_server.or(base.databases_per_server),
-        mailboxes_per_database: cli.mailboxes_per_database.or(base.mailboxes_per_database),
-        headroom_pct: cli.headroom_pct.or(base.headroom_pct),
-        iops_per_mailbox: cli.iops_per_mailbox.or(base.iops_per_mailbox),
-        specint_rate: cli.specint_rate.or(base.specint_rate),
-        specint_cores: cli.specint_cores.or(base.specint_cores),
-        cores_per_server: cli.cores_per_server.or(base.cores_per_server),
-        cpu_mhz: cli.cpu_mhz.or(base.cpu_mhz),
-        peak_cpu_pct: cli.peak_cpu_pct.or(base.peak_cpu_pct),
-        client_access_cores: cli.client_access_cores.or(base.client_access_cores),
-        log_retention_days: cli.log_retention_days.or(base.log_retention_days),
-        deleted_item_retention_days: cli
-            .deleted_item_retention_days
-            .or(base.deleted_item_retention_days),
-        data_overhead_pct: cli.data_overhead_pct.or(base.data_overhead_pct),
-        disk_class: cli.disk_class.clone().or(base.disk_class),
-        disk_capacity_gb: cli.disk_capacity_gb.or(base.disk_capacity_gb),
-        disk_iops: cli.disk_iops.or(base.disk_iops),
-        db_raid: cli.db_raid.clone().or(base.db_raid),
-        log_raid: cli.log_raid.clone().or(base.log_raid),
-        peak_hour_log_pct: cli.peak_hour_log_pct.or(base.peak_hour_log_pct),
-        sites: cli.sites.or(base.sites),
-        lagged_copies: cli.lagged_copies.or(base.lagged_copies),
-        lag_days: cli.lag_days.or(base.lag_days),
-        archive_quota_mb: cli.archive_quota_mb.or(base.archive_quota_mb),
-        virtualized: Some(args.virtualized || base.virtualized.unwrap_or(false)),
-        multi_role: Some(args.multi_role || base.multi_role.unwrap_or(false)),
-    }
-}
-
-fn to_sizing_input(m: &SizeInputs, args: &SizeArgs, base: &Base) -> anyhow::Result<SizingInput> {
-    let method = match &m.method {
-        None => Method::default(),
-        Some(name) => Method::parse(name).ok_or_else(|| {
-            let names: Vec<_> = Method::ALL.iter().map(|m| m.cli_name()).collect();
-            usage(format!(
-                "invalid {}: unknown method '{name}'; expected one of {}",
-                describe_field("method", args, base),
-                names.join(", ")
-            ))
-        })?,
-    };
-    let required = |field: &'static str, present: bool| -> anyhow::Result<()> {
-        if present {
-            Ok(())
-        } else {
-            let flag = format!("--{}", field.replace('_', "-"));
-            Err(usage(match base {
-                Base::File(path) => format!(
-                    "{flag} is required: give it as a flag or as `{field}` in {}",
-                    path.display()
-                ),
-                _ => format!(
-                    "{flag} is required (or start from a file with --input FILE or a built-in --example NAME)"
-                ),
-            }))
-        }
-    };
-    required("mailboxes", m.mailboxes.is_some())?;
-    required("messages_per_day", m.messages_per_day.is_some())?;
-    required("servers", m.servers.is_some())?;
-    let mut input = SizingInput::new(
-        method,
-        m.mailboxes.unwrap_or_default(),
-        m.messages_per_day.unwrap_or_default(),
-        m.servers.unwrap_or_default(),
-    );
-    if let Some(v) = m.message_size_kb {
-        input.message_size_kb = v;
-    }
-    if let Some(v) = m.quota_mb {
-        input.quota_mb = v;
-    }
-    if let Some(v) = m.copies {
-        input.copies = v;
-    }
-    input.layout = match (m.databases_per_server, m.mailboxes_per_database) {
-        (Some(d), _) => DatabaseLayout::PerServer(d),
-        (None, Some(n)) => DatabaseLayout::MailboxesPerDatabase(n),
-        (None, None) => DatabaseLayout::Auto,
-    };
-    if let Some(v) = m.headroom_pct {
-        input.headroom_pct = v;
-    }
-    input.iops_per_mailbox = m.iops_per_mailbox;
-    input.cpu.specint_rate = m.specint_rate;
-    input.cpu.specint_cores = m.specint_cores;
-    input.cpu.cores_per_server = m.cores_per_server;
-    input.cpu.cpu_mhz = m.cpu_mhz;
-    if let Some(v) = m.peak_cpu_pct {
-        input.cpu.peak_cpu_pct = v;
-    }
-    if let Some(v) = m.client_access_cores {
-        input.cpu.client_access_cores = v;
-    }
-    if let Some(v) = m.log_retention_days {
-        input.log_retention_days = v;
-    }
-    if let Some(v) = m.deleted_item_retention_days {
-        input.deleted_item_retention_days = v;
-    }
-    if let Some(v) = m.data_overhead_pct {
-        input.data_overhead_pct = v;
-    }
-    input.virtualized = m.virtualized.unwrap_or(false);
-    input.multi_role = m.multi_role.unwrap_or(false);
-    if let Some(name) = &m.disk_class {
-        input.storage.disk_class = DiskClass::parse(name).ok_or_else(|| {
-            let names: Vec<_> = DiskClass::ALL.iter().map(|d| d.cli_name()).collect();
-            usage(format!(
-                "invalid {}: unknown disk class '{name}'; expected one of {}",
-                describe_field("disk_class", args, base),
-                names.join(", ")
-            ))
-        })?;
-    }
-    input.storage.disk_capacity_gb = m.disk_capacity_gb;
-    input.storage.disk_iops = m.disk_iops;
-    for (field, value, slot) in [
-        ("db_raid", &m.db_raid, &mut input.storage.db_raid),
-        ("log_raid", &m.log_raid, &mut input.storage.log_raid),
-    ] {
-        if let Some(name) = value {
-            *slot = Raid::parse(name).ok_or_else(|| {
-                usage(format!(
-                    "invalid {}: unknown RAID level '{name}'; expected one of raid1, raid10, raid5, raid6, jbod",
-                    describe_field(field, args, base)
-                ))
-            })?;
-        }
-    }
-    if let Some(v) = m.peak_hour_log_pct {
-        input.peak_hour_log_pct = v;
-    }
-    if let Some(v) = m.sites {
-        input.sites = v;
-    }
-    if let Some(v) = m.lagged_copies {
-        input.lagged_copies = v;
-    }
-    if let Some(v) = m.lag_days {
-        input.lag_days = v;
-    }
-    if let Some(v) = m.archive_quota_mb {
-        input.archive_quota_mb = v;
-    }
-    Ok(input)
-}
-
-fn from_sizing_input(i: &SizingInput) -> SizeInputs {
-    let (dbs, mpd) = match i.layout {
-        DatabaseLayout::Auto => (None, None),
-        DatabaseLayout::PerServer(d) => (Some(d), None),
-        DatabaseLayout::MailboxesPerDatabase(n) => (None, Some(n)),
-    };
-    SizeInputs {
-        method: Some(i.method.cli_name().to_string()),
-        mailboxes: Some(i.mailboxes),
-        messages_per_day: Some(i.messages_per_day),
-        message_size_kb: Some(i.message_size_kb),
-        quota_mb: Some(i.quota_mb),
-        copies: Some(i.copies),
-        servers: Some(i.servers),
-        databases_per_server: dbs,
-        mailboxes_per_database: mpd,
-        headroom_pct: Some(i.headroom_pct),
-        iops_per_mailbox: i.iops_per_mailbox,
-        specint_rate: i.cpu.specint_rate,
-        specint_cores: i.cpu.specint_cores,
-        cores_per_server: i.cpu.cores_per_server,
-        cpu_mhz: i.cpu.cpu_mhz,
-        peak_cpu_pct: Some(i.cpu.peak_cpu_pct),
-        client_access_cores: Some(i.cpu.client_access_cores),
-        log_retention_days: Some(i.log_retention_days),
-        deleted_item_retention_days: Some(i.deleted_item_retention_days),
-        data_overhead_pct: Some(i.data_overhead_pct),
-        disk_class: Some(i.storage.disk_class.cli_name().to_string()),
-        disk_capacity_gb: i.storage.disk_capacity_gb,
-        disk_iops: i.storage.disk_iops,
-        db_raid: Some(i.storage.db_raid.cli_name().to_string()),
-        log_raid: Some(i.storage.log_raid.cli_name().to_string()),
-        peak_hour_log_pct: Some(i.peak_hour_log_pct),
-        sites: Some(i.sites),
-        lagged_copies: Some(i.lagged_copies),
-        lag_days: Some(i.lag_days),
-        archive_quota_mb: Some(i.archive_quota_mb),
-        virtualized: Some(i.virtualized),
-        multi_role: Some(i.multi_role),
-    }
-}
-
-/// Names a field the way the user gave it: the flag if it was a flag (or a default), the key and
-/// file if it came from `--input`, the flag and example otherwise.
-fn describe_field(field: &str, args: &SizeArgs, base: &Base) -> String {
-    let flag = format!("--{}", field.replace('_', "-"));
-    let given_as_flag = match field {
-        "virtualized" => args.virtualized,
-        "multi_role" => args.multi_role,
-        _ => serde_json::to_value(&args.inputs)
-            .ok()
-            .and_then(|v| v.get(field).map(|x| !x.is_null()))
-            .unwrap_or(false),
-    };
-    if given_as_flag {
-        return flag;
-    }
-    match base {
-        Base::File(path) => format!("`{field}` in {}", path.display()),
-        Base::Example { name, .. } => format!("{flag} (set by example '{name}')"),
-        Base::None => flag,
-    }
-}
-
-fn describe_base(base: &Base) -> String {
-    match base {
-        Base::None => "command-line flags".into(),
-        Base::File(path) => format!("input file {} (flags override it)", path.display()),
-        Base::Example { name, source, .. } => format!("built-in example '{name}': {source}"),
-    }
-}
-
-fn profile_comments(report: &SizingReport, base: &Base) -> Vec<String> {
-    let mut c = vec![
-        format!(
-            "written by mbxstress {} `size` with the {} ({})",
-            env!("CARGO_PKG_VERSION"),
-            report.method_label,
-            report.method.id()
-        ),
-        format!("from {}", describe_base(base)),
-        format!(
-            "one server of {}: {} mailboxes, {} messages/day, target {:.1} IOPS ({:.4} IOPS/mailbox + {}% headroom, ESRP-rounded)",
-            report.servers,
-            report.mailboxes_total,
-            report.input.messages_per_day,
-            report.target_iops_per_server,
-            report.iops_per_mailbox,
-            report.headroom_pct
-        ),
-    ];
-    let p = &report.profile;
-    c.push(format!(
-        "the storage test creates {} database(s) totalling {:.1} GiB",
-        p.databases,
-        p.mailboxes as f64 * p.mailbox_quota_mb as f64 / 1024.0
-    ));
-    c
-}
-
 /// `paper_comparison` in `size --json` of a built-in example: each figure its paper reports, ours,
 /// whether they agree at the paper's precision, and why not.
 fn paper_json(e: &examples::Example, r: &SizingReport) -> serde_json::Value {
@@ -426,4 +114,47 @@ fn paper_json(e: &examples::Example, r: &SizingReport) -> serde_json::Value {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// Every deployment flag reaches the application layer's inputs by its name (a flag the
+    /// inputs do not have is refused there: `deny_unknown_fields`).
+    #[test]
+    fn every_size_flag_reaches_the_sizing_inputs() {
+        let argv = "mbxstress size --method exchange2016 --mailboxes 10 --messages-per-day 100 \
+            --message-size-kb 80 --quota-mb 1024 --copies 2 --servers 1 --databases-per-server 2 \
+            --headroom-pct 20 --iops-per-mailbox 0.1 --specint-rate 100 --specint-cores 8 \
+            --cores-per-server 8 --cpu-mhz 2000 --peak-cpu-pct 70 --client-access-cores 2 \
+            --log-retention-days 3 --deleted-item-retention-days 14 --data-overhead-pct 20 \
+            --disk-class ssd --disk-capacity-gb 900 --disk-iops 5000 --db-raid raid10 \
+            --log-raid raid1 --peak-hour-log-pct 15 --sites 1 --lagged-copies 0 --lag-days 0 \
+            --archive-quota-mb 0 --virtualized";
+        let cli = crate::cli::Cli::try_parse_from(argv.split_whitespace()).expect("parses");
+        let crate::cli::Command::Size(args) = cli.command else {
+            panic!("not size");
+        };
+        let f = size_flags(&args).expect("maps");
+        let v = serde_json::to_value(&f.inputs).expect("json");
+        let unset: Vec<&String> = v
+            .as_object()
+            .expect("object")
+            .iter()
+            // The switches are SizeFlags' own; --mailboxes-per-database excludes the other layout.
+            .filter(|(k, x)| {
+                x.is_null()
+                    && !matches!(
+                        k.as_str(),
+                        "virtualized" | "multi_role" | "mailboxes_per_database"
+                    )
+            })
+            .map(|(k, _)| k)
+            .collect();
+        assert!(unset.is_empty(), "flags that did not arrive: {unset:?}");
+        assert!(f.virtualized && !f.multi_role);
+        assert_eq!(f.inputs.disk_class.as_deref(), Some("ssd"));
+    }
 }

@@ -9,7 +9,7 @@ use mbx_app::suite::{SuiteEnd, SuiteRequest};
 /// The tests of the suite, in order, with their folder names.
 pub(crate) use mbx_app::suite::STEPS;
 
-use super::run::{code_for, into_anyhow, preflight};
+use super::shared::{code_for, into_anyhow, preflight};
 use crate::cli::RunArgs;
 
 /// Runs the suite (`mbx_app::suite`).

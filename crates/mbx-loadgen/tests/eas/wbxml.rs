@@ -1,5 +1,5 @@
 //! The WBXML codec against libwbxml (Debian's libwbxml2-utils): for every MS-ASCMD example in
-//! tests/eas-fixtures, our encoding of the XML equals `xml2wbxml`'s bytes, `wbxml2xml` reads
+//! tests/eas/fixtures, our encoding of the XML equals `xml2wbxml`'s bytes, `wbxml2xml` reads
 //! ours back to the same tree, and our decoder reads ours back too. Then properties: any tree
 //! round-trips, and random bytes never panic the decoder nor get past its bounds.
 //!
@@ -19,9 +19,9 @@ use quick_xml::name::ResolveResult;
 use quick_xml::NsReader;
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/eas-fixtures");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/eas/fixtures");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/eas-fixtures")
+        .expect("tests/eas/fixtures")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "xml"))
         .collect();

@@ -8,6 +8,7 @@
 //! and returns, unless MBX_REQUIRE_MAIL_SERVER is set (.ci/run sets it as root): then it fails.
 
 use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -25,21 +26,61 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/easserver.sh")
 }
 
+/// Where the server's folder goes: tmpfs when there is room (its PostgreSQL cluster is some
+/// 40 MB of throwaway files that need not reach a disk: the suite's writes are budgeted), else
+/// /tmp or /var/tmp, whichever other users can traverse (bench/test-footprint.sh makes /tmp a
+/// private 0700 folder; sogod, postgres and Dovecot must reach the folder).
+fn base() -> &'static str {
+    let traversable = |b: &str| {
+        std::fs::metadata(b).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 != 0)
+    };
+    let shm_room = Command::new("df")
+        .args(["--output=avail", "-k", "/dev/shm"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .nth(1)
+                .and_then(|l| l.trim().parse::<u64>().ok())
+        })
+        .is_some_and(|kib| kib > 512 * 1024);
+    if shm_room && traversable("/dev/shm") {
+        return "/dev/shm";
+    }
+    ["/tmp", "/var/tmp"]
+        .into_iter()
+        .find(|b| traversable(b))
+        .unwrap_or("/tmp")
+}
+
 fn required() -> bool {
     std::env::var_os("MBX_REQUIRE_MAIL_SERVER").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 impl EasServer {
     fn start(users: u32) -> Option<EasServer> {
-        let dir = PathBuf::from(format!("/tmp/mbxeas-{}", std::process::id()));
-        let out = Command::new("bash")
-            .arg(script())
-            .arg("start")
-            .arg(&dir)
-            .args(["--users", &users.to_string(), "--workers", "4"])
-            .args(["--watch", &std::process::id().to_string()])
-            .output()
-            .expect("runs bash");
+        let dir = PathBuf::from(format!("{}/mbxeas-{}", base(), std::process::id()));
+        let mut out = None;
+        // A port block taken between the scripts' check and the daemons' bind (other tests on
+        // the machine start servers too): try again.
+        for _ in 0..3 {
+            let o = Command::new("bash")
+                .arg(script())
+                .arg("start")
+                .arg(&dir)
+                .args(["--users", &users.to_string(), "--workers", "4"])
+                .args(["--watch", &std::process::id().to_string()])
+                .output()
+                .expect("runs bash");
+            let err = String::from_utf8_lossy(&o.stderr);
+            let retry = !o.status.success() && (err.contains("in use") || err.contains("listen"));
+            out = Some(o);
+            if !retry {
+                break;
+            }
+        }
+        let out = out.expect("one attempt");
         if !out.status.success() {
             let why = String::from_utf8_lossy(&out.stderr).into_owned();
             assert!(

@@ -38,7 +38,10 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
-use super::codepages::{airsync, airsyncbase, folderhierarchy, provision, settings};
+use super::codepages::{
+    airsync, airsyncbase, composemail, folderhierarchy, itemoperations, moveitems, ping, provision,
+    settings,
+};
 use super::wbxml::{self, Element, Limits};
 use crate::error::{Error, ErrorClass, Rejection, Result};
 
@@ -191,6 +194,8 @@ pub struct EasClient {
     folder_key: String,
     folders: Vec<Folder>,
     sync_keys: HashMap<String, String>,
+    /// Messages sent (their ClientIds).
+    sent: u64,
 }
 
 impl std::fmt::Debug for EasClient {
@@ -261,6 +266,7 @@ impl EasClient {
             folder_key: "0".to_owned(),
             folders: Vec::new(),
             sync_keys: HashMap::new(),
+            sent: 0,
         })
     }
 
@@ -327,13 +333,13 @@ impl EasClient {
         command: &str,
         method: Method,
         path_and_query: &str,
-        body: Vec<u8>,
+        (content_type, body): (&str, Vec<u8>),
         timeout: Duration,
     ) -> Result<(StatusCode, hyper::http::HeaderMap, Vec<u8>, Duration)> {
         let start = Instant::now();
         match tokio::time::timeout(
             timeout,
-            self.exchange_inner(command, method, path_and_query, body),
+            self.exchange_inner(command, method, path_and_query, content_type, body),
         )
         .await
         {
@@ -355,6 +361,7 @@ impl EasClient {
         command: &str,
         method: Method,
         path_and_query: &str,
+        content_type: &str,
         body: Vec<u8>,
     ) -> Result<(StatusCode, hyper::http::HeaderMap, Vec<u8>)> {
         let body = Bytes::from(body);
@@ -371,7 +378,7 @@ impl EasClient {
                 }
                 return Err(self.err(ErrorClass::Disconnect, command, "connection closed"));
             }
-            let req = self.request(&method, path_and_query, body.clone())?;
+            let req = self.request(&method, path_and_query, content_type, body.clone())?;
             let resp = match sender.send_request(req).await {
                 Ok(r) => r,
                 Err(_) if attempt == 0 && reused => {
@@ -430,6 +437,7 @@ impl EasClient {
         &self,
         method: &Method,
         path_and_query: &str,
+        content_type: &str,
         body: Bytes,
     ) -> Result<Request<Full<Bytes>>> {
         let mut b = Request::builder()
@@ -442,7 +450,7 @@ impl EasClient {
             b = b.header("MS-ASProtocolVersion", v);
         }
         if *method == Method::POST {
-            b = b.header(CONTENT_TYPE, WBXML_TYPE);
+            b = b.header(CONTENT_TYPE, content_type);
             if let Some(k) = &self.policy_key {
                 b = b.header("X-MS-PolicyKey", k.as_str());
             }
@@ -471,7 +479,7 @@ impl EasClient {
                 "OPTIONS",
                 Method::OPTIONS,
                 &path,
-                Vec::new(),
+                ("", Vec::new()),
                 self.cfg.timeout,
             )
             .await?;
@@ -529,20 +537,31 @@ impl EasClient {
     }
 
     async fn post(&mut self, cmd: &str, body: &Element, timeout: Duration) -> Result<Answer> {
+        let bytes = wbxml::encode(body, self.cfg.wbxml.depth)
+            .map_err(|e| self.err(ErrorClass::Protocol, cmd, e.to_string()))?;
+        self.post_bytes(cmd, "", (WBXML_TYPE, bytes), timeout).await
+    }
+
+    /// POSTs `cmd` with a body of `content_type` (`extra` is appended to the query).
+    async fn post_bytes(
+        &mut self,
+        cmd: &str,
+        extra: &str,
+        payload: (&str, Vec<u8>),
+        timeout: Duration,
+    ) -> Result<Answer> {
         if self.version.is_none() {
             self.options().await?;
         }
-        let bytes = wbxml::encode(body, self.cfg.wbxml.depth)
-            .map_err(|e| self.err(ErrorClass::Protocol, cmd, e.to_string()))?;
         let query = format!(
-            "{}?Cmd={cmd}&User={}&DeviceId={}&DeviceType={}",
+            "{}?Cmd={cmd}&User={}&DeviceId={}&DeviceType={}{extra}",
             self.path,
             query_escape(&self.cfg.user),
             query_escape(&self.cfg.device_id),
             query_escape(&self.cfg.device_type)
         );
         let (status, _, data, elapsed) = self
-            .exchange(cmd, Method::POST, &query, bytes, timeout)
+            .exchange(cmd, Method::POST, &query, payload, timeout)
             .await?;
         if status.as_u16() == 449 {
             return Ok(Answer {
@@ -790,6 +809,192 @@ impl EasClient {
         let key = collection.child_text(airsync::SyncKey).map(str::to_owned);
         Ok((batch, key))
     }
+}
+
+impl EasClient {
+    /// SendMail: submits `mime` (a whole RFC 5322 message), a copy saved in Sent Items. At
+    /// 14.0 and later a WBXML request (ClientId, SaveInSentItems, the MIME as opaque bytes); at
+    /// 12.1 the raw message (`message/rfc822`, `SaveInSent=T`), as MS-ASCMD defines for each.
+    pub async fn send_mail(&mut self, mime: &[u8]) -> Result<Answer> {
+        if self.version.is_none() {
+            self.options().await?;
+        }
+        self.sent = self.sent.wrapping_add(1);
+        let answer = if self.version.is_some_and(|v| v.starts_with("12.")) {
+            let timeout = self.cfg.timeout;
+            let mut answer = self
+                .post_bytes(
+                    "SendMail",
+                    "&SaveInSent=T",
+                    ("message/rfc822", mime.to_vec()),
+                    timeout,
+                )
+                .await?;
+            if answer.status.as_u16() == 449 {
+                self.provision().await?;
+                answer = self
+                    .post_bytes(
+                        "SendMail",
+                        "&SaveInSent=T",
+                        ("message/rfc822", mime.to_vec()),
+                        timeout,
+                    )
+                    .await?;
+            }
+            answer
+        } else {
+            let req = Element::new(composemail::SendMail)
+                .with(Element::text(
+                    composemail::ClientId,
+                    format!("{}-{}", self.cfg.device_id, self.sent),
+                ))
+                .with(Element::new(composemail::SaveInSentItems))
+                .with(Element::opaque(composemail::MIME, mime.to_vec()));
+            self.command("SendMail", &req).await?
+        };
+        // Success is an empty answer; a body carries the failure's status.
+        if let Some(status) = answer.body.as_ref().and_then(top_status) {
+            if status != 1 {
+                return Err(self.err(
+                    ErrorClass::Rejected(Rejection::Other),
+                    "SendMail",
+                    format!("SendMail status {status}"),
+                ));
+            }
+        }
+        Ok(answer)
+    }
+
+    /// Ping: parks until one of `folders` (id and class: `Email`, `Calendar`, `Contacts`) changes
+    /// or `heartbeat` passes; the request's timeout is the heartbeat plus [`Config::timeout`].
+    pub async fn ping(
+        &mut self,
+        heartbeat: Duration,
+        folders: &[(&str, &str)],
+    ) -> Result<PingAnswer> {
+        let mut list = Element::new(ping::Folders);
+        for (id, class) in folders {
+            list = list.with(
+                Element::new(ping::Folder)
+                    .with(Element::text(ping::Id, *id))
+                    .with(Element::text(ping::Class, *class)),
+            );
+        }
+        let req = Element::new(ping::Ping)
+            .with(Element::text(
+                ping::HeartbeatInterval,
+                heartbeat.as_secs().to_string(),
+            ))
+            .with(list);
+        let timeout = heartbeat.saturating_add(self.cfg.timeout);
+        let answer = self.command_with_timeout("Ping", &req, timeout).await?;
+        let body = answer
+            .body
+            .as_ref()
+            .ok_or_else(|| self.err(ErrorClass::Protocol, "Ping", "empty answer"))?;
+        let status = top_status(body).unwrap_or(0);
+        // 1: the heartbeat passed without changes; 2: changes in the folders listed.
+        if status != 1 && status != 2 {
+            return Err(self.err(
+                ErrorClass::Rejected(Rejection::Other),
+                "Ping",
+                format!("Ping status {status}"),
+            ));
+        }
+        let changed = body
+            .child(ping::Folders)
+            .map(|f| {
+                f.all(ping::Folder)
+                    .filter_map(|e| e.text_content().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(PingAnswer {
+            status,
+            changed,
+            elapsed: answer.elapsed,
+        })
+    }
+
+    /// ItemOperations Fetch of one item of `collection_id` as full MIME: its `Properties`.
+    pub async fn fetch_mime(&mut self, collection_id: &str, server_id: &str) -> Result<Element> {
+        let req = Element::new(itemoperations::ItemOperations).with(
+            Element::new(itemoperations::Fetch)
+                .with(Element::text(itemoperations::Store, "Mailbox"))
+                .with(Element::text(airsync::CollectionId, collection_id))
+                .with(Element::text(airsync::ServerId, server_id))
+                .with(
+                    Element::new(itemoperations::Options)
+                        .with(Element::text(airsync::MIMESupport, "2"))
+                        .with(
+                            Element::new(airsyncbase::BodyPreference)
+                                .with(Element::text(airsyncbase::Type, "4")),
+                        ),
+                ),
+        );
+        let answer = self.command("ItemOperations", &req).await?;
+        let fetch = answer
+            .body
+            .as_ref()
+            .and_then(|b| b.path(&[itemoperations::Response, itemoperations::Fetch]));
+        let status = fetch
+            .and_then(|f| f.child_text(itemoperations::Status))
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        match (
+            status,
+            fetch.and_then(|f| f.child(itemoperations::Properties)),
+        ) {
+            (Some(1), Some(p)) => Ok(p.clone()),
+            (s, _) => Err(self.err(
+                ErrorClass::Rejected(Rejection::Other),
+                "ItemOperations",
+                format!("Fetch status {s:?}"),
+            )),
+        }
+    }
+
+    /// MoveItems of one item from `src_folder` to `dst_folder`: its id in the destination.
+    pub async fn move_item(
+        &mut self,
+        server_id: &str,
+        src_folder: &str,
+        dst_folder: &str,
+    ) -> Result<String> {
+        let req = Element::new(moveitems::MoveItems).with(
+            Element::new(moveitems::Move)
+                .with(Element::text(moveitems::SrcMsgId, server_id))
+                .with(Element::text(moveitems::SrcFldId, src_folder))
+                .with(Element::text(moveitems::DstFldId, dst_folder)),
+        );
+        let answer = self.command("MoveItems", &req).await?;
+        let resp = answer
+            .body
+            .as_ref()
+            .and_then(|b| b.child(moveitems::Response));
+        let status = resp
+            .and_then(|r| r.child_text(moveitems::Status))
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        // 3: success (MS-ASCMD MoveItems Status).
+        match (status, resp.and_then(|r| r.child_text(moveitems::DstMsgId))) {
+            (Some(3), Some(id)) => Ok(id.to_owned()),
+            (s, _) => Err(self.err(
+                ErrorClass::Rejected(Rejection::Other),
+                "MoveItems",
+                format!("MoveItems status {s:?}"),
+            )),
+        }
+    }
+}
+
+/// What a Ping returned.
+#[derive(Debug)]
+pub struct PingAnswer {
+    /// 1: the heartbeat passed with no change; 2: the folders in `changed` changed.
+    pub status: u32,
+    /// Ids of the folders with changes.
+    pub changed: Vec<String>,
+    /// How long the Ping was parked, answer included.
+    pub elapsed: Duration,
 }
 
 /// The one place a latency is read off the clock (mbx-core's `Clock` goes here).

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mbx_loadgen::eas::client::{folder_type, Config, EasClient};
-use mbx_loadgen::eas::codepages::{airsync, folderhierarchy, provision, settings};
+use mbx_loadgen::eas::codepages::{airsync, folderhierarchy, moveitems, provision, settings};
 use mbx_loadgen::eas::{decode, encode, Element, Limits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -20,6 +20,7 @@ struct Seen {
     target: String,
     headers: Vec<(String, String)>,
     body: Option<Element>,
+    raw: Vec<u8>,
 }
 
 impl Seen {
@@ -68,12 +69,17 @@ async fn read_request(s: &mut TcpStream) -> Option<Seen> {
         }
         body.extend_from_slice(&chunk[..n]);
     }
-    let body = (!body.is_empty()).then(|| decode(&body, &Limits::default()).expect("WBXML"));
+    let wbxml = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.contains("wbxml"));
+    let tree =
+        (wbxml && !body.is_empty()).then(|| decode(&body, &Limits::default()).expect("WBXML"));
     Some(Seen {
         method,
         target,
         headers,
-        body,
+        body: tree,
+        raw: body,
     })
 }
 
@@ -333,4 +339,52 @@ async fn a_version_the_client_does_not_speak_is_refused() {
     let e = dev.options().await.expect_err("no common version");
     assert_eq!(e.class.name(), "protocol", "{e}");
     assert!(e.detail.contains("2.5,12.0"), "{e}");
+}
+
+#[tokio::test]
+async fn send_mail_at_12_1_is_raw_mime_and_move_items_returns_the_new_id() {
+    let (url, seen) = server(|_, req| {
+        Some(match (req.method.as_str(), cmd(req)) {
+            ("OPTIONS", _) => (
+                200,
+                vec![("MS-ASProtocolVersions", "2.5,12.0,12.1".into())],
+                Vec::new(),
+            ),
+            ("POST", "SendMail") => (200, Vec::new(), Vec::new()),
+            ("POST", "MoveItems") => {
+                let body = Element::new(moveitems::MoveItems).with(
+                    Element::new(moveitems::Response)
+                        .with(Element::text(moveitems::SrcMsgId, "5:1"))
+                        .with(Element::text(moveitems::Status, "3"))
+                        .with(Element::text(moveitems::DstMsgId, "9:1")),
+                );
+                (200, Vec::new(), wbxml(&body))
+            }
+            _ => (500, Vec::new(), Vec::new()),
+        })
+    })
+    .await;
+    let mut dev = EasClient::new(Config::new(&url, "user1", "secret", "DEV12")).expect("URL");
+    let mime = b"From: a@example.com\r\nTo: b@example.com\r\nSubject: x\r\n\r\nbody\r\n";
+    dev.send_mail(mime).await.expect("SendMail");
+    assert_eq!(dev.version(), Some("12.1"));
+    assert_eq!(
+        dev.move_item("5:1", "5", "9").await.expect("MoveItems"),
+        "9:1"
+    );
+    let seen = seen.lock().expect("lock").clone();
+    let send = &seen[1];
+    assert_eq!(send.header("Content-Type"), Some("message/rfc822"));
+    assert!(send.target.contains("Cmd=SendMail") && send.target.ends_with("&SaveInSent=T"));
+    assert_eq!(send.raw, mime);
+    let mv = seen[2].body.as_ref().expect("WBXML");
+    let m = mv.child(moveitems::Move).expect("Move");
+    assert_eq!(
+        (
+            m.child_text(moveitems::SrcMsgId),
+            m.child_text(moveitems::SrcFldId),
+            m.child_text(moveitems::DstFldId)
+        ),
+        (Some("5:1"), Some("5"), Some("9"))
+    );
 }

@@ -14,6 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use mbx_loadgen::eas::client::{folder_type, item_mime, Config, EasClient};
+use mbx_loadgen::eas::codepages::airsyncbase;
 use mbx_loadgen::tls::{client_config, Trust};
 use mbx_loadgen::{AuthMechanism, Endpoint, Recorder, Security, SmtpClient};
 
@@ -221,8 +222,72 @@ async fn a_device_finds_its_folders_and_syncs_delivered_mail_intact() {
     // Nothing more: the next Sync has no change.
     let again = dev.sync(&inbox, 50, true).await.expect("Inbox Sync");
     assert!(again.added.is_empty(), "{:?}", again.added);
+    // ItemOperations Fetch gives the same message as full MIME.
+    let props = dev
+        .fetch_mime(&inbox, &ours[0].server_id)
+        .await
+        .expect("ItemOperations Fetch");
+    let fetched = props
+        .path(&[airsyncbase::Body, airsyncbase::Data])
+        .and_then(|d| d.bytes_content())
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default();
+    assert!(
+        fetched.contains(&format!("Message-ID: {msgid}")),
+        "Fetch: {fetched}"
+    );
+
+    // A second user's device parks a Ping on its Inbox; the first device's SendMail reaches it:
+    // the Ping reports the Inbox, and its Sync has the message once.
+    let mut dev2 =
+        EasClient::new(Config::new(&url, "loadgen2", &password, "mbxtest2")).expect("URL");
+    dev2.folder_sync().await.expect("FolderSync");
+    let inbox2 = dev2
+        .folder(folder_type::INBOX)
+        .map(|f| f.server_id.clone())
+        .expect("Inbox");
+    assert!(dev2
+        .sync(&inbox2, 50, true)
+        .await
+        .expect("Sync")
+        .added
+        .is_empty());
+    let watched = inbox2.clone();
+    let parked = tokio::spawn(async move {
+        let r = dev2
+            .ping(Duration::from_secs(30), &[(&watched, "Email")])
+            .await;
+        (dev2, r)
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let msgid2 = format!("<eas-sendmail-{}@mbxstress.test>", std::process::id());
+    let mime2 = format!(
+        "From: {to}\r\nTo: {from}\r\nSubject: EAS SendMail\r\nMessage-ID: {msgid2}\r\nDate: Wed, 02 Dec 2026 05:00:01 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n{body}"
+    );
+    let sent = dev.send_mail(mime2.as_bytes()).await.expect("SendMail");
+    let (mut dev2, pinged) = parked.await.expect("the Ping task");
+    let pinged = pinged.expect("Ping");
+    assert_eq!(pinged.status, 2, "the Ping reports a change: {pinged:?}");
+    assert_eq!(pinged.changed, std::slice::from_ref(&inbox2));
+    let mut found2 = Vec::new();
+    for _ in 0..20 {
+        found2.extend(dev2.sync(&inbox2, 50, true).await.expect("Sync").added);
+        if !found2.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let ours2 = found2
+        .iter()
+        .filter(|i| {
+            item_mime(i).is_some_and(|m| {
+                String::from_utf8_lossy(m).contains(&format!("Message-ID: {msgid2}"))
+            })
+        })
+        .count();
+    assert_eq!(ours2, 1, "the SendMail copy is synced once: {found2:?}");
     eprintln!(
-        "EAS against SOGo: FolderSync {:?}, Inbox Syncs {syncs:?} (the last with the message), Sync without changes {:?}",
-        fs.elapsed, again.elapsed
+        "EAS against SOGo: FolderSync {:?}, Inbox Syncs {syncs:?} (the last with the message), Sync without changes {:?}, SendMail {:?}, Ping parked {:?} until the new mail",
+        fs.elapsed, again.elapsed, sent.elapsed, pinged.elapsed
     );
 }

@@ -5,7 +5,7 @@
 #
 #   scripts/mailserver.sh start DIR [--users N] [--password PW] [--domain D] [--port-base P]
 #                                   [--connections C] [--imap-client-limit K] [--watch PID]
-#                                   [--layout default|inbox-dot]
+#                                   [--layout default|inbox-dot] [--relay]
 #   scripts/mailserver.sh stop DIR [--keep]
 #   scripts/mailserver.sh status DIR
 #
@@ -27,6 +27,9 @@
 # inotify_init fail; Dovecot 2.3 has no setting to turn it off), so IDLE sees new mail only at
 # mailbox_idle_check_interval, raised to 60 s. The default layout: Dovecot's (prefix "", IDLE
 # through inotify, within a second).
+# --relay: also plain SMTP without AUTH on P+7 (MBX_MAIL_RELAY_PORT) for a trusted server on
+# loopback that hands mail on, such as SOGo's SendMail (scripts/easserver.sh); it accepts mail
+# for the test users only.
 # stop ends
 # both daemons and removes DIR (only a DIR that start made; --keep leaves it, mail included).
 #
@@ -63,6 +66,7 @@ imap_client_limit=1
 watch=""
 keep=0
 layout=default
+relay=0
 while [ $# -gt 0 ]; do
   case $1 in
   --users) users=$2; shift 2 ;;
@@ -74,6 +78,7 @@ while [ $# -gt 0 ]; do
   --watch) watch=$2; shift 2 ;;
   --keep) keep=1; shift ;;
   --layout) layout=$2; shift 2 ;;
+  --relay) relay=1; shift ;;
   *) usage ;;
   esac
 done
@@ -205,7 +210,10 @@ p_imaps=$((port_base + 3))
 p_pop3=$((port_base + 4))
 p_pop3s=$((port_base + 5))
 p_lmtp=$((port_base + 6))
-for p in $p_sub $p_subs $p_imap $p_imaps $p_pop3 $p_pop3s $p_lmtp; do
+p_relay=$((port_base + 7))
+ports="$p_sub $p_subs $p_imap $p_imaps $p_pop3 $p_pop3s $p_lmtp"
+[ "$relay" = 0 ] || ports="$ports $p_relay"
+for p in $ports; do
   port_in_use "$p" && die "port $p is in use (choose another --port-base)"
 done
 
@@ -454,6 +462,10 @@ anvil     unix  -       -       n       -       1       anvil
 scache    unix  -       -       n       -       1       scache
 postlog   unix-dgram n  -       n       -       1       postlogd
 EOF
+if [ "$relay" = 1 ]; then
+  printf '%s\n' "127.0.0.1:$p_relay inet n - n - - smtpd" "  -o syslog_name=postfix/relay" \
+    "  -o smtpd_tls_security_level=none" >>"$dir/postfix/master.cf"
+fi
 # Postfix waits until a freshly written main.cf is over 2 s old before using it: backdate.
 touch -d '-1 minute' "$dir/postfix/main.cf" "$dir/postfix/master.cf" "$dir/postfix/vmailbox"
 
@@ -474,6 +486,7 @@ MBX_MAIL_LMTP_PORT=$p_lmtp
 MBX_MAIL_CA_FILE=$dir/tls/ca.pem
 MBX_MAIL_MAILDIR=$dir/mail/%u/Maildir
 EOF
+[ "$relay" = 0 ] || echo "MBX_MAIL_RELAY_PORT=$p_relay" >>"$dir/server.env"
 
 fail_start() {
   echo "mailserver.sh: $1; the logs:" >&2
@@ -505,7 +518,7 @@ fi
 ulimit -Sn "$want_fds" 2>/dev/null || true
 dovecot -c "$dir/dovecot.conf" </dev/null >/dev/null 2>>"$dir/log/dovecot.log" || fail_start "dovecot did not start"
 postfix -c "$dir/postfix" start </dev/null >>"$dir/log/postfix.log" 2>&1 || fail_start "postfix did not start"
-for p in $p_sub $p_subs $p_imap $p_imaps $p_pop3 $p_pop3s $p_lmtp; do
+for p in $ports; do
   wait_port "$p" || fail_start "nothing listens on 127.0.0.1:$p after 10 s"
 done
 

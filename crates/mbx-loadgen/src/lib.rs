@@ -17,6 +17,7 @@
 pub mod conn;
 pub mod day;
 pub mod deadline;
+pub mod eas;
 pub mod error;
 pub mod hold;
 pub mod imap;

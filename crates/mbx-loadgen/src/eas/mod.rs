@@ -1,0 +1,16 @@
+//! Exchange ActiveSync (MS-ASHTTP, MS-ASCMD): the protocol of every phone and tablet mail app,
+//! and the one Exchange client protocol with a public specification.
+//!
+//! - [`wbxml`]: the WBXML codec (MS-ASWBXML), a tree of elements, text and opaque bytes to and
+//!   from bytes, bounded and with typed errors;
+//! - [`codepages`]: its code pages as one table, and a [`codepages::Tag`] constant per element;
+//! - [`client`]: the HTTP/1.1 client of one device (OPTIONS, Provision, FolderSync, Sync).
+//!
+//! Not yet part of the user day (`day`): that comes with the `eas` client type.
+
+pub mod client;
+pub mod codepages;
+pub mod wbxml;
+
+pub use codepages::Tag;
+pub use wbxml::{decode, encode, Element, Limits, Node, WbxmlError};

@@ -1,0 +1,7 @@
+//! Exchange ActiveSync: the WBXML codec against libwbxml (`wbxml`), the client against a
+//! scripted server (`client`) and against SOGo (`server`). One test binary rather than three:
+//! each is some 24 MB written, and the suite's disk writes are budgeted (bench/test-footprint.sh).
+
+mod client;
+mod server;
+mod wbxml;

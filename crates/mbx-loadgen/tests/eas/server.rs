@@ -1,0 +1,293 @@
+//! The ActiveSync client against a real server: scripts/easserver.sh's SOGo (with Postfix and
+//! Dovecot) on loopback. A device negotiates its version, provisions when asked, finds Inbox,
+//! Calendar and Contacts by FolderSync, and sees a message delivered by SMTP in its Inbox's Sync
+//! with the Message-ID and body intact.
+//!
+//! One server for this binary (startup takes seconds), stopped when the test ends (and by the
+//! script's watcher if the binary dies). Without root or the packages the test says so on stderr
+//! and returns, unless MBX_REQUIRE_MAIL_SERVER is set (.ci/run sets it as root): then it fails.
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use mbx_loadgen::eas::client::{folder_type, item_mime, Config, EasClient};
+use mbx_loadgen::eas::codepages::airsyncbase;
+use mbx_loadgen::tls::{client_config, Trust};
+use mbx_loadgen::{AuthMechanism, Endpoint, Recorder, Security, SmtpClient};
+
+struct EasServer {
+    dir: PathBuf,
+    env: HashMap<String, String>,
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/easserver.sh")
+}
+
+/// Where the server's folder goes: tmpfs when there is room (its PostgreSQL cluster is some
+/// 40 MB of throwaway files that need not reach a disk: the suite's writes are budgeted), else
+/// /tmp or /var/tmp, whichever other users can traverse (bench/test-footprint.sh makes /tmp a
+/// private 0700 folder; sogod, postgres and Dovecot must reach the folder).
+fn base() -> &'static str {
+    let traversable = |b: &str| {
+        std::fs::metadata(b).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 != 0)
+    };
+    let shm_room = Command::new("df")
+        .args(["--output=avail", "-k", "/dev/shm"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .nth(1)
+                .and_then(|l| l.trim().parse::<u64>().ok())
+        })
+        .is_some_and(|kib| kib > 512 * 1024);
+    if shm_room && traversable("/dev/shm") {
+        return "/dev/shm";
+    }
+    ["/tmp", "/var/tmp"]
+        .into_iter()
+        .find(|b| traversable(b))
+        .unwrap_or("/tmp")
+}
+
+fn required() -> bool {
+    std::env::var_os("MBX_REQUIRE_MAIL_SERVER").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+impl EasServer {
+    fn start(users: u32) -> Option<EasServer> {
+        let dir = PathBuf::from(format!("{}/mbxeas-{}", base(), std::process::id()));
+        let mut out = None;
+        // A port block taken between the scripts' check and the daemons' bind (other tests on
+        // the machine start servers too): try again.
+        for _ in 0..3 {
+            let o = Command::new("bash")
+                .arg(script())
+                .arg("start")
+                .arg(&dir)
+                .args(["--users", &users.to_string(), "--workers", "4"])
+                .args(["--watch", &std::process::id().to_string()])
+                .output()
+                .expect("runs bash");
+            let err = String::from_utf8_lossy(&o.stderr);
+            let retry = !o.status.success() && (err.contains("in use") || err.contains("listen"));
+            out = Some(o);
+            if !retry {
+                break;
+            }
+        }
+        let out = out.expect("one attempt");
+        if !out.status.success() {
+            let why = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(
+                !required(),
+                "MBX_REQUIRE_MAIL_SERVER is set but scripts/easserver.sh did not start: {why}"
+            );
+            eprintln!("SKIPPED: no ActiveSync server ({why}); set MBX_REQUIRE_MAIL_SERVER=1 to make this a failure");
+            return None;
+        }
+        let env = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+            .collect();
+        Some(EasServer { dir, env })
+    }
+
+    fn get(&self, k: &str) -> &str {
+        self.env
+            .get(k)
+            .unwrap_or_else(|| panic!("easserver.sh printed no {k}"))
+    }
+}
+
+impl Drop for EasServer {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(script())
+            .arg("stop")
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_device_finds_its_folders_and_syncs_delivered_mail_intact() {
+    let Some(s) = EasServer::start(3) else {
+        return;
+    };
+    let url = s.get("MBX_EAS_URL").to_owned();
+    let password = s.get("MBX_EAS_PASSWORD").to_owned();
+    let domain = s.get("MBX_EAS_DOMAIN").to_owned();
+
+    // A wrong password is an auth error, not a protocol one.
+    let mut bad = EasClient::new(Config::new(&url, "loadgen1", "wrong", "mbxbad1")).expect("URL");
+    let e = bad.options().await.expect_err("401");
+    assert_eq!(e.class.name(), "auth", "{e}");
+
+    let mut dev =
+        EasClient::new(Config::new(&url, "loadgen1", &password, "mbxtest1")).expect("URL");
+    let offered = dev.options().await.expect("OPTIONS");
+    assert!(offered.iter().any(|v| v == "14.1"), "{offered:?}");
+    assert_eq!(dev.version(), Some("14.1"), "the best version both speak");
+    dev.provision().await.expect("Provision");
+    let fs = dev.folder_sync().await.expect("FolderSync");
+    assert!(fs.elapsed > Duration::ZERO);
+    for (kind, what) in [
+        (folder_type::INBOX, "Inbox"),
+        (folder_type::CALENDAR, "Calendar"),
+        (folder_type::CONTACTS, "Contacts"),
+    ] {
+        assert!(
+            dev.folder(kind).is_some(),
+            "FolderSync found no {what}: {:?}",
+            dev.folders()
+        );
+    }
+    let inbox = dev
+        .folder(folder_type::INBOX)
+        .map(|f| f.server_id.clone())
+        .expect("Inbox");
+    let calendar = dev
+        .folder(folder_type::CALENDAR)
+        .map(|f| f.server_id.clone())
+        .expect("Calendar");
+    let contacts = dev
+        .folder(folder_type::CONTACTS)
+        .map(|f| f.server_id.clone())
+        .expect("Contacts");
+    let empty = dev.sync(&inbox, 50, true).await.expect("first Inbox Sync");
+    assert!(empty.added.is_empty(), "a new mailbox is empty");
+    dev.sync(&calendar, 50, false).await.expect("Calendar Sync");
+    dev.sync(&contacts, 50, false).await.expect("Contacts Sync");
+
+    // A message from loadgen2 by SMTP submission (STARTTLS, AUTH) to loadgen1.
+    let tls = client_config(&Trust::CaFile(PathBuf::from(s.get("MBX_MAIL_CA_FILE"))))
+        .expect("the CA loads");
+    let port: u16 = s.get("MBX_MAIL_SUBMISSION_PORT").parse().expect("port");
+    let ep = Endpoint::new("127.0.0.1", port, Security::StartTls, Some(tls));
+    let mut smtp = SmtpClient::connect(&ep, "client.loadgen.test", Recorder::new())
+        .await
+        .expect("SMTP");
+    smtp.auth("loadgen2", &password, AuthMechanism::Plain)
+        .await
+        .expect("AUTH");
+    let (from, to) = (format!("loadgen2@{domain}"), format!("loadgen1@{domain}"));
+    let msgid = format!("<eas-{}@mbxstress.test>", std::process::id());
+    let body = "A line of the body that must arrive as it was sent.\r\n";
+    let message = format!(
+        "From: {from}\r\nTo: {to}\r\nSubject: EAS delivery\r\nMessage-ID: {msgid}\r\nDate: Wed, 02 Dec 2026 05:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n{body}"
+    );
+    smtp.send(&from, &[&to], message.as_bytes())
+        .await
+        .expect("accepted");
+    smtp.quit().await.expect("QUIT");
+
+    // The device's Sync sees it within seconds (delivery, then SOGo's IMAP view).
+    let mut found = Vec::new();
+    let mut syncs = Vec::new();
+    for _ in 0..40 {
+        let batch = dev.sync(&inbox, 50, true).await.expect("Inbox Sync");
+        syncs.push(batch.elapsed);
+        found.extend(batch.added);
+        if !found.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let ours: Vec<_> = found
+        .iter()
+        .filter(|i| {
+            item_mime(i).is_some_and(|m| {
+                String::from_utf8_lossy(m).contains(&format!("Message-ID: {msgid}"))
+            })
+        })
+        .collect();
+    assert_eq!(
+        ours.len(),
+        1,
+        "the message is synced once with its Message-ID: {found:?}"
+    );
+    // The body as sent, line ends aside: a server that passes MIME through XML (SOGo builds its
+    // answers as XML for libwbxml, whose parser turns CRLF into LF) may change them.
+    let mime = String::from_utf8_lossy(item_mime(ours[0]).expect("MIME")).replace("\r\n", "\n");
+    assert!(
+        mime.contains(&body.replace("\r\n", "\n")),
+        "the body arrives intact: {mime}"
+    );
+    // Nothing more: the next Sync has no change.
+    let again = dev.sync(&inbox, 50, true).await.expect("Inbox Sync");
+    assert!(again.added.is_empty(), "{:?}", again.added);
+    // ItemOperations Fetch gives the same message as full MIME.
+    let props = dev
+        .fetch_mime(&inbox, &ours[0].server_id)
+        .await
+        .expect("ItemOperations Fetch");
+    let fetched = props
+        .path(&[airsyncbase::Body, airsyncbase::Data])
+        .and_then(|d| d.bytes_content())
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default();
+    assert!(
+        fetched.contains(&format!("Message-ID: {msgid}")),
+        "Fetch: {fetched}"
+    );
+
+    // A second user's device parks a Ping on its Inbox; the first device's SendMail reaches it:
+    // the Ping reports the Inbox, and its Sync has the message once.
+    let mut dev2 =
+        EasClient::new(Config::new(&url, "loadgen2", &password, "mbxtest2")).expect("URL");
+    dev2.folder_sync().await.expect("FolderSync");
+    let inbox2 = dev2
+        .folder(folder_type::INBOX)
+        .map(|f| f.server_id.clone())
+        .expect("Inbox");
+    assert!(dev2
+        .sync(&inbox2, 50, true)
+        .await
+        .expect("Sync")
+        .added
+        .is_empty());
+    let watched = inbox2.clone();
+    let parked = tokio::spawn(async move {
+        let r = dev2
+            .ping(Duration::from_secs(30), &[(&watched, "Email")])
+            .await;
+        (dev2, r)
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let msgid2 = format!("<eas-sendmail-{}@mbxstress.test>", std::process::id());
+    let mime2 = format!(
+        "From: {to}\r\nTo: {from}\r\nSubject: EAS SendMail\r\nMessage-ID: {msgid2}\r\nDate: Wed, 02 Dec 2026 05:00:01 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n{body}"
+    );
+    let sent = dev.send_mail(mime2.as_bytes()).await.expect("SendMail");
+    let (mut dev2, pinged) = parked.await.expect("the Ping task");
+    let pinged = pinged.expect("Ping");
+    assert_eq!(pinged.status, 2, "the Ping reports a change: {pinged:?}");
+    assert_eq!(pinged.changed, std::slice::from_ref(&inbox2));
+    let mut found2 = Vec::new();
+    for _ in 0..20 {
+        found2.extend(dev2.sync(&inbox2, 50, true).await.expect("Sync").added);
+        if !found2.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let ours2 = found2
+        .iter()
+        .filter(|i| {
+            item_mime(i).is_some_and(|m| {
+                String::from_utf8_lossy(m).contains(&format!("Message-ID: {msgid2}"))
+            })
+        })
+        .count();
+    assert_eq!(ours2, 1, "the SendMail copy is synced once: {found2:?}");
+    eprintln!(
+        "EAS against SOGo: FolderSync {:?}, Inbox Syncs {syncs:?} (the last with the message), Sync without changes {:?}, SendMail {:?}, Ping parked {:?} until the new mail",
+        fs.elapsed, again.elapsed, sent.elapsed, pinged.elapsed
+    );
+}

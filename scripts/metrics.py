@@ -28,6 +28,8 @@ What is measured, per crate and in total:
 - asserts, per_kloc: `assert!`, `assert_eq!`, `assert_ne!`, `debug_assert!`, `debug_assert_eq!`
   and `debug_assert_ne!` in production code (not in comments or strings), and that count per
   1,000 production lines.
+- circles: file circles (scripts/modcycles.py's file check: files of one crate that name each
+  other through any chain).
 - dup pairs: pairs of places in production code sharing six or more lines, as the `duplicates`
   tool finds them when run over a copy of the production code alone (test code blanked, line
   numbers kept). A crate's figure counts the pairs with at least one side in it; the total counts
@@ -48,6 +50,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rustsrc import Source, production_files  # noqa: E402
+import modcycles  # noqa: E402
 
 
 def measure_crate(crate_dir, blank_dir=None, long_n=70):
@@ -59,7 +62,8 @@ def measure_crate(crate_dir, blank_dir=None, long_n=70):
     asserts = 0
     fns = []
     for rel in production_files(crate_dir):
-        text = open(os.path.join(crate_dir, rel), encoding="utf-8").read()
+        with open(os.path.join(crate_dir, rel), encoding="utf-8") as fh:
+            text = fh.read()
         s = Source(text)
         lines += len(s.prod_line_numbers())
         raw += s.nlines - len([k for k in s.test_lines if k <= s.nlines])
@@ -76,8 +80,11 @@ def measure_crate(crate_dir, blank_dir=None, long_n=70):
             with open(out, "w", encoding="utf-8") as f:
                 f.write("\n".join(kept))
     fns.sort(key=lambda f: -f["lines"])
+    fedges = modcycles.file_edges(crate_dir)
+    circles = modcycles.sccs({a: set(b) for a, b in fedges.items()})
     return {
         "crate": name,
+        "file_circles": [[os.path.join("crates", name, f) for f in c] for c in circles],
         "lines": lines,
         "raw_lines": raw,
         "fns_over_70": sum(1 for f in fns if f["lines"] > 70),
@@ -175,6 +182,7 @@ def measure(top, crate_args, with_dups, long_n=70):
         "fns_over_150": sum(c["fns_over_150"] for c in per),
         "asserts": asserts,
         "asserts_per_kloc": round(asserts * 1000.0 / lines, 2) if lines else 0.0,
+        "file_circles": sum(len(c["file_circles"]) for c in per),
     }
     if dups is not None:
         total["dup_pairs"] = dups["pairs"]
@@ -192,7 +200,7 @@ def checkout(rev, top):
 
 
 def table(report, long_n):
-    cols = ["crate", "lines", "raw", "fns>70", "fns>150", "asserts", "per 1k", "dup pairs", "cross-file"]
+    cols = ["crate", "lines", "raw", "fns>70", "fns>150", "asserts", "per 1k", "circles", "dup pairs", "cross-file"]
     rows = []
     for c in report["crates"] + [dict(report["total"], crate="total")]:
         rows.append(
@@ -204,6 +212,7 @@ def table(report, long_n):
                 str(c["fns_over_150"]),
                 str(c["asserts"]),
                 f"{c['asserts_per_kloc']:.2f}",
+                str(c["file_circles"] if isinstance(c["file_circles"], int) else len(c["file_circles"])),
                 str(c.get("dup_pairs", "-")),
                 str(c.get("dup_pairs_cross_file", "-")),
             ]
@@ -212,7 +221,10 @@ def table(report, long_n):
     fmt = lambda r: "  ".join(r[0].ljust(w[0]) if k == 0 else r[k].rjust(w[k]) for k in range(len(r)) for _ in [0])
     out = [fmt(cols), fmt(["-" * x for x in w])]
     out += [fmt(r) for r in rows[:-1]]
-    out += [fmt(["-" * x for x in w]), fmt(rows[-1])]
+    out += [fmt(["-" * x for x in w]), fmt(rows[-1]), ""]
+    for c in report["crates"]:
+        for circle in c["file_circles"]:
+            out.append("file circle: " + ", ".join(circle))
     d = report["duplicates"]
     if d is not None:
         out.append("")

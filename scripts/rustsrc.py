@@ -280,7 +280,8 @@ def production_files(crate_dir):
         seen.append(rel)
         if rel == "build.rs":
             continue
-        s = Source(open(full, encoding="utf-8").read())
+        with open(full, encoding="utf-8") as fh:
+            s = Source(fh.read())
         d = os.path.dirname(rel)
         stem = os.path.basename(rel)[:-3]
         is_dir_owner = stem in ("lib", "main", "mod") or rel in roots

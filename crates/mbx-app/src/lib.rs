@@ -12,6 +12,7 @@ pub mod findmax;
 pub mod fleet;
 pub mod loadgen;
 pub mod num;
+pub mod present;
 pub mod results_folder;
 pub mod run;
 pub mod suite;

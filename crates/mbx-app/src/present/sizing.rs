@@ -1,10 +1,9 @@
-//! Human-readable rendering of reports for the terminal. Pure functions: data in, text out.
+//! The report of `mbxstress size` as text, and a built-in example's paper beside it. Pure
+//! functions: data in, text out.
 
 use mbx_sizing::{Method, SizingReport};
 
-/// Figures with thousands separators (16000 -> "16,000"): the application layer's, so the
-/// terminal and the library's messages write numbers alike.
-pub use mbx_app::num::num;
+use crate::num::num;
 
 /// Like [`num`], but drops the decimals of a whole number (4000.0 -> "4,000", 833.33 stays).
 pub fn num_auto(x: f64, decimals: usize) -> String {
@@ -106,6 +105,23 @@ const NONE: &str = "-";
 
 /// The report of `mbxstress size`.
 pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
+    let mut out = header(r, inputs_from);
+    let mut t = Table::new();
+    mailbox_rows(&mut t, r);
+    iops_rows(&mut t, r);
+    cpu_rows(&mut t, r);
+    memory_rows(&mut t, r);
+    storage_rows(&mut t, r);
+    storage_design_rows(&mut t, r);
+    log_replication_rows(&mut t, r);
+    out.push_str(&t.render());
+    out.push_str(&server_count(r));
+    out.push_str(&profile_and_warnings(r));
+    out
+}
+
+/// What is sized, from which inputs, by which method.
+fn header(r: &SizingReport, inputs_from: &str) -> String {
     let i = &r.input;
     let mut out = String::new();
     out.push_str(&format!(
@@ -137,15 +153,11 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
         r.servers - r.surviving_servers_worst,
         r.servers
     ));
+    out
+}
 
-    let (iops_m, cpu_m, mem_m, cap_m) = (
-        tag(r.sources.iops),
-        tag(r.sources.cpu),
-        tag(r.sources.memory),
-        tag(r.sources.capacity),
-    );
-    let mut t = Table::new();
-
+/// The table's rows on the mailboxes each server hosts.
+fn mailbox_rows(t: &mut Table, r: &SizingReport) {
     t.heading("Mailboxes");
     t.row(
         "Mailbox copies hosted (all active in the test)",
@@ -165,7 +177,11 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
         NONE.into(),
         "input",
     );
+}
 
+/// The table's rows on the transactional IOPS and what comes with them.
+fn iops_rows(t: &mut Table, r: &SizingReport) {
+    let iops_m = tag(r.sources.iops);
     t.heading("IOPS");
     let iops_label = if r.iops_per_mailbox_overridden {
         "IOPS per mailbox (--iops-per-mailbox)"
@@ -218,7 +234,12 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
         NONE.into(),
         iops_m,
     );
+}
 
+/// The table's rows on cores and CPU.
+fn cpu_rows(t: &mut Table, r: &SizingReport) {
+    let i = &r.input;
+    let cpu_m = tag(r.sources.cpu);
     t.heading("CPU");
     t.row(
         "Megacycles per active mailbox",
@@ -284,7 +305,11 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
             cpu_m,
         );
     }
+}
 
+/// The table's rows on memory.
+fn memory_rows(t: &mut Table, r: &SizingReport) {
+    let mem_m = tag(r.sources.memory);
     t.heading("Memory");
     t.row(
         "Database cache per mailbox, MB",
@@ -325,7 +350,12 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
         num(r.ram_gb_total, 1),
         mem_m,
     );
+}
 
+/// The table's rows on capacity: mailboxes, databases, logs, volumes.
+fn storage_rows(t: &mut Table, r: &SizingReport) {
+    let i = &r.input;
+    let cap_m = tag(r.sources.capacity);
     t.heading("Storage");
     t.row(
         "Mailbox size on disk, MB",
@@ -400,6 +430,12 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
         NONE.into(),
         "Jetstress rule",
     );
+}
+
+/// The table's rows on the disks under the database and log volumes.
+fn storage_design_rows(t: &mut Table, r: &SizingReport) {
+    let i = &r.input;
+    let cap_m = tag(r.sources.capacity);
     let sd = &r.storage_design;
     let disk_src = |given: bool| if given { "input" } else { "assumption" };
     t.heading(&format!(
@@ -477,7 +513,12 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
         num(sd.disks_total as f64, 0),
         cap_m,
     );
+}
 
+/// The table's rows on log replication between copies.
+fn log_replication_rows(t: &mut Table, r: &SizingReport) {
+    let i = &r.input;
+    let cap_m = tag(r.sources.capacity);
     let lr = &r.log_replication;
     t.heading(&format!(
         "Log replication, busiest hour ({}% of a day's logs{})",
@@ -540,8 +581,12 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
         num(lr.mbit_per_s_cross_site, 1),
         cap_m,
     );
-    out.push_str(&t.render());
+}
 
+/// The server counts tried against the CPU and RAM ceilings.
+fn server_count(r: &SizingReport) -> String {
+    let i = &r.input;
+    let mut out = String::new();
     let sc = &r.server_count;
     out.push_str(&format!(
         "\nServer count, {}: CPU at most {}% of {} cores per server ({}), RAM at most {} in the worst failure mode\n",
@@ -597,7 +642,12 @@ pub fn size_report(r: &SizingReport, inputs_from: &str) -> String {
     out.push_str(
         "Mailbox counts are whole: the busiest server or database holds the average rounded up (JSON keeps the averages).\n",
     );
+    out
+}
 
+/// The test profile for one server, then the warnings.
+fn profile_and_warnings(r: &SizingReport) -> String {
+    let mut out = String::new();
     let p = &r.profile;
     out.push_str(&format!(
         "\nTest profile for one server (mbxstress run --profile): {} mailboxes x {} IOPS = {} IOPS target, {} MB quota, {} database{}, {} cop{}\n",

@@ -216,14 +216,14 @@ pub fn find_max(
     });
     let started = clock.wall();
     let started_at = clock.now();
-    observer.on_event(RunEvent::Log(&format!(
+    observer.on_search_line(&format!(
         "find-max is starting: from {} mailboxes x {} IOPS, steps of {} measured after read latency is stable, at most {} steps, to within {:.0}%.",
         cfg.profile.mailboxes,
         ipm,
         crate::step_secs(cfg.tuning.step_for(cfg.duration_s)),
         spec.max_steps,
         spec.resolution * 100.0
-    )));
+    ));
     let driven = drive(
         Driver {
             search: &mut search,
@@ -316,11 +316,11 @@ pub fn find_max(
             } else {
                 driven.elapsed_s / steps.len() as f64
             };
-            observer.on_event(RunEvent::Log(&format!(
+            observer.on_search_line(&format!(
                 "find-max: confirmation {tries} ({m} mailboxes, {} of {CONFIRM_PASSES} in a row to pass) is starting, {so_far:.0} s into the search; about {:.0} s for this run.",
                 passes + 1,
                 step_s * CONFIRM_LENGTHS
-            )));
+            ));
             if let Err((key, why)) = c.validate() {
                 confirmation = Some(format!(
                     "confirming {m} is outside the run's limits ({key}: {why})"
@@ -455,7 +455,7 @@ pub fn find_max(
         ),
     };
     record.elapsed_s = elapsed_s;
-    observer.on_event(RunEvent::Log(&line));
+    observer.on_search_line(&line);
     Ok(Found {
         find_max: record,
         last: driven.last,

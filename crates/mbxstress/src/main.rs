@@ -37,17 +37,10 @@ mod commands;
 mod exit;
 mod interrupt;
 mod progress;
+mod render;
+mod summary;
 mod terminal;
 mod units;
-
-/// The paths `commands/` names for text that is now `mbx_app::present`'s.
-mod render {
-    pub use mbx_app::present::num;
-    pub use mbx_app::present::sizing::{paper_comparison, size_report};
-}
-mod summary {
-    pub(crate) use mbx_app::present::fmt_secs;
-}
 
 use std::process::ExitCode;
 

@@ -259,18 +259,6 @@ pub enum LogKind {
     Tuning,
 }
 
-impl LogKind {
-    /// The kind of an engine's test-log line. The engine reports its lines as text; this is
-    /// the one place they are classified.
-    pub fn of(text: &str) -> LogKind {
-        if mbx_engine::tune::is_tuning_line(text) {
-            LogKind::Tuning
-        } else {
-            LogKind::Plain
-        }
-    }
-}
-
 /// What a command says to its user that is not part of the event stream (`--progress jsonl`
 /// does not carry these): the terminal's headers, summaries and warnings. Borrowed: a notice
 /// shows what the command holds at that moment.

@@ -14,6 +14,7 @@ pub mod loadgen;
 pub mod num;
 pub mod prepare;
 pub mod request;
+pub mod present;
 pub mod results_folder;
 pub mod run;
 pub mod size;

@@ -98,21 +98,25 @@ impl<'s> RunObserver<'s> {
         self.sink
     }
 
-    fn log_line(&mut self, text: &str) {
+    fn log_line(&mut self, text: &str, kind: LogKind) {
         if let Err(e) = crate::results_folder::log_line(&mut self.log, text) {
             self.errors.push(format!("writing test.log: {e}"));
         }
         self.sink.event(&Event::Log {
             text: text.to_string(),
-            kind: LogKind::of(text),
+            kind,
         });
     }
 }
 
 impl Observer for RunObserver<'_> {
+    fn on_search_line(&mut self, line: &str) {
+        self.log_line(line, LogKind::Tuning);
+    }
+
     fn on_event(&mut self, e: RunEvent<'_>) {
         match e {
-            RunEvent::Log(text) => self.log_line(text),
+            RunEvent::Log(text) => self.log_line(text, LogKind::Plain),
             RunEvent::Prepare(e) => {
                 self.notice(&Notice::Prepare(e));
                 if let mbx_store::CreateEvent::Progress { index, bytes_done } = e {

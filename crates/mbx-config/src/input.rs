@@ -241,14 +241,13 @@ pub fn read_bounded_bytes(
     let (file, size) = open_regular(path, limit, what)?;
     // The size is at most `limit` (checked), so the capacity hint cannot be excessive; a size
     // that does not fit usize only loses the hint.
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|error| InputError::Read {
-            path: path.to_path_buf(),
-            what,
-            error,
-        })?;
+    let bytes = read_at_most(
+        file,
+        limit.saturating_add(1),
+        usize::try_from(size).unwrap_or(0),
+        path,
+        what,
+    )?;
     let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     if read > limit {
         return Err(InputError::TooLarge {
@@ -415,15 +414,7 @@ pub fn folder_file(dir: &Path, name: &str, what: &'static str) -> Result<PathBuf
 /// Reads the first `n` bytes (or fewer) of a regular file of any size: enough to recognize it.
 pub fn read_head(path: &Path, n: u64, what: &'static str) -> Result<Vec<u8>, InputError> {
     let (file, _) = open_regular(path, u64::MAX, what)?;
-    let mut bytes = Vec::new();
-    file.take(n)
-        .read_to_end(&mut bytes)
-        .map_err(|error| InputError::Read {
-            path: path.to_path_buf(),
-            what,
-            error,
-        })?;
-    Ok(bytes)
+    read_at_most(file, n, 0, path, what)
 }
 
 /// Reads the last `n` bytes (or fewer) of a regular file of any size (a log's tail).
@@ -438,8 +429,26 @@ pub fn read_tail(path: &Path, n: u64) -> Result<Vec<u8>, InputError> {
     };
     file.seek(SeekFrom::Start(size.saturating_sub(n)))
         .map_err(err)?;
-    let mut bytes = Vec::new();
-    file.take(n).read_to_end(&mut bytes).map_err(err)?;
+    read_at_most(file, n, 0, path, what)
+}
+
+/// At most `n` bytes of an open file (`capacity` a hint for the buffer), a read error naming
+/// the file.
+fn read_at_most(
+    file: File,
+    n: u64,
+    capacity: usize,
+    path: &Path,
+    what: &'static str,
+) -> Result<Vec<u8>, InputError> {
+    let mut bytes = Vec::with_capacity(capacity);
+    file.take(n)
+        .read_to_end(&mut bytes)
+        .map_err(|error| InputError::Read {
+            path: path.to_path_buf(),
+            what,
+            error,
+        })?;
     Ok(bytes)
 }
 

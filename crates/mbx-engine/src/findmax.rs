@@ -286,7 +286,7 @@ fn search(ctx: &mut Ctx<'_, '_>) -> Result<crate::tune::Driven, EngineError> {
         max_steps: spec.max_steps,
     });
     ctx.observer
-        .on_event(RunEvent::Log(&starting_line(cfg, spec, ipm)));
+        .on_search_line(&starting_line(cfg, spec, ipm));
     drive(
         Driver {
             search: &mut search,
@@ -441,11 +441,11 @@ fn confirmation_run(
     } else {
         k.search_s / k.steps.len() as f64
     };
-    ctx.observer.on_event(RunEvent::Log(&format!(
+    ctx.observer.on_search_line(&format!(
         "find-max: confirmation {tries} ({m} mailboxes, {} of {CONFIRM_PASSES} in a row to pass) is starting, {so_far:.0} s into the search; about {:.0} s for this run.",
         passes + 1,
         step_s * CONFIRM_LENGTHS
-    )));
+    ));
     if let Err((key, why)) = c.validate() {
         return Confirmed::Stopped(
             format!("confirming {m} is outside the run's limits ({key}: {why})"),
@@ -563,7 +563,7 @@ fn record(
     };
     let line = closing_line(&record, answer, ipm, elapsed_s);
     record.elapsed_s = elapsed_s;
-    ctx.observer.on_event(RunEvent::Log(&line));
+    ctx.observer.on_search_line(&line);
     record
 }
 

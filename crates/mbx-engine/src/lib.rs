@@ -208,6 +208,13 @@ pub enum RunEvent<'a> {
 pub trait Observer {
     /// Called for every event.
     fn on_event(&mut self, e: RunEvent<'_>);
+
+    /// A line of a search's own: automatic tuning's or find-max's start, each step's outcome and
+    /// the end, what a terminal shows while the search runs. It is a test-log line too: passed
+    /// on as [`RunEvent::Log`] unless the observer tells the two apart (the application does).
+    fn on_search_line(&mut self, line: &str) {
+        self.on_event(RunEvent::Log(line));
+    }
 }
 
 /// Wraps the run's I/O queue (tests inject faults, e.g. latency, with it).

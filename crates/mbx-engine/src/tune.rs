@@ -49,20 +49,10 @@ impl Observer for StepObserver<'_> {
             other => self.inner.on_event(other),
         }
     }
-}
 
-/// Whether a test-log line is one of tuning's or find-max's own (what a terminal shows while
-/// they search): the start, a step's outcome and the end.
-pub fn is_tuning_line(line: &str) -> bool {
-    let counted = |sep: &str| {
-        line.split_once(sep)
-            .is_some_and(|(n, _)| n.parse::<u64>().is_ok())
-    };
-    line.starts_with("Automatic tuning")
-        || line.starts_with("find-max: ")
-        || line.starts_with("find-max is starting")
-        || counted(" sessions have actual ")
-        || counted(" mailboxes (")
+    fn on_search_line(&mut self, line: &str) {
+        self.inner.on_search_line(&format!("{}{line}", self.prefix));
+    }
 }
 
 /// Transactional I/Os per transaction assumed before a step has counted any: the Jetstress mix
@@ -373,7 +363,7 @@ pub(crate) fn drive(
                 elapsed.as_secs_f64(),
                 (!last_step.is_zero()).then_some(last_step.as_secs_f64()),
             );
-            observer.on_event(RunEvent::Log(&line));
+            observer.on_search_line(&line);
         }
         let plan = Plan::search_step(&step_cfg);
         let mut obs = StepObserver {
@@ -404,7 +394,7 @@ pub(crate) fn drive(
             step.kept_up = true;
             step.failed_checks.clear();
         }
-        observer.on_event(RunEvent::Log(&(d.line)(&step)));
+        observer.on_search_line(&(d.line)(&step));
         let interrupted =
             r.stopped.reason == StopReason::Interrupted || cancel.load(Ordering::Relaxed);
         let broken = matches!(
@@ -474,18 +464,18 @@ pub fn tune(
     // Steps long enough to decide, or a word on why they cannot: before the first step.
     let length = step_length(cfg);
     if let Some(note) = length.note(cfg.target_iops(), cfg.thresholds.iops_margin) {
-        observer.on_event(RunEvent::Log(&note));
+        observer.on_search_line(&note);
     }
     let mut stepped = cfg.clone();
     stepped.tuning.step_s = length.step_s;
     let cfg_steps = &stepped;
     let step_s = length.step_s;
-    observer.on_event(RunEvent::Log(&format!(
+    observer.on_search_line(&format!(
         "Automatic tuning is starting: steps of {} measured after read latency is stable, at most {} steps, for the smallest session count that meets {:.1} IOPS within every threshold.",
         crate::step_secs(step_s),
         t.max_steps,
         cfg.target_iops()
-    )));
+    ));
     let driven = drive(
         Driver {
             search: &mut search,
@@ -556,7 +546,7 @@ pub fn tune(
             cfg.target_iops()
         ),
     };
-    observer.on_event(RunEvent::Log(&line));
+    observer.on_search_line(&line);
     Ok(Tuned { tuning, last })
 }
 

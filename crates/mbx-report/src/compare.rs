@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::esrp::server_figures;
+use crate::esrp::{server_figures, ServerFigures};
 use crate::import::ImportedReport;
 
 /// One compared figure.
@@ -20,60 +20,48 @@ pub struct Row {
     pub diff_pct: Option<f64>,
 }
 
+/// A figure of a server's instances.
+type Figure = fn(&ServerFigures) -> f64;
+
+/// The figures compared from the instances' rows (absent from a result without them), in order.
+const FIGURES: [(&str, Figure); 7] = [
+    ("database transfers/s (from instances)", |f| {
+        f.db_transfers_per_s
+    }),
+    ("database reads/s", |f| f.db_reads_per_s),
+    ("database writes/s", |f| f.db_writes_per_s),
+    ("database read latency, ms (mean of instances)", |f| {
+        f.db_read_avg_latency_ms
+    }),
+    ("database write latency, ms", |f| f.db_write_avg_latency_ms),
+    ("log writes/s", |f| f.log_writes_per_s),
+    ("log write latency, ms", |f| f.log_write_avg_latency_ms),
+];
+
 /// Compares two loaded results.
 pub fn compare(a: &ImportedReport, b: &ImportedReport) -> Vec<Row> {
     let fa = server_figures("", "", &a.transactional);
     let fb = server_figures("", "", &b.transactional);
     let has = |r: &ImportedReport| !r.transactional.is_empty();
     let pick = |r: &ImportedReport, v: f64| has(r).then_some(v);
-    let rows: Vec<(&'static str, Option<f64>, Option<f64>)> = vec![
+    let mut rows: Vec<(&'static str, Option<f64>, Option<f64>)> = vec![
         ("target IOPS", a.target_iops, b.target_iops),
         (
             "achieved IOPS (as reported)",
             a.achieved_iops_typed,
             b.achieved_iops_typed,
         ),
-        (
-            "database transfers/s (from instances)",
-            pick(a, fa.db_transfers_per_s),
-            pick(b, fb.db_transfers_per_s),
-        ),
-        (
-            "database reads/s",
-            pick(a, fa.db_reads_per_s),
-            pick(b, fb.db_reads_per_s),
-        ),
-        (
-            "database writes/s",
-            pick(a, fa.db_writes_per_s),
-            pick(b, fb.db_writes_per_s),
-        ),
-        (
-            "database read latency, ms (mean of instances)",
-            pick(a, fa.db_read_avg_latency_ms),
-            pick(b, fb.db_read_avg_latency_ms),
-        ),
-        (
-            "database write latency, ms",
-            pick(a, fa.db_write_avg_latency_ms),
-            pick(b, fb.db_write_avg_latency_ms),
-        ),
-        (
-            "log writes/s",
-            pick(a, fa.log_writes_per_s),
-            pick(b, fb.log_writes_per_s),
-        ),
-        (
-            "log write latency, ms",
-            pick(a, fa.log_write_avg_latency_ms),
-            pick(b, fb.log_write_avg_latency_ms),
-        ),
-        (
-            "instances",
-            Some(a.transactional.len() as f64),
-            Some(b.transactional.len() as f64),
-        ),
     ];
+    rows.extend(
+        FIGURES
+            .iter()
+            .map(|(figure, of)| (*figure, pick(a, of(&fa)), pick(b, of(&fb)))),
+    );
+    rows.push((
+        "instances",
+        Some(a.transactional.len() as f64),
+        Some(b.transactional.len() as f64),
+    ));
     rows.into_iter()
         .map(|(figure, a, b)| {
             let diff = a.zip(b).map(|(x, y)| y - x);

@@ -195,19 +195,27 @@ impl Exporter for JsonExporter {
     }
 
     fn check_destination(&self, path: &Path) -> Result<(), ReportError> {
-        // symlink_metadata: a dangling link is something there too.
-        if std::fs::symlink_metadata(path).is_ok() {
-            return Err(ReportError::Invalid {
-                path: path.to_path_buf(),
-                reason: "exists (a result is never overwritten); choose another --out".into(),
-            });
-        }
-        Ok(())
+        refuse_existing_result(path)
     }
 }
 
+/// A result.json is never overwritten: anything at `path` is refused.
+pub(crate) fn refuse_existing_result(path: &Path) -> Result<(), ReportError> {
+    // symlink_metadata: a dangling link is something there too.
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Err(ReportError::Invalid {
+            path: path.to_path_buf(),
+            reason: "exists (a result is never overwritten); choose another --out".into(),
+        });
+    }
+    Ok(())
+}
+
 /// result.json's bytes: the typed result, pretty-printed, with a final newline.
-fn result_bytes(result: &mbx_result::RunResult, path: &Path) -> Result<Vec<u8>, ReportError> {
+pub(crate) fn result_bytes(
+    result: &impl serde::Serialize,
+    path: &Path,
+) -> Result<Vec<u8>, ReportError> {
     let mut bytes = serde_json::to_vec_pretty(result).map_err(|e| ReportError::Invalid {
         path: path.to_path_buf(),
         reason: format!("cannot serialize the result: {e}"),

@@ -323,12 +323,7 @@ pub fn render(run: &RunFolder) -> String {
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="generator" content="mbxstress";
-                title { "mbxstress " (r.test.test_type) " test report: " (r.test.machine) }
-                style { (PreEscaped(CSS)) }
-            }
+            (page_head(html! { "mbxstress " (r.test.test_type) " test report: " (r.test.machine) }))
             body {
                 h1 { "mbxstress " (r.test.test_type) " test result report" }
                 @if !flags.is_empty() {
@@ -559,6 +554,18 @@ pub fn render(run: &RunFolder) -> String {
     markup.into_string()
 }
 
+/// The `<head>` of every report page: its title and the stylesheet.
+pub(crate) fn page_head(title: Markup) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="generator" content="mbxstress";
+            title { (title) }
+            style { (PreEscaped(CSS)) }
+        }
+    }
+}
+
 /// find-max.html: the answer, the curve of steps (a table and charts against the target) and
 /// the configuration.
 pub fn render_find_max(f: &mbx_result::FindMax) -> String {
@@ -566,12 +573,7 @@ pub fn render_find_max(f: &mbx_result::FindMax) -> String {
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="generator" content="mbxstress";
-                title { "mbxstress find-max: " (f.machine) }
-                style { (PreEscaped(CSS)) }
-            }
+            (page_head(html! { "mbxstress find-max: " (f.machine) }))
             body {
                 h1 { "mbxstress find-max" }
                 @match (f.answer_words(), f.mailboxes, f.iops) {

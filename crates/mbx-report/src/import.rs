@@ -359,18 +359,8 @@ fn looks_like_html(text: &str) -> bool {
 /// Recovery report opens with its statistics; the later sections are in the order of the Dell
 /// ESRP paper's reports). Used for a fieldset without a `<legend>` or heading naming it.
 fn fieldset_title(kind: Option<TestKind>, index: usize) -> Option<&'static str> {
-    const PERFORMANCE: [&str; 10] = [
-        "Test Summary",
-        "Database Sizing and Throughput",
-        "Jetstress System Parameters",
-        "Database Configuration",
-        "Transactional I/O Performance",
-        "Background Database Maintenance I/O Performance",
-        "Log Replication I/O Performance",
-        "Total I/O Performance",
-        "Host System Performance",
-        "Test Log",
-    ];
+    // A Performance or Stress report has the first ten, in SECTION_TITLES' order.
+    const PERFORMANCE: usize = 10;
     const BACKUP: [&str; 6] = [
         "Database Backup Statistics",
         "Jetstress System Parameters",
@@ -389,7 +379,9 @@ fn fieldset_title(kind: Option<TestKind>, index: usize) -> Option<&'static str> 
         "Test Log",
     ];
     match kind? {
-        TestKind::Performance | TestKind::Stress => PERFORMANCE.get(index).copied(),
+        TestKind::Performance | TestKind::Stress => {
+            SECTION_TITLES[..PERFORMANCE].get(index).copied()
+        }
         TestKind::Backup => BACKUP.get(index).copied(),
         TestKind::SoftRecovery => SOFT_RECOVERY.get(index).copied(),
         TestKind::Checksum => None,
@@ -714,7 +706,8 @@ fn report_parts(text: &str) -> Vec<Part> {
 }
 
 /// Every section title of a Jetstress report (tables or not): where two sections run together
-/// on one line, the line is split before the second.
+/// on one line, the line is split before the second. The first ten are a Performance report's,
+/// in its order (`fieldset_title`).
 const SECTION_TITLES: [&str; 13] = [
     "Test Summary",
     "Database Sizing and Throughput",

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use mbx_result::{CheckState, LatencyMs, LoadgenResult, LoadgenSample, LOADGEN_KIND};
 
-use crate::export::{csv_bytes, export, Exporter, Format};
+use crate::export::{csv_bytes, export, refuse_existing_result, result_bytes, Exporter, Format};
 use crate::folder::{read_jsonl, ReportError, ResultText, Written};
-use crate::html::{f3, kv, state_class, state_word, CSS};
+use crate::html::{f3, kv, page_head, state_class, state_word};
 use crate::input::folder_file;
 
 const SAMPLES_WHAT: &str = "the samples of a loadgen run (samples.jsonl)";
@@ -189,23 +189,11 @@ impl Exporter<LoadgenFolder> for LoadgenJsonExporter {
     }
 
     fn render(&self, run: &LoadgenFolder, path: &Path) -> Result<Vec<u8>, ReportError> {
-        let mut bytes =
-            serde_json::to_vec_pretty(&run.result).map_err(|e| ReportError::Invalid {
-                path: path.to_path_buf(),
-                reason: format!("cannot serialize the result: {e}"),
-            })?;
-        bytes.push(b'\n');
-        Ok(bytes)
+        result_bytes(&run.result, path)
     }
 
     fn check_destination(&self, path: &Path) -> Result<(), ReportError> {
-        if std::fs::symlink_metadata(path).is_ok() {
-            return Err(ReportError::Invalid {
-                path: path.to_path_buf(),
-                reason: "exists (a result is never overwritten); choose another --out".into(),
-            });
-        }
-        Ok(())
+        refuse_existing_result(path)
     }
 }
 
@@ -818,12 +806,7 @@ fn page(
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="generator" content="mbxstress";
-                title { "mbxstress loadgen " (t.phase) " report: " (t.machine) }
-                style { (PreEscaped(CSS)) }
-            }
+            (page_head(html! { "mbxstress loadgen " (t.phase) " report: " (t.machine) }))
             body {
                 h1 { "mbxstress loadgen " (t.phase) " report" }
                 p {

@@ -8,12 +8,12 @@
 
 use std::path::Path;
 
-use maud::{html, Markup, PreEscaped, DOCTYPE};
+use maud::{html, Markup, DOCTYPE};
 use mbx_result::{CheckState, RunResult, TestKind};
 
 use crate::esrp::{EsrpSummary, ServerFigures};
 use crate::folder::ResultText;
-use crate::html::{f3, state_class, state_word, CSS};
+use crate::html::{f3, page_head, state_class, state_word};
 
 /// The file's name in the suite folder.
 pub const SUITE_REPORT: &str = "suite.html";
@@ -223,12 +223,7 @@ pub fn render_suite(root: &Path, tests: &[SuiteTest], esrp: Option<&EsrpSummary>
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="generator" content="mbxstress";
-                title { "mbxstress ESRP suite: " (machine) }
-                style { (PreEscaped(CSS)) }
-            }
+            (page_head(html! { "mbxstress ESRP suite: " (machine) }))
             body {
                 h1 { "mbxstress ESRP suite report" }
                 p id="suite-verdict" {

@@ -32,13 +32,117 @@ impl DoctorStatus {
     }
 }
 
+/// Which check a [`DoctorCheck`] is. One name table behind serde, [`CheckName::as_str`] and
+/// `Display`, so code finds a check by its variant, never by comparing text; a name this version
+/// does not know (a result written by a later one) is kept as it is ([`CheckName::Other`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum CheckName {
+    /// `write_cache`: the device's volatile write cache and FUA.
+    WriteCache,
+    /// `write_through_probe`: timed write-through writes, against a volatile cache.
+    WriteThroughProbe,
+    /// `queue_depth`: the device's request queue.
+    QueueDepth,
+    /// `filesystem`: what the folder is on.
+    Filesystem,
+    /// `alignment`: partition and filesystem alignment.
+    Alignment,
+    /// `layout`: databases and logs on separate volumes.
+    Layout,
+    /// `direct_io`: O_DIRECT (unbuffered) I/O works there.
+    DirectIo,
+    /// `discard`: online discard.
+    Discard,
+    /// `capacity`: free space for what the test writes.
+    Capacity,
+    /// `data_reduction`: compression or deduplication under the databases.
+    DataReduction,
+    /// `virtualization`: the host is a virtual machine.
+    Virtualization,
+    /// `cpu`: frequency scaling and cores.
+    Cpu,
+    /// `clock`: clock synchronization.
+    Clock,
+    /// `memory`: memory for the cache.
+    Memory,
+    /// A name this version does not know.
+    Other(String),
+}
+
+impl CheckName {
+    /// Every check this version knows, in the name table's order.
+    pub const KNOWN: [CheckName; 14] = [
+        CheckName::WriteCache,
+        CheckName::WriteThroughProbe,
+        CheckName::QueueDepth,
+        CheckName::Filesystem,
+        CheckName::Alignment,
+        CheckName::Layout,
+        CheckName::DirectIo,
+        CheckName::Discard,
+        CheckName::Capacity,
+        CheckName::DataReduction,
+        CheckName::Virtualization,
+        CheckName::Cpu,
+        CheckName::Clock,
+        CheckName::Memory,
+    ];
+
+    /// The name in `doctor --json` and `result.json` (`write_cache`, ...).
+    pub fn as_str(&self) -> &str {
+        match self {
+            CheckName::WriteCache => "write_cache",
+            CheckName::WriteThroughProbe => "write_through_probe",
+            CheckName::QueueDepth => "queue_depth",
+            CheckName::Filesystem => "filesystem",
+            CheckName::Alignment => "alignment",
+            CheckName::Layout => "layout",
+            CheckName::DirectIo => "direct_io",
+            CheckName::Discard => "discard",
+            CheckName::Capacity => "capacity",
+            CheckName::DataReduction => "data_reduction",
+            CheckName::Virtualization => "virtualization",
+            CheckName::Cpu => "cpu",
+            CheckName::Clock => "clock",
+            CheckName::Memory => "memory",
+            CheckName::Other(name) => name,
+        }
+    }
+}
+
+impl From<&str> for CheckName {
+    fn from(name: &str) -> CheckName {
+        CheckName::KNOWN
+            .into_iter()
+            .find(|c| c.as_str() == name)
+            .unwrap_or_else(|| CheckName::Other(name.to_string()))
+    }
+}
+
+impl From<String> for CheckName {
+    fn from(name: String) -> CheckName {
+        CheckName::from(name.as_str())
+    }
+}
+
+impl From<CheckName> for String {
+    fn from(name: CheckName) -> String {
+        name.as_str().to_string()
+    }
+}
+
+impl std::fmt::Display for CheckName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// One check of one location (or of the host).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DoctorCheck {
-    /// What is checked: `write_cache`, `write_through_probe`, `queue_depth`, `filesystem`,
-    /// `alignment`, `layout`, `direct_io`, `discard`, `capacity`, `data_reduction`,
-    /// `virtualization`, `cpu`, `clock`, `memory`.
-    pub name: String,
+    /// What is checked.
+    pub name: CheckName,
     /// Where: a path (and its device), or `host`.
     pub subject: String,
     /// The outcome.
@@ -77,7 +181,7 @@ impl DoctorReport {
     /// what a run shows next to its verdict.
     pub fn write_through_findings(&self) -> impl Iterator<Item = &DoctorCheck> {
         self.checks.iter().filter(|c| {
-            matches!(c.name.as_str(), "write_cache" | "write_through_probe")
+            matches!(c.name, CheckName::WriteCache | CheckName::WriteThroughProbe)
                 && matches!(c.status, DoctorStatus::Warn | DoctorStatus::Fail)
         })
     }

@@ -17,8 +17,9 @@ mod rows;
 mod run;
 mod sample;
 mod search;
+mod step;
 
-pub use doctor::{DoctorCheck, DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
+pub use doctor::{CheckName, DoctorCheck, DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
 pub use loadgen::*;
 pub use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};

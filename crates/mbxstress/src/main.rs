@@ -35,7 +35,6 @@ macro_rules! errp {
 mod cli;
 mod commands;
 mod exit;
-mod findings;
 mod interrupt;
 mod progress;
 mod render;

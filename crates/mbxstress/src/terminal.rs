@@ -1,14 +1,19 @@
 //! The terminal side of the application layer's events: `--progress jsonl` writes each
-//! [`Event`] as one line of JSON on stdout; `human` renders them (a status line, phase names,
-//! tuning's lines, headers and summaries); `quiet` prints the summaries only.
+//! [`Event`] as one line of JSON on stdout; `human` shows them (a status line, phase names,
+//! tuning's lines, headers and summaries); `quiet` prints the summaries only. The text is
+//! `mbx_app::present`'s; this file decides where and when it goes.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 
 use mbx_app::event::{Event, EventSink, Line, LogKind, Notice};
+use mbx_app::present::{self, capitalize, Shown};
 
 use crate::cli::ProgressMode;
-use crate::render::num;
-use crate::summary::{capitalize, fmt_secs};
+
+/// Text for stdout as it is (its lines end in newlines); the error of a closed pipe is returned.
+fn out(text: &str) -> std::io::Result<()> {
+    std::io::stdout().write_all(text.as_bytes())
+}
 
 /// Renders a command's events and notices for `--progress MODE`.
 pub struct Terminal {
@@ -54,6 +59,15 @@ impl Terminal {
         outln!("{}", Line::from(e.clone()).to_json())
     }
 
+    /// The database creation progress bar, for a test about to prepare `databases`.
+    fn preparing(&mut self, databases: u32) {
+        self.create = Some(crate::progress::CreateProgress::new(
+            databases as usize,
+            false,
+            false,
+        ));
+    }
+
     fn finish_preparing(&mut self) {
         if let Some(c) = self.create.take() {
             c.finish();
@@ -68,60 +82,7 @@ impl Terminal {
     }
 
     fn progress(&mut self, p: &mbx_engine::Progress) {
-        let timing = match p.phase_total_s {
-            Some(total) => format!(
-                "{} / {} (ETA {})",
-                fmt_secs(p.phase_elapsed_s),
-                fmt_secs(total),
-                fmt_secs((total - p.phase_elapsed_s).max(0.0))
-            ),
-            None => fmt_secs(p.phase_elapsed_s),
-        };
-        let line = match (p.pass_bytes, p.log_files) {
-            (None, Some(f)) => format!(
-                "[{}] {timing} | {} of {} log files generated per database ({:.0}%) | IOPS {}",
-                p.phase.name(),
-                f.done,
-                f.planned,
-                if f.planned > 0 {
-                    (f.done as f64 * 100.0 / f.planned as f64).min(100.0)
-                } else {
-                    100.0
-                },
-                num(p.iops, 0)
-            ),
-            (pass, _) => match pass {
-            Some(b) => format!(
-                "[{}] {timing} | {} of {} MB ({:.0}%)",
-                p.phase.name(),
-                num(b.done as f64 / 1e6, 1),
-                num(b.planned as f64 / 1e6, 1),
-                if b.planned > 0 {
-                    b.done as f64 * 100.0 / b.planned as f64
-                } else {
-                    100.0
-                }
-            ),
-            None => format!(
-                "[{}] {timing} | IOPS {} (target {}) | DB read {:.2} ms | log write {:.2} ms | cache {:.0}%",
-                p.phase.name(),
-                num(p.iops, 0),
-                num(p.target_iops, 0),
-                p.db_read_avg_ms,
-                p.log_write_avg_ms,
-                p.cache_fill * 100.0
-            ),
-            },
-        };
-        if self.tty {
-            let pad = self.last_line_len.saturating_sub(line.len());
-            errp!("\r{line}{:pad$}", "");
-            self.last_line_len = line.len();
-        } else if p.phase_elapsed_s - self.last_plain >= 15.0 || p.phase_elapsed_s < self.last_plain
-        {
-            errln!("{line}");
-            self.last_plain = p.phase_elapsed_s;
-        }
+        self.status(present::run_progress(p), p.phase_elapsed_s);
     }
 }
 
@@ -138,42 +99,7 @@ impl Terminal {
     }
 
     fn loadgen_progress(&mut self, p: &mbx_app::event::LoadgenProgress) {
-        let eta = p
-            .eta_s
-            .map(|s| format!(" (ETA {})", fmt_secs(s)))
-            .unwrap_or_default();
-        let pct = if p.total > 0 {
-            p.done as f64 * 100.0 / p.total as f64
-        } else {
-            100.0
-        };
-        let mut line = format!(
-            "[{}] {}{eta} | {} of {} {} ({pct:.0}%)",
-            p.phase,
-            fmt_secs(p.elapsed_s),
-            num(p.done as f64, 0),
-            num(p.total as f64, 0),
-            p.unit
-        );
-        if let Some(mb) = p.mb_per_s {
-            line.push_str(&format!(
-                " | {} msg/s, {} MB/s",
-                num(p.per_s, 0),
-                num(mb, 1)
-            ));
-        } else if p.unit == "tasks" {
-            line.push_str(&format!(" | {} tasks/s", num(p.per_s, 1)));
-        }
-        if let Some(u) = p.unfinished {
-            line.push_str(&format!(" | {} unfinished", num(u as f64, 0)));
-        }
-        if let (Some(d), Some(t)) = (p.users_done, p.users_total) {
-            line.push_str(&format!(" | users {d}/{t}"));
-        }
-        if p.failed > 0 {
-            line.push_str(&format!(" | {} failed", num(p.failed as f64, 0)));
-        }
-        self.status(line, p.elapsed_s);
+        self.status(present::loadgen_progress(p), p.elapsed_s);
     }
 }
 
@@ -215,7 +141,7 @@ impl EventSink for Terminal {
                 if jsonl {
                     let _ = Self::jsonl(e);
                 } else if human {
-                    crate::findings::announce(doctor);
+                    errp!("{}", present::doctor_findings(doctor));
                 }
             }
             Event::SuiteSkip { test, pass } => {
@@ -256,22 +182,14 @@ impl EventSink for Terminal {
         match n {
             Notice::RunStart(s) => {
                 if human {
-                    self.create = Some(crate::progress::CreateProgress::new(
-                        s.config.profile.databases as usize,
-                        false,
-                        false,
-                    ));
-                    crate::summary::print_start(s);
+                    self.preparing(s.config.profile.databases);
+                    errp!("{}", present::run_start(s));
                 }
             }
             Notice::FindMaxStart(s) => {
                 if human {
-                    self.create = Some(crate::progress::CreateProgress::new(
-                        s.config.profile.databases as usize,
-                        false,
-                        false,
-                    ));
-                    crate::summary::print_find_max_start(s);
+                    self.preparing(s.config.profile.databases);
+                    errp!("{}", present::find_max_start(s));
                 }
             }
             Notice::Prepare(e) => {
@@ -291,23 +209,15 @@ impl EventSink for Terminal {
                 report,
             } => {
                 if summaries {
-                    crate::summary::print_end(*kind, result, path, *report)?;
+                    match present::run_end(*kind, result, path, *report) {
+                        Shown::Stdout(text) => out(&text)?,
+                        Shown::Stderr(text) => errp!("{text}"),
+                    }
                 }
             }
             Notice::LoadgenStart { phase, dir, users } => {
                 if human {
-                    if *phase == "submit" {
-                        errln!(
-                            "loadgen submit: {users} connections; results in {}",
-                            dir.display()
-                        );
-                    } else {
-                        errln!(
-                            "loadgen {}: {users} users; results in {}",
-                            if *phase == "init" { "init" } else { "run" },
-                            dir.display()
-                        );
-                    }
+                    errp!("{}", present::loadgen_start(phase, dir, *users));
                 }
             }
             Notice::LoadgenEnd {
@@ -317,7 +227,7 @@ impl EventSink for Terminal {
             } => {
                 self.clear_status();
                 if summaries {
-                    crate::summary::print_loadgen_end(result, path, *report)?;
+                    out(&present::loadgen_end(result, path, *report))?;
                 }
             }
             Notice::TestStopped(message) => errln!("error: the test stopped: {message}"),
@@ -338,14 +248,14 @@ impl EventSink for Terminal {
                 "{test}: an incomplete earlier attempt was moved aside to {}; running it again",
                 to.display()
             ),
-            Notice::SuiteEnd(summary) => crate::summary::print_suite_summary(summary)?,
+            Notice::SuiteEnd(summary) => out(&present::suite_end(summary))?,
             Notice::FindMaxEnd {
                 find_max,
                 json,
                 html,
             } => {
                 if summaries {
-                    crate::summary::print_find_max_end(find_max, json, html)?;
+                    out(&present::find_max_end(find_max, json, html))?;
                 }
             }
         }

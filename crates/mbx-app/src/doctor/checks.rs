@@ -4,7 +4,7 @@
 
 use mbx_config::RunConfig;
 use mbx_io::probe::{DeviceFacts, DeviceKind, FsFacts, HostFacts, ProbeResult};
-use mbx_result::{DoctorCheck, DoctorStatus};
+use mbx_result::{CheckName, DoctorCheck, DoctorStatus};
 use mbx_store::CreateParams;
 
 use crate::num::num;
@@ -27,7 +27,7 @@ const SRC_PURE: &str = "Pure Storage's first 100,000-mailbox Jetstress run faile
 const SRC_TINTRI: &str = "Tintri measured PVSCSI raising read latency to over 5 ms and write latency to 16 ms against LSI Logic SAS on the same storage (Tintri's published VMstore Exchange 2013 best practices paper, 'Considerations on SCSI controllers')";
 
 pub(super) fn check(
-    name: &str,
+    name: CheckName,
     subject: &str,
     status: DoctorStatus,
     fact: String,
@@ -35,7 +35,7 @@ pub(super) fn check(
     fix: &str,
 ) -> DoctorCheck {
     DoctorCheck {
-        name: name.to_string(),
+        name,
         subject: subject.to_string(),
         status,
         fact,
@@ -58,7 +58,7 @@ pub fn filesystem_check(
     let Some(fs) = fs else {
         if let Some(d) = dev.filter(|d| d.kind != DeviceKind::None) {
             return check(
-                "filesystem",
+                CheckName::Filesystem,
                 subject,
                 DoctorStatus::Ok,
                 format!("a raw block device ({}), no filesystem", d.kind.name()),
@@ -67,7 +67,7 @@ pub fn filesystem_check(
             );
         }
         return check(
-            "filesystem",
+            CheckName::Filesystem,
             subject,
             DoctorStatus::Unknown,
             "the filesystem could not be read".into(),
@@ -100,7 +100,7 @@ pub fn filesystem_check(
         "unknown type" => (DoctorStatus::Unknown, ""),
         _ => (DoctorStatus::Ok, ""),
     };
-    check("filesystem", subject, status, fact, why, fix)
+    check(CheckName::Filesystem, subject, status, fact, why, fix)
 }
 
 /// `write_cache`: the block queue's write-cache mode and FUA (a volatile `write back` cache warns).
@@ -118,7 +118,7 @@ pub fn write_cache_check(subject: &str, dev: Option<&DeviceFacts>, ram: bool) ->
                 "no block device queue to read (network filesystem, or not Linux)".to_string(),
             )
         };
-        return check("write_cache", subject, status, fact, why, "");
+        return check(CheckName::WriteCache, subject, status, fact, why, "");
     };
     let mode = d.write_cache.as_deref().unwrap_or("");
     let disk = d.disk.as_deref().unwrap_or("?");
@@ -139,7 +139,7 @@ pub fn write_cache_check(subject: &str, dev: Option<&DeviceFacts>, ram: bool) ->
     let fact = format!("{disk}{media}: queue/write_cache '{mode}', {fua}{over}");
     if mode == "write back" {
         check(
-            "write_cache",
+            CheckName::WriteCache,
             subject,
             DoctorStatus::Warn,
             fact,
@@ -147,7 +147,14 @@ pub fn write_cache_check(subject: &str, dev: Option<&DeviceFacts>, ram: bool) ->
             "a volatile write cache: log writes are durable only if the device honours the flushes the kernel sends (virtual disks with cache=unsafe or writeback do not). Use a cache with power-loss protection, or disable the volatile cache (hdparm -W0 / sdparm --clear WCE / the hypervisor's cache=none or writethrough); if the cache is protected, `echo 'write through' > /sys/block/DISK/queue/write_cache` tells the kernel",
         )
     } else {
-        check("write_cache", subject, DoctorStatus::Ok, fact, why, "")
+        check(
+            CheckName::WriteCache,
+            subject,
+            DoctorStatus::Ok,
+            fact,
+            why,
+            "",
+        )
     }
 }
 
@@ -161,7 +168,7 @@ pub fn probe_check(
     let why = "a 4 KiB write-through (O_DSYNC) write must reach persistent media before it completes; far below what media can do (under 50 us) means a volatile cache acknowledges early, and the test then measures that cache, not the storage (docs/guide.md, 'mbxstress doctor')";
     match probed {
         None => check(
-            "write_through_probe",
+            CheckName::WriteThroughProbe,
             subject,
             DoctorStatus::Unknown,
             "not probed: a block device is written only by the test itself".into(),
@@ -169,7 +176,7 @@ pub fn probe_check(
             "",
         ),
         Some(Err(e)) => check(
-            "write_through_probe",
+            CheckName::WriteThroughProbe,
             subject,
             DoctorStatus::Unknown,
             format!("the probe could not write its temporary file: {e}"),
@@ -187,7 +194,7 @@ pub fn probe_check(
             );
             if ram {
                 check(
-                    "write_through_probe",
+                    CheckName::WriteThroughProbe,
                     subject,
                     DoctorStatus::Warn,
                     format!("{fact}: this measures memory (tmpfs/RAM disk)"),
@@ -196,7 +203,7 @@ pub fn probe_check(
                 )
             } else if r.median_us < EARLY_ACK_US {
                 check(
-                    "write_through_probe",
+                    CheckName::WriteThroughProbe,
                     subject,
                     DoctorStatus::Warn,
                     format!("{fact}: below {EARLY_ACK_US} us, a volatile cache acknowledges early"),
@@ -205,7 +212,7 @@ pub fn probe_check(
                 )
             } else {
                 check(
-                    "write_through_probe",
+                    CheckName::WriteThroughProbe,
                     subject,
                     DoctorStatus::Ok,
                     fact,
@@ -227,7 +234,7 @@ pub fn direct_io_check(
     let why = "mbxstress bypasses the page cache (O_DIRECT) so that it measures storage; a filesystem that refuses O_DIRECT, or accepts it but serves from memory (tmpfs), measures memory instead";
     let Some(r) = probed else {
         return check(
-            "direct_io",
+            CheckName::DirectIo,
             subject,
             DoctorStatus::Unknown,
             "not probed".into(),
@@ -242,7 +249,7 @@ pub fn direct_io_check(
     };
     match (r.direct, ram) {
         (true, true) => check(
-            "direct_io",
+            CheckName::DirectIo,
             subject,
             DoctorStatus::Warn,
             format!("O_DIRECT accepted, but the filesystem is memory{planned}"),
@@ -250,7 +257,7 @@ pub fn direct_io_check(
             "point the paths at the storage under test",
         ),
         (false, _) => check(
-            "direct_io",
+            CheckName::DirectIo,
             subject,
             DoctorStatus::Warn,
             format!("O_DIRECT refused (EINVAL){planned}"),
@@ -258,7 +265,7 @@ pub fn direct_io_check(
             "use a filesystem that supports O_DIRECT (ext4, XFS) or run with --buffered knowing it measures the page cache",
         ),
         (true, false) => check(
-            "direct_io",
+            CheckName::DirectIo,
             subject,
             if direct_planned { DoctorStatus::Ok } else { DoctorStatus::Warn },
             format!("O_DIRECT accepted{planned}"),
@@ -327,7 +334,7 @@ pub fn queue_depth_check(
     };
     let Some(d) = dev.filter(|d| d.nr_requests.is_some() || d.scsi_queue_depth.is_some()) else {
         return check(
-            "queue_depth",
+            CheckName::QueueDepth,
             subject,
             DoctorStatus::Unknown,
             format!("no block queue to read; {plan}"),
@@ -372,7 +379,7 @@ pub fn queue_depth_check(
     let needed = wanted.max(logs as u64);
     if cap < needed {
         check(
-            "queue_depth",
+            CheckName::QueueDepth,
             subject,
             DoctorStatus::Warn,
             format!("{fact}: the path caps it at {cap}"),
@@ -380,7 +387,14 @@ pub fn queue_depth_check(
             "raise the queue depth along the path: /sys/block/DISK/queue/nr_requests, /sys/block/DISK/device/queue_depth, the HBA or iSCSI initiator (e.g. node.session.queue_depth in iscsid.conf), the hypervisor's per-disk queue",
         )
     } else {
-        check("queue_depth", subject, DoctorStatus::Ok, fact, why, "")
+        check(
+            CheckName::QueueDepth,
+            subject,
+            DoctorStatus::Ok,
+            fact,
+            why,
+            "",
+        )
     }
 }
 
@@ -389,7 +403,7 @@ pub fn alignment_check(subject: &str, dev: Option<&DeviceFacts>) -> DoctorCheck 
     let why = "a partition that does not start on a 1 MiB boundary splits I/Os across stripe and flash-page boundaries (Exchange guidance: the default alignment of Windows 2008 or later, 1 MiB; Dell's published EqualLogic PS6110E Exchange 2013 sizing paper)";
     let Some(d) = dev.filter(|d| d.kind != DeviceKind::None) else {
         return check(
-            "alignment",
+            CheckName::Alignment,
             subject,
             DoctorStatus::Unknown,
             "no block device to read".into(),
@@ -402,7 +416,7 @@ pub fn alignment_check(subject: &str, dev: Option<&DeviceFacts>) -> DoctorCheck 
             let bytes = start.saturating_mul(512);
             let aligned = bytes % (1 << 20) == 0;
             check(
-                "alignment",
+                CheckName::Alignment,
                 subject,
                 if aligned {
                     DoctorStatus::Ok
@@ -427,7 +441,7 @@ pub fn alignment_check(subject: &str, dev: Option<&DeviceFacts>) -> DoctorCheck 
             )
         }
         None => check(
-            "alignment",
+            CheckName::Alignment,
             subject,
             DoctorStatus::Ok,
             format!(
@@ -450,7 +464,7 @@ pub fn discard_check(
     let why = "thin-provisioned volumes grow as pages are first written and shrink on discard: mbxstress writes every page when it creates a database, so the test measures a fully allocated volume, as a grown Exchange database is";
     let Some(max) = dev.and_then(|d| d.discard_max_bytes) else {
         return check(
-            "discard",
+            CheckName::Discard,
             subject,
             DoctorStatus::Unknown,
             "no block queue to read".into(),
@@ -474,7 +488,7 @@ pub fn discard_check(
     } else {
         "no discard: thick-provisioned or a device without TRIM/UNMAP".to_string()
     };
-    check("discard", subject, DoctorStatus::Ok, fact, why, "")
+    check(CheckName::Discard, subject, DoctorStatus::Ok, fact, why, "")
 }
 
 /// `capacity`: free space against what the test writes (fails) and the growth reserve (warns).
@@ -487,7 +501,7 @@ pub fn capacity_check(
 ) -> DoctorCheck {
     let Some(free) = free else {
         return check(
-            "capacity",
+            CheckName::Capacity,
             subject,
             DoctorStatus::Unknown,
             "free space could not be read".into(),
@@ -505,7 +519,7 @@ pub fn capacity_check(
     );
     if to_write > free {
         check(
-            "capacity",
+            CheckName::Capacity,
             subject,
             DoctorStatus::Fail,
             fact,
@@ -514,7 +528,7 @@ pub fn capacity_check(
         )
     } else if to_write.saturating_add(reserve) > free {
         check(
-            "capacity",
+            CheckName::Capacity,
             subject,
             DoctorStatus::Warn,
             format!("{fact}: it fits, without the growth reserve"),
@@ -522,7 +536,14 @@ pub fn capacity_check(
             "size the volume with 25% of the database size free",
         )
     } else {
-        check("capacity", subject, DoctorStatus::Ok, fact, why, "")
+        check(
+            CheckName::Capacity,
+            subject,
+            DoctorStatus::Ok,
+            fact,
+            why,
+            "",
+        )
     }
 }
 
@@ -535,7 +556,7 @@ pub fn data_reduction_check(compressibility_pct: u8) -> DoctorCheck {
         format!("pages are unique and compress by about {compressibility_pct}% (--compressibility-pct): set it to the ratio the array achieves on real mailbox data")
     };
     check(
-        "data_reduction",
+        CheckName::DataReduction,
         "databases",
         DoctorStatus::Ok,
         fact,
@@ -582,7 +603,7 @@ pub fn virtualization_check(host: &HostFacts, drivers: &[(String, Vec<String>)])
         .any(|(_, d)| d.iter().any(|x| x == "virtio_blk" || x == "virtio_scsi"));
     if pvscsi {
         check(
-            "virtualization",
+            CheckName::Virtualization,
             "host",
             DoctorStatus::Warn,
             fact,
@@ -591,7 +612,7 @@ pub fn virtualization_check(host: &HostFacts, drivers: &[(String, Vec<String>)])
         )
     } else if virtio {
         check(
-            "virtualization",
+            CheckName::Virtualization,
             "host",
             DoctorStatus::Ok,
             format!("{fact} (virtio: the queue depth per virtual disk is the host's queue size; the host's cache mode decides write-through)"),
@@ -599,7 +620,14 @@ pub fn virtualization_check(host: &HostFacts, drivers: &[(String, Vec<String>)])
             "",
         )
     } else {
-        check("virtualization", "host", DoctorStatus::Ok, fact, why, "")
+        check(
+            CheckName::Virtualization,
+            "host",
+            DoctorStatus::Ok,
+            fact,
+            why,
+            "",
+        )
     }
 }
 
@@ -608,7 +636,7 @@ pub fn cpu_check(host: &HostFacts, cfg: &RunConfig, dbs: usize) -> DoctorCheck {
     let why = "mbxstress runs its sessions on event-loop threads (reactors), one per core at most; more reactors than CPUs, or a busy host, adds scheduling delay to every latency";
     let Some(cpus) = host.cpus else {
         return check(
-            "cpu",
+            CheckName::Cpu,
             "host",
             DoctorStatus::Unknown,
             "CPU count unknown".into(),
@@ -632,7 +660,7 @@ pub fn cpu_check(host: &HostFacts, cfg: &RunConfig, dbs: usize) -> DoctorCheck {
     );
     if reactors > cpus {
         check(
-            "cpu",
+            CheckName::Cpu,
             "host",
             DoctorStatus::Warn,
             fact,
@@ -640,7 +668,7 @@ pub fn cpu_check(host: &HostFacts, cfg: &RunConfig, dbs: usize) -> DoctorCheck {
             "use --reactors 0 (one per core)",
         )
     } else {
-        check("cpu", "host", DoctorStatus::Ok, fact, why, "")
+        check(CheckName::Cpu, "host", DoctorStatus::Ok, fact, why, "")
     }
 }
 
@@ -648,16 +676,16 @@ pub fn cpu_check(host: &HostFacts, cfg: &RunConfig, dbs: usize) -> DoctorCheck {
 pub fn clock_check(host: &HostFacts) -> DoctorCheck {
     let why = "results of several servers tested together (ESRP, fleet) are compared sample by sample by time: their clocks must agree";
     match host.clock_synced {
-        Some(true) => check("clock", "host", DoctorStatus::Ok, "the kernel clock is synchronized (adjtimex)".into(), why, ""),
+        Some(true) => check(CheckName::Clock, "host", DoctorStatus::Ok, "the kernel clock is synchronized (adjtimex)".into(), why, ""),
         Some(false) => check(
-            "clock",
+            CheckName::Clock,
             "host",
             DoctorStatus::Warn,
             "the kernel clock is not synchronized (adjtimex: unsynchronized)".into(),
             why,
             "enable NTP (chrony, systemd-timesyncd) on every server of a multi-server test; a single server's results are unaffected",
         ),
-        None => check("clock", "host", DoctorStatus::Unknown, "clock synchronization unknown".into(), why, ""),
+        None => check(CheckName::Clock, "host", DoctorStatus::Unknown, "clock synchronization unknown".into(), why, ""),
     }
 }
 
@@ -671,7 +699,7 @@ pub fn memory_check(
     let why = "the simulated database caches live in memory; if they do not fit, the host pages and every latency includes paging";
     let Some(avail) = host.memory_available_bytes else {
         return check(
-            "memory",
+            CheckName::Memory,
             "host",
             DoctorStatus::Unknown,
             "available memory unknown".into(),
@@ -693,7 +721,7 @@ pub fn memory_check(
     );
     if caches > avail / 2 {
         check(
-            "memory",
+            CheckName::Memory,
             "host",
             DoctorStatus::Warn,
             fact,
@@ -701,7 +729,7 @@ pub fn memory_check(
             "lower cache.max_mb_per_db in a --config file, or free memory",
         )
     } else {
-        check("memory", "host", DoctorStatus::Ok, fact, why, "")
+        check(CheckName::Memory, "host", DoctorStatus::Ok, fact, why, "")
     }
 }
 

@@ -14,7 +14,7 @@ use mbx_config::RunConfig;
 use mbx_io::probe::{self, DeviceFacts, DeviceKind, FsFacts};
 use mbx_store::{CreateParams, DatabaseSpec};
 
-pub use mbx_result::{DoctorCheck, DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
+pub use mbx_result::{CheckName, DoctorCheck, DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
 
 use crate::event::{Event, EventSink};
 
@@ -285,7 +285,7 @@ fn layout_check(specs: &[DatabaseSpec], copies: u32) -> DoctorCheck {
         .collect();
     if shared.is_empty() {
         return check(
-            "layout",
+            CheckName::Layout,
             "databases and logs",
             DoctorStatus::Ok,
             "databases and logs on separate devices".into(),
@@ -301,7 +301,7 @@ fn layout_check(specs: &[DatabaseSpec], copies: u32) -> DoctorCheck {
     );
     if copies > 1 {
         check(
-            "layout",
+            CheckName::Layout,
             "databases and logs",
             DoctorStatus::Ok,
             format!("{fact}; {copies} copies"),
@@ -310,7 +310,7 @@ fn layout_check(specs: &[DatabaseSpec], copies: u32) -> DoctorCheck {
         )
     } else {
         check(
-            "layout",
+            CheckName::Layout,
             "databases and logs",
             DoctorStatus::Warn,
             format!("{fact}; 1 copy"),
@@ -327,7 +327,7 @@ fn capacity_checks(specs: &[DatabaseSpec], create: &CreateParams) -> Vec<DoctorC
         Ok(n) => n,
         Err(e) => {
             return vec![check(
-                "capacity",
+                CheckName::Capacity,
                 "databases and logs",
                 DoctorStatus::Unknown,
                 format!("{e}"),
@@ -426,7 +426,7 @@ mod tests {
             "memory",
         ] {
             assert!(
-                report.checks.iter().any(|c| c.name == name),
+                report.checks.iter().any(|c| c.name.as_str() == name),
                 "no {name} check in {report:?}"
             );
         }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mbx_result::{DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
+use mbx_result::{CheckName, DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
 
 use super::coordinator::{Checked, Collect, Message};
 use super::error::{fail, failed, usage, Ctx, Result};
@@ -253,7 +253,7 @@ pub(crate) fn doctor_host(ssh: &Ssh, h: &Host, bin: &str, run_dir: &str) -> Resu
     if let Some(c) = report
         .checks
         .iter()
-        .find(|c| c.name == "capacity" && c.status == DoctorStatus::Fail)
+        .find(|c| c.name == CheckName::Capacity && c.status == DoctorStatus::Fail)
     {
         return Err(usage(format!(
             "host {}: not enough free space for the test at {}: {}; fix: {}",

@@ -72,7 +72,7 @@ fn print_table(r: &DoctorReport) -> std::io::Result<()> {
     let w_name = r
         .checks
         .iter()
-        .map(|c| c.name.len())
+        .map(|c| c.name.as_str().len())
         .max()
         .unwrap_or(5)
         .max(5);

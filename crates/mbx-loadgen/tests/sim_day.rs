@@ -161,5 +161,5 @@ fn a_day_of_1000_users_on_the_simulated_clock_repeats_byte_for_byte_and_finds_ev
     // The watchers saw the server deliver.
     let w = report.watch.as_ref().expect("the watchers ran");
     assert_eq!(w.watched, 32);
-    assert!(d.server_latency_us.len() > 0);
+    assert!(!d.server_latency_us.is_empty());
 }

@@ -745,11 +745,14 @@ impl Session {
                 let name = w.get(1).cloned().unwrap_or_default();
                 let mut s = self.model.lock();
                 let folders = &mut s.accounts[me].folders;
-                if folders.contains_key(&name) {
-                    no(out, "[ALREADYEXISTS] mailbox exists");
-                } else {
-                    folders.insert(name, Folder::new());
-                    ok(out, "created");
+                match folders.entry(name) {
+                    std::collections::btree_map::Entry::Occupied(_) => {
+                        no(out, "[ALREADYEXISTS] mailbox exists")
+                    }
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        v.insert(Folder::new());
+                        ok(out, "created");
+                    }
                 }
             }
             ("UID", Some(_)) if self.selected.is_some() => {

@@ -1708,20 +1708,10 @@ impl Phases<'_> {
         start: Instant,
     ) -> Vec<Actor> {
         let plan = self.plan;
-        let mut done = Vec::with_capacity(running.len());
         if overloaded || self.interrupted {
-            // Stop: queued tasks are dropped; running ones get a moment, then are cancelled
-            // (their connections closed).
-            self.shared.stopping.store(true, Ordering::Relaxed);
-            let deadline = clock::now() + STOP_WAIT;
-            for (_, mut a) in running {
-                match clock::timeout_at(deadline, &mut a).await {
-                    Ok(Ok(actor)) => done.push(actor),
-                    _ => a.abort(),
-                }
-            }
-            return done;
+            return self.stop_running(running).await;
         }
+        let mut done = Vec::with_capacity(running.len());
         // The last tasks finish; a stop request meanwhile gives them STOP_WAIT, then cancels.
         let mut stop_at: Option<Instant> = None;
         let drain = deadline::drain(self.command, plan.grace);
@@ -1769,6 +1759,24 @@ impl Phases<'_> {
             let on = self.servers_of(cut_kinds, "day");
             self.deadline_hit = Some(deadline::message("day", self.length + drain, n, &on));
             self.interrupted = true;
+        }
+        done
+    }
+
+    /// Stop: queued tasks are dropped; running ones get [`STOP_WAIT`], then are cancelled
+    /// (their connections closed). The actors that finished in time.
+    async fn stop_running(
+        &self,
+        running: Vec<(u32, tokio::task::JoinHandle<Actor>)>,
+    ) -> Vec<Actor> {
+        self.shared.stopping.store(true, Ordering::Relaxed);
+        let deadline = clock::now() + STOP_WAIT;
+        let mut done = Vec::with_capacity(running.len());
+        for (_, mut a) in running {
+            match clock::timeout_at(deadline, &mut a).await {
+                Ok(Ok(actor)) => done.push(actor),
+                _ => a.abort(),
+            }
         }
         done
     }

@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 /// Highest latency recorded exactly: one hour. Longer values are clamped (and counted).
 const MAX_NS: u64 = 3_600_000_000_000;
@@ -15,23 +14,9 @@ pub struct LatencyHistogram {
     sum_ns: u128,
 }
 
-/// Percentile summary in milliseconds. It mirrors `mbx_result::Percentiles` (the result
-/// contract's `PCT`), field for field, so this crate needs no result crate: the engine converts.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
-pub struct Percentiles {
-    /// Mean.
-    pub avg: f64,
-    /// Median.
-    pub p50: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// 99.9th percentile.
-    pub p999: f64,
-    /// Largest value.
-    pub max: f64,
-}
+/// Percentile summary in milliseconds: the result contract's `PCT`, mbx-core's type (the same one
+/// `mbx_result` carries).
+pub use mbx_core::Percentiles;
 
 impl Default for LatencyHistogram {
     fn default() -> Self {

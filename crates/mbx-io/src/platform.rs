@@ -332,18 +332,7 @@ pub fn thread_cpu_time() -> Option<std::time::Duration> {
 
 #[cfg(not(windows))]
 fn thread_cpu_time_proc() -> Option<std::time::Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    // Fields after the command name (which may hold spaces), from field 3 (state) on; utime and
-    // stime are fields 14 and 15, in clock ticks of 1/100 s.
-    let fields: Vec<&str> = stat
-        .get(stat.rfind(')')? + 1..)?
-        .split_whitespace()
-        .collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(std::time::Duration::from_millis(
-        utime.saturating_add(stime).saturating_mul(10),
-    ))
+    mbx_core::procfs::thread_cpu_time()
 }
 
 /// CPU time used by this process so far: (user, system) seconds.
@@ -372,17 +361,9 @@ pub fn cpu_times() -> (f64, f64) {
 pub fn system_cpu_ticks() -> Option<(u64, u64)> {
     #[cfg(target_os = "linux")]
     {
-        let text = std::fs::read_to_string("/proc/stat").ok()?;
-        let line = text.lines().next()?;
-        let v: Vec<u64> = line
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        let total: u64 = v.iter().sum();
-        // idle + iowait are not busy.
-        let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-        Some((total.saturating_sub(idle), total))
+        // mbx-core's reader: guest time is in user and nice already, never counted twice.
+        let c = mbx_core::procfs::system_cpu()?;
+        Some((c.busy(), c.total))
     }
     #[cfg(windows)]
     {
@@ -404,10 +385,7 @@ pub fn available_memory_bytes() -> Option<u64> {
 fn os_available_memory_bytes() -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
-        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kb.saturating_mul(1024))
+        mbx_core::procfs::meminfo_bytes("MemAvailable")
     }
     #[cfg(windows)]
     {
@@ -423,10 +401,7 @@ fn os_available_memory_bytes() -> Option<u64> {
 pub fn peak_resident_memory_bytes() -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
-        let text = std::fs::read_to_string("/proc/self/status").ok()?;
-        let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
-        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kb.saturating_mul(1024))
+        mbx_core::procfs::self_status_bytes("VmHWM")
     }
     #[cfg(windows)]
     {

@@ -113,18 +113,7 @@ pub struct FsFacts {
 
 /// The nearest existing ancestor of `p` (itself when it exists): doctor inspects locations that
 /// `prepare` has not created yet through the folder they will be created in.
-pub fn existing_ancestor(p: &Path) -> PathBuf {
-    let mut cur = p.to_path_buf();
-    loop {
-        if cur.exists() {
-            return cur;
-        }
-        match cur.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => cur = parent.to_path_buf(),
-            _ => return PathBuf::from("."),
-        }
-    }
-}
+pub use mbx_core::path::existing_ancestor;
 
 /// The block device under `path` (which must exist).
 pub fn device_facts(path: &Path) -> io::Result<DeviceFacts> {

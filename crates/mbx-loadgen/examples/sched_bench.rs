@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use mbx_loadgen::sched::{ClientType, Clock, Scheduler, SimClock, TaskKind};
+use mbx_loadgen::sched::{ClientType, Scheduler, SimClock, TaskKind};
 use tokio::sync::mpsc;
 
 /// utime + stime of this process (Linux: /proc/self/stat, in USER_HZ ticks of 10 ms); None
@@ -91,7 +91,7 @@ fn main() {
     let t1 = Instant::now();
     loop {
         due.clear();
-        sched.due(&clock, &mut due);
+        sched.due(clock.elapsed(), &mut due);
         for t in due.drain(..) {
             let recipients = if t.kind.sends() {
                 sched.recipients(&t)
@@ -101,7 +101,7 @@ fn main() {
             copies += recipients.len() as u64;
             *per_kind.entry(t.kind).or_insert(0) += 1;
             dispatched += 1;
-            late_max = late_max.max(clock.now() - t.at);
+            late_max = late_max.max(clock.elapsed() - t.at);
             let u = t.user as usize;
             if let Some(tx) = txs.get(u) {
                 let _ = tx.send(Job {
@@ -118,7 +118,7 @@ fn main() {
         let Some(next) = sched.next_due() else { break };
         // The engine sleeps until the next task is due (at most 100 ms): the simulated clock
         // jumps there at once.
-        let now = clock.now();
+        let now = clock.elapsed();
         clock.set(next.min(now + tick).max(now + Duration::from_nanos(1)));
     }
     let run = t1.elapsed();

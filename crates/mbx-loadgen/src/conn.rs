@@ -5,18 +5,20 @@
 //! ([`READ_CHUNK`]); a TLS one adds rustls's state (its buffers grow to a record, 16 KiB, while
 //! one is in flight). A buffer grown by a long answer shrinks back once it is consumed.
 
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::clock;
+use crate::error::{Error, ErrorClass, Result};
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
-
-use crate::error::{Error, ErrorClass, Result};
 
 /// The read buffer's size while idle, and the size of each read.
 pub const READ_CHUNK: usize = 4096;
@@ -76,6 +78,30 @@ impl Default for Limits {
     }
 }
 
+/// A byte stream to a server: a TCP socket, or (a simulated day) one end of an in-memory pipe.
+pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// What a [`Connect`] gives: a stream, or the OS's (or the model's) error.
+pub type Connecting<'a> = Pin<Box<dyn Future<Output = io::Result<Box<dyn Stream>>> + Send + 'a>>;
+
+/// How connections are made: the clients ask it for a stream to `host:port`.
+pub trait Connect: Send + Sync {
+    /// A stream to `host:port` (the connect timeout is the caller's).
+    fn connect<'a>(&'a self, host: &'a str, port: u16) -> Connecting<'a>;
+}
+
+/// A connector shared by every connection of an endpoint (None on an [`Endpoint`]: TCP).
+#[derive(Clone)]
+pub struct Connector(pub Arc<dyn Connect>);
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Connector(..)")
+    }
+}
+
 /// Where to connect and how.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
@@ -93,6 +119,9 @@ pub struct Endpoint {
     pub timeouts: Timeouts,
     /// Bounds of every read.
     pub limits: Limits,
+    /// How connections are made: None is TCP (production); a simulated day gives in-memory
+    /// streams to a model server.
+    pub connector: Option<Connector>,
 }
 
 impl Endpoint {
@@ -117,14 +146,23 @@ impl Endpoint {
             tls_name: None,
             timeouts: Timeouts::default(),
             limits: Limits::default(),
+            connector: None,
         }
     }
 }
 
 enum Inner {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Plain(Box<dyn Stream>),
+    Tls(Box<TlsStream<Box<dyn Stream>>>),
     Gone,
+}
+
+/// A TCP connection to `host:port`, without Nagle's delay (commands are small and their
+/// latency is measured).
+async fn tcp(host: &str, port: u16) -> io::Result<Box<dyn Stream>> {
+    let tcp = TcpStream::connect((host, port)).await?;
+    let _ = tcp.set_nodelay(true);
+    Ok(Box::new(tcp))
 }
 
 /// A connection with a bounded read buffer. Errors carry its server and user.
@@ -159,8 +197,11 @@ impl Conn {
     pub(crate) async fn connect(ep: &Endpoint, scheme: &str, user: Option<&str>) -> Result<Conn> {
         let server = ep.url(scheme);
         let err = |class, cmd: &str, d: String| Error::new(class, user, &server, cmd, d);
-        let addr = (ep.host.as_str(), ep.port);
-        let tcp = match tokio::time::timeout(ep.timeouts.connect, TcpStream::connect(addr)).await {
+        let connecting = match &ep.connector {
+            Some(c) => c.0.connect(&ep.host, ep.port),
+            None => Box::pin(tcp(&ep.host, ep.port)),
+        };
+        let stream = match clock::timeout(ep.timeouts.connect, connecting).await {
             Err(_) => {
                 return Err(err(
                     ErrorClass::Timeout,
@@ -171,8 +212,6 @@ impl Conn {
             Ok(Err(e)) => return Err(err(ErrorClass::Connect, "connect", e.to_string())),
             Ok(Ok(t)) => t,
         };
-        // Commands are small and latency is measured: no Nagle delay.
-        let _ = tcp.set_nodelay(true);
         if ep.security != Security::Plain && ep.tls.is_none() {
             return Err(err(
                 ErrorClass::Tls,
@@ -181,7 +220,7 @@ impl Conn {
             ));
         }
         let mut conn = Conn {
-            inner: Inner::Plain(tcp),
+            inner: Inner::Plain(stream),
             buf: Vec::with_capacity(READ_CHUNK),
             pos: 0,
             server,
@@ -274,7 +313,7 @@ impl Conn {
             }
         };
         let connector = TlsConnector::from(config);
-        match tokio::time::timeout(self.timeouts.connect, connector.connect(name, tcp)).await {
+        match clock::timeout(self.timeouts.connect, connector.connect(name, tcp)).await {
             Err(_) => Err(self.error(
                 ErrorClass::Timeout,
                 command,
@@ -366,6 +405,7 @@ impl Conn {
                 }
                 let line = self.buf[self.pos..line_end].to_vec();
                 self.pos = end + 1;
+                assert!(self.pos <= self.buf.len(), "read position past the buffer");
                 return Ok(line);
             }
             scanned = self.buf.len();
@@ -398,6 +438,10 @@ impl Conn {
             out.extend_from_slice(&self.buf[self.pos..self.pos + take]);
             self.pos += take;
         }
+        assert!(
+            out.len() == n && self.pos <= self.buf.len(),
+            "a literal read past its length or the buffer"
+        );
         Ok(out)
     }
 
@@ -423,10 +467,10 @@ impl Conn {
         let limit = Duration::from_secs(2);
         match &mut self.inner {
             Inner::Plain(s) => {
-                let _ = tokio::time::timeout(limit, s.shutdown()).await;
+                let _ = clock::timeout(limit, s.shutdown()).await;
             }
             Inner::Tls(s) => {
-                let _ = tokio::time::timeout(limit, s.shutdown()).await;
+                let _ = clock::timeout(limit, s.shutdown()).await;
             }
             Inner::Gone => {}
         }

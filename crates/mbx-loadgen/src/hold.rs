@@ -17,10 +17,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{watch, Semaphore};
 
+use crate::clock::{self, Instant};
 use crate::conn::Endpoint;
 use crate::error::Error;
 use crate::imap::{IdleEvent, ImapClient};
@@ -103,26 +104,11 @@ pub struct Usage {
 pub fn usage() -> Option<Usage> {
     #[cfg(target_os = "linux")]
     {
-        let at = Instant::now();
-        let status = std::fs::read_to_string("/proc/self/status").ok()?;
-        let kib: u64 = status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()?;
-        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-        // pid (comm) state ppid ...: the fields after the last ')'; utime and stime are the
-        // 14th and 15th of the line, the 12th and 13th after the command.
-        let rest = stat.get(stat.rfind(')')? + 1..)?;
-        let mut f = rest.split_whitespace().skip(11);
-        let utime: u64 = f.next()?.parse().ok()?;
-        let stime: u64 = f.next()?.parse().ok()?;
-        // USER_HZ is 100 on every Linux architecture's user ABI (sysconf(_SC_CLK_TCK)).
+        let at = clock::now();
+        // mbx-core's readers: VmRSS, and utime + stime in USER_HZ ticks (saturating).
         Some(Usage {
-            rss_bytes: kib * 1024,
-            cpu: Duration::from_millis((utime + stime) * 10),
+            rss_bytes: mbx_core::procfs::self_status_bytes("VmRSS")?,
+            cpu: mbx_core::procfs::process_cpu_time()?,
             at,
         })
     }
@@ -251,12 +237,12 @@ async fn hold_one(
     drop(user);
     counters.established.fetch_add(1, Ordering::Relaxed);
     let mut notices = 0u64;
-    let mut renew_at = tokio::time::Instant::now() + RENEW;
+    let mut renew_at = clock::now() + RENEW;
     loop {
         if *stop.borrow() {
             break;
         }
-        let wait = renew_at.saturating_duration_since(tokio::time::Instant::now());
+        let wait = renew_at.saturating_duration_since(clock::now());
         let r = tokio::select! {
             changed = stop.changed() => {
                 // A closed channel (the hold itself gone) stops too.
@@ -284,7 +270,7 @@ async fn hold_one(
                     counters.dropped.fetch_add(1, Ordering::Relaxed);
                     return Outcome::Dropped(notices, e);
                 }
-                renew_at = tokio::time::Instant::now() + RENEW;
+                renew_at = clock::now() + RENEW;
             }
             Err(e) => {
                 counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -323,7 +309,7 @@ pub async fn hold(
     let mailbox: Arc<str> = Arc::from(plan.mailbox.as_str());
     let permits = Arc::new(Semaphore::new(plan.concurrency.max(1)));
     let (stop_tx, stop_rx) = watch::channel(false);
-    let started = Instant::now();
+    let started = clock::now();
     let mut tasks = Vec::with_capacity(plan.connections as usize);
     for i in 0..plan.connections as usize {
         let user = users[i % users.len()].clone();
@@ -347,26 +333,26 @@ pub async fn hold(
             report.interrupted = true;
             break;
         }
-        tokio::time::sleep(tick).await;
+        clock::sleep(tick).await;
     }
     report.establish_time = started.elapsed();
     // The hold.
     if !report.interrupted {
-        let settle_end = Instant::now() + plan.settle;
-        while Instant::now() < settle_end && !plan.stop.load(Ordering::Relaxed) {
-            tokio::time::sleep(tick).await;
+        let settle_end = clock::now() + plan.settle;
+        while clock::now() < settle_end && !plan.stop.load(Ordering::Relaxed) {
+            clock::sleep(tick).await;
         }
         counters.stage.store(1, Ordering::Relaxed);
         report.hold_start = usage();
-        let hold_start = Instant::now();
+        let hold_start = clock::now();
         let end = hold_start + plan.hold;
-        while Instant::now() < end {
+        while clock::now() < end {
             if plan.stop.load(Ordering::Relaxed) {
                 report.interrupted = true;
                 break;
             }
-            let left = end.saturating_duration_since(Instant::now());
-            tokio::time::sleep(left.min(Duration::from_millis(200))).await;
+            let left = end.saturating_duration_since(clock::now());
+            clock::sleep(left.min(Duration::from_millis(200))).await;
         }
         report.held = hold_start.elapsed();
     }

@@ -5,8 +5,9 @@
 //! Responses are read with bounded lines and literals (see [`crate::conn::Limits`]); each
 //! command's latency runs from writing it to its tagged answer.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::clock::{self, Instant};
 use crate::conn::{Conn, Endpoint, Security};
 use crate::error::{text_rejection, ErrorClass, Result};
 use crate::metrics::{Protocol, Recorder};
@@ -122,7 +123,7 @@ impl ImapClient {
     /// Connects, reads the greeting and the capabilities, and with [`Security::StartTls`]
     /// upgrades (asking the capabilities again).
     pub async fn connect(ep: &Endpoint, rec: Recorder) -> Result<ImapClient> {
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let conn = match Conn::connect(ep, "imap", None).await {
             Ok(c) => c,
             Err(e) => {
@@ -140,7 +141,7 @@ impl ImapClient {
             pending_at: None,
         };
         let limit = c.conn.timeouts.command;
-        let greeting = match tokio::time::timeout(limit, c.conn.read_line("connect")).await {
+        let greeting = match clock::timeout(limit, c.conn.read_line("connect")).await {
             Ok(r) => r,
             Err(_) => Err(c.conn.timed_out("connect", "no greeting")),
         };
@@ -177,7 +178,7 @@ impl ImapClient {
                     .record(Protocol::Imap, "STARTTLS", Duration::ZERO, Err(e.class));
                 return Err(e);
             }
-            let t = Instant::now();
+            let t = clock::now();
             c.run("STARTTLS", b"STARTTLS", t, false).await?;
             if let Err(e) = c.conn.start_tls("STARTTLS").await {
                 c.rec
@@ -216,7 +217,7 @@ impl ImapClient {
 
     async fn capability(&mut self) -> Result<()> {
         let untagged = self
-            .run("CAPABILITY", b"CAPABILITY", Instant::now(), true)
+            .run("CAPABILITY", b"CAPABILITY", clock::now(), true)
             .await?;
         self.capabilities.clear();
         for u in untagged {
@@ -260,7 +261,7 @@ impl ImapClient {
         } else {
             ("LOGIN", format!("LOGIN {u} {p}"))
         };
-        match self.run(name, cmd.as_bytes(), Instant::now(), true).await {
+        match self.run(name, cmd.as_bytes(), clock::now(), true).await {
             Ok(_) => {
                 // Servers may send new capabilities after login; ask once more.
                 self.capability().await
@@ -294,7 +295,7 @@ impl ImapClient {
             ));
         };
         let untagged = self
-            .run(verb, format!("{verb} {m}").as_bytes(), Instant::now(), true)
+            .run(verb, format!("{verb} {m}").as_bytes(), clock::now(), true)
             .await?;
         let mut s = Selected::default();
         for u in &untagged {
@@ -335,7 +336,7 @@ impl ImapClient {
             .run(
                 "CREATE",
                 format!("CREATE {m}").as_bytes(),
-                Instant::now(),
+                clock::now(),
                 true,
             )
             .await
@@ -352,7 +353,7 @@ impl ImapClient {
             return Ok(None);
         }
         let untagged = self
-            .run("NAMESPACE", b"NAMESPACE", Instant::now(), true)
+            .run("NAMESPACE", b"NAMESPACE", clock::now(), true)
             .await?;
         Ok(untagged.iter().find_map(parse_namespace))
     }
@@ -377,14 +378,14 @@ impl ImapClient {
             format!("LIST \"\" {pattern}")
         };
         let untagged = self
-            .run("LIST", command.as_bytes(), Instant::now(), true)
+            .run("LIST", command.as_bytes(), clock::now(), true)
             .await?;
         Ok(untagged.iter().filter_map(parse_list).collect())
     }
 
     /// `NOOP`: lets the server report what changed (untagged EXISTS/EXPUNGE are returned).
     pub async fn noop(&mut self) -> Result<Vec<String>> {
-        let untagged = self.run("NOOP", b"NOOP", Instant::now(), true).await?;
+        let untagged = self.run("NOOP", b"NOOP", clock::now(), true).await?;
         Ok(untagged
             .into_iter()
             .map(|u| String::from_utf8_lossy(&u.text).into_owned())
@@ -397,7 +398,7 @@ impl ImapClient {
             .run(
                 "FETCH",
                 format!("FETCH {set} {items}").as_bytes(),
-                Instant::now(),
+                clock::now(),
                 true,
             )
             .await?;
@@ -410,7 +411,7 @@ impl ImapClient {
             .run(
                 "UID FETCH",
                 format!("UID FETCH {set} {items}").as_bytes(),
-                Instant::now(),
+                clock::now(),
                 true,
             )
             .await?;
@@ -422,7 +423,7 @@ impl ImapClient {
         self.run(
             "UID STORE",
             format!("UID STORE {set} {action} ({flags})").as_bytes(),
-            Instant::now(),
+            clock::now(),
             true,
         )
         .await
@@ -435,7 +436,7 @@ impl ImapClient {
         self.run(
             "UID COPY",
             format!("UID COPY {set} {m}").as_bytes(),
-            Instant::now(),
+            clock::now(),
             true,
         )
         .await
@@ -448,7 +449,7 @@ impl ImapClient {
         self.run(
             "UID MOVE",
             format!("UID MOVE {set} {m}").as_bytes(),
-            Instant::now(),
+            clock::now(),
             true,
         )
         .await
@@ -457,9 +458,7 @@ impl ImapClient {
 
     /// `EXPUNGE`: the sequence numbers removed.
     pub async fn expunge(&mut self) -> Result<Vec<u32>> {
-        let untagged = self
-            .run("EXPUNGE", b"EXPUNGE", Instant::now(), true)
-            .await?;
+        let untagged = self.run("EXPUNGE", b"EXPUNGE", clock::now(), true).await?;
         Ok(numbers_before(&untagged, "EXPUNGE"))
     }
 
@@ -506,7 +505,7 @@ impl ImapClient {
             .run(
                 "UID EXPUNGE",
                 format!("UID EXPUNGE {set}").as_bytes(),
-                Instant::now(),
+                clock::now(),
                 true,
             )
             .await?;
@@ -520,7 +519,7 @@ impl ImapClient {
         } else {
             ("SEARCH", format!("SEARCH {criteria}"))
         };
-        let untagged = self.run(name, cmd.as_bytes(), Instant::now(), true).await?;
+        let untagged = self.run(name, cmd.as_bytes(), clock::now(), true).await?;
         let mut out = Vec::new();
         for u in &untagged {
             if let Some(rest) = u.text.strip_prefix(b"SEARCH") {
@@ -542,7 +541,7 @@ impl ImapClient {
         flags: &str,
         message: &[u8],
     ) -> Result<Option<u32>> {
-        let t = Instant::now();
+        let t = clock::now();
         let m = quote(mailbox).unwrap_or_default();
         let tag = self.next_tag();
         let head = format!(
@@ -551,7 +550,7 @@ impl ImapClient {
             message.len()
         );
         let limit = self.conn.timeouts.command;
-        let r = tokio::time::timeout(limit, async {
+        let r = clock::timeout(limit, async {
             self.conn.write_all(head.as_bytes(), "APPEND").await?;
             loop {
                 let line = self.conn.read_line("APPEND").await?;
@@ -614,11 +613,11 @@ impl ImapClient {
         if messages.is_empty() {
             return Ok(());
         }
-        let t = Instant::now();
+        let t = clock::now();
         let m = quote(mailbox).unwrap_or_default();
         let tag = self.next_tag();
         let limit = self.conn.timeouts.command;
-        let r = tokio::time::timeout(limit, async {
+        let r = clock::timeout(limit, async {
             let mut head = format!("{} APPEND {m}", String::from_utf8_lossy(&tag));
             for msg in messages {
                 head.push_str(&format!(" ({flags}) {{{}+}}\r\n", msg.len()));
@@ -648,13 +647,13 @@ impl ImapClient {
     /// Starts IDLE (the server's `+` read). Then [`ImapClient::idle_wait`], then
     /// [`ImapClient::done`].
     pub async fn idle(&mut self) -> Result<()> {
-        let t = Instant::now();
+        let t = clock::now();
         let tag = self.next_tag();
         let line = [tag.as_slice(), b" IDLE\r\n"].concat();
         let limit = self.conn.timeouts.command;
         let mut news = Vec::new();
         let mut news_at = None;
-        let r = tokio::time::timeout(limit, async {
+        let r = clock::timeout(limit, async {
             self.conn.write_all(&line, "IDLE").await?;
             loop {
                 let l = self.conn.read_line("IDLE").await?;
@@ -667,7 +666,7 @@ impl ImapClient {
                 // News before the go-ahead (messages that arrived since the last command) is
                 // news all the same: kept for idle_wait.
                 if let Some(n) = l.strip_prefix(b"* ") {
-                    news_at.get_or_insert_with(Instant::now);
+                    news_at.get_or_insert_with(clock::now);
                     if news.len() < 10_000 {
                         news.push(String::from_utf8_lossy(n).into_owned());
                     }
@@ -710,21 +709,20 @@ impl ImapClient {
         if let Some(at) = self.pending_at.take() {
             return Ok(IdleEvent::Changed(at, std::mem::take(&mut self.pending)));
         }
-        match tokio::time::timeout(wait, self.conn.read_line("IDLE")).await {
+        match clock::timeout(wait, self.conn.read_line("IDLE")).await {
             Err(_) => Ok(IdleEvent::Quiet),
             Ok(Err(e)) => Err(e),
             Ok(Ok(line)) => {
                 // Kept in `pending` as they are read, so a wait cancelled here (a task came)
                 // loses nothing: the next wait hands them out with this instant.
-                let at = Instant::now();
+                let at = clock::now();
                 self.pending_at = Some(at);
                 self.pending.push(
                     String::from_utf8_lossy(line.strip_prefix(b"* ").unwrap_or(&line)).into_owned(),
                 );
                 // Lines already sent together with the first (e.g. EXISTS then RECENT).
                 while let Ok(Ok(l)) =
-                    tokio::time::timeout(Duration::from_millis(1), self.conn.read_line("IDLE"))
-                        .await
+                    clock::timeout(Duration::from_millis(1), self.conn.read_line("IDLE")).await
                 {
                     if self.pending.len() >= 10_000 {
                         break;
@@ -759,9 +757,9 @@ impl ImapClient {
                 .conn
                 .error(ErrorClass::Protocol, "DONE", "DONE without IDLE"));
         };
-        let t = Instant::now();
+        let t = clock::now();
         let limit = self.conn.timeouts.command;
-        let r = tokio::time::timeout(limit, async {
+        let r = clock::timeout(limit, async {
             self.conn.write_all(b"DONE\r\n", "DONE").await?;
             read_tagged(&mut self.conn, "DONE", &tag).await
         })
@@ -788,7 +786,7 @@ impl ImapClient {
 
     /// LOGOUT and close.
     pub async fn logout(mut self) -> Result<()> {
-        let r = self.run("LOGOUT", b"LOGOUT", Instant::now(), true).await;
+        let r = self.run("LOGOUT", b"LOGOUT", clock::now(), true).await;
         self.conn.shutdown().await;
         r.map(|_| ())
     }
@@ -817,7 +815,7 @@ impl ImapClient {
         let tag = self.next_tag();
         let line = [tag.as_slice(), b" ", command, b"\r\n"].concat();
         let limit = self.conn.timeouts.command;
-        let r = tokio::time::timeout(limit, async {
+        let r = clock::timeout(limit, async {
             self.conn.write_all(&line, name).await?;
             read_tagged(&mut self.conn, name, &tag).await
         })
@@ -863,7 +861,7 @@ impl ImapClient {
                         .any(|x| k.eq_ignore_ascii_case(x))
                 });
             if is_news && self.pending.len() < 10_000 {
-                self.pending_at.get_or_insert_with(Instant::now);
+                self.pending_at.get_or_insert_with(clock::now);
                 self.pending.push(text.into_owned());
             }
         }

@@ -12,10 +12,11 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::task::JoinSet;
 
+use crate::clock;
 use crate::conn::Endpoint;
 use crate::error::{Error, Result};
 use crate::imap::ImapClient;
@@ -258,7 +259,7 @@ pub async fn fill_users(
     rec: Recorder,
     mut progress: impl FnMut(&InitProgress),
 ) -> InitReport {
-    let started = Instant::now();
+    let started = clock::now();
     let counters = Arc::new(Counters::default());
     let total = users.len() as u64;
     let stopped = std::cell::Cell::new(0u64);
@@ -277,7 +278,7 @@ pub async fn fill_users(
     let (mut done, mut failed) = (0u64, 0u64);
     let mut pending = users.iter();
     let mut running = JoinSet::new();
-    let mut last_report = Instant::now();
+    let mut last_report = clock::now();
     loop {
         if stop.load(Ordering::Relaxed) {
             counters.stop.store(true, Ordering::Relaxed);
@@ -336,10 +337,10 @@ pub async fn fill_users(
                     None => {}
                 }
             }
-            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            _ = clock::sleep(Duration::from_millis(100)) => {}
         }
         if last_report.elapsed() >= PROGRESS_EVERY {
-            last_report = Instant::now();
+            last_report = clock::now();
             progress(&snapshot(done, failed));
         }
     }

@@ -19,10 +19,11 @@
 //! watermark counts as duplicated rather than unexpected (both fail the verdict).
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use crate::clock::Instant;
 use crate::message::{MessageId, Verdict};
 
 /// A copy tracked on its own until it is delivered.
@@ -280,6 +281,18 @@ impl Ledger {
         self.interval.latency_us.saturating_record(us);
         self.delivered += 1;
         self.interval.delivered += 1;
+        // Exactly once: a copy is delivered only once it is expected, and only once.
+        assert!(
+            self.delivered <= self.expected,
+            "{} copies delivered of {} expected",
+            self.delivered,
+            self.expected
+        );
+        assert_eq!(
+            self.latency_us.len(),
+            self.delivered,
+            "one delivery latency per copy delivered"
+        );
     }
 
     /// Copies expected and delivered so far (O(1), unlike [`Ledger::summary`]).
@@ -321,6 +334,7 @@ impl Ledger {
                     copies: _,
                 }) => {
                     self.open.remove(&key);
+                    assert!(self.early > 0, "an early copy not counted early");
                     self.early -= 1;
                     self.expected += 1;
                     self.interval.sent += 1;
@@ -375,6 +389,12 @@ impl Ledger {
             Some(Open::Pending(accepted)) => {
                 let latency = at.saturating_duration_since(*accepted);
                 self.open.remove(&key);
+                assert!(
+                    self.delivered_upto
+                        .get(&(key.0, key.1))
+                        .is_none_or(|&w| w != key.2),
+                    "a copy found twice: open while its pair's watermark names it"
+                );
                 self.deliver(key, latency, via);
                 Seen::Delivered(Some(latency))
             }
@@ -404,6 +424,10 @@ impl Ledger {
                     },
                 );
                 self.early += 1;
+                assert!(
+                    self.early <= self.open.len() as u64,
+                    "early copies are open copies"
+                );
                 Seen::Delivered(None)
             }
         }
@@ -449,6 +473,10 @@ impl Ledger {
         }
         missing_copies
             .sort_by(|a, b| (&a.0.sender, a.0.seq, a.1).cmp(&(&b.0.sender, b.0.seq, b.1)));
+        assert!(
+            self.seen_by_idle <= self.delivered && self.delivered <= self.expected,
+            "the delivery counts do not add up"
+        );
         DeliverySummary {
             expected: self.expected,
             delivered: self.delivered,

@@ -14,6 +14,7 @@
 //! classed with its user, server and command. Those are the clients' whole job and a few hundred
 //! lines each.
 
+pub mod clock;
 pub mod conn;
 pub mod day;
 pub mod deadline;
@@ -35,7 +36,8 @@ pub mod users;
 pub mod validate;
 pub mod watch;
 
-pub use conn::{Endpoint, Limits, Security, Timeouts};
+pub use clock::DayClock;
+pub use conn::{Connect, Connecting, Connector, Endpoint, Limits, Security, Stream, Timeouts};
 pub use error::{Error, ErrorClass, Rejection, Result};
 pub use imap::ImapClient;
 pub use metrics::{Protocol, Recorder, Stats};

@@ -118,14 +118,9 @@ struct Rng([u64; 4]);
 
 impl Rng {
     fn new(seed: u64) -> Rng {
-        let mut x = seed;
-        let mut next = || {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
+        // Seeded by SplitMix64 (mbx-core's), as xoshiro's authors advise.
+        let mut sm = mbx_core::SplitMix64::new(seed);
+        let mut next = || sm.next_u64();
         Rng([next(), next(), next(), next()])
     }
 

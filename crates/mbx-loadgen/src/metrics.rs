@@ -144,6 +144,7 @@ impl Recorder {
             .commands
             .entry((protocol, command))
             .or_insert_with(CommandStats::new);
+        let before = s.ok() + s.failed();
         match outcome {
             Ok(()) => {
                 let us = (latency.as_micros() as u64).clamp(1, HIGHEST_US);
@@ -151,6 +152,11 @@ impl Recorder {
             }
             Err(class) => *s.errors.entry(class.name()).or_insert(0) += 1,
         }
+        assert_eq!(
+            s.ok() + s.failed(),
+            before + 1,
+            "{command}: one command recorded is one count"
+        );
     }
 
     /// A copy of everything recorded so far.

@@ -1,8 +1,7 @@
 //! POP3 client (RFC 1939, 2449, 2595): STLS or implicit TLS, USER/PASS, STAT, LIST, UIDL,
 //! RETR (dot-unstuffed, bounded), DELE, QUIT.
 
-use std::time::Instant;
-
+use crate::clock::{self, Instant};
 use crate::conn::{Conn, Endpoint, Security};
 use crate::error::{text_rejection, ErrorClass, Result};
 use crate::metrics::{Protocol, Recorder};
@@ -23,7 +22,7 @@ pub struct Pop3Client {
 impl Pop3Client {
     /// Connects, reads the greeting, and with [`Security::StartTls`] upgrades with STLS.
     pub async fn connect(ep: &Endpoint, rec: Recorder) -> Result<Pop3Client> {
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let conn = match Conn::connect(ep, "pop3", None).await {
             Ok(c) => c,
             Err(e) => {
@@ -34,7 +33,7 @@ impl Pop3Client {
         let mut c = Pop3Client { conn, rec };
         c.command("connect", None, t0).await?;
         if ep.security == Security::StartTls {
-            let t = Instant::now();
+            let t = clock::now();
             c.command("STLS", Some(b"STLS\r\n"), t)
                 .await
                 .map_err(|mut e| {
@@ -79,14 +78,14 @@ impl Pop3Client {
         self.command(
             "USER",
             Some(format!("USER {user}\r\n").as_bytes()),
-            Instant::now(),
+            clock::now(),
         )
         .await
         .map_err(auth)?;
         self.command(
             "PASS",
             Some(format!("PASS {password}\r\n").as_bytes()),
-            Instant::now(),
+            clock::now(),
         )
         .await
         .map_err(auth)?;
@@ -96,7 +95,7 @@ impl Pop3Client {
     /// STAT: (messages, octets).
     pub async fn stat(&mut self) -> Result<(u32, u64)> {
         let line = self
-            .command("STAT", Some(b"STAT\r\n"), Instant::now())
+            .command("STAT", Some(b"STAT\r\n"), clock::now())
             .await?;
         let mut w = line.split_whitespace();
         match (
@@ -160,7 +159,7 @@ impl Pop3Client {
         self.command(
             "DELE",
             Some(format!("DELE {n}\r\n").as_bytes()),
-            Instant::now(),
+            clock::now(),
         )
         .await
         .map(|_| ())
@@ -168,9 +167,7 @@ impl Pop3Client {
 
     /// QUIT (commits deletions) and close.
     pub async fn quit(mut self) -> Result<()> {
-        let r = self
-            .command("QUIT", Some(b"QUIT\r\n"), Instant::now())
-            .await;
+        let r = self.command("QUIT", Some(b"QUIT\r\n"), clock::now()).await;
         self.conn.shutdown().await;
         r.map(|_| ())
     }
@@ -183,7 +180,7 @@ impl Pop3Client {
         t: Instant,
     ) -> Result<String> {
         let limit = self.conn.timeouts.command;
-        let r = tokio::time::timeout(limit, async {
+        let r = clock::timeout(limit, async {
             if let Some(l) = line {
                 self.conn.write_all(l, name).await?;
             }
@@ -236,9 +233,9 @@ impl Pop3Client {
         bound: (usize, usize),
     ) -> Result<Vec<Vec<u8>>> {
         let (max_lines, max_bytes) = (bound.0.min(self.conn.limits.lines), bound.1);
-        let t = Instant::now();
+        let t = clock::now();
         let limit = self.conn.timeouts.command;
-        let r = tokio::time::timeout(limit, async {
+        let r = clock::timeout(limit, async {
             self.conn.write_all(line, name).await?;
             self.status(name).await?;
             let mut lines = Vec::new();

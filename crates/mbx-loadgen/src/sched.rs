@@ -8,51 +8,12 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Time as an input: the scheduler asks a clock how far into the test it is.
-pub trait Clock: Send + Sync {
-    /// Time since the test started.
-    fn now(&self) -> Duration;
-}
-
-/// The system's monotonic clock, from a start instant.
-#[derive(Debug, Clone, Copy)]
-pub struct RealClock(pub Instant);
-
-impl Clock for RealClock {
-    fn now(&self) -> Duration {
-        self.0.elapsed()
-    }
-}
-
-/// A clock that moves only when told (tests, and the scheduler's own benchmark).
-#[derive(Debug, Default)]
-pub struct SimClock(AtomicU64);
-
-impl SimClock {
-    /// At zero.
-    pub fn new() -> SimClock {
-        SimClock::default()
-    }
-
-    /// Moves to `t` (never backwards).
-    pub fn set(&self, t: Duration) {
-        self.0.fetch_max(t.as_nanos() as u64, Ordering::Relaxed);
-    }
-
-    /// Moves forward by `d`.
-    pub fn advance(&self, d: Duration) {
-        self.0.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
-    }
-}
-
-impl Clock for SimClock {
-    fn now(&self) -> Duration {
-        Duration::from_nanos(self.0.load(Ordering::Relaxed))
-    }
-}
+/// Time as an input: the scheduler is told how far into the test it is ([`Scheduler::due`]),
+/// read from mbx-core's [`Clock`] (a [`SimClock`] in tests and the scheduler's benchmark) or the
+/// day's clock ([`crate::clock`]).
+pub use mbx_core::clock::{Clock, SimClock};
 
 /// How a user's mail client behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -259,13 +220,13 @@ pub struct Scheduler {
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     /// The test's end: tasks due at or after it are not planned or dispatched.
     end: Option<Duration>,
+    /// The last task dispatched in time order: the next is never earlier.
+    last_at: Duration,
 }
 
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// One SplitMix64 step from `z` (mbx-core's): the schedule's hash of a user, day and task.
+fn mix(z: u64) -> u64 {
+    mbx_core::rng::hash(z)
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -300,6 +261,7 @@ impl Scheduler {
             users: Vec::with_capacity(clients.len()),
             heap: BinaryHeap::with_capacity(clients.len()),
             end: None,
+            last_at: Duration::ZERO,
         };
         let mut ranks: Vec<(ClientType, u32)> = Vec::new();
         for (u, c) in clients.iter().enumerate() {
@@ -364,6 +326,12 @@ impl Scheduler {
         while gcd(a, inner) != 1 {
             a += 1;
         }
+        // A bijection of the day's tasks: each task of the table once, none twice.
+        assert_eq!(
+            gcd(a % inner, inner),
+            1,
+            "the task permutation is not a bijection"
+        );
         ud.mult = a;
         ud.add = mix(h ^ 0x5555) % inner;
         ud.n > 0
@@ -469,6 +437,7 @@ impl Scheduler {
             kind: self.kind_of(&ud, ud.k),
         };
         ud.k += 1;
+        assert!(ud.k <= ud.n, "a user's task past its day's count");
         let mut more = ud.k < ud.n;
         while !more && ud.day + 1 < self.days {
             let d = ud.day + 1;
@@ -485,7 +454,15 @@ impl Scheduler {
         self.next_due()?;
         let Reverse((_, u)) = self.heap.pop()?;
         let (task, next) = self.advance(u)?;
+        assert!(
+            task.at >= self.last_at,
+            "time order: task at {:?} after one at {:?}",
+            task.at,
+            self.last_at
+        );
+        self.last_at = task.at;
         if let Some(at) = next {
+            assert!(at >= task.at, "a user's next task is not before its last");
             self.heap.push(Reverse((at.as_nanos() as u64, u)));
         }
         Some(task)
@@ -506,13 +483,16 @@ impl Scheduler {
             .filter(|&at| self.end.is_none_or(|end| at < end))
     }
 
-    /// Every task due by the clock's now, in time order (open loop: a task is due at its time,
-    /// whatever happened to the ones before).
-    pub fn due(&mut self, clock: &dyn Clock, out: &mut Vec<Task>) {
-        let now = clock.now();
+    /// Every task due by `now` (time since the test started, by the clock), in time order
+    /// (open loop: a task is due at its time, whatever happened to the ones before).
+    pub fn due(&mut self, now: Duration, out: &mut Vec<Task>) {
         while self.next_due().is_some_and(|t| t <= now) {
             match self.next_task() {
-                Some(t) => out.push(t),
+                Some(t) => {
+                    // Never early: a task is dispatched at its time or after, never before.
+                    assert!(t.at <= now, "task due at {:?} dispatched at {now:?}", t.at);
+                    out.push(t);
+                }
                 None => break,
             }
         }

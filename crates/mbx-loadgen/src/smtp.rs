@@ -4,11 +4,12 @@
 //! One command at a time, so each command's latency is its own round trip; submission at full
 //! speed may pipeline MAIL, RCPT and DATA ([`SmtpClient::send_pipelined`], RFC 2920).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 
+use crate::clock::{self, Instant};
 use crate::conn::{Conn, Endpoint, Security};
 use crate::error::{smtp_rejection, ErrorClass, Result};
 use crate::metrics::{Protocol, Recorder};
@@ -59,7 +60,7 @@ impl SmtpClient {
     /// Connects, reads the greeting, says EHLO, and with [`Security::StartTls`] upgrades and
     /// says EHLO again. `helo` is the client's name in EHLO.
     pub async fn connect(ep: &Endpoint, helo: &str, rec: Recorder) -> Result<SmtpClient> {
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let conn = match Conn::connect(ep, "smtp", None).await {
             Ok(c) => c,
             Err(e) => {
@@ -86,7 +87,7 @@ impl SmtpClient {
                     .record(Protocol::Smtp, "STARTTLS", Duration::ZERO, Err(e.class));
                 return Err(e);
             }
-            let t = Instant::now();
+            let t = clock::now();
             c.command("STARTTLS", Some(b"STARTTLS\r\n"), 220, t).await?;
             if let Err(e) = c.conn.start_tls("STARTTLS").await {
                 c.rec
@@ -117,7 +118,7 @@ impl SmtpClient {
     async fn ehlo(&mut self) -> Result<()> {
         let cmd = format!("EHLO {}\r\n", self.helo);
         let reply = self
-            .command("EHLO", Some(cmd.as_bytes()), 250, Instant::now())
+            .command("EHLO", Some(cmd.as_bytes()), 250, clock::now())
             .await?;
         self.extensions = reply
             .lines
@@ -136,7 +137,7 @@ impl SmtpClient {
         mechanism: AuthMechanism,
     ) -> Result<()> {
         self.conn.set_login(user, password);
-        let t = Instant::now();
+        let t = clock::now();
         match mechanism {
             AuthMechanism::Plain => {
                 let token = B64.encode(format!("\0{user}\0{password}"));
@@ -192,7 +193,7 @@ impl SmtpClient {
         recipients: &[&str],
         message: &[u8],
     ) -> Result<Accepted> {
-        let t = Instant::now();
+        let t = clock::now();
         self.command(
             "MAIL",
             Some(format!("MAIL FROM:<{from}>\r\n").as_bytes()),
@@ -201,7 +202,7 @@ impl SmtpClient {
         )
         .await?;
         for r in recipients {
-            let t = Instant::now();
+            let t = clock::now();
             if let Err(e) = self
                 .command(
                     "RCPT",
@@ -215,13 +216,13 @@ impl SmtpClient {
                 return Err(e);
             }
         }
-        let t = Instant::now();
+        let t = clock::now();
         self.command("DATA", Some(b"DATA\r\n"), 354, t).await?;
-        let t = Instant::now();
+        let t = clock::now();
         let payload = dot_stuff(message);
         let reply = self.command("DATA end", Some(&payload), 250, t).await?;
         Ok(Accepted {
-            at: Instant::now(),
+            at: clock::now(),
             reply: reply.text(),
         })
     }
@@ -253,9 +254,9 @@ impl SmtpClient {
             batch.extend_from_slice(b">\r\n");
         }
         batch.extend_from_slice(b"DATA\r\n");
-        let t = Instant::now();
+        let t = clock::now();
         let limit = self.conn.timeouts.command;
-        let written = match tokio::time::timeout(limit, self.conn.write_all(&batch, "MAIL")).await {
+        let written = match clock::timeout(limit, self.conn.write_all(&batch, "MAIL")).await {
             Ok(r) => r,
             Err(_) => Err(self
                 .conn
@@ -290,31 +291,31 @@ impl SmtpClient {
         if let Some(e) = failed {
             if data_open {
                 let _ = self
-                    .command("DATA end", Some(b".\r\n"), 250, Instant::now())
+                    .command("DATA end", Some(b".\r\n"), 250, clock::now())
                     .await;
             }
             self.rset().await;
             return Err(e);
         }
-        let t = Instant::now();
+        let t = clock::now();
         let payload = dot_stuff(message);
         let reply = self.command("DATA end", Some(&payload), 250, t).await?;
         Ok(Accepted {
-            at: Instant::now(),
+            at: clock::now(),
             reply: reply.text(),
         })
     }
 
     async fn rset(&mut self) {
         let _ = self
-            .command("RSET", Some(b"RSET\r\n"), 250, Instant::now())
+            .command("RSET", Some(b"RSET\r\n"), 250, clock::now())
             .await;
     }
 
     /// Says QUIT and closes.
     pub async fn quit(mut self) -> Result<()> {
         let r = self
-            .command("QUIT", Some(b"QUIT\r\n"), 221, Instant::now())
+            .command("QUIT", Some(b"QUIT\r\n"), 221, clock::now())
             .await;
         self.conn.shutdown().await;
         r.map(|_| ())
@@ -356,7 +357,7 @@ impl SmtpClient {
 
     async fn exchange(&mut self, name: &str, line: &[u8]) -> Result<Reply> {
         let limit = self.conn.timeouts.command;
-        match tokio::time::timeout(limit, async {
+        match clock::timeout(limit, async {
             self.conn.write_all(line, name).await?;
             read_reply(&mut self.conn, name).await
         })
@@ -371,7 +372,7 @@ impl SmtpClient {
 
     async fn read_reply_timed(&mut self, name: &str) -> Result<Reply> {
         let limit = self.conn.timeouts.command;
-        match tokio::time::timeout(limit, read_reply(&mut self.conn, name)).await {
+        match clock::timeout(limit, read_reply(&mut self.conn, name)).await {
             Ok(r) => r,
             Err(_) => Err(self
                 .conn
@@ -458,6 +459,13 @@ pub fn dot_stuff(message: &[u8]) -> Vec<u8> {
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b".\r\n");
+    // The data ends with its terminator and nothing before it can end the data early.
+    assert!(
+        out.ends_with(b".\r\n")
+            && (out.len() == 3 || !out.starts_with(b".\r\n"))
+            && memchr::memmem::find(&out[..out.len() - 3], b"\n.\r\n").is_none(),
+        "dot-stuffed data that ends early"
+    );
     out
 }
 

@@ -14,8 +14,9 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::clock;
 use crate::conn::Endpoint;
 use crate::error::{Error, ErrorClass};
 use crate::message::Generator;
@@ -206,7 +207,7 @@ pub async fn submit(
     rec: Recorder,
     counters: Arc<Counters>,
 ) -> SubmitReport {
-    let started = Instant::now();
+    let started = clock::now();
     let gen = Arc::new(gen.clone());
     let plan = Arc::new(plan.clone());
     let next = Arc::new(AtomicU64::new(0));

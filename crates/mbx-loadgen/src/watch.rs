@@ -20,11 +20,12 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use tokio::task::JoinSet;
 
+use crate::clock::{self, Instant};
 use crate::conn::Endpoint;
 use crate::error::Result;
 use crate::imap::{IdleEvent, ImapClient};
@@ -189,7 +190,7 @@ pub async fn start(
     let rec = Recorder::new();
     let mut tasks = JoinSet::new();
     let n = plan.mailboxes.min(users.len());
-    let deadline = tokio::time::Instant::now() + OPEN_WAIT;
+    let deadline = clock::now() + OPEN_WAIT;
     // Every session opens at once (at most `mailboxes` + `probes`), all within OPEN_WAIT.
     let mut opening: JoinSet<Option<(bool, u32, ImapClient, u32)>> = JoinSet::new();
     let probes_wanted = plan.probes.min(n);
@@ -213,12 +214,9 @@ pub async fn start(
     let mut probes = 0;
     // Not open by the deadline (or a stop of the run): not watched (dropping the JoinSet
     // cancels them).
-    while !opening.is_empty()
-        && !cancel.load(Ordering::Relaxed)
-        && tokio::time::Instant::now() < deadline
-    {
-        let step = (tokio::time::Instant::now() + Duration::from_millis(50)).min(deadline);
-        let Ok(Some(r)) = tokio::time::timeout_at(step, opening.join_next()).await else {
+    while !opening.is_empty() && !cancel.load(Ordering::Relaxed) && clock::now() < deadline {
+        let step = (clock::now() + Duration::from_millis(50)).min(deadline);
+        let Ok(Some(r)) = clock::timeout_at(step, opening.join_next()).await else {
             continue;
         };
         match r {
@@ -306,8 +304,7 @@ struct Watcher {
 impl Watcher {
     async fn run(mut self, first: ImapClient) {
         let mut session = Some(first);
-        let mut tick = tokio::time::interval(self.poll);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut tick = clock::ticks(clock::now(), self.poll);
         while !self.stop.load(Ordering::Relaxed) {
             tick.tick().await;
             let s = match session.as_mut() {
@@ -315,7 +312,7 @@ impl Watcher {
                 None => match self.reopen().await {
                     Ok(s) => session.insert(s),
                     Err(_) => {
-                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        clock::sleep(Duration::from_secs(1)).await;
                         continue;
                     }
                 },
@@ -340,7 +337,7 @@ impl Watcher {
     /// One poll: NOOP; new UIDs' ids fetched and recorded as present at the NOOP's answer.
     async fn look(&mut self, s: &mut ImapClient) -> Result<()> {
         s.noop().await?;
-        let at = Instant::now();
+        let at = clock::now();
         self.polls.fetch_add(1, Ordering::Relaxed);
         // News since the last poll is in the listing: nothing kept for an IDLE.
         s.take_news();
@@ -384,10 +381,10 @@ async fn probe(
         if s.idle().await.is_err() {
             break;
         }
-        lock(&probed).idling_since.insert(me, Instant::now());
-        let reissue = Instant::now() + crate::imap::IDLE_REISSUE;
+        lock(&probed).idling_since.insert(me, clock::now());
+        let reissue = clock::now() + crate::imap::IDLE_REISSUE;
         let announced = loop {
-            if stop.load(Ordering::Relaxed) || Instant::now() >= reissue {
+            if stop.load(Ordering::Relaxed) || clock::now() >= reissue {
                 break None;
             }
             match s.idle_wait(Duration::from_millis(200)).await {
@@ -438,10 +435,10 @@ impl Watch {
     /// and reports.
     pub async fn finish(mut self) -> WatchReport {
         self.stop.store(true, Ordering::Relaxed);
-        let deadline = tokio::time::Instant::now() + self.plan.poll + Duration::from_secs(2);
-        while let Ok(Some(_)) = tokio::time::timeout_at(deadline, self.tasks.join_next()).await {}
+        let deadline = clock::now() + self.plan.poll + Duration::from_secs(2);
+        while let Ok(Some(_)) = clock::timeout_at(deadline, self.tasks.join_next()).await {}
         self.tasks.abort_all();
-        let end = Instant::now();
+        let end = clock::now();
         let p = lock(&self.probed);
         let idle = (self.probes > 0).then(|| {
             let mut lag_us = Histogram::new_with_bounds(1, 3_600_000_000, 3)

@@ -6,7 +6,10 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The crate's clock: what its ledger and IDLE notices are timed on.
+use mbx_loadgen::clock::Instant;
 
 use mbx_loadgen::imap::IdleEvent;
 use mbx_loadgen::message::{Generator, MessageId, Verdict};

@@ -8,22 +8,9 @@ use crate::rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
 /// The schema of every result.json this version writes.
 pub const SCHEMA: &str = "mbxstress.result/1";
 
-/// Percentile summary in milliseconds (the result contract's `PCT`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
-pub struct Percentiles {
-    /// Mean.
-    pub avg: f64,
-    /// Median.
-    pub p50: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// 99.9th percentile.
-    pub p999: f64,
-    /// Largest value.
-    pub max: f64,
-}
+/// Percentile summary in milliseconds (the result contract's `PCT`): mbx-core's type, which the
+/// I/O histograms summarize into.
+pub use mbx_core::Percentiles;
 
 /// The 12 Jetstress columns of an instance (transactional or total I/O).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]

@@ -11,8 +11,9 @@
 //! replaced), so a second run computes about the same size; an existing set within
 //! [`REUSE_TOLERANCE`] of the computed size is kept as it is rather than refused for a few pages.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use mbx_core::path::existing_ancestor;
 use mbx_io::platform;
 
 use crate::create::{DatabaseSpec, MAX_DATABASE_BYTES};
@@ -213,20 +214,6 @@ fn existing_size(specs: &[DatabaseSpec]) -> Option<u64> {
         }
     }
     size
-}
-
-/// The nearest existing ancestor of `p` (free space is asked before folders are created).
-fn existing_ancestor(p: &Path) -> PathBuf {
-    let mut cur = p.to_path_buf();
-    loop {
-        if cur.exists() {
-            return cur;
-        }
-        match cur.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => cur = parent.to_path_buf(),
-            _ => return PathBuf::from("."),
-        }
-    }
 }
 
 /// Why the log files Soft Recovery generates cannot fit: the arithmetic, per volume.

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use mbx_core::path::existing_ancestor;
 use mbx_io::seq::{run_pass, ChunkData, PassEnd, SeqOp, SeqPass};
 use mbx_io::{open_queue, platform, AlignedBuf, EngineKind, IoFile, IoQueue, OpenMode};
 
@@ -548,20 +549,6 @@ fn check_logs(spec: &DatabaseSpec, params: &CreateParams) -> Result<(), StoreErr
         }
     }
     Ok(())
-}
-
-/// The nearest existing ancestor (for free-space and filesystem queries before creating dirs).
-fn existing_ancestor(p: &Path) -> PathBuf {
-    let mut cur = p.to_path_buf();
-    loop {
-        if cur.exists() {
-            return cur;
-        }
-        match cur.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => cur = parent.to_path_buf(),
-            _ => return PathBuf::from("."),
-        }
-    }
 }
 
 /// Bytes that [`prepare`] would still write, per filesystem: (a path on it, bytes). What partial

@@ -329,16 +329,9 @@ pub fn block_stamp(seed: u64, b: usize) -> u64 {
     splitmix64_mix(seed.wrapping_add((b as u64 + 1).wrapping_mul(SPLITMIX_GAMMA)))
 }
 
-/// SplitMix64's increment (the golden ratio in 64 bits).
-pub const SPLITMIX_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
-
-/// SplitMix64's output function: a bijection of 64-bit words that mixes every input bit into
-/// every output bit (the lanes' seeding, the block stamps; the engine picks reads with it).
-pub fn splitmix64_mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+/// SplitMix64's increment and output function (mbx-core's: one generator for the workspace; the
+/// lanes' seeding and the block stamps, so page contents depend on it and must never change).
+pub use mbx_core::rng::{mix as splitmix64_mix, GAMMA as SPLITMIX_GAMMA};
 
 /// The cheap check of a data page read from position `expected_page` of database
 /// `database_id`: the magic, the kind, the database id and page number, a generator-2 id, the

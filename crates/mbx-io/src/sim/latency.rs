@@ -175,26 +175,19 @@ impl LatencyModel {
     }
 }
 
-/// A small seeded generator (SplitMix64): the same seed gives the same latencies everywhere.
+/// A small seeded generator (mbx-core's SplitMix64): the same seed gives the same latencies
+/// everywhere.
 #[derive(Debug, Clone)]
-pub(crate) struct SimRng(u64);
+pub(crate) struct SimRng(mbx_core::SplitMix64);
 
 impl SimRng {
     pub(crate) fn new(seed: u64) -> Self {
-        SimRng(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        SimRng(mbx_core::SplitMix64::new(seed))
     }
 
     /// Uniform in [0, 1).
     fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.unit()
     }
 
     /// Exponentially distributed with mean `mean` (at most about 37 times the mean).

@@ -285,8 +285,7 @@ fn search(ctx: &mut Ctx<'_, '_>) -> Result<crate::tune::Driven, EngineError> {
         resolution: spec.resolution,
         max_steps: spec.max_steps,
     });
-    ctx.observer
-        .on_search_line(&starting_line(cfg, spec, ipm));
+    ctx.observer.on_search_line(&starting_line(cfg, spec, ipm));
     drive(
         Driver {
             search: &mut search,

@@ -37,7 +37,7 @@ export WINEPREFIX=${WINEPREFIX:-$HOME/.wine-mbxstress}
 
 echo "== Windows: mbx-io, mbx-store and mbx-config unit tests under Wine"
 log=$(mktemp)
-unit_tests() { cargo test --quiet --target "$target" -p mbx-io -p mbx-store -p mbx-config >"$log" 2>&1; }
+unit_tests() { cargo test --quiet --target "$target" -p mbx-core -p mbx-io -p mbx-store -p mbx-config >"$log" 2>&1; }
 if ! unit_tests; then
   # Wine's server exits a few seconds after its last client; a test binary that starts just then
   # loses its connection ("wine client error:0: recvmsg: Connection reset by peer", seen once in a
@@ -51,7 +51,7 @@ if ! unit_tests; then
   fi
   if [ "$passed" = 0 ]; then
     cat "$log" >&2
-    echo "Windows unit tests failed: cargo test --target $target -p mbx-io -p mbx-store -p mbx-config" >&2
+    echo "Windows unit tests failed: cargo test --target $target -p mbx-core -p mbx-io -p mbx-store -p mbx-config" >&2
     exit 1
   fi
 fi

@@ -7,6 +7,8 @@
 //! script's watcher if the binary dies). Without root or the packages the test says so on stderr
 //! and returns, unless MBX_REQUIRE_MAIL_SERVER is set (.ci/run sets it as root): then it fails.
 
+#![cfg(target_os = "linux")]
+
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1082,17 +1082,7 @@ fn route(
         Owner::Repl { db, gen } => repl_done(reactor, &mut dbs[db], gen, got, cx.cont, c)?,
         Owner::Pass { db, offset } => {
             let len = usize::try_from(bytes).unwrap_or(usize::MAX).min(c.req.len);
-            // The read's buffer moves to the inbox (a pooled one takes its place and goes
-            // back to the pool when routing ends): no copy of the data.
-            let fresh = reactor.buf(c.req.buf.len());
-            let data = std::mem::replace(&mut c.req.buf, fresh);
-            cx.pass_inbox.push(PassChunk {
-                file: db,
-                offset,
-                data,
-                len,
-                part: PassPart::File,
-            });
+            to_inbox(reactor, cx, db, offset, len, PassPart::File, c);
         }
         Owner::Patch { db, page, gen } => patch_done(reactor, &mut dbs[db], page, gen, got, c),
         Owner::Replay { db, io } => {
@@ -1148,6 +1138,20 @@ fn pass_journal_done(
         Ok(n) => (*n.min(&c.req.len), PassPart::Journal),
         Err(_) => (0, PassPart::JournalFailed),
     };
+    to_inbox(reactor, cx, db, offset, len, part, c);
+}
+
+/// A pass read's buffer moves to the inbox (a pooled one takes its place and goes back to the
+/// pool when routing ends): no copy of the data.
+fn to_inbox(
+    reactor: &mut Reactor,
+    cx: &mut RouteCtx<'_>,
+    db: usize,
+    offset: u64,
+    len: usize,
+    part: PassPart,
+    c: &mut IoCompletion,
+) {
     let fresh = reactor.buf(c.req.buf.len());
     let data = std::mem::replace(&mut c.req.buf, fresh);
     cx.pass_inbox.push(PassChunk {

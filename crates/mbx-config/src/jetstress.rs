@@ -428,30 +428,42 @@ impl Builder {
     }
 
     fn build(&mut self, root: &Element, map: &PathMap) -> JetstressImport {
-        let mut cfg = RunConfig::default();
-        let mut test = TestKind::Performance;
-        let mut tuning = false;
-        let mut attach_existing = false;
-        let mut instances = Vec::new();
+        let mut d = Draft::new();
         if root.name != "configuration" {
             self.problems.push(format!(
                 "the root element is <{}>, not <configuration>: not a Jetstress configuration",
                 root.name
             ));
-            return JetstressImport {
-                config: cfg,
-                test,
-                tuning,
-                attach_existing,
-                instances,
-                ignored: Vec::new(),
-            };
+            return d.import();
         }
-        let mut strict = None;
-        let mut lenient = None;
-        let mut max_latency_errors = None;
-        let mut thread_count: Option<u64> = None;
-        let mut thread_count_element = false;
+        self.check_structure(root);
+        for section in &root.children {
+            match section.name.as_str() {
+                "JetstressVersionGenerated" | "EseVersionGenerated" => {
+                    self.ignore(&section.name, "the versions that wrote the file")
+                }
+                "TestDesignInfo" => {
+                    for e in &section.children {
+                        self.test_design(e, &mut d);
+                    }
+                }
+                "ExchangeProfile" => self.exchange_profile(section, map, &mut d),
+                "JetSystemParams" => {
+                    for e in &section.children {
+                        self.jet_system_param(e, &mut d);
+                    }
+                }
+                _ => self.ignore(
+                    &section.name,
+                    "not a Jetstress 2013 element mbxstress knows",
+                ),
+            }
+        }
+        self.settle(d)
+    }
+
+    /// The sections Jetstress writes once, and one threshold set per kind of test.
+    fn check_structure(&mut self, root: &Element) {
         self.once(root, "<configuration>", &[]);
         for section in &root.children {
             let within = format!("<{}>", section.name);
@@ -459,19 +471,13 @@ impl Builder {
                 "TestDesignInfo" => {
                     self.once(section, &within, &["Thresholds"]);
                     // One threshold set for Stress tests and one for the others.
-                    let stress = |t: &&Element| {
-                        t.attr("TestRunTypes").is_some_and(|v| {
-                            v.split(',')
-                                .any(|x| x.trim().eq_ignore_ascii_case("stress"))
-                        })
-                    };
                     let sets: Vec<&Element> = section
                         .children
                         .iter()
                         .filter(|c| c.name == "Thresholds")
                         .collect();
-                    for (for_stress, tests) in [(true, "Stress"), (false, "Performance")] {
-                        let k = sets.iter().filter(|t| stress(t) == for_stress).count();
+                    for (want_stress, tests) in [(true, "Stress"), (false, "Performance")] {
+                        let k = sets.iter().filter(|t| for_stress(t) == want_stress).count();
                         if k > 1 {
                             self.problems.push(format!(
                                 "<Thresholds> for {tests} tests appears {k} times in <TestDesignInfo>; Jetstress writes one set: keep one"
@@ -483,18 +489,15 @@ impl Builder {
                 _ => {}
             }
         }
-        for section in &root.children {
-            match section.name.as_str() {
-                "JetstressVersionGenerated" | "EseVersionGenerated" => {
-                    self.ignore(&section.name, "the versions that wrote the file")
-                }
-                "TestDesignInfo" => {
-                    for e in &section.children {
-                        match e.name.as_str() {
+    }
+
+    /// One element of `<TestDesignInfo>`.
+    fn test_design(&mut self, e: &Element, d: &mut Draft) {
+        match e.name.as_str() {
                             "Type" => {
                                 if let Some(t) = self.text(e) {
                                     match jetstress_type(t) {
-                                        Some(k) => test = k,
+                                        Some(k) => d.test = k,
                                         None => self.problem(
                                             "Type",
                                             format!("is '{t}'; expected Performance, Stress, DatabaseBackup or SoftRecovery"),
@@ -505,7 +508,7 @@ impl Builder {
                             "Duration" => {
                                 if let Some(t) = self.text(e) {
                                     match parse_iso_duration(t) {
-                                        Some(s) if s >= 1.0 => cfg.duration_s = s,
+                                        Some(s) if s >= 1.0 => d.cfg.duration_s = s,
                                         _ => self.problem(
                                             "Duration",
                                             format!("is '{t}'; expected an ISO 8601 duration of at least 1 s such as P0Y0M0DT2H0M0S"),
@@ -515,27 +518,27 @@ impl Builder {
                             }
                             "LogInterval" => {
                                 if let Some(ms) = self.number(e, 1000.0, 3_600_000.0) {
-                                    cfg.sample_interval_s = ms / 1000.0;
+                                    d.cfg.sample_interval_s = ms / 1000.0;
                                 }
                             }
                             "RunDatabaseMaintenancePerformance" => {
                                 if let Some(v) = self.flag(e) {
-                                    cfg.bdm = v;
+                                    d.cfg.bdm = v;
                                 }
                             }
                             "ContinueOnErrors" => {
                                 if let Some(v) = self.flag(e) {
-                                    cfg.continue_on_errors = v;
+                                    d.cfg.continue_on_errors = v;
                                 }
                             }
                             "SuppressTuning" => {
                                 if let Some(v) = self.flag(e) {
-                                    tuning = !v;
+                                    d.tuning = !v;
                                 }
                             }
                             "LogFilesToReplay" => {
                                 if let Some(n) = self.count(e, 1, 100_000) {
-                                    cfg.log_files_to_replay = n;
+                                    d.cfg.log_files_to_replay = n;
                                 }
                             }
                             "PreloadJetCache" => {
@@ -549,19 +552,16 @@ impl Builder {
                             // Off: mbxstress still checks every read's header and block stamps.
                             "VerifyChecksum" => {
                                 if let Some(v) = self.flag(e) {
-                                    cfg.checksum_reads_pct = if v { 100 } else { 0 };
+                                    d.cfg.checksum_reads_pct = if v { 100 } else { 0 };
                                 }
                             }
-                            "OperationMix" => self.op_mix(e, &mut cfg),
+                            "OperationMix" => self.op_mix(e, &mut d.cfg),
                             "Thresholds" => {
                                 let t = self.thresholds(e);
-                                let for_stress = e
-                                    .attr("TestRunTypes")
-                                    .is_some_and(|v| v.split(',').any(|x| x.trim().eq_ignore_ascii_case("stress")));
-                                if for_stress {
-                                    lenient = t;
+                                if for_stress(e) {
+                                    d.lenient = t;
                                 } else {
-                                    strict = t;
+                                    d.strict = t;
                                 }
                             }
                             "MultiHostBreak" => self.ignore(&e.name, "runs on several servers are `mbxstress fleet`"),
@@ -579,7 +579,7 @@ impl Builder {
                             "MaximumChecksumBuffers" | "MaximumChecksumThreads" => self.ignore(&e.name, "the checksum pass has a fixed queue depth per file"),
                             "MaximumLatencyErrors" => {
                                 if let Some(n) = self.count(e, 0, u64::from(crate::MAX_LATENCY_ERRORS)) {
-                                    max_latency_errors = Some(n as u32);
+                                    d.max_latency_errors = Some(n as u32);
                                 }
                             }
                             "SluggishSessions" => self.ignore(&e.name, "no equivalent: thresholds are judged on the samples"),
@@ -588,212 +588,212 @@ impl Builder {
                             | "Bulky1Percentage" => self.ignore(&e.name, RECORD_LEVEL),
                             _ => self.ignore(&e.name, "not a Jetstress 2013 element mbxstress knows"),
                         }
+    }
+
+    /// `<ExchangeProfile>`: the mailbox profile, the sizing and the instances.
+    fn exchange_profile(&mut self, section: &Element, map: &PathMap, d: &mut Draft) {
+        // Capacity sizing has no mailbox profile: its elements may be left empty.
+        let capacity = section
+            .child("DatabaseSizing")
+            .is_some_and(|d| is_capacity_sizing(d.text.trim()));
+        for e in &section.children {
+            if capacity
+                && matches!(
+                    e.name.as_str(),
+                    "MailboxCount" | "MailboxQuota" | "MailboxIops"
+                )
+                && e.text.trim().is_empty()
+            {
+                self.ignore(&e.name, "empty, and capacity sizing has no mailbox profile");
+                continue;
+            }
+            match e.name.as_str() {
+                "ThreadCount" => {
+                    d.thread_count_element = true;
+                    d.thread_count = self.count(e, 1, 1024);
+                }
+                "MailboxCount" => {
+                    if let Some(n) = self.count(e, 1, 10_000_000) {
+                        d.cfg.profile.mailboxes = n;
                     }
                 }
-                "ExchangeProfile" => {
-                    // Capacity sizing has no mailbox profile: its elements may be left empty.
-                    let capacity = section
-                        .child("DatabaseSizing")
-                        .is_some_and(|d| is_capacity_sizing(d.text.trim()));
-                    for e in &section.children {
-                        if capacity
-                            && matches!(
-                                e.name.as_str(),
-                                "MailboxCount" | "MailboxQuota" | "MailboxIops"
-                            )
-                            && e.text.trim().is_empty()
-                        {
-                            self.ignore(
-                                &e.name,
-                                "empty, and capacity sizing has no mailbox profile",
-                            );
-                            continue;
-                        }
-                        match e.name.as_str() {
-                            "ThreadCount" => {
-                                thread_count_element = true;
-                                thread_count = self.count(e, 1, 1024);
-                            }
-                            "MailboxCount" => {
-                                if let Some(n) = self.count(e, 1, 10_000_000) {
-                                    cfg.profile.mailboxes = n;
-                                }
-                            }
-                            "MailboxQuota" => {
-                                if let Some(n) = self.count(e, 1, 1_000_000) {
-                                    cfg.profile.mailbox_quota_mb = n;
-                                }
-                            }
-                            "MailboxIops" => {
-                                if let Some(v) = self.number(e, 0.0001, 100.0) {
-                                    cfg.profile.iops_per_mailbox = v;
-                                }
-                            }
-                            "MarginIops" => {
-                                if let Some(v) = self.number(e, 0.0, 1.0) {
-                                    cfg.thresholds.iops_margin = v;
-                                }
-                            }
-                            "DatabaseCopyCount" => {
-                                if let Some(n) = self.count(e, 1, 16) {
-                                    cfg.profile.copies_per_database = n as u32;
-                                }
-                            }
-                            "DatabaseSource" => {
-                                if let Some(t) = self.text(e) {
-                                    match t.to_ascii_lowercase().as_str() {
-                                        "new" => attach_existing = false,
-                                        "open" => attach_existing = true,
+                "MailboxQuota" => {
+                    if let Some(n) = self.count(e, 1, 1_000_000) {
+                        d.cfg.profile.mailbox_quota_mb = n;
+                    }
+                }
+                "MailboxIops" => {
+                    if let Some(v) = self.number(e, 0.0001, 100.0) {
+                        d.cfg.profile.iops_per_mailbox = v;
+                    }
+                }
+                "MarginIops" => {
+                    if let Some(v) = self.number(e, 0.0, 1.0) {
+                        d.cfg.thresholds.iops_margin = v;
+                    }
+                }
+                "DatabaseCopyCount" => {
+                    if let Some(n) = self.count(e, 1, 16) {
+                        d.cfg.profile.copies_per_database = n as u32;
+                    }
+                }
+                "DatabaseSource" => {
+                    if let Some(t) = self.text(e) {
+                        match t.to_ascii_lowercase().as_str() {
+                                        "new" => d.attach_existing = false,
+                                        "open" => d.attach_existing = true,
                                         _ => self.problem("DatabaseSource", format!("is '{t}'; mbxstress can create (New) or attach existing (Open) databases")),
                                     }
-                                }
-                            }
-                            "DatabaseSizing" => {
-                                if let Some(t) = self.text(e) {
-                                    if t.eq_ignore_ascii_case("profile") {
-                                        cfg.sizing = crate::Sizing::Profile;
-                                    } else if is_capacity_sizing(t) {
-                                        cfg.sizing = crate::Sizing::Capacity;
-                                    } else {
-                                        self.problem("DatabaseSizing", format!("is '{t}'; mbxstress reads Profile (databases sized from mailboxes x quota) or Capacity (the disk subsystem throughput test: sized from CapacityPercentage of the free space, held at ThroughputPercentage of the maximum IOPS)"));
-                                    }
-                                }
-                            }
-                            "EseInstances" => {
-                                self.once(e, "<EseInstances>", &["EseInstance"]);
-                                for (i, inst) in e
-                                    .children
-                                    .iter()
-                                    .filter(|c| c.name == "EseInstance")
-                                    .enumerate()
-                                {
-                                    if let Some(x) = self.instance(i, inst, map) {
-                                        instances.push(x);
-                                    }
-                                }
-                            }
-                            "TransPerSec" => {
-                                self.ignore(&e.name, "the target is mailboxes x IOPS per mailbox")
-                            }
-                            "ThroughputPercentage" => {
-                                if let Some(v) = self.number(e, 1.0, 100.0) {
-                                    cfg.throughput_pct = v;
-                                }
-                            }
-                            "CapacityPercentage" => {
-                                if let Some(v) = self.number(e, 0.0, 100.0) {
-                                    if v > 0.0 {
-                                        cfg.capacity_pct = v;
-                                    } else {
-                                        self.problem(
-                                            &e.name,
-                                            "is 0; give a percentage of the free space above 0"
-                                                .into(),
-                                        );
-                                    }
-                                }
-                            }
-                            "DatabaseSpaceReserved" => {
-                                if let Some(v) = self.number(e, 0.0, 100.0) {
-                                    if v != crate::CAPACITY_RESERVE * 100.0 {
-                                        self.problem(&e.name, format!("is {v}; mbxstress reserves 25% of capacity-sized databases for growth, as Jetstress does by default: set it to 25"));
-                                    }
-                                }
-                            }
-                            "LongPadLength" | "ShortPadLength" => {
-                                self.ignore(&e.name, RECORD_LEVEL)
-                            }
-                            _ => {
-                                self.ignore(&e.name, "not a Jetstress 2013 element mbxstress knows")
-                            }
+                    }
+                }
+                "DatabaseSizing" => {
+                    if let Some(t) = self.text(e) {
+                        if t.eq_ignore_ascii_case("profile") {
+                            d.cfg.sizing = crate::Sizing::Profile;
+                        } else if is_capacity_sizing(t) {
+                            d.cfg.sizing = crate::Sizing::Capacity;
+                        } else {
+                            self.problem("DatabaseSizing", format!("is '{t}'; mbxstress reads Profile (databases sized from mailboxes x quota) or Capacity (the disk subsystem throughput test: sized from CapacityPercentage of the free space, held at ThroughputPercentage of the maximum IOPS)"));
                         }
                     }
                 }
-                "JetSystemParams" => {
-                    for e in &section.children {
-                        match e.name.as_str() {
-                            "DatabasePageSize" => {
-                                if let Some(v) = self.count(e, 1, 1 << 20) {
-                                    if v != 32_768 {
-                                        self.problem("DatabasePageSize", format!("is {v}; Exchange 2013 and later use 32768-byte pages, as mbxstress does"));
-                                    }
-                                }
-                            }
-                            "CircularLog" => {
-                                if let Some(v) = self.flag(e) {
-                                    cfg.circular_logging = v;
-                                }
-                            }
-                            "LogFileSize" => {
-                                if let Some(v) = self.count(e, 1, 1 << 30) {
-                                    if v != 1024 {
-                                        self.ignore("LogFileSize", "log files are 1 MiB (1024 KiB), as in Exchange 2013 and later");
-                                    }
-                                }
-                            }
-                            "MaxVerPages" | "DBMThrottling" => self
-                                .ignore(&e.name, "ESE tuning with no effect on the simulated I/O"),
-                            _ => {
-                                self.ignore(&e.name, "not a Jetstress 2013 element mbxstress knows")
-                            }
+                "EseInstances" => {
+                    self.once(e, "<EseInstances>", &["EseInstance"]);
+                    for (i, inst) in e
+                        .children
+                        .iter()
+                        .filter(|c| c.name == "EseInstance")
+                        .enumerate()
+                    {
+                        if let Some(x) = self.instance(i, inst, map) {
+                            d.instances.push(x);
                         }
                     }
                 }
-                _ => self.ignore(
-                    &section.name,
-                    "not a Jetstress 2013 element mbxstress knows",
-                ),
+                "TransPerSec" => self.ignore(&e.name, "the target is mailboxes x IOPS per mailbox"),
+                "ThroughputPercentage" => {
+                    if let Some(v) = self.number(e, 1.0, 100.0) {
+                        d.cfg.throughput_pct = v;
+                    }
+                }
+                "CapacityPercentage" => {
+                    if let Some(v) = self.number(e, 0.0, 100.0) {
+                        if v > 0.0 {
+                            d.cfg.capacity_pct = v;
+                        } else {
+                            self.problem(
+                                &e.name,
+                                "is 0; give a percentage of the free space above 0".into(),
+                            );
+                        }
+                    }
+                }
+                "DatabaseSpaceReserved" => {
+                    if let Some(v) = self.number(e, 0.0, 100.0) {
+                        if v != crate::CAPACITY_RESERVE * 100.0 {
+                            self.problem(&e.name, format!("is {v}; mbxstress reserves 25% of capacity-sized databases for growth, as Jetstress does by default: set it to 25"));
+                        }
+                    }
+                }
+                "LongPadLength" | "ShortPadLength" => self.ignore(&e.name, RECORD_LEVEL),
+                _ => self.ignore(&e.name, "not a Jetstress 2013 element mbxstress knows"),
             }
         }
-        cfg.thresholds = match (test, strict, lenient) {
+    }
+
+    /// One element of `<JetSystemParams>`.
+    fn jet_system_param(&mut self, e: &Element, d: &mut Draft) {
+        match e.name.as_str() {
+            "DatabasePageSize" => {
+                if let Some(v) = self.count(e, 1, 1 << 20) {
+                    if v != 32_768 {
+                        self.problem("DatabasePageSize", format!("is {v}; Exchange 2013 and later use 32768-byte pages, as mbxstress does"));
+                    }
+                }
+            }
+            "CircularLog" => {
+                if let Some(v) = self.flag(e) {
+                    d.cfg.circular_logging = v;
+                }
+            }
+            "LogFileSize" => {
+                if let Some(v) = self.count(e, 1, 1 << 30) {
+                    if v != 1024 {
+                        self.ignore(
+                            "LogFileSize",
+                            "log files are 1 MiB (1024 KiB), as in Exchange 2013 and later",
+                        );
+                    }
+                }
+            }
+            "MaxVerPages" | "DBMThrottling" => {
+                self.ignore(&e.name, "ESE tuning with no effect on the simulated I/O")
+            }
+            _ => self.ignore(&e.name, "not a Jetstress 2013 element mbxstress knows"),
+        }
+    }
+
+    /// What follows from the sections together: the thresholds of the test's type, the thread
+    /// count (tuned or given) and the databases of the instances.
+    fn settle(&mut self, mut d: Draft) -> JetstressImport {
+        d.cfg.thresholds = match (d.test, d.strict.take(), d.lenient.take()) {
             (TestKind::Stress, _, Some(l)) => Thresholds {
-                iops_margin: cfg.thresholds.iops_margin,
+                iops_margin: d.cfg.thresholds.iops_margin,
                 ..l
             },
             (_, Some(s), _) => Thresholds {
-                iops_margin: cfg.thresholds.iops_margin,
+                iops_margin: d.cfg.thresholds.iops_margin,
                 ..s
             },
             (TestKind::Stress, _, None) => Thresholds {
-                iops_margin: cfg.thresholds.iops_margin,
+                iops_margin: d.cfg.thresholds.iops_margin,
                 ..Thresholds::lenient()
             },
-            _ => cfg.thresholds,
+            _ => d.cfg.thresholds,
         };
-        if let Some(n) = max_latency_errors {
-            cfg.thresholds.max_latency_errors = n;
+        if let Some(n) = d.max_latency_errors {
+            d.cfg.thresholds.max_latency_errors = n;
         }
         // With tuning on, Jetstress tunes the thread count (ThreadCount is its answer from the
         // last run, not an input): so does mbxstress (threads 0).
-        match thread_count {
-            _ if tuning => cfg.threads = 0,
-            Some(n) => cfg.threads = n as u32,
-            None if !thread_count_element => self.problems.push(
+        match d.thread_count {
+            _ if d.tuning => d.cfg.threads = 0,
+            Some(n) => d.cfg.threads = n as u32,
+            None if !d.thread_count_element => self.problems.push(
                 "<ThreadCount> is missing and tuning is suppressed; give a thread count".into(),
             ),
             None => {}
         }
-        if !instances.is_empty() {
-            let dbs: usize = instances.iter().map(|i: &Instance| i.db_paths.len()).sum();
-            cfg.profile.databases = u32::try_from(dbs).unwrap_or(u32::MAX);
-            cfg.db_paths = instances.iter().flat_map(|i| i.db_paths.clone()).collect();
-            cfg.log_paths = instances.iter().map(|i| i.log_path.clone()).collect();
-            let first = instances[0].iops_bias;
-            if instances.iter().any(|i| (i.iops_bias - first).abs() > 1e-9) {
+        if !d.instances.is_empty() {
+            let dbs: usize = d
+                .instances
+                .iter()
+                .map(|i: &Instance| i.db_paths.len())
+                .sum();
+            d.cfg.profile.databases = u32::try_from(dbs).unwrap_or(u32::MAX);
+            d.cfg.db_paths = d
+                .instances
+                .iter()
+                .flat_map(|i| i.db_paths.clone())
+                .collect();
+            d.cfg.log_paths = d.instances.iter().map(|i| i.log_path.clone()).collect();
+            // Every instance's databases, and one log folder per instance.
+            debug_assert_eq!(d.cfg.db_paths.len(), dbs);
+            debug_assert_eq!(d.cfg.log_paths.len(), d.instances.len());
+            let first = d.instances[0].iops_bias;
+            if d.instances
+                .iter()
+                .any(|i| (i.iops_bias - first).abs() > 1e-9)
+            {
                 self.ignore(
                     "EseInstance@IopsBias",
                     "every database gets the same share of the target IOPS",
                 );
             }
         }
-        JetstressImport {
-            config: cfg,
-            test,
-            tuning,
-            attach_existing,
-            instances,
-            ignored: Vec::new(),
-        }
+        // Jetstress tunes the threads when tuning is on: the import asks for tuning (0) then.
+        debug_assert!(!d.tuning || d.cfg.threads == 0);
+        d.import()
     }
 
     fn op_mix(&mut self, e: &Element, cfg: &mut RunConfig) {
@@ -937,6 +937,56 @@ impl Builder {
 }
 
 /// The drive or share prefix of a Windows path, for the --map-path hint.
+/// What [`Builder::build`] gathers from the sections before settling what they decide together.
+struct Draft {
+    cfg: RunConfig,
+    test: TestKind,
+    tuning: bool,
+    attach_existing: bool,
+    instances: Vec<Instance>,
+    strict: Option<Thresholds>,
+    lenient: Option<Thresholds>,
+    max_latency_errors: Option<u32>,
+    thread_count: Option<u64>,
+    thread_count_element: bool,
+}
+
+impl Draft {
+    fn new() -> Draft {
+        Draft {
+            cfg: RunConfig::default(),
+            test: TestKind::Performance,
+            tuning: false,
+            attach_existing: false,
+            instances: Vec::new(),
+            strict: None,
+            lenient: None,
+            max_latency_errors: None,
+            thread_count: None,
+            thread_count_element: false,
+        }
+    }
+
+    fn import(self) -> JetstressImport {
+        JetstressImport {
+            config: self.cfg,
+            test: self.test,
+            tuning: self.tuning,
+            attach_existing: self.attach_existing,
+            instances: self.instances,
+            ignored: Vec::new(),
+        }
+    }
+}
+
+/// Whether a `<Thresholds>` set is the one for Stress tests (its `TestRunTypes` names Stress).
+fn for_stress(e: &Element) -> bool {
+    e.attr("TestRunTypes").is_some_and(|v| {
+        v.split(',')
+            .any(|x| x.trim().eq_ignore_ascii_case("stress"))
+    })
+}
+
 fn windows_prefix(p: &str) -> String {
     if let Some(rest) = p.strip_prefix("\\\\") {
         let parts: Vec<&str> = rest.splitn(3, '\\').collect();
@@ -1079,14 +1129,75 @@ pub fn iso_duration(secs: f64) -> String {
 /// paths: map them). Reading the result with [`from_str`] and the same rules gives `spec`'s
 /// configuration back.
 pub fn to_xml(spec: &ExportSpec<'_>) -> String {
-    use std::fmt::Write as _;
+    let mut x = XmlLines::default();
+    x.line(0, "<?xml version=\"1.0\"?>");
+    x.line(0, "<configuration xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\">");
+    x.line(
+        1,
+        "<JetstressVersionGenerated>15.0.995.0</JetstressVersionGenerated>",
+    );
+    x.line(1, "<EseVersionGenerated>15.0.847.30</EseVersionGenerated>");
+    test_design_info(&mut x, spec);
+    exchange_profile(&mut x, spec);
+    jet_system_params(&mut x, spec.config);
+    x.line(0, "</configuration>");
+    x.finish()
+}
+
+/// The lines of an XML document, one element per line, indented two spaces per depth. Each
+/// line's depth is the number of elements open around it (checked, with each close matching its
+/// open): the writer's callers give both, and a slip would write a file Jetstress refuses.
+#[derive(Default)]
+struct XmlLines {
+    out: String,
+    open: Vec<String>,
+}
+
+impl XmlLines {
+    fn line(&mut self, depth: usize, s: &str) {
+        use std::fmt::Write as _;
+        let name = |t: &str| {
+            t.split(|c: char| c.is_whitespace() || c == '>' || c == '/')
+                .next()
+                .unwrap_or("")
+                .to_string()
+        };
+        if let Some(closing) = s.strip_prefix("</") {
+            let opened = self.open.pop();
+            assert_eq!(
+                opened.as_deref(),
+                Some(name(closing).as_str()),
+                "XML close without its open: {s}"
+            );
+            assert_eq!(self.open.len(), depth, "XML close at the wrong depth: {s}");
+        } else {
+            assert_eq!(self.open.len(), depth, "XML line at the wrong depth: {s}");
+            let leaf = s.starts_with("<?") || s.ends_with("/>") || s.contains("</");
+            if let (false, Some(opening)) = (leaf, s.strip_prefix('<')) {
+                self.open.push(name(opening));
+            }
+        }
+        let _ = writeln!(self.out, "{}{s}", "  ".repeat(depth));
+    }
+
+    /// `<k>v</k>` at `depth`.
+    fn leaf(&mut self, depth: usize, k: &str, v: impl std::fmt::Display) {
+        self.line(depth, &format!("<{k}>{v}</{k}>"));
+    }
+
+    fn finish(self) -> String {
+        assert!(
+            self.open.is_empty(),
+            "XML elements left open: {:?}",
+            self.open
+        );
+        self.out
+    }
+}
+
+/// `<TestDesignInfo>`: the test's type, length and options, the operation mix and thresholds.
+fn test_design_info(x: &mut XmlLines, spec: &ExportSpec<'_>) {
     let c = spec.config;
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
     let b = |v: bool| if v { "true" } else { "false" };
     let jet_type = match spec.test {
         TestKind::Performance | TestKind::Checksum => "Performance",
@@ -1099,25 +1210,14 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
     } else {
         (c.thresholds.clone(), Thresholds::lenient())
     };
-    let mut x = String::new();
-    let mut line = |depth: usize, s: &str| {
-        let _ = writeln!(x, "{}{s}", "  ".repeat(depth));
-    };
-    line(0, "<?xml version=\"1.0\"?>");
-    line(0, "<configuration xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\">");
-    line(
-        1,
-        "<JetstressVersionGenerated>15.0.995.0</JetstressVersionGenerated>",
-    );
-    line(1, "<EseVersionGenerated>15.0.847.30</EseVersionGenerated>");
-    line(1, "<TestDesignInfo>");
+    x.line(1, "<TestDesignInfo>");
     for (k, v) in [
         ("Type", jet_type.to_string()),
         ("MultiHostBreak", "false".into()),
     ] {
-        line(2, &format!("<{k}>{v}</{k}>"));
+        x.leaf(2, k, v);
     }
-    line(2, "<Description />");
+    x.line(2, "<Description />");
     for (k, v) in [
         ("Duration", iso_duration(c.duration_s)),
         ("BinaryPerfLog", "true".into()),
@@ -1137,10 +1237,10 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
         ),
         ("LogInterval2", "5000".into()),
     ] {
-        line(2, &format!("<{k}>{v}</{k}>"));
+        x.leaf(2, k, v);
     }
     let m = &c.op_mix;
-    line(2, &format!(
+    x.line(2, &format!(
         "<OperationMix LockOps=\"true\" InsertOps=\"{}\" DeleteOps=\"{}\" ReplaceOps=\"{}\" LazyCommits=\"{}\" />",
         m.insert_pct, m.delete_pct, m.replace_pct, m.lazy_commit_pct
     ));
@@ -1152,9 +1252,9 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
         ("UpdateLV", "true"),
         ("ScanPercentage", "0"),
     ] {
-        line(2, &format!("<{k}>{v}</{k}>"));
+        x.leaf(2, k, v);
     }
-    line(2, "<RestoreBackupPath />");
+    x.line(2, "<RestoreBackupPath />");
     let max_latency_errors = c.thresholds.max_latency_errors.to_string();
     for (k, v) in [
         ("OutputPath", "."),
@@ -1166,25 +1266,36 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
         ("BatchUpdates", "16"),
         ("Bulky1Percentage", "100"),
     ] {
-        line(2, &format!("<{k}>{v}</{k}>"));
+        x.leaf(2, k, v);
     }
     for (name, attrs, t) in [
         ("Strict", "", &strict),
         ("Lenient", " TestRunTypes=\"Stress\"", &lenient),
     ] {
-        line(2, &format!("<Thresholds Name=\"{name}\"{attrs}>"));
+        x.line(2, &format!("<Thresholds Name=\"{name}\"{attrs}>"));
         for (k, v) in [
             ("AverageDatabaseReadLatency", t.db_read_avg_ms),
             ("MaximumDatabaseReadLatency", t.db_read_max_ms),
             ("AverageLogWriteLatency", t.log_write_avg_ms),
             ("MaximumLogWriteLatency", t.log_write_max_ms),
         ] {
-            line(3, &format!("<{k}>{v}</{k}>"));
+            x.leaf(3, k, v);
         }
-        line(2, "</Thresholds>");
+        x.line(2, "</Thresholds>");
     }
-    line(1, "</TestDesignInfo>");
-    line(1, "<ExchangeProfile>");
+    x.line(1, "</TestDesignInfo>");
+}
+
+/// `<ExchangeProfile>`: the sizing, the mailbox profile and the instances' paths.
+fn exchange_profile(x: &mut XmlLines, spec: &ExportSpec<'_>) {
+    let c = spec.config;
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    x.line(1, "<ExchangeProfile>");
     let p = &c.profile;
     for (k, v) in [
         ("ThreadCount", c.sessions().to_string()),
@@ -1212,25 +1323,29 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
         ("DatabaseSpaceReserved", "25".into()),
         ("DatabaseCopyCount", p.copies_per_database.to_string()),
     ] {
-        line(2, &format!("<{k}>{v}</{k}>"));
+        x.leaf(2, k, v);
     }
-    line(2, "<EseInstances>");
+    x.line(2, "<EseInstances>");
     let win = |path: &Path| {
         spec.map
             .unmap(path)
             .unwrap_or_else(|| path.display().to_string())
     };
     for (db, log) in instance_folders(c) {
-        line(3, "<EseInstance IopsBias=\"1\">");
-        line(4, "<DatabasePaths>");
-        line(5, &format!("<Path>{}</Path>", esc(&win(&db))));
-        line(4, "</DatabasePaths>");
-        line(4, &format!("<LogPath>{}</LogPath>", esc(&win(&log))));
-        line(3, "</EseInstance>");
+        x.line(3, "<EseInstance IopsBias=\"1\">");
+        x.line(4, "<DatabasePaths>");
+        x.line(5, &format!("<Path>{}</Path>", esc(&win(&db))));
+        x.line(4, "</DatabasePaths>");
+        x.line(4, &format!("<LogPath>{}</LogPath>", esc(&win(&log))));
+        x.line(3, "</EseInstance>");
     }
-    line(2, "</EseInstances>");
-    line(1, "</ExchangeProfile>");
-    line(1, "<JetSystemParams>");
+    x.line(2, "</EseInstances>");
+    x.line(1, "</ExchangeProfile>");
+}
+
+/// `<JetSystemParams>`: ESE's parameters, at the values mbxstress simulates.
+fn jet_system_params(x: &mut XmlLines, c: &RunConfig) {
+    x.line(1, "<JetSystemParams>");
     for (k, v) in [
         ("DatabasePageSize", "32768"),
         ("CircularLog", if c.circular_logging { "1" } else { "0" }),
@@ -1238,11 +1353,9 @@ pub fn to_xml(spec: &ExportSpec<'_>) -> String {
         ("MaxVerPages", "8192"),
         ("DBMThrottling", "100"),
     ] {
-        line(2, &format!("<{k}>{v}</{k}>"));
+        x.leaf(2, k, v);
     }
-    line(1, "</JetSystemParams>");
-    line(0, "</configuration>");
-    x
+    x.line(1, "</JetSystemParams>");
 }
 
 /// Whether a `DatabaseSizing` value is the disk subsystem throughput category. The real files

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::show_number as show;
 use crate::{Arrivals, ConfigError, IoBackend, Pacing, Profile};
 
 /// Operation mix (Jetstress: insert 40, delete 20, replace 5, read 35; lazy commits 70). Each
@@ -149,8 +150,6 @@ impl TuningConfig {
     }
 
     fn check(&self) -> Result<(), (&'static str, String)> {
-        let within = |v: f64, lo: f64, hi: f64| v.is_finite() && (lo..=hi).contains(&v);
-        let show = crate::show_number;
         if !(self.step_s == 0.0 || within(self.step_s, 1.0, 3600.0)) {
             return Err((
                 "tuning.step_s",
@@ -488,9 +487,24 @@ impl RunConfig {
     /// [`RunConfig::validate`] for a test of type `kind`: the target IOPS range is checked only
     /// for the types that pace at it ([`crate::TestKind::paced`]).
     pub fn validate_for(&self, kind: crate::TestKind) -> Result<(), (&'static str, String)> {
-        let bad = |k: &'static str, m: String| Err((k, m));
-        let within = |v: f64, lo: f64, hi: f64| v.is_finite() && (lo..=hi).contains(&v);
-        let show = crate::show_number;
+        self.check_size(kind)?;
+        self.check_engine_and_timing()?;
+        self.tuning.check()?;
+        self.check_data_and_op_mix()?;
+        self.cache.check()?;
+        self.thresholds.check()?;
+        self.check_capacity_and_paths(kind)?;
+        // What the engine relies on from here: the ranges just checked hold.
+        debug_assert!(self.total_database_bytes().is_some());
+        debug_assert!(
+            self.cache.min_mb_per_db >= 1 && self.cache.min_mb_per_db <= self.cache.max_mb_per_db
+        );
+        debug_assert!(!self.db_paths.is_empty() && !self.log_paths.is_empty());
+        Ok(())
+    }
+
+    /// The profile and the target and size it makes.
+    fn check_size(&self, kind: crate::TestKind) -> Result<(), (&'static str, String)> {
         // The profile's own ranges: written once, in `Profile::check`.
         self.profile.check()?;
         let p = &self.profile;
@@ -515,6 +529,11 @@ impl RunConfig {
                 ),
             );
         }
+        Ok(())
+    }
+
+    /// Threads, reactors, the test's length and sampling, maintenance and replay.
+    fn check_engine_and_timing(&self) -> Result<(), (&'static str, String)> {
         if self.threads > MAX_THREADS {
             return bad(
                 "threads",
@@ -571,7 +590,11 @@ impl RunConfig {
                 ),
             );
         }
-        self.tuning.check()?;
+        Ok(())
+    }
+
+    /// The data written (compressibility, read checksums) and the operation mix.
+    fn check_data_and_op_mix(&self) -> Result<(), (&'static str, String)> {
         if self.compressibility_pct > 99 {
             return bad("compressibility_pct", "must be 0..=99".into());
         }
@@ -596,93 +619,14 @@ impl RunConfig {
         if m.lazy_commit_pct > 100 {
             return bad("op_mix.lazy_commit_pct", "must be 0..=100".into());
         }
-        let c = &self.cache;
-        if c.max_mb_per_db > MAX_CACHE_MB_PER_DB {
-            return bad(
-                "cache.max_mb_per_db",
-                format!(
-                    "must be at most {MAX_CACHE_MB_PER_DB} MiB, got {}",
-                    c.max_mb_per_db
-                ),
-            );
-        }
-        if c.min_mb_per_db == 0 || c.min_mb_per_db > c.max_mb_per_db {
-            return bad(
-                "cache.min_mb_per_db",
-                "must be at least 1 and at most cache.max_mb_per_db".into(),
-            );
-        }
-        // NaN fails every comparison, so it is refused here too.
-        if !(c.flush_start_pct > 0.0
-            && c.flush_start_pct < c.flush_stop_pct
-            && c.flush_stop_pct < 50.0)
-        {
-            return bad(
-                "cache.flush_start_pct",
-                "need 0 < flush_start_pct < flush_stop_pct < 50".into(),
-            );
-        }
-        if !within(c.max_dirty_age_s, 0.1, MAX_DIRTY_AGE_S) {
-            return bad(
-                "cache.max_dirty_age_s",
-                format!(
-                    "must be 0.1 s to {MAX_DIRTY_AGE_S} s, got {}",
-                    show(c.max_dirty_age_s)
-                ),
-            );
-        }
-        if !within(c.checkpoint_interval_s, 0.1, MAX_DIRTY_AGE_S) {
-            return bad(
-                "cache.checkpoint_interval_s",
-                format!(
-                    "must be 0.1 s to {MAX_DIRTY_AGE_S} s, got {}",
-                    show(c.checkpoint_interval_s)
-                ),
-            );
-        }
-        let t = &self.thresholds;
-        for (k, v) in [
-            ("thresholds.db_read_avg_ms", t.db_read_avg_ms),
-            ("thresholds.db_read_max_ms", t.db_read_max_ms),
-            ("thresholds.log_write_avg_ms", t.log_write_avg_ms),
-            ("thresholds.log_write_max_ms", t.log_write_max_ms),
-            (
-                "thresholds.page_fault_stalls_per_s",
-                t.page_fault_stalls_per_s,
-            ),
-        ] {
-            if !(v.is_finite() && v > 0.0 && v <= MAX_THRESHOLD) {
-                return bad(
-                    k,
-                    format!(
-                        "must be above 0 and at most {MAX_THRESHOLD}, got {}",
-                        show(v)
-                    ),
-                );
-            }
-        }
-        // Written so that NaN is refused.
-        if !(t.iops_margin >= 0.0 && t.iops_margin < 1.0) {
-            return bad("thresholds.iops_margin", "must be in [0, 1)".into());
-        }
-        if !(t.hung_io_s > 0.0 && t.hung_io_s <= MAX_HUNG_IO_S) {
-            return bad(
-                "thresholds.hung_io_s",
-                format!(
-                    "must be above 0 s and at most {MAX_HUNG_IO_S} s, got {}",
-                    show(t.hung_io_s)
-                ),
-            );
-        }
-        if t.max_latency_errors > MAX_LATENCY_ERRORS {
-            return bad(
-                "thresholds.max_latency_errors",
-                format!(
-                    "must be at most {MAX_LATENCY_ERRORS} samples, got {}",
-                    t.max_latency_errors
-                ),
-            );
-        }
+        Ok(())
+    }
+
+    /// Backlog, capacity and throughput sizing, and the paths.
+    fn check_capacity_and_paths(
+        &self,
+        kind: crate::TestKind,
+    ) -> Result<(), (&'static str, String)> {
         if !within(self.max_backlog_s, 0.001, MAX_BACKLOG_S) {
             return bad(
                 "max_backlog_s",
@@ -729,6 +673,115 @@ impl RunConfig {
         }
         Ok(())
     }
+}
+
+impl CacheConfig {
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        let c = self;
+        if c.max_mb_per_db > MAX_CACHE_MB_PER_DB {
+            return bad(
+                "cache.max_mb_per_db",
+                format!(
+                    "must be at most {MAX_CACHE_MB_PER_DB} MiB, got {}",
+                    c.max_mb_per_db
+                ),
+            );
+        }
+        if c.min_mb_per_db == 0 || c.min_mb_per_db > c.max_mb_per_db {
+            return bad(
+                "cache.min_mb_per_db",
+                "must be at least 1 and at most cache.max_mb_per_db".into(),
+            );
+        }
+        // NaN fails every comparison, so it is refused here too.
+        if !(c.flush_start_pct > 0.0
+            && c.flush_start_pct < c.flush_stop_pct
+            && c.flush_stop_pct < 50.0)
+        {
+            return bad(
+                "cache.flush_start_pct",
+                "need 0 < flush_start_pct < flush_stop_pct < 50".into(),
+            );
+        }
+        if !within(c.max_dirty_age_s, 0.1, MAX_DIRTY_AGE_S) {
+            return bad(
+                "cache.max_dirty_age_s",
+                format!(
+                    "must be 0.1 s to {MAX_DIRTY_AGE_S} s, got {}",
+                    show(c.max_dirty_age_s)
+                ),
+            );
+        }
+        if !within(c.checkpoint_interval_s, 0.1, MAX_DIRTY_AGE_S) {
+            return bad(
+                "cache.checkpoint_interval_s",
+                format!(
+                    "must be 0.1 s to {MAX_DIRTY_AGE_S} s, got {}",
+                    show(c.checkpoint_interval_s)
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Thresholds {
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        let t = self;
+        for (k, v) in [
+            ("thresholds.db_read_avg_ms", t.db_read_avg_ms),
+            ("thresholds.db_read_max_ms", t.db_read_max_ms),
+            ("thresholds.log_write_avg_ms", t.log_write_avg_ms),
+            ("thresholds.log_write_max_ms", t.log_write_max_ms),
+            (
+                "thresholds.page_fault_stalls_per_s",
+                t.page_fault_stalls_per_s,
+            ),
+        ] {
+            if !(v.is_finite() && v > 0.0 && v <= MAX_THRESHOLD) {
+                return bad(
+                    k,
+                    format!(
+                        "must be above 0 and at most {MAX_THRESHOLD}, got {}",
+                        show(v)
+                    ),
+                );
+            }
+        }
+        // Written so that NaN is refused.
+        if !(t.iops_margin >= 0.0 && t.iops_margin < 1.0) {
+            return bad("thresholds.iops_margin", "must be in [0, 1)".into());
+        }
+        if !(t.hung_io_s > 0.0 && t.hung_io_s <= MAX_HUNG_IO_S) {
+            return bad(
+                "thresholds.hung_io_s",
+                format!(
+                    "must be above 0 s and at most {MAX_HUNG_IO_S} s, got {}",
+                    show(t.hung_io_s)
+                ),
+            );
+        }
+        if t.max_latency_errors > MAX_LATENCY_ERRORS {
+            return bad(
+                "thresholds.max_latency_errors",
+                format!(
+                    "must be at most {MAX_LATENCY_ERRORS} samples, got {}",
+                    t.max_latency_errors
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The error of a value out of range: its key and why.
+fn bad(key: &'static str, why: String) -> Result<(), (&'static str, String)> {
+    Err((key, why))
+}
+
+/// Whether `v` is a finite number in `lo..=hi`.
+fn within(v: f64, lo: f64, hi: f64) -> bool {
+    v.is_finite() && (lo..=hi).contains(&v)
 }
 
 /// Why a configuration's top-level keys do not parse, naming the key and its line, or `None` to

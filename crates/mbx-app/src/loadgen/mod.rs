@@ -36,6 +36,7 @@ use mbx_result::{
 
 use crate::event::{Event, EventSink, LoadgenProgress, Notice};
 use crate::AppError;
+use request::DayRun;
 use servers::{Proto, ServersSpec};
 
 /// The mail profile: what a user's day holds.
@@ -109,25 +110,8 @@ pub struct InitRequest {
 pub struct DayRequest {
     /// Servers, users, profile.
     pub common: Common,
-    /// The simulated day's length.
-    pub day: Duration,
-    /// Days run.
-    pub days: u32,
-    /// Client types and their shares (percent, summing to 100).
-    pub clients: Vec<(ClientType, f64)>,
-    /// LoadGen's guard (1.5).
-    pub overload_per_user: f64,
-    /// How long copies not yet seen are looked for after the last task.
-    pub grace: Duration,
-    /// samples.jsonl's interval.
-    pub sample_interval: Duration,
-    /// The test's length (None: `day` x `days`): tasks scheduled after it are not run.
-    pub duration: Option<Duration>,
-    /// Stress mode: each user's tasks back to back (closed loop) until `duration` or the days'
-    /// tasks are done.
-    pub stress: bool,
-    /// The verdict's limits.
-    pub thresholds: LoadgenThresholds,
+    /// The day's own values (what the serialized request carries too).
+    pub run: DayRun,
     /// A synchronized start (`--start-gate stdin`, `fleet loadgen`): after the baseline the run
     /// emits `ready` and the day starts when the gate opens.
     pub gate: Option<Arc<mbx_engine::StartGate>>,
@@ -570,7 +554,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     let start = mbx_engine::rfc3339_now();
     let started = Instant::now();
     let run_id = format!("day-{}", stamp());
-    let kinds = assign_clients(c.users.len(), &req.clients);
+    let kinds = assign_clients(c.users.len(), &req.run.clients);
     let config = day_config(req, &kinds);
     let (smtp, imap, pop3) = servers::endpoints(&c.servers, &c.trust)?;
     let mut files = Files::create(c.out.as_deref(), "run")?;
@@ -587,14 +571,14 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     let plan = DayPlan {
         seed: c.seed,
         messages_per_day: c.profile.messages_per_day,
-        day: req.day,
-        days: req.days,
-        overload_per_user: req.overload_per_user,
-        grace: req.grace,
+        day: req.run.day,
+        days: req.run.days,
+        overload_per_user: req.run.overload_per_user,
+        grace: req.run.grace,
         stop: Arc::clone(&c.cancel),
-        sample_interval: req.sample_interval,
-        duration: req.duration,
-        stress: req.stress,
+        sample_interval: req.run.sample_interval,
+        duration: req.run.duration,
+        stress: req.run.stress,
         ..DayPlan::default()
     };
     let srv = Servers {
@@ -623,24 +607,24 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
     let delivery = assemble::delivery(
         &report,
         &addresses,
-        Duration::from_secs_f64(req.thresholds.delivery_p95_ms.max(0.0) / 1000.0),
+        Duration::from_secs_f64(req.run.thresholds.delivery_p95_ms.max(0.0) / 1000.0),
         !(report.overloaded || report.interrupted || report.deadline.is_some()),
     );
     let completed: u64 = tasks.iter().map(|t| t.completed).sum();
     let failed: u64 = tasks.iter().map(|t| t.failed.values().sum::<u64>()).sum();
     let skipped: u64 = tasks.iter().map(|t| t.skipped).sum();
-    let overload_limit = (req.overload_per_user * c.users.len() as f64).ceil() as u64;
+    let overload_limit = (req.run.overload_per_user * c.users.len() as f64).ceil() as u64;
     let figures = assemble::DayFigures {
         planned: report.planned,
         dispatched: report.dispatched,
-        stress: req.stress,
+        stress: req.run.stress,
         completed,
         max_unfinished: report.max_unfinished,
         overload_limit,
         overloaded: report.overloaded,
         ended_early: report.overloaded || report.interrupted || report.deadline.is_some(),
     };
-    let mut verdict = assemble::day_verdict(figures, &tasks, &delivery, &req.thresholds);
+    let mut verdict = assemble::day_verdict(figures, &tasks, &delivery, &req.run.thresholds);
     // A phase past its deadline (a server that stopped answering) fails the verdict by name.
     if let Some(d) = &report.deadline {
         files.log(sink, &format!("deadline: {d}"));
@@ -731,6 +715,7 @@ fn day_stopped(report: &mbx_loadgen::day::DayReport, verdict: &Verdict) -> Stopp
 fn day_config(req: &DayRequest, kinds: &[ClientType]) -> LoadgenConfig {
     let c = &req.common;
     let shares: Vec<ClientShare> = req
+        .run
         .clients
         .iter()
         .map(|(t, share)| ClientShare {
@@ -745,16 +730,17 @@ fn day_config(req: &DayRequest, kinds: &[ClientType]) -> LoadgenConfig {
         })
         .collect();
     let mut config = config_block(c, shares);
-    config.day_s = req.day.as_secs_f64();
-    config.days = req.days;
-    config.overload_per_user = req.overload_per_user;
-    config.grace_s = req.grace.as_secs_f64();
+    config.day_s = req.run.day.as_secs_f64();
+    config.days = req.run.days;
+    config.overload_per_user = req.run.overload_per_user;
+    config.grace_s = req.run.grace.as_secs_f64();
     config.duration_s = req
+        .run
         .duration
-        .unwrap_or(req.day.saturating_mul(req.days))
+        .unwrap_or(req.run.day.saturating_mul(req.run.days))
         .as_secs_f64();
-    config.stress = req.stress;
-    config.thresholds = req.thresholds.clone();
+    config.stress = req.run.stress;
+    config.thresholds = req.run.thresholds.clone();
     config
 }
 
@@ -782,9 +768,9 @@ fn log_day_start(
             mix.join(", "),
             c.profile.messages_per_day,
             c.profile.message_kb,
-            duration_words(req.day),
-            req.days,
-            match (req.stress, req.duration) {
+            duration_words(req.run.day),
+            req.run.days,
+            match (req.run.stress, req.run.duration) {
                 (true, Some(d)) => format!(
                     ", stress mode (each user's tasks back to back) for {}",
                     duration_words(d)
@@ -814,20 +800,20 @@ fn day_notes(
     let (guard_s, rate) = guard_seconds(
         c.seed,
         c.profile.messages_per_day,
-        req.day,
+        req.run.day,
         kinds,
-        req.overload_per_user,
+        req.run.overload_per_user,
     );
     if let Some(n) = profile_users_note(&c.profile, c.users.len(), &c.users_source) {
         files.log(sink, &n);
         let _ = sink.notice(&Notice::Warning(n.clone()));
         notes.push(n);
     }
-    if !req.stress && guard_s < GUARD_WARN_S {
+    if !req.run.stress && guard_s < GUARD_WARN_S {
         let n = format!(
             "the overload guard ({} per user: {:.0} unfinished tasks) is {guard_s:.1} s of this day's dispatch rate ({rate:.0} tasks/s): a stall that short stops the run; in a compressed day raise --overload (LoadGen's 1.5 assumes a day of hours)",
-            req.overload_per_user,
-            (req.overload_per_user * c.users.len() as f64).ceil()
+            req.run.overload_per_user,
+            (req.run.overload_per_user * c.users.len() as f64).ceil()
         );
         files.log(sink, &n);
         let _ = sink.notice(&Notice::Warning(n.clone()));

@@ -204,6 +204,15 @@ pub struct CommonSpec {
 pub struct DaySpec {
     /// Servers, users, profile.
     pub common: CommonSpec,
+    /// The day's own values.
+    pub run: DayRun,
+}
+
+/// The day's own values, resolved: one struct for the serialized request ([`DaySpec`]) and
+/// the runtime one ([`DayRequest`]), so a new day setting is added in one place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DayRun {
     /// The simulated day's length.
     pub day: Duration,
     /// Days run.
@@ -211,15 +220,16 @@ pub struct DaySpec {
     /// Client types and their shares (percent, summing to 100).
     #[serde(with = "client_shares")]
     pub clients: Vec<(ClientType, f64)>,
-    /// LoadGen's guard.
+    /// LoadGen's guard (1.5).
     pub overload_per_user: f64,
     /// How long copies not yet seen are looked for after the last task.
     pub grace: Duration,
     /// samples.jsonl's interval.
     pub sample_interval: Duration,
-    /// The test's length (None: `day` x `days`).
+    /// The test's length (None: `day` x `days`): tasks scheduled after it are not run.
     pub duration: Option<Duration>,
-    /// Stress mode.
+    /// Stress mode: each user's tasks back to back (closed loop) until `duration` or the days'
+    /// tasks are done.
     pub stress: bool,
     /// The verdict's limits.
     pub thresholds: LoadgenThresholds,
@@ -795,18 +805,20 @@ pub fn resolve_day(a: &DayFlags) -> Result<Resolved<DaySpec>, AppError> {
     Ok(Resolved {
         spec: DaySpec {
             common,
-            day: a.day,
-            days: a.days,
-            clients,
-            overload_per_user: a.overload,
-            grace: a.grace,
-            sample_interval: a.sample_interval,
-            duration: a.duration,
-            stress: a.stress,
-            thresholds: LoadgenThresholds {
-                tasks_achieved_pct: a.tasks_achieved_pct,
-                task_p95_ms: a.task_p95_ms,
-                delivery_p95_ms: a.delivery_p95_ms,
+            run: DayRun {
+                day: a.day,
+                days: a.days,
+                clients,
+                overload_per_user: a.overload,
+                grace: a.grace,
+                sample_interval: a.sample_interval,
+                duration: a.duration,
+                stress: a.stress,
+                thresholds: LoadgenThresholds {
+                    tasks_achieved_pct: a.tasks_achieved_pct,
+                    task_p95_ms: a.task_p95_ms,
+                    delivery_p95_ms: a.delivery_p95_ms,
+                },
             },
         },
         password,
@@ -838,15 +850,7 @@ impl Resolved<DaySpec> {
         let common = self.common_of(&s.common, cancel)?;
         Ok(DayRequest {
             common,
-            day: s.day,
-            days: s.days,
-            clients: s.clients.clone(),
-            overload_per_user: s.overload_per_user,
-            grace: s.grace,
-            sample_interval: s.sample_interval,
-            duration: s.duration,
-            stress: s.stress,
-            thresholds: s.thresholds.clone(),
+            run: s.run.clone(),
             gate,
             partition: s.common.users.slice.map(|p| format!("{}/{}", p.k, p.n)),
         })

@@ -436,8 +436,8 @@ pub fn run(req: &FindMaxRequest, sink: &mut dyn EventSink) -> Result<Found, AppE
             "loadgen find-max is starting: from {} users (of {}), steps of {} of a {} day, at most {} steps, to within {:.0}%, {CONFIRM_PASSES} confirmation steps; results in {}.",
             s.start_users.clamp(1, s.max_users),
             s.max_users,
-            super::duration_words(req.day.duration.unwrap_or(req.day.day)),
-            super::duration_words(req.day.day),
+            super::duration_words(req.day.run.duration.unwrap_or(req.day.run.day)),
+            super::duration_words(req.day.run.day),
             s.max_steps,
             s.resolution_pct,
             dir.display()

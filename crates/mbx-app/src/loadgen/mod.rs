@@ -8,8 +8,6 @@
 //! turns a request into their inputs, keeps the files, and judges the result.
 
 pub mod assemble;
-pub mod find_max;
-pub mod find_max_html;
 pub mod hist;
 pub mod idle;
 pub mod merge;

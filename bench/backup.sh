@@ -20,7 +20,10 @@
 # Usage: bench/backup.sh [DIR]   DIR: scratch folder (default bench/scratch; needs
 #        DATABASES x DB_MIB MiB plus the logs)
 # Environment: DATABASES (default 4), DB_MIB per database (default 1024), ROUNDS (default 7),
-#              LOGS log files to replay per database (default 100).
+#              LOGS log files to replay per database (default 100), MBX_BIN (measure this
+#              mbxstress binary instead of building the tree's, e.g. the build of an earlier
+#              commit on the same machine; its version line is recorded), LABEL (a suffix of the
+#              results folder's name).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -32,14 +35,18 @@ logs=${LOGS:-100}
 command -v fio >/dev/null || { apt-get update -qq && apt-get install -y -qq fio >/dev/null; }
 command -v python3 >/dev/null || { echo "python3 is needed to parse results" >&2; exit 2; }
 git_state="$(cd "$root" && git rev-parse --short HEAD)$(cd "$root" && git diff --quiet HEAD || echo '+uncommitted changes')"
-(cd "$root" && cargo build --release -q)
+if [ -n "${MBX_BIN:-}" ]; then
+  git_state="binary $MBX_BIN"
+else
+  (cd "$root" && cargo build --release -q)
+fi
 rm -rf "$dir"
 mkdir -p "$dir"
 # A copy: a rebuild while this runs must not change what is measured.
 mbx=$dir/mbxstress
-cp "$root/target/release/mbxstress" "$mbx"
+cp "${MBX_BIN:-$root/target/release/mbxstress}" "$mbx"
 stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
-out=$here/results/backup-$stamp
+out=$here/results/backup-$stamp${LABEL:+-$LABEL}
 mkdir -p "$out"
 raw=$out/raw.jsonl
 : >"$raw"

@@ -462,6 +462,26 @@ impl Conn {
         r.map_err(|e| self.error(io_class(&e), command, e.to_string()))
     }
 
+    /// Writes all of `a` then all of `b` and flushes: one vectored write where the stream takes
+    /// it (a message and the end of its data without copying them together).
+    pub(crate) async fn write_all_parts(
+        &mut self,
+        a: &[u8],
+        b: &[u8],
+        command: &str,
+    ) -> Result<()> {
+        if b.is_empty() {
+            return self.write_all(a, command).await;
+        }
+        self.check_usable(command)?;
+        let r = match &mut self.inner {
+            Inner::Plain(s) => write_all_vectored(s, a, b).await,
+            Inner::Tls(s) => write_all_vectored(s, a, b).await,
+            Inner::Gone => Err(io::Error::new(io::ErrorKind::NotConnected, "closed")),
+        };
+        r.map_err(|e| self.error(io_class(&e), command, e.to_string()))
+    }
+
     /// Closes the connection (TLS close_notify first); errors are ignored.
     pub(crate) async fn shutdown(&mut self) {
         let limit = Duration::from_secs(2);
@@ -476,4 +496,27 @@ impl Conn {
         }
         self.inner = Inner::Gone;
     }
+}
+
+/// Writes all of `a` then all of `b` to `s` with vectored writes (`write_vectored` may take
+/// part of either; the rest is written on), then flushes. Hand-written because tokio has no
+/// `write_all_vectored`.
+async fn write_all_vectored<S: AsyncWrite + Unpin + ?Sized>(
+    s: &mut S,
+    a: &[u8],
+    b: &[u8],
+) -> io::Result<()> {
+    let mut bufs = [io::IoSlice::new(a), io::IoSlice::new(b)];
+    let mut rest: &mut [io::IoSlice<'_>] = &mut bufs;
+    while !rest.is_empty() {
+        let n = s.write_vectored(rest).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "the peer took no more bytes",
+            ));
+        }
+        io::IoSlice::advance_slices(&mut rest, n);
+    }
+    s.flush().await
 }

@@ -54,6 +54,8 @@ pub struct SmtpClient {
     rec: Recorder,
     extensions: Vec<String>,
     helo: String,
+    /// The MAIL and RCPT lines are built here (kept between commands: no allocation each).
+    line: Vec<u8>,
 }
 
 impl SmtpClient {
@@ -73,6 +75,7 @@ impl SmtpClient {
             rec,
             extensions: Vec::new(),
             helo: helo.to_owned(),
+            line: Vec::with_capacity(128),
         };
         c.command("connect", None, 220, t0).await?;
         c.ehlo().await?;
@@ -194,33 +197,53 @@ impl SmtpClient {
         message: &[u8],
     ) -> Result<Accepted> {
         let t = clock::now();
-        self.command(
-            "MAIL",
-            Some(format!("MAIL FROM:<{from}>\r\n").as_bytes()),
-            250,
-            t,
-        )
-        .await?;
+        self.path_command("MAIL", "MAIL FROM:<", from, t).await?;
         for r in recipients {
             let t = clock::now();
-            if let Err(e) = self
-                .command(
-                    "RCPT",
-                    Some(format!("RCPT TO:<{r}>\r\n").as_bytes()),
-                    250,
-                    t,
-                )
-                .await
-            {
+            if let Err(e) = self.path_command("RCPT", "RCPT TO:<", r, t).await {
                 self.rset().await;
                 return Err(e);
             }
         }
         let t = clock::now();
         self.command("DATA", Some(b"DATA\r\n"), 354, t).await?;
+        self.end_data(message).await
+    }
+
+    /// Sends `verb` `path` `>` CRLF (MAIL FROM or RCPT TO), built in the session's line buffer,
+    /// and expects 250.
+    async fn path_command(
+        &mut self,
+        name: &'static str,
+        verb: &str,
+        path: &str,
+        t: Instant,
+    ) -> Result<Reply> {
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        line.extend_from_slice(verb.as_bytes());
+        line.extend_from_slice(path.as_bytes());
+        line.extend_from_slice(b">\r\n");
+        let r = self.command(name, Some(&line), 250, t).await;
+        self.line = line;
+        r
+    }
+
+    /// Sends the message and the end of its data (after DATA's 354) and expects 250. A message
+    /// that needs no dot-stuffing (CRLF throughout, no line starting with a dot: every generated
+    /// one) goes out as it is with the terminator in the same write (vectored), not copied.
+    async fn end_data(&mut self, message: &[u8]) -> Result<Accepted> {
         let t = clock::now();
-        let payload = dot_stuff(message);
-        let reply = self.command("DATA end", Some(&payload), 250, t).await?;
+        let reply = match data_tail(message) {
+            Some(tail) => {
+                self.command_parts("DATA end", Some((message, tail)), 250, t)
+                    .await?
+            }
+            None => {
+                let payload = dot_stuff(message);
+                self.command("DATA end", Some(&payload), 250, t).await?
+            }
+        };
         Ok(Accepted {
             at: clock::now(),
             reply: reply.text(),
@@ -297,13 +320,7 @@ impl SmtpClient {
             self.rset().await;
             return Err(e);
         }
-        let t = clock::now();
-        let payload = dot_stuff(message);
-        let reply = self.command("DATA end", Some(&payload), 250, t).await?;
-        Ok(Accepted {
-            at: clock::now(),
-            reply: reply.text(),
-        })
+        self.end_data(message).await
     }
 
     async fn rset(&mut self) {
@@ -330,8 +347,20 @@ impl SmtpClient {
         want: u16,
         t: Instant,
     ) -> Result<Reply> {
-        let r = match line {
-            Some(l) => self.exchange(name, l).await,
+        self.command_parts(name, line.map(|l| (l, &b""[..])), want, t)
+            .await
+    }
+
+    /// [`SmtpClient::command`] with what is sent in two parts (written together).
+    async fn command_parts(
+        &mut self,
+        name: &'static str,
+        parts: Option<(&[u8], &[u8])>,
+        want: u16,
+        t: Instant,
+    ) -> Result<Reply> {
+        let r = match parts {
+            Some((a, b)) => self.exchange_parts(name, a, b).await,
             None => self.read_reply_timed(name).await,
         };
         let r = match r {
@@ -356,9 +385,15 @@ impl SmtpClient {
     }
 
     async fn exchange(&mut self, name: &str, line: &[u8]) -> Result<Reply> {
+        self.exchange_parts(name, line, b"").await
+    }
+
+    /// Sends `a` then `b` (one write where the stream takes it) and reads the reply, within the
+    /// command timeout.
+    async fn exchange_parts(&mut self, name: &str, a: &[u8], b: &[u8]) -> Result<Reply> {
         let limit = self.conn.timeouts.command;
         match clock::timeout(limit, async {
-            self.conn.write_all(line, name).await?;
+            self.conn.write_all_parts(a, b, name).await?;
             read_reply(&mut self.conn, name).await
         })
         .await
@@ -421,6 +456,21 @@ async fn read_reply(conn: &mut Conn, name: &str) -> Result<Reply> {
             return Ok(Reply { code: c, lines });
         }
     }
+}
+
+/// What follows `message` to end the data when it can be sent as it is (CRLF line endings
+/// throughout and no line starting with a dot): `.CRLF` after a last CRLF, `CRLF.CRLF`
+/// otherwise, `.CRLF` alone for an empty message. `None` when it must be dot-stuffed
+/// ([`dot_stuff`]). The message followed by the tail is what `dot_stuff` makes of it.
+fn data_tail(message: &[u8]) -> Option<&'static [u8]> {
+    if needs_stuffing(message) {
+        return None;
+    }
+    Some(if message.is_empty() || message.ends_with(b"\r\n") {
+        b".\r\n"
+    } else {
+        b"\r\n.\r\n"
+    })
 }
 
 /// The DATA payload: CRLF line endings, every line starting with `.` doubled (RFC 5321
@@ -490,7 +540,35 @@ fn needs_stuffing(message: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::dot_stuff;
+    use super::{data_tail, dot_stuff};
+
+    #[test]
+    fn a_message_sent_as_it_is_ends_as_dot_stuffing_would_end_it() {
+        let cases: [&[u8]; 10] = [
+            b"",
+            b"a\r\nb\r\n",
+            b"a\r\nb",
+            b"a\r\n.b\r\n",
+            b".\r\n",
+            b"a\nb\r\n",
+            b"Subject: x\r\n\r\nbody line\r\n",
+            b"x\r\n\r\n",
+            b"a.\r\nb.c\r\n",
+            b"a\r",
+        ];
+        let mut sent_as_is = 0;
+        for m in cases {
+            match data_tail(m) {
+                Some(tail) => {
+                    sent_as_is += 1;
+                    assert_eq!([m, tail].concat(), dot_stuff(m), "{m:?}");
+                }
+                // Only a message that dot-stuffing changes is copied.
+                None => assert!(!dot_stuff(m).starts_with(m), "{m:?}"),
+            }
+        }
+        assert_eq!(sent_as_is, 7);
+    }
 
     #[test]
     fn dot_stuffing_doubles_leading_dots_and_ends_the_data() {

@@ -1120,7 +1120,9 @@ impl EasClient {
     /// Sync of a calendar or contacts collection: its changes since the last Sync, at most
     /// `window` items, only those of the date window `filter` ([`filter_type`]; None for
     /// Contacts, which have no dates), bodies as plain text cut at 5 KB. Primes the collection
-    /// first when needed (that Sync is not in the batch's latency).
+    /// first when needed (that Sync is not in the batch's latency). A Sync refused for its key
+    /// (status 3) starts the collection over from SyncKey 0 and is sent once
+    /// more: its batch then has all the collection's items, and its latency both Syncs.
     pub async fn sync_filtered(
         &mut self,
         collection_id: &str,
@@ -1128,7 +1130,6 @@ impl EasClient {
         filter: Option<u32>,
     ) -> Result<SyncBatch> {
         self.prime(collection_id).await?;
-        let key = self.sync_key(collection_id);
         let mut options = Element::new(airsync::Options);
         if let Some(f) = filter {
             options = options.with(Element::text(airsync::FilterType, f.to_string()));
@@ -1138,35 +1139,66 @@ impl EasClient {
                 .with(Element::text(airsyncbase::Type, "1"))
                 .with(Element::text(airsyncbase::TruncationSize, "5120")),
         );
-        let collection = Element::new(airsync::Collection)
-            .with(Element::text(airsync::SyncKey, key))
-            .with(Element::text(airsync::CollectionId, collection_id))
-            .with(Element::new(airsync::DeletesAsMoves))
-            .with(Element::new(airsync::GetChanges))
-            .with(Element::text(airsync::WindowSize, window.to_string()))
-            .with(options);
-        let req =
-            Element::new(airsync::Sync).with(Element::new(airsync::Collections).with(collection));
-        let answer = self.command("Sync", &req).await?;
-        let (mut batch, key) = self.sync_answer(collection_id, answer.body.as_ref())?;
-        batch.elapsed = answer.elapsed;
-        if let Some(k) = key {
-            self.sync_keys.insert(collection_id.to_owned(), k);
+        let mut elapsed = Duration::ZERO;
+        for attempt in 0..2 {
+            let collection = Element::new(airsync::Collection)
+                .with(Element::text(
+                    airsync::SyncKey,
+                    self.sync_key(collection_id),
+                ))
+                .with(Element::text(airsync::CollectionId, collection_id))
+                .with(Element::new(airsync::DeletesAsMoves))
+                .with(Element::new(airsync::GetChanges))
+                .with(Element::text(airsync::WindowSize, window.to_string()))
+                .with(options.clone());
+            let req = Element::new(airsync::Sync)
+                .with(Element::new(airsync::Collections).with(collection));
+            let answer = self.command("Sync", &req).await?;
+            elapsed += answer.elapsed;
+            if attempt == 0 && self.start_over(collection_id, answer.body.as_ref()).await? {
+                continue;
+            }
+            let (mut batch, key) = self.sync_answer(collection_id, answer.body.as_ref())?;
+            batch.elapsed = elapsed;
+            if let Some(k) = key {
+                self.sync_keys.insert(collection_id.to_owned(), k);
+            }
+            return Ok(batch);
         }
-        Ok(batch)
+        Err(self.err(
+            ErrorClass::Protocol,
+            "Sync",
+            format!("{collection_id}: the Sync after a start over was refused too"),
+        ))
+    }
+
+    /// After a Sync answer with status 3 (invalid sync key) for `collection_id`: starts the
+    /// collection over from SyncKey 0, as MS-ASCMD tells a device to, and says so. SOGo 5.8
+    /// answers 3 to a Sync of a calendar or contacts folder with the key a Sync `Add`
+    /// returned, unless the Sync before had a FilterType other than 0. After a start over
+    /// the collection's next Sync returns all its items again.
+    async fn start_over(&mut self, collection_id: &str, body: Option<&Element>) -> Result<bool> {
+        if collection_status(body, collection_id) != Some(3) {
+            return Ok(false);
+        }
+        self.sync_keys.remove(collection_id);
+        self.prime(collection_id).await?;
+        Ok(true)
     }
 
     /// Sync `Add` of `items` (each an `ApplicationData`) to `collection_id`, in one Sync that
     /// asks for no server changes: the server's id for each, in the order sent, and the
-    /// Sync's latency. Each item's ClientId is the device's id and a counter. Any item the
-    /// server refuses (its `Add` status not 1) fails the call, naming it.
+    /// Sync's latency (with the Syncs of a start over, below). Each item's ClientId is the
+    /// device's id and a counter. Any item the server refuses (its `Add` status not 1) fails
+    /// the call, naming it. A Sync refused for its key (status 3) is sent once more after a
+    /// Sync from key 0.
     pub async fn sync_add(
         &mut self,
         collection_id: &str,
         items: &[Element],
     ) -> Result<(Vec<Added>, Duration)> {
         self.prime(collection_id).await?;
-        let key = self.sync_key(collection_id);
+        let mut key = self.sync_key(collection_id);
         let mut commands = Element::new(airsync::Commands);
         let mut ids = Vec::with_capacity(items.len());
         for data in items {
@@ -1179,14 +1211,28 @@ impl EasClient {
             );
             ids.push(id);
         }
-        let collection = Element::new(airsync::Collection)
-            .with(Element::text(airsync::SyncKey, key))
-            .with(Element::text(airsync::CollectionId, collection_id))
-            .with(Element::text(airsync::GetChanges, "0"))
-            .with(commands);
-        let req =
-            Element::new(airsync::Sync).with(Element::new(airsync::Collections).with(collection));
-        let answer = self.command("Sync", &req).await?;
+        let mut elapsed = Duration::ZERO;
+        let mut answer = None;
+        for attempt in 0..2 {
+            let collection = Element::new(airsync::Collection)
+                .with(Element::text(airsync::SyncKey, key.clone()))
+                .with(Element::text(airsync::CollectionId, collection_id))
+                .with(Element::text(airsync::GetChanges, "0"))
+                .with(commands.clone());
+            let req = Element::new(airsync::Sync)
+                .with(Element::new(airsync::Collections).with(collection));
+            let a = self.command("Sync", &req).await?;
+            elapsed += a.elapsed;
+            // Status 3 (see start_over): nothing of the refused Sync was added; add again.
+            if attempt == 0 && self.start_over(collection_id, a.body.as_ref()).await? {
+                key = self.sync_key(collection_id);
+                continue;
+            }
+            answer = Some(a);
+            break;
+        }
+        let answer =
+            answer.ok_or_else(|| self.err(ErrorClass::Protocol, "Sync", "no answer to an Add"))?;
         let body = answer
             .body
             .as_ref()
@@ -1235,7 +1281,17 @@ impl EasClient {
                 }
             }
         }
-        Ok((added, answer.elapsed))
+        Ok((added, elapsed))
+    }
+
+    /// The device's login.
+    pub fn user(&self) -> &str {
+        &self.cfg.user
+    }
+
+    /// The endpoint, `scheme://host:port/path` (for errors and reports).
+    pub fn server(&self) -> &str {
+        &self.server
     }
 
     fn sync_key(&self, collection_id: &str) -> String {
@@ -1244,6 +1300,18 @@ impl EasClient {
             .cloned()
             .unwrap_or_else(|| "0".to_owned())
     }
+}
+
+/// The `Status` of collection `collection_id` in a Sync answer.
+fn collection_status(body: Option<&Element>, collection_id: &str) -> Option<u32> {
+    body?
+        .path(&[airsync::Collections])?
+        .all(airsync::Collection)
+        .find(|c| c.child_text(airsync::CollectionId) == Some(collection_id))?
+        .child_text(airsync::Status)?
+        .trim()
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

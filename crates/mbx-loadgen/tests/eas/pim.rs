@@ -23,6 +23,7 @@ use mbx_loadgen::eas::calendar::{busy, Appointment};
 use mbx_loadgen::eas::client::{filter_type, folder_type, item_mime, Config, EasClient, Item};
 use mbx_loadgen::eas::contacts::Contact;
 use mbx_loadgen::eas::ical::{calendar_hash, calendar_part, Invitation};
+use mbx_loadgen::init::{fill_pim, pim_appointment, pim_contact, PimFill, PimFilled};
 
 use crate::server::EasServer;
 
@@ -267,4 +268,90 @@ async fn calendar_and_contacts_cross_devices_and_meeting_requests_reach_invitees
         "PIM against SOGo: Calendar Add {add_latency:?}, meeting request SendMail {:?}",
         sent.elapsed
     );
+}
+
+#[tokio::test]
+async fn fill_pim_fills_calendars_and_contacts_and_resumes() {
+    let Some(s) = server() else {
+        return;
+    };
+    let fill = PimFill {
+        appointments: 12,
+        contacts: 7,
+        batch: 5,
+        tag: format!("mbxinit{}", std::process::id()),
+        anchor: now(),
+        days: 7,
+    };
+    for user in [4u32, 5] {
+        // An item of someone else's: the fill must leave it alone.
+        let mut d = device(s, user, &format!("mbxfill{user}")).await;
+        let cal = folder(&d, folder_type::CALENDAR);
+        let con = folder(&d, folder_type::CONTACTS);
+        let foreign = Contact {
+            first_name: "Not".into(),
+            last_name: "Ours".into(),
+            email: format!("foreign.{user}@elsewhere.invalid"),
+            ..Contact::default()
+        };
+        d.sync_add(&con, &[foreign.to_application_data()])
+            .await
+            .expect("Add");
+
+        let first = fill_pim(&mut d, &fill).await.expect("fill");
+        assert_eq!(
+            first,
+            PimFilled {
+                appointments_found: 0,
+                appointments_added: 12,
+                contacts_found: 0,
+                contacts_added: 7,
+            }
+        );
+        // A second device's fill finds them all and adds nothing.
+        let mut d2 = device(s, user, &format!("mbxfillb{user}")).await;
+        let again = fill_pim(&mut d2, &fill).await.expect("second fill");
+        assert_eq!(
+            again,
+            PimFilled {
+                appointments_found: 12,
+                appointments_added: 0,
+                contacts_found: 7,
+                contacts_added: 0,
+            }
+        );
+        // A third device sees exactly the items: 12 appointments of the fill, 7 contacts and
+        // the foreign one, each as made.
+        let mut d3 = device(s, user, &format!("mbxfillc{user}")).await;
+        let apps: Vec<Appointment> = all_items(&mut d3, &cal, Some(filter_type::ALL))
+            .await
+            .iter()
+            .map(|i| Appointment::from_application_data(&i.data).expect("appointment"))
+            .collect();
+        assert_eq!(apps.len(), 12, "{apps:?}");
+        let login = format!("loadgen{user}");
+        for n in 0..12 {
+            let want = pim_appointment(&fill, &login, n);
+            let got = apps.iter().find(|a| a.uid == want.uid).expect("each UID");
+            assert_eq!(
+                (got.start, got.end, &got.subject),
+                (want.start, want.end, &want.subject)
+            );
+        }
+        let cons: Vec<Contact> = all_items(&mut d3, &con, None)
+            .await
+            .iter()
+            .map(|i| Contact::from_application_data(&i.data).expect("contact"))
+            .collect();
+        assert_eq!(cons.len(), 8, "{cons:?}");
+        assert!(cons.iter().any(|c| c.email == foreign.email));
+        for n in 0..7 {
+            let want = pim_contact(&fill, &login, n);
+            assert!(
+                cons.iter()
+                    .any(|c| c.email == want.email && c.last_name == want.last_name),
+                "{want:?} in {cons:?}"
+            );
+        }
+    }
 }

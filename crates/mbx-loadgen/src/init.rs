@@ -605,3 +605,54 @@ pub async fn fill_pim(
     }
     Ok(done)
 }
+
+/// [`fill_pim`] for many users: one device each (from `devices`, FolderSync first),
+/// `concurrency` users at a time. Each user's outcome, in the order of `devices`: a user whose
+/// fill fails does not stop the others, and a later call resumes it.
+pub async fn fill_pim_users(
+    devices: Vec<crate::eas::client::Config>,
+    fill: &PimFill,
+    concurrency: usize,
+) -> Vec<Result<PimFilled>> {
+    let mut out: Vec<Option<Result<PimFilled>>> = (0..devices.len()).map(|_| None).collect();
+    let mut pending = devices.into_iter().enumerate();
+    let mut running = JoinSet::new();
+    loop {
+        while running.len() < concurrency.max(1) {
+            let Some((i, cfg)) = pending.next() else {
+                break;
+            };
+            let fill = fill.clone();
+            running.spawn(async move {
+                let r = async {
+                    let mut dev = crate::eas::client::EasClient::new(cfg)?;
+                    fill_pim(&mut dev, &fill).await
+                }
+                .await;
+                (i, r)
+            });
+        }
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
+        // A fill task that panicked leaves its slot empty: reported below.
+        if let Ok((i, r)) = joined {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(r);
+            }
+        }
+    }
+    out.into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(Error::new(
+                    crate::error::ErrorClass::Protocol,
+                    None,
+                    "",
+                    "fill_pim",
+                    "the fill task ended without a result",
+                ))
+            })
+        })
+        .collect()
+}

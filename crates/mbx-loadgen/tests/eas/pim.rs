@@ -8,8 +8,8 @@
 //!   users 2 and 3 arrives once in each invitee's Inbox, found by Sync: proved by its
 //!   Message-ID and the hash of its calendar part, the parts SOGo keeps (it rewrites `From`
 //!   and `Subject`);
-//! - `init::fill_pim` fills calendars and contacts to their targets, and a second fill finds
-//!   them there and adds nothing.
+//! - `init::fill_pim_users` fills calendars and contacts of two users at once to their targets,
+//!   and a second fill (`init::fill_pim`, another device) finds them there and adds nothing.
 //!
 //! One server for the tests of this file (it is started by the first that needs it, and
 //! stopped by the script's watcher as the test binary exits).
@@ -23,7 +23,9 @@ use mbx_loadgen::eas::calendar::{busy, Appointment};
 use mbx_loadgen::eas::client::{filter_type, folder_type, item_mime, Config, EasClient, Item};
 use mbx_loadgen::eas::contacts::Contact;
 use mbx_loadgen::eas::ical::{calendar_hash, calendar_part, Invitation};
-use mbx_loadgen::init::{fill_pim, pim_appointment, pim_contact, PimFill, PimFilled};
+use mbx_loadgen::init::{
+    fill_pim, fill_pim_users, pim_appointment, pim_contact, PimFill, PimFilled,
+};
 
 use crate::server::EasServer;
 
@@ -283,24 +285,36 @@ async fn fill_pim_fills_calendars_and_contacts_and_resumes() {
         anchor: now(),
         days: 7,
     };
-    for user in [4u32, 5] {
-        // An item of someone else's: the fill must leave it alone.
-        let mut d = device(s, user, &format!("mbxfill{user}")).await;
-        let cal = folder(&d, folder_type::CALENDAR);
+    let users = [4u32, 5];
+    // An item of someone else's in each user's Contacts: the fill must leave it alone.
+    let foreign = |user: u32| Contact {
+        first_name: "Not".into(),
+        last_name: "Ours".into(),
+        email: format!("foreign.{user}@elsewhere.invalid"),
+        ..Contact::default()
+    };
+    for user in users {
+        let mut d = device(s, user, &format!("mbxfor{user}")).await;
         let con = folder(&d, folder_type::CONTACTS);
-        let foreign = Contact {
-            first_name: "Not".into(),
-            last_name: "Ours".into(),
-            email: format!("foreign.{user}@elsewhere.invalid"),
-            ..Contact::default()
-        };
-        d.sync_add(&con, &[foreign.to_application_data()])
+        d.sync_add(&con, &[foreign(user).to_application_data()])
             .await
             .expect("Add");
-
-        let first = fill_pim(&mut d, &fill).await.expect("fill");
+    }
+    // The first fill: both users at once, one device each.
+    let configs = users
+        .iter()
+        .map(|u| {
+            Config::new(
+                s.get("MBX_EAS_URL"),
+                &format!("loadgen{u}"),
+                s.get("MBX_EAS_PASSWORD"),
+                &format!("mbxfill{u}"),
+            )
+        })
+        .collect();
+    for first in fill_pim_users(configs, &fill, 2).await {
         assert_eq!(
-            first,
+            first.expect("fill"),
             PimFilled {
                 appointments_found: 0,
                 appointments_added: 12,
@@ -308,8 +322,13 @@ async fn fill_pim_fills_calendars_and_contacts_and_resumes() {
                 contacts_added: 7,
             }
         );
+    }
+    for user in users {
+        let foreign = foreign(user);
         // A second device's fill finds them all and adds nothing.
         let mut d2 = device(s, user, &format!("mbxfillb{user}")).await;
+        let cal = folder(&d2, folder_type::CALENDAR);
+        let con = folder(&d2, folder_type::CONTACTS);
         let again = fill_pim(&mut d2, &fill).await.expect("second fill");
         assert_eq!(
             again,

@@ -361,6 +361,46 @@ mod tests {
     use super::uid_set;
 
     #[test]
+    fn pim_items_are_distinct_and_spread_over_working_hours() {
+        // 2026-12-02, a Wednesday, 13:26 UTC.
+        let fill = super::PimFill {
+            anchor: 1_796_217_960,
+            ..super::PimFill::default()
+        };
+        let day0 = fill.anchor / 86_400;
+        let apps: Vec<_> = (0..fill.appointments)
+            .map(|n| super::pim_appointment(&fill, "user 1@x", n))
+            .collect();
+        let mut uids: Vec<&str> = apps.iter().map(|a| a.uid.as_str()).collect();
+        uids.sort_unstable();
+        uids.dedup();
+        assert_eq!(uids.len(), 100);
+        assert_eq!(apps[7].uid, "mbxinit-user_1_x-7");
+        for a in &apps {
+            let day = a.start / 86_400;
+            // Monday 0 .. Sunday 6 (1970-01-01 was a Thursday).
+            assert!((day + 3) % 7 < 5, "a weekend day: {a:?}");
+            assert!(day + 28 >= day0 && day <= day0 + 28 + 2, "{a:?}");
+            let hour = a.start % 86_400 / 3600;
+            assert!((8..=16).contains(&hour), "{a:?}");
+            assert!(matches!(a.end - a.start, 1800 | 3600), "{a:?}");
+        }
+        // Both halves of the span are used.
+        assert!(apps.iter().any(|a| a.start / 86_400 < day0 - 14));
+        assert!(apps.iter().any(|a| a.start / 86_400 > day0 + 14));
+        let mut emails: Vec<String> = (0..fill.contacts)
+            .map(|n| super::pim_contact(&fill, "u", n).email)
+            .collect();
+        emails.sort_unstable();
+        emails.dedup();
+        assert_eq!(emails.len(), 50);
+        assert_eq!(
+            super::pim_contact(&fill, "u", 3).email,
+            "mbxinit-3.u@contacts.invalid"
+        );
+    }
+
+    #[test]
     fn a_mailbox_size_is_a_count_of_mean_sized_messages_rounded_up() {
         let g = crate::message::Generator::new("r", 1, 75 * 1024, 0);
         assert_eq!(super::messages_for_bytes(&g, 0), 0);

@@ -8,6 +8,11 @@
 //! ones. Other messages, of other runs or not generated at all, are never changed or deleted.
 //! Batches go in one MULTIAPPEND with non-synchronizing literals when the server offers both
 //! (Dovecot does), else one APPEND at a time.
+//!
+//! Calendars and contacts of ActiveSync users ([`fill_pim`]) are filled the same way: to a
+//! target count of this fill's items, found again by their identity (an appointment's UID, a
+//! contact's e-mail address), the missing ones added by Sync `Add` in batches; other items are
+//! never changed. The sizes ([`PimFill::default`]): 100 appointments and 50 contacts a user.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -356,6 +361,46 @@ mod tests {
     use super::uid_set;
 
     #[test]
+    fn pim_items_are_distinct_and_spread_over_working_hours() {
+        // 2026-12-02, a Wednesday, 13:26 UTC.
+        let fill = super::PimFill {
+            anchor: 1_796_217_960,
+            ..super::PimFill::default()
+        };
+        let day0 = fill.anchor / 86_400;
+        let apps: Vec<_> = (0..fill.appointments)
+            .map(|n| super::pim_appointment(&fill, "user 1@x", n))
+            .collect();
+        let mut uids: Vec<&str> = apps.iter().map(|a| a.uid.as_str()).collect();
+        uids.sort_unstable();
+        uids.dedup();
+        assert_eq!(uids.len(), 100);
+        assert_eq!(apps[7].uid, "mbxinit-user_1_x-7");
+        for a in &apps {
+            let day = a.start / 86_400;
+            // Monday 0 .. Sunday 6 (1970-01-01 was a Thursday).
+            assert!((day + 3) % 7 < 5, "a weekend day: {a:?}");
+            assert!(day + 28 >= day0 && day <= day0 + 28 + 2, "{a:?}");
+            let hour = a.start % 86_400 / 3600;
+            assert!((8..=16).contains(&hour), "{a:?}");
+            assert!(matches!(a.end - a.start, 1800 | 3600), "{a:?}");
+        }
+        // Both halves of the span are used.
+        assert!(apps.iter().any(|a| a.start / 86_400 < day0 - 14));
+        assert!(apps.iter().any(|a| a.start / 86_400 > day0 + 14));
+        let mut emails: Vec<String> = (0..fill.contacts)
+            .map(|n| super::pim_contact(&fill, "u", n).email)
+            .collect();
+        emails.sort_unstable();
+        emails.dedup();
+        assert_eq!(emails.len(), 50);
+        assert_eq!(
+            super::pim_contact(&fill, "u", 3).email,
+            "mbxinit-3.u@contacts.invalid"
+        );
+    }
+
+    #[test]
     fn a_mailbox_size_is_a_count_of_mean_sized_messages_rounded_up() {
         let g = crate::message::Generator::new("r", 1, 75 * 1024, 0);
         assert_eq!(super::messages_for_bytes(&g, 0), 0);
@@ -371,4 +416,283 @@ mod tests {
         assert_eq!(uid_set(&[4]), "4");
         assert_eq!(uid_set(&[]), "");
     }
+}
+
+/// What [`fill_pim`] puts in each ActiveSync user's Calendar and Contacts.
+#[derive(Debug, Clone)]
+pub struct PimFill {
+    /// Appointments the Calendar should hold (100: some two months of a working calendar at
+    /// 2.5 a working day, LoadSim's MMB profile keeping a calendar of a few appointments a day).
+    pub appointments: u32,
+    /// Contacts the Contacts folder should hold (50: a personal address book next to the
+    /// directory; Exchange's LoadGen leaves contacts to the directory, a phone has its own).
+    pub contacts: u32,
+    /// Items per Sync `Add` (25).
+    pub batch: usize,
+    /// The identity of this fill's items (`mbxinit`): UIDs `<tag>-<user>-<n>`, addresses
+    /// `<tag>-<n>.<user>@contacts.invalid`. Another tag is another set of items.
+    pub tag: String,
+    /// The day the appointments centre on, Unix seconds (its midnight UTC is used): they are
+    /// spread over the [`PimFill::days`] days before it and the as many after it, one or two a
+    /// working day, between 08:00 and 17:00 UTC, 30 or 60 minutes long.
+    pub anchor: u64,
+    /// Days before (and after) the anchor the appointments cover (28).
+    pub days: u32,
+}
+
+impl Default for PimFill {
+    fn default() -> Self {
+        PimFill {
+            appointments: 100,
+            contacts: 50,
+            batch: 25,
+            tag: "mbxinit".into(),
+            anchor: 0,
+            days: 28,
+        }
+    }
+}
+
+/// What [`fill_pim`] did for one user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PimFilled {
+    /// This fill's appointments already there.
+    pub appointments_found: u32,
+    /// Appointments added now.
+    pub appointments_added: u32,
+    /// This fill's contacts already there.
+    pub contacts_found: u32,
+    /// Contacts added now.
+    pub contacts_added: u32,
+}
+
+/// The login as it goes into UIDs and addresses: letters, digits, `-` and `.` (others `_`).
+fn pim_name(user: &str) -> String {
+    user.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Appointment `n` of `user`'s fill.
+pub fn pim_appointment(fill: &PimFill, user: &str, n: u32) -> crate::eas::calendar::Appointment {
+    use crate::eas::calendar::{busy, Appointment};
+    let day0 = fill.anchor / 86_400 * 86_400;
+    let span = u64::from(fill.days.max(1)) * 2;
+    let target = u64::from(fill.appointments.max(1));
+    // Spread evenly over the span (a day of the week 5 or 6 moves to the Monday after:
+    // 1970-01-01 was a Thursday, so weekday = (days + 3) % 7 with Monday 0).
+    let mut day =
+        (day0 / 86_400 + u64::from(n) * span / target).saturating_sub(u64::from(fill.days));
+    match (day + 3) % 7 {
+        5 => day += 2,
+        6 => day += 1,
+        _ => {}
+    }
+    let hour = 8 + u64::from(n.wrapping_mul(7) % 9);
+    let start = day * 86_400 + hour * 3600;
+    let minutes = if n.is_multiple_of(3) { 30 } else { 60 };
+    const SUBJECTS: [&str; 6] = [
+        "Project status",
+        "One-to-one",
+        "Customer call",
+        "Design review",
+        "Team meeting",
+        "Budget planning",
+    ];
+    Appointment {
+        uid: format!("{}-{}-{n}", fill.tag, pim_name(user)),
+        subject: format!("{} {n}", SUBJECTS[n as usize % SUBJECTS.len()]),
+        location: format!("Room {}", 1 + n % 12),
+        start,
+        end: start + minutes * 60,
+        body: format!("Initialization appointment {n} of {user}."),
+        busy_status: busy::BUSY,
+        reminder: Some(15),
+        dtstamp: fill.anchor,
+    }
+}
+
+/// Contact `n` of `user`'s fill.
+pub fn pim_contact(fill: &PimFill, user: &str, n: u32) -> crate::eas::contacts::Contact {
+    const FIRST: [&str; 8] = [
+        "Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Frances", "Ken",
+    ];
+    const LAST: [&str; 8] = [
+        "Lovelace", "Turing", "Hopper", "Dijkstra", "Liskov", "Knuth", "Allen", "Thompson",
+    ];
+    crate::eas::contacts::Contact {
+        first_name: FIRST[n as usize % FIRST.len()].into(),
+        last_name: format!("{}{}", LAST[(n as usize / FIRST.len()) % LAST.len()], n),
+        email: format!("{}-{n}.{}@contacts.invalid", fill.tag, pim_name(user)),
+        company: format!("Company {}", n % 17),
+        job_title: "Engineer".into(),
+        business_phone: format!("+1 555 01{:02}", n % 100),
+        mobile_phone: format!("+1 555 02{:02}", n % 100),
+        body: String::new(),
+    }
+}
+
+/// Which `n` of `ids` (identities of items found) are this fill's: `make(n)` gives item n's.
+fn found_numbers(ids: &[String], target: u32, make: impl Fn(u32) -> String) -> Vec<bool> {
+    let have: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+    (0..target)
+        .map(|n| have.contains(make(n).as_str()))
+        .collect()
+}
+
+/// Every item of `collection` (Sync window after window).
+async fn pim_items(
+    dev: &mut crate::eas::client::EasClient,
+    collection: &str,
+    filter: Option<u32>,
+) -> Result<Vec<crate::eas::client::Item>> {
+    let mut items = Vec::new();
+    // A bound on the windows: 100 items each, a million items at most.
+    for _ in 0..10_000 {
+        let batch = dev.sync_filtered(collection, 100, filter).await?;
+        items.extend(batch.added);
+        if !batch.more_available {
+            return Ok(items);
+        }
+    }
+    Err(Error::new(
+        crate::error::ErrorClass::Protocol,
+        Some(dev.user()),
+        dev.server(),
+        "Sync",
+        format!("{collection}: more items than 10,000 windows of 100"),
+    ))
+}
+
+/// Fills the Calendar and Contacts of the device's user to `fill`'s targets (FolderSync first
+/// when the device has none). Resumable: the items of this fill already there are counted (a
+/// Sync of everything, FilterType 0) and only the missing ones added.
+pub async fn fill_pim(
+    dev: &mut crate::eas::client::EasClient,
+    fill: &PimFill,
+) -> Result<PimFilled> {
+    use crate::eas::calendar::Appointment;
+    use crate::eas::client::{filter_type, folder_type};
+    use crate::eas::contacts::Contact;
+    if dev.folders().is_empty() {
+        dev.folder_sync().await?;
+    }
+    let folder = |dev: &crate::eas::client::EasClient, kind: u32, what: &str| {
+        dev.folder(kind)
+            .map(|f| f.server_id.clone())
+            .ok_or_else(|| {
+                Error::new(
+                    crate::error::ErrorClass::Protocol,
+                    Some(dev.user()),
+                    dev.server(),
+                    "FolderSync",
+                    format!("no {what} folder"),
+                )
+            })
+    };
+    let calendar = folder(dev, folder_type::CALENDAR, "Calendar")?;
+    let contacts = folder(dev, folder_type::CONTACTS, "Contacts")?;
+    let user = dev.user().to_owned();
+    let batch = fill.batch.max(1);
+    let mut done = PimFilled::default();
+
+    let uids: Vec<String> = pim_items(dev, &calendar, Some(filter_type::ALL))
+        .await?
+        .iter()
+        .filter_map(|i| Appointment::from_application_data(&i.data).ok())
+        .map(|a| a.uid)
+        .collect();
+    let have = found_numbers(&uids, fill.appointments, |n| {
+        pim_appointment(fill, &user, n).uid
+    });
+    done.appointments_found = have.iter().filter(|h| **h).count() as u32;
+    let missing: Vec<u32> = (0..fill.appointments)
+        .filter(|n| !have[*n as usize])
+        .collect();
+    for chunk in missing.chunks(batch) {
+        let items: Vec<_> = chunk
+            .iter()
+            .map(|n| pim_appointment(fill, &user, *n).to_application_data())
+            .collect();
+        let (added, _) = dev.sync_add(&calendar, &items).await?;
+        done.appointments_added += added.len() as u32;
+    }
+
+    let emails: Vec<String> = pim_items(dev, &contacts, None)
+        .await?
+        .iter()
+        .filter_map(|i| Contact::from_application_data(&i.data).ok())
+        .map(|c| c.email)
+        .collect();
+    let have = found_numbers(&emails, fill.contacts, |n| {
+        pim_contact(fill, &user, n).email
+    });
+    done.contacts_found = have.iter().filter(|h| **h).count() as u32;
+    let missing: Vec<u32> = (0..fill.contacts).filter(|n| !have[*n as usize]).collect();
+    for chunk in missing.chunks(batch) {
+        let items: Vec<_> = chunk
+            .iter()
+            .map(|n| pim_contact(fill, &user, *n).to_application_data())
+            .collect();
+        let (added, _) = dev.sync_add(&contacts, &items).await?;
+        done.contacts_added += added.len() as u32;
+    }
+    Ok(done)
+}
+
+/// [`fill_pim`] for many users: one device each (from `devices`, FolderSync first),
+/// `concurrency` users at a time. Each user's outcome, in the order of `devices`: a user whose
+/// fill fails does not stop the others, and a later call resumes it.
+pub async fn fill_pim_users(
+    devices: Vec<crate::eas::client::Config>,
+    fill: &PimFill,
+    concurrency: usize,
+) -> Vec<Result<PimFilled>> {
+    let mut out: Vec<Option<Result<PimFilled>>> = (0..devices.len()).map(|_| None).collect();
+    let mut pending = devices.into_iter().enumerate();
+    let mut running = JoinSet::new();
+    loop {
+        while running.len() < concurrency.max(1) {
+            let Some((i, cfg)) = pending.next() else {
+                break;
+            };
+            let fill = fill.clone();
+            running.spawn(async move {
+                let r = async {
+                    let mut dev = crate::eas::client::EasClient::new(cfg)?;
+                    fill_pim(&mut dev, &fill).await
+                }
+                .await;
+                (i, r)
+            });
+        }
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
+        // A fill task that panicked leaves its slot empty: reported below.
+        if let Ok((i, r)) = joined {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(r);
+            }
+        }
+    }
+    out.into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(Error::new(
+                    crate::error::ErrorClass::Protocol,
+                    None,
+                    "",
+                    "fill_pim",
+                    "the fill task ended without a result",
+                ))
+            })
+        })
+        .collect()
 }

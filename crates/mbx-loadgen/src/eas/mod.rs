@@ -4,12 +4,19 @@
 //! - [`wbxml`]: the WBXML codec (MS-ASWBXML), a tree of elements, text and opaque bytes to and
 //!   from bytes, bounded and with typed errors;
 //! - [`codepages`]: its code pages as one table, and a [`codepages::Tag`] constant per element;
-//! - [`client`]: the HTTP/1.1 client of one device (OPTIONS, Provision, FolderSync, Sync).
+//! - [`client`]: the HTTP/1.1 client of one device (OPTIONS, Provision, FolderSync, Sync,
+//!   SendMail, Ping, ItemOperations, MoveItems; Sync of calendar and contacts and Sync `Add`);
+//! - [`calendar`], [`contacts`]: MS-ASCAL appointments and MS-ASCNTC contacts as Sync
+//!   `ApplicationData`, both ways;
+//! - [`ical`]: meeting requests, iCalendar `METHOD:REQUEST` in an iMIP message.
 //!
 //! Not yet part of the user day (`day`): that comes with the `eas` client type.
 
+pub mod calendar;
 pub mod client;
 pub mod codepages;
+pub mod contacts;
+pub mod ical;
 pub mod wbxml;
 
 pub use codepages::Tag;

@@ -504,6 +504,48 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Element, WbxmlError> {
         });
     }
     let mut r = Reader { bytes, pos: 0 };
+    let table = read_header(&mut r, limits)?;
+    let mut tree = Tree {
+        limits,
+        page: 0,
+        stack: Vec::new(),
+        root: None,
+        nodes: 0,
+    };
+    while r.pos < bytes.len() {
+        let at = r.pos;
+        if tree.root.is_some() {
+            return Err(WbxmlError::Structure {
+                at,
+                why: "bytes after the root element",
+            });
+        }
+        let token = r.byte("a token")?;
+        match token {
+            SWITCH_PAGE => tree.page = r.byte("a code page")?,
+            END => tree.end(at)?,
+            STR_I | STR_T | ENTITY => {
+                let text = read_text(&mut r, token, table, limits, at)?;
+                tree.text(at, text)?;
+            }
+            OPAQUE => {
+                let len = r.mb_u32("an opaque length")?;
+                let data = r.take(len, limits.string, "opaque data")?;
+                tree.opaque(at, data)?;
+            }
+            _ => {
+                if let Some(why) = unsupported(token) {
+                    return Err(WbxmlError::Unsupported { at, token, why });
+                }
+                tree.tag(at, token)?;
+            }
+        }
+    }
+    tree.finish(r.pos)
+}
+
+/// The header: version, public id, charset, string table (returned).
+fn read_header<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<&'a [u8], WbxmlError> {
     let version = r.byte("the version")?;
     if version > 0x03 {
         return Err(WbxmlError::Version { version });
@@ -520,158 +562,166 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Element, WbxmlError> {
         return Err(WbxmlError::Charset { charset });
     }
     let table_len = r.mb_u32("the string table's length")?;
-    let table = r.take(table_len, limits.input, "the string table")?;
+    r.take(table_len, limits.input, "the string table")
+}
 
-    let mut page = 0u8;
-    let mut stack: Vec<Element> = Vec::new();
-    let mut root: Option<Element> = None;
-    let mut nodes = 0usize;
-    while r.pos < bytes.len() {
-        let at = r.pos;
-        if root.is_some() {
-            return Err(WbxmlError::Structure {
-                at,
-                why: "bytes after the root element",
-            });
+/// The text of a `STR_I`, `STR_T` (from `table`) or `ENTITY` token (its byte read at `at`).
+fn read_text<'a>(
+    r: &mut Reader<'a>,
+    token: u8,
+    table: &'a [u8],
+    limits: &Limits,
+    at: usize,
+) -> Result<std::borrow::Cow<'a, str>, WbxmlError> {
+    let utf8 = |s: &'a [u8]| std::str::from_utf8(s).map_err(|_| WbxmlError::Utf8 { at });
+    match token {
+        STR_I => Ok(utf8(r.cstr(limits.string)?)?.into()),
+        STR_T => {
+            let offset = r.mb_u32("a string table reference")?;
+            let s = usize::try_from(offset)
+                .ok()
+                .and_then(|o| table.get(o..))
+                .and_then(|rest| rest.iter().position(|b| *b == 0).map(|n| &rest[..n]))
+                .ok_or(WbxmlError::StringTable { at, offset })?;
+            Ok(utf8(s)?.into())
         }
-        let token = r.byte("a token")?;
-        let mut count = || {
-            nodes += 1;
-            if nodes > limits.nodes {
-                Err(WbxmlError::TooManyNodes {
-                    at,
-                    limit: limits.nodes,
-                })
-            } else {
-                Ok(())
-            }
-        };
-        match token {
-            SWITCH_PAGE => page = r.byte("a code page")?,
-            END => {
-                let done = stack.pop().ok_or(WbxmlError::Structure {
-                    at,
-                    why: "END with no element open",
-                })?;
-                match stack.last_mut() {
-                    Some(parent) => parent.children.push(Node::Element(done)),
-                    None => root = Some(done),
-                }
-            }
-            STR_I | STR_T | ENTITY => {
-                let text: std::borrow::Cow<'_, str> = match token {
-                    STR_I => {
-                        let s = r.cstr(limits.string)?;
-                        std::str::from_utf8(s)
-                            .map_err(|_| WbxmlError::Utf8 { at })?
-                            .into()
-                    }
-                    STR_T => {
-                        let offset = r.mb_u32("a string table reference")?;
-                        let s = usize::try_from(offset)
-                            .ok()
-                            .and_then(|o| table.get(o..))
-                            .and_then(|rest| rest.iter().position(|b| *b == 0).map(|n| &rest[..n]))
-                            .ok_or(WbxmlError::StringTable { at, offset })?;
-                        std::str::from_utf8(s)
-                            .map_err(|_| WbxmlError::Utf8 { at })?
-                            .into()
-                    }
-                    _ => {
-                        let code = r.mb_u32("an entity")?;
-                        char::from_u32(code)
-                            .ok_or(WbxmlError::Utf8 { at })?
-                            .to_string()
-                            .into()
-                    }
-                };
-                let parent = stack.last_mut().ok_or(WbxmlError::Structure {
-                    at,
-                    why: "text outside the root element",
-                })?;
-                // Adjacent pieces (a string, then an entity, then a string) are one text.
-                if let Some(Node::Text(prev)) = parent.children.last_mut() {
-                    if prev.len().saturating_add(text.len()) > limits.string {
-                        return Err(WbxmlError::StringTooLong {
-                            at,
-                            len: prev.len().saturating_add(text.len()),
-                            limit: limits.string,
-                        });
-                    }
-                    prev.push_str(&text);
-                } else {
-                    count()?;
-                    parent.children.push(Node::Text(text.into_owned()));
-                }
-            }
-            OPAQUE => {
-                let len = r.mb_u32("an opaque length")?;
-                let data = r.take(len, limits.string, "opaque data")?;
-                count()?;
-                let parent = stack.last_mut().ok_or(WbxmlError::Structure {
-                    at,
-                    why: "opaque data outside the root element",
-                })?;
-                parent.children.push(Node::Opaque(data.to_vec()));
-            }
-            LITERAL | LITERAL_A | LITERAL_C | LITERAL_AC => {
-                return Err(WbxmlError::Unsupported {
-                    at,
-                    token,
-                    why: "a literal tag name (ActiveSync defines every tag in its code pages)",
-                })
-            }
-            EXT_I_0..=EXT_I_2 | EXT_T_0..=EXT_T_2 | EXT_0..=EXT_2 => {
-                return Err(WbxmlError::Unsupported {
-                    at,
-                    token,
-                    why: "an extension token (ActiveSync uses none)",
-                })
-            }
-            PI => {
-                return Err(WbxmlError::Unsupported {
-                    at,
-                    token,
-                    why: "a processing instruction (ActiveSync uses none)",
-                })
-            }
-            _ if token & HAS_ATTRIBUTES != 0 => {
-                return Err(WbxmlError::Unsupported {
-                    at,
-                    token,
-                    why: "a tag with attributes (ActiveSync uses none)",
-                })
-            }
-            _ => {
-                count()?;
-                let element = Element::new(Tag::new(page, token & 0x3F));
-                if token & HAS_CONTENT != 0 {
-                    if stack.len() >= limits.depth {
-                        return Err(WbxmlError::TooDeep {
-                            at,
-                            limit: limits.depth,
-                        });
-                    }
-                    stack.push(element);
-                } else {
-                    match stack.last_mut() {
-                        Some(parent) => parent.children.push(Node::Element(element)),
-                        None => root = Some(element),
-                    }
-                }
-            }
+        _ => {
+            let code = r.mb_u32("an entity")?;
+            Ok(char::from_u32(code)
+                .ok_or(WbxmlError::Utf8 { at })?
+                .to_string()
+                .into())
         }
     }
-    match root {
-        Some(root) => Ok(root),
-        None if stack.is_empty() => Err(WbxmlError::Structure {
-            at: r.pos,
-            why: "no root element",
-        }),
-        None => Err(WbxmlError::Truncated {
-            at: r.pos,
-            what: "the document (elements still open)",
-        }),
+}
+
+/// Why a global token EAS does not use is refused (None: a tag token).
+fn unsupported(token: u8) -> Option<&'static str> {
+    match token {
+        LITERAL | LITERAL_A | LITERAL_C | LITERAL_AC => {
+            Some("a literal tag name (ActiveSync defines every tag in its code pages)")
+        }
+        EXT_I_0..=EXT_I_2 | EXT_T_0..=EXT_T_2 | EXT_0..=EXT_2 => {
+            Some("an extension token (ActiveSync uses none)")
+        }
+        PI => Some("a processing instruction (ActiveSync uses none)"),
+        _ if token & HAS_ATTRIBUTES != 0 => Some("a tag with attributes (ActiveSync uses none)"),
+        _ => None,
+    }
+}
+
+/// The tree being built: the open elements, the finished root, the bounds.
+struct Tree<'l> {
+    limits: &'l Limits,
+    page: u8,
+    stack: Vec<Element>,
+    root: Option<Element>,
+    nodes: usize,
+}
+
+impl Tree<'_> {
+    /// Counts one more node, refused beyond [`Limits::nodes`].
+    fn count(&mut self, at: usize) -> Result<(), WbxmlError> {
+        self.nodes += 1;
+        if self.nodes > self.limits.nodes {
+            Err(WbxmlError::TooManyNodes {
+                at,
+                limit: self.limits.nodes,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Adds a finished element to the open one, or makes it the root.
+    fn attach(&mut self, element: Element) {
+        match self.stack.last_mut() {
+            Some(parent) => parent.children.push(Node::Element(element)),
+            None => self.root = Some(element),
+        }
+    }
+
+    fn end(&mut self, at: usize) -> Result<(), WbxmlError> {
+        let done = self.stack.pop().ok_or(WbxmlError::Structure {
+            at,
+            why: "END with no element open",
+        })?;
+        self.attach(done);
+        Ok(())
+    }
+
+    fn text(&mut self, at: usize, text: std::borrow::Cow<'_, str>) -> Result<(), WbxmlError> {
+        let limit = self.limits.string;
+        if self.stack.is_empty() {
+            return Err(WbxmlError::Structure {
+                at,
+                why: "text outside the root element",
+            });
+        }
+        // Adjacent pieces (a string, then an entity, then a string) are one text.
+        let joins = matches!(
+            self.stack.last().and_then(|p| p.children.last()),
+            Some(Node::Text(_))
+        );
+        if !joins {
+            self.count(at)?;
+        }
+        let parent = self.stack.last_mut().ok_or(WbxmlError::Structure {
+            at,
+            why: "text outside the root element",
+        })?;
+        match parent.children.last_mut() {
+            Some(Node::Text(prev)) if joins => {
+                let len = prev.len().saturating_add(text.len());
+                if len > limit {
+                    return Err(WbxmlError::StringTooLong { at, len, limit });
+                }
+                prev.push_str(&text);
+            }
+            _ => parent.children.push(Node::Text(text.into_owned())),
+        }
+        Ok(())
+    }
+
+    fn opaque(&mut self, at: usize, data: &[u8]) -> Result<(), WbxmlError> {
+        self.count(at)?;
+        let parent = self.stack.last_mut().ok_or(WbxmlError::Structure {
+            at,
+            why: "opaque data outside the root element",
+        })?;
+        parent.children.push(Node::Opaque(data.to_vec()));
+        Ok(())
+    }
+
+    fn tag(&mut self, at: usize, token: u8) -> Result<(), WbxmlError> {
+        self.count(at)?;
+        let element = Element::new(Tag::new(self.page, token & 0x3F));
+        if token & HAS_CONTENT != 0 {
+            if self.stack.len() >= self.limits.depth {
+                return Err(WbxmlError::TooDeep {
+                    at,
+                    limit: self.limits.depth,
+                });
+            }
+            self.stack.push(element);
+        } else {
+            self.attach(element);
+        }
+        Ok(())
+    }
+
+    fn finish(self, at: usize) -> Result<Element, WbxmlError> {
+        match self.root {
+            Some(root) => Ok(root),
+            None if self.stack.is_empty() => Err(WbxmlError::Structure {
+                at,
+                why: "no root element",
+            }),
+            None => Err(WbxmlError::Truncated {
+                at,
+                what: "the document (elements still open)",
+            }),
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The ActiveSync client against a scripted server in this process (SOGo never asks for
 //! Provision, Exchange does): version negotiation, HTTP 449 and status 144 answered by the
 //! two-step Provision, the policy key sent afterwards, and the bounds (answer size, the one
-//! timeout per request, a 401).
+//! timeout per request, a 401); calendar Sync `Add` and Sync starting over after status 3 as
+//! SOGo needs (the keys sent, in order).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -387,4 +388,159 @@ async fn send_mail_at_12_1_is_raw_mime_and_move_items_returns_the_new_id() {
         ),
         (Some("5:1"), Some("5"), Some("9"))
     );
+}
+
+/// A Sync answer for the calendar: `key`, `status`, and `inner` (Responses or Commands).
+fn calendar_sync_reply(key: &str, status: &str, inner: Option<Element>) -> Reply {
+    let mut c = Element::new(airsync::Collection)
+        .with(Element::text(airsync::Class, "Calendar"))
+        .with(Element::text(airsync::SyncKey, key))
+        .with(Element::text(airsync::CollectionId, "vevent%2Fpersonal"))
+        .with(Element::text(airsync::Status, status));
+    if let Some(i) = inner {
+        c = c.with(i);
+    }
+    let body = Element::new(airsync::Sync).with(Element::new(airsync::Collections).with(c));
+    (200, Vec::new(), wbxml(&body))
+}
+
+#[tokio::test]
+async fn calendar_adds_and_syncs_start_over_after_status_3_as_sogo_needs() {
+    use mbx_loadgen::eas::calendar::{busy, Appointment};
+    use mbx_loadgen::eas::codepages::calendar;
+    // SOGo 5.8 as measured: key 0 primes to -1; an Add with -1 answers K1; any Sync with K1
+    // is refused with status 3; a Sync with -1 and no commands gives the items and K2; an Add
+    // whose subject is "refused" gets Add status 6.
+    let (url, seen) = server(|_, req| {
+        if req.method == "OPTIONS" {
+            return Some(options_reply());
+        }
+        let c = req
+            .body
+            .as_ref()
+            .and_then(|b| b.path(&[airsync::Collections, airsync::Collection]))?;
+        let key = c.child_text(airsync::SyncKey).unwrap_or_default();
+        let adds: Vec<&Element> = c
+            .child(airsync::Commands)
+            .map(|cmds| cmds.all(airsync::Add).collect())
+            .unwrap_or_default();
+        Some(match key {
+            "0" => calendar_sync_reply("-1", "1", None),
+            "K1" => calendar_sync_reply("0", "3", None),
+            "-1" | "K2" if !adds.is_empty() => {
+                let mut r = Element::new(airsync::Responses);
+                for (n, a) in adds.iter().enumerate() {
+                    let refused = a
+                        .path(&[airsync::ApplicationData, calendar::Subject])
+                        .and_then(|s| s.text_content())
+                        == Some("refused");
+                    r = r.with(
+                        Element::new(airsync::Add)
+                            .with(Element::text(
+                                airsync::ClientId,
+                                a.child_text(airsync::ClientId).unwrap_or_default(),
+                            ))
+                            .with(Element::text(airsync::ServerId, format!("ev-{n}")))
+                            .with(Element::text(
+                                airsync::Status,
+                                if refused { "6" } else { "1" },
+                            )),
+                    );
+                }
+                calendar_sync_reply("K1", "1", Some(r))
+            }
+            "-1" => {
+                let add = |id: &str| {
+                    Element::new(airsync::Add)
+                        .with(Element::text(airsync::ServerId, id))
+                        .with(Element::new(airsync::ApplicationData))
+                };
+                calendar_sync_reply(
+                    "K2",
+                    "1",
+                    Some(
+                        Element::new(airsync::Commands)
+                            .with(add("ev-0"))
+                            .with(add("ev-1")),
+                    ),
+                )
+            }
+            _ => (500, Vec::new(), Vec::new()),
+        })
+    })
+    .await;
+    let cal = "vevent%2Fpersonal";
+    let item = |subject: &str| {
+        Appointment {
+            uid: "u1".into(),
+            subject: subject.into(),
+            location: String::new(),
+            start: 1_796_216_400,
+            end: 1_796_220_000,
+            body: String::new(),
+            busy_status: busy::BUSY,
+            reminder: None,
+            dtstamp: 1_796_216_400,
+        }
+        .to_application_data()
+    };
+    let mut dev = EasClient::new(Config::new(&url, "user1", "secret", "DEVCAL")).expect("URL");
+    let (first, _) = dev.sync_add(cal, &[item("one")]).await.expect("first Add");
+    assert_eq!(first[0].server_id, "ev-0");
+    assert_eq!(first[0].client_id, "DEVCAL-1");
+    // The second Add's key is refused: the device starts over and adds again, once.
+    let (second, _) = dev
+        .sync_add(cal, &[item("two"), item("three")])
+        .await
+        .expect("second Add");
+    assert_eq!(
+        second
+            .iter()
+            .map(|a| a.server_id.as_str())
+            .collect::<Vec<_>>(),
+        ["ev-0", "ev-1"]
+    );
+    // So is the browse after it: started over, it gets every item.
+    let batch = dev
+        .sync_filtered(cal, 50, None)
+        .await
+        .expect("Sync after status 3");
+    assert_eq!(batch.added.len(), 2);
+    // An item the server refuses fails the call, naming it.
+    let e = dev
+        .sync_add(cal, &[item("refused")])
+        .await
+        .expect_err("Add status 6");
+    assert!(e.detail.contains("status 6"), "{e}");
+
+    let keys: Vec<(String, bool)> = seen
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter_map(|s| {
+            let c = s
+                .body
+                .as_ref()?
+                .path(&[airsync::Collections, airsync::Collection])?;
+            Some((
+                c.child_text(airsync::SyncKey)?.to_owned(),
+                c.child(airsync::Commands).is_some(),
+            ))
+        })
+        .collect();
+    let want: Vec<(String, bool)> = [
+        ("0", false),
+        ("-1", true),
+        ("K1", true),
+        ("0", false),
+        ("-1", true),
+        ("K1", false),
+        ("0", false),
+        ("-1", false),
+        ("K2", true),
+    ]
+    .iter()
+    .map(|(k, c)| (k.to_string(), *c))
+    .collect();
+    assert_eq!(keys, want);
 }

@@ -20,7 +20,7 @@ use mbx_loadgen::eas::codepages::airsyncbase;
 use mbx_loadgen::tls::{client_config, Trust};
 use mbx_loadgen::{AuthMechanism, Endpoint, Recorder, Security, SmtpClient};
 
-struct EasServer {
+pub struct EasServer {
     dir: PathBuf,
     env: HashMap<String, String>,
 }
@@ -62,8 +62,10 @@ fn required() -> bool {
 }
 
 impl EasServer {
-    fn start(users: u32) -> Option<EasServer> {
-        let dir = PathBuf::from(format!("{}/mbxeas-{}", base(), std::process::id()));
+    /// Starts a server with `users` users in a folder of its own (`tag` tells the servers of
+    /// one test binary apart); None when it cannot start and MBX_REQUIRE_MAIL_SERVER is unset.
+    pub fn start(tag: &str, users: u32) -> Option<EasServer> {
+        let dir = PathBuf::from(format!("{}/mbxeas-{}-{tag}", base(), std::process::id()));
         let mut out = None;
         // A port block taken between the scripts' check and the daemons' bind (other tests on
         // the machine start servers too): try again.
@@ -100,7 +102,7 @@ impl EasServer {
         Some(EasServer { dir, env })
     }
 
-    fn get(&self, k: &str) -> &str {
+    pub fn get(&self, k: &str) -> &str {
         self.env
             .get(k)
             .unwrap_or_else(|| panic!("easserver.sh printed no {k}"))
@@ -119,7 +121,7 @@ impl Drop for EasServer {
 
 #[tokio::test]
 async fn a_device_finds_its_folders_and_syncs_delivered_mail_intact() {
-    let Some(s) = EasServer::start(3) else {
+    let Some(s) = EasServer::start("mail", 3) else {
         return;
     };
     let url = s.get("MBX_EAS_URL").to_owned();

@@ -220,7 +220,7 @@ impl StepStart {
         };
         let eta = self
             .eta_s
-            .map(|s| format!("; at most about {s:.0} s left"))
+            .map(|s| format!("; about {s:.0} s left"))
             .unwrap_or_default();
         format!(
             "loadgen find-max: {what} {} ({} users) is starting, {:.0} s into the search{eta}.",
@@ -261,7 +261,7 @@ pub fn search(
             end = "interrupted".into();
             break;
         }
-        let left = s.max_steps.saturating_sub(search.steps());
+        let left = steps_left(&s, &steps, users).min(s.max_steps.saturating_sub(search.steps()));
         let step = probe(&StepStart {
             index: steps.len() + 1,
             users,
@@ -298,6 +298,43 @@ pub fn search(
         why = why.or(Some("interrupted before its confirmation".into()));
     }
     Ok(record(s, steps, end, why, elapsed()))
+}
+
+/// The search steps still to run, this one (at `next`) included, if every step from here
+/// takes the path the bracket so far suggests: the ramp's doublings to the users given while
+/// nothing failed, then the bisection's halvings of the bracket to the resolution.
+fn steps_left(s: &Settings, steps: &[Step], next: u64) -> usize {
+    let done = || steps.iter().filter(|x| !x.interrupted && !x.confirmation);
+    let lo = done()
+        .filter(|x| x.pass)
+        .map(|x| x.users)
+        .max()
+        .unwrap_or(MIN_USERS);
+    let hi = done()
+        .filter(|x| !x.pass && x.users > lo)
+        .map(|x| x.users)
+        .min();
+    let res = (s.resolution_pct.max(0.0) / 100.0).max(f64::MIN_POSITIVE);
+    let halvings = |width: f64, at: f64| -> usize {
+        let target = (res * at).max(1.0);
+        if width <= target {
+            0
+        } else {
+            (width / target).log2().ceil() as usize
+        }
+    };
+    match hi {
+        // Bracketed: this step and the halvings after it.
+        Some(hi) => 1 + halvings(hi.saturating_sub(lo) as f64 / 2.0, lo as f64),
+        None => {
+            // Ramping: the doublings to the users given, then a bracket as wide as the last
+            // doubling, bisected.
+            let max = s.max_users.max(next) as f64;
+            let next = next.max(1) as f64;
+            let ramp = (max / next).log2().ceil().max(0.0) as usize + 1;
+            ramp + halvings(next / 2.0, next / 2.0)
+        }
+    }
 }
 
 /// Confirms the answer so far: [`CONFIRM_PASSES`] passes in a row at it, backing off while
@@ -482,6 +519,28 @@ mod tests {
             elapsed_s: 10.0,
             ..Step::default()
         }
+    }
+
+    #[test]
+    fn the_eta_counts_the_ramp_then_the_bisection_then_the_confirmations() {
+        let s = settings(1000);
+        // From 50: 50, 100, 200, 400, 800, 1000, then a bracket of 500 halved to 5% of 500.
+        assert_eq!(steps_left(&s, &[], 50), 6 + 5);
+        // 400 passed, 800 failed: this step (600) and the halvings of 200 to 20.
+        let tried = [step(400, true), step(800, false)];
+        assert_eq!(steps_left(&s, &tried, 600), 1 + 4);
+        let cancel = AtomicBool::new(false);
+        let mut etas = Vec::new();
+        search(s, &cancel, &|| 0.0, &mut |st| {
+            etas.push(st.eta_s);
+            Ok(step(st.users, st.users <= 400))
+        })
+        .expect("searched");
+        assert_eq!(etas[0], None, "no step has run: no mean to estimate from");
+        // After one 10 s step from 100: 200, 400, 800, 1000 and the halvings, and the
+        // confirmations.
+        assert_eq!(etas[1], Some(((5 + 5) + CONFIRM_PASSES) as f64 * 10.0));
+        assert!(etas.iter().skip(1).all(|e| e.is_some()));
     }
 
     #[test]

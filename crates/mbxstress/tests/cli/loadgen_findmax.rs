@@ -62,6 +62,22 @@ fn find_max_on_postfix_and_dovecot_finishes_with_an_answer_and_a_curve() {
         "jsonl",
     ]);
     let f = json(&out.join("find-max.json"));
+    eprintln!(
+        "loadgen find-max: {} users, end {}, steps {}",
+        f["users"],
+        f["end"],
+        f["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| format!(
+                "{}{}",
+                s["users"],
+                if s["pass"] == true { "+" } else { "-" }
+            ))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     assert_eq!(r.code, 0, "{f:#}\n{}", r.stderr);
     assert_eq!(f["schema"], "mbxstress.loadgen-find-max/1");
     let users = f["users"].as_u64().expect("an answer");

@@ -450,8 +450,11 @@ fn record(
 pub fn step_line(s: &Step) -> String {
     let verdict = if s.interrupted {
         "interrupted".to_string()
-    } else if s.pass {
+    } else if s.pass && s.not_judged.is_empty() {
         "pass".to_string()
+    } else if s.pass {
+        // Said, so a step too short to judge a check is seen as such.
+        format!("pass (not judged: {})", s.not_judged.join(", "))
     } else {
         format!("fail ({})", s.failed_checks.join(", "))
     };
@@ -470,7 +473,7 @@ pub fn step_line(s: &Step) -> String {
 pub fn closing_line(f: &FindMax) -> String {
     match f.users {
         Some(u) => format!(
-            "loadgen find-max: {u} users passed every check ({}{}; {}{}), {} steps, {:.0} s.",
+            "loadgen find-max: {u} users passed, no check failed ({}{}; {}{}), {} steps, {:.0} s.",
             match &f.confirmation {
                 Some(c) if c.confirmed => "confirmed".to_string(),
                 Some(c) => format!("unconfirmed: {}", c.why.clone().unwrap_or_default()),

@@ -37,10 +37,12 @@ pub struct Found {
     pub html: Option<PathBuf>,
 }
 
+/// One of the search's own lines: shown by the terminal while the search runs (each step's
+/// day has its own test.log in its folder).
 fn log(sink: &mut dyn EventSink, text: String) {
     sink.event(&Event::Log {
         text,
-        kind: LogKind::Plain,
+        kind: LogKind::Tuning,
     });
 }
 
@@ -175,6 +177,15 @@ pub fn write(f: &FindMax, dir: &Path, sink: &mut dyn EventSink) -> Result<Found,
         }
     };
     log(sink, closing_line(f));
+    log(
+        sink,
+        format!(
+            "loadgen find-max: {} and {} (the curve); each step's result in its step-NN-Nu folder.",
+            path.display(),
+            html.as_ref()
+                .map_or_else(|| "no find-max.html".into(), |h| h.display().to_string())
+        ),
+    );
     Ok(Found {
         find_max: f.clone(),
         path,

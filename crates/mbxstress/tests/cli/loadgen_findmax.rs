@@ -139,3 +139,42 @@ fn find_max_on_postfix_and_dovecot_finishes_with_an_answer_and_a_curve() {
         "{logs:#?}"
     );
 }
+
+/// The search's flags are checked before any server is contacted: each refusal a usage error
+/// (exit 2) naming the flag.
+#[test]
+fn find_max_refuses_flags_that_mean_nothing_or_are_out_of_range() {
+    let base = [
+        "loadgen",
+        "find-max",
+        "--smtp",
+        "smtp://127.0.0.1:9",
+        "--imap",
+        "imap://127.0.0.1:9",
+        "--pop3",
+        "pop3://127.0.0.1:9",
+        "--users",
+        "10",
+        "--password",
+        "pw",
+        "--domain",
+        "example.test",
+    ];
+    for (extra, says) in [
+        (&["--start-users", "1"][..], "--start-users 1"),
+        (&["--duration", "5m"][..], "--step, not --duration"),
+        (&["--resolution-pct", "0"][..], "--resolution-pct"),
+        (&["--max-steps", "0"][..], "--max-steps"),
+        (&["--confirmations", "21"][..], "--confirmations"),
+        (&["--day", "10m", "--step", "11m"][..], "--step must be"),
+        (&["--partition", "1/2"][..], "--partition"),
+        (&["--start-gate", "stdin"][..], "--start-gate"),
+        (&["--init-concurrency", "0"][..], "--init-concurrency"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let r = mbx(&args);
+        assert_eq!(r.code, 2, "{extra:?}: {}\n{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(says), "{extra:?}: {}", r.stderr);
+    }
+}

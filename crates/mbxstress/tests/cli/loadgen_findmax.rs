@@ -178,3 +178,77 @@ fn find_max_refuses_flags_that_mean_nothing_or_are_out_of_range() {
         assert!(r.stderr.contains(says), "{extra:?}: {}", r.stderr);
     }
 }
+
+/// Ctrl-C during the second step: that step stops cleanly, find-max.json and the curve are
+/// written with the largest count that passed so far, the exit code is the interruption's.
+#[test]
+fn ctrl_c_mid_search_reports_the_largest_pass_so_far() {
+    let s = match MailServer::start(4) {
+        Ok(s) => s,
+        Err(why) => {
+            skip(Need::MailServer, &format!("no mail server: {why}"));
+            return;
+        }
+    };
+    let dir = scratch("loadgen-find-max-int");
+    let out = dir.join("fm");
+    let env = s.dir.join("server.env").display().to_string();
+    let child = crate::common::spawn_in(
+        &dir,
+        &[
+            "loadgen",
+            "find-max",
+            "--server-env",
+            &env,
+            "--start-users",
+            "2",
+            "--step",
+            "20s",
+            "--day",
+            "2m",
+            "--messages-per-day",
+            "100",
+            "--message-kb",
+            "10",
+            "--grace",
+            "15s",
+            "--init-messages",
+            "2",
+            "--overload",
+            "10",
+            "--task-p95-ms",
+            "10000",
+            "--out",
+            "fm",
+            "--progress",
+            "quiet",
+        ],
+    );
+    let start = std::time::Instant::now();
+    let second = out.join("step-02-4u/result.json");
+    while !second.exists() && start.elapsed() < std::time::Duration::from_secs(180) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(second.exists(), "the second step never started");
+    crate::common::signal(&child, "INT");
+    let o = child.wait_with_output().expect("wait");
+    let f = json(&out.join("find-max.json"));
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{f:#}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(f["end"], "interrupted", "{f:#}");
+    let steps = f["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "{f:#}");
+    assert_eq!(
+        (&steps[0]["users"], &steps[0]["pass"]),
+        (&2.into(), &true.into())
+    );
+    assert_eq!(steps[1]["interrupted"], true, "{f:#}");
+    // The second step's pass or fail is not known: the answer is the first's.
+    assert_eq!(f["users"], 2, "{f:#}");
+    assert_eq!(f["confirmation"]["confirmed"], false, "{f:#}");
+    assert!(out.join("find-max.html").is_file());
+}

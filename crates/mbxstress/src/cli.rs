@@ -143,6 +143,58 @@ pub enum LoadgenCommand {
     /// --messages generated messages in all as fast as the server accepts them.
     #[command(after_help = LOADGEN_SUBMIT_HELP)]
     Submit(LoadgenSubmitArgs),
+    /// The largest user count the mail system carries with every check of `loadgen run`'s
+    /// verdict passing: a ramp doubling from --start-users, a bisection of short steps (each a
+    /// whole `loadgen run` of the first N users), the answer confirmed by repeated steps.
+    #[command(after_help = LOADGEN_FIND_MAX_HELP)]
+    FindMax(LoadgenFindMaxArgs),
+}
+
+const LOADGEN_FIND_MAX_HELP: &str = "\
+Examples:
+  sudo scripts/mailserver.sh start /tmp/mbxmail --users 400
+  mbxstress loadgen find-max --server-env /tmp/mbxmail/server.env --start-users 50 --step 10m
+  mbxstress loadgen find-max --server mail.example.com --users-file users.csv --domain example.com \\
+                             --day 8h --step 20m --init-messages 0
+
+Each step runs the first --step of the day (at the day's own rate) for the first N users given,
+and passes when no check of its verdict failed (a check that judged nothing, such as a task type
+too rare to have completed in the step, is listed, not failed). Mailboxes are filled with
+--init-messages messages once, before the first step that runs them (0: they are filled already).
+find-max.json and find-max.html (the curve, the knee marked) are written in the results folder;
+Ctrl-C stops the step running and reports the largest count that passed so far.";
+
+/// `mbxstress loadgen find-max`: `loadgen run`'s flags (but --duration, --stress, --partition,
+/// --start-gate and --request) and the search's.
+#[derive(Debug, Args)]
+pub struct LoadgenFindMaxArgs {
+    /// Every step's day: servers, users (the most tried), profile, client mix, thresholds.
+    #[command(flatten)]
+    pub run: LoadgenRunArgs,
+    /// The first count tried (at least 2).
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = parse_count)]
+    pub start_users: u64,
+    /// Each step's length: the first this long of the day, at the day's rate (LoadGen's
+    /// compression is --day).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::units::parse_duration)]
+    pub step: std::time::Duration,
+    /// Most search steps (confirmations and re-checks not counted), 1..=100.
+    #[arg(long, value_name = "N", default_value_t = 12, value_parser = parse_count32)]
+    pub max_steps: u32,
+    /// Stop when a passing and a failing count are within this percent of the answer.
+    #[arg(long, value_name = "PCT", default_value = "5", value_parser = parse_number)]
+    pub resolution_pct: f64,
+    /// Failed confirmation steps allowed before the answer is reported unconfirmed (0: no
+    /// confirmation).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_count32)]
+    pub confirmations: u32,
+    /// Messages each mailbox holds before its first step (`loadgen init`, resumable; 0: the
+    /// mailboxes are filled already).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_count32)]
+    pub init_messages: u32,
+    /// Mailboxes filled at once.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = parse_count32)]
+    pub init_concurrency: u32,
 }
 
 const LOADGEN_IDLE_HELP: &str = "\

@@ -8,6 +8,9 @@
 //! turns a request into their inputs, keeps the files, and judges the result.
 
 pub mod assemble;
+pub mod find_max;
+pub mod find_max_html;
+pub mod find_max_run;
 pub mod hist;
 pub mod idle;
 pub mod merge;
@@ -551,12 +554,41 @@ pub fn init(req: &InitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError
 /// `loadgen run`: simulated days of the users' tasks, every copy sent accounted for.
 pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> {
     let c = &req.common;
+    let (smtp, imap, pop3) = servers::endpoints(&c.servers, &c.trust)?;
+    let on = DayOn {
+        servers: Servers {
+            smtp,
+            imap,
+            pop3,
+            helo: c.helo.clone(),
+            auth: c.smtp_auth,
+        },
+        runtime: runtime()?,
+        simulated_from: None,
+    };
+    day_on(req, on, sink)
+}
+
+/// Where [`day_on`] runs a day.
+pub struct DayOn {
+    /// The servers' endpoints (their connectors included: an in-process model's in tests).
+    pub servers: Servers,
+    /// The clients' runtime (a paused current-thread one runs the day on tokio's simulated
+    /// clock).
+    pub runtime: tokio::runtime::Runtime,
+    /// A simulated day's wall time at its start (None: the system's clock).
+    pub simulated_from: Option<SystemTime>,
+}
+
+/// [`day`] on given servers and runtime: a day on the simulated clock against a model server
+/// (`loadgen find-max`'s test) is the same code as on a real mail system.
+pub fn day_on(req: &DayRequest, on: DayOn, sink: &mut dyn EventSink) -> Result<Ran, AppError> {
+    let c = &req.common;
     let start = mbx_engine::rfc3339_now();
     let started = Instant::now();
     let run_id = format!("day-{}", stamp());
     let kinds = assign_clients(c.users.len(), &req.run.clients);
     let config = day_config(req, &kinds);
-    let (smtp, imap, pop3) = servers::endpoints(&c.servers, &c.trust)?;
     let mut files = Files::create(c.out.as_deref(), "run")?;
     files.write_result(&running("day", &run_id, &start, started, &config))?;
     let _ = sink.notice(&Notice::LoadgenStart {
@@ -581,14 +613,22 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         stress: req.run.stress,
         ..DayPlan::default()
     };
-    let srv = Servers {
-        smtp,
-        imap,
-        pop3,
-        helo: c.helo.clone(),
-        auth: c.smtp_auth,
+    let DayOn {
+        servers: srv,
+        runtime: rt,
+        simulated_from,
+    } = on;
+    let plan = match simulated_from {
+        Some(wall) => {
+            // Made in the runtime's context: its "now" is the paused clock's.
+            let _in = rt.enter();
+            DayPlan {
+                clock: mbx_loadgen::DayClock::simulated(wall),
+                ..plan
+            }
+        }
+        None => plan,
     };
-    let rt = runtime()?;
     let report = drive::day(
         &rt,
         &srv,

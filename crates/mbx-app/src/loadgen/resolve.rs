@@ -1,6 +1,6 @@
-//! `loadgen init`, `idle` and `submit`: their flags ([`InitFlags`], [`IdleFlags`],
-//! [`SubmitFlags`]: the binary copies its clap arguments into them) to their validated requests,
-//! on the same resolution path as `loadgen run` ([`super::request`]).
+//! `loadgen init`, `idle`, `submit` and `find-max`: their flags ([`InitFlags`], [`IdleFlags`],
+//! [`SubmitFlags`], [`FindMaxFlags`]: the binary copies its clap arguments into them) to their
+//! validated requests, on the same resolution path as `loadgen run` ([`super::request`]).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use mbx_loadgen::{validate, AuthMechanism, Trust};
 
+use super::find_max::Settings;
+use super::find_max_run::FindMaxRequest;
 use super::idle::IdleRequest;
-use super::request::{resolve_common, ConnFlags};
+use super::request::{resolve_common, resolve_day, ConnFlags, DayFlags};
 use super::servers::{self, Proto};
 use super::submit::SubmitRequest;
 use super::InitRequest;
@@ -81,6 +83,107 @@ pub fn init_request(a: &InitFlags, cancel: Arc<AtomicBool>) -> Result<InitReques
         messages,
         concurrency: a.concurrency as usize,
         batch: a.batch as usize,
+    })
+}
+
+/// `loadgen find-max`'s flags: `loadgen run`'s (each step is one) and the search's.
+#[derive(Debug, Clone)]
+pub struct FindMaxFlags {
+    /// The day of every step (its `duration` must be None: the step is `step`).
+    pub day: DayFlags,
+    /// `--start-users N`.
+    pub start_users: u64,
+    /// `--step`: each step runs the first this long of the day, at the day's rate.
+    pub step: Duration,
+    /// `--max-steps N`.
+    pub max_steps: u32,
+    /// `--resolution-pct`.
+    pub resolution_pct: f64,
+    /// `--confirmations N` (0: none).
+    pub confirmations: u32,
+    /// `--init-messages N`: messages each mailbox gets before the first step that runs it
+    /// (0: the mailboxes are filled already, nothing is appended).
+    pub init_messages: u32,
+    /// `--init-concurrency N`.
+    pub init_concurrency: u32,
+}
+
+/// `loadgen find-max`'s request: the day resolved as `loadgen run`'s ([`resolve_day`], with
+/// `--step` as its `--duration`), the search's flags checked, and the fill of the mailboxes
+/// on the same servers and users.
+pub fn find_max_request(
+    a: &FindMaxFlags,
+    cancel: Arc<AtomicBool>,
+) -> Result<FindMaxRequest, AppError> {
+    if a.day.duration.is_some() {
+        return Err(AppError::usage(
+            "loadgen find-max: each step's length is --step, not --duration",
+        ));
+    }
+    if a.day.stress {
+        return Err(AppError::usage(
+            "loadgen find-max does not take --stress: its steps judge the scheduled day",
+        ));
+    }
+    if a.day.conn.partition.is_some() {
+        return Err(AppError::usage(
+            "loadgen find-max does not take --partition: it runs every step from this client",
+        ));
+    }
+    let min = super::find_max::MIN_USERS;
+    if a.start_users < min {
+        return Err(AppError::usage(format!(
+            "--start-users {}: at least {min} (a day needs two users)",
+            a.start_users
+        )));
+    }
+    if a.max_steps == 0 || a.max_steps > 100 {
+        return Err(AppError::usage("--max-steps must be 1..=100"));
+    }
+    if !(a.resolution_pct.is_finite() && a.resolution_pct > 0.0 && a.resolution_pct <= 50.0) {
+        return Err(AppError::usage(
+            "--resolution-pct must be above 0, at most 50",
+        ));
+    }
+    if a.confirmations > 20 {
+        return Err(AppError::usage("--confirmations must be 0..=20"));
+    }
+    if a.init_messages > MAX_INIT_MESSAGES {
+        return Err(AppError::usage(format!(
+            "--init-messages {}: at most {MAX_INIT_MESSAGES} messages per mailbox",
+            a.init_messages
+        )));
+    }
+    if a.init_concurrency == 0 || a.init_concurrency > 10_000 {
+        return Err(AppError::usage("--init-concurrency must be 1..=10000"));
+    }
+    let mut day = a.day.clone();
+    // The step is the day's --duration, so resolve_day's check of it (at least 1s, at most
+    // --day x --days) is the step's.
+    day.duration = Some(a.step);
+    let day = resolve_day(&day)
+        .map_err(|e| match e {
+            AppError::Usage(m) => AppError::usage(m.replace("--duration", "--step")),
+            e => e,
+        })?
+        .request(cancel, None)?;
+    let users = day.common.users.len() as u64;
+    let init = (a.init_messages > 0).then(|| InitRequest {
+        common: day.common.clone(),
+        messages: a.init_messages,
+        concurrency: a.init_concurrency as usize,
+        batch: 16,
+    });
+    Ok(FindMaxRequest {
+        settings: Settings {
+            start_users: a.start_users.min(users),
+            max_users: users,
+            resolution_pct: a.resolution_pct,
+            max_steps: a.max_steps as usize,
+            confirmations: a.confirmations as usize,
+        },
+        day,
+        init,
     })
 }
 

@@ -9,6 +9,10 @@
 //! once, intact) is the day's own. It answers at once: on a paused clock every command takes
 //! zero time, so latencies are the client's and the schedule's, not a server's.
 //!
+//! [`Model::with_capacity`] makes a server that is slow past a number of mailboxes: every
+//! command's reply then waits a fixed time (a server past its knee), so a search for the
+//! largest user count it carries (`loadgen find-max`) has a known answer.
+//!
 //! Simplifications, none of which the clients rely on: no TLS, one folder namespace (`""`, `/`),
 //! every session sees the mailbox as it is now (a change by another session is told as the new
 //! `EXISTS` count at the next command or during IDLE, not as per-session EXPUNGE replays).
@@ -18,6 +22,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use base64::Engine as _;
 use mbx_loadgen::conn::{Connect, Connecting, Connector, Stream};
@@ -121,6 +126,8 @@ struct Store {
 pub struct Model {
     store: Mutex<Store>,
     news: Vec<Notify>,
+    /// How long every command waits before its reply is read (zero: at once).
+    delay: Duration,
 }
 
 /// What the model's store holds at the end.
@@ -153,7 +160,26 @@ impl Model {
         Arc::new(Model {
             store: Mutex::new(s),
             news: users.iter().map(|_| Notify::new()).collect(),
+            delay: Duration::ZERO,
         })
+    }
+
+    /// A server of `users` that answers at once while it serves at most `capacity` mailboxes
+    /// and takes `slow` over every command past that.
+    pub fn with_capacity(users: &[User], capacity: usize, slow: Duration) -> Arc<Model> {
+        let m = Model::new(users);
+        let delay = if users.len() > capacity {
+            slow
+        } else {
+            Duration::ZERO
+        };
+        match Arc::try_unwrap(m) {
+            Ok(mut m) => {
+                m.delay = delay;
+                Arc::new(m)
+            }
+            Err(m) => m,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Store> {
@@ -248,19 +274,33 @@ impl Connect for ModelConnector {
 struct Wire {
     r: BufReader<tokio::io::ReadHalf<DuplexStream>>,
     w: tokio::io::WriteHalf<DuplexStream>,
+    /// Waited after each line read, before it is acted on (the model's service time).
+    delay: Duration,
 }
 
 impl Wire {
-    fn new(s: DuplexStream) -> Wire {
+    fn new(s: DuplexStream, delay: Duration) -> Wire {
         let (r, w) = tokio::io::split(s);
         Wire {
             r: BufReader::new(r),
             w,
+            delay,
         }
     }
 
-    /// A line without CRLF; None at the end of the stream or past [`MAX_LINE`].
+    /// A command line without CRLF, after the model's service time; None at the end of the
+    /// stream or past [`MAX_LINE`].
     async fn line(&mut self) -> Option<Vec<u8>> {
+        let v = self.raw_line().await?;
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        Some(v)
+    }
+
+    /// A line without CRLF, at once (a message's line); None at the end of the stream or past
+    /// [`MAX_LINE`].
+    async fn raw_line(&mut self) -> Option<Vec<u8>> {
         let mut v = Vec::new();
         let n = (&mut self.r)
             .take(MAX_LINE as u64)
@@ -291,7 +331,7 @@ fn text(l: &[u8]) -> String {
 // SMTP submission (RFC 5321, 4954)
 
 async fn smtp(model: Arc<Model>, s: DuplexStream) {
-    let mut w = Wire::new(s);
+    let mut w = Wire::new(s, model.delay);
     if w.send(b"220 model ESMTP\r\n").await.is_none() {
         return;
     }
@@ -386,7 +426,7 @@ fn angle(s: &str) -> String {
 async fn data(w: &mut Wire) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     loop {
-        let line = w.line().await?;
+        let line = w.raw_line().await?;
         if line == b"." {
             return Some(out);
         }
@@ -400,7 +440,7 @@ async fn data(w: &mut Wire) -> Option<Vec<u8>> {
 // POP3 (RFC 1939)
 
 async fn pop3(model: Arc<Model>, s: DuplexStream) {
-    let mut w = Wire::new(s);
+    let mut w = Wire::new(s, model.delay);
     if w.send(b"+OK model POP3 ready\r\n").await.is_none() {
         return;
     }
@@ -1018,7 +1058,7 @@ impl Session {
 }
 
 async fn imap(model: Arc<Model>, s: DuplexStream) {
-    let mut w = Wire::new(s);
+    let mut w = Wire::new(s, model.delay);
     let greeting = format!("* OK [CAPABILITY {CAPS}] model IMAP ready\r\n");
     if w.send(greeting.as_bytes()).await.is_none() {
         return;

@@ -11,6 +11,7 @@ mod import;
 mod iobench;
 mod jetstress;
 mod loadgen;
+mod loadgen_findmax;
 mod prepare;
 mod report;
 pub(crate) mod run;
@@ -44,5 +45,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Loadgen(crate::cli::LoadgenCommand::Run(args)) => loadgen::run(args),
         Command::Loadgen(crate::cli::LoadgenCommand::Idle(args)) => loadgen::idle(args),
         Command::Loadgen(crate::cli::LoadgenCommand::Submit(args)) => loadgen::submit(args),
+        Command::Loadgen(crate::cli::LoadgenCommand::FindMax(args)) => loadgen_findmax::run(args),
     }
 }

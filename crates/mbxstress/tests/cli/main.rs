@@ -16,6 +16,8 @@ mod jetstress;
 #[cfg(target_os = "linux")]
 mod loadgen;
 #[cfg(target_os = "linux")]
+mod loadgen_findmax;
+#[cfg(target_os = "linux")]
 mod loadgen_idle;
 /// The loadgen library's test server harness (scripts/mailserver.sh), shared, not copied.
 #[cfg(target_os = "linux")]

@@ -600,35 +600,12 @@ pub fn day_on(req: &DayRequest, on: DayOn, sink: &mut dyn EventSink) -> Result<R
     let mut notes = day_notes(req, &kinds, &mut files, sink);
     let gen = Generator::new(&run_id, c.seed, mean_bytes(&c.profile), unix_now());
     let rec = Recorder::new();
-    let plan = DayPlan {
-        seed: c.seed,
-        messages_per_day: c.profile.messages_per_day,
-        day: req.run.day,
-        days: req.run.days,
-        overload_per_user: req.run.overload_per_user,
-        grace: req.run.grace,
-        stop: Arc::clone(&c.cancel),
-        sample_interval: req.run.sample_interval,
-        duration: req.run.duration,
-        stress: req.run.stress,
-        ..DayPlan::default()
-    };
     let DayOn {
         servers: srv,
         runtime: rt,
         simulated_from,
     } = on;
-    let plan = match simulated_from {
-        Some(wall) => {
-            // Made in the runtime's context: its "now" is the paused clock's.
-            let _in = rt.enter();
-            DayPlan {
-                clock: mbx_loadgen::DayClock::simulated(wall),
-                ..plan
-            }
-        }
-        None => plan,
-    };
+    let plan = day_plan(req, &rt, simulated_from);
     let report = drive::day(
         &rt,
         &srv,
@@ -673,15 +650,7 @@ pub fn day_on(req: &DayRequest, on: DayOn, sink: &mut dyn EventSink) -> Result<R
         verdict = Verdict::of(checks);
         notes.push(d.clone());
     }
-    let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
-    for t in &tasks {
-        for (k, n) in &t.failed {
-            *by_class.entry(k.clone()).or_insert(0) += n;
-        }
-    }
-    for (k, n) in &report.baseline_failed {
-        *by_class.entry((*k).to_string()).or_insert(0) += n;
-    }
+    let by_class = failed_by_class(&tasks, &report);
     log_day_end(
         &report,
         &delivery,
@@ -733,6 +702,57 @@ pub fn day_on(req: &DayRequest, on: DayOn, sink: &mut dyn EventSink) -> Result<R
         ..running("day", &run_id, &start, started, &config)
     };
     finish(files, result, sink)
+}
+
+/// The day engine's plan of `req`; with `simulated_from`, on the simulated clock of `rt` (a
+/// paused runtime) starting at that wall time.
+fn day_plan(
+    req: &DayRequest,
+    rt: &tokio::runtime::Runtime,
+    simulated_from: Option<SystemTime>,
+) -> DayPlan {
+    let c = &req.common;
+    let plan = DayPlan {
+        seed: c.seed,
+        messages_per_day: c.profile.messages_per_day,
+        day: req.run.day,
+        days: req.run.days,
+        overload_per_user: req.run.overload_per_user,
+        grace: req.run.grace,
+        stop: Arc::clone(&c.cancel),
+        sample_interval: req.run.sample_interval,
+        duration: req.run.duration,
+        stress: req.run.stress,
+        ..DayPlan::default()
+    };
+    match simulated_from {
+        Some(wall) => {
+            // Made in the runtime's context: its "now" is the paused clock's.
+            let _in = rt.enter();
+            DayPlan {
+                clock: mbx_loadgen::DayClock::simulated(wall),
+                ..plan
+            }
+        }
+        None => plan,
+    }
+}
+
+/// Failed tasks and baseline commands of a day by error class.
+fn failed_by_class(
+    tasks: &[mbx_result::TaskRow],
+    report: &mbx_loadgen::day::DayReport,
+) -> BTreeMap<String, u64> {
+    let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
+    for t in tasks {
+        for (k, n) in &t.failed {
+            *by_class.entry(k.clone()).or_insert(0) += n;
+        }
+    }
+    for (k, n) in &report.baseline_failed {
+        *by_class.entry((*k).to_string()).or_insert(0) += n;
+    }
+    by_class
 }
 
 /// How a day ended: a phase past its deadline names its phase.

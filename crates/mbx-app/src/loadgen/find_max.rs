@@ -146,19 +146,9 @@ impl Step {
     }
 }
 
-/// Whether the answer held its confirmation steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Confirmation {
-    /// Confirmation steps that passed at the answer.
-    pub passed: u32,
-    /// Needed in a row.
-    pub required: u32,
-    /// `passed >= required`.
-    pub confirmed: bool,
-    /// Why not, when not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
-}
+/// Whether the answer held its confirmation steps: the storage find-max's type (the same keys in
+/// find-max.json), its runs being steps here.
+pub use mbx_result::Confirmation;
 
 /// What the search found (find-max.json).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

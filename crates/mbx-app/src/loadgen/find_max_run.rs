@@ -153,15 +153,7 @@ fn fill(
 /// Writes find-max.json and find-max.html in `dir` and says so.
 pub fn write(f: &FindMax, dir: &Path, sink: &mut dyn EventSink) -> Result<Found, AppError> {
     let path = dir.join("find-max.json");
-    let mut bytes = serde_json::to_vec_pretty(f).map_err(|e| AppError::Io {
-        context: format!("writing {}", path.display()),
-        source: std::io::Error::other(e),
-    })?;
-    bytes.push(b'\n');
-    mbx_config::atomic::write_atomic(&path, &bytes).map_err(|source| AppError::Io {
-        context: format!("writing {}", path.display()),
-        source,
-    })?;
+    super::write_json(&path, f)?;
     let html_path = dir.join("find-max.html");
     let html = match mbx_config::atomic::write_atomic(
         &html_path,

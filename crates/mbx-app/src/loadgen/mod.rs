@@ -292,17 +292,25 @@ impl Files {
 
     fn write_result(&self, result: &LoadgenResult) -> Result<PathBuf, AppError> {
         let path = self.dir.join("result.json");
-        let mut bytes = serde_json::to_vec_pretty(result).map_err(|e| AppError::Io {
-            context: format!("writing {}", path.display()),
-            source: std::io::Error::other(e),
-        })?;
-        bytes.push(b'\n');
-        mbx_config::atomic::write_atomic(&path, &bytes).map_err(|source| AppError::Io {
-            context: format!("writing {}", path.display()),
-            source,
-        })?;
+        write_json(&path, result)?;
         Ok(path)
     }
+}
+
+/// Writes `value` as pretty JSON (and a last newline) to `path`, atomically.
+pub(crate) fn write_json<T: serde::Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+) -> Result<(), AppError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| AppError::Io {
+        context: format!("writing {}", path.display()),
+        source: std::io::Error::other(e),
+    })?;
+    bytes.push(b'\n');
+    mbx_config::atomic::write_atomic(path, &bytes).map_err(|source| AppError::Io {
+        context: format!("writing {}", path.display()),
+        source,
+    })
 }
 
 fn info(phase: &str, run_id: &str, start: &str, started: Instant) -> LoadgenInfo {

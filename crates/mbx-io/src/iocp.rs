@@ -30,7 +30,7 @@ use windows_sys::Win32::System::IO::{
     PostQueuedCompletionStatus, OVERLAPPED, OVERLAPPED_ENTRY,
 };
 
-use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
+use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest, QueueBase, Reap};
 use crate::{IoError, IoFile};
 
 /// Completions taken from the port per system call, at most.
@@ -68,7 +68,7 @@ struct Job {
 /// I/O completion port queue.
 pub struct IocpQueue {
     port: OwnedHandle,
-    files: FileTable,
+    base: QueueBase,
     /// One OVERLAPPED per slot, never moved while the queue lives (the kernel writes them).
     overlapped: Box<[UnsafeCell<OVERLAPPED>]>,
     slots: Vec<Option<Slot>>,
@@ -76,7 +76,6 @@ pub struct IocpQueue {
     /// Requests that finished at submission (an error the OS returned at once): no packet comes.
     ready: Vec<(usize, Result<usize, std::io::Error>)>,
     in_flight: usize,
-    depth: usize,
     handles: Vec<Option<Reopened>>,
     entries: Vec<OVERLAPPED_ENTRY>,
     jobs: Option<mpsc::Sender<Job>>,
@@ -139,7 +138,11 @@ impl IocpQueue {
             .map_err(|e| IoError::new("start the I/O control thread for", "queue", e))?;
         Ok(IocpQueue {
             port,
-            files,
+            base: QueueBase {
+                files,
+                depth,
+                engine: "iocp",
+            },
             // SAFETY: OVERLAPPED is plain data; all zeroes is its initial state.
             overlapped: (0..depth)
                 .map(|_| UnsafeCell::new(unsafe { std::mem::zeroed() }))
@@ -148,7 +151,6 @@ impl IocpQueue {
             free: (0..depth).rev().collect(),
             ready: Vec::new(),
             in_flight: 0,
-            depth,
             handles: Vec::new(),
             // SAFETY: plain data, filled by the kernel before it is read.
             entries: (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect(),
@@ -219,7 +221,7 @@ impl IocpQueue {
         let base = self.overlapped.as_ptr() as usize;
         let size = std::mem::size_of::<UnsafeCell<OVERLAPPED>>();
         let off = (p as usize).checked_sub(base)?;
-        (off % size == 0 && off / size < self.depth).then_some(off / size)
+        (off % size == 0 && off / size < self.base.depth).then_some(off / size)
     }
 
     fn finish(
@@ -368,10 +370,10 @@ impl IoQueue for IocpQueue {
         let Some(idx) = self.free.pop() else {
             return Err(IoError::Unsupported(format!(
                 "queue full: {} requests in flight (depth {})",
-                self.in_flight, self.depth
+                self.in_flight, self.base.depth
             )));
         };
-        let file = match self.files.file(req.file) {
+        let file = match self.base.files.file(req.file) {
             Ok(f) => f,
             Err(e) => {
                 self.free.push(idx);
@@ -459,33 +461,16 @@ impl IoQueue for IocpQueue {
         Ok(())
     }
 
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        self.collect(min, None, out)
-    }
-
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        self.collect(min, Some(timeout), out)
+    fn reap_for(&mut self, want: Reap, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        self.collect(want.min, want.timeout, out)
     }
 
     fn in_flight(&self) -> usize {
         self.in_flight
     }
 
-    fn depth(&self) -> usize {
-        self.depth
-    }
-
-    fn files(&self) -> &FileTable {
-        &self.files
-    }
-
-    fn engine_name(&self) -> &'static str {
-        "iocp"
+    fn base(&self) -> &QueueBase {
+        &self.base
     }
 
     fn close_file(&mut self, index: usize) {

@@ -53,7 +53,7 @@ pub use fault::{FaultKind, FaultQueue, FaultRule};
 pub use file::{IoFile, OpenMode};
 pub use hist::{LatencyHistogram, Percentiles};
 pub use machine::{Machine, NoMachine, RealMachine};
-pub use queue::{FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest};
+pub use queue::{FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest, QueueBase, Reap};
 pub use tap::{OnComplete, OnSubmit, Tap};
 
 /// An I/O failure, naming the operation, the file and (when known) the offset.

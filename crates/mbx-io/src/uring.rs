@@ -5,12 +5,12 @@
 
 use std::os::unix::io::AsRawFd;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use io_uring::{opcode, types, IoUring};
 
 use crate::buf::RegionHandle;
-use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
+use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest, QueueBase, Reap};
 use crate::{AlignedBuf, IoError, IoFile};
 
 /// Most buffer regions registered with a ring as fixed buffers (2 MiB each: 64 MiB at most
@@ -101,12 +101,11 @@ pub struct UringQueue {
     /// First field: dropped (and its fixed buffers unregistered) before `fixed` lets go of
     /// the regions.
     ring: IoUring,
-    files: FileTable,
+    base: QueueBase,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     in_flight: usize,
     unsubmitted: usize,
-    depth: usize,
     /// The last read or write queued since the last submission: (file, end offset, is a write).
     tail: Option<(usize, u64, bool)>,
     fixed: FixedBufs,
@@ -146,14 +145,39 @@ impl UringQueue {
         Ok(UringQueue {
             fixed,
             ring,
-            files,
+            base: QueueBase {
+                files,
+                depth,
+                engine: "io_uring",
+            },
             slots: (0..depth).map(|_| None).collect(),
             free: (0..depth).rev().collect(),
             in_flight: 0,
             unsubmitted: 0,
-            depth,
             tail: None,
         })
+    }
+
+    /// [`IoQueue::reap_for`] with no timeout.
+    fn reap_blocking(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let target = min.min(self.in_flight);
+        if target == 0 && self.in_flight > 0 {
+            self.poll()?;
+            self.drain(out);
+            return Ok(());
+        }
+        let mut got = self.drain(out);
+        if self.unsubmitted > 0 || got < target {
+            loop {
+                let want = target.saturating_sub(got);
+                self.enter(want)?;
+                got += self.drain(out);
+                if got >= target {
+                    break;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn drain(&mut self, out: &mut Vec<IoCompletion>) -> usize {
@@ -241,10 +265,10 @@ impl IoQueue for UringQueue {
         let Some(idx) = self.free.pop() else {
             return Err(IoError::Unsupported(format!(
                 "queue full: {} requests in flight (depth {})",
-                self.in_flight, self.depth
+                self.in_flight, self.base.depth
             )));
         };
-        let Some(file) = self.files.get(req.file) else {
+        let Some(file) = self.base.files.get(req.file) else {
             self.free.push(idx);
             return Err(IoError::Unsupported(format!(
                 "no file with index {}",
@@ -307,43 +331,20 @@ impl IoQueue for UringQueue {
         // Slot accounting: every slot is free or holds a request in flight.
         assert_eq!(
             self.free.len() + self.in_flight,
-            self.depth,
+            self.base.depth,
             "io_uring: {} free slots and {} in flight, depth {}",
             self.free.len(),
             self.in_flight,
-            self.depth
+            self.base.depth
         );
         Ok(())
     }
 
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        let target = min.min(self.in_flight);
-        if target == 0 && self.in_flight > 0 {
-            self.poll()?;
-            self.drain(out);
-            return Ok(());
-        }
-        let mut got = self.drain(out);
-        if self.unsubmitted > 0 || got < target {
-            loop {
-                let want = target.saturating_sub(got);
-                self.enter(want)?;
-                got += self.drain(out);
-                if got >= target {
-                    break;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        let target = min.min(self.in_flight);
+    fn reap_for(&mut self, want: Reap, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let Some(timeout) = want.timeout else {
+            return self.reap_blocking(want.min, out);
+        };
+        let target = want.min.min(self.in_flight);
         let deadline = Instant::now() + timeout;
         let mut got = self.drain(out);
         if (self.unsubmitted > 0 || self.in_flight > 0) && (got >= target || timeout.is_zero()) {
@@ -379,16 +380,8 @@ impl IoQueue for UringQueue {
         self.in_flight
     }
 
-    fn depth(&self) -> usize {
-        self.depth
-    }
-
-    fn files(&self) -> &FileTable {
-        &self.files
-    }
-
-    fn engine_name(&self) -> &'static str {
-        "io_uring"
+    fn base(&self) -> &QueueBase {
+        &self.base
     }
 }
 

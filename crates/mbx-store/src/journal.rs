@@ -141,15 +141,7 @@ pub enum JournalAction {
 }
 
 fn open(path: &Path, write: bool, create: bool) -> Result<IoFile, StoreError> {
-    Ok(IoFile::open(
-        path,
-        OpenMode {
-            direct: false,
-            write_through: false,
-            write,
-            create,
-        },
-    )?)
+    Ok(IoFile::open(path, OpenMode::buffered(write, create))?)
 }
 
 /// Writes a new, empty journal for database `database_id` of `data_pages` data pages (every
@@ -198,13 +190,7 @@ pub fn ensure_journal(
 /// The header of the journal at `path`: `None` if there is no file, or it is too short or not a
 /// valid journal header.
 fn read_header(path: &Path) -> Result<Option<JournalHeader>, StoreError> {
-    let f = match IoFile::open(
-        path,
-        OpenMode {
-            direct: false,
-            ..OpenMode::read_direct()
-        },
-    ) {
+    let f = match IoFile::open(path, OpenMode::read_buffered()) {
         Ok(f) => f,
         Err(mbx_io::IoError::Os { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
             return Ok(None)

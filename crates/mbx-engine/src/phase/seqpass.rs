@@ -932,12 +932,7 @@ fn open_journal(e: &mut PhaseCx<'_, '_>, db_path: &std::path::Path, target: usiz
         j.off("none beside a block device".into());
         return j;
     };
-    let mode = OpenMode {
-        direct: false,
-        write_through: false,
-        write: false,
-        create: false,
-    };
+    let mode = OpenMode::read_buffered();
     let f = match e.reactor.open_file(&path, mode) {
         Ok(f) => f,
         Err(_) => {

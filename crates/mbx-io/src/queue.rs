@@ -426,41 +426,38 @@ pub(crate) use forward_to_inner;
 /// Performs one request synchronously on the calling thread (the thread-pool backend's worker).
 pub(crate) fn perform(f: &IoFile, req: &mut IoRequest) -> Result<usize, std::io::Error> {
     let len = req.len.min(req.buf.len());
+    let (file, offset) = (f.file(), req.offset);
     match req.op {
         IoOp::Read => {
-            // Loop over short reads as the kernel may split large transfers; stop at end of file.
-            let mut done = 0;
-            while done < len {
-                let n = crate::platform::read_at(
-                    f.file(),
-                    &mut req.buf.as_mut_slice()[done..len],
-                    req.offset + done as u64,
-                )?;
-                if n == 0 {
-                    break;
-                }
-                done += n;
-            }
-            Ok(done)
+            let buf = &mut req.buf.as_mut_slice()[..len];
+            transfer_all(len, |done| {
+                crate::platform::read_at(file, &mut buf[done..], offset + done as u64)
+            })
         }
         IoOp::Write => {
-            let mut done = 0;
-            while done < len {
-                let n = crate::platform::write_at(
-                    f.file(),
-                    &req.buf.as_slice()[done..len],
-                    req.offset + done as u64,
-                )?;
-                if n == 0 {
-                    break;
-                }
-                done += n;
-            }
-            Ok(done)
+            let buf = &req.buf.as_slice()[..len];
+            transfer_all(len, |done| {
+                crate::platform::write_at(file, &buf[done..], offset + done as u64)
+            })
         }
-        IoOp::Sync => f.file().sync_data().map(|_| 0),
-        IoOp::Allocate => {
-            crate::platform::allocate(f.file(), req.offset, req.len as u64).map(|_| 0)
-        }
+        IoOp::Sync => file.sync_data().map(|_| 0),
+        IoOp::Allocate => crate::platform::allocate(file, offset, req.len as u64).map(|_| 0),
     }
+}
+
+/// Calls `step` with the bytes done so far until `len` are done or it transfers none (the end of
+/// the file): the kernel may split a large read or write into short ones. Returns the bytes done.
+fn transfer_all(
+    len: usize,
+    mut step: impl FnMut(usize) -> Result<usize, std::io::Error>,
+) -> Result<usize, std::io::Error> {
+    let mut done = 0;
+    while done < len {
+        let n = step(done)?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    Ok(done)
 }

@@ -39,6 +39,8 @@ mod queue;
 mod remove;
 pub mod seq;
 pub mod sim;
+#[cfg(any(target_os = "linux", windows))]
+mod slots;
 mod tap;
 mod threads;
 #[cfg(target_os = "linux")]

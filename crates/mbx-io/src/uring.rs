@@ -11,6 +11,7 @@ use io_uring::{opcode, types, IoUring};
 
 use crate::buf::RegionHandle;
 use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest, QueueBase, Reap};
+use crate::slots::Slots;
 use crate::{AlignedBuf, IoError, IoFile};
 
 /// Most buffer regions registered with a ring as fixed buffers (2 MiB each: 64 MiB at most
@@ -102,8 +103,7 @@ pub struct UringQueue {
     /// the regions.
     ring: IoUring,
     base: QueueBase,
-    slots: Vec<Option<Slot>>,
-    free: Vec<usize>,
+    slots: Slots<Slot>,
     in_flight: usize,
     unsubmitted: usize,
     /// The last read or write queued since the last submission: (file, end offset, is a write).
@@ -150,8 +150,7 @@ impl UringQueue {
                 depth,
                 engine: "io_uring",
             },
-            slots: (0..depth).map(|_| None).collect(),
-            free: (0..depth).rev().collect(),
+            slots: Slots::new(depth),
             in_flight: 0,
             unsubmitted: 0,
             tail: None,
@@ -187,17 +186,15 @@ impl UringQueue {
         let UringQueue {
             ring,
             slots,
-            free,
             in_flight,
             ..
         } = self;
         for cqe in ring.completion() {
             let idx = cqe.user_data() as usize;
             let res = cqe.result();
-            let Some(slot) = slots.get_mut(idx).and_then(Option::take) else {
+            let Some(slot) = slots.complete(idx) else {
                 continue;
             };
-            free.push(idx);
             // Each completion ends one request in flight (its slot was taken just above).
             assert!(
                 *in_flight > 0,
@@ -262,14 +259,14 @@ impl UringQueue {
 
 impl IoQueue for UringQueue {
     fn submit(&mut self, mut req: IoRequest) -> Result<(), IoError> {
-        let Some(idx) = self.free.pop() else {
+        let Some(idx) = self.slots.reserve() else {
             return Err(IoError::Unsupported(format!(
                 "queue full: {} requests in flight (depth {})",
                 self.in_flight, self.base.depth
             )));
         };
         let Some(file) = self.base.files.get(req.file) else {
-            self.free.push(idx);
+            self.slots.release(idx);
             return Err(IoError::Unsupported(format!(
                 "no file with index {}",
                 req.file
@@ -300,17 +297,16 @@ impl IoQueue for UringQueue {
             _ => None,
         };
         let entry = sqe(&mut req, fd, len, fixed).user_data(idx as u64);
-        assert!(
-            self.slots[idx].is_none(),
-            "io_uring: slot {idx} reused while its request is in flight"
-        );
         // The buffer's heap allocation is owned by the slot until the completion is reaped, and
         // moving the request into the slot does not move that allocation.
-        self.slots[idx] = Some(Slot {
-            req,
-            start: Instant::now(),
-            _file: file_guard,
-        });
+        self.slots.fill(
+            idx,
+            Slot {
+                req,
+                start: Instant::now(),
+                _file: file_guard,
+            },
+        );
         // SAFETY: the entry points at a buffer and fd that stay valid until its completion is
         // reaped (the slot owns the buffer, the file table owns the fd and outlives the ring).
         let pushed = unsafe { self.ring.submission().push(&entry).is_ok() };
@@ -319,8 +315,7 @@ impl IoQueue for UringQueue {
             // SAFETY: as above.
             let again = unsafe { self.ring.submission().push(&entry).is_ok() };
             if !again {
-                self.slots[idx] = None;
-                self.free.push(idx);
+                self.slots.release(idx);
                 return Err(IoError::Unsupported(
                     "io_uring submission queue full".into(),
                 ));
@@ -330,10 +325,10 @@ impl IoQueue for UringQueue {
         self.unsubmitted += 1;
         // Slot accounting: every slot is free or holds a request in flight.
         assert_eq!(
-            self.free.len() + self.in_flight,
+            self.slots.free_len() + self.in_flight,
             self.base.depth,
             "io_uring: {} free slots and {} in flight, depth {}",
-            self.free.len(),
+            self.slots.free_len(),
             self.in_flight,
             self.base.depth
         );
@@ -424,11 +419,7 @@ impl Drop for UringQueue {
         while self.in_flight > 0 {
             if self.reap(self.in_flight, &mut sink).is_err() {
                 // The ring is broken; leak the buffers rather than risk a use-after-free.
-                for slot in self.slots.iter_mut() {
-                    if let Some(s) = slot.take() {
-                        std::mem::forget(s);
-                    }
-                }
+                self.slots.leak();
                 break;
             }
             sink.clear();

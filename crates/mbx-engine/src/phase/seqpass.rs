@@ -849,11 +849,7 @@ impl PhaseRun for SeqPass {
         for t in &mut self.targets {
             t.pass.stop();
         }
-        let line = format!(
-            "{}: no more reads; the reads in flight complete ...",
-            e.stop_word()
-        );
-        e.log(&line, false);
+        super::log_stopping(e, "no more reads; the reads in flight complete ...");
         Ok(Flow::Continue)
     }
 }

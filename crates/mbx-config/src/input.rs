@@ -203,15 +203,7 @@ fn open_regular(path: &Path, limit: u64, what: &'static str) -> Result<(File, u6
                 what,
             });
         }
-        if meta.len() > limit {
-            return Err(InputError::TooLarge {
-                path: path.to_path_buf(),
-                what,
-                size: meta.len(),
-                limit,
-                grew: false,
-            });
-        }
+        within_limit(path, what, meta.len(), limit, false)?;
         Ok(meta.len())
     };
     // Checked before opening: opening a FIFO blocks until a writer comes, and opening some
@@ -249,16 +241,29 @@ pub fn read_bounded_bytes(
         what,
     )?;
     let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    if read > limit {
+    within_limit(path, what, read, limit, true)?;
+    Ok(bytes)
+}
+
+/// `TooLarge` when `size` bytes of `path` are over `limit` (`grew`: found while reading it, the
+/// file having grown past the limit since its size was checked).
+fn within_limit(
+    path: &Path,
+    what: &'static str,
+    size: u64,
+    limit: u64,
+    grew: bool,
+) -> Result<(), InputError> {
+    if size > limit {
         return Err(InputError::TooLarge {
             path: path.to_path_buf(),
             what,
-            size: read,
+            size,
             limit,
-            grew: true,
+            grew,
         });
     }
-    Ok(bytes)
+    Ok(())
 }
 
 /// The error for `bytes` (starting at byte `offset` of the file) that are not UTF-8.
@@ -335,16 +340,7 @@ pub fn for_each_line_ended<E: From<InputError>>(
         }
         let start = offset;
         offset = offset.saturating_add(u64::try_from(n).unwrap_or(u64::MAX));
-        if offset > limit {
-            return Err(InputError::TooLarge {
-                path: path.to_path_buf(),
-                what,
-                size: offset,
-                limit,
-                grew: true,
-            }
-            .into());
-        }
+        within_limit(path, what, offset, limit, true)?;
         line_no = line_no.saturating_add(1);
         let mut line =
             std::str::from_utf8(&buf).map_err(|e| not_utf8(&buf, e, start, path, what))?;

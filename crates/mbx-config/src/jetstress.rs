@@ -522,14 +522,10 @@ impl Builder {
                                 }
                             }
                             "RunDatabaseMaintenancePerformance" => {
-                                if let Some(v) = self.flag(e) {
-                                    d.cfg.bdm = v;
-                                }
+                                set(&mut d.cfg.bdm, self.flag(e));
                             }
                             "ContinueOnErrors" => {
-                                if let Some(v) = self.flag(e) {
-                                    d.cfg.continue_on_errors = v;
-                                }
+                                set(&mut d.cfg.continue_on_errors, self.flag(e));
                             }
                             "SuppressTuning" => {
                                 if let Some(v) = self.flag(e) {
@@ -537,9 +533,7 @@ impl Builder {
                                 }
                             }
                             "LogFilesToReplay" => {
-                                if let Some(n) = self.count(e, 1, 100_000) {
-                                    d.cfg.log_files_to_replay = n;
-                                }
+                                set(&mut d.cfg.log_files_to_replay, self.count(e, 1, 100_000));
                             }
                             "PreloadJetCache" => {
                                 if let Some(v) = self.number(e, 0.0, 1.0) {
@@ -612,31 +606,20 @@ impl Builder {
                     d.thread_count_element = true;
                     d.thread_count = self.count(e, 1, 1024);
                 }
-                "MailboxCount" => {
-                    if let Some(n) = self.count(e, 1, 10_000_000) {
-                        d.cfg.profile.mailboxes = n;
-                    }
-                }
-                "MailboxQuota" => {
-                    if let Some(n) = self.count(e, 1, 1_000_000) {
-                        d.cfg.profile.mailbox_quota_mb = n;
-                    }
-                }
-                "MailboxIops" => {
-                    if let Some(v) = self.number(e, 0.0001, 100.0) {
-                        d.cfg.profile.iops_per_mailbox = v;
-                    }
-                }
-                "MarginIops" => {
-                    if let Some(v) = self.number(e, 0.0, 1.0) {
-                        d.cfg.thresholds.iops_margin = v;
-                    }
-                }
-                "DatabaseCopyCount" => {
-                    if let Some(n) = self.count(e, 1, 16) {
-                        d.cfg.profile.copies_per_database = n as u32;
-                    }
-                }
+                "MailboxCount" => set(&mut d.cfg.profile.mailboxes, self.count(e, 1, 10_000_000)),
+                "MailboxQuota" => set(
+                    &mut d.cfg.profile.mailbox_quota_mb,
+                    self.count(e, 1, 1_000_000),
+                ),
+                "MailboxIops" => set(
+                    &mut d.cfg.profile.iops_per_mailbox,
+                    self.number(e, 0.0001, 100.0),
+                ),
+                "MarginIops" => set(&mut d.cfg.thresholds.iops_margin, self.number(e, 0.0, 1.0)),
+                "DatabaseCopyCount" => set(
+                    &mut d.cfg.profile.copies_per_database,
+                    self.count(e, 1, 16).map(|n| n as u32),
+                ),
                 "DatabaseSource" => {
                     if let Some(t) = self.text(e) {
                         match t.to_ascii_lowercase().as_str() {
@@ -672,9 +655,7 @@ impl Builder {
                 }
                 "TransPerSec" => self.ignore(&e.name, "the target is mailboxes x IOPS per mailbox"),
                 "ThroughputPercentage" => {
-                    if let Some(v) = self.number(e, 1.0, 100.0) {
-                        d.cfg.throughput_pct = v;
-                    }
+                    set(&mut d.cfg.throughput_pct, self.number(e, 1.0, 100.0))
                 }
                 "CapacityPercentage" => {
                     if let Some(v) = self.number(e, 0.0, 100.0) {
@@ -1005,6 +986,14 @@ fn jetstress_type(t: &str) -> Option<TestKind> {
         "databasebackup" | "backup" => Some(TestKind::Backup),
         "softrecovery" => Some(TestKind::SoftRecovery),
         _ => None,
+    }
+}
+
+/// Sets `slot` to a value read from the file, when there is one (a problem with it was noted
+/// where it was read, and the default stays).
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *slot = v;
     }
 }
 

@@ -298,14 +298,10 @@ fn search(ctx: &mut Ctx<'_, '_>) -> Result<crate::tune::Driven, EngineError> {
             prefix: &|i, m| format!("find-max step {i} ({m} mailboxes): "),
             line: &|s| {
                 format!(
-                    "{} mailboxes ({} sessions) have actual {:.1} IOPS (target IOPS: {:.1}), database reads {:.2} ms average, {:.2} ms p99: {}.",
+                    "{} mailboxes ({} sessions) have {}",
                     mailboxes_of(s.target_iops, ipm),
                     s.sessions,
-                    s.achieved_iops,
-                    s.target_iops,
-                    s.db_read_avg_ms,
-                    s.db_read_p99_ms,
-                    outcome(s)
+                    step_figures(s)
                 )
             },
             kept_up_passes: false,
@@ -331,6 +327,19 @@ fn search(ctx: &mut Ctx<'_, '_>) -> Result<crate::tune::Driven, EngineError> {
         ctx.cancel,
         ctx.clock,
         &mut *ctx.run_step,
+    )
+}
+
+/// What a search step measured, for its test-log line: "actual ... IOPS (target IOPS: ...),
+/// database reads ... ms average, ... ms p99: passed." (find-max and the throughput search).
+fn step_figures(s: &SearchStep) -> String {
+    format!(
+        "actual {:.1} IOPS (target IOPS: {:.1}), database reads {:.2} ms average, {:.2} ms p99: {}.",
+        s.achieved_iops,
+        s.target_iops,
+        s.db_read_avg_ms,
+        s.db_read_p99_ms,
+        outcome(s)
     )
 }
 
@@ -677,17 +686,7 @@ pub fn find_max_iops(
                 (c, sessions)
             },
             prefix: &|i, t| format!("throughput step {i} ({t} IOPS): "),
-            line: &|s| {
-                format!(
-                    "{} sessions have actual {:.1} IOPS (target IOPS: {:.1}), database reads {:.2} ms average, {:.2} ms p99: {}.",
-                    s.sessions,
-                    s.achieved_iops,
-                    s.target_iops,
-                    s.db_read_avg_ms,
-                    s.db_read_p99_ms,
-                    outcome(s)
-                )
-            },
+            line: &|s| format!("{} sessions have {}", s.sessions, step_figures(s)),
             kept_up_passes: false,
             errors_end_search: false,
             announce: None,

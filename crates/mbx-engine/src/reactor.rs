@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use mbx_io::{
     AlignedBuf, Clock, IoCompletion, IoError, IoOp, IoQueue, IoRequest, Machine, OpenMode,
+    QueueBase, Reap,
 };
 
 use crate::EngineError;
@@ -419,7 +420,11 @@ impl Reactor {
         let gone = std::mem::replace(
             &mut self.queue,
             Box::new(Abandoned {
-                files: mbx_io::Files::new(Vec::new()),
+                base: QueueBase {
+                    files: mbx_io::Files::new(Vec::new()),
+                    depth: 0,
+                    engine: "abandoned",
+                },
                 clock: self.clock.clone(),
             }),
         );
@@ -444,7 +449,7 @@ impl Reactor {
 /// What a reactor's queue is once it gave up on its I/O in flight ([`Reactor::abandon`]):
 /// nothing in flight, nothing accepted.
 struct Abandoned {
-    files: mbx_io::FileTable,
+    base: QueueBase,
     clock: Arc<dyn Clock>,
 }
 
@@ -454,28 +459,14 @@ impl IoQueue for Abandoned {
             "the I/O queue was abandoned (a hung I/O never completed)".into(),
         ))
     }
-    fn reap(&mut self, _min: usize, _out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        Ok(())
-    }
-    fn reap_timeout(
-        &mut self,
-        _min: usize,
-        _timeout: Duration,
-        _out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
+    fn reap_for(&mut self, _want: Reap, _out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
         Ok(())
     }
     fn in_flight(&self) -> usize {
         0
     }
-    fn depth(&self) -> usize {
-        0
-    }
-    fn files(&self) -> &mbx_io::FileTable {
-        &self.files
-    }
-    fn engine_name(&self) -> &'static str {
-        "abandoned"
+    fn base(&self) -> &QueueBase {
+        &self.base
     }
     fn clock(&self) -> Arc<dyn Clock> {
         self.clock.clone()

@@ -126,21 +126,20 @@ impl StepLength {
             Self::error_pct(asked_txns),
             margin * 100.0
         );
+        // The step tuning runs instead, and what it counts.
+        let step = format!(
+            "{} (about {:.0} transactions, {:.0}%)",
+            crate::step_secs(self.step_s),
+            self.expected_txns,
+            Self::error_pct(self.expected_txns)
+        );
         if self.decides() {
-            line.push_str(&format!(
-                " Steps are lengthened to {} (about {:.0} transactions, {:.0}%).",
-                crate::step_secs(self.step_s),
-                self.expected_txns,
-                Self::error_pct(self.expected_txns)
-            ));
+            line.push_str(&format!(" Steps are lengthened to {step}."));
             return Some(line);
         }
         if self.lengthened() {
             line.push_str(&format!(
-                " Steps are lengthened to the longest automatic step, {} (about {:.0} transactions, {:.0}%), still too short: steps that miss the target are judged by that error.",
-                crate::step_secs(self.step_s),
-                self.expected_txns,
-                Self::error_pct(self.expected_txns)
+                " Steps are lengthened to the longest automatic step, {step}, still too short: steps that miss the target are judged by that error."
             ));
         }
         if self.needed_s <= MAX_STEP_S {

@@ -22,7 +22,7 @@ use mbx_config::RunConfig;
 use mbx_engine::result::StopReason;
 use mbx_engine::{run_plan, InstanceSpec, Observer, Phase, Plan, RunEvent};
 use mbx_io::sim::{Latency, LatencyModel, SimClock, SimDevice, SimQueue};
-use mbx_io::{Clock, FileTable, IoCompletion, IoError, IoQueue, IoRequest, OpenMode};
+use mbx_io::{Clock, IoCompletion, IoError, IoQueue, IoRequest, OpenMode, QueueBase, Reap};
 
 thread_local! {
     /// Allocations counted on this thread.
@@ -95,28 +95,14 @@ impl IoQueue for Uncounted {
     fn submit(&mut self, req: IoRequest) -> Result<(), IoError> {
         uncounted(|| self.0.submit(req))
     }
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        uncounted(|| self.0.reap(min, out))
-    }
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        uncounted(|| self.0.reap_timeout(min, timeout, out))
+    fn reap_for(&mut self, want: Reap, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        uncounted(|| self.0.reap_for(want, out))
     }
     fn in_flight(&self) -> usize {
         self.0.in_flight()
     }
-    fn depth(&self) -> usize {
-        self.0.depth()
-    }
-    fn files(&self) -> &FileTable {
-        self.0.files()
-    }
-    fn engine_name(&self) -> &'static str {
-        self.0.engine_name()
+    fn base(&self) -> &QueueBase {
+        self.0.base()
     }
     fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
         uncounted(|| self.0.open_file(path, mode))

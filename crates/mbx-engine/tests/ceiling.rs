@@ -23,7 +23,7 @@ use mbx_engine::{
     run_plan, run_plan_reactors, EngineError, InstanceSpec, Observer, Phase, Plan, RunEvent,
 };
 use mbx_io::sim::{Latency, LatencyModel, SimClock, SimDevice, SimQueue};
-use mbx_io::{Clock, FileTable, IoCompletion, IoError, IoQueue, IoRequest, OpenMode};
+use mbx_io::{Clock, IoCompletion, IoError, IoQueue, IoRequest, OpenMode, QueueBase, Reap};
 
 /// This thread's CPU time, at nanosecond resolution (the simulator's share is made of many
 /// short calls; /proc's 10 ms ticks cannot measure them).
@@ -71,28 +71,14 @@ impl IoQueue for Timed {
     fn submit(&mut self, req: IoRequest) -> Result<(), IoError> {
         in_sim(|| self.0.submit(req))
     }
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        in_sim(|| self.0.reap(min, out))
-    }
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        in_sim(|| self.0.reap_timeout(min, timeout, out))
+    fn reap_for(&mut self, want: Reap, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        in_sim(|| self.0.reap_for(want, out))
     }
     fn in_flight(&self) -> usize {
         self.0.in_flight()
     }
-    fn depth(&self) -> usize {
-        self.0.depth()
-    }
-    fn files(&self) -> &FileTable {
-        self.0.files()
-    }
-    fn engine_name(&self) -> &'static str {
-        self.0.engine_name()
+    fn base(&self) -> &QueueBase {
+        self.0.base()
     }
     fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
         in_sim(|| self.0.open_file(path, mode))

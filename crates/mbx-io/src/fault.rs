@@ -5,12 +5,10 @@
 //! (`sim::SimQueue`) takes the same [`FaultRule`]s and applies them in virtual time.
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
-use crate::{Clock, IoError, OpenMode};
+use crate::queue::{IoCompletion, IoOp, IoQueue, IoRequest, Reap};
+use crate::IoError;
 
 /// What to do to a matching request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -244,6 +242,37 @@ impl FaultQueue {
         }
         n
     }
+
+    /// [`IoQueue::reap_for`] with no timeout.
+    fn reap_blocking(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let target = min.min(self.in_flight());
+        let mut got = self.release_due(out);
+        loop {
+            if got >= target {
+                // Also collect whatever the device has ready, without waiting.
+                let mut batch = Vec::new();
+                if self.inner.in_flight() > 0 {
+                    self.inner.reap(0, &mut batch)?;
+                }
+                for c in batch {
+                    self.finish(c, out);
+                }
+                return Ok(());
+            }
+            if self.inner.in_flight() > 0 {
+                let mut batch = Vec::new();
+                self.inner.reap(1, &mut batch)?;
+                let before = out.len();
+                for c in batch {
+                    self.finish(c, out);
+                }
+                got += out.len() - before;
+            } else if let Some(first) = self.held.iter().map(|h| h.due).min() {
+                std::thread::sleep(first.saturating_duration_since(Instant::now()));
+            }
+            got += self.release_due(out);
+        }
+    }
 }
 
 impl IoQueue for FaultQueue {
@@ -295,43 +324,11 @@ impl IoQueue for FaultQueue {
         self.inner.submit(req)
     }
 
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        let target = min.min(self.in_flight());
-        let mut got = self.release_due(out);
-        loop {
-            if got >= target {
-                // Also collect whatever the device has ready, without waiting.
-                let mut batch = Vec::new();
-                if self.inner.in_flight() > 0 {
-                    self.inner.reap(0, &mut batch)?;
-                }
-                for c in batch {
-                    self.finish(c, out);
-                }
-                return Ok(());
-            }
-            if self.inner.in_flight() > 0 {
-                let mut batch = Vec::new();
-                self.inner.reap(1, &mut batch)?;
-                let before = out.len();
-                for c in batch {
-                    self.finish(c, out);
-                }
-                got += out.len() - before;
-            } else if let Some(first) = self.held.iter().map(|h| h.due).min() {
-                std::thread::sleep(first.saturating_duration_since(Instant::now()));
-            }
-            got += self.release_due(out);
-        }
-    }
-
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        let target = min.min(self.in_flight());
+    fn reap_for(&mut self, want: Reap, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let Some(timeout) = want.timeout else {
+            return self.reap_blocking(want.min, out);
+        };
+        let target = want.min.min(self.in_flight());
         let deadline = Instant::now() + timeout;
         let mut got = self.release_due(out);
         if target == 0 && self.inner.in_flight() > 0 {
@@ -373,49 +370,7 @@ impl IoQueue for FaultQueue {
         self.inner.in_flight() + self.held.len()
     }
 
-    fn depth(&self) -> usize {
-        self.inner.depth()
-    }
-
-    fn files(&self) -> &FileTable {
-        self.inner.files()
-    }
-
-    fn engine_name(&self) -> &'static str {
-        self.inner.engine_name()
-    }
-
-    fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {
-        self.inner.open_file(path, mode)
-    }
-
-    fn close_file(&mut self, index: usize) {
-        self.inner.close_file(index);
-    }
-
-    fn remove_file(&mut self, path: &Path) -> Result<(), IoError> {
-        self.inner.remove_file(path)
-    }
-
-    fn wait_removals(&mut self) -> Result<(), IoError> {
-        self.inner.wait_removals()
-    }
-
-    fn file_len(&self, index: usize) -> Result<u64, IoError> {
-        self.inner.file_len(index)
-    }
-
-    fn file_path(&self, index: usize) -> PathBuf {
-        self.inner.file_path(index)
-    }
-
-    fn clock(&self) -> Arc<dyn Clock> {
-        self.inner.clock()
-    }
-
-    fn machine(&self) -> Arc<dyn crate::Machine> {
-        self.inner.machine()
-    }
+    crate::queue::forward_to_inner!(inner);
 }
 
 #[cfg(test)]

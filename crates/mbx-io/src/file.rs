@@ -37,6 +37,21 @@ impl OpenMode {
             ..Self::read_direct()
         }
     }
+    /// Through the page cache, not write-through: for the small files read or written whole
+    /// (headers, journals, checkpoints) that need no aligned buffers. `write` opens for writing
+    /// too; `create` (with `write`) creates the file if it does not exist.
+    pub fn buffered(write: bool, create: bool) -> Self {
+        OpenMode {
+            direct: false,
+            write_through: false,
+            write,
+            create,
+        }
+    }
+    /// Read-only, through the page cache.
+    pub fn read_buffered() -> Self {
+        Self::buffered(false, false)
+    }
 }
 
 /// An open file and the path it was opened from (for error messages).

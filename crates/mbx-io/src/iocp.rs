@@ -30,7 +30,8 @@ use windows_sys::Win32::System::IO::{
     PostQueuedCompletionStatus, OVERLAPPED, OVERLAPPED_ENTRY,
 };
 
-use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
+use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest, QueueBase, Reap};
+use crate::slots::Slots;
 use crate::{IoError, IoFile};
 
 /// Completions taken from the port per system call, at most.
@@ -68,15 +69,13 @@ struct Job {
 /// I/O completion port queue.
 pub struct IocpQueue {
     port: OwnedHandle,
-    files: FileTable,
+    base: QueueBase,
     /// One OVERLAPPED per slot, never moved while the queue lives (the kernel writes them).
     overlapped: Box<[UnsafeCell<OVERLAPPED>]>,
-    slots: Vec<Option<Slot>>,
-    free: Vec<usize>,
+    slots: Slots<Slot>,
     /// Requests that finished at submission (an error the OS returned at once): no packet comes.
     ready: Vec<(usize, Result<usize, std::io::Error>)>,
     in_flight: usize,
-    depth: usize,
     handles: Vec<Option<Reopened>>,
     entries: Vec<OVERLAPPED_ENTRY>,
     jobs: Option<mpsc::Sender<Job>>,
@@ -139,16 +138,18 @@ impl IocpQueue {
             .map_err(|e| IoError::new("start the I/O control thread for", "queue", e))?;
         Ok(IocpQueue {
             port,
-            files,
+            base: QueueBase {
+                files,
+                depth,
+                engine: "iocp",
+            },
             // SAFETY: OVERLAPPED is plain data; all zeroes is its initial state.
             overlapped: (0..depth)
                 .map(|_| UnsafeCell::new(unsafe { std::mem::zeroed() }))
                 .collect(),
-            slots: (0..depth).map(|_| None).collect(),
-            free: (0..depth).rev().collect(),
+            slots: Slots::new(depth),
             ready: Vec::new(),
             in_flight: 0,
-            depth,
             handles: Vec::new(),
             // SAFETY: plain data, filled by the kernel before it is read.
             entries: (0..BATCH).map(|_| unsafe { std::mem::zeroed() }).collect(),
@@ -219,7 +220,7 @@ impl IocpQueue {
         let base = self.overlapped.as_ptr() as usize;
         let size = std::mem::size_of::<UnsafeCell<OVERLAPPED>>();
         let off = (p as usize).checked_sub(base)?;
-        (off % size == 0 && off / size < self.depth).then_some(off / size)
+        (off % size == 0 && off / size < self.base.depth).then_some(off / size)
     }
 
     fn finish(
@@ -229,10 +230,9 @@ impl IocpQueue {
         now: Instant,
         out: &mut Vec<IoCompletion>,
     ) -> bool {
-        let Some(slot) = self.slots.get_mut(idx).and_then(Option::take) else {
+        let Some(slot) = self.slots.complete(idx) else {
             return false;
         };
-        self.free.push(idx);
         self.in_flight -= 1;
         // A read at or past the end of the file is a short read, as on the other backends.
         let result = match result {
@@ -298,7 +298,7 @@ impl IocpQueue {
             let Some(idx) = self.slot_of(e.lpOverlapped) else {
                 continue;
             };
-            let result = match self.slots[idx].as_ref().and_then(|s| s.handle.as_ref()) {
+            let result = match self.slots.get(idx).and_then(|s| s.handle.as_ref()) {
                 Some(h) => {
                     let mut bytes = 0u32;
                     // SAFETY: the request has completed (its packet is here), so the OVERLAPPED
@@ -365,16 +365,16 @@ impl IocpQueue {
 
 impl IoQueue for IocpQueue {
     fn submit(&mut self, req: IoRequest) -> Result<(), IoError> {
-        let Some(idx) = self.free.pop() else {
+        let Some(idx) = self.slots.reserve() else {
             return Err(IoError::Unsupported(format!(
                 "queue full: {} requests in flight (depth {})",
-                self.in_flight, self.depth
+                self.in_flight, self.base.depth
             )));
         };
-        let file = match self.files.file(req.file) {
+        let file = match self.base.files.file(req.file) {
             Ok(f) => f,
             Err(e) => {
-                self.free.push(idx);
+                self.slots.release(idx);
                 return Err(e);
             }
         };
@@ -386,16 +386,18 @@ impl IoQueue for IocpQueue {
                 len: req.len as u64,
                 file: Arc::clone(&file),
             };
-            self.slots[idx] = Some(Slot {
-                req,
-                start: Instant::now(),
-                handle: None,
-                _file: file,
-            });
+            self.slots.fill(
+                idx,
+                Slot {
+                    req,
+                    start: Instant::now(),
+                    handle: None,
+                    _file: file,
+                },
+            );
             let sent = self.jobs.as_ref().is_some_and(|j| j.send(job).is_ok());
             if !sent {
-                self.slots[idx] = None;
-                self.free.push(idx);
+                self.slots.release(idx);
                 return Err(IoError::Unsupported(
                     "the I/O control thread has stopped".into(),
                 ));
@@ -406,12 +408,12 @@ impl IoQueue for IocpQueue {
         let handle = match self.handle_for(req.file, &file) {
             Ok(h) => h,
             Err(e) => {
-                self.free.push(idx);
+                self.slots.release(idx);
                 return Err(e);
             }
         };
         let Ok(len) = u32::try_from(req.len.min(req.buf.len())) else {
-            self.free.push(idx);
+            self.slots.release(idx);
             return Err(IoError::Unsupported(format!(
                 "a single {} of {} bytes is over 4 GiB",
                 req.op.noun(),
@@ -427,12 +429,15 @@ impl IoQueue for IocpQueue {
         }
         let op = req.op;
         let raw = handle.as_raw_handle() as HANDLE;
-        let slot = self.slots[idx].insert(Slot {
-            req,
-            start: Instant::now(),
-            handle: Some(handle),
-            _file: file,
-        });
+        let slot = self.slots.fill(
+            idx,
+            Slot {
+                req,
+                start: Instant::now(),
+                handle: Some(handle),
+                _file: file,
+            },
+        );
         // SAFETY: the buffer's heap allocation is owned by the slot until the completion is
         // reaped (moving the request does not move it), the OVERLAPPED lives in the queue's
         // fixed array, and the handle is held by the slot: all stay valid until the packet.
@@ -459,33 +464,16 @@ impl IoQueue for IocpQueue {
         Ok(())
     }
 
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        self.collect(min, None, out)
-    }
-
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        self.collect(min, Some(timeout), out)
+    fn reap_for(&mut self, want: Reap, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        self.collect(want.min, want.timeout, out)
     }
 
     fn in_flight(&self) -> usize {
         self.in_flight
     }
 
-    fn depth(&self) -> usize {
-        self.depth
-    }
-
-    fn files(&self) -> &FileTable {
-        &self.files
-    }
-
-    fn engine_name(&self) -> &'static str {
-        "iocp"
+    fn base(&self) -> &QueueBase {
+        &self.base
     }
 
     fn close_file(&mut self, index: usize) {
@@ -501,8 +489,8 @@ impl Drop for IocpQueue {
     fn drop(&mut self) {
         // Never free buffers or OVERLAPPEDs the kernel may still write: cancel what is in flight
         // and wait for every packet.
-        for (idx, slot) in self.slots.iter().enumerate() {
-            if let Some(h) = slot.as_ref().and_then(|s| s.handle.as_ref()) {
+        for (idx, slot) in self.slots.held() {
+            if let Some(h) = slot.handle.as_ref() {
                 // SAFETY: the handle is open; cancelling a finished request is harmless.
                 unsafe { CancelIoEx(h.as_raw_handle() as HANDLE, self.overlapped[idx].get()) };
             }
@@ -515,7 +503,7 @@ impl Drop for IocpQueue {
                 || sink.is_empty()
             {
                 // The port is broken or the device hangs: leak rather than risk a use after free.
-                std::mem::forget(std::mem::take(&mut self.slots));
+                self.slots.leak();
                 std::mem::forget(std::mem::replace(&mut self.overlapped, Box::new([])));
                 break;
             }

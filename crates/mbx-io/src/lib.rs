@@ -39,6 +39,8 @@ mod queue;
 mod remove;
 pub mod seq;
 pub mod sim;
+#[cfg(any(target_os = "linux", windows))]
+mod slots;
 mod tap;
 mod threads;
 #[cfg(target_os = "linux")]
@@ -53,7 +55,7 @@ pub use fault::{FaultKind, FaultQueue, FaultRule};
 pub use file::{IoFile, OpenMode};
 pub use hist::{LatencyHistogram, Percentiles};
 pub use machine::{Machine, NoMachine, RealMachine};
-pub use queue::{FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest};
+pub use queue::{FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest, QueueBase, Reap};
 pub use tap::{OnComplete, OnSubmit, Tap};
 
 /// An I/O failure, naming the operation, the file and (when known) the offset.

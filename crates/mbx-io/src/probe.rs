@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// What kind of block device holds a path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DeviceKind {
     /// A whole disk (sda, vda, nvme0n1).
     Disk,
@@ -27,6 +27,7 @@ pub enum DeviceKind {
     /// A RAM disk (brd `ram*`, `zram*`): it measures memory.
     Ram,
     /// No block device: tmpfs, a network or FUSE filesystem, or not Linux.
+    #[default]
     None,
 }
 
@@ -46,8 +47,9 @@ impl DeviceKind {
 }
 
 /// The block device under a path and its queue settings, as sysfs reports them. Every field
-/// the kernel does not expose (or that is not Linux) is `None`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// the kernel does not expose (or that is not Linux) is `None`; the default knows nothing (no
+/// device, kind `None`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeviceFacts {
     /// `major:minor` of the device holding the path (the filesystem's `st_dev`, or the device
     /// itself when the path is a block device).
@@ -124,23 +126,7 @@ pub fn device_facts(path: &Path) -> io::Result<DeviceFacts> {
     #[cfg(not(target_os = "linux"))]
     {
         let _ = path;
-        Ok(DeviceFacts {
-            dev: String::new(),
-            name: None,
-            disk: None,
-            kind: DeviceKind::None,
-            write_cache: None,
-            fua: None,
-            nr_requests: None,
-            scsi_queue_depth: None,
-            rotational: None,
-            discard_max_bytes: None,
-            partition_start_sector: None,
-            drivers: Vec::new(),
-            slaves: Vec::new(),
-            loop_backing_file: None,
-            slave_queues: Vec::new(),
-        })
+        Ok(DeviceFacts::default())
     }
 }
 
@@ -397,20 +383,7 @@ mod linux {
         let dev = dev_of(path)?;
         let mut f = DeviceFacts {
             dev: dev.clone(),
-            name: None,
-            disk: None,
-            kind: DeviceKind::None,
-            write_cache: None,
-            fua: None,
-            nr_requests: None,
-            scsi_queue_depth: None,
-            rotational: None,
-            discard_max_bytes: None,
-            partition_start_sector: None,
-            drivers: Vec::new(),
-            slaves: Vec::new(),
-            loop_backing_file: None,
-            slave_queues: Vec::new(),
+            ..DeviceFacts::default()
         };
         let Ok(node) = std::fs::canonicalize(Path::new("/sys/dev/block").join(&dev)) else {
             // tmpfs, NFS, FUSE, overlay: an anonymous device with no sysfs entry.

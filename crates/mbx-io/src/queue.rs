@@ -247,6 +247,28 @@ impl IoCompletion {
     }
 }
 
+/// What a reap waits for (see [`IoQueue::reap_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reap {
+    /// Completions to wait for, capped at the number in flight (0: only what is ready).
+    pub min: usize,
+    /// The longest wait; `None` waits for `min` however long it takes.
+    pub timeout: Option<Duration>,
+}
+
+/// What a queue is, whatever its engine: the files it addresses, how many requests it holds at
+/// most and its engine's name. Every backend keeps one; a queue wrapping another hands out the
+/// inner one's.
+#[derive(Debug, Clone)]
+pub struct QueueBase {
+    /// The real files the queue addresses (empty for a simulated queue).
+    pub files: FileTable,
+    /// Most requests that may be in flight.
+    pub depth: usize,
+    /// Engine name for results ("io_uring", "sync").
+    pub engine: &'static str,
+}
+
 /// A queue of asynchronous I/O against a set of files.
 ///
 /// Every file a test touches goes through its queue: requests address files by index, and the
@@ -257,9 +279,19 @@ impl IoCompletion {
 pub trait IoQueue: Send {
     /// Queues a request. At most [`IoQueue::depth`] requests may be in flight.
     fn submit(&mut self, req: IoRequest) -> Result<(), IoError>;
+
+    /// Sends queued requests to the device and waits until at least `want.min` (capped at the
+    /// number in flight) have completed, or, with `want.timeout`, until that time has passed
+    /// even if fewer completed; appends every completion available to `out`. The one wait every
+    /// queue implements: [`IoQueue::reap`] and [`IoQueue::reap_timeout`] call it.
+    fn reap_for(&mut self, want: Reap, out: &mut Vec<IoCompletion>) -> Result<(), IoError>;
+
     /// Sends queued requests to the device and waits until at least `min` (capped at the number
     /// in flight) have completed; appends every completion available to `out`.
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError>;
+    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        self.reap_for(Reap { min, timeout: None }, out)
+    }
+
     /// Like [`IoQueue::reap`], but returns after `timeout` even if fewer than `min` completed
     /// (for event loops that also have timers).
     fn reap_timeout(
@@ -267,16 +299,32 @@ pub trait IoQueue: Send {
         min: usize,
         timeout: Duration,
         out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError>;
+    ) -> Result<(), IoError> {
+        let timeout = Some(timeout);
+        self.reap_for(Reap { min, timeout }, out)
+    }
+
     /// Requests submitted and not yet reaped.
     fn in_flight(&self) -> usize;
+
+    /// What the queue is: its files, depth and engine name.
+    fn base(&self) -> &QueueBase;
+
     /// Most requests that may be in flight.
-    fn depth(&self) -> usize;
+    fn depth(&self) -> usize {
+        self.base().depth
+    }
+
     /// The real files this queue addresses (empty for a simulated queue, whose files are in
     /// memory: use [`IoQueue::file_path`] and [`IoQueue::file_len`] to work with either).
-    fn files(&self) -> &FileTable;
+    fn files(&self) -> &FileTable {
+        &self.base().files
+    }
+
     /// Engine name for results ("io_uring", "sync").
-    fn engine_name(&self) -> &'static str;
+    fn engine_name(&self) -> &'static str {
+        self.base().engine
+    }
 
     /// Opens (or, with `mode.create` and `mode.write`, creates) the file at `path` for this
     /// queue; returns the index requests use. See [`Files::open`].
@@ -326,44 +374,90 @@ pub trait IoQueue: Send {
     }
 }
 
+/// The [`IoQueue`] methods a queue wrapping another hands on unchanged: what the queue is
+/// ([`IoQueue::base`]), its file operations, clock and machine. Used inside the
+/// `impl IoQueue` of a wrapper (fault injection, a tap), naming the field that holds the
+/// wrapped queue, so each wrapper writes only what it changes.
+macro_rules! forward_to_inner {
+    ($inner:ident) => {
+        fn base(&self) -> &$crate::queue::QueueBase {
+            self.$inner.base()
+        }
+
+        fn open_file(
+            &mut self,
+            path: &std::path::Path,
+            mode: $crate::OpenMode,
+        ) -> Result<usize, $crate::IoError> {
+            self.$inner.open_file(path, mode)
+        }
+
+        fn close_file(&mut self, index: usize) {
+            self.$inner.close_file(index)
+        }
+
+        fn remove_file(&mut self, path: &std::path::Path) -> Result<(), $crate::IoError> {
+            self.$inner.remove_file(path)
+        }
+
+        fn wait_removals(&mut self) -> Result<(), $crate::IoError> {
+            self.$inner.wait_removals()
+        }
+
+        fn file_len(&self, index: usize) -> Result<u64, $crate::IoError> {
+            self.$inner.file_len(index)
+        }
+
+        fn file_path(&self, index: usize) -> std::path::PathBuf {
+            self.$inner.file_path(index)
+        }
+
+        fn clock(&self) -> std::sync::Arc<dyn $crate::Clock> {
+            self.$inner.clock()
+        }
+
+        fn machine(&self) -> std::sync::Arc<dyn $crate::Machine> {
+            self.$inner.machine()
+        }
+    };
+}
+pub(crate) use forward_to_inner;
+
 /// Performs one request synchronously on the calling thread (the thread-pool backend's worker).
 pub(crate) fn perform(f: &IoFile, req: &mut IoRequest) -> Result<usize, std::io::Error> {
     let len = req.len.min(req.buf.len());
+    let (file, offset) = (f.file(), req.offset);
     match req.op {
         IoOp::Read => {
-            // Loop over short reads as the kernel may split large transfers; stop at end of file.
-            let mut done = 0;
-            while done < len {
-                let n = crate::platform::read_at(
-                    f.file(),
-                    &mut req.buf.as_mut_slice()[done..len],
-                    req.offset + done as u64,
-                )?;
-                if n == 0 {
-                    break;
-                }
-                done += n;
-            }
-            Ok(done)
+            let buf = &mut req.buf.as_mut_slice()[..len];
+            transfer_all(len, |done| {
+                crate::platform::read_at(file, &mut buf[done..], offset + done as u64)
+            })
         }
         IoOp::Write => {
-            let mut done = 0;
-            while done < len {
-                let n = crate::platform::write_at(
-                    f.file(),
-                    &req.buf.as_slice()[done..len],
-                    req.offset + done as u64,
-                )?;
-                if n == 0 {
-                    break;
-                }
-                done += n;
-            }
-            Ok(done)
+            let buf = &req.buf.as_slice()[..len];
+            transfer_all(len, |done| {
+                crate::platform::write_at(file, &buf[done..], offset + done as u64)
+            })
         }
-        IoOp::Sync => f.file().sync_data().map(|_| 0),
-        IoOp::Allocate => {
-            crate::platform::allocate(f.file(), req.offset, req.len as u64).map(|_| 0)
-        }
+        IoOp::Sync => file.sync_data().map(|_| 0),
+        IoOp::Allocate => crate::platform::allocate(file, offset, req.len as u64).map(|_| 0),
     }
+}
+
+/// Calls `step` with the bytes done so far until `len` are done or it transfers none (the end of
+/// the file): the kernel may split a large read or write into short ones. Returns the bytes done.
+fn transfer_all(
+    len: usize,
+    mut step: impl FnMut(usize) -> Result<usize, std::io::Error>,
+) -> Result<usize, std::io::Error> {
+    let mut done = 0;
+    while done < len {
+        let n = step(done)?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    Ok(done)
 }

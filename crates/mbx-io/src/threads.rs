@@ -1,11 +1,11 @@
 //! The portable backend: `depth` worker threads doing positional reads and writes.
 
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::queue::{perform, FileTable, IoCompletion, IoQueue, IoRequest};
+use crate::queue::{perform, FileTable, IoCompletion, IoQueue, IoRequest, QueueBase, Reap};
 use crate::{IoError, IoFile};
 
 /// A request, the file it addresses (resolved at submission, so closing the file's index while
@@ -15,12 +15,11 @@ type Job = (IoRequest, Arc<IoFile>, Instant);
 
 /// Thread-pool queue.
 pub struct ThreadQueue {
-    files: FileTable,
+    base: QueueBase,
     jobs: Option<Sender<Job>>,
     done: Receiver<IoCompletion>,
     workers: Vec<JoinHandle<()>>,
     in_flight: usize,
-    depth: usize,
 }
 
 impl ThreadQueue {
@@ -37,12 +36,15 @@ impl ThreadQueue {
             })
             .collect();
         ThreadQueue {
-            files,
+            base: QueueBase {
+                files,
+                depth,
+                engine: "sync",
+            },
             jobs: Some(jobs_tx),
             done: done_rx,
             workers,
             in_flight: 0,
-            depth,
         }
     }
 }
@@ -71,13 +73,13 @@ fn worker(jobs: &Mutex<Receiver<Job>>, done: &Sender<IoCompletion>) {
 
 impl IoQueue for ThreadQueue {
     fn submit(&mut self, req: IoRequest) -> Result<(), IoError> {
-        if self.in_flight >= self.depth {
+        if self.in_flight >= self.base.depth {
             return Err(IoError::Unsupported(format!(
                 "queue full: {} requests in flight (depth {})",
-                self.in_flight, self.depth
+                self.in_flight, self.base.depth
             )));
         }
-        let file = self.files.file(req.file)?;
+        let file = self.base.files.file(req.file)?;
         let tx = self
             .jobs
             .as_ref()
@@ -86,23 +88,32 @@ impl IoQueue for ThreadQueue {
             .map_err(|_| IoError::Unsupported("I/O worker threads have stopped".into()))?;
         self.in_flight += 1;
         assert!(
-            self.in_flight <= self.depth,
+            self.in_flight <= self.base.depth,
             "thread queue: {} requests in flight, depth {}",
             self.in_flight,
-            self.depth
+            self.base.depth
         );
         Ok(())
     }
 
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        let target = min.min(self.in_flight);
+    fn reap_for(&mut self, want: Reap, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let stopped = || IoError::Unsupported("I/O worker threads have stopped".into());
+        let target = want.min.min(self.in_flight);
         let before = self.in_flight;
+        let deadline = want.timeout.map(|t| Instant::now() + t);
         let mut got = 0;
         while got < target {
-            let c = self
-                .done
-                .recv()
-                .map_err(|_| IoError::Unsupported("I/O worker threads have stopped".into()))?;
+            let c = match deadline {
+                None => self.done.recv().map_err(|_| stopped())?,
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    match self.done.recv_timeout(left) {
+                        Ok(c) => c,
+                        Err(RecvTimeoutError::Timeout) => break,
+                        Err(RecvTimeoutError::Disconnected) => return Err(stopped()),
+                    }
+                }
+            };
             out.push(c);
             got += 1;
             self.in_flight -= 1;
@@ -118,52 +129,12 @@ impl IoQueue for ThreadQueue {
         Ok(())
     }
 
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        let target = min.min(self.in_flight);
-        let deadline = Instant::now() + timeout;
-        let mut got = 0;
-        while got < target {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.done.recv_timeout(left) {
-                Ok(c) => {
-                    out.push(c);
-                    got += 1;
-                    self.in_flight -= 1;
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
-                Err(_) => {
-                    return Err(IoError::Unsupported(
-                        "I/O worker threads have stopped".into(),
-                    ))
-                }
-            }
-        }
-        while let Ok(c) = self.done.try_recv() {
-            out.push(c);
-            self.in_flight -= 1;
-        }
-        Ok(())
-    }
-
     fn in_flight(&self) -> usize {
         self.in_flight
     }
 
-    fn depth(&self) -> usize {
-        self.depth
-    }
-
-    fn files(&self) -> &FileTable {
-        &self.files
-    }
-
-    fn engine_name(&self) -> &'static str {
-        "sync"
+    fn base(&self) -> &QueueBase {
+        &self.base
     }
 }
 

@@ -5,12 +5,13 @@
 
 use std::os::unix::io::AsRawFd;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use io_uring::{opcode, types, IoUring};
 
 use crate::buf::RegionHandle;
-use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest};
+use crate::queue::{FileTable, IoCompletion, IoOp, IoQueue, IoRequest, QueueBase, Reap};
+use crate::slots::Slots;
 use crate::{AlignedBuf, IoError, IoFile};
 
 /// Most buffer regions registered with a ring as fixed buffers (2 MiB each: 64 MiB at most
@@ -101,12 +102,10 @@ pub struct UringQueue {
     /// First field: dropped (and its fixed buffers unregistered) before `fixed` lets go of
     /// the regions.
     ring: IoUring,
-    files: FileTable,
-    slots: Vec<Option<Slot>>,
-    free: Vec<usize>,
+    base: QueueBase,
+    slots: Slots<Slot>,
     in_flight: usize,
     unsubmitted: usize,
-    depth: usize,
     /// The last read or write queued since the last submission: (file, end offset, is a write).
     tail: Option<(usize, u64, bool)>,
     fixed: FixedBufs,
@@ -146,14 +145,38 @@ impl UringQueue {
         Ok(UringQueue {
             fixed,
             ring,
-            files,
-            slots: (0..depth).map(|_| None).collect(),
-            free: (0..depth).rev().collect(),
+            base: QueueBase {
+                files,
+                depth,
+                engine: "io_uring",
+            },
+            slots: Slots::new(depth),
             in_flight: 0,
             unsubmitted: 0,
-            depth,
             tail: None,
         })
+    }
+
+    /// [`IoQueue::reap_for`] with no timeout.
+    fn reap_blocking(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let target = min.min(self.in_flight);
+        if target == 0 && self.in_flight > 0 {
+            self.poll()?;
+            self.drain(out);
+            return Ok(());
+        }
+        let mut got = self.drain(out);
+        if self.unsubmitted > 0 || got < target {
+            loop {
+                let want = target.saturating_sub(got);
+                self.enter(want)?;
+                got += self.drain(out);
+                if got >= target {
+                    break;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn drain(&mut self, out: &mut Vec<IoCompletion>) -> usize {
@@ -163,17 +186,15 @@ impl UringQueue {
         let UringQueue {
             ring,
             slots,
-            free,
             in_flight,
             ..
         } = self;
         for cqe in ring.completion() {
             let idx = cqe.user_data() as usize;
             let res = cqe.result();
-            let Some(slot) = slots.get_mut(idx).and_then(Option::take) else {
+            let Some(slot) = slots.complete(idx) else {
                 continue;
             };
-            free.push(idx);
             // Each completion ends one request in flight (its slot was taken just above).
             assert!(
                 *in_flight > 0,
@@ -238,14 +259,14 @@ impl UringQueue {
 
 impl IoQueue for UringQueue {
     fn submit(&mut self, mut req: IoRequest) -> Result<(), IoError> {
-        let Some(idx) = self.free.pop() else {
+        let Some(idx) = self.slots.reserve() else {
             return Err(IoError::Unsupported(format!(
                 "queue full: {} requests in flight (depth {})",
-                self.in_flight, self.depth
+                self.in_flight, self.base.depth
             )));
         };
-        let Some(file) = self.files.get(req.file) else {
-            self.free.push(idx);
+        let Some(file) = self.base.files.get(req.file) else {
+            self.slots.release(idx);
             return Err(IoError::Unsupported(format!(
                 "no file with index {}",
                 req.file
@@ -276,17 +297,16 @@ impl IoQueue for UringQueue {
             _ => None,
         };
         let entry = sqe(&mut req, fd, len, fixed).user_data(idx as u64);
-        assert!(
-            self.slots[idx].is_none(),
-            "io_uring: slot {idx} reused while its request is in flight"
-        );
         // The buffer's heap allocation is owned by the slot until the completion is reaped, and
         // moving the request into the slot does not move that allocation.
-        self.slots[idx] = Some(Slot {
-            req,
-            start: Instant::now(),
-            _file: file_guard,
-        });
+        self.slots.fill(
+            idx,
+            Slot {
+                req,
+                start: Instant::now(),
+                _file: file_guard,
+            },
+        );
         // SAFETY: the entry points at a buffer and fd that stay valid until its completion is
         // reaped (the slot owns the buffer, the file table owns the fd and outlives the ring).
         let pushed = unsafe { self.ring.submission().push(&entry).is_ok() };
@@ -295,8 +315,7 @@ impl IoQueue for UringQueue {
             // SAFETY: as above.
             let again = unsafe { self.ring.submission().push(&entry).is_ok() };
             if !again {
-                self.slots[idx] = None;
-                self.free.push(idx);
+                self.slots.release(idx);
                 return Err(IoError::Unsupported(
                     "io_uring submission queue full".into(),
                 ));
@@ -306,44 +325,21 @@ impl IoQueue for UringQueue {
         self.unsubmitted += 1;
         // Slot accounting: every slot is free or holds a request in flight.
         assert_eq!(
-            self.free.len() + self.in_flight,
-            self.depth,
+            self.slots.free_len() + self.in_flight,
+            self.base.depth,
             "io_uring: {} free slots and {} in flight, depth {}",
-            self.free.len(),
+            self.slots.free_len(),
             self.in_flight,
-            self.depth
+            self.base.depth
         );
         Ok(())
     }
 
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        let target = min.min(self.in_flight);
-        if target == 0 && self.in_flight > 0 {
-            self.poll()?;
-            self.drain(out);
-            return Ok(());
-        }
-        let mut got = self.drain(out);
-        if self.unsubmitted > 0 || got < target {
-            loop {
-                let want = target.saturating_sub(got);
-                self.enter(want)?;
-                got += self.drain(out);
-                if got >= target {
-                    break;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        let target = min.min(self.in_flight);
+    fn reap_for(&mut self, want: Reap, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let Some(timeout) = want.timeout else {
+            return self.reap_blocking(want.min, out);
+        };
+        let target = want.min.min(self.in_flight);
         let deadline = Instant::now() + timeout;
         let mut got = self.drain(out);
         if (self.unsubmitted > 0 || self.in_flight > 0) && (got >= target || timeout.is_zero()) {
@@ -379,16 +375,8 @@ impl IoQueue for UringQueue {
         self.in_flight
     }
 
-    fn depth(&self) -> usize {
-        self.depth
-    }
-
-    fn files(&self) -> &FileTable {
-        &self.files
-    }
-
-    fn engine_name(&self) -> &'static str {
-        "io_uring"
+    fn base(&self) -> &QueueBase {
+        &self.base
     }
 }
 
@@ -431,11 +419,7 @@ impl Drop for UringQueue {
         while self.in_flight > 0 {
             if self.reap(self.in_flight, &mut sink).is_err() {
                 // The ring is broken; leak the buffers rather than risk a use-after-free.
-                for slot in self.slots.iter_mut() {
-                    if let Some(s) = slot.take() {
-                        std::mem::forget(s);
-                    }
-                }
+                self.slots.leak();
                 break;
             }
             sink.clear();

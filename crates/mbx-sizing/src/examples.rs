@@ -78,11 +78,8 @@ fn differs(
     why: &'static str,
 ) -> PaperFigure {
     PaperFigure {
-        what,
-        paper,
-        decimals,
-        ours,
         why: Some(why),
+        ..same(what, paper, decimals, ours)
     }
 }
 

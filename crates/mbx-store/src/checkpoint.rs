@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::lsn::Lsn;
-use crate::page::block_checksum;
+use crate::page::{open_block, seal_block};
 use crate::StoreError;
 
 /// Bytes of one slot; the file holds two.
@@ -41,14 +41,11 @@ impl Checkpoint {
     /// # Panics
     /// If `slot` is shorter than [`SLOT`].
     pub fn encode(&self, slot: &mut [u8]) {
-        let s = &mut slot[..SLOT];
-        s.fill(0);
-        s[..8].copy_from_slice(CHECKPOINT_MAGIC);
-        s[16..24].copy_from_slice(&self.sequence.to_le_bytes());
-        s[24..32].copy_from_slice(&self.database_id.to_le_bytes());
-        s[32..40].copy_from_slice(&self.lsn.raw().to_le_bytes());
-        let sum = block_checksum(s);
-        s[8..16].copy_from_slice(&sum.to_le_bytes());
+        seal_block(slot, SLOT, CHECKPOINT_MAGIC, |s| {
+            s[16..24].copy_from_slice(&self.sequence.to_le_bytes());
+            s[24..32].copy_from_slice(&self.database_id.to_le_bytes());
+            s[32..40].copy_from_slice(&self.lsn.raw().to_le_bytes());
+        });
     }
 
     /// Byte offset of this checkpoint's slot in the file.
@@ -68,11 +65,8 @@ impl Checkpoint {
     }
 
     fn decode(s: &[u8]) -> Option<Checkpoint> {
-        let s = s.get(..SLOT)?;
+        let s = open_block(s, SLOT, CHECKPOINT_MAGIC)?;
         let u = |o: usize| s[o..o + 8].try_into().ok().map(u64::from_le_bytes);
-        if &s[..8] != CHECKPOINT_MAGIC || u(8)? != block_checksum(s) {
-            return None;
-        }
         Some(Checkpoint {
             sequence: u(16)?,
             database_id: u(24)?,

@@ -899,15 +899,7 @@ fn write_pages(
 /// writing both header copies. Returns the updated header.
 pub fn set_database_state(path: &Path, state: DbState) -> Result<DbHeader, StoreError> {
     let mut h = crate::verify::read_database_header(path)?;
-    let f = IoFile::open(
-        path,
-        OpenMode {
-            direct: false,
-            write_through: false,
-            write: true,
-            create: false,
-        },
-    )?;
+    let f = IoFile::open(path, OpenMode::buffered(true, false))?;
     h.state = state;
     write_headers(&f, &mut h)?;
     Ok(h)
@@ -934,12 +926,7 @@ fn create_logs(
         let path = dir.join(log_file_name(generation));
         std::fs::remove_file(&path).map_err(|e| mbx_io::IoError::new("delete", &path, e))?;
     }
-    let mode = OpenMode {
-        direct: false,
-        write_through: false,
-        write: true,
-        create: true,
-    };
+    let mode = OpenMode::buffered(true, true);
     let f = IoFile::open(&dir.join(log_file_name(1)), mode)?;
     let mut image = vec![0u8; LOG_FILE_SIZE];
     encode_log_header(&mut image, 1, database_id, now_unix());

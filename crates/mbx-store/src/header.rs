@@ -204,6 +204,21 @@ impl DbHeader {
             (a, b) => a.or(b),
         }
     }
+
+    /// Which of the header copies (0, 1) in `two_pages` cannot be decoded or belong to another
+    /// database than this header's. Empty when both are intact.
+    pub fn damaged_copies(&self, two_pages: &[u8]) -> Vec<u64> {
+        (0..HEADER_PAGES)
+            .filter(|&copy| {
+                let start = copy as usize * PAGE_SIZE;
+                two_pages
+                    .get(start..start + PAGE_SIZE)
+                    .and_then(DbHeader::decode)
+                    .map(|h| h.database_id)
+                    != Some(self.database_id)
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -62,12 +62,7 @@ impl HeldDatabases {
             queue,
             dbs: Vec::with_capacity(paths.len()),
         };
-        let mode = OpenMode {
-            direct: false,
-            write_through: false,
-            write,
-            create: false,
-        };
+        let mode = OpenMode::buffered(write, false);
         for path in paths {
             let file = held.queue.open_file(path, mode)?;
             let two = held.read_header_pages(path, file)?;
@@ -75,15 +70,7 @@ impl HeldDatabases {
                 DbHeader::from_first_pages(&two).ok_or_else(|| StoreError::NotADatabase {
                     path: path.to_path_buf(),
                 })?;
-            let damaged = (0..HEADER_PAGES)
-                .filter(|&copy| {
-                    let start = copy as usize * PAGE_SIZE;
-                    two.get(start..start + PAGE_SIZE)
-                        .and_then(DbHeader::decode)
-                        .map(|h| h.database_id)
-                        != Some(header.database_id)
-                })
-                .collect();
+            let damaged = header.damaged_copies(&two);
             held.dbs.push(Held {
                 path: path.to_path_buf(),
                 file,

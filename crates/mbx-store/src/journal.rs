@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use mbx_io::{IoFile, OpenMode};
 
 use crate::header::HEADER_PAGES;
-use crate::page::block_checksum;
+use crate::page::{open_block, seal_block};
 use crate::StoreError;
 
 /// Header magic.
@@ -92,26 +92,21 @@ impl JournalHeader {
     /// # Panics
     /// If `buf` is shorter than [`JOURNAL_HEADER_BYTES`].
     pub fn encode(&self, buf: &mut [u8]) {
-        let h = &mut buf[..JOURNAL_HEADER_BYTES];
-        h.fill(0);
-        h[..8].copy_from_slice(JOURNAL_MAGIC);
-        h[16..24].copy_from_slice(&self.database_id.to_le_bytes());
-        h[24..28].copy_from_slice(&JOURNAL_VERSION.to_le_bytes());
-        h[28..32].copy_from_slice(&(ENTRY_BYTES as u32).to_le_bytes());
-        h[32..40].copy_from_slice(&self.data_pages.to_le_bytes());
-        h[40..48].copy_from_slice(&HEADER_PAGES.to_le_bytes());
-        let sum = block_checksum(h);
-        h[8..16].copy_from_slice(&sum.to_le_bytes());
+        seal_block(buf, JOURNAL_HEADER_BYTES, JOURNAL_MAGIC, |h| {
+            h[16..24].copy_from_slice(&self.database_id.to_le_bytes());
+            h[24..28].copy_from_slice(&JOURNAL_VERSION.to_le_bytes());
+            h[28..32].copy_from_slice(&(ENTRY_BYTES as u32).to_le_bytes());
+            h[32..40].copy_from_slice(&self.data_pages.to_le_bytes());
+            h[40..48].copy_from_slice(&HEADER_PAGES.to_le_bytes());
+        });
     }
 
     /// Decodes a header: `None` unless magic, checksum, version and layout are ours.
     pub fn decode(buf: &[u8]) -> Option<JournalHeader> {
-        let h = buf.get(..JOURNAL_HEADER_BYTES)?;
+        let h = open_block(buf, JOURNAL_HEADER_BYTES, JOURNAL_MAGIC)?;
         let u64_at = |o: usize| h[o..o + 8].try_into().ok().map(u64::from_le_bytes);
         let u32_at = |o: usize| h[o..o + 4].try_into().ok().map(u32::from_le_bytes);
-        if &h[..8] != JOURNAL_MAGIC
-            || u64_at(8)? != block_checksum(h)
-            || u32_at(24)? != JOURNAL_VERSION
+        if u32_at(24)? != JOURNAL_VERSION
             || u32_at(28)? != ENTRY_BYTES as u32
             || u64_at(40)? != HEADER_PAGES
         {
@@ -141,15 +136,7 @@ pub enum JournalAction {
 }
 
 fn open(path: &Path, write: bool, create: bool) -> Result<IoFile, StoreError> {
-    Ok(IoFile::open(
-        path,
-        OpenMode {
-            direct: false,
-            write_through: false,
-            write,
-            create,
-        },
-    )?)
+    Ok(IoFile::open(path, OpenMode::buffered(write, create))?)
 }
 
 /// Writes a new, empty journal for database `database_id` of `data_pages` data pages (every
@@ -198,13 +185,7 @@ pub fn ensure_journal(
 /// The header of the journal at `path`: `None` if there is no file, or it is too short or not a
 /// valid journal header.
 fn read_header(path: &Path) -> Result<Option<JournalHeader>, StoreError> {
-    let f = match IoFile::open(
-        path,
-        OpenMode {
-            direct: false,
-            ..OpenMode::read_direct()
-        },
-    ) {
+    let f = match IoFile::open(path, OpenMode::read_buffered()) {
         Ok(f) => f,
         Err(mbx_io::IoError::Os { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
             return Ok(None)

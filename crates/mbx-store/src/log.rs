@@ -37,7 +37,7 @@
 use std::fmt;
 
 use crate::lsn::Lsn;
-use crate::page::block_checksum;
+use crate::page::{block_checksum, open_block, seal_block};
 
 /// Size of a log file (defined beside [`Lsn`], whose arithmetic it is).
 pub use crate::lsn::LOG_FILE_SIZE;
@@ -75,25 +75,19 @@ pub struct RedoEntry {
 /// # Panics
 /// If `p` is shorter than [`LOG_SECTOR`].
 pub fn encode_log_header(p: &mut [u8], generation: u64, database_id: u64, created_unix_s: u64) {
-    let p = &mut p[..LOG_SECTOR];
-    p.fill(0);
-    p[..8].copy_from_slice(LOG_MAGIC);
-    p[16..24].copy_from_slice(&generation.to_le_bytes());
-    p[24..32].copy_from_slice(&database_id.to_le_bytes());
-    p[32..36].copy_from_slice(&LOG_FORMAT_VERSION.to_le_bytes());
-    p[36..40].copy_from_slice(&(LOG_FILE_SIZE as u32).to_le_bytes());
-    p[40..48].copy_from_slice(&created_unix_s.to_le_bytes());
-    let sum = block_checksum(p);
-    p[8..16].copy_from_slice(&sum.to_le_bytes());
+    seal_block(p, LOG_SECTOR, LOG_MAGIC, |p| {
+        p[16..24].copy_from_slice(&generation.to_le_bytes());
+        p[24..32].copy_from_slice(&database_id.to_le_bytes());
+        p[32..36].copy_from_slice(&LOG_FORMAT_VERSION.to_le_bytes());
+        p[36..40].copy_from_slice(&(LOG_FILE_SIZE as u32).to_le_bytes());
+        p[40..48].copy_from_slice(&created_unix_s.to_le_bytes());
+    });
 }
 
 /// Decodes a log file header of any format version: `(generation, database_id)`, or `None` if it
 /// is not an mbxstress log header (tells whether a file is ours).
 pub fn decode_log_header(p: &[u8]) -> Option<(u64, u64)> {
-    let p = p.get(..LOG_SECTOR)?;
-    if &p[..8] != LOG_MAGIC || u64_at(p, 8)? != block_checksum(p) {
-        return None;
-    }
+    let p = open_block(p, LOG_SECTOR, LOG_MAGIC)?;
     Some((u64_at(p, 16)?, u64_at(p, 24)?))
 }
 

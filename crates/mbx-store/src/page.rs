@@ -68,6 +68,29 @@ fn put_u32(p: &mut [u8], off: usize, v: u32) {
     p[off..off + 4].copy_from_slice(&v.to_le_bytes());
 }
 
+/// Writes a sealed block into `buf[..len]` (the layout of the checkpoint slots, journal and log
+/// headers): zeroes it, puts `magic` at 0..8, lets `fill` write the fields (from byte 16 on),
+/// then the [`block_checksum`] at 8..16.
+///
+/// # Panics
+/// If `buf` is shorter than `len`, or `len` is under 16.
+pub fn seal_block(buf: &mut [u8], len: usize, magic: &[u8; 8], fill: impl FnOnce(&mut [u8])) {
+    let b = &mut buf[..len];
+    b.fill(0);
+    b[..8].copy_from_slice(magic);
+    fill(b);
+    let sum = block_checksum(b);
+    b[8..16].copy_from_slice(&sum.to_le_bytes());
+}
+
+/// The first `len` bytes of `buf` when they are a block [`seal_block`] wrote with `magic` and
+/// its checksum holds; `None` otherwise (too short, another magic, torn or damaged).
+pub fn open_block<'a>(buf: &'a [u8], len: usize, magic: &[u8; 8]) -> Option<&'a [u8]> {
+    let b = buf.get(..len)?;
+    let sum = u64::from_le_bytes(b.get(8..16)?.try_into().ok()?);
+    (b.get(..8)? == magic && sum == block_checksum(b)).then_some(b)
+}
+
 /// The checksum of a page (or any checksummed block with the checksum at 8..16): XXH3-64 of
 /// everything except the checksum field.
 pub fn block_checksum(p: &[u8]) -> u64 {

@@ -251,13 +251,7 @@ fn signature(img: &Image<'_>) -> Option<(&'static str, u64)> {
 /// Reads the start and end of the device at `path` (read-only, about [`HEAD_BYTES`] +
 /// [`TAIL_BYTES`]) and tells what it holds.
 pub fn inspect_device(path: &Path) -> Result<Contents, IoError> {
-    let f = IoFile::open(
-        path,
-        OpenMode {
-            direct: false,
-            ..OpenMode::read_direct()
-        },
-    )?;
+    let f = IoFile::open(path, OpenMode::read_buffered())?;
     let size = f.len()?;
     let len = |n: u64| usize::try_from(n.min(size)).unwrap_or(0);
     let mut head = vec![0u8; len(HEAD_BYTES)];

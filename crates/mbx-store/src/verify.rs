@@ -187,15 +187,7 @@ pub fn damaged_header_copies(path: &Path) -> Result<Vec<u64>, StoreError> {
             path: path.to_path_buf(),
         });
     };
-    Ok((0..HEADER_PAGES)
-        .filter(|&copy| {
-            let start = copy as usize * PAGE_SIZE;
-            two.get(start..start + PAGE_SIZE)
-                .and_then(DbHeader::decode)
-                .map(|h| h.database_id)
-                != Some(newest.database_id)
-        })
-        .collect())
+    Ok(newest.damaged_copies(&two))
 }
 
 /// Reads the header of a database file: `NotADatabase` if it is readable and not one (too short,
@@ -219,13 +211,7 @@ fn header_or_damage(path: &Path) -> Result<DbHeader, StoreError> {
         Err(StoreError::NotADatabase { .. }) => {}
         other => return other,
     }
-    let f = IoFile::open(
-        path,
-        OpenMode {
-            direct: false,
-            ..OpenMode::read_direct()
-        },
-    )?;
+    let f = IoFile::open(path, OpenMode::read_buffered())?;
     let mut page = vec![0u8; PAGE_SIZE];
     let mut scratch = vec![0u8; PAGE_SIZE];
     for n in HEADER_PAGES..HEADER_PAGES + PAGES_PROBED {
@@ -253,13 +239,7 @@ fn header_or_damage(path: &Path) -> Result<DbHeader, StoreError> {
 /// `NotADatabase`; a read that fails is an I/O error naming the file, the offset and the OS error
 /// (a disk error is never mistaken for a foreign file).
 fn read_header_pages(path: &Path) -> Result<Vec<u8>, StoreError> {
-    let f = IoFile::open(
-        path,
-        OpenMode {
-            direct: false,
-            ..OpenMode::read_direct()
-        },
-    )?;
+    let f = IoFile::open(path, OpenMode::read_buffered())?;
     let mut two = vec![0u8; 2 * PAGE_SIZE];
     match f.read_exact_at(&mut two, 0) {
         Ok(()) => Ok(two),

@@ -121,6 +121,15 @@ impl Flusher {
         }
     }
 
+    /// One of the page writes in flight ended (`how`: "completed", "failed").
+    fn write_ended(&mut self, how: &str) {
+        assert!(
+            self.writes > 0,
+            "flusher: a page write {how} with none in flight"
+        );
+        self.writes -= 1;
+    }
+
     /// A page write completed.
     #[allow(clippy::too_many_arguments)]
     pub fn done(
@@ -133,11 +142,7 @@ impl Flusher {
         seq: u64,
         now: Instant,
     ) {
-        assert!(
-            self.writes > 0,
-            "flusher: a page write completed with none in flight"
-        );
-        self.writes -= 1;
+        self.write_ended("completed");
         for p in first..first + n {
             if let Some(gen) = pages.write_done(p, seq) {
                 journal.written(p, gen);
@@ -157,11 +162,7 @@ impl Flusher {
         n: u64,
         now: Instant,
     ) {
-        assert!(
-            self.writes > 0,
-            "flusher: a page write failed with none in flight"
-        );
-        self.writes -= 1;
+        self.write_ended("failed");
         for p in first..first + n {
             pages.write_failed(p);
             cache.end_flush(p, now);

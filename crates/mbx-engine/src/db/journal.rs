@@ -176,12 +176,7 @@ impl Journal {
             j.off("the database is a block device, with no journal beside it".into());
             return Ok(j);
         };
-        let mode = OpenMode {
-            direct: false,
-            write_through: false,
-            write: writable,
-            create: writable,
-        };
+        let mode = OpenMode::buffered(writable, writable);
         match reactor.open_file(&path, mode) {
             Ok(f) => j.file = Some(f),
             Err(e) => {
@@ -575,12 +570,7 @@ impl Journal {
             };
             reactor.close_file(file);
             reactor.remove_file(&path)?;
-            let mode = OpenMode {
-                direct: false,
-                write_through: false,
-                write: true,
-                create: true,
-            };
+            let mode = OpenMode::buffered(true, true);
             match reactor.open_file(&path, mode) {
                 Ok(f) => self.file = Some(f),
                 Err(e) => {

@@ -84,7 +84,6 @@ impl PhaseRun for Attain {
     }
 
     fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
-        interrupted_before_measuring(e);
-        Ok(Flow::Done)
+        interrupted_before_measuring(e)
     }
 }

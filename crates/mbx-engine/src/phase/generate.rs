@@ -133,11 +133,10 @@ impl PhaseRun for GenerateLogs {
     }
 
     fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
-        let line = format!(
-            "{}: stopping the databases and replaying the logs generated so far ...",
-            e.stop_word()
+        super::log_stopping(
+            e,
+            "stopping the databases and replaying the logs generated so far ...",
         );
-        e.log(&line, false);
         Ok(Flow::Done)
     }
 }

@@ -117,11 +117,7 @@ impl PhaseRun for Measure {
 
     fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, now: Instant) -> Result<Flow, EngineError> {
         self.finish(e, now);
-        let line = format!(
-            "{}: stopping transactions and shutting down databases ...",
-            e.stop_word()
-        );
-        e.log(&line, false);
+        super::log_stopping(e, "stopping transactions and shutting down databases ...");
         Ok(Flow::Done)
     }
 

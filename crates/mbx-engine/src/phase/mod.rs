@@ -29,12 +29,21 @@ use std::sync::atomic::AtomicBool;
 use stop_dirty::StopDirty;
 use wait_start::WaitStart;
 
-/// The line logged when a test is interrupted before it measured anything.
-pub(crate) fn interrupted_before_measuring(e: &mut PhaseCx<'_, '_>) {
+/// A phase before the measured one, interrupted: logs that nothing was measured and ends the
+/// phase (the shutdown follows).
+pub(crate) fn interrupted_before_measuring(e: &mut PhaseCx<'_, '_>) -> Result<Flow, EngineError> {
     let line = format!(
         "{} before the measured phase: nothing was measured; shutting down databases ...",
         e.stop_word()
     );
+    e.log(&line, false);
+    Ok(Flow::Done)
+}
+
+/// Logs what a phase does now that the test is stopping: "Interrupted: `what`" (or the word for
+/// a stop caused by another reactor's error).
+pub(crate) fn log_stopping(e: &mut PhaseCx<'_, '_>, what: &str) {
+    let line = format!("{}: {what}", e.stop_word());
     e.log(&line, false);
 }
 

@@ -136,11 +136,10 @@ impl PhaseRun for Replay {
     }
 
     fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
-        let line = format!(
-            "{}: recovery continues so the databases are left consistent.",
-            e.stop_word()
+        super::log_stopping(
+            e,
+            "recovery continues so the databases are left consistent.",
         );
-        e.log(&line, false);
         Ok(Flow::Continue)
     }
 }

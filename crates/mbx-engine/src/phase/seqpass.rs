@@ -849,11 +849,7 @@ impl PhaseRun for SeqPass {
         for t in &mut self.targets {
             t.pass.stop();
         }
-        let line = format!(
-            "{}: no more reads; the reads in flight complete ...",
-            e.stop_word()
-        );
-        e.log(&line, false);
+        super::log_stopping(e, "no more reads; the reads in flight complete ...");
         Ok(Flow::Continue)
     }
 }
@@ -932,12 +928,7 @@ fn open_journal(e: &mut PhaseCx<'_, '_>, db_path: &std::path::Path, target: usiz
         j.off("none beside a block device".into());
         return j;
     };
-    let mode = OpenMode {
-        direct: false,
-        write_through: false,
-        write: false,
-        create: false,
-    };
+    let mode = OpenMode::read_buffered();
     let f = match e.reactor.open_file(&path, mode) {
         Ok(f) => f,
         Err(_) => {

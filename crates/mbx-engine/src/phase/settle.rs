@@ -77,8 +77,7 @@ impl PhaseRun for Settle {
     }
 
     fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
-        interrupted_before_measuring(e);
-        Ok(Flow::Done)
+        interrupted_before_measuring(e)
     }
 
     fn wake_at(&self) -> Option<Instant> {

@@ -54,8 +54,7 @@ impl PhaseRun for WaitStart {
     }
 
     fn interrupt(&mut self, e: &mut PhaseCx<'_, '_>, _now: Instant) -> Result<Flow, EngineError> {
-        interrupted_before_measuring(e);
-        Ok(Flow::Done)
+        interrupted_before_measuring(e)
     }
 
     fn wake_at(&self) -> Option<Instant> {

@@ -10,7 +10,7 @@ use super::device::SimDevice;
 use super::latency::{LatencyModel, SimRng};
 use super::SimClock;
 use crate::fault::{first_fault, flip, shortened};
-use crate::queue::{FileTable, Files, IoCompletion, IoOp, IoQueue, IoRequest};
+use crate::queue::{Files, IoCompletion, IoOp, IoQueue, IoRequest, QueueBase, Reap};
 use crate::{Clock, FaultKind, FaultRule, IoError, OpenMode};
 
 /// The least alignment the simulation demands of O_DIRECT transfers (offset and length): 512
@@ -44,7 +44,6 @@ struct Flight {
 pub struct SimQueue {
     device: SimDevice,
     clock: Arc<SimClock>,
-    depth: usize,
     model: LatencyModel,
     rng: SimRng,
     rules: Vec<FaultRule>,
@@ -56,8 +55,8 @@ pub struct SimQueue {
     /// When each channel is next free (virtual time); empty = no channel limit.
     channels: Vec<Duration>,
     submitted: u64,
-    /// Always empty: the files are in the device.
-    files: FileTable,
+    /// Its file table is always empty: the files are in the device.
+    base: QueueBase,
 }
 
 impl SimQueue {
@@ -75,7 +74,6 @@ impl SimQueue {
         SimQueue {
             device,
             clock,
-            depth: depth.max(1),
             model,
             rng: SimRng::new(seed),
             rules: Vec::new(),
@@ -85,7 +83,11 @@ impl SimQueue {
             ready: VecDeque::new(),
             channels,
             submitted: 0,
-            files: Files::new(Vec::new()),
+            base: QueueBase {
+                files: Files::new(Vec::new()),
+                depth: depth.max(1),
+                engine: "sim",
+            },
         }
     }
 
@@ -275,11 +277,11 @@ impl SimQueue {
 impl IoQueue for SimQueue {
     fn submit(&mut self, mut req: IoRequest) -> Result<(), IoError> {
         self.settle();
-        if self.in_flight() >= self.depth {
+        if self.in_flight() >= self.base.depth {
             return Err(IoError::Unsupported(format!(
                 "queue full: {} requests in flight (depth {})",
                 self.in_flight(),
-                self.depth
+                self.base.depth
             )));
         }
         let Some(h) = self.handle(req.file).cloned() else {
@@ -344,47 +346,32 @@ impl IoQueue for SimQueue {
             "sim queue: request {number} submitted twice"
         );
         assert!(
-            self.in_flight() <= self.depth,
+            self.in_flight() <= self.base.depth,
             "sim queue: {} requests in flight, depth {}",
             self.in_flight(),
-            self.depth
+            self.base.depth
         );
         Ok(())
     }
 
-    /// Returns the completions due now; if fewer than `min` (capped at the number in flight),
-    /// advances the clock to the time the `min`-th completes first.
-    fn reap(&mut self, min: usize, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+    /// Returns the completions due now; if fewer than `want.min` (capped at the number in
+    /// flight), advances the clock to the time the `min`-th completes first, but with
+    /// `want.timeout` never past now + that timeout: if they are not all due by then, the clock
+    /// moves to now + the timeout and what is due then is returned. With `min` 0 (or nothing in
+    /// flight) the clock does not move.
+    fn reap_for(&mut self, want: Reap, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
         self.settle();
-        let target = min.min(self.in_flight());
+        let target = want.min.min(self.in_flight());
+        let deadline = want.timeout.map(|t| self.clock.elapsed().saturating_add(t));
         while self.ready.len() < target {
-            let Some((&(due, _), _)) = self.flights.first_key_value() else {
-                break;
-            };
-            self.clock.advance_to_elapsed(due);
-            self.settle();
-        }
-        self.take_ready(out);
-        Ok(())
-    }
-
-    /// Returns the completions due now; if fewer than `min` (capped at the number in flight),
-    /// advances the clock to the time the `min`-th completes, but never past now + `timeout`:
-    /// if they are not all due by then, the clock moves to now + `timeout` and what is due then
-    /// is returned. With `min` 0 (or nothing in flight) the clock does not move.
-    fn reap_timeout(
-        &mut self,
-        min: usize,
-        timeout: Duration,
-        out: &mut Vec<IoCompletion>,
-    ) -> Result<(), IoError> {
-        self.settle();
-        let target = min.min(self.in_flight());
-        let deadline = self.clock.elapsed().saturating_add(timeout);
-        while self.ready.len() < target {
-            match self.flights.first_key_value() {
-                Some((&(due, _), _)) if due <= deadline => self.clock.advance_to_elapsed(due),
-                _ => {
+            let next = self.flights.first_key_value().map(|(&(due, _), _)| due);
+            match (next, deadline) {
+                (Some(due), None) => self.clock.advance_to_elapsed(due),
+                (Some(due), Some(deadline)) if due <= deadline => {
+                    self.clock.advance_to_elapsed(due)
+                }
+                (None, None) => break,
+                (_, Some(deadline)) => {
                     self.clock.advance_to_elapsed(deadline);
                     self.settle();
                     break;
@@ -400,16 +387,8 @@ impl IoQueue for SimQueue {
         self.flights.len() + self.ready.len()
     }
 
-    fn depth(&self) -> usize {
-        self.depth
-    }
-
-    fn files(&self) -> &FileTable {
-        &self.files
-    }
-
-    fn engine_name(&self) -> &'static str {
-        "sim"
+    fn base(&self) -> &QueueBase {
+        &self.base
     }
 
     fn open_file(&mut self, path: &Path, mode: OpenMode) -> Result<usize, IoError> {

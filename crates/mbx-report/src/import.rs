@@ -1572,14 +1572,17 @@ fn import_row(
         row: &row,
         rowname: format!("line {line_no} ({name})"),
         commas: Vec::new(),
+        r,
+        warnings,
     };
     let kept = match table {
-        Table::Transactional | Table::Total => io12_row(r, &mut cells, name, warnings)?,
-        Table::Bdm | Table::Replication => rate_row(r, &mut cells, name)?,
-        Table::Backup => backup_row(r, &mut cells, name, warnings)?,
-        Table::SoftRecovery => soft_recovery_row(r, &mut cells, name, warnings)?,
+        Table::Transactional | Table::Total => cells.io12(name)?,
+        Table::Bdm | Table::Replication => cells.rate(name)?,
+        Table::Backup => cells.backup(name)?,
+        Table::SoftRecovery => cells.soft_recovery(name)?,
     };
-    warnings.extend(cells.commas);
+    let commas = std::mem::take(&mut cells.commas);
+    cells.warnings.extend(commas);
     Ok(kept)
 }
 
@@ -1597,7 +1600,7 @@ fn instance_name(row: &[String], line_no: usize, warnings: &mut Vec<String>) -> 
     }
 }
 
-/// The cells of one data row, read as figures of its table.
+/// The cells of one data row, read as figures of its table into the report `r`.
 struct RowCells<'a> {
     path: &'a Path,
     table: Table,
@@ -1607,6 +1610,21 @@ struct RowCells<'a> {
     rowname: String,
     /// The warnings of cells read with a decimal comma (the report's once the row is read).
     commas: Vec<String>,
+    r: &'a mut ImportedReport,
+    warnings: &'a mut Vec<String>,
+}
+
+/// Why a row is ignored when it is neither a database nor a summary row.
+fn neither_row(line_no: usize, name: &str) -> String {
+    format!(
+        "line {line_no}: row \"{name}\" is neither a database nor a readable Avg or Sum row; ignored (the summaries are computed from the databases)"
+    )
+}
+
+/// Which summary row a row's name is (Avg or Sum), if it is one and no instance's.
+fn summary_label(name: &str) -> Option<Label> {
+    let lbl = label(name);
+    (lbl != Label::Other && !instance_like(name)).then_some(lbl)
 }
 
 impl RowCells<'_> {
@@ -1646,150 +1664,124 @@ impl RowCells<'_> {
             None => Ok(None),
         }
     }
-}
 
-/// A row of a 12-column table (Transactional or Total I/O Performance).
-fn io12_row(
-    r: &mut ImportedReport,
-    cells: &mut RowCells,
-    name: String,
-    warnings: &mut Vec<String>,
-) -> Result<Kept, ImportError> {
-    if cells.row.len() != 13 {
-        return Err(cells.err(format!("expected 13 cells, found {}", cells.row.len())));
-    }
-    let v: Vec<f64> = (1..13).map(|i| cells.num(i)).collect::<Result<_, _>>()?;
-    if !instance_like(&name) {
-        warnings.push(format!(
-            "line {}: instance name \"{name}\" looks damaged; kept as written",
-            cells.line_no
-        ));
-    }
-    let io = Io12 {
-        db_read_avg_latency_ms: v[0],
-        db_write_avg_latency_ms: v[1],
-        db_reads_per_s: v[2],
-        db_writes_per_s: v[3],
-        db_read_avg_bytes: v[4],
-        db_write_avg_bytes: v[5],
-        log_read_avg_latency_ms: v[6],
-        log_write_avg_latency_ms: v[7],
-        log_reads_per_s: v[8],
-        log_writes_per_s: v[9],
-        log_read_avg_bytes: v[10],
-        log_write_avg_bytes: v[11],
-    };
-    let dest = if cells.table == Table::Transactional {
-        &mut r.transactional
-    } else {
-        &mut r.total
-    };
-    dest.push(InstanceIo { instance: name, io });
-    Ok(Kept::Row)
-}
-
-/// A row of a rate table (Background Database Maintenance or Log Replication).
-fn rate_row(
-    r: &mut ImportedReport,
-    cells: &mut RowCells,
-    name: String,
-) -> Result<Kept, ImportError> {
-    if cells.row.len() > 3 {
-        return Err(cells.err(format!(
-            "expected 3 cells, found {} (rows run together?)",
-            cells.row.len()
-        )));
-    }
-    let rr = RateRow {
-        instance: name,
-        reads_per_s: cells.num(1)?,
-        read_avg_bytes: cells.num(2)?,
-    };
-    if cells.table == Table::Bdm {
-        r.bdm.push(rr)
-    } else {
-        r.log_replication.push(rr)
-    }
-    Ok(Kept::Row)
-}
-
-/// Why a row is ignored when it is neither a database nor a summary row.
-fn neither_row(line_no: usize, name: &str) -> String {
-    format!(
-        "line {line_no}: row \"{name}\" is neither a database nor a readable Avg or Sum row; ignored (the summaries are computed from the databases)"
-    )
-}
-
-/// A row of Database Backup Statistics: a database's, or the typed Avg or Sum.
-fn backup_row(
-    r: &mut ImportedReport,
-    cells: &mut RowCells,
-    name: String,
-    warnings: &mut Vec<String>,
-) -> Result<Kept, ImportError> {
-    let lbl = label(&name);
-    let summary_row = lbl != Label::Other && !instance_like(&name);
-    let elapsed = cells.row.get(2).cloned().unwrap_or_default();
-    match (summary_row, lbl) {
-        (true, Label::Avg) => r.backup_avg_typed = cells.typed_last()?,
-        (true, _) => r.backup_sum_typed = cells.typed_last()?,
-        _ if !instance_like(&name) && elapsed.trim().is_empty() => {
-            // A summary row whose label is unreadable: not a database, and which summary it
-            // is cannot be told. The summaries come from the databases.
-            warnings.push(neither_row(cells.line_no, &name));
-            return Ok(Kept::Ignored);
+    /// A row of a 12-column table (Transactional or Total I/O Performance).
+    fn io12(&mut self, name: String) -> Result<Kept, ImportError> {
+        if self.row.len() != 13 {
+            return Err(self.err(format!("expected 13 cells, found {}", self.row.len())));
         }
-        _ => {
-            let elapsed_s = hms(&elapsed)
-                .ok_or_else(|| cells.err(format!("elapsed time '{elapsed}' is not hh:mm:ss")))?;
-            if let Some(why) = implausible(elapsed_s, 1e9, "elapsed backup time") {
-                return Err(cells.err(format!("column 3 ('{elapsed}') {why}: fix the cell")));
+        let v: Vec<f64> = (1..13).map(|i| self.num(i)).collect::<Result<_, _>>()?;
+        if !instance_like(&name) {
+            self.warnings.push(format!(
+                "line {}: instance name \"{name}\" looks damaged; kept as written",
+                self.line_no
+            ));
+        }
+        let io = Io12 {
+            db_read_avg_latency_ms: v[0],
+            db_write_avg_latency_ms: v[1],
+            db_reads_per_s: v[2],
+            db_writes_per_s: v[3],
+            db_read_avg_bytes: v[4],
+            db_write_avg_bytes: v[5],
+            log_read_avg_latency_ms: v[6],
+            log_write_avg_latency_ms: v[7],
+            log_reads_per_s: v[8],
+            log_writes_per_s: v[9],
+            log_read_avg_bytes: v[10],
+            log_write_avg_bytes: v[11],
+        };
+        let dest = if self.table == Table::Transactional {
+            &mut self.r.transactional
+        } else {
+            &mut self.r.total
+        };
+        dest.push(InstanceIo { instance: name, io });
+        Ok(Kept::Row)
+    }
+
+    /// A row of a rate table (Background Database Maintenance or Log Replication).
+    fn rate(&mut self, name: String) -> Result<Kept, ImportError> {
+        if self.row.len() > 3 {
+            return Err(self.err(format!(
+                "expected 3 cells, found {} (rows run together?)",
+                self.row.len()
+            )));
+        }
+        let rr = RateRow {
+            instance: name,
+            reads_per_s: self.num(1)?,
+            read_avg_bytes: self.num(2)?,
+        };
+        if self.table == Table::Bdm {
+            self.r.bdm.push(rr)
+        } else {
+            self.r.log_replication.push(rr)
+        }
+        Ok(Kept::Row)
+    }
+
+    /// A row of Database Backup Statistics: a database's, or the typed Avg or Sum.
+    fn backup(&mut self, name: String) -> Result<Kept, ImportError> {
+        let elapsed = self.row.get(2).cloned().unwrap_or_default();
+        match summary_label(&name) {
+            Some(Label::Avg) => self.r.backup_avg_typed = self.typed_last()?,
+            Some(_) => self.r.backup_sum_typed = self.typed_last()?,
+            None if !instance_like(&name) && elapsed.trim().is_empty() => {
+                // A summary row whose label is unreadable: not a database, and which summary it
+                // is cannot be told. The summaries come from the databases.
+                self.warnings.push(neither_row(self.line_no, &name));
+                return Ok(Kept::Ignored);
             }
-            r.backup.push(BackupRow {
-                instance: name,
-                database_size_mb: cells.num(1)?,
-                elapsed_s,
-                mb_per_s: cells.num(3)?,
-            });
-            return Ok(Kept::Row);
-        }
-    }
-    Ok(Kept::Summary)
-}
-
-/// A row of Soft-Recovery Statistics: a database's, or the typed Avg (a Sum is passed over).
-fn soft_recovery_row(
-    r: &mut ImportedReport,
-    cells: &mut RowCells,
-    name: String,
-    warnings: &mut Vec<String>,
-) -> Result<Kept, ImportError> {
-    let lbl = label(&name);
-    let summary_row = lbl != Label::Other && !instance_like(&name);
-    match (summary_row, lbl) {
-        (true, Label::Avg) => {
-            let (logs, secs) = (cells.num(1)?, cells.num(2)?);
-            r.soft_recovery_avg_typed = Some((logs, secs));
-            r.seconds_per_log_typed = Some(SoftRecoveryRow::seconds_per_log(logs, secs));
-            Ok(Kept::Summary)
-        }
-        (true, _) => Ok(Kept::Summary),
-        _ if !instance_like(&name) => {
-            warnings.push(neither_row(cells.line_no, &name));
-            Ok(Kept::Ignored)
-        }
-        _ => {
-            let logs = cells.num(1)?;
-            // A count: whole, not negative, and within u64 (so the cast is exact).
-            if !(logs >= 0.0 && logs.fract() == 0.0 && logs < 18_446_744_073_709_551_616.0) {
-                return Err(cells.err(format!("column 2 ('{logs}') is not a number of log files")));
+            None => {
+                let elapsed_s = hms(&elapsed)
+                    .ok_or_else(|| self.err(format!("elapsed time '{elapsed}' is not hh:mm:ss")))?;
+                if let Some(why) = implausible(elapsed_s, 1e9, "elapsed backup time") {
+                    return Err(self.err(format!("column 3 ('{elapsed}') {why}: fix the cell")));
+                }
+                let row = BackupRow {
+                    instance: name,
+                    database_size_mb: self.num(1)?,
+                    elapsed_s,
+                    mb_per_s: self.num(3)?,
+                };
+                self.r.backup.push(row);
+                return Ok(Kept::Row);
             }
-            r.soft_recovery.push(SoftRecoveryRow {
-                instance: name,
-                log_files_replayed: logs as u64,
-                elapsed_s: cells.num(2)?,
-            });
-            Ok(Kept::Row)
+        }
+        Ok(Kept::Summary)
+    }
+
+    /// A row of Soft-Recovery Statistics: a database's, or the typed Avg (a Sum is passed over).
+    fn soft_recovery(&mut self, name: String) -> Result<Kept, ImportError> {
+        match summary_label(&name) {
+            Some(Label::Avg) => {
+                let (logs, secs) = (self.num(1)?, self.num(2)?);
+                self.r.soft_recovery_avg_typed = Some((logs, secs));
+                self.r.seconds_per_log_typed = Some(SoftRecoveryRow::seconds_per_log(logs, secs));
+                Ok(Kept::Summary)
+            }
+            Some(_) => Ok(Kept::Summary),
+            None if !instance_like(&name) => {
+                self.warnings.push(neither_row(self.line_no, &name));
+                Ok(Kept::Ignored)
+            }
+            None => {
+                let logs = self.num(1)?;
+                // A count: whole, not negative, and within u64 (so the cast is exact).
+                if !(logs >= 0.0 && logs.fract() == 0.0 && logs < 18_446_744_073_709_551_616.0) {
+                    return Err(
+                        self.err(format!("column 2 ('{logs}') is not a number of log files"))
+                    );
+                }
+                let row = SoftRecoveryRow {
+                    instance: name,
+                    log_files_replayed: logs as u64,
+                    elapsed_s: self.num(2)?,
+                };
+                self.r.soft_recovery.push(row);
+                Ok(Kept::Row)
+            }
         }
     }
 }

@@ -1518,27 +1518,8 @@ impl PlainReader<'_> {
         r.warnings = warnings;
         // Each table skipped for its lost title is one of the warnings the report carries.
         debug_assert!(self.lost.iter().all(|m| r.warnings.contains(m)));
-        // A section the summaries need that a damaged title hid: an error naming it, never a
-        // report that silently lacks it.
-        let needed = match r.kind {
-            Some(TestKind::Performance | TestKind::Stress) => {
-                Some((Table::Transactional, r.transactional.is_empty()))
-            }
-            Some(TestKind::Backup) => Some((Table::Backup, r.backup.is_empty())),
-            Some(TestKind::SoftRecovery) => Some((Table::SoftRecovery, r.soft_recovery.is_empty())),
-            _ => None,
-        };
-        if let (Some((table, true)), Some(why)) = (needed, self.lost.first()) {
-            return Err(malformed(
-                path,
-                table.title(),
-                "-".into(),
-                format!(
-                    "the section is not found in this {} report, and {why}: give the section its title \"{}\"",
-                    kind_title(r.kind),
-                    table.title()
-                ),
-            ));
+        if let Some(e) = lost_needed_section(&r, &self.lost, path) {
+            return Err(e);
         }
         if r.transactional.is_empty()
             && r.backup.is_empty()
@@ -1553,6 +1534,33 @@ impl PlainReader<'_> {
         r.flags = report_flags(r.overall_result.as_deref());
         Ok(r)
     }
+}
+
+/// The error when a section the summaries of `r` need is missing and a table was skipped for
+/// its lost title (`lost`: why each was): a damaged title hid it, and the report is refused
+/// naming it, never one that silently lacks it.
+fn lost_needed_section(r: &ImportedReport, lost: &[String], path: &Path) -> Option<ImportError> {
+    let needed = match r.kind {
+        Some(TestKind::Performance | TestKind::Stress) => {
+            Some((Table::Transactional, r.transactional.is_empty()))
+        }
+        Some(TestKind::Backup) => Some((Table::Backup, r.backup.is_empty())),
+        Some(TestKind::SoftRecovery) => Some((Table::SoftRecovery, r.soft_recovery.is_empty())),
+        _ => None,
+    };
+    let (Some((table, true)), Some(why)) = (needed, lost.first()) else {
+        return None;
+    };
+    Some(malformed(
+        path,
+        table.title(),
+        "-".into(),
+        format!(
+            "the section is not found in this {} report, and {why}: give the section its title \"{}\"",
+            kind_title(r.kind),
+            table.title()
+        ),
+    ))
 }
 
 /// One data row of `table` into `r`: what was done with it, or why it is refused.

@@ -195,6 +195,8 @@ fn duplicate_of<'a>(
 /// that duplicates an earlier one is counted once.
 pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
     let mut s = EsrpSummary::default();
+    // The inputs shown in a section (each at least once).
+    let mut shown_inputs = 0usize;
     for (i, r) in inputs.iter().enumerate() {
         let machine = r.machine.clone().unwrap_or_else(|| r.source.clone());
         let earlier = inputs.get(..i).unwrap_or_default();
@@ -263,6 +265,7 @@ pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
         }
         s.discrepancies
             .extend(r.discrepancies.iter().map(|d| format!("{}: {d}", r.source)));
+        shown_inputs += usize::from(shown);
         if !shown {
             let (code, message) = match r.kind {
                 None | Some(TestKind::Performance) | Some(TestKind::Stress) => (
@@ -288,6 +291,12 @@ pub fn summarize(inputs: &[ImportedReport]) -> EsrpSummary {
             });
         }
     }
+    // Every input is in a section or excluded, never both nor neither.
+    assert_eq!(
+        shown_inputs + s.excluded.len(),
+        inputs.len(),
+        "inputs summarized or excluded"
+    );
     if !s.servers.is_empty() {
         let sv = &s.servers;
         s.aggregate = Some(ServerFigures {

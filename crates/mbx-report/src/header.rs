@@ -156,6 +156,10 @@ pub fn align(row: &[String]) -> Result<Aligned, Refused> {
             1 => {
                 let found = dp.alignments(2);
                 let Some(one) = found.first() else { continue };
+                // An alignment gives every cell a column (0: the instances' column), in the
+                // columns' order: no cell is dropped or moved.
+                assert_eq!(one.len(), items.len(), "an alignment of every cell");
+                debug_assert!(one.windows(2).all(|w| w[0] <= w[1]) && one.iter().all(|k| *k <= 12));
                 let mut columns = vec![Vec::new(); 12];
                 for (item, k) in items.iter().zip(one) {
                     if *k >= 1 {

@@ -9,18 +9,7 @@ use crate::folder::RunFolder;
 use crate::svg::{LineChart, Series};
 
 /// Jetstress's section titles, in report order (tests check them).
-pub const SECTIONS: [&str; 10] = [
-    "Test Summary",
-    "Database Sizing and Throughput",
-    "System Parameters",
-    "Database Configuration",
-    "Transactional I/O Performance",
-    "Background Database Maintenance I/O Performance",
-    "Log Replication I/O Performance",
-    "Total I/O Performance",
-    "Host System Performance",
-    "Test Log",
-];
+pub use crate::columns::SECTIONS;
 
 /// The title of a Soft Recovery result's table (Jetstress's "Soft-Recovery Statistics").
 pub const SOFT_RECOVERY: &str = "Soft Recovery Statistics";
@@ -289,7 +278,17 @@ fn errors_per_volume(errors: &[mbx_result::ErrorEntry]) -> Vec<(String, u64)> {
             .or_default();
         *v = v.saturating_add(e.count);
     }
+    // The counts per volume add up to every error's count (both saturate alike).
+    debug_assert_eq!(
+        per.values().fold(0u64, |a, n| a.saturating_add(*n)),
+        total_errors(errors)
+    );
     per.into_iter().collect()
+}
+
+/// Every error's count, added (saturating).
+fn total_errors(errors: &[mbx_result::ErrorEntry]) -> u64 {
+    errors.iter().fold(0, |a, e| a.saturating_add(e.count))
 }
 
 /// Errors counted per instance and class (an entry without an instance counts under "-"), in
@@ -302,11 +301,17 @@ fn errors_per_instance(errors: &[mbx_result::ErrorEntry]) -> Vec<(String, String
         let v = per.entry((who, e.class.clone())).or_default();
         *v = v.saturating_add(e.count);
     }
+    // The counts per instance and class add up to every error's count.
+    debug_assert_eq!(
+        per.values().fold(0u64, |a, n| a.saturating_add(*n)),
+        total_errors(errors)
+    );
     per.into_iter().map(|((i, c), n)| (i, c, n)).collect()
 }
 
 /// Renders the report of a run: its result, samples (charts) and log; its flags (why the result
 /// is not a complete, passing measurement) as a banner at the top, and the notes of reading it.
+/// The sections in Jetstress's order, each from a function of its own.
 pub fn render(run: &RunFolder) -> String {
     let RunFolder {
         result: r,
@@ -316,232 +321,37 @@ pub fn render(run: &RunFolder) -> String {
         notes,
         ..
     } = run;
-    let cfg = &r.config;
     let names: Vec<String> = r.instances.iter().map(|i| i.name.clone()).collect();
-    let pct = |p: u32| format!("{p}%");
-    let verdict_state = r.verdict.state();
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
             (page_head(html! { "mbxstress " (r.test.test_type) " test report: " (r.test.machine) }))
             body {
                 h1 { "mbxstress " (r.test.test_type) " test result report" }
-                @if !flags.is_empty() {
-                    div.banner role="alert" id="flags" {
-                        strong { "Not a complete, passing measurement: do not use these figures as the storage's capability." }
-                        ul { @for f in flags { li data-code=(f.code) { (f.message) } } }
-                    }
-                }
+                (flags_banner(flags))
                 p.note { "Sections and column names follow Microsoft Exchange Jetstress 2013 so that results compare; how each figure is measured: docs/method.md." }
 
-                h2 { (SECTIONS[0]) }
-                (kv(&[
-                    ("Overall Test Result", state_word(verdict_state).into()),
-                    ("Machine Name", r.test.machine.clone()),
-                    ("Test Description", format!("{} test, {} mailboxes x {} IOPS, {} database(s), {} cop{}", r.test.test_type, r.profile.profile.mailboxes, r.profile.profile.iops_per_mailbox, r.profile.profile.databases, r.profile.profile.copies_per_database, if r.profile.profile.copies_per_database == 1 { "y" } else { "ies" })),
-                    ("Test Start Time", r.test.start.clone()),
-                    ("Test End Time", r.test.end.clone()),
-                    ("Collection Start Time", r.test.collection_start.clone()),
-                    ("Collection End Time", r.test.collection_end.clone()),
-                    ("mbxstress Version", r.test.tool_version.clone()),
-                    ("I/O Engine", format!("{} ({})", r.test.engine, if r.test.direct { "O_DIRECT" } else { "buffered: results measure memory" })),
-                    ("Operating System", r.test.os.clone()),
-                    ("Performance Log", r.samples_file.clone()),
-                ]))
-                @if let Some(line) = stop_line(r) { p.fail id="stopped" { (line) } }
-                h2 { "Verdict" }
-                table {
-                    tr { th { "Check" } th { "Measures" } th.n { "Value" } th.n { "Limit" } th.n title="The slowest single I/O of the measured phase, any instance (no limit applies to it)" { "Strict max" } th { "Result" } }
-                    @for c in r.verdict.checks() {
-                        tr data-check=(c.name) {
-                            td { (c.name) }
-                            td.measures { (c.measures().unwrap_or("")) }
-                            td.n { @if c.state() == CheckState::NotJudged { "-" } @else { (f3(c.value)) } }
-                            td.n { (f3(c.limit)) }
-                            td.n.strict { @match r.strict_max_ms(c) { Some(ms) => { (f3(ms)) }, None => { "-" } } }
-                            td class=(state_class(c.state())) {
-                                (state_word(c.state()))
-                                @if let Some(why) = c.reason() { ": " (why) }
-                            }
-                        }
-                    }
-                }
-                @if r.verdict.checks().iter().any(|c| r.strict_max_ms(c).is_some()) {
-                    p.note id="verdict-maxima" { "A maximum-latency check judges Jetstress's maximum: the largest per-sample average latency, with the worst samples tolerated (--max-latency-errors), which can be below the average over every I/O. The strict maximum beside it is the slowest single I/O; no limit applies to it. Both are in full under Maximum Latency." }
-                }
-                p { "Overall: " span class=(state_class(verdict_state)) { (state_word(verdict_state)) } }
-                @if let Some(d) = &r.doctor {
-                    @for c in d.write_through_findings() {
-                        p.fail id="write-through-finding" { "Write-through " (c.status.name()) " (" (c.subject) "): " (c.fact) ". The figures may measure a volatile cache, not the storage; see Preflight Checks." }
-                    }
-                }
-                @if let Some(t) = &r.tuning {
-                    h2 { "Automatic Tuning" }
-                    p {
-                        @match t.sessions {
-                            Some(n) => { "Chose " (n) " sessions: " @if let Some(p) = t.smallest_passing { (p) " is the smallest count whose IOPS met the target with every threshold met, and " (format!("{:.0}", t.headroom_pct)) "% more is kept as headroom (idle sessions to catch up after a stall)" } @else { "the smallest count whose IOPS met the target with every threshold met" } ", in " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s)." }
-                            None => { "No session count chosen (" (t.end) ") after " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s): the test did not run." }
-                        }
-                    }
-                    (crate::steps::section(&t.steps, crate::steps::Axis::Sessions))
-                }
-                @if let Some(t) = &r.throughput {
-                    h2 { "Disk Subsystem Throughput" }
-                    p {
-                        "Databases of " (format!("{:.1}", t.database_bytes as f64 / 1_048_576.0)) " MiB in all, from "
-                        (t.capacity_pct) "% of " (format!("{:.1}", t.free_bytes as f64 / 1_048_576.0))
-                        " MiB free (25% reserved for growth). "
-                        @match (t.max_iops, t.held_iops) {
-                            (Some(max), Some(held)) => { "Maximum found: " (format!("{max:.0}")) " transactional IOPS in " (t.steps.len()) " steps (" (t.end) ", " (format!("{:.0}", t.elapsed_s)) " s); the test held " (t.throughput_pct) "% of it: " (format!("{held:.1}")) " IOPS." }
-                            _ => { "No target passed every threshold (" (t.end) ", " (t.steps.len()) " steps): the test did not run." }
-                        }
-                    }
-                    (crate::steps::section(&t.steps, crate::steps::Axis::TargetIops))
-                }
+                (test_summary(r))
+                (verdict_section(r))
+                @if let Some(t) = &r.tuning { (tuning_section(t)) }
+                @if let Some(t) = &r.throughput { (throughput_section(t)) }
                 (pass_sections(r))
                 @if let Some(d) = &r.doctor {
                     (doctor_section(d))
                 }
-                @if !r.errors.is_empty() {
-                    h2 { "Errors" }
-                    p.note { "Errors are logged against the volume where they occurred, as Jetstress 2013 does; a single one fails the test." }
-                    table id="errors-per-volume" {
-                        tr { th { "Volume" } th.n { "Errors" } }
-                        @for (volume, count) in errors_per_volume(&r.errors) { tr { td { (volume) } td.n { (count) } } }
-                    }
-                    table id="errors-per-instance" {
-                        tr { th { "Instance" } th { "Class" } th.n { "Errors" } }
-                        @for (instance, class, count) in errors_per_instance(&r.errors) { tr { td { (instance) } td { (class) } td.n { (count) } } }
-                    }
-                    table id="errors" {
-                        tr { th { "Class" } th { "Instance" } th { "Volume" } th { "File" } th.n { "Offset" } th.n { "Page" } th.n { "Count" } th { "First at" } th { "Message" } }
-                        @for e in r.errors.iter().take(200) {
-                            tr.fail {
-                                td { (e.class) } td { (e.instance.as_deref().unwrap_or("-")) } td { (e.volume.as_deref().unwrap_or("-")) }
-                                td { (e.path.as_deref().unwrap_or("-")) } td.n { (e.offset.map_or("-".to_string(), |o| o.to_string())) }
-                                td.n { (e.page.map_or("-".to_string(), |p| p.to_string())) } td.n { (e.count) } td { (e.first_at) } td { (e.message) }
-                            }
-                        }
-                    }
-                    @if r.errors.len() > 200 { p.note { (r.errors.len() - 200) " more in result.json." } }
-                }
-
-                h2 { (SECTIONS[1]) }
-                (kv(&[
-                    ("Achieved Transactional I/O per Second", f3(r.achieved_iops)),
-                    ("Target Transactional I/O per Second", format!("{}", r.target_iops)),
-                    ("Initial Database Size (bytes)", r.database_size_bytes.initial.to_string()),
-                    ("Final Database Size (bytes)", r.database_size_bytes.final_.to_string()),
-                    ("Database Files (Count)", r.instances.len().to_string()),
-                ]))
-
-                h2 { (SECTIONS[2]) }
-                (kv(&[
-                    ("Thread Count", r.profile.threads.to_string()),
-                    ("Reactors (event-loop threads, databases partitioned among them)", r.test.reactors.to_string()),
-                    ("Minimum Database Cache (per database)", format!("{} MB", cfg.cache.min_mb_per_db)),
-                    ("Maximum Database Cache (per database, before scaling to 1/8 of the database)", format!("{} MB", cfg.cache.max_mb_per_db)),
-                    ("Insert Operations", pct(cfg.op_mix.insert_pct)),
-                    ("Delete Operations", pct(cfg.op_mix.delete_pct)),
-                    ("Replace Operations", pct(cfg.op_mix.replace_pct)),
-                    ("Read Operations", pct(cfg.op_mix.read_pct)),
-                    ("Lazy Commits", pct(cfg.op_mix.lazy_commit_pct)),
-                    ("Run Background Database Maintenance", if cfg.bdm { "True".into() } else { "False".into() }),
-                    ("Number of Copies per Database", r.profile.profile.copies_per_database.to_string()),
-                ]))
-
-                h2 { (SECTIONS[3]) }
-                table {
-                    tr { th { "Instance" } th { "Log path" } th { "Database" } }
-                    @for i in &r.instances { tr { td { (i.name) } td { (i.log_path) } td { (i.database_path) } } }
-                }
-
-                @if !r.sections.soft_recovery.is_empty() {
-                    h2 { (SOFT_RECOVERY) }
-                    (soft_recovery_table(&r.sections))
-                }
-
-                h2 { (SECTIONS[4]) }
-                (io_table(&r.instances.iter().map(|i| (i.name.clone(), i.transactional)).collect::<Vec<_>>()))
-
-                h2 { (SECTIONS[5]) }
-                table {
-                    tr { th { "MSExchange Database ==> Instances" } th.n { "Database Maintenance IO Reads/sec" } th.n { "Database Maintenance IO Reads Average Bytes" } }
-                    @for i in &r.instances { tr { td { (i.name) } td.n { (f3(i.bdm.reads_per_s)) } td.n { (f3(i.bdm.read_avg_bytes)) } } }
-                }
-
-                h2 { (SECTIONS[6]) }
-                table {
-                    tr { th { "MSExchange Database ==> Instances" } th.n { "I/O Log Reads/sec" } th.n { "I/O Log Reads Average Bytes" } }
-                    @for i in &r.instances { tr { td { (i.name) } td.n { (f3(i.log_replication.reads_per_s)) } td.n { (f3(i.log_replication.read_avg_bytes)) } } }
-                }
-
-                h2 { (SECTIONS[7]) }
-                (io_table(&r.instances.iter().map(|i| (i.name.clone(), i.total)).collect::<Vec<_>>()))
-
-                h2 { "Latency Percentiles (true per-I/O, ms)" }
-                table {
-                    tr { th { "Instance" } th { "Stream" } th.n { "avg" } th.n { "p50" } th.n { "p90" } th.n { "p99" } th.n { "p99.9" } th.n { "max" } }
-                    @for i in &r.instances {
-                        @for (stream, p) in [("DB reads", i.latency_ms.db_read), ("DB writes", i.latency_ms.db_write), ("Log writes", i.latency_ms.log_write)] {
-                            tr { td { (i.name) } td { (stream) } td.n { (f3(p.avg)) } td.n { (f3(p.p50)) } td.n { (f3(p.p90)) } td.n { (f3(p.p99)) } td.n { (f3(p.p999)) } td.n { (f3(p.max)) } }
-                        }
-                    }
-                }
-
-                @if let Some(m) = &r.max_latency {
-                    h2 { "Maximum Latency" }
-                    p.note { "Jetstress's maximum latency is the largest per-sample average. With MaximumLatencyErrors = " (m.max_latency_errors) ", an instance fails a maximum-latency check only when more than " (m.max_latency_errors) " of its samples are over the limit; the judged value sets those aside. The strict figures are shown for honesty (docs/method.md, \"Maximum latency\")." }
-                    table id="max-latency" {
-                        tr { th { "Stream" } th.n { "Judged (ms)" } th.n { "Limit (ms)" } th.n { "Samples over" } th.n { "Strict sample maximum (ms)" } th.n { "Slowest I/O (ms)" } th { "Result" } }
-                        @for (stream, x) in [("DB reads", &m.db_read), ("Log writes", &m.log_write)] {
-                            @let state = if !x.judged { CheckState::NotJudged } else if x.pass { CheckState::Pass } else { CheckState::Fail };
-                            tr {
-                                td { (stream) }
-                                td.n { @if x.judged { (f3(x.tolerated_ms)) } @else { "-" } }
-                                td.n { (f3(x.limit_ms)) } td.n { (x.samples_over) } td.n { (f3(x.sample_max_ms)) } td.n { (f3(x.per_io_max_ms)) }
-                                td class=(state_class(state)) {
-                                    (state_word(state))
-                                    @if !x.judged { ": " (x.samples) " sample(s), " (m.max_latency_errors) " tolerated: the check could not fail" }
-                                }
-                            }
-                        }
-                    }
-                }
-                @if let Some(p) = &r.pacing {
-                    h2 { "Pacing and Transaction Latency" }
-                    (kv(&[
-                        ("Pacing", match p.arrivals { Some(a) => format!("{} loop, {a} arrivals", p.mode), None => format!("{} loop (Jetstress's model)", p.mode) }),
-                        ("Transactions due", p.transactions_arrived.to_string()),
-                        ("Transactions started", p.transactions_started.to_string()),
-                        (&*format!("Late (started more than {} ms after due)", f3(p.late_threshold_ms)), p.transactions_late.to_string()),
-                        ("Dropped (waited too long, counted, never retried)", p.transactions_dropped.to_string()),
-                        ("Backlog, most arrivals waiting at once", p.backlog_max.to_string()),
-                    ]))
-                    table id="transaction-latency" {
-                        tr { th { "Transaction latency (ms)" } th.n { "avg" } th.n { "p50" } th.n { "p90" } th.n { "p99" } th.n { "p99.9" } th.n { "max" } }
-                        @for (what, x) in [("from submission (service)", p.transaction_latency_ms), ("from arrival (what a user waits)", p.latency_from_arrival_ms)] {
-                            tr { td { (what) } td.n { (f3(x.avg)) } td.n { (f3(x.p50)) } td.n { (f3(x.p90)) } td.n { (f3(x.p99)) } td.n { (f3(x.p999)) } td.n { (f3(x.max)) } }
-                        }
-                    }
-                    @if p.transactions_dropped > 0 {
-                        p.fail { (p.transactions_dropped) " transaction(s) were dropped: the storage (or the sessions) fell behind the target." }
-                    }
-                }
+                @if !r.errors.is_empty() { (errors_section(&r.errors)) }
+                (sizing_and_configuration(r))
+                (io_sections(r))
+                (latency_percentiles(r))
+                @if let Some(m) = &r.max_latency { (max_latency_section(m)) }
+                @if let Some(p) = &r.pacing { (pacing_section(p)) }
 
                 h2 { "Time Series" }
                 @for n in notes { p.note { (n) } }
                 @if samples.is_empty() { p.note { "No samples were recorded (the measured phase was shorter than one sample interval)." } }
                 @else { (charts(samples, &names)) }
 
-                h2 { (SECTIONS[8]) }
-                table {
-                    tr { th { "Counter" } th.n { "Average" } th.n { "Minimum" } th.n { "Maximum" } }
-                    tr { td { "% Processor Time" } td.n { (f3(r.host.cpu_pct.avg)) } td.n { (f3(r.host.cpu_pct.min)) } td.n { (f3(r.host.cpu_pct.max)) } }
-                    tr { td { "Available MBytes" } td.n { (f3(r.host.available_mb.avg)) } td.n { (f3(r.host.available_mb.min)) } td.n { (f3(r.host.available_mb.max)) } }
-                    tr { td { "Database Page Fault Stalls/sec" } td.n { (f3(r.host.page_fault_stalls_per_s.avg)) } td.n { (f3(r.host.page_fault_stalls_per_s.min)) } td.n { (f3(r.host.page_fault_stalls_per_s.max)) } }
-                }
-                p.note { "mbxstress process peak resident memory: " (format!("{:.1}", r.host.process_peak_rss_mb)) " MB. Data integrity: " (r.integrity.pages_verified) " pages verified" (checksummed_note(&r.integrity)) ", " (r.integrity.bad_pages) " bad, " (r.integrity.correctable_pages) " correctable, " (r.integrity.wrong_page_number_pages) " misplaced, " (r.integrity.stale_pages) " stale." @if r.integrity.log_problems > 0 { " Log and checkpoint: " (r.integrity.log_problems) " problem(s), listed with the errors." } }
+                (host_section(r))
 
                 h2 { (SECTIONS[9]) }
                 pre { @for l in log { (l) "\n" } }
@@ -551,7 +361,280 @@ pub fn render(run: &RunFolder) -> String {
             }
         }
     };
-    markup.into_string()
+    crate::markup_check::checked(markup, "report.html")
+}
+
+/// The banner of a result's flags (nothing when it has none).
+pub(crate) fn flags_banner(flags: &[crate::flags::Flag]) -> Markup {
+    html! {
+        @if !flags.is_empty() {
+            div.banner role="alert" id="flags" {
+                strong { "Not a complete, passing measurement: do not use these figures as the storage's capability." }
+                ul { @for f in flags { li data-code=(f.code) { (f.message) } } }
+            }
+        }
+    }
+}
+
+/// Jetstress's Test Summary, and how the test stopped when it did not run its course.
+fn test_summary(r: &RunResult) -> Markup {
+    let profile = &r.profile.profile;
+    html! {
+        h2 { (SECTIONS[0]) }
+        (kv(&[
+            ("Overall Test Result", state_word(r.verdict.state()).into()),
+            ("Machine Name", r.test.machine.clone()),
+            ("Test Description", format!("{} test, {} mailboxes x {} IOPS, {} database(s), {} cop{}", r.test.test_type, profile.mailboxes, profile.iops_per_mailbox, profile.databases, profile.copies_per_database, if profile.copies_per_database == 1 { "y" } else { "ies" })),
+            ("Test Start Time", r.test.start.clone()),
+            ("Test End Time", r.test.end.clone()),
+            ("Collection Start Time", r.test.collection_start.clone()),
+            ("Collection End Time", r.test.collection_end.clone()),
+            ("mbxstress Version", r.test.tool_version.clone()),
+            ("I/O Engine", format!("{} ({})", r.test.engine, if r.test.direct { "O_DIRECT" } else { "buffered: results measure memory" })),
+            ("Operating System", r.test.os.clone()),
+            ("Performance Log", r.samples_file.clone()),
+        ]))
+        @if let Some(line) = stop_line(r) { p.fail id="stopped" { (line) } }
+    }
+}
+
+/// The verdict: each check with its value, limit and strict maximum, the overall state, and
+/// the write-through findings that put the figures in doubt.
+fn verdict_section(r: &RunResult) -> Markup {
+    let verdict_state = r.verdict.state();
+    html! {
+        h2 { "Verdict" }
+        table {
+            tr { th { "Check" } th { "Measures" } th.n { "Value" } th.n { "Limit" } th.n title="The slowest single I/O of the measured phase, any instance (no limit applies to it)" { "Strict max" } th { "Result" } }
+            @for c in r.verdict.checks() {
+                tr data-check=(c.name) {
+                    td { (c.name) }
+                    td.measures { (c.measures().unwrap_or("")) }
+                    td.n { @if c.state() == CheckState::NotJudged { "-" } @else { (f3(c.value)) } }
+                    td.n { (f3(c.limit)) }
+                    td.n.strict { @match r.strict_max_ms(c) { Some(ms) => { (f3(ms)) }, None => { "-" } } }
+                    td class=(state_class(c.state())) {
+                        (state_word(c.state()))
+                        @if let Some(why) = c.reason() { ": " (why) }
+                    }
+                }
+            }
+        }
+        @if r.verdict.checks().iter().any(|c| r.strict_max_ms(c).is_some()) {
+            p.note id="verdict-maxima" { "A maximum-latency check judges Jetstress's maximum: the largest per-sample average latency, with the worst samples tolerated (--max-latency-errors), which can be below the average over every I/O. The strict maximum beside it is the slowest single I/O; no limit applies to it. Both are in full under Maximum Latency." }
+        }
+        p { "Overall: " span class=(state_class(verdict_state)) { (state_word(verdict_state)) } }
+        @if let Some(d) = &r.doctor {
+            @for c in d.write_through_findings() {
+                p.fail id="write-through-finding" { "Write-through " (c.status.name()) " (" (c.subject) "): " (c.fact) ". The figures may measure a volatile cache, not the storage; see Preflight Checks." }
+            }
+        }
+    }
+}
+
+/// Automatic Tuning: the session count chosen (or why none was) and its steps.
+fn tuning_section(t: &mbx_result::Tuning) -> Markup {
+    html! {
+        h2 { "Automatic Tuning" }
+        p {
+            @match t.sessions {
+                Some(n) => { "Chose " (n) " sessions: " @if let Some(p) = t.smallest_passing { (p) " is the smallest count whose IOPS met the target with every threshold met, and " (format!("{:.0}", t.headroom_pct)) "% more is kept as headroom (idle sessions to catch up after a stall)" } @else { "the smallest count whose IOPS met the target with every threshold met" } ", in " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s)." }
+                None => { "No session count chosen (" (t.end) ") after " (t.steps.len()) " steps (" (format!("{:.0}", t.elapsed_s)) " s): the test did not run." }
+            }
+        }
+        (crate::steps::section(&t.steps, crate::steps::Axis::Sessions))
+    }
+}
+
+/// Disk Subsystem Throughput: the databases' size, the maximum found and what the test held.
+fn throughput_section(t: &mbx_result::Throughput) -> Markup {
+    html! {
+        h2 { "Disk Subsystem Throughput" }
+        p {
+            "Databases of " (format!("{:.1}", t.database_bytes as f64 / 1_048_576.0)) " MiB in all, from "
+            (t.capacity_pct) "% of " (format!("{:.1}", t.free_bytes as f64 / 1_048_576.0))
+            " MiB free (25% reserved for growth). "
+            @match (t.max_iops, t.held_iops) {
+                (Some(max), Some(held)) => { "Maximum found: " (format!("{max:.0}")) " transactional IOPS in " (t.steps.len()) " steps (" (t.end) ", " (format!("{:.0}", t.elapsed_s)) " s); the test held " (t.throughput_pct) "% of it: " (format!("{held:.1}")) " IOPS." }
+                _ => { "No target passed every threshold (" (t.end) ", " (t.steps.len()) " steps): the test did not run." }
+            }
+        }
+        (crate::steps::section(&t.steps, crate::steps::Axis::TargetIops))
+    }
+}
+
+/// The errors shown in full at the most; the rest are counted.
+const ERRORS_SHOWN: usize = 200;
+
+/// Errors: counted per volume and per instance and class, then each (the first 200).
+fn errors_section(errors: &[mbx_result::ErrorEntry]) -> Markup {
+    html! {
+        h2 { "Errors" }
+        p.note { "Errors are logged against the volume where they occurred, as Jetstress 2013 does; a single one fails the test." }
+        table id="errors-per-volume" {
+            tr { th { "Volume" } th.n { "Errors" } }
+            @for (volume, count) in errors_per_volume(errors) { tr { td { (volume) } td.n { (count) } } }
+        }
+        table id="errors-per-instance" {
+            tr { th { "Instance" } th { "Class" } th.n { "Errors" } }
+            @for (instance, class, count) in errors_per_instance(errors) { tr { td { (instance) } td { (class) } td.n { (count) } } }
+        }
+        table id="errors" {
+            tr { th { "Class" } th { "Instance" } th { "Volume" } th { "File" } th.n { "Offset" } th.n { "Page" } th.n { "Count" } th { "First at" } th { "Message" } }
+            @for e in errors.iter().take(ERRORS_SHOWN) {
+                tr.fail {
+                    td { (e.class) } td { (e.instance.as_deref().unwrap_or("-")) } td { (e.volume.as_deref().unwrap_or("-")) }
+                    td { (e.path.as_deref().unwrap_or("-")) } td.n { (e.offset.map_or("-".to_string(), |o| o.to_string())) }
+                    td.n { (e.page.map_or("-".to_string(), |p| p.to_string())) } td.n { (e.count) } td { (e.first_at) } td { (e.message) }
+                }
+            }
+        }
+        @if errors.len() > ERRORS_SHOWN { p.note { (errors.len() - ERRORS_SHOWN) " more in result.json." } }
+    }
+}
+
+/// Database Sizing and Throughput, System Parameters and Database Configuration.
+fn sizing_and_configuration(r: &RunResult) -> Markup {
+    let cfg = &r.config;
+    let pct = |p: u32| format!("{p}%");
+    html! {
+        h2 { (SECTIONS[1]) }
+        (kv(&[
+            ("Achieved Transactional I/O per Second", f3(r.achieved_iops)),
+            ("Target Transactional I/O per Second", format!("{}", r.target_iops)),
+            ("Initial Database Size (bytes)", r.database_size_bytes.initial.to_string()),
+            ("Final Database Size (bytes)", r.database_size_bytes.final_.to_string()),
+            ("Database Files (Count)", r.instances.len().to_string()),
+        ]))
+
+        h2 { (SECTIONS[2]) }
+        (kv(&[
+            ("Thread Count", r.profile.threads.to_string()),
+            ("Reactors (event-loop threads, databases partitioned among them)", r.test.reactors.to_string()),
+            ("Minimum Database Cache (per database)", format!("{} MB", cfg.cache.min_mb_per_db)),
+            ("Maximum Database Cache (per database, before scaling to 1/8 of the database)", format!("{} MB", cfg.cache.max_mb_per_db)),
+            ("Insert Operations", pct(cfg.op_mix.insert_pct)),
+            ("Delete Operations", pct(cfg.op_mix.delete_pct)),
+            ("Replace Operations", pct(cfg.op_mix.replace_pct)),
+            ("Read Operations", pct(cfg.op_mix.read_pct)),
+            ("Lazy Commits", pct(cfg.op_mix.lazy_commit_pct)),
+            ("Run Background Database Maintenance", if cfg.bdm { "True".into() } else { "False".into() }),
+            ("Number of Copies per Database", r.profile.profile.copies_per_database.to_string()),
+        ]))
+
+        h2 { (SECTIONS[3]) }
+        table {
+            tr { th { "Instance" } th { "Log path" } th { "Database" } }
+            @for i in &r.instances { tr { td { (i.name) } td { (i.log_path) } td { (i.database_path) } } }
+        }
+    }
+}
+
+/// The I/O tables of Jetstress's report: Soft Recovery (when run), Transactional, Background
+/// Database Maintenance, Log Replication and Total I/O Performance.
+fn io_sections(r: &RunResult) -> Markup {
+    html! {
+        @if !r.sections.soft_recovery.is_empty() {
+            h2 { (SOFT_RECOVERY) }
+            (soft_recovery_table(&r.sections))
+        }
+
+        h2 { (SECTIONS[4]) }
+        (io_table(&r.instances.iter().map(|i| (i.name.clone(), i.transactional)).collect::<Vec<_>>()))
+
+        h2 { (SECTIONS[5]) }
+        table {
+            tr { th { "MSExchange Database ==> Instances" } th.n { "Database Maintenance IO Reads/sec" } th.n { "Database Maintenance IO Reads Average Bytes" } }
+            @for i in &r.instances { tr { td { (i.name) } td.n { (f3(i.bdm.reads_per_s)) } td.n { (f3(i.bdm.read_avg_bytes)) } } }
+        }
+
+        h2 { (SECTIONS[6]) }
+        table {
+            tr { th { "MSExchange Database ==> Instances" } th.n { "I/O Log Reads/sec" } th.n { "I/O Log Reads Average Bytes" } }
+            @for i in &r.instances { tr { td { (i.name) } td.n { (f3(i.log_replication.reads_per_s)) } td.n { (f3(i.log_replication.read_avg_bytes)) } } }
+        }
+
+        h2 { (SECTIONS[7]) }
+        (io_table(&r.instances.iter().map(|i| (i.name.clone(), i.total)).collect::<Vec<_>>()))
+    }
+}
+
+/// The true per-I/O latency percentiles of each instance's streams.
+fn latency_percentiles(r: &RunResult) -> Markup {
+    html! {
+        h2 { "Latency Percentiles (true per-I/O, ms)" }
+        table {
+            tr { th { "Instance" } th { "Stream" } th.n { "avg" } th.n { "p50" } th.n { "p90" } th.n { "p99" } th.n { "p99.9" } th.n { "max" } }
+            @for i in &r.instances {
+                @for (stream, p) in [("DB reads", i.latency_ms.db_read), ("DB writes", i.latency_ms.db_write), ("Log writes", i.latency_ms.log_write)] {
+                    tr { td { (i.name) } td { (stream) } td.n { (f3(p.avg)) } td.n { (f3(p.p50)) } td.n { (f3(p.p90)) } td.n { (f3(p.p99)) } td.n { (f3(p.p999)) } td.n { (f3(p.max)) } }
+                }
+            }
+        }
+    }
+}
+
+/// Maximum Latency: Jetstress's judged maximum beside the strict figures.
+fn max_latency_section(m: &mbx_result::MaxLatencyChecks) -> Markup {
+    html! {
+        h2 { "Maximum Latency" }
+        p.note { "Jetstress's maximum latency is the largest per-sample average. With MaximumLatencyErrors = " (m.max_latency_errors) ", an instance fails a maximum-latency check only when more than " (m.max_latency_errors) " of its samples are over the limit; the judged value sets those aside. The strict figures are shown for honesty (docs/method.md, \"Maximum latency\")." }
+        table id="max-latency" {
+            tr { th { "Stream" } th.n { "Judged (ms)" } th.n { "Limit (ms)" } th.n { "Samples over" } th.n { "Strict sample maximum (ms)" } th.n { "Slowest I/O (ms)" } th { "Result" } }
+            @for (stream, x) in [("DB reads", &m.db_read), ("Log writes", &m.log_write)] {
+                @let state = if !x.judged { CheckState::NotJudged } else if x.pass { CheckState::Pass } else { CheckState::Fail };
+                tr {
+                    td { (stream) }
+                    td.n { @if x.judged { (f3(x.tolerated_ms)) } @else { "-" } }
+                    td.n { (f3(x.limit_ms)) } td.n { (x.samples_over) } td.n { (f3(x.sample_max_ms)) } td.n { (f3(x.per_io_max_ms)) }
+                    td class=(state_class(state)) {
+                        (state_word(state))
+                        @if !x.judged { ": " (x.samples) " sample(s), " (m.max_latency_errors) " tolerated: the check could not fail" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Pacing and Transaction Latency (an open-loop run's arrivals, and what a user waits).
+fn pacing_section(p: &mbx_result::PacingResult) -> Markup {
+    html! {
+        h2 { "Pacing and Transaction Latency" }
+        (kv(&[
+            ("Pacing", match p.arrivals { Some(a) => format!("{} loop, {a} arrivals", p.mode), None => format!("{} loop (Jetstress's model)", p.mode) }),
+            ("Transactions due", p.transactions_arrived.to_string()),
+            ("Transactions started", p.transactions_started.to_string()),
+            (&*format!("Late (started more than {} ms after due)", f3(p.late_threshold_ms)), p.transactions_late.to_string()),
+            ("Dropped (waited too long, counted, never retried)", p.transactions_dropped.to_string()),
+            ("Backlog, most arrivals waiting at once", p.backlog_max.to_string()),
+        ]))
+        table id="transaction-latency" {
+            tr { th { "Transaction latency (ms)" } th.n { "avg" } th.n { "p50" } th.n { "p90" } th.n { "p99" } th.n { "p99.9" } th.n { "max" } }
+            @for (what, x) in [("from submission (service)", p.transaction_latency_ms), ("from arrival (what a user waits)", p.latency_from_arrival_ms)] {
+                tr { td { (what) } td.n { (f3(x.avg)) } td.n { (f3(x.p50)) } td.n { (f3(x.p90)) } td.n { (f3(x.p99)) } td.n { (f3(x.p999)) } td.n { (f3(x.max)) } }
+            }
+        }
+        @if p.transactions_dropped > 0 {
+            p.fail { (p.transactions_dropped) " transaction(s) were dropped: the storage (or the sessions) fell behind the target." }
+        }
+    }
+}
+
+/// Host System Performance: the counters, peak memory and data integrity.
+fn host_section(r: &RunResult) -> Markup {
+    let h = &r.host;
+    let g = &r.integrity;
+    html! {
+        h2 { (SECTIONS[8]) }
+        table {
+            tr { th { "Counter" } th.n { "Average" } th.n { "Minimum" } th.n { "Maximum" } }
+            tr { td { "% Processor Time" } td.n { (f3(h.cpu_pct.avg)) } td.n { (f3(h.cpu_pct.min)) } td.n { (f3(h.cpu_pct.max)) } }
+            tr { td { "Available MBytes" } td.n { (f3(h.available_mb.avg)) } td.n { (f3(h.available_mb.min)) } td.n { (f3(h.available_mb.max)) } }
+            tr { td { "Database Page Fault Stalls/sec" } td.n { (f3(h.page_fault_stalls_per_s.avg)) } td.n { (f3(h.page_fault_stalls_per_s.min)) } td.n { (f3(h.page_fault_stalls_per_s.max)) } }
+        }
+        p.note { "mbxstress process peak resident memory: " (format!("{:.1}", h.process_peak_rss_mb)) " MB. Data integrity: " (g.pages_verified) " pages verified" (checksummed_note(g)) ", " (g.bad_pages) " bad, " (g.correctable_pages) " correctable, " (g.wrong_page_number_pages) " misplaced, " (g.stale_pages) " stale." @if g.log_problems > 0 { " Log and checkpoint: " (g.log_problems) " problem(s), listed with the errors." } }
+    }
 }
 
 /// The `<head>` of every report page: its title and the stylesheet.
@@ -601,7 +684,7 @@ pub fn render_find_max(f: &mbx_result::FindMax) -> String {
             }
         }
     };
-    markup.into_string()
+    crate::markup_check::checked(markup, "find-max.html")
 }
 
 /// How many of the pages verified were checksummed whole (the rest passed by header and block

@@ -143,7 +143,7 @@ fn kind_or_unknown<S: serde::Serializer>(kind: &Option<TestKind>, s: S) -> Resul
     s.serialize_str(kind.map_or("unknown", TestKind::name))
 }
 
-use crate::columns::IO12_COLUMNS;
+use crate::columns::{IO12_COLUMNS, SECTIONS};
 use crate::header::squash;
 
 /// Removes markdown and HTML emphasis and surrounding space.
@@ -708,17 +708,19 @@ fn report_parts(text: &str) -> Vec<Part> {
 /// Every section title of a Jetstress report (tables or not): where two sections run together
 /// on one line, the line is split before the second. The first ten are a Performance report's,
 /// in its order (`fieldset_title`).
+/// Jetstress's own report says "Jetstress System Parameters" where report.html says "System
+/// Parameters".
 const SECTION_TITLES: [&str; 13] = [
-    "Test Summary",
-    "Database Sizing and Throughput",
+    SECTIONS[0],
+    SECTIONS[1],
     "Jetstress System Parameters",
-    "Database Configuration",
-    "Transactional I/O Performance",
-    "Background Database Maintenance I/O Performance",
-    "Log Replication I/O Performance",
-    "Total I/O Performance",
-    "Host System Performance",
-    "Test Log",
+    SECTIONS[3],
+    SECTIONS[4],
+    SECTIONS[5],
+    SECTIONS[6],
+    SECTIONS[7],
+    SECTIONS[8],
+    SECTIONS[9],
     "Database Backup Statistics",
     "Soft-Recovery Statistics",
     "Soft Recovery Statistics",
@@ -885,6 +887,11 @@ fn split_sections(
             rest = tail.trim_start_matches(['*', ' ', '\t']);
         }
     }
+    // Every line of the text is read, in its order; a line split keeps its number (the
+    // warnings are put in the file's order by it).
+    debug_assert!(out
+        .windows(2)
+        .all(|w| w[1].0 == w[0].0 || w[1].0 == w[0].0 + 1));
     out
 }
 
@@ -978,42 +985,92 @@ fn instance_like(name: &str) -> bool {
     sq.starts_with("instance") && sq.len() > "instance".len()
 }
 
-/// Imports one report's text, whose first line is line `first_line` of the file.
+/// Imports one report's text, whose first line is line `first_line` of the file: its lines read
+/// one by one into tables of rows ([`PlainReader::line`]), then the rows into the report
+/// ([`PlainReader::finish`]).
 fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedReport, ImportError> {
-    let mut r = ImportedReport {
-        source: path.display().to_string(),
-        ..Default::default()
+    let mut reader = PlainReader {
+        path,
+        r: ImportedReport {
+            source: path.display().to_string(),
+            ..Default::default()
+        },
+        warnings: Vec::new(),
+        seen: Vec::new(),
+        current: None,
+        header_seen: false,
+        pending: None,
+        rows: Vec::new(),
+        table_rows: 0,
+        interrupted: None,
+        lost: Vec::new(),
+        last_text: None,
     };
-    let err = |table: &str, row: String, reason: String| ImportError::Malformed {
+    let lines = split_sections(text, first_line, &mut reader.warnings);
+    for (line_no, raw) in &lines {
+        reader.line(*line_no, raw)?;
+    }
+    reader.finish()
+}
+
+/// A report's table or row refused, in the file `path`.
+fn malformed(path: &Path, table: &str, row: String, reason: String) -> ImportError {
+    ImportError::Malformed {
         path: path.to_path_buf(),
         table: table.to_string(),
         row,
         reason,
-    };
-    let mut warnings = Vec::new();
-    let lines = split_sections(text, first_line, &mut warnings);
-    // The tables met so far and the line of each title: a table given twice is a second report
-    // whose title was lost, not more rows of the first.
-    let mut seen: Vec<(Table, usize)> = Vec::new();
-    let mut current: Option<Table> = None;
-    let mut header_seen = false;
-    // A row whose cells landed on several lines: its first line number and its cells so far.
-    let mut pending: Option<(usize, Vec<String>)> = None;
-    let mut rows: Vec<(Table, usize, Vec<String>)> = Vec::new();
-    // The data rows of the current table so far.
-    let mut table_rows = 0usize;
-    // A line inside the current table that is none of its rows (a PDF's page header or footer,
-    // or the end of the table): its number and text. The table goes on if its rows do.
-    let mut interrupted: Option<(usize, String)> = None;
-    // Tables skipped whole because their title is lost or unreadable: the line of each and why.
-    let mut lost: Vec<String> = Vec::new();
-    // The last line of text outside any table (what a lost table's damaged title may be).
-    let mut last_text: Option<(usize, String)> = None;
-    // An incomplete pending row: an error in a needed table, else a warning.
-    let unfinished = |table: Table,
-                      (line_no, cells): (usize, Vec<String>),
-                      warnings: &mut Vec<String>|
-     -> Result<(), ImportError> {
+    }
+}
+
+/// One report's text being read, line by line: the tables met and the rows gathered so far.
+struct PlainReader<'a> {
+    path: &'a Path,
+    /// The report: its summary fields as they are met, its tables' rows at the end.
+    r: ImportedReport,
+    warnings: Vec<String>,
+    /// The tables met so far and the line of each title: a table given twice is a second report
+    /// whose title was lost, not more rows of the first.
+    seen: Vec<(Table, usize)>,
+    current: Option<Table>,
+    header_seen: bool,
+    /// A row whose cells landed on several lines: its first line number and its cells so far.
+    pending: Option<(usize, Vec<String>)>,
+    /// The rows of every table, with the line of each.
+    rows: Vec<(Table, usize, Vec<String>)>,
+    /// The data rows of the current table so far.
+    table_rows: usize,
+    /// A line inside the current table that is none of its rows (a PDF's page header or footer,
+    /// or the end of the table): its number and text. The table goes on if its rows do.
+    interrupted: Option<(usize, String)>,
+    /// Tables skipped whole because their title is lost or unreadable: the line of each and why.
+    lost: Vec<String>,
+    /// The last line of text outside any table (what a lost table's damaged title may be).
+    last_text: Option<(usize, String)>,
+}
+
+/// What [`import_row`] did with a row.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Kept {
+    /// Kept as a row of one of the report's tables.
+    Row,
+    /// Read as a typed summary (an Avg or Sum row), or passed over as one.
+    Summary,
+    /// Neither: ignored with a warning.
+    Ignored,
+}
+
+impl PlainReader<'_> {
+    fn err(&self, table: &str, row: String, reason: String) -> ImportError {
+        malformed(self.path, table, row, reason)
+    }
+
+    /// An incomplete pending row: an error in a needed table, else a warning.
+    fn unfinished(
+        &mut self,
+        table: Table,
+        (line_no, cells): (usize, Vec<String>),
+    ) -> Result<(), ImportError> {
         let msg = format!(
             "expected {} cells, found {} (a row split over lines that does not add up): give the row its cells",
             table.width(),
@@ -1021,165 +1078,234 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
         );
         let name = cells.first().cloned().unwrap_or_default();
         if table.needed() {
-            return Err(err(table.title(), format!("line {line_no} ({name})"), msg));
+            return Err(self.err(table.title(), format!("line {line_no} ({name})"), msg));
         }
-        warnings.push(format!(
+        self.warnings.push(format!(
             "line {line_no}: {} row {name}: {msg}; skipped (no summary needs it)",
             table.title()
         ));
         Ok(())
-    };
-    for (line_no, raw) in &lines {
-        let line_no = *line_no;
-        let plain = clean(raw);
-        if let Some(kind) = kind_named(&plain) {
-            r.kind = Some(kind);
+    }
+
+    /// The pending row, if any, is unfinished where the current table ends.
+    fn end_pending(&mut self) -> Result<(), ImportError> {
+        if let (Some(p), Some(table)) = (self.pending.take(), self.current) {
+            self.unfinished(table, p)?;
         }
-        for (key, slot) in [
-            (
-                "Achieved Transactional I/O per Second",
-                &mut r.achieved_iops_typed,
-            ),
-            ("Target Transactional I/O per Second", &mut r.target_iops),
+        Ok(())
+    }
+
+    /// One line of the text.
+    fn line(&mut self, line_no: usize, raw: &str) -> Result<(), ImportError> {
+        let plain = clean(raw);
+        self.summary_fields(line_no, &plain)?;
+        if self.table_title(line_no, raw, &plain)? || self.other_section(line_no, raw, &plain)? {
+            return Ok(());
+        }
+        let Some(table) = self.current else {
+            self.outside_tables(line_no, raw, plain);
+            return Ok(());
+        };
+        if is_separator(raw) {
+            return Ok(());
+        }
+        match self.row_of(table, line_no, raw, &plain)? {
+            Some(row) => self.table_row(table, line_no, row, plain),
+            None => Ok(()),
+        }
+    }
+
+    /// The report's fields that are no table: its kind, IOPS, machine and result.
+    fn summary_fields(&mut self, line_no: usize, plain: &str) -> Result<(), ImportError> {
+        if let Some(kind) = kind_named(plain) {
+            self.r.kind = Some(kind);
+        }
+        for (key, typed) in [
+            ("Achieved Transactional I/O per Second", true),
+            ("Target Transactional I/O per Second", false),
         ] {
             if let Some(rest) = plain.strip_prefix(key) {
+                let at = format!("line {line_no}");
+                let table = "Database Sizing and Throughput";
                 let v = number(rest).ok_or_else(|| {
-                    err(
-                        "Database Sizing and Throughput",
-                        format!("line {line_no}"),
+                    self.err(
+                        table,
+                        at.clone(),
                         format!("'{}' is not a number", rest.trim()),
                     )
                 })?;
                 // The sum over every instance: at most the instances' bound times a thousand.
                 if let Some(why) = implausible(v, 1e12, key) {
-                    return Err(err(
-                        "Database Sizing and Throughput",
-                        format!("line {line_no}"),
+                    return Err(self.err(
+                        table,
+                        at,
                         format!("{key} ('{}') {why}: fix the value", rest.trim()),
                     ));
                 }
-                *slot = Some(v);
+                if typed {
+                    self.r.achieved_iops_typed = Some(v);
+                } else {
+                    self.r.target_iops = Some(v);
+                }
             }
         }
         if let Some(rest) = plain.strip_prefix("Machine Name") {
-            r.machine = Some(rest.trim().to_string());
+            self.r.machine = Some(rest.trim().to_string());
         }
         if let Some(rest) = plain.strip_prefix("Overall Test Result") {
-            r.overall_result = Some(rest.trim().to_string());
+            self.r.overall_result = Some(rest.trim().to_string());
         }
-        let title = Table::detect(raw).filter(|(t, damaged)| {
-            // A damaged or cut title of a table given already is text (a sentence that starts
-            // like the title), not a second report.
-            let again = seen.iter().find(|(s, _)| s == t);
-            if let (true, Some((_, first))) = (*damaged, again) {
-                warnings.push(format!(
+        Ok(())
+    }
+
+    /// A table's title: the table is the current one from here (true). A damaged or cut title of
+    /// a table given already is text (false); an intact one is a second report (an error).
+    fn table_title(&mut self, line_no: usize, raw: &str, plain: &str) -> Result<bool, ImportError> {
+        let Some((t, damaged)) = Table::detect(raw) else {
+            return Ok(false);
+        };
+        if let Some(&(_, first)) = self.seen.iter().find(|(s, _)| *s == t) {
+            if damaged {
+                self.warnings.push(format!(
                     "line {line_no}: \"{plain}\" reads like the title of {} (given at line {first}); read as text",
                     t.title()
                 ));
-                return false;
+                return Ok(false);
             }
-            true
+            return Err(self.err(
+                t.title(),
+                format!("line {line_no}"),
+                format!("the table is given again (first at line {first}): the text seems to hold several reports whose titles (\"Performance Test Result Report\", ...) are lost; give each report its title or a file of its own"),
+            ));
+        }
+        if let Some(prev) = self.current {
+            // The rows counted for the table that ends are the rows gathered for it.
+            debug_assert_eq!(
+                self.table_rows,
+                self.rows.iter().filter(|(t, _, _)| *t == prev).count(),
+                "rows of {}",
+                prev.title()
+            );
+        }
+        self.seen.push((t, line_no));
+        self.end_pending()?;
+        if damaged {
+            self.warnings.push(format!(
+                "line {line_no}: section title \"{}\" read as \"{}\"",
+                plain,
+                t.title()
+            ));
+        }
+        self.current = Some(t);
+        self.header_seen = false;
+        self.table_rows = 0;
+        self.interrupted = None;
+        Ok(true)
+    }
+
+    /// A section with no table to read (Host System Performance, Test Log, ...): it ends the
+    /// table before it (true).
+    fn other_section(
+        &mut self,
+        line_no: usize,
+        raw: &str,
+        plain: &str,
+    ) -> Result<bool, ImportError> {
+        let Some((title, cut)) = other_section(raw) else {
+            return Ok(false);
+        };
+        self.end_pending()?;
+        if cut {
+            self.warnings.push(format!(
+                "line {line_no}: section title \"{plain}\" read as \"{title}\" (cut short)"
+            ));
+        }
+        self.current = None;
+        self.interrupted = None;
+        Ok(true)
+    }
+
+    /// A line where no table is open: text (what a lost title may be), or a table's header whose
+    /// title is lost or too damaged to read (a table after a section with none, or the first
+    /// one).
+    fn outside_tables(&mut self, line_no: usize, raw: &str, plain: String) {
+        let header = cells(raw).filter(|row| {
+            row.len() > 1
+                && row
+                    .first()
+                    .is_some_and(|c| squash(c).ends_with("==>instances"))
         });
-        if let Some((t, damaged)) = title {
-            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == t) {
-                return Err(err(
-                    t.title(),
-                    format!("line {line_no}"),
-                    format!("the table is given again (first at line {first}): the text seems to hold several reports whose titles (\"Performance Test Result Report\", ...) are lost; give each report its title or a file of its own"),
-                ));
-            }
-            seen.push((t, line_no));
-            if let (Some(p), Some(table)) = (pending.take(), current) {
-                unfinished(table, p, &mut warnings)?;
-            }
-            if damaged {
-                warnings.push(format!(
-                    "line {line_no}: section title \"{}\" read as \"{}\"",
-                    plain,
-                    t.title()
-                ));
-            }
-            current = Some(t);
-            header_seen = false;
-            table_rows = 0;
-            interrupted = None;
-            continue;
+        if let Some(row) = header {
+            let after = self.last_text.take();
+            self.lost_table(line_no, after, &format!(" ({} columns)", row.len()));
+        } else if !plain.is_empty() && cells(raw).is_none() {
+            self.last_text = Some((line_no, plain));
         }
-        if let Some((title, cut)) = other_section(raw) {
-            // A section with no table to read (Host System Performance, Test Log, ...) ends
-            // the table before it.
-            if let (Some(p), Some(table)) = (pending.take(), current) {
-                unfinished(table, p, &mut warnings)?;
-            }
-            if cut {
-                warnings.push(format!(
-                    "line {line_no}: section title \"{plain}\" read as \"{title}\" (cut short)"
-                ));
-            }
-            current = None;
-            interrupted = None;
-            continue;
+    }
+
+    /// A table's header at `line_no` with no readable title before it (`after`: the text
+    /// before it, which names no section): its rows are skipped, and the report is refused if it
+    /// was a table the report needs.
+    fn lost_table(&mut self, line_no: usize, after: Option<(usize, String)>, columns: &str) {
+        let after = after
+            .map(|(at, text)| {
+                format!(" (line {at}: \"{text}\" names no section this importer knows)")
+            })
+            .unwrap_or_default();
+        let msg = format!(
+            "line {line_no}: a table's header with no readable section title before it{after}; its rows are skipped up to the next title{columns}"
+        );
+        self.warnings.push(msg.clone());
+        self.lost.push(msg);
+    }
+
+    /// The cells of a line inside `table`: its cells, the next cells of a row split over lines,
+    /// or a row's name alone on its line; none for a line that is no row (the table's end, or a
+    /// page header or footer inside it if its rows go on).
+    fn row_of(
+        &mut self,
+        table: Table,
+        line_no: usize,
+        raw: &str,
+        plain: &str,
+    ) -> Result<Option<Vec<String>>, ImportError> {
+        if let Some(row) = cells(raw) {
+            return Ok(Some(row));
         }
-        let Some(table) = current else {
-            // A table's header where no table is open: the table's title is lost or too
-            // damaged to read (a table after a section with none, or the first one).
-            if let Some(row) = cells(raw).filter(|row| {
-                row.len() > 1
-                    && row
-                        .first()
-                        .is_some_and(|c| squash(c).ends_with("==>instances"))
-            }) {
-                let after = last_text
-                    .take()
-                    .map(|(at, text)| {
-                        format!(" (line {at}: \"{text}\" names no section this importer knows)")
-                    })
-                    .unwrap_or_default();
-                let msg = format!(
-                    "line {line_no}: a table's header with no readable section title before it{after}; its rows are skipped up to the next title ({} columns)",
-                    row.len()
-                );
-                warnings.push(msg.clone());
-                lost.push(msg);
-            } else if !plain.is_empty() && cells(raw).is_none() {
-                last_text = Some((line_no, plain.clone()));
-            }
-            continue;
-        };
-        if is_separator(raw) {
-            continue;
+        let tokens: Vec<String> = plain.split_whitespace().map(str::to_string).collect();
+        let numeric = !tokens.is_empty() && tokens.iter().all(|c| cell_value(c).is_some());
+        if self.pending.is_some() && numeric {
+            // The next cells of a row split over lines.
+            return Ok(Some(tokens));
         }
-        let row = match cells(raw) {
-            Some(row) => row,
-            None => {
-                let tokens: Vec<String> = plain.split_whitespace().map(str::to_string).collect();
-                let numeric =
-                    |t: &[String]| !t.is_empty() && t.iter().all(|c| cell_value(c).is_some());
-                if pending.is_some() && numeric(&tokens) {
-                    // The next cells of a row split over lines.
-                    tokens
-                } else if header_seen
-                    && tokens.len() == 1
-                    && (instance_like(&tokens[0]) || label(&tokens[0]) != Label::Other)
-                {
-                    // A row's name alone on its line: its cells follow.
-                    tokens
-                } else {
-                    // A non-row line after the header: the table's end, or a page header or
-                    // footer inside it if its rows go on. Blank lines and text before the header
-                    // are allowed.
-                    if header_seen && !plain.is_empty() {
-                        if let Some(p) = pending.take() {
-                            unfinished(table, p, &mut warnings)?;
-                        }
-                        if interrupted.is_none() {
-                            interrupted = Some((line_no, plain.clone()));
-                        }
-                    }
-                    continue;
-                }
+        if self.header_seen
+            && tokens.len() == 1
+            && (instance_like(&tokens[0]) || label(&tokens[0]) != Label::Other)
+        {
+            // A row's name alone on its line: its cells follow.
+            return Ok(Some(tokens));
+        }
+        // Blank lines and text before the header are allowed.
+        if self.header_seen && !plain.is_empty() {
+            if let Some(p) = self.pending.take() {
+                self.unfinished(table, p)?;
             }
-        };
+            if self.interrupted.is_none() {
+                self.interrupted = Some((line_no, plain.to_string()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A line of cells inside `table`: one of its rows (or part of one), its header, another
+    /// table's header (that table's title lost), or a line that interrupts it.
+    fn table_row(
+        &mut self,
+        table: Table,
+        line_no: usize,
+        row: Vec<String>,
+        plain: String,
+    ) -> Result<(), ImportError> {
         let first_cell = row.first().map(String::as_str).unwrap_or("");
         let a_row_of_it = instance_like(first_cell) || label(first_cell) != Label::Other;
         let figures_numeric = row
@@ -1189,134 +1315,150 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
             .all(|c| c.trim().is_empty() || cell_value(c).is_some() || hms(c).is_some());
         // Another table's header row after this table's rows: that table's title is lost (or
         // too damaged to read). Its rows are not this table's.
-        if header_seen
-            && table_rows > 0
-            && pending.is_none()
+        if self.header_seen
+            && self.table_rows > 0
+            && self.pending.is_none()
             && squash(first_cell).ends_with("instances")
         {
-            let after = interrupted
-                .take()
-                .map(|(at, text)| {
-                    format!(" (line {at}: \"{text}\" names no section this importer knows)")
-                })
-                .unwrap_or_default();
-            let msg = format!(
-                "line {line_no}: a table's header with no readable section title before it{after}; its rows are skipped up to the next title"
-            );
-            warnings.push(msg.clone());
-            lost.push(msg);
-            current = None;
-            continue;
+            let after = self.interrupted.take();
+            self.lost_table(line_no, after, "");
+            self.current = None;
+            return Ok(());
         }
         // A row: its figures are numbers, and it has some or its name is a row's (its cells may
         // follow on the next lines). A damaged name is still a row.
         // An instance's row with a damaged figure is its row too (read, or refused, below).
         let data_row = a_row_of_it || (figures_numeric && row.len() > 1);
-        if header_seen && pending.is_none() && !data_row {
+        if self.header_seen && self.pending.is_none() && !data_row {
             // A line with cells that is no row of this table (a page header set in cells).
-            if interrupted.is_none() {
-                interrupted = Some((line_no, plain.clone()));
+            if self.interrupted.is_none() {
+                self.interrupted = Some((line_no, plain));
             }
-            continue;
+            return Ok(());
         }
-        if let Some((at, text)) = interrupted.take() {
-            if data_row {
-                warnings.push(format!(
-                    "line {at}: \"{text}\" inside {} skipped: the table's rows go on after it at line {line_no} (a page header or footer)",
-                    table.title()
-                ));
-            } else {
+        if let Some((at, text)) = self.interrupted.take() {
+            if !data_row {
                 // The table ended there.
-                current = None;
-                continue;
+                self.current = None;
+                return Ok(());
             }
-        }
-        let numeric_row = row
-            .iter()
-            .all(|c| c.trim().is_empty() || cell_value(c).is_some());
-        if let Some((first, mut cells_so_far)) = pending.take() {
-            if numeric_row {
-                cells_so_far.extend(row);
-                if cells_so_far.len() < table.width() {
-                    pending = Some((first, cells_so_far));
-                } else {
-                    if cells_so_far.len() > table.width() {
-                        let msg = format!("expected {} cells, found {} (a row split over lines that does not add up): give the row its cells", table.width(), cells_so_far.len());
-                        let name = cells_so_far[0].clone();
-                        if table.needed() {
-                            return Err(err(table.title(), format!("line {first} ({name})"), msg));
-                        }
-                        warnings.push(format!(
-                            "line {first}: {} row {name}: {msg}; skipped (no summary needs it)",
-                            table.title()
-                        ));
-                        continue;
-                    }
-                    warnings.push(format!(
-                        "line {first}: the cells of row {} were on several lines; joined",
-                        cells_so_far[0]
-                    ));
-                    rows.push((table, first, cells_so_far));
-                    table_rows += 1;
-                }
-                continue;
-            }
-            unfinished(table, (first, cells_so_far), &mut warnings)?;
-        }
-        if !header_seen {
-            header_seen = true;
-            let figures = row.get(1..).unwrap_or_default();
-            let has_numbers = figures.iter().any(|c| cell_value(c).is_some());
-            if !has_numbers {
-                // The header row.
-                if table.width() == 13 {
-                    // A header damaged by a PDF copy is read when its cells align with
-                    // Jetstress's columns in one way only (crate::header).
-                    match crate::header::align(&row) {
-                        Ok(aligned) => {
-                            let (repaired, lost) = aligned.repairs();
-                            for r in repaired {
-                                warnings.push(format!("line {line_no}: {} {r}", table.title()));
-                            }
-                            if !lost.is_empty() {
-                                warnings.push(format!(
-                                    "line {line_no}: {} header has {} of its 12 column names; the columns are taken in Jetstress's order (lost: \"{}\")",
-                                    table.title(),
-                                    12 - lost.len(),
-                                    lost.join("\", \"")
-                                ));
-                            }
-                        }
-                        Err(refused) => {
-                            let msg = refused.to_string();
-                            if table.needed() {
-                                return Err(err(table.title(), format!("line {line_no}"), msg));
-                            }
-                            warnings.push(format!(
-                                "line {line_no}: {}: {msg}; table skipped (no summary needs it)",
-                                table.title()
-                            ));
-                            current = None;
-                        }
-                    }
-                }
-                continue;
-            }
-            warnings.push(format!(
-                "line {line_no}: {} has no header row; the columns are taken in Jetstress's order",
+            self.warnings.push(format!(
+                "line {at}: \"{text}\" inside {} skipped: the table's rows go on after it at line {line_no} (a page header or footer)",
                 table.title()
             ));
         }
+        let Some(row) = self.join_pending(table, row)? else {
+            return Ok(());
+        };
+        if !self.header_seen {
+            self.header_seen = true;
+            if self.header_row(table, line_no, &row)? {
+                return Ok(());
+            }
+        }
+        self.keep_row(table, line_no, row);
+        Ok(())
+    }
+
+    /// `row` joined to the pending row, when there is one and `row` is its next cells (none: the
+    /// row goes on, is complete and kept, or is refused); else `row` itself.
+    fn join_pending(
+        &mut self,
+        table: Table,
+        row: Vec<String>,
+    ) -> Result<Option<Vec<String>>, ImportError> {
+        let Some((first, mut cells_so_far)) = self.pending.take() else {
+            return Ok(Some(row));
+        };
+        let numeric_row = row
+            .iter()
+            .all(|c| c.trim().is_empty() || cell_value(c).is_some());
+        if !numeric_row {
+            self.unfinished(table, (first, cells_so_far))?;
+            return Ok(Some(row));
+        }
+        cells_so_far.extend(row);
+        match cells_so_far.len().cmp(&table.width()) {
+            std::cmp::Ordering::Less => self.pending = Some((first, cells_so_far)),
+            std::cmp::Ordering::Greater => self.unfinished(table, (first, cells_so_far))?,
+            std::cmp::Ordering::Equal => {
+                self.warnings.push(format!(
+                    "line {first}: the cells of row {} were on several lines; joined",
+                    cells_so_far[0]
+                ));
+                self.rows.push((table, first, cells_so_far));
+                self.table_rows += 1;
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first row of `table`: its header (true), or a data row when it has numbers (the
+    /// table has no header row).
+    fn header_row(
+        &mut self,
+        table: Table,
+        line_no: usize,
+        row: &[String],
+    ) -> Result<bool, ImportError> {
+        let figures = row.get(1..).unwrap_or_default();
+        if figures.iter().any(|c| cell_value(c).is_some()) {
+            self.warnings.push(format!(
+                "line {line_no}: {} has no header row; the columns are taken in Jetstress's order",
+                table.title()
+            ));
+            return Ok(false);
+        }
+        if table.width() != 13 {
+            return Ok(true);
+        }
+        // A header damaged by a PDF copy is read when its cells align with Jetstress's columns
+        // in one way only (crate::header).
+        match crate::header::align(row) {
+            Ok(aligned) => {
+                let (repaired, lost) = aligned.repairs();
+                for r in repaired {
+                    self.warnings
+                        .push(format!("line {line_no}: {} {r}", table.title()));
+                }
+                if !lost.is_empty() {
+                    self.warnings.push(format!(
+                        "line {line_no}: {} header has {} of its 12 column names; the columns are taken in Jetstress's order (lost: \"{}\")",
+                        table.title(),
+                        12 - lost.len(),
+                        lost.join("\", \"")
+                    ));
+                }
+            }
+            Err(refused) => {
+                let msg = refused.to_string();
+                if table.needed() {
+                    return Err(self.err(table.title(), format!("line {line_no}"), msg));
+                }
+                self.warnings.push(format!(
+                    "line {line_no}: {}: {msg}; table skipped (no summary needs it)",
+                    table.title()
+                ));
+                self.current = None;
+            }
+        }
+        Ok(true)
+    }
+
+    /// A data row of `table`: kept, split where rows ran together on one line, or held as
+    /// pending when its cells follow on the next lines.
+    fn keep_row(&mut self, table: Table, line_no: usize, row: Vec<String>) {
         if row.len() > table.width() {
             if let Some(parts) = split_joined(&row, table.width()) {
-                warnings.push(format!(
+                self.warnings.push(format!(
                     "line {line_no}: {} rows of {} were on one line; split",
                     parts.len(),
                     table.title()
                 ));
-                table_rows += parts.len();
-                rows.extend(parts.into_iter().map(|p| (table, line_no, p)));
-                continue;
+                self.table_rows += parts.len();
+                self.rows
+                    .extend(parts.into_iter().map(|p| (table, line_no, p)));
+                return;
             }
         }
         let name_only = row.len() < table.width()
@@ -1327,37 +1469,77 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
                 .iter()
                 .all(|c| cell_value(c).is_some());
         if name_only && (table.width() == 13 || row.len() == 1) {
-            pending = Some((line_no, row));
-            continue;
+            self.pending = Some((line_no, row));
+            return;
         }
-        rows.push((table, line_no, row));
-        table_rows += 1;
+        self.rows.push((table, line_no, row));
+        self.table_rows += 1;
     }
-    if let (Some(p), Some(table)) = (pending.take(), current) {
-        unfinished(table, p, &mut warnings)?;
-    }
-    for (table, line_no, row) in rows {
-        match import_row(&mut r, table, line_no, row, path, &mut warnings) {
-            Ok(()) => {}
-            Err(ImportError::Malformed { row, reason, .. }) if !table.needed() => {
-                warnings.push(format!(
-                    "{row}: {}: {reason}; skipped (no summary needs it)",
-                    table.title()
-                ));
+
+    /// The rows into the report, the warnings in the file's order, and the report refused when
+    /// a section it needs is lost or it has no table at all.
+    fn finish(mut self) -> Result<ImportedReport, ImportError> {
+        self.end_pending()?;
+        let path = self.path;
+        let mut r = self.r;
+        let mut warnings = self.warnings;
+        let mut kept = 0usize;
+        for (table, line_no, row) in self.rows {
+            match import_row(&mut r, table, line_no, row, path, &mut warnings) {
+                Ok(k) => kept += usize::from(k == Kept::Row),
+                Err(ImportError::Malformed { row, reason, .. }) if !table.needed() => {
+                    warnings.push(format!(
+                        "{row}: {}: {reason}; skipped (no summary needs it)",
+                        table.title()
+                    ));
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         }
+        // Every row kept is in exactly one of the report's tables.
+        assert_eq!(
+            kept,
+            r.transactional.len()
+                + r.total.len()
+                + r.bdm.len()
+                + r.log_replication.len()
+                + r.backup.len()
+                + r.soft_recovery.len(),
+            "{}: rows kept against rows in the tables",
+            path.display()
+        );
+        // In the file's order (a row's damage is met when the rows are read, after the tables).
+        warnings.sort_by_key(|w| {
+            w.strip_prefix("line ")
+                .and_then(|x| x.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(usize::MAX)
+        });
+        r.warnings = warnings;
+        // Each table skipped for its lost title is one of the warnings the report carries.
+        debug_assert!(self.lost.iter().all(|m| r.warnings.contains(m)));
+        if let Some(e) = lost_needed_section(&r, &self.lost, path) {
+            return Err(e);
+        }
+        if r.transactional.is_empty()
+            && r.backup.is_empty()
+            && r.soft_recovery.is_empty()
+            && r.total.is_empty()
+        {
+            return Err(ImportError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        check_summaries(&mut r);
+        r.flags = report_flags(r.overall_result.as_deref());
+        Ok(r)
     }
-    // In the file's order (a row's damage is met when the rows are read, after the tables).
-    warnings.sort_by_key(|w| {
-        w.strip_prefix("line ")
-            .and_then(|x| x.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|n| n.parse::<usize>().ok())
-            .unwrap_or(usize::MAX)
-    });
-    r.warnings = warnings;
-    // A section the summaries need that a damaged title hid: an error naming it, never a report
-    // that silently lacks it.
+}
+
+/// The error when a section the summaries of `r` need is missing and a table was skipped for
+/// its lost title (`lost`: why each was): a damaged title hid it, and the report is refused
+/// naming it, never one that silently lacks it.
+fn lost_needed_section(r: &ImportedReport, lost: &[String], path: &Path) -> Option<ImportError> {
     let needed = match r.kind {
         Some(TestKind::Performance | TestKind::Stress) => {
             Some((Table::Transactional, r.transactional.is_empty()))
@@ -1366,32 +1548,22 @@ fn import_plain(text: &str, path: &Path, first_line: usize) -> Result<ImportedRe
         Some(TestKind::SoftRecovery) => Some((Table::SoftRecovery, r.soft_recovery.is_empty())),
         _ => None,
     };
-    if let (Some((table, true)), Some(why)) = (needed, lost.first()) {
-        return Err(err(
-            table.title(),
-            "-".into(),
-            format!(
-                "the section is not found in this {} report, and {why}: give the section its title \"{}\"",
-                kind_title(r.kind),
-                table.title()
-            ),
-        ));
-    }
-    if r.transactional.is_empty()
-        && r.backup.is_empty()
-        && r.soft_recovery.is_empty()
-        && r.total.is_empty()
-    {
-        return Err(ImportError::Empty {
-            path: path.to_path_buf(),
-        });
-    }
-    check_summaries(&mut r);
-    r.flags = report_flags(r.overall_result.as_deref());
-    Ok(r)
+    let (Some((table, true)), Some(why)) = (needed, lost.first()) else {
+        return None;
+    };
+    Some(malformed(
+        path,
+        table.title(),
+        "-".into(),
+        format!(
+            "the section is not found in this {} report, and {why}: give the section its title \"{}\"",
+            kind_title(r.kind),
+            table.title()
+        ),
+    ))
 }
 
-/// One data row of `table` into `r`.
+/// One data row of `table` into `r`: what was done with it, or why it is refused.
 fn import_row(
     r: &mut ImportedReport,
     table: Table,
@@ -1399,179 +1571,227 @@ fn import_row(
     row: Vec<String>,
     path: &Path,
     warnings: &mut Vec<String>,
-) -> Result<(), ImportError> {
-    let err = |row: String, reason: String| ImportError::Malformed {
-        path: path.to_path_buf(),
-        table: table.title().to_string(),
-        row,
-        reason,
+) -> Result<Kept, ImportError> {
+    let name = instance_name(&row, line_no, warnings);
+    let mut cells = RowCells {
+        path,
+        table,
+        line_no,
+        row: &row,
+        rowname: format!("line {line_no} ({name})"),
+        commas: Vec::new(),
+        r,
+        warnings,
     };
+    let kept = match table {
+        Table::Transactional | Table::Total => cells.io12(name)?,
+        Table::Bdm | Table::Replication => cells.rate(name)?,
+        Table::Backup => cells.backup(name)?,
+        Table::SoftRecovery => cells.soft_recovery(name)?,
+    };
+    let commas = std::mem::take(&mut cells.commas);
+    cells.warnings.extend(commas);
+    Ok(kept)
+}
+
+/// A row's name: an instance name with stray spaces is read without them.
+fn instance_name(row: &[String], line_no: usize, warnings: &mut Vec<String>) -> String {
     let written = row.first().cloned().unwrap_or_default();
-    // An instance name with stray spaces is read without them.
-    let name = if instance_like(&written) && written.contains(char::is_whitespace) {
+    if instance_like(&written) && written.contains(char::is_whitespace) {
         let joined: String = written.split_whitespace().collect();
         warnings.push(format!(
             "line {line_no}: instance name \"{written}\" read as \"{joined}\""
         ));
         joined
     } else {
-        written.clone()
-    };
-    let rowname = format!("line {line_no} ({name})");
-    let mut commas = Vec::new();
-    let mut num = |i: usize| -> Result<f64, ImportError> {
-        let cell = row.get(i).map(String::as_str).unwrap_or("");
+        written
+    }
+}
+
+/// The cells of one data row, read as figures of its table into the report `r`.
+struct RowCells<'a> {
+    path: &'a Path,
+    table: Table,
+    line_no: usize,
+    row: &'a [String],
+    /// The row as messages name it: its line and name.
+    rowname: String,
+    /// The warnings of cells read with a decimal comma (the report's once the row is read).
+    commas: Vec<String>,
+    r: &'a mut ImportedReport,
+    warnings: &'a mut Vec<String>,
+}
+
+/// Why a row is ignored when it is neither a database nor a summary row.
+fn neither_row(line_no: usize, name: &str) -> String {
+    format!(
+        "line {line_no}: row \"{name}\" is neither a database nor a readable Avg or Sum row; ignored (the summaries are computed from the databases)"
+    )
+}
+
+/// Which summary row a row's name is (Avg or Sum), if it is one and no instance's.
+fn summary_label(name: &str) -> Option<Label> {
+    let lbl = label(name);
+    (lbl != Label::Other && !instance_like(name)).then_some(lbl)
+}
+
+impl RowCells<'_> {
+    fn err(&self, reason: String) -> ImportError {
+        malformed(self.path, self.table.title(), self.rowname.clone(), reason)
+    }
+
+    /// Cell `i` as a figure of its column: a number within what the column can hold.
+    fn num(&mut self, i: usize) -> Result<f64, ImportError> {
+        let cell = self.row.get(i).map(String::as_str).unwrap_or("");
         let (v, comma) = cell_value(cell).ok_or_else(|| {
-            err(
-                rowname.clone(),
-                format!("column {} ('{cell}') is not a number: fix the cell", i + 1),
-            )
+            self.err(format!(
+                "column {} ('{cell}') is not a number: fix the cell",
+                i + 1
+            ))
         })?;
-        let (max, what) = plausible_max(table, i);
+        let (max, what) = plausible_max(self.table, i);
         if let Some(why) = implausible(v, max, what) {
-            return Err(err(
-                rowname.clone(),
-                format!("column {} ('{cell}') {why}: fix the cell", i + 1),
-            ));
+            return Err(self.err(format!("column {} ('{cell}') {why}: fix the cell", i + 1)));
         }
         if comma {
-            commas.push(format!(
-                "line {line_no}: \"{cell}\" (column {}) read with a decimal comma as {v}",
+            self.commas.push(format!(
+                "line {}: \"{cell}\" (column {}) read with a decimal comma as {v}",
+                self.line_no,
                 i + 1
             ));
         }
         Ok(v)
-    };
-    let lbl = label(&name);
-    let summary_row = lbl != Label::Other && !instance_like(&name);
-    match table {
-        Table::Transactional | Table::Total => {
-            if row.len() != 13 {
-                return Err(err(
-                    rowname,
-                    format!("expected 13 cells, found {}", row.len()),
-                ));
-            }
-            let v: Vec<f64> = (1..13).map(&mut num).collect::<Result<_, _>>()?;
-            if !instance_like(&name) {
-                warnings.push(format!(
-                    "line {line_no}: instance name \"{name}\" looks damaged; kept as written"
-                ));
-            }
-            let io = Io12 {
-                db_read_avg_latency_ms: v[0],
-                db_write_avg_latency_ms: v[1],
-                db_reads_per_s: v[2],
-                db_writes_per_s: v[3],
-                db_read_avg_bytes: v[4],
-                db_write_avg_bytes: v[5],
-                log_read_avg_latency_ms: v[6],
-                log_write_avg_latency_ms: v[7],
-                log_reads_per_s: v[8],
-                log_writes_per_s: v[9],
-                log_read_avg_bytes: v[10],
-                log_write_avg_bytes: v[11],
-            };
-            let dest = if table == Table::Transactional {
-                &mut r.transactional
-            } else {
-                &mut r.total
-            };
-            dest.push(InstanceIo { instance: name, io });
+    }
+
+    /// A typed Avg or Sum row's figure: its last cell, if readable (the summaries are computed
+    /// from the databases otherwise), and then a figure like any other.
+    fn typed_last(&mut self) -> Result<Option<f64>, ImportError> {
+        let last = self.row.iter().rposition(|c| !c.is_empty()).unwrap_or(0);
+        match self.row.get(last).and_then(|c| cell_value(c)) {
+            Some(_) => self.num(last).map(Some),
+            None => Ok(None),
         }
-        Table::Bdm | Table::Replication => {
-            if row.len() > 3 {
-                return Err(err(
-                    rowname,
-                    format!("expected 3 cells, found {} (rows run together?)", row.len()),
-                ));
-            }
-            let rr = RateRow {
-                instance: name,
-                reads_per_s: num(1)?,
-                read_avg_bytes: num(2)?,
-            };
-            if table == Table::Bdm {
-                r.bdm.push(rr)
-            } else {
-                r.log_replication.push(rr)
-            }
+    }
+
+    /// A row of a 12-column table (Transactional or Total I/O Performance).
+    fn io12(&mut self, name: String) -> Result<Kept, ImportError> {
+        if self.row.len() != 13 {
+            return Err(self.err(format!("expected 13 cells, found {}", self.row.len())));
         }
-        Table::Backup => {
-            // A typed Avg or Sum row: its last cell, if readable (the summaries are computed
-            // from the databases otherwise), and then a figure like any other.
-            let last = row.iter().rposition(|c| !c.is_empty()).unwrap_or(0);
-            let typed = |num: &mut dyn FnMut(usize) -> Result<f64, ImportError>| match row
-                .get(last)
-                .and_then(|c| cell_value(c))
-            {
-                Some(_) => num(last).map(Some),
-                None => Ok(None),
-            };
-            let elapsed = row.get(2).cloned().unwrap_or_default();
-            match (summary_row, lbl) {
-                (true, Label::Avg) => r.backup_avg_typed = typed(&mut num)?,
-                (true, _) => r.backup_sum_typed = typed(&mut num)?,
-                _ if !instance_like(&name) && elapsed.trim().is_empty() => {
-                    // A summary row whose label is unreadable: not a database, and which
-                    // summary it is cannot be told. The summaries come from the databases.
-                    warnings.push(format!(
-                        "line {line_no}: row \"{name}\" is neither a database nor a readable Avg or Sum row; ignored (the summaries are computed from the databases)"
-                    ));
+        let v: Vec<f64> = (1..13).map(|i| self.num(i)).collect::<Result<_, _>>()?;
+        if !instance_like(&name) {
+            self.warnings.push(format!(
+                "line {}: instance name \"{name}\" looks damaged; kept as written",
+                self.line_no
+            ));
+        }
+        let io = Io12 {
+            db_read_avg_latency_ms: v[0],
+            db_write_avg_latency_ms: v[1],
+            db_reads_per_s: v[2],
+            db_writes_per_s: v[3],
+            db_read_avg_bytes: v[4],
+            db_write_avg_bytes: v[5],
+            log_read_avg_latency_ms: v[6],
+            log_write_avg_latency_ms: v[7],
+            log_reads_per_s: v[8],
+            log_writes_per_s: v[9],
+            log_read_avg_bytes: v[10],
+            log_write_avg_bytes: v[11],
+        };
+        let dest = if self.table == Table::Transactional {
+            &mut self.r.transactional
+        } else {
+            &mut self.r.total
+        };
+        dest.push(InstanceIo { instance: name, io });
+        Ok(Kept::Row)
+    }
+
+    /// A row of a rate table (Background Database Maintenance or Log Replication).
+    fn rate(&mut self, name: String) -> Result<Kept, ImportError> {
+        if self.row.len() > 3 {
+            return Err(self.err(format!(
+                "expected 3 cells, found {} (rows run together?)",
+                self.row.len()
+            )));
+        }
+        let rr = RateRow {
+            instance: name,
+            reads_per_s: self.num(1)?,
+            read_avg_bytes: self.num(2)?,
+        };
+        if self.table == Table::Bdm {
+            self.r.bdm.push(rr)
+        } else {
+            self.r.log_replication.push(rr)
+        }
+        Ok(Kept::Row)
+    }
+
+    /// A row of Database Backup Statistics: a database's, or the typed Avg or Sum.
+    fn backup(&mut self, name: String) -> Result<Kept, ImportError> {
+        let elapsed = self.row.get(2).cloned().unwrap_or_default();
+        match summary_label(&name) {
+            Some(Label::Avg) => self.r.backup_avg_typed = self.typed_last()?,
+            Some(_) => self.r.backup_sum_typed = self.typed_last()?,
+            None if !instance_like(&name) && elapsed.trim().is_empty() => {
+                // A summary row whose label is unreadable: not a database, and which summary it
+                // is cannot be told. The summaries come from the databases.
+                self.warnings.push(neither_row(self.line_no, &name));
+                return Ok(Kept::Ignored);
+            }
+            None => {
+                let elapsed_s = hms(&elapsed)
+                    .ok_or_else(|| self.err(format!("elapsed time '{elapsed}' is not hh:mm:ss")))?;
+                if let Some(why) = implausible(elapsed_s, 1e9, "elapsed backup time") {
+                    return Err(self.err(format!("column 3 ('{elapsed}') {why}: fix the cell")));
                 }
-                _ => {
-                    let elapsed_s = hms(&elapsed).ok_or_else(|| {
-                        err(
-                            rowname.clone(),
-                            format!("elapsed time '{elapsed}' is not hh:mm:ss"),
-                        )
-                    })?;
-                    if let Some(why) = implausible(elapsed_s, 1e9, "elapsed backup time") {
-                        return Err(err(
-                            rowname,
-                            format!("column 3 ('{elapsed}') {why}: fix the cell"),
-                        ));
-                    }
-                    r.backup.push(BackupRow {
-                        instance: name,
-                        database_size_mb: num(1)?,
-                        elapsed_s,
-                        mb_per_s: num(3)?,
-                    });
-                }
+                let row = BackupRow {
+                    instance: name,
+                    database_size_mb: self.num(1)?,
+                    elapsed_s,
+                    mb_per_s: self.num(3)?,
+                };
+                self.r.backup.push(row);
+                return Ok(Kept::Row);
             }
         }
-        Table::SoftRecovery => match (summary_row, lbl) {
-            (true, Label::Avg) => {
-                let (logs, secs) = (num(1)?, num(2)?);
-                r.soft_recovery_avg_typed = Some((logs, secs));
-                r.seconds_per_log_typed = Some(SoftRecoveryRow::seconds_per_log(logs, secs));
+        Ok(Kept::Summary)
+    }
+
+    /// A row of Soft-Recovery Statistics: a database's, or the typed Avg (a Sum is passed over).
+    fn soft_recovery(&mut self, name: String) -> Result<Kept, ImportError> {
+        match summary_label(&name) {
+            Some(Label::Avg) => {
+                let (logs, secs) = (self.num(1)?, self.num(2)?);
+                self.r.soft_recovery_avg_typed = Some((logs, secs));
+                self.r.seconds_per_log_typed = Some(SoftRecoveryRow::seconds_per_log(logs, secs));
+                Ok(Kept::Summary)
             }
-            (true, _) => {}
-            _ if !instance_like(&name) => {
-                warnings.push(format!(
-                    "line {line_no}: row \"{name}\" is neither a database nor a readable Avg or Sum row; ignored (the summaries are computed from the databases)"
-                ));
+            Some(_) => Ok(Kept::Summary),
+            None if !instance_like(&name) => {
+                self.warnings.push(neither_row(self.line_no, &name));
+                Ok(Kept::Ignored)
             }
-            _ => {
-                let logs = num(1)?;
+            None => {
+                let logs = self.num(1)?;
                 // A count: whole, not negative, and within u64 (so the cast is exact).
                 if !(logs >= 0.0 && logs.fract() == 0.0 && logs < 18_446_744_073_709_551_616.0) {
-                    return Err(err(
-                        rowname,
-                        format!("column 2 ('{logs}') is not a number of log files"),
-                    ));
+                    return Err(
+                        self.err(format!("column 2 ('{logs}') is not a number of log files"))
+                    );
                 }
-                r.soft_recovery.push(SoftRecoveryRow {
+                let row = SoftRecoveryRow {
                     instance: name,
                     log_files_replayed: logs as u64,
-                    elapsed_s: num(2)?,
-                })
+                    elapsed_s: self.num(2)?,
+                };
+                self.r.soft_recovery.push(row);
+                Ok(Kept::Row)
             }
-        },
+        }
     }
-    warnings.extend(commas);
-    Ok(())
 }
 
 /// Rows run together on one line ("...20225.485 Instance5004.2 16.974 ..."): the rows, if the
@@ -1592,6 +1812,8 @@ fn split_joined(row: &[String], width: usize) -> Option<Vec<Vec<String>>> {
         return None;
     }
     let parts: Vec<Vec<String>> = cells.chunks(width).map(<[String]>::to_vec).collect();
+    // Every cell is in one row of the table's width.
+    debug_assert!(parts.iter().all(|p| p.len() == width) && parts.len() * width == cells.len());
     parts
         .iter()
         .all(|p| p.first().is_some_and(|n| instance_like(n)))

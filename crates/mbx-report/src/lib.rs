@@ -25,6 +25,7 @@ pub mod import;
 /// The loadgen result's report (report.html, tasks.csv, commands.csv, samples.csv).
 pub mod loadgen;
 pub mod loadgen_servers;
+mod markup_check;
 /// The bounded reader, now in `mbx-config` (every crate reads its inputs through it); kept here
 /// so `mbx_report::input::...` paths keep working.
 pub use mbx_config::input;

@@ -743,128 +743,22 @@ fn page(
 ) -> String {
     let cfg = &r.config;
     let t = &r.test;
-    let verdict_state = r.verdict.state();
     let has_tasks = r.tasks_planned > 0 || r.tasks_dispatched > 0 || !r.tasks.is_empty();
-    let servers = cfg
-        .servers
-        .iter()
-        .map(|s| format!("{}: {}", s.protocol, s.url))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let day = if cfg.day_s > 0.0 {
-        format!("{} simulated day(s) of {}", cfg.days, duration(cfg.day_s))
-    } else {
-        "-".into()
-    };
-    let mut run_rows: Vec<(&str, String)> = vec![
-        ("Phase", t.phase.clone()),
-        ("Run id", t.run_id.clone()),
-        ("Servers", servers),
-        ("TLS trust", cfg.tls_trust.clone()),
-        ("SMTP authentication", cfg.smtp_auth.clone()),
-        (
-            "Users",
-            format!(
-                "{} ({}), domain {}",
-                cfg.users, cfg.users_source, cfg.domain
-            ),
-        ),
-        (
-            "Profile",
-            format!(
-                "{} messages sent + received per mailbox per day, {} KB average message ({})",
-                cfg.messages_per_day, cfg.message_kb, cfg.profile_source
-            ),
-        ),
-        ("Day", day),
-        ("Seed", cfg.seed.to_string()),
-        ("Start", t.start.clone()),
-        ("End", t.end.clone()),
-        ("Duration", format!("{:.1} s", t.duration_s)),
-        (
-            "Stopped",
-            if r.stopped.message.is_empty() {
-                r.stopped.reason.name().replace('_', " ")
-            } else {
-                format!(
-                    "{}: {}",
-                    r.stopped.reason.name().replace('_', " "),
-                    r.stopped.message
-                )
-            },
-        ),
-        ("Machine", t.machine.clone()),
-        ("Operating System", t.os.clone()),
-        ("mbxstress Version", t.tool_version.clone()),
-    ];
-    if let Some(n) = cfg.init_messages {
-        run_rows.push((
-            "Initialization target (messages per mailbox)",
-            n.to_string(),
-        ));
-    }
     let markup = html! {
         (DOCTYPE)
         html lang="en" {
             (page_head(html! { "mbxstress loadgen " (t.phase) " report: " (t.machine) }))
             body {
                 h1 { "mbxstress loadgen " (t.phase) " report" }
-                p {
-                    "Overall: " span class=(state_class(verdict_state)) id="overall" { (state_word(verdict_state)) }
-                    @if has_tasks {
-                        " · " (r.tasks_completed) " of " (r.tasks_planned) " tasks planned completed (" (pct(r.tasks_completed, r.tasks_planned)) ")"
-                    }
-                    @if let Some(d) = &r.delivery {
-                        " · " (d.delivered) " of " (d.expected) " copies delivered, " (d.lost) " lost, " (d.corrupted) " corrupted"
-                    }
-                }
+                (overall(r, has_tasks))
                 @if let Some(line) = stop_line(r) { p.fail id="stopped" { (line) } }
                 p.note { "A client load test: simulated users on the mail system through SMTP, IMAP and POP3, in the manner of Microsoft Exchange Load Generator; how each figure is measured: docs/method.md." }
 
-                h2 { (SECTIONS[0]) }
-                @if r.verdict.checks().is_empty() {
-                    p.notjudged { "No check was judged." }
-                } @else {
-                    table id="verdict" {
-                        tr { th { "Check" } th.n { "Value" } th.n { "Limit" } th { "Result" } }
-                        @for c in r.verdict.checks() {
-                            tr {
-                                td { (c.name) }
-                                td.n { @if c.state() == CheckState::NotJudged { "-" } @else { (f3(c.value)) } }
-                                td.n { (f3(c.limit)) }
-                                td class=(state_class(c.state())) {
-                                    (state_word(c.state()))
-                                    @if let Some(why) = c.reason() { ": " (why) }
-                                }
-                            }
-                        }
-                    }
-                }
-
-                h2 { (SECTIONS[1]) }
-                (kv(&run_rows))
-                @if !cfg.clients.is_empty() {
-                    table id="clients" {
-                        tr { th { "Client type" } th.n { "Share asked (%)" } th.n { "Users" } th.n { "Tasks per user per day" } }
-                        @for c in &cfg.clients { tr { td { (c.client) } td.n { (f3(c.share_pct)) } td.n { (c.users) } td.n { (f3(c.tasks_per_user_day)) } } }
-                    }
-                }
-                @if !r.notes.is_empty() {
-                    ul id="notes" { @for n in &r.notes { li { (n) } } }
-                }
+                (verdict_section(r))
+                (run_section(r))
 
                 @if !r.clients.is_empty() { (clients_section(r)) }
-                @if has_tasks {
-                    h2 { (SECTIONS[2]) }
-                    (kv(&[
-                        ("Planned", r.tasks_planned.to_string()),
-                        ("Dispatched", r.tasks_dispatched.to_string()),
-                        ("Completed", format!("{} ({} of planned)", r.tasks_completed, pct(r.tasks_completed, r.tasks_planned))),
-                        ("Failed", r.tasks_failed.to_string()),
-                        ("Most unfinished at once", format!("{} (overload limit {}{})", r.max_unfinished, r.overload_limit, if r.overloaded { ": exceeded, the run stopped" } else { "" })),
-                    ]))
-                    @if !r.tasks.is_empty() { (tasks_table(r)) }
-                }
+                @if has_tasks { (tasks_section(r)) }
                 (PreEscaped(crate::loadgen_servers::section(&r.servers, watched)))
                 @if !r.commands.is_empty() {
                     h2 { (SECTIONS[3]) }
@@ -894,7 +788,142 @@ fn page(
             }
         }
     };
-    markup.into_string()
+    crate::markup_check::checked(markup, "loadgen report.html")
+}
+
+/// The line under the title: the overall state, the tasks completed and the copies delivered.
+fn overall(r: &LoadgenResult, has_tasks: bool) -> Markup {
+    let verdict_state = r.verdict.state();
+    html! {
+        p {
+            "Overall: " span class=(state_class(verdict_state)) id="overall" { (state_word(verdict_state)) }
+            @if has_tasks {
+                " · " (r.tasks_completed) " of " (r.tasks_planned) " tasks planned completed (" (pct(r.tasks_completed, r.tasks_planned)) ")"
+            }
+            @if let Some(d) = &r.delivery {
+                " · " (d.delivered) " of " (d.expected) " copies delivered, " (d.lost) " lost, " (d.corrupted) " corrupted"
+            }
+        }
+    }
+}
+
+/// The verdict: each check with its value and limit (a sentence when none was judged).
+fn verdict_section(r: &LoadgenResult) -> Markup {
+    html! {
+        h2 { (SECTIONS[0]) }
+        @if r.verdict.checks().is_empty() {
+            p.notjudged { "No check was judged." }
+        } @else {
+            table id="verdict" {
+                tr { th { "Check" } th.n { "Value" } th.n { "Limit" } th { "Result" } }
+                @for c in r.verdict.checks() {
+                    tr {
+                        td { (c.name) }
+                        td.n { @if c.state() == CheckState::NotJudged { "-" } @else { (f3(c.value)) } }
+                        td.n { (f3(c.limit)) }
+                        td class=(state_class(c.state())) {
+                            (state_word(c.state()))
+                            @if let Some(why) = c.reason() { ": " (why) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The run: what was asked (servers, users, profile, day), when it ran and how it stopped,
+/// the client types asked, and the notes.
+fn run_section(r: &LoadgenResult) -> Markup {
+    let cfg = &r.config;
+    html! {
+        h2 { (SECTIONS[1]) }
+        (kv(&run_rows(r)))
+        @if !cfg.clients.is_empty() {
+            table id="clients" {
+                tr { th { "Client type" } th.n { "Share asked (%)" } th.n { "Users" } th.n { "Tasks per user per day" } }
+                @for c in &cfg.clients { tr { td { (c.client) } td.n { (f3(c.share_pct)) } td.n { (c.users) } td.n { (f3(c.tasks_per_user_day)) } } }
+            }
+        }
+        @if !r.notes.is_empty() {
+            ul id="notes" { @for n in &r.notes { li { (n) } } }
+        }
+    }
+}
+
+/// The rows of the run's table.
+fn run_rows(r: &LoadgenResult) -> Vec<(&'static str, String)> {
+    let cfg = &r.config;
+    let t = &r.test;
+    let servers = cfg
+        .servers
+        .iter()
+        .map(|s| format!("{}: {}", s.protocol, s.url))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let day = if cfg.day_s > 0.0 {
+        format!("{} simulated day(s) of {}", cfg.days, duration(cfg.day_s))
+    } else {
+        "-".into()
+    };
+    let reason = r.stopped.reason.name().replace('_', " ");
+    let stopped = if r.stopped.message.is_empty() {
+        reason
+    } else {
+        format!("{reason}: {}", r.stopped.message)
+    };
+    let mut rows: Vec<(&'static str, String)> = vec![
+        ("Phase", t.phase.clone()),
+        ("Run id", t.run_id.clone()),
+        ("Servers", servers),
+        ("TLS trust", cfg.tls_trust.clone()),
+        ("SMTP authentication", cfg.smtp_auth.clone()),
+        (
+            "Users",
+            format!(
+                "{} ({}), domain {}",
+                cfg.users, cfg.users_source, cfg.domain
+            ),
+        ),
+        (
+            "Profile",
+            format!(
+                "{} messages sent + received per mailbox per day, {} KB average message ({})",
+                cfg.messages_per_day, cfg.message_kb, cfg.profile_source
+            ),
+        ),
+        ("Day", day),
+        ("Seed", cfg.seed.to_string()),
+        ("Start", t.start.clone()),
+        ("End", t.end.clone()),
+        ("Duration", format!("{:.1} s", t.duration_s)),
+        ("Stopped", stopped),
+        ("Machine", t.machine.clone()),
+        ("Operating System", t.os.clone()),
+        ("mbxstress Version", t.tool_version.clone()),
+    ];
+    if let Some(n) = cfg.init_messages {
+        rows.push((
+            "Initialization target (messages per mailbox)",
+            n.to_string(),
+        ));
+    }
+    rows
+}
+
+/// The tasks: planned, dispatched, completed, failed, the most unfinished, and per task type.
+fn tasks_section(r: &LoadgenResult) -> Markup {
+    html! {
+        h2 { (SECTIONS[2]) }
+        (kv(&[
+            ("Planned", r.tasks_planned.to_string()),
+            ("Dispatched", r.tasks_dispatched.to_string()),
+            ("Completed", format!("{} ({} of planned)", r.tasks_completed, pct(r.tasks_completed, r.tasks_planned))),
+            ("Failed", r.tasks_failed.to_string()),
+            ("Most unfinished at once", format!("{} (overload limit {}{})", r.max_unfinished, r.overload_limit, if r.overloaded { ": exceeded, the run stopped" } else { "" })),
+        ]))
+        @if !r.tasks.is_empty() { (tasks_table(r)) }
+    }
 }
 
 #[cfg(test)]

@@ -61,15 +61,18 @@ fn chart(name: &str, samples: &[ServerSample]) -> LineChart {
             .filter_map(|s| f(s).map(|v| (s.t_unix_s - t0, v)))
             .collect(),
     };
+    let series = vec![
+        line("CPU busy %", &|s| Some(s.cpu_pct)),
+        line("read ms", &|s| s.disk_read_ms),
+        line("write ms", &|s| s.disk_write_ms),
+    ];
+    // A run of any length is drawn with at most MAX_POINTS points a line (every step-th sample).
+    assert!(series.iter().all(|s| s.points.len() <= MAX_POINTS));
     LineChart {
         title: format!("{name}: CPU busy (%) and disk latency (ms)"),
         x_label: "seconds since the first sample".into(),
         y_label: "% / ms".into(),
-        series: vec![
-            line("CPU busy %", &|s| Some(s.cpu_pct)),
-            line("read ms", &|s| s.disk_read_ms),
-            line("write ms", &|s| s.disk_write_ms),
-        ],
+        series,
     }
 }
 

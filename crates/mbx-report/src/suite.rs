@@ -286,5 +286,5 @@ pub fn render_suite(root: &Path, tests: &[SuiteTest], esrp: Option<&EsrpSummary>
             }
         }
     };
-    markup.into_string()
+    crate::markup_check::checked(markup, "suite.html")
 }

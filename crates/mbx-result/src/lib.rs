@@ -12,6 +12,7 @@
 //! here because a result embeds them.
 
 mod doctor;
+mod error_class;
 mod loadgen;
 mod rows;
 mod run;
@@ -20,6 +21,7 @@ mod search;
 mod step;
 
 pub use doctor::{CheckName, DoctorCheck, DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
+pub use error_class::ErrorClass;
 pub use loadgen::*;
 pub use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};

@@ -3,6 +3,7 @@
 use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::error_class::ErrorClass;
 use crate::rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
 
 /// The schema of every result.json this version writes.
@@ -972,11 +973,8 @@ impl Stopped {
 /// One error class met during a test (`errors[]` in result.json).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ErrorEntry {
-    /// "io_error", "no_space", "bad_page" (checksum), "correctable_page", "unwritten_page",
-    /// "wrong_page_number", "wrong_database", "stale_page", "patched_page", "hung_io",
-    /// "header_copy_damaged", "error"; the log's: "log_damaged", "log_missing",
-    /// "checkpoint_damaged", "lost_log_write".
-    pub class: String,
+    /// What kind of error (serialized as its name: `io_error`, `bad_page`, ...).
+    pub class: ErrorClass,
     /// Instance name, when the error belongs to one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,

@@ -602,7 +602,7 @@ fn errors(o: &mut String, r: &RunResult) -> fmt::Result {
     if r.errors.is_empty() {
         return Ok(());
     }
-    let mut table: Vec<(String, String, u64)> = Vec::new();
+    let mut table: Vec<(String, mbx_result::ErrorClass, u64)> = Vec::new();
     for e in &r.errors {
         let who = e.instance.clone().unwrap_or_else(|| "-".into());
         match table.iter_mut().find(|t| t.0 == who && t.1 == e.class) {

@@ -142,6 +142,7 @@ impl Integrity {
     }
     /// Adds another instance's counts.
     pub fn add(&mut self, o: &Integrity) {
+        let damaged = self.damaged();
         self.pages_verified += o.pages_verified;
         self.pages_checksummed = match (self.pages_checksummed, o.pages_checksummed) {
             (None, None) => None,
@@ -155,6 +156,8 @@ impl Integrity {
         self.wrong_database_pages += o.wrong_database_pages;
         self.patched_pages += o.patched_pages;
         self.log_problems += o.log_problems;
+        // The whole's damage is the sum of its parts' (both sides saturate alike).
+        debug_assert_eq!(self.damaged(), damaged.saturating_add(o.damaged()));
     }
 }
 
@@ -454,6 +457,8 @@ impl Check {
 
     /// True when the check passed (false when it failed or judged nothing).
     pub fn pass(&self) -> bool {
+        // Every constructor (reading one back included) derives one from the other.
+        debug_assert_eq!(self.pass, self.state == CheckState::Pass, "{}", self.name);
         self.pass
     }
 
@@ -483,8 +488,12 @@ pub struct Verdict {
 impl Verdict {
     /// The verdict of `checks`.
     pub fn of(checks: Vec<Check>) -> Verdict {
-        let pass = Verdict::passes(&checks);
-        Verdict { pass, checks }
+        let mut v = Verdict {
+            pass: false,
+            checks,
+        };
+        v.rederive();
+        v
     }
 
     fn passes(checks: &[Check]) -> bool {
@@ -493,6 +502,15 @@ impl Verdict {
 
     fn rederive(&mut self) {
         self.pass = Verdict::passes(&self.checks);
+        // The verdict passes exactly when every check passed: none failed, none judged
+        // nothing, and there is one at least.
+        debug_assert_eq!(
+            self.pass,
+            !self.checks.is_empty()
+                && self.failed().next().is_none()
+                && self.not_judged().next().is_none()
+        );
+        debug_assert_eq!(self.pass, self.state() == CheckState::Pass);
     }
 
     /// True when the test passed: every check passed.
@@ -560,6 +578,10 @@ impl Verdict {
                 *c = Check::not_judged(&c.name, c.limit, reason);
             }
         }
+        debug_assert!(self
+            .checks
+            .iter()
+            .all(|c| keep.contains(&c.name.as_str()) || c.state == CheckState::NotJudged));
         self.rederive();
     }
 }

@@ -106,32 +106,7 @@ impl ErrorClass {
     }
 }
 
-impl From<&str> for ErrorClass {
-    fn from(name: &str) -> ErrorClass {
-        ErrorClass::KNOWN
-            .into_iter()
-            .find(|c| c.as_str() == name)
-            .unwrap_or_else(|| ErrorClass::Other(name.to_string()))
-    }
-}
-
-impl From<String> for ErrorClass {
-    fn from(name: String) -> ErrorClass {
-        ErrorClass::from(name.as_str())
-    }
-}
-
-impl From<ErrorClass> for String {
-    fn from(class: ErrorClass) -> String {
-        class.as_str().to_string()
-    }
-}
-
-impl std::fmt::Display for ErrorClass {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
-    }
-}
+name_conversions!(ErrorClass);
 
 impl PartialEq for ErrorClass {
     fn eq(&self, other: &ErrorClass) -> bool {

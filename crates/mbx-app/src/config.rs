@@ -437,6 +437,12 @@ impl Layers {
             cfg.sample_interval_s =
                 mbx_config::sample_interval_for(cfg.duration_s, cfg.thresholds.max_latency_errors);
         }
+        // The test's defaults keep a validated configuration valid.
+        debug_assert!(
+            cfg.validate_for(kind).is_ok(),
+            "{:?}",
+            cfg.validate_for(kind)
+        );
         Ok(cfg)
     }
 

@@ -449,7 +449,7 @@ mod tests {
                 r#"{"event":"error","error":{"class":"no_space","path":"/d/db1.edb","count":1,"first_at":"2026-01-01T00:00:00Z","message":"no space"}}"#,
                 Event::Error {
                     error: mbx_result::ErrorEntry {
-                        class: "no_space".into(),
+                        class: mbx_result::ErrorClass::NoSpace,
                         path: Some("/d/db1.edb".into()),
                         count: 1,
                         first_at: "2026-01-01T00:00:00Z".into(),

@@ -559,7 +559,7 @@ fn refused(
     r.test.test_type = kind;
     if let Some(mbx_io::IoError::Os { path, error, .. }) = e.io_error() {
         r.errors.push(mbx_engine::result::ErrorEntry {
-            class: "error".into(),
+            class: mbx_engine::result::ErrorClass::Error,
             path: Some(path.display().to_string()),
             volume: mbx_io::platform::volume_of(path),
             errno: error.raw_os_error(),

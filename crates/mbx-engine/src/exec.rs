@@ -790,7 +790,7 @@ impl<'o> Engine<'o> {
             );
             self.log(&message, false);
             self.hung.push(crate::result::ErrorEntry {
-                class: "hung_io".into(),
+                class: crate::result::ErrorClass::HungIo,
                 instance,
                 count: 1,
                 first_at: crate::rfc3339(self.reactor.clock().wall()),
@@ -1323,7 +1323,7 @@ fn gone_past(
     if let Some(x) = d
         .io_errors
         .iter_mut()
-        .find(|x| x.class == "io_error" && x.errno == errno)
+        .find(|x| x.class == crate::result::ErrorClass::IoError && x.errno == errno)
     {
         x.count += 1;
         return Ok(());
@@ -1331,7 +1331,7 @@ fn gone_past(
     let in_database = path == d.spec.db_path;
     let message = e.to_string();
     d.io_errors.push(crate::result::ErrorEntry {
-        class: "io_error".into(),
+        class: crate::result::ErrorClass::IoError,
         instance: Some(d.spec.name.clone()),
         errno,
         count: 1,

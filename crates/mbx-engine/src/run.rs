@@ -101,7 +101,7 @@ pub fn run_test(
             );
             observer.on_event(RunEvent::Log(&line));
             header_errors.push(ErrorEntry {
-                class: "header_copy_damaged".into(),
+                class: ErrorClass::HeaderCopyDamaged,
                 instance: specs.get(k).map(|s| s.name.clone()),
                 count: 1,
                 first_at: crate::rfc3339(mbx_io::RealClock.wall()),

@@ -298,7 +298,7 @@ fn errors_per_instance(errors: &[mbx_result::ErrorEntry]) -> Vec<(String, String
         std::collections::BTreeMap::new();
     for e in errors {
         let who = e.instance.clone().unwrap_or_else(|| "-".into());
-        let v = per.entry((who, e.class.clone())).or_default();
+        let v = per.entry((who, e.class.to_string())).or_default();
         *v = v.saturating_add(e.count);
     }
     // The counts per instance and class add up to every error's count.

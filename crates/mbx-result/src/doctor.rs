@@ -111,32 +111,7 @@ impl CheckName {
     }
 }
 
-impl From<&str> for CheckName {
-    fn from(name: &str) -> CheckName {
-        CheckName::KNOWN
-            .into_iter()
-            .find(|c| c.as_str() == name)
-            .unwrap_or_else(|| CheckName::Other(name.to_string()))
-    }
-}
-
-impl From<String> for CheckName {
-    fn from(name: String) -> CheckName {
-        CheckName::from(name.as_str())
-    }
-}
-
-impl From<CheckName> for String {
-    fn from(name: CheckName) -> String {
-        name.as_str().to_string()
-    }
-}
-
-impl std::fmt::Display for CheckName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
-    }
-}
+name_conversions!(CheckName);
 
 /// One check of one location (or of the host).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,41 @@
 //! ([`TestKind`]) are defined in `mbx-config`, the first stage of the pipeline, and re-exported
 //! here because a result embeds them.
 
+/// The conversions of a name-table enum (one with `KNOWN`, `as_str` and `Other(String)`): from
+/// a name (its known variant, else `Other`), to its name, and `Display` as the name (padded).
+macro_rules! name_conversions {
+    ($t:ident) => {
+        impl From<&str> for $t {
+            fn from(name: &str) -> $t {
+                $t::KNOWN
+                    .into_iter()
+                    .find(|c| c.as_str() == name)
+                    .unwrap_or_else(|| $t::Other(name.to_string()))
+            }
+        }
+
+        impl From<String> for $t {
+            fn from(name: String) -> $t {
+                $t::from(name.as_str())
+            }
+        }
+
+        impl From<$t> for String {
+            fn from(value: $t) -> String {
+                value.as_str().to_string()
+            }
+        }
+
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    };
+}
+
 mod doctor;
+mod error_class;
 mod loadgen;
 mod rows;
 mod run;
@@ -20,6 +54,7 @@ mod search;
 mod step;
 
 pub use doctor::{CheckName, DoctorCheck, DoctorReport, DoctorStatus, DOCTOR_SCHEMA};
+pub use error_class::ErrorClass;
 pub use loadgen::*;
 pub use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 pub use rows::{BackupRow, ChecksumRow, SoftRecoveryRow};

@@ -3,6 +3,7 @@
 use mbx_config::{Arrivals, Pacing, Profile, RunConfig, TestKind};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::error_class::ErrorClass;
 use crate::rows::{BackupRow, ChecksumRow, SoftRecoveryRow};
 
 /// The schema of every result.json this version writes.
@@ -141,6 +142,7 @@ impl Integrity {
     }
     /// Adds another instance's counts.
     pub fn add(&mut self, o: &Integrity) {
+        let damaged = self.damaged();
         self.pages_verified += o.pages_verified;
         self.pages_checksummed = match (self.pages_checksummed, o.pages_checksummed) {
             (None, None) => None,
@@ -154,6 +156,8 @@ impl Integrity {
         self.wrong_database_pages += o.wrong_database_pages;
         self.patched_pages += o.patched_pages;
         self.log_problems += o.log_problems;
+        // The whole's damage is the sum of its parts' (both sides saturate alike).
+        debug_assert_eq!(self.damaged(), damaged.saturating_add(o.damaged()));
     }
 }
 
@@ -453,6 +457,8 @@ impl Check {
 
     /// True when the check passed (false when it failed or judged nothing).
     pub fn pass(&self) -> bool {
+        // Every constructor (reading one back included) derives one from the other.
+        debug_assert_eq!(self.pass, self.state == CheckState::Pass, "{}", self.name);
         self.pass
     }
 
@@ -482,8 +488,12 @@ pub struct Verdict {
 impl Verdict {
     /// The verdict of `checks`.
     pub fn of(checks: Vec<Check>) -> Verdict {
-        let pass = Verdict::passes(&checks);
-        Verdict { pass, checks }
+        let mut v = Verdict {
+            pass: false,
+            checks,
+        };
+        v.rederive();
+        v
     }
 
     fn passes(checks: &[Check]) -> bool {
@@ -492,6 +502,15 @@ impl Verdict {
 
     fn rederive(&mut self) {
         self.pass = Verdict::passes(&self.checks);
+        // The verdict passes exactly when every check passed: none failed, none judged
+        // nothing, and there is one at least.
+        debug_assert_eq!(
+            self.pass,
+            !self.checks.is_empty()
+                && self.failed().next().is_none()
+                && self.not_judged().next().is_none()
+        );
+        debug_assert_eq!(self.pass, self.state() == CheckState::Pass);
     }
 
     /// True when the test passed: every check passed.
@@ -559,6 +578,10 @@ impl Verdict {
                 *c = Check::not_judged(&c.name, c.limit, reason);
             }
         }
+        debug_assert!(self
+            .checks
+            .iter()
+            .all(|c| keep.contains(&c.name.as_str()) || c.state == CheckState::NotJudged));
         self.rederive();
     }
 }
@@ -972,11 +995,8 @@ impl Stopped {
 /// One error class met during a test (`errors[]` in result.json).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ErrorEntry {
-    /// "io_error", "no_space", "bad_page" (checksum), "correctable_page", "unwritten_page",
-    /// "wrong_page_number", "wrong_database", "stale_page", "patched_page", "hung_io",
-    /// "header_copy_damaged", "error"; the log's: "log_damaged", "log_missing",
-    /// "checkpoint_damaged", "lost_log_write".
-    pub class: String,
+    /// What kind of error (serialized as its name: `io_error`, `bad_page`, ...).
+    pub class: ErrorClass,
     /// Instance name, when the error belongs to one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,

@@ -251,14 +251,15 @@ pub enum LogProblem {
 
 impl LogProblem {
     /// The `errors[]` class: `log_damaged`, `log_missing` or `checkpoint_damaged`.
-    pub fn class(&self) -> &'static str {
+    pub fn class(&self) -> mbx_result::ErrorClass {
+        use mbx_result::ErrorClass;
         match self {
-            LogProblem::Length { .. } | LogProblem::Damaged { .. } => "log_damaged",
-            LogProblem::Missing { .. } => "log_missing",
+            LogProblem::Length { .. } | LogProblem::Damaged { .. } => ErrorClass::LogDamaged,
+            LogProblem::Missing { .. } => ErrorClass::LogMissing,
             LogProblem::CheckpointMissing
             | LogProblem::NoCheckpoint { .. }
             | LogProblem::Slot { .. }
-            | LogProblem::CheckpointAhead { .. } => "checkpoint_damaged",
+            | LogProblem::CheckpointAhead { .. } => ErrorClass::CheckpointDamaged,
         }
     }
 

@@ -68,6 +68,12 @@ impl CreateProgress {
             mbx_store::CreateEvent::Progress { index, bytes_done } => {
                 let sum: u64 = match self.per_db.lock() {
                     Ok(mut v) => {
+                        // The store reports only the databases it was asked to create.
+                        debug_assert!(
+                            (index as usize) < v.len(),
+                            "database {index} of {}",
+                            v.len()
+                        );
                         if let Some(slot) = v.get_mut(index as usize) {
                             *slot = bytes_done;
                         }

@@ -76,7 +76,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "'{t}' is longer than 30 days ({MAX_DURATION_S} s), the longest duration accepted"
         ));
     }
-    Duration::try_from_secs_f64(total).map_err(|_| bad())
+    let d = Duration::try_from_secs_f64(total).map_err(|_| bad())?;
+    // Every duration accepted is within the bound the deadlines computed from it rely on.
+    debug_assert!(d.as_secs_f64() <= MAX_DURATION_S, "{t}: {d:?}");
+    Ok(d)
 }
 
 #[cfg(test)]

@@ -194,6 +194,9 @@ fn locations(specs: &[DatabaseSpec]) -> Vec<Location> {
     for s in specs {
         add(&s.path, true);
     }
+    // Every database and every log folder is on exactly one location.
+    debug_assert_eq!(out.iter().map(|l| l.databases).sum::<usize>(), specs.len());
+    debug_assert_eq!(out.iter().map(|l| l.logs).sum::<usize>(), specs.len());
     out
 }
 
@@ -245,6 +248,8 @@ pub fn inspect(
             loc.fs.as_ref(),
         ));
     }
+    // Seven checks for each location, in the same order for each.
+    debug_assert_eq!(checks.len(), 7 * locs.len());
     checks.push(layout_check(specs, cfg.profile.copies_per_database));
     checks.extend(capacity_checks(specs, create));
     checks.push(data_reduction_check(cfg.compressibility_pct));

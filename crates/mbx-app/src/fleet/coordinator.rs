@@ -489,7 +489,25 @@ impl Coordinator {
             Message::Tick => {}
         }
         self.housekeeping(now, &mut out);
+        self.check_invariants();
         out
+    }
+
+    /// What holds after every message, whatever it was.
+    fn check_invariants(&self) {
+        // An interrupt, or a failed host with --abort-on-host-failure, has asked every host to
+        // stop; the second interrupt (quit) comes after the first.
+        debug_assert!(self.presses == 0 || self.stopping);
+        debug_assert!(!self.quit || (self.stopping && self.presses >= 2));
+        for h in &self.hosts {
+            // Only a started run runs, and its input stays open until it ends or is given up.
+            debug_assert!(h.state != State::Running || h.started, "{}", h.name);
+            debug_assert!(h.state != State::Running || h.input_open, "{}", h.name);
+            // A host is collected only once its run has ended.
+            debug_assert!(!h.collected || h.state != State::Running, "{}", h.name);
+        }
+        // The start went out only once a host was ready (and ready is never taken back).
+        debug_assert!(self.start_at.is_none() || self.hosts.iter().any(|h| h.ready));
     }
 
     fn on_line(&mut self, now: Now, host: usize, text: &str, out: &mut Vec<Action>) {
@@ -593,6 +611,14 @@ impl Coordinator {
             host: h.name.clone(),
             text: h.state.describe(),
         }));
+        // Its run is over: passed, failed, stopped, or given up.
+        debug_assert!(
+            matches!(h.state, State::Exited(_) | State::Failed(_)),
+            "{}: {:?}",
+            h.name,
+            h.state
+        );
+        debug_assert!(!h.input_open);
         out.push(Action::Collect { host, how });
     }
 
@@ -672,14 +698,18 @@ impl Coordinator {
             let margin_s = self.config.start_margin.as_secs_f64();
             let t = now.unix_s + margin_s;
             self.start_at = Some(t);
+            let mut sent = 0;
             for (i, h) in self.hosts.iter().enumerate() {
                 if h.input_open {
                     out.push(Action::Send {
                         host: i,
                         text: format!("start {:.6}\n", t + h.checked.offset_s),
                     });
+                    sent += 1;
                 }
             }
+            // Every running host gets the start (its input is open while it runs).
+            debug_assert!(sent >= running, "{sent} starts for {running} running hosts");
             out.push(Action::Emit(
                 Event::FleetStart { start_at_unix_s: t }.into(),
             ));
@@ -694,6 +724,8 @@ impl Coordinator {
 /// Gives up on a running host: marks it failed (`why`) and ends its ssh; its remote run is
 /// then stopped over a fresh connection and its folder copied back ([`Collect::Stop`]).
 fn give_up(i: usize, h: &mut HostRun, why: String, out: &mut Vec<Action>) {
+    // Only a running host is given up (the watchdog, a second interrupt, a protocol error).
+    debug_assert_eq!(h.state, State::Running, "{}", h.name);
     h.state = State::Failed(why);
     h.input_open = false;
     out.push(Action::CloseInput { host: i });

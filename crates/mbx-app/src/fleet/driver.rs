@@ -334,6 +334,7 @@ fn aggregate(
 ) -> Result<Ran> {
     let interrupted = coord.interrupted();
     let partial = coord.partial(|name| io.out.join(name).join("result.json").exists());
+    debug_assert!(!interrupted || partial, "an interrupted run is partial");
     let (summary, warnings, results) = write_fleet(
         &io.out,
         &io.run_id,

@@ -80,9 +80,65 @@ pub fn run_jobs(
         .collect()
 }
 
+/// A fleet command, for the flags it refuses ([`refuse_flags`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FleetCommand {
+    /// `fleet run`.
+    Run,
+    /// `fleet loadgen`.
+    Loadgen,
+}
+
+/// Which of the flags a fleet command sets itself, or that no host's run could take, were
+/// given on its command line (the binary says; [`refuse_flags`] judges). A flag the command
+/// does not have is `false`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GivenFlags {
+    /// `--db-path` or `--log-path` (`fleet run`).
+    pub paths: bool,
+    /// `--jetstress-config` (`fleet run`).
+    pub jetstress_config: bool,
+    /// `--partition` (`fleet loadgen`).
+    pub partition: bool,
+    /// `--start-gate`.
+    pub start_gate: bool,
+    /// `--request`.
+    pub request: bool,
+    /// `--map-path` (`fleet run`).
+    pub map_path: bool,
+    /// `--stress-duration` (`fleet run`).
+    pub stress_duration: bool,
+    /// `--test suite` (`fleet run`).
+    pub suite: bool,
+}
+
+/// A fleet command's refusals of flags that differ per host, that it sets itself, or that a
+/// host's run would refuse: the first given, refused before any host is touched.
+pub fn refuse_flags(command: FleetCommand, given: GivenFlags) -> Result<()> {
+    let (name, each) = match command {
+        FleetCommand::Run => ("fleet run", "host"),
+        FleetCommand::Loadgen => ("fleet loadgen", "client"),
+    };
+    let refusals = [
+        (given.paths, "fleet run: --db-path and --log-path differ per host: set db_path and log_path for each [[host]] in the --hosts file".to_string()),
+        (given.jetstress_config, "fleet run: --jetstress-config is not passed to hosts; use --config or --profile (copied to each host)".to_string()),
+        (given.partition, "--partition is set by fleet loadgen itself (client K of N takes slice K/N of the users); leave it out".to_string()),
+        (given.start_gate, format!("--start-gate is set by {name} itself for every {each}; leave it out")),
+        (given.request, format!("--request is written by {name} itself for every {each}; leave it out")),
+        // What each host's run would refuse, refused here (hosts run the resolved request only).
+        (given.map_path, "--map-path maps the paths of a --jetstress-config file: give the file too".to_string()),
+        (given.stress_duration, "--stress-duration is the Stress duration of --test suite; for --test stress use --duration".to_string()),
+        (given.suite, "fleet run runs one test type with a synchronized measured phase: --test performance, stress or soft-recovery (run the suite's tests one by one)".to_string()),
+    ];
+    match refusals.into_iter().find(|(given, _)| *given) {
+        Some((_, why)) => Err(usage(why)),
+        None => Ok(()),
+    }
+}
+
 /// The watchdog's bound: `--host-timeout`, else 10 sample intervals and at least 60 s.
 pub fn host_timeout(flag: Option<Duration>, sample_interval_s: f64) -> Result<Duration> {
-    match flag {
+    let bound = match flag {
         Some(d) if d < Duration::from_secs(5) => Err(usage(
             "--host-timeout must be at least 5s (a run sends an event a second)",
         )),
@@ -90,7 +146,10 @@ pub fn host_timeout(flag: Option<Duration>, sample_interval_s: f64) -> Result<Du
         None => Ok(Duration::from_secs_f64(
             (sample_interval_s * 10.0).clamp(60.0, 86_400.0),
         )),
-    }
+    };
+    // The watchdog never gives up a host between two of its events (one a second).
+    debug_assert!(!matches!(&bound, Ok(d) if *d < Duration::from_secs(5)));
+    bound
 }
 
 /// `--start-margin`, checked: 0.1 s..=10 min.
@@ -140,13 +199,19 @@ pub fn loadgen_jobs(day: &Resolved<DaySpec>, clients: usize) -> Result<(Vec<Host
             PASSWORD_FILE.to_string(),
         ));
     }
-    let jobs = (1..=clients)
+    let jobs: Vec<HostJob> = (1..=clients)
         .map(|k| {
             let mut spec = day.spec.clone();
             spec.common.users.slice = Some(Slice { k, n: clients });
             HostJob::Loadgen(spec)
         })
         .collect();
+    // One job per client, client K taking slice K of N: the slices cover the users once.
+    debug_assert_eq!(jobs.len(), clients);
+    debug_assert!(jobs.iter().enumerate().all(|(i, j)| matches!(
+        j,
+        HostJob::Loadgen(d) if d.common.users.slice == Some(Slice { k: i + 1, n: clients })
+    )));
     Ok((jobs, uploads))
 }
 
@@ -181,6 +246,50 @@ pub(crate) fn host_uploads(common: &[(Upload, String)], request: &HostRequest) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flags_a_fleet_sets_itself_are_refused_in_the_order_given() {
+        use FleetCommand::{Loadgen, Run};
+        assert!(refuse_flags(Run, GivenFlags::default()).is_ok());
+        assert!(refuse_flags(Loadgen, GivenFlags::default()).is_ok());
+        let msg = |c, g| {
+            let e = refuse_flags(c, g).expect_err("refused");
+            assert!(e.is_usage(), "{e}");
+            e.to_string()
+        };
+        let both = GivenFlags {
+            start_gate: true,
+            suite: true,
+            ..GivenFlags::default()
+        };
+        assert_eq!(
+            msg(Run, both),
+            "--start-gate is set by fleet run itself for every host; leave it out"
+        );
+        let paths = GivenFlags {
+            paths: true,
+            ..both
+        };
+        assert!(msg(Run, paths).contains("set db_path and log_path for each [[host]]"));
+        let suite = GivenFlags {
+            suite: true,
+            ..GivenFlags::default()
+        };
+        assert!(msg(Run, suite).contains("run the suite's tests one by one"));
+        let request = GivenFlags {
+            request: true,
+            ..GivenFlags::default()
+        };
+        assert_eq!(
+            msg(Loadgen, request),
+            "--request is written by fleet loadgen itself for every client; leave it out"
+        );
+        let partition = GivenFlags {
+            partition: true,
+            ..request
+        };
+        assert!(msg(Loadgen, partition).starts_with("--partition is set by fleet loadgen"));
+    }
     use crate::fleet::hosts::HostEntry;
     use crate::loadgen::request::{resolve_day, DayFlags};
 

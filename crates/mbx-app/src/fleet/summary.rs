@@ -123,6 +123,9 @@ pub fn summarize(
         let mut excluded = None;
         let mut client = None;
         let read = path.exists().then(|| read_result(&path));
+        // Whether a result was there when read (not asked again: another host's copy may be
+        // landing meanwhile).
+        let found = read.is_some();
         match read {
             Some(Ok((text, v))) if loadgen => {
                 // A loadgen client's day start; its result is merged into --out/result.json (not
@@ -200,7 +203,7 @@ pub fn summarize(
             collection_start_unix_s: start,
             start_error_ms: start.zip(start_at).map(|(s, t)| (s - t) * 1e3),
             result: rel,
-            aggregated: excluded.is_none() && path.exists(),
+            aggregated: excluded.is_none() && found,
             excluded,
             doctor: l.checked.doctor.clone(),
             doctor_elapsed_s: l.checked.doctor.as_ref().map(|_| l.checked.doctor_s),
@@ -213,10 +216,24 @@ pub fn summarize(
     let skew_ms = if starts.len() >= 2 {
         let max = starts.iter().copied().fold(f64::MIN, f64::max);
         let min = starts.iter().copied().fold(f64::MAX, f64::min);
+        debug_assert!(min <= max || starts.iter().any(|s| s.is_nan()));
         Some((max - min) * 1e3)
     } else {
         None
     };
+    // One row per host, in order, and each loadgen client's result beside its row (the merge
+    // pairs them by index).
+    debug_assert_eq!(hosts.len(), lives.len());
+    debug_assert_eq!(clients.len(), lives.len());
+    // The aggregate sums exactly the hosts marked aggregated, each with its result named.
+    debug_assert!(hosts.iter().all(|h| !h.aggregated || h.result.is_some()));
+    debug_assert!(hosts.iter().all(|h| !h.aggregated || h.excluded.is_none()));
+    debug_assert!(
+        loadgen || inputs.len() == hosts.iter().filter(|h| h.aggregated).count(),
+        "{} results aggregated, {} hosts marked so",
+        inputs.len(),
+        hosts.iter().filter(|h| h.aggregated).count()
+    );
     let summary = FleetSummary {
         schema: FLEET_SCHEMA,
         run_id: run_id.to_string(),

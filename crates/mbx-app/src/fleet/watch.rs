@@ -134,17 +134,9 @@ pub enum WatchError {
     },
 }
 
-/// CPU time of all cores from the `cpu ` line of /proc/stat, in ticks (USER_HZ).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CpuTicks {
-    /// user + nice + system + idle + iowait + irq + softirq + steal (guest time is already in
-    /// user and nice).
-    pub total: u64,
-    /// idle.
-    pub idle: u64,
-    /// iowait.
-    pub iowait: u64,
-}
+/// CPU time of all cores from the `cpu ` line of /proc/stat, in ticks (USER_HZ): the same
+/// figures, by the same arithmetic, as this machine's own ([`mbx_core::procfs`]).
+pub use mbx_core::procfs::CpuTicks;
 
 /// The counters of /proc/diskstats summed over the whole disks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -254,11 +246,16 @@ fn cpu_ticks(rest: &str, line: &str) -> Result<CpuTicks, WatchError> {
             reason: "its sum is over 2^64".into(),
             line: quote(line),
         })?;
-    Ok(CpuTicks {
-        total,
-        idle,
-        iowait: fields.get(4).copied().unwrap_or(0),
-    })
+    // Checked above (every figure a number, at least four, a sum that fits): which figures
+    // make the total is mbx_core's arithmetic, the one this machine's CPU time is read with.
+    let ticks = mbx_core::procfs::parse_stat_cpu(line).ok_or_else(|| WatchError::Invalid {
+        what: WHAT,
+        reason: "not as the kernel writes it".into(),
+        line: quote(line),
+    })?;
+    debug_assert_eq!((ticks.total, ticks.idle), (total, idle));
+    debug_assert!(ticks.idle <= ticks.total);
+    Ok(ticks)
 }
 
 /// A disk name of /sys/block counted as a whole disk: not a loop device or a RAM disk
@@ -477,6 +474,8 @@ pub fn sample(
     }
     let iowait = cur.cpu.iowait.saturating_sub(prev.cpu.iowait).min(total);
     let not_busy = idle.saturating_add(iowait).min(total);
+    // Busy and iowait are disjoint shares of the interval's ticks: never over 100% together.
+    debug_assert!(iowait <= not_busy && not_busy <= total);
     let d = disk_delta(prev, cur)?;
     let mb_s = |sectors: u64| sectors as f64 * 512.0 / 1e6 / interval_s;
     Ok(ServerSample {
@@ -964,6 +963,13 @@ fn summary(
     if let Some(e) = &a.write_error {
         errors.push(e.clone());
     }
+    // A sample is the interval between two snapshots read: fewer samples than snapshots.
+    debug_assert!(
+        a.samples < a.snapshots.max(1),
+        "{} samples of {} snapshots",
+        a.samples,
+        a.snapshots
+    );
     let n = a.samples as f64;
     let avg = |sum: f64| if a.samples > 0 { sum / n } else { 0.0 };
     ServerWatch {

@@ -602,7 +602,7 @@ fn errors(o: &mut String, r: &RunResult) -> fmt::Result {
     if r.errors.is_empty() {
         return Ok(());
     }
-    let mut table: Vec<(String, String, u64)> = Vec::new();
+    let mut table: Vec<(String, mbx_result::ErrorClass, u64)> = Vec::new();
     for e in &r.errors {
         let who = e.instance.clone().unwrap_or_else(|| "-".into());
         match table.iter_mut().find(|t| t.0 == who && t.1 == e.class) {
@@ -610,6 +610,16 @@ fn errors(o: &mut String, r: &RunResult) -> fmt::Result {
             None => table.push((who, e.class.clone(), e.count)),
         }
     }
+    // The table's counts add up to the entries' (both saturating), one row per pair.
+    let total = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
+    debug_assert_eq!(
+        total(&mut table.iter().map(|t| t.2)),
+        total(&mut r.errors.iter().map(|e| e.count))
+    );
+    debug_assert!(table
+        .iter()
+        .enumerate()
+        .all(|(i, t)| !table[..i].iter().any(|u| u.0 == t.0 && u.1 == t.1)));
     writeln!(
         o,
         "  {:<22} {:<22} {:>9}",

@@ -34,7 +34,7 @@ pub(crate) fn stop_with_error(
         return;
     }
     let entry = error_entry(e, &result.instances, at);
-    let reason = if entry.class == "io_error" || entry.class == "no_space" {
+    let reason = if entry.class.is_os_io() {
         StopReason::IoError
     } else {
         StopReason::Error
@@ -65,20 +65,20 @@ pub fn error_entry(
                 ..
             } => (
                 if is_no_space(error) {
-                    "no_space"
+                    ErrorClass::NoSpace
                 } else {
-                    "io_error"
+                    ErrorClass::IoError
                 },
                 Some(path.clone()),
                 *offset,
                 error.raw_os_error(),
             ),
             mbx_io::IoError::Short { path, offset, .. } => {
-                ("io_error", Some(path.clone()), Some(*offset), None)
+                (ErrorClass::IoError, Some(path.clone()), Some(*offset), None)
             }
-            mbx_io::IoError::Unsupported(_) => ("io_error", None, None, None),
+            mbx_io::IoError::Unsupported(_) => (ErrorClass::IoError, None, None, None),
         },
-        _ => ("error", None, None, None),
+        _ => (ErrorClass::Error, None, None, None),
     };
     let instance = path.as_ref().and_then(|p| {
         instances
@@ -93,7 +93,7 @@ pub fn error_entry(
             .any(|i| Path::new(&i.database_path) == p.as_path())
     });
     ErrorEntry {
-        class: class.into(),
+        class,
         instance,
         errno,
         count: 1,

@@ -549,7 +549,7 @@ fn errors_of(
         .chain(engine.hung.iter().cloned())
         .collect();
     // A patch is the remedy of a damaged page already counted, not another error.
-    let counted = |e: &&ErrorEntry| e.class != "patched_page";
+    let counted = |e: &&ErrorEntry| e.class != ErrorClass::PatchedPage;
     for inst in instances.iter_mut() {
         inst.errors = errors
             .iter()
@@ -679,18 +679,18 @@ fn integrity_errors(dbs: &[Database], at: &str) -> Vec<ErrorEntry> {
             .saturating_sub(g.wrong_database_pages);
         // Pages counted but not recorded one by one (soft recovery's beyond the named ones).
         for (class, total) in [
-            ("bad_page", checksum),
-            ("unwritten_page", g.unwritten_pages),
-            ("wrong_database_page", g.wrong_database_pages),
-            ("correctable_page", g.correctable_pages),
-            ("wrong_page_number", g.wrong_page_number_pages),
-            ("stale_page", g.stale_pages),
-            ("patched_page", g.patched_pages),
+            (ErrorClass::BadPage, checksum),
+            (ErrorClass::UnwrittenPage, g.unwritten_pages),
+            (ErrorClass::WrongDatabasePage, g.wrong_database_pages),
+            (ErrorClass::CorrectablePage, g.correctable_pages),
+            (ErrorClass::WrongPageNumber, g.wrong_page_number_pages),
+            (ErrorClass::StalePage, g.stale_pages),
+            (ErrorClass::PatchedPage, g.patched_pages),
         ] {
-            let more = total.saturating_sub(inst.damage.count_of(class));
+            let more = total.saturating_sub(inst.damage.count_of(&class));
             if more > 0 {
                 out.push(ErrorEntry {
-                    class: class.into(),
+                    class: class.clone(),
                     instance: Some(name.clone()),
                     count: more,
                     first_at: at.to_string(),

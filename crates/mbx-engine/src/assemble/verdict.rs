@@ -203,7 +203,7 @@ pub(super) fn unmeasured(cfg: &RunConfig) -> Verdict {
 pub(crate) fn error_total(errors: &[ErrorEntry]) -> u64 {
     errors
         .iter()
-        .filter(|e| e.class != "patched_page")
+        .filter(|e| e.class != ErrorClass::PatchedPage)
         .fold(0u64, |a, e| a.saturating_add(e.count))
 }
 

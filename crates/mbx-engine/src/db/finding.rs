@@ -4,7 +4,7 @@
 
 use mbx_store::page::PageCheck;
 
-use crate::result::Integrity;
+use crate::result::{ErrorClass, Integrity};
 
 /// What is wrong with a page read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,15 +30,15 @@ pub(crate) enum Finding {
 
 impl Finding {
     /// The `errors[]` class.
-    pub fn class(self) -> &'static str {
+    pub fn class(self) -> ErrorClass {
         match self {
-            Finding::Checksum => "bad_page",
-            Finding::Correctable => "correctable_page",
-            Finding::Unwritten => "unwritten_page",
-            Finding::WrongPage { .. } => "wrong_page_number",
-            Finding::WrongDatabase { .. } => "wrong_database_page",
-            Finding::Stale { .. } | Finding::StaleAcrossRuns { .. } => "stale_page",
-            Finding::Patched { .. } => "patched_page",
+            Finding::Checksum => ErrorClass::BadPage,
+            Finding::Correctable => ErrorClass::CorrectablePage,
+            Finding::Unwritten => ErrorClass::UnwrittenPage,
+            Finding::WrongPage { .. } => ErrorClass::WrongPageNumber,
+            Finding::WrongDatabase { .. } => ErrorClass::WrongDatabasePage,
+            Finding::Stale { .. } | Finding::StaleAcrossRuns { .. } => ErrorClass::StalePage,
+            Finding::Patched { .. } => ErrorClass::PatchedPage,
         }
     }
 

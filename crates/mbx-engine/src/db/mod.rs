@@ -214,7 +214,7 @@ impl Database {
             e.count = e.count.saturating_add(1);
         } else {
             self.log_errors.push(crate::result::ErrorEntry {
-                class: p.class.into(),
+                class: p.class.clone(),
                 instance: Some(self.spec.name.clone()),
                 count: 1,
                 first_at: crate::rfc3339(at),

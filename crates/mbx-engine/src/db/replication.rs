@@ -32,12 +32,13 @@ use mbx_store::log::{check_header, check_record, record_len};
 use super::log::{LogFile, LogWriter};
 use super::logfmt::{Lsn, LOG_FILE_SIZE, LOG_SECTOR};
 use crate::reactor::{Owner, Reactor};
+use crate::result::ErrorClass;
 use crate::EngineError;
 
 /// `errors[]` class of a log write that reads back as zeros, in whole or in part.
-pub(crate) const LOST_LOG_WRITE: &str = "lost_log_write";
+pub(crate) const LOST_LOG_WRITE: ErrorClass = ErrorClass::LostLogWrite;
 /// `errors[]` class of log bytes read back that are not what was written (and not zeros).
-pub(crate) const LOG_DAMAGED: &str = "log_damaged";
+pub(crate) const LOG_DAMAGED: ErrorClass = ErrorClass::LogDamaged;
 
 /// Average log replication read (the seed reports' 232,527-232,584 bytes).
 pub(crate) const REPL_AVG_BYTES: u64 = 232_550;
@@ -98,7 +99,7 @@ struct Reading {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LogReadProblem {
     /// [`LOST_LOG_WRITE`] or [`LOG_DAMAGED`].
-    pub class: &'static str,
+    pub class: ErrorClass,
     /// The log generation.
     pub gen: u64,
     /// Byte offset in the file of the header (0) or record that is wrong.

@@ -21,7 +21,7 @@ use mbx_store::page::{
 use super::finding::Finding;
 use super::journal::Journal;
 use super::pages::{Known, PageTracker};
-use crate::result::{ErrorEntry, Integrity};
+use crate::result::{ErrorClass, ErrorEntry, Integrity};
 
 /// Damaged pages named one by one per database; beyond them one entry per class counts the rest.
 pub(crate) const NAMED_PAGES: usize = 64;
@@ -33,7 +33,7 @@ pub(crate) struct Damage {
     /// One entry per damaged page, in the order found.
     pub named: Vec<ErrorEntry>,
     /// Pages beyond the named ones: (class, count, first seen).
-    pub rest: Vec<(&'static str, u64, SystemTime)>,
+    pub rest: Vec<(ErrorClass, u64, SystemTime)>,
 }
 
 impl Damage {
@@ -59,7 +59,7 @@ impl Damage {
         if self.named.len() < NAMED_PAGES {
             let offset = page.saturating_mul(PAGE_SIZE as u64);
             self.named.push(ErrorEntry {
-                class: class.into(),
+                class: class.clone(),
                 instance: Some(instance.to_string()),
                 count: 1,
                 first_at: crate::rfc3339(at),
@@ -81,9 +81,10 @@ impl Damage {
     /// The `errors[]` entries: the named pages, then one per class for the rest.
     pub fn entries(&self, instance: &str, path: &Path) -> Vec<ErrorEntry> {
         let mut out = self.named.clone();
-        for &(class, count, at) in &self.rest {
+        for (class, count, at) in &self.rest {
+            let (count, at) = (*count, *at);
             out.push(ErrorEntry {
-                class: class.into(),
+                class: class.clone(),
                 instance: Some(instance.to_string()),
                 count,
                 first_at: crate::rfc3339(at),
@@ -98,14 +99,19 @@ impl Damage {
     }
 
     /// Pages counted so far per class (named and the rest).
-    pub fn count_of(&self, class: &str) -> u64 {
+    pub fn count_of(&self, class: &ErrorClass) -> u64 {
         let named: u64 = self
             .named
             .iter()
-            .filter(|e| e.class == class)
+            .filter(|e| &e.class == class)
             .map(|e| e.count)
             .sum();
-        let rest: u64 = self.rest.iter().filter(|r| r.0 == class).map(|r| r.1).sum();
+        let rest: u64 = self
+            .rest
+            .iter()
+            .filter(|r| &r.0 == class)
+            .map(|r| r.1)
+            .sum();
         named + rest
     }
 }

@@ -38,7 +38,7 @@ use super::{Flow, Mode, PhaseRun};
 use crate::exec::{PassChunk, PassPart, PhaseCx, Settings};
 use crate::plan::{PassPurpose, Plan, SeqPassSpec};
 use crate::reactor::{Owner, Reactor};
-use crate::result::{BackupRow, ChecksumRow, ErrorEntry, Integrity, RunResult};
+use crate::result::{BackupRow, ChecksumRow, ErrorClass, ErrorEntry, Integrity, RunResult};
 use crate::workload::pacing::{Pacer, PacerConfig};
 use crate::workload::session::Workload;
 use crate::{rfc3339, EngineError, InstanceSpec, Observer, PassBytes, Phase, RunTimes};
@@ -120,7 +120,7 @@ struct Target {
     bytes: u64,
     errors: Vec<ErrorEntry>,
     /// Problems beyond the listed ones: class -> (count, first page, its offset, what).
-    more: BTreeMap<&'static str, (u64, Option<u64>, u64, &'static str)>,
+    more: BTreeMap<ErrorClass, (u64, Option<u64>, u64, &'static str)>,
 }
 
 impl Target {
@@ -193,7 +193,7 @@ impl Target {
         for (n, generation, entry) in stale {
             self.stale += 1;
             self.problem(
-                "stale_page",
+                ErrorClass::StalePage,
                 instance,
                 Some(n),
                 n * PAGE_SIZE as u64,
@@ -214,7 +214,7 @@ impl Target {
     #[allow(clippy::too_many_arguments)]
     fn problem(
         &mut self,
-        class: &'static str,
+        class: ErrorClass,
         instance: &str,
         page: Option<u64>,
         offset: u64,
@@ -229,7 +229,7 @@ impl Target {
                 None => format!("byte offset {offset}"),
             };
             self.errors.push(ErrorEntry {
-                class: class.into(),
+                class,
                 instance: Some(instance.to_string()),
                 count: 1,
                 first_at: at.to_string(),
@@ -334,7 +334,7 @@ impl SeqPass {
                 if DbHeader::decode(page).map(|h| h.database_id) != Some(spec.database_id) {
                     t.bad += 1;
                     t.problem(
-                        "bad_header",
+                        ErrorClass::BadHeader,
                         &spec.name,
                         Some(n),
                         offset,
@@ -354,7 +354,7 @@ impl SeqPass {
                     t.bad += 1;
                     t.unwritten += 1;
                     (
-                        "unwritten_page",
+                        ErrorClass::UnwrittenPage,
                         "is all zeros (never written, or zeroed by the device)",
                         String::new(),
                     )
@@ -362,7 +362,7 @@ impl SeqPass {
                 PageCheck::Bad => {
                     t.bad += 1;
                     (
-                        "bad_page",
+                        ErrorClass::BadPage,
                         "fails its checksum beyond one bit (torn, overwritten or garbage)",
                         String::new(),
                     )
@@ -370,7 +370,7 @@ impl SeqPass {
                 PageCheck::Correctable => {
                     t.correctable += 1;
                     (
-                        "correctable_page",
+                        ErrorClass::CorrectablePage,
                         "has exactly one flipped bit (correctable)",
                         String::new(),
                     )
@@ -378,7 +378,7 @@ impl SeqPass {
                 PageCheck::WrongPageNumber { found } => {
                     t.wrong_page_number += 1;
                     (
-                        "wrong_page_number",
+                        ErrorClass::WrongPageNumber,
                         "holds another page of this database (a misdirected write): page ",
                         found.to_string(),
                     )
@@ -387,7 +387,7 @@ impl SeqPass {
                     t.bad += 1;
                     t.wrong_database += 1;
                     (
-                        "wrong_database_page",
+                        ErrorClass::WrongDatabasePage,
                         "holds a page of another database: id ",
                         format!("{found:#x}"),
                     )
@@ -664,7 +664,7 @@ impl SeqPass {
                 report.errors.extend(errors);
                 for (class, (count, page, offset, what)) in &t.more {
                     report.errors.push(ErrorEntry {
-                        class: (*class).into(),
+                        class: class.clone(),
                         instance: Some(spec.name.clone()),
                         count: *count,
                         first_at: rfc3339(e.reactor.clock().wall()),
@@ -720,7 +720,7 @@ impl SeqPass {
                     logs.bad_pages += 1;
                     report.integrity.log_problems += 1;
                     report.errors.push(ErrorEntry {
-                        class: p.class().into(),
+                        class: p.class(),
                         instance: Some(spec.name.clone()),
                         count: 1,
                         first_at: at.clone(),

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 
+use mbx_app::fleet::plan::{refuse_flags, FleetCommand, GivenFlags};
 use mbx_app::fleet::{self, FleetError, FleetRequest, FleetView, HostRun, Notice, Ran, State};
 use mbx_app::Line;
 
@@ -26,45 +27,24 @@ fn lift(e: FleetError) -> anyhow::Error {
 /// `mbxstress fleet run`.
 pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
     let r = &args.run;
-    if !r.paths.db_path.is_empty() || !r.paths.log_path.is_empty() {
-        return Err(usage(
-            "fleet run: --db-path and --log-path differ per host: set db_path and log_path for each [[host]] in the --hosts file",
-        ));
-    }
-    if r.jetstress.jetstress_config.is_some() {
-        return Err(usage(
-            "fleet run: --jetstress-config is not passed to hosts; use --config or --profile (copied to each host)",
-        ));
-    }
-    if r.start_gate.is_some() {
-        return Err(usage(
-            "--start-gate is set by fleet run itself for every host; leave it out",
-        ));
-    }
-    if r.request.is_some() {
-        return Err(usage(
-            "--request is written by fleet run itself for every host; leave it out",
-        ));
-    }
-    // What each host's run would refuse, refused here (hosts run the resolved request only).
-    if !r.jetstress.map_path.is_empty() {
-        return Err(usage(
-            "--map-path maps the paths of a --jetstress-config file: give the file too",
-        ));
-    }
-    if r.stress_duration.is_some() {
-        return Err(usage(
-            "--stress-duration is the Stress duration of --test suite; for --test stress use --duration",
-        ));
-    }
+    // Flags that differ per host, that fleet run sets itself, or that no host's run takes.
+    refuse_flags(
+        FleetCommand::Run,
+        GivenFlags {
+            paths: !r.paths.db_path.is_empty() || !r.paths.log_path.is_empty(),
+            jetstress_config: r.jetstress.jetstress_config.is_some(),
+            start_gate: r.start_gate.is_some(),
+            request: r.request.is_some(),
+            map_path: !r.jetstress.map_path.is_empty(),
+            stress_duration: r.stress_duration.is_some(),
+            suite: matches!(r.test, Some(RunTest::Suite)),
+            ..GivenFlags::default()
+        },
+    )
+    .map_err(lift)?;
     let kind = match r.test {
-        Some(RunTest::Suite) => {
-            return Err(usage(
-                "fleet run runs one test type with a synchronized measured phase: --test performance, stress or soft-recovery (run the suite's tests one by one)",
-            ))
-        }
         Some(RunTest::Kind(k)) => k,
-        None => mbx_config::TestKind::Performance,
+        Some(RunTest::Suite) | None => mbx_config::TestKind::Performance,
     };
     // The run flags must make sense before any host is touched.
     let cfg = super::run::resolve_for(r, kind)?;
@@ -89,22 +69,17 @@ pub fn run(args: FleetRunArgs) -> anyhow::Result<ExitCode> {
 
 /// `mbxstress fleet loadgen`.
 pub fn loadgen(args: FleetLoadgenArgs) -> anyhow::Result<ExitCode> {
-    let c = &args.run.conn;
-    if c.partition.is_some() {
-        return Err(usage(
-            "--partition is set by fleet loadgen itself (client K of N takes slice K/N of the users); leave it out",
-        ));
-    }
-    if args.run.start_gate.is_some() {
-        return Err(usage(
-            "--start-gate is set by fleet loadgen itself for every client; leave it out",
-        ));
-    }
-    if args.run.request.is_some() {
-        return Err(usage(
-            "--request is written by fleet loadgen itself for every client; leave it out",
-        ));
-    }
+    // Flags that fleet loadgen sets itself for every client.
+    refuse_flags(
+        FleetCommand::Loadgen,
+        GivenFlags {
+            partition: args.run.conn.partition.is_some(),
+            start_gate: args.run.start_gate.is_some(),
+            request: args.run.request.is_some(),
+            ..GivenFlags::default()
+        },
+    )
+    .map_err(lift)?;
     fleet::plan::server_interval(args.server_interval).map_err(lift)?;
     // The clients' request, resolved and checked before any host is touched.
     let day = mbx_app::loadgen::request::resolve_day(&super::loadgen::day_flags(&args.run))
@@ -256,6 +231,9 @@ fn coordinate(
         ));
         outln!("{text}").context("writing the summary to stdout")?;
     }
+    // An interrupted run is partial, and "every host passed" is what each host's row says.
+    debug_assert!(!interrupted || partial);
+    debug_assert!(!all_passed || summary.hosts.iter().all(|h| h.state == "passed"));
     // As documented: interrupted 130; partial (a host failed, was stopped or interrupted on its
     // side, or has no result) 3; every host passed 0; else a verdict failed, 1.
     let code = if interrupted {

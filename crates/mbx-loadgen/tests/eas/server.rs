@@ -288,6 +288,100 @@ async fn a_device_finds_its_folders_and_syncs_delivered_mail_intact() {
         })
         .count();
     assert_eq!(ours2, 1, "the SendMail copy is synced once: {found2:?}");
+
+    // SmartReply and SmartForward of that copy (ReplaceMime absent: the server composes),
+    // then Sync's Change (flag) and Delete by the first device.
+    let original = found2
+        .iter()
+        .find(|i| {
+            item_mime(i).is_some_and(|m| {
+                String::from_utf8_lossy(m).contains(&format!("Message-ID: {msgid2}"))
+            })
+        })
+        .map(|i| i.server_id.clone())
+        .expect("the SendMail copy");
+    let mut smart_ids = Vec::new();
+    for (what, forward) in [("reply", false), ("forward", true)] {
+        let id = format!("<eas-smart{what}-{}@mbxstress.test>", std::process::id());
+        let text = format!("The {what} the user wrote, as it was written.\r\n");
+        let mime = format!(
+            "From: {from}\r\nTo: {to}\r\nSubject: EAS smart {what}\r\nMessage-ID: {id}\r\nDate: Wed, 02 Dec 2026 05:00:02 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n{text}"
+        );
+        let r = if forward {
+            dev2.smart_forward(&inbox2, &original, mime.as_bytes())
+                .await
+        } else {
+            dev2.smart_reply(&inbox2, &original, mime.as_bytes()).await
+        };
+        r.unwrap_or_else(|e| panic!("Smart{what}: {e}"));
+        smart_ids.push((id, text));
+    }
+    let mut found3 = Vec::new();
+    for _ in 0..40 {
+        found3.extend(dev.sync(&inbox, 50, true).await.expect("Sync").added);
+        let all = smart_ids.iter().all(|(id, _)| {
+            found3.iter().any(|i| {
+                item_mime(i).is_some_and(|m| {
+                    String::from_utf8_lossy(m).contains(&format!("Message-ID: {id}"))
+                })
+            })
+        });
+        if all {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let mut smart_items = Vec::new();
+    for (id, text) in &smart_ids {
+        let copies: Vec<_> = found3
+            .iter()
+            .filter(|i| {
+                item_mime(i).is_some_and(|m| {
+                    String::from_utf8_lossy(m).contains(&format!("Message-ID: {id}"))
+                })
+            })
+            .collect();
+        assert_eq!(copies.len(), 1, "{id} arrives once: {found3:?}");
+        // SOGo composes the message anew (multipart, the text as quoted-printable HTML with
+        // the original's text after it): the words survive, not the bytes.
+        let m = String::from_utf8_lossy(item_mime(copies[0]).expect("MIME")).into_owned();
+        let words = text.trim_end().trim_end_matches('.');
+        let words = &words[..words.len().min(40)];
+        assert!(
+            m.contains(words),
+            "the text the user wrote survives the server's composition: {m}"
+        );
+        smart_items.push(copies[0].server_id.clone());
+    }
+    let flagged = dev
+        .sync_flag(&inbox, &smart_items[0], 50)
+        .await
+        .expect("Sync Change (flag)");
+    assert!(flagged.added.is_empty(), "{:?}", flagged.added);
+    dev.sync_delete(&inbox, &smart_items[1], 50)
+        .await
+        .expect("Sync Delete");
+    // A second device of the same user syncs the Inbox from nothing: the flagged item is
+    // there, the deleted one is not.
+    let mut dev1b =
+        EasClient::new(Config::new(&url, "loadgen1", &password, "mbxtest1b")).expect("URL");
+    dev1b.folder_sync().await.expect("FolderSync");
+    let mut all = Vec::new();
+    loop {
+        let b = dev1b.sync(&inbox, 100, false).await.expect("Sync");
+        all.extend(b.added.into_iter().map(|i| i.server_id));
+        if !b.more_available {
+            break;
+        }
+    }
+    assert!(
+        all.contains(&smart_items[0]),
+        "the flagged item stays: {all:?}"
+    );
+    assert!(
+        !all.contains(&smart_items[1]),
+        "the deleted item is gone: {all:?}"
+    );
     eprintln!(
         "EAS against SOGo: FolderSync {:?}, Inbox Syncs {syncs:?} (the last with the message), Sync without changes {:?}, SendMail {:?}, Ping parked {:?} until the new mail",
         fs.elapsed, again.elapsed, sent.elapsed, pinged.elapsed

@@ -136,15 +136,18 @@ pub fn client_name(c: ClientType) -> &'static str {
         ClientType::DesktopImap => "desktop_imap",
         ClientType::Webmail => "webmail",
         ClientType::Pop3 => "pop3",
+        ClientType::Eas => "eas",
     }
 }
 
-/// Parses a client type's name (`desktop_imap`, `webmail`, `pop3`; `imap` and `desktop` too).
+/// Parses a client type's name (`desktop_imap`, `webmail`, `pop3`, `eas`; `imap`, `desktop`
+/// and `activesync` too).
 pub fn client_of(name: &str) -> Option<ClientType> {
     match name.trim().to_ascii_lowercase().replace('-', "_").as_str() {
         "desktop_imap" | "desktop" | "imap" => Some(ClientType::DesktopImap),
         "webmail" | "web" => Some(ClientType::Webmail),
         "pop3" | "pop" => Some(ClientType::Pop3),
+        "eas" | "activesync" => Some(ClientType::Eas),
         _ => None,
     }
 }
@@ -548,6 +551,32 @@ pub fn init(req: &InitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError
     finish(files, result, sink)
 }
 
+/// The `eas` users' endpoint: `url` (resolved by [`request::resolve_eas`]) with the run's TLS
+/// trust for `https`, one request within `timeout` (the other clients' command timeout).
+fn eas_target(
+    url: Option<&str>,
+    trust: &Trust,
+    timeout: std::time::Duration,
+) -> Result<Option<mbx_loadgen::eas::device::Target>, AppError> {
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    let tls = if url.starts_with("https://") {
+        Some(mbx_loadgen::tls::client_config(trust).map_err(|e| {
+            AppError::usage(format!(
+                "--eas {url}: the TLS trust: {e}; give a PEM file with --ca-file, or --insecure-tls for a lab server"
+            ))
+        })?)
+    } else {
+        None
+    };
+    Ok(Some(mbx_loadgen::eas::device::Target {
+        url: url.to_owned(),
+        tls,
+        timeout,
+    }))
+}
+
 /// `loadgen run`: simulated days of the users' tasks, every copy sent accounted for.
 pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> {
     let c = &req.common;
@@ -581,12 +610,14 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         stress: req.run.stress,
         ..DayPlan::default()
     };
+    let eas = eas_target(req.run.eas.as_deref(), &c.trust, imap.timeouts.command)?;
     let srv = Servers {
         smtp,
         imap,
         pop3,
         helo: c.helo.clone(),
         auth: c.smtp_auth,
+        eas,
     };
     let rt = runtime()?;
     let report = drive::day(

@@ -4,12 +4,13 @@
 //! - [`wbxml`]: the WBXML codec (MS-ASWBXML), a tree of elements, text and opaque bytes to and
 //!   from bytes, bounded and with typed errors;
 //! - [`codepages`]: its code pages as one table, and a [`codepages::Tag`] constant per element;
-//! - [`client`]: the HTTP/1.1 client of one device (OPTIONS, Provision, FolderSync, Sync).
-//!
-//! Not yet part of the user day (`day`): that comes with the `eas` client type.
+//! - [`client`]: the HTTP/1.1 client of one device (OPTIONS, Provision, FolderSync, Sync,
+//!   SendMail, SmartReply, SmartForward, MoveItems, ItemOperations, Ping);
+//! - [`device`]: a simulated device of the user day's `eas` client type (`day` drives it).
 
 pub mod client;
 pub mod codepages;
+pub mod device;
 pub mod wbxml;
 
 pub use codepages::Tag;

@@ -62,8 +62,9 @@ fn required() -> bool {
 }
 
 impl EasServer {
-    fn start(users: u32) -> Option<EasServer> {
-        let dir = PathBuf::from(format!("{}/mbxeas-{}", base(), std::process::id()));
+    /// A server of `users` users in a folder of its own (`tag`: one per test of the binary).
+    fn start(users: u32, tag: &str) -> Option<EasServer> {
+        let dir = PathBuf::from(format!("{}/mbxeas-{}-{tag}", base(), std::process::id()));
         let mut out = None;
         // A port block taken between the scripts' check and the daemons' bind (other tests on
         // the machine start servers too): try again.
@@ -72,7 +73,7 @@ impl EasServer {
                 .arg(script())
                 .arg("start")
                 .arg(&dir)
-                .args(["--users", &users.to_string(), "--workers", "4"])
+                .args(["--users", &users.to_string(), "--workers", "8"])
                 .args(["--watch", &std::process::id().to_string()])
                 .output()
                 .expect("runs bash");
@@ -119,7 +120,7 @@ impl Drop for EasServer {
 
 #[tokio::test]
 async fn a_device_finds_its_folders_and_syncs_delivered_mail_intact() {
-    let Some(s) = EasServer::start(3) else {
+    let Some(s) = EasServer::start(3, "client") else {
         return;
     };
     let url = s.get("MBX_EAS_URL").to_owned();
@@ -386,4 +387,153 @@ async fn a_device_finds_its_folders_and_syncs_delivered_mail_intact() {
         "EAS against SOGo: FolderSync {:?}, Inbox Syncs {syncs:?} (the last with the message), Sync without changes {:?}, SendMail {:?}, Ping parked {:?} until the new mail",
         fs.elapsed, again.elapsed, sent.elapsed, pinged.elapsed
     );
+}
+
+/// The `eas` client type's day against SOGo: devices log on, check, read, send, reply,
+/// forward, move, delete and flag at their times; every task is counted per command, and every
+/// copy sent (by SendMail, SmartReply, SmartForward) is found once in its recipient's Inbox by
+/// Sync, intact or as the server composed it (the identity and the sender's text kept).
+#[tokio::test]
+async fn an_eas_day_does_every_task_and_finds_every_copy_once() {
+    use mbx_loadgen::day::{run_days, DayPlan, Servers};
+    use mbx_loadgen::eas::device::Target;
+    use mbx_loadgen::message::Generator;
+    use mbx_loadgen::sched::{ClientType, TaskKind};
+    use mbx_loadgen::Protocol;
+    const USERS: u32 = 6;
+    let Some(s) = EasServer::start(USERS, "day") else {
+        return;
+    };
+    let password = s.get("MBX_EAS_PASSWORD").to_owned();
+    let domain = s.get("MBX_EAS_DOMAIN").to_owned();
+    let tls = client_config(&Trust::CaFile(PathBuf::from(s.get("MBX_MAIL_CA_FILE"))))
+        .expect("the CA loads");
+    let port = |k: &str| -> u16 { s.get(k).parse().expect("port") };
+    let ep = |p: u16, sec: Security| Endpoint::new("127.0.0.1", p, sec, Some(tls.clone()));
+    let servers = Servers {
+        smtp: ep(port("MBX_MAIL_SUBMISSION_PORT"), Security::StartTls),
+        imap: ep(port("MBX_MAIL_IMAP_PORT"), Security::StartTls),
+        pop3: ep(port("MBX_MAIL_POP3_PORT"), Security::StartTls),
+        helo: "client.loadgen.test".into(),
+        auth: AuthMechanism::Plain,
+        eas: Some(Target {
+            url: s.get("MBX_EAS_URL").to_owned(),
+            tls: None,
+            timeout: Duration::from_secs(30),
+        }),
+    };
+    let users: Vec<mbx_loadgen::users::User> = (1..=USERS)
+        .map(|i| mbx_loadgen::users::User {
+            login: format!("loadgen{i}"),
+            password: password.clone(),
+            address: format!("loadgen{i}@{domain}"),
+        })
+        .collect();
+    let clients = vec![ClientType::Eas; USERS as usize];
+    let plan = DayPlan {
+        seed: 38,
+        messages_per_day: 50,
+        day: Duration::from_secs(60),
+        duration: Some(Duration::from_secs(15)),
+        overload_per_user: 100.0,
+        grace: Duration::from_secs(30),
+        ..DayPlan::default()
+    };
+    let gen = Generator::new(
+        &format!("easday{}", std::process::id()),
+        38,
+        4 * 1024,
+        1_800_000_000,
+    );
+    let rec = Recorder::new();
+    let r = run_days(&servers, &users, &clients, &gen, &plan, rec.clone()).await;
+    let stats = rec.snapshot();
+    for (k, t) in &r.tasks {
+        eprintln!(
+            "{:<12} dispatched {:3} completed {:3} skipped {:2} failed {:?}",
+            k.name(),
+            t.dispatched,
+            t.completed,
+            t.skipped,
+            t.failed
+        );
+    }
+    for ((p, c), st) in &stats.commands {
+        eprintln!(
+            "{} {c:<15} ok {:4} failed {:?} p50 {:.1} ms",
+            p.name(),
+            st.ok(),
+            st.errors,
+            st.latency_us.value_at_quantile(0.5) as f64 / 1000.0
+        );
+    }
+    let d = &r.delivery;
+    eprintln!(
+        "statuses {:?}; copies expected {} delivered {} (composed by the server {}) duplicated {} corrupted {}; delivery p50 {:.0} ms",
+        stats.status_classes(Protocol::Eas),
+        d.expected,
+        d.delivered,
+        r.composed,
+        d.duplicated,
+        d.corrupted.len(),
+        d.latency_us.value_at_quantile(0.5) as f64 / 1000.0
+    );
+    assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
+    assert!(!r.overloaded && !r.interrupted && r.deadline.is_none());
+    assert_eq!(
+        r.dispatched, r.planned,
+        "every task of the test's length dispatched"
+    );
+    for (k, t) in &r.tasks {
+        assert!(t.failed.is_empty(), "{}: {:?}", k.name(), t.failed);
+        assert_eq!(t.completed + t.skipped, t.dispatched, "{}", k.name());
+    }
+    for k in [
+        TaskKind::Logon,
+        TaskKind::CheckInbox,
+        TaskKind::SendNew,
+        TaskKind::Read,
+    ] {
+        assert!(
+            r.tasks.get(&k).is_some_and(|t| t.completed > 0),
+            "{} completed",
+            k.name()
+        );
+    }
+    // Every command the tasks sent, each in its own histogram.
+    for c in [
+        "OPTIONS",
+        "Provision",
+        "FolderSync",
+        "Sync",
+        "SendMail",
+        "ItemOperations",
+    ] {
+        let st = stats.get(Protocol::Eas, c);
+        assert!(st.is_some_and(|st| st.ok() > 0), "{c}: {st:?}");
+    }
+    let smart = ["SmartReply", "SmartForward"]
+        .iter()
+        .filter_map(|c| stats.get(Protocol::Eas, c))
+        .map(|st| st.ok())
+        .sum::<u64>();
+    let replies = [TaskKind::Reply, TaskKind::Forward]
+        .iter()
+        .filter_map(|k| r.tasks.get(k))
+        .map(|t| t.completed)
+        .sum::<u64>();
+    assert!(
+        replies == 0 || smart > 0,
+        "replies went by SmartReply/SmartForward"
+    );
+    let classes = stats.status_classes(Protocol::Eas);
+    assert!(
+        classes.get("http_2xx").is_some_and(|n| *n > 0),
+        "{classes:?}"
+    );
+    assert!(!classes.contains_key("http_5xx"), "{classes:?}");
+    // Every copy found once.
+    assert!(d.expected > 0, "copies were sent: {d:?}");
+    assert_eq!(d.delivered, d.expected, "every copy found: {d:?}");
+    assert!(d.duplicated == 0 && d.corrupted.is_empty(), "{d:?}");
 }

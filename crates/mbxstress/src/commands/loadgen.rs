@@ -57,6 +57,7 @@ pub(crate) fn day_flags(a: &LoadgenRunArgs) -> DayFlags {
         sample_interval: a.sample_interval,
         duration: a.duration,
         stress: a.stress,
+        eas: a.eas.clone(),
     }
 }
 

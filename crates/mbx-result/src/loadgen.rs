@@ -184,6 +184,10 @@ pub struct CommandRow {
     pub errors: BTreeMap<String, u64>,
     /// Latency of the commands that succeeded.
     pub latency_ms: LatencyMs,
+    /// Statuses answered (`eas` commands): HTTP statuses as `http_<code>` and EAS `Status`
+    /// codes as `eas_<code>`, each counted (absent for protocols without them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub statuses: BTreeMap<String, u64>,
 }
 
 /// A corrupted copy, named.

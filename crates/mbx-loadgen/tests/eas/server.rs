@@ -389,21 +389,19 @@ async fn a_device_finds_its_folders_and_syncs_delivered_mail_intact() {
     );
 }
 
-/// The `eas` client type's day against SOGo: devices log on, check, read, send, reply,
-/// forward, move, delete and flag at their times; every task is counted per command, and every
-/// copy sent (by SendMail, SmartReply, SmartForward) is found once in its recipient's Inbox by
-/// Sync, intact or as the server composed it (the identity and the sender's text kept).
-#[tokio::test]
-async fn an_eas_day_does_every_task_and_finds_every_copy_once() {
+/// One day of `users` (loadgen`first`.. with `clients`) against the EAS server's stack:
+/// SOGo for the `eas` users, its Postfix and Dovecot for the others (submission with STARTTLS,
+/// IMAPS, POP3S). The report and the recorder's figures, printed.
+async fn day_on(
+    s: &EasServer,
+    first: u32,
+    clients: &[mbx_loadgen::sched::ClientType],
+    run: &str,
+) -> (mbx_loadgen::day::DayReport, mbx_loadgen::Stats) {
     use mbx_loadgen::day::{run_days, DayPlan, Servers};
     use mbx_loadgen::eas::device::Target;
     use mbx_loadgen::message::Generator;
-    use mbx_loadgen::sched::{ClientType, TaskKind};
     use mbx_loadgen::Protocol;
-    const USERS: u32 = 6;
-    let Some(s) = EasServer::start(USERS, "day") else {
-        return;
-    };
     let password = s.get("MBX_EAS_PASSWORD").to_owned();
     let domain = s.get("MBX_EAS_DOMAIN").to_owned();
     let tls = client_config(&Trust::CaFile(PathBuf::from(s.get("MBX_MAIL_CA_FILE"))))
@@ -412,8 +410,8 @@ async fn an_eas_day_does_every_task_and_finds_every_copy_once() {
     let ep = |p: u16, sec: Security| Endpoint::new("127.0.0.1", p, sec, Some(tls.clone()));
     let servers = Servers {
         smtp: ep(port("MBX_MAIL_SUBMISSION_PORT"), Security::StartTls),
-        imap: ep(port("MBX_MAIL_IMAP_PORT"), Security::StartTls),
-        pop3: ep(port("MBX_MAIL_POP3_PORT"), Security::StartTls),
+        imap: ep(port("MBX_MAIL_IMAPS_PORT"), Security::Implicit),
+        pop3: ep(port("MBX_MAIL_POP3S_PORT"), Security::Implicit),
         helo: "client.loadgen.test".into(),
         auth: AuthMechanism::Plain,
         eas: Some(Target {
@@ -422,14 +420,13 @@ async fn an_eas_day_does_every_task_and_finds_every_copy_once() {
             timeout: Duration::from_secs(30),
         }),
     };
-    let users: Vec<mbx_loadgen::users::User> = (1..=USERS)
+    let users: Vec<mbx_loadgen::users::User> = (first..first + clients.len() as u32)
         .map(|i| mbx_loadgen::users::User {
             login: format!("loadgen{i}"),
             password: password.clone(),
             address: format!("loadgen{i}@{domain}"),
         })
         .collect();
-    let clients = vec![ClientType::Eas; USERS as usize];
     let plan = DayPlan {
         seed: 38,
         messages_per_day: 50,
@@ -440,17 +437,17 @@ async fn an_eas_day_does_every_task_and_finds_every_copy_once() {
         ..DayPlan::default()
     };
     let gen = Generator::new(
-        &format!("easday{}", std::process::id()),
+        &format!("{run}{}", std::process::id()),
         38,
         4 * 1024,
         1_800_000_000,
     );
     let rec = Recorder::new();
-    let r = run_days(&servers, &users, &clients, &gen, &plan, rec.clone()).await;
+    let r = run_days(&servers, &users, clients, &gen, &plan, rec.clone()).await;
     let stats = rec.snapshot();
     for (k, t) in &r.tasks {
         eprintln!(
-            "{:<12} dispatched {:3} completed {:3} skipped {:2} failed {:?}",
+            "{run}: {:<12} dispatched {:3} completed {:3} skipped {:2} failed {:?}",
             k.name(),
             t.dispatched,
             t.completed,
@@ -460,7 +457,7 @@ async fn an_eas_day_does_every_task_and_finds_every_copy_once() {
     }
     for ((p, c), st) in &stats.commands {
         eprintln!(
-            "{} {c:<15} ok {:4} failed {:?} p50 {:.1} ms",
+            "{run}: {} {c:<15} ok {:4} failed {:?} p50 {:.1} ms",
             p.name(),
             st.ok(),
             st.errors,
@@ -469,15 +466,21 @@ async fn an_eas_day_does_every_task_and_finds_every_copy_once() {
     }
     let d = &r.delivery;
     eprintln!(
-        "statuses {:?}; copies expected {} delivered {} (composed by the server {}) duplicated {} corrupted {}; delivery p50 {:.0} ms",
+        "{run}: statuses {:?}; copies expected {} delivered {} (composed by the server {}) duplicated {} corrupted {:?}; delivery p50 {:.0} ms",
         stats.status_classes(Protocol::Eas),
         d.expected,
         d.delivered,
         r.composed,
         d.duplicated,
-        d.corrupted.len(),
+        d.corrupted,
         d.latency_us.value_at_quantile(0.5) as f64 / 1000.0
     );
+    (r, stats)
+}
+
+/// What every day must show: no error, every task dispatched and finished without failing,
+/// every copy found once and intact (or as the server composed it).
+fn assert_day_passes(r: &mbx_loadgen::day::DayReport) {
     assert!(r.first_errors.is_empty(), "{:?}", r.first_errors);
     assert!(!r.overloaded && !r.interrupted && r.deadline.is_none());
     assert_eq!(
@@ -488,6 +491,27 @@ async fn an_eas_day_does_every_task_and_finds_every_copy_once() {
         assert!(t.failed.is_empty(), "{}: {:?}", k.name(), t.failed);
         assert_eq!(t.completed + t.skipped, t.dispatched, "{}", k.name());
     }
+    let d = &r.delivery;
+    assert!(d.expected > 0, "copies were sent: {d:?}");
+    assert_eq!(d.delivered, d.expected, "every copy found: {d:?}");
+    assert!(d.duplicated == 0 && d.corrupted.is_empty(), "{d:?}");
+}
+
+/// The `eas` client type's day against SOGo: devices log on, check, read, send, reply,
+/// forward, move, delete and flag at their times; every task is counted per command, and every
+/// copy sent (by SendMail, SmartReply, SmartForward) is found once in its recipient's Inbox by
+/// Sync, intact or as the server composed it (the identity and the sender's text kept). Then a
+/// mixed day on the same stack (desktop IMAP, webmail, POP3 and EAS users mailing each other):
+/// one report, every copy found once whatever protocol sent and read it.
+#[tokio::test]
+async fn an_eas_day_and_a_mixed_day_do_every_task_and_find_every_copy_once() {
+    use mbx_loadgen::sched::{ClientType, TaskKind};
+    use mbx_loadgen::Protocol;
+    let Some(s) = EasServer::start(14, "day") else {
+        return;
+    };
+    let (r, stats) = day_on(&s, 1, &[ClientType::Eas; 6], "easday").await;
+    assert_day_passes(&r);
     for k in [
         TaskKind::Logon,
         TaskKind::CheckInbox,
@@ -532,8 +556,29 @@ async fn an_eas_day_does_every_task_and_finds_every_copy_once() {
         "{classes:?}"
     );
     assert!(!classes.contains_key("http_5xx"), "{classes:?}");
-    // Every copy found once.
-    assert!(d.expected > 0, "copies were sent: {d:?}");
-    assert_eq!(d.delivered, d.expected, "every copy found: {d:?}");
-    assert!(d.duplicated == 0 && d.corrupted.is_empty(), "{d:?}");
+
+    let mixed = [
+        ClientType::DesktopImap,
+        ClientType::Webmail,
+        ClientType::Pop3,
+        ClientType::Eas,
+        ClientType::DesktopImap,
+        ClientType::Webmail,
+        ClientType::Pop3,
+        ClientType::Eas,
+    ];
+    let (r, stats) = day_on(&s, 7, &mixed, "mixedday").await;
+    assert_day_passes(&r);
+    for p in [
+        Protocol::Smtp,
+        Protocol::Imap,
+        Protocol::Pop3,
+        Protocol::Eas,
+    ] {
+        assert!(
+            stats.commands.keys().any(|(q, _)| *q == p),
+            "{} commands in the mixed day",
+            p.name()
+        );
+    }
 }

@@ -575,9 +575,7 @@ impl Generator {
         let body = &expected[eh + 2..];
         let marker: &[u8] = b"Content-Transfer-Encoding: 7bit\r\n\r\n";
         let text = match body.windows(marker.len()).position(|w| w == marker) {
-            Some(i) if !body.starts_with(b"Content-") && body.starts_with(b"This is a multi") => {
-                &body[i + marker.len()..]
-            }
+            Some(i) if body.starts_with(b"This is a multi") => &body[i + marker.len()..],
             _ => body,
         };
         let line = text.split(|&b| b == b'\r').next().unwrap_or_default();
@@ -788,6 +786,42 @@ mod tests {
         assert!(b[600..].chunks_exact(64).all(|c| !blocks.contains(c)));
         // xxh3_128 is used for the header; keep the import honest.
         assert_ne!(xxh3_128(&a), xxh3_128(&b));
+    }
+
+    #[test]
+    fn a_copy_its_server_composed_anew_keeps_its_identity_and_text() {
+        let g = gen();
+        for seq in 1..40u64 {
+            let m = g.message("u@d", seq, &["v@d"]);
+            let text = String::from_utf8_lossy(&m).into_owned();
+            // SOGo's SendMail: From rewritten, so the hash fails but the copy is the sender's.
+            let from = text.replacen("From: <u@d>", "From: \"User U\" <u@d>", 1);
+            let Verdict::Corrupted { id, .. } = g.verify(from.as_bytes()) else {
+                panic!("a rewritten From is a change");
+            };
+            assert!(g.composed_from(&id, from.as_bytes()), "seq {seq}");
+            // A smart reply: the text re-encoded with soft breaks, in a part of its own.
+            let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
+            let first = body
+                .split("7bit\r\n\r\n")
+                .nth(if body.starts_with("This is a multi") {
+                    1
+                } else {
+                    0
+                })
+                .and_then(|t| t.split("\r\n").next())
+                .unwrap_or_default();
+            let broken = format!("{}=\r\n{}", &first[..30], &first[30..]);
+            let composed = format!(
+                "{head}\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n{broken}<br />\r\n--b--\r\n"
+            );
+            assert!(g.composed_from(&id, composed.as_bytes()), "seq {seq}");
+            // Another text, or another Message-ID: not the sender's.
+            let other = composed.replace(&first[..10], "zzzzzzzzzz");
+            assert!(!g.composed_from(&id, other.as_bytes()), "seq {seq}");
+            let moved = composed.replacen("Message-ID: <", "Message-ID: <x", 1);
+            assert!(!g.composed_from(&id, moved.as_bytes()), "seq {seq}");
+        }
     }
 
     #[test]

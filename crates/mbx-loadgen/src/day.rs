@@ -93,6 +93,12 @@ pub struct DayPlan {
     pub watch: WatchPlan,
     /// Counters the caller may read at any moment (progress between samples). None: none kept.
     pub live: Option<Arc<Live>>,
+    /// `eas` devices between tasks: a parked Ping on the Inbox with this heartbeat (push, as a
+    /// phone waits), renewed when it passes; a Ping that reports new mail is followed by a
+    /// check, its copies seen at the Ping's answer (by push). None (the default): no Ping, new
+    /// mail is seen at the checks. Not in stress mode. A task that comes cancels the parked
+    /// Ping (its connection closed; a server may hold a worker for it until the heartbeat).
+    pub eas_ping: Option<Duration>,
     /// The day's wall time (the start in the report, the gate's): the system's, or a simulated
     /// one on a paused runtime (see [`crate::clock`]; every wait and timeout is on that runtime's
     /// clock).
@@ -176,6 +182,7 @@ impl Default for DayPlan {
             gate: None,
             watch: WatchPlan::default(),
             live: None,
+            eas_ping: None,
             clock: DayClock::real(),
         }
     }
@@ -583,6 +590,8 @@ struct Shared {
     composed: AtomicU64,
     /// Desktop IMAP sessions idle between tasks (not in stress mode).
     idle: bool,
+    /// The heartbeat of `eas` devices' parked Ping between tasks (None: none).
+    eas_ping: Option<Duration>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -1166,16 +1175,86 @@ impl Actor {
 
     /// An `eas` check: the Inbox's new items, each verified and counted by the ledger.
     async fn check_eas(&mut self) -> Result<()> {
+        self.check_eas_pushed(None).await
+    }
+
+    /// [`Actor::check_eas`], after a Ping that reported the Inbox (`Some(at)`: when it
+    /// answered; its copies are seen then, by push) or as a poll (`None`).
+    async fn check_eas_pushed(&mut self, pushed: Option<Instant>) -> Result<()> {
         let items = self.eas()?.check().await?;
-        self.eas_seen(items);
+        self.eas_seen_via(items, pushed);
         Ok(())
+    }
+
+    /// An `eas` device between tasks: a parked Ping on its Inbox ([`DayPlan::eas_ping`]),
+    /// renewed at each heartbeat; new mail reported is checked at once. Returns the next job
+    /// (the Ping dropped), or None when no more will come. A Ping or check that fails is kept
+    /// as an error and the device waits for its next task without one.
+    async fn ping_until_job(
+        &mut self,
+        rx: &mut mpsc::UnboundedReceiver<Job>,
+        heartbeat: Duration,
+    ) -> Option<Job> {
+        match rx.try_recv() {
+            Ok(job) => return Some(job),
+            Err(mpsc::error::TryRecvError::Disconnected) => return None,
+            Err(mpsc::error::TryRecvError::Empty) => {}
+        }
+        loop {
+            if self.shared.stopping.load(Ordering::Relaxed) {
+                return rx.recv().await;
+            }
+            let Some(dev) = self.device.as_mut().filter(|d| d.logged_on()) else {
+                return rx.recv().await;
+            };
+            let Ok(inbox) = dev.inbox().await else {
+                return rx.recv().await;
+            };
+            let folders = [(inbox.as_str(), "Email")];
+            let woke = tokio::select! {
+                biased;
+                job = rx.recv() => Err(job),
+                r = dev.client().ping(heartbeat, &folders) => Ok(r),
+            };
+            match woke {
+                Err(job) => return job,
+                Ok(Ok(p)) if p.status == 2 => {
+                    if let Err(e) = self.check_eas_pushed(Some(clock::now())).await {
+                        self.lose_device(e);
+                        return rx.recv().await;
+                    }
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    self.lose_device(e);
+                    return rx.recv().await;
+                }
+            }
+        }
+    }
+
+    /// A device's failure outside a task (kept for messages): its sync state starts again.
+    fn lose_device(&mut self, mut e: Error) {
+        if let Some(d) = self.device.as_mut() {
+            d.reset();
+        }
+        e.user.get_or_insert_with(|| self.user.login.clone());
+        self.shared.keep_error(e);
     }
 
     /// Items a Sync brought: this run's day's copies counted (and remembered as the device's
     /// to act on), the rest readable only. An item without its MIME cannot be checked: a copy
     /// it was stays missing.
     fn eas_seen(&mut self, items: Vec<NewItem>) {
-        let now = clock::now();
+        self.eas_seen_via(items, None);
+    }
+
+    /// [`Actor::eas_seen`], the copies seen at `pushed` by push when a Ping reported them.
+    fn eas_seen_via(&mut self, items: Vec<NewItem>, pushed: Option<Instant>) {
+        let (now, via) = match pushed {
+            Some(at) => (at, Via::Idle),
+            None => (clock::now(), Via::Poll),
+        };
         let shared = self.shared.clone();
         let Some(dev) = self.device.as_mut() else {
             return;
@@ -1199,7 +1278,7 @@ impl Actor {
                 }
                 Verdict::Corrupted { .. } => {}
             }
-            lock(&shared.ledger).seen_via(self.me, &verdict, now, Via::Poll);
+            lock(&shared.ledger).seen_via(self.me, &verdict, now, via);
         }
     }
 
@@ -1368,6 +1447,12 @@ impl Actor {
                     .is_some_and(|s| s.has_capability("IDLE"))
             {
                 self.idle_until_job(&mut rx).await
+            } else if let Some(hb) = self
+                .shared
+                .eas_ping
+                .filter(|_| self.client == ClientType::Eas)
+            {
+                self.ping_until_job(&mut rx, hb).await
             } else {
                 rx.recv().await
             };
@@ -1798,6 +1883,7 @@ fn new_shared(
             .collect(),
         composed: AtomicU64::new(0),
         idle: !plan.stress,
+        eas_ping: plan.eas_ping.filter(|_| !plan.stress),
     })
 }
 

@@ -64,6 +64,11 @@ fn required() -> bool {
 impl EasServer {
     /// A server of `users` users in a folder of its own (`tag`: one per test of the binary).
     fn start(users: u32, tag: &str) -> Option<EasServer> {
+        EasServer::start_with(users, tag, 8)
+    }
+
+    /// [`EasServer::start`] with `workers` sogod workers (each parked Ping holds one).
+    fn start_with(users: u32, tag: &str, workers: u32) -> Option<EasServer> {
         let dir = PathBuf::from(format!("{}/mbxeas-{}-{tag}", base(), std::process::id()));
         let mut out = None;
         // A port block taken between the scripts' check and the daemons' bind (other tests on
@@ -73,7 +78,12 @@ impl EasServer {
                 .arg(script())
                 .arg("start")
                 .arg(&dir)
-                .args(["--users", &users.to_string(), "--workers", "8"])
+                .args([
+                    "--users",
+                    &users.to_string(),
+                    "--workers",
+                    &workers.to_string(),
+                ])
                 .args(["--watch", &std::process::id().to_string()])
                 .output()
                 .expect("runs bash");
@@ -398,7 +408,27 @@ async fn day_on(
     clients: &[mbx_loadgen::sched::ClientType],
     run: &str,
 ) -> (mbx_loadgen::day::DayReport, mbx_loadgen::Stats) {
-    use mbx_loadgen::day::{run_days, DayPlan, Servers};
+    let plan = mbx_loadgen::day::DayPlan {
+        seed: 38,
+        messages_per_day: 50,
+        day: Duration::from_secs(60),
+        duration: Some(Duration::from_secs(15)),
+        overload_per_user: 100.0,
+        grace: Duration::from_secs(30),
+        ..Default::default()
+    };
+    day_with(s, first, clients, run, plan).await
+}
+
+/// [`day_on`] with its own plan.
+async fn day_with(
+    s: &EasServer,
+    first: u32,
+    clients: &[mbx_loadgen::sched::ClientType],
+    run: &str,
+    plan: mbx_loadgen::day::DayPlan,
+) -> (mbx_loadgen::day::DayReport, mbx_loadgen::Stats) {
+    use mbx_loadgen::day::{run_days, Servers};
     use mbx_loadgen::eas::device::Target;
     use mbx_loadgen::message::Generator;
     use mbx_loadgen::Protocol;
@@ -427,15 +457,6 @@ async fn day_on(
             address: format!("loadgen{i}@{domain}"),
         })
         .collect();
-    let plan = DayPlan {
-        seed: 38,
-        messages_per_day: 50,
-        day: Duration::from_secs(60),
-        duration: Some(Duration::from_secs(15)),
-        overload_per_user: 100.0,
-        grace: Duration::from_secs(30),
-        ..DayPlan::default()
-    };
     let gen = Generator::new(
         &format!("{run}{}", std::process::id()),
         38,
@@ -581,4 +602,36 @@ async fn an_eas_day_and_a_mixed_day_do_every_task_and_find_every_copy_once() {
             p.name()
         );
     }
+}
+
+/// Push: `eas` devices hold a parked Ping on their Inbox between tasks (DayPlan::eas_ping); new
+/// mail a Ping reports is checked at once and its copies counted as seen by push; every copy
+/// still found once.
+#[tokio::test]
+async fn eas_devices_parked_on_ping_see_new_mail_by_push() {
+    use mbx_loadgen::sched::ClientType;
+    use mbx_loadgen::Protocol;
+    let Some(s) = EasServer::start_with(4, "push", 16) else {
+        return;
+    };
+    let plan = mbx_loadgen::day::DayPlan {
+        seed: 39,
+        messages_per_day: 100,
+        day: Duration::from_secs(240),
+        duration: Some(Duration::from_secs(30)),
+        overload_per_user: 100.0,
+        grace: Duration::from_secs(30),
+        eas_ping: Some(Duration::from_secs(6)),
+        ..Default::default()
+    };
+    let (r, stats) = day_with(&s, 1, &[ClientType::Eas; 4], "pushday", plan).await;
+    assert_day_passes(&r);
+    let ping = stats.get(Protocol::Eas, "Ping");
+    assert!(ping.is_some_and(|p| p.ok() > 0), "Pings answered: {ping:?}");
+    assert!(
+        r.delivery.seen_by_idle > 0,
+        "copies seen by push: {} by push, {} by checks",
+        r.delivery.seen_by_idle,
+        r.delivery.seen_by_poll
+    );
 }

@@ -320,6 +320,11 @@ pub struct LoadgenRunArgs {
     /// /SOGo/Microsoft-Server-ActiveSync). https uses --ca-file / --insecure-tls as the others.
     #[arg(long, value_name = "URL")]
     pub eas: Option<String>,
+    /// eas devices hold a parked Ping on their Inbox between tasks, renewed at this heartbeat
+    /// (push, as phones wait); new mail it reports is checked at once [default: no Ping, new
+    /// mail seen at the checks]. Each parked Ping is an open request the server holds.
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub eas_ping: Option<std::time::Duration>,
     /// LoadGen's guard: stop when unfinished tasks exceed this many per user.
     #[arg(long, value_name = "X", default_value = "1.5", value_parser = parse_number)]
     pub overload: f64,

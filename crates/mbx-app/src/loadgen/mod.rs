@@ -608,6 +608,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
         sample_interval: req.run.sample_interval,
         duration: req.run.duration,
         stress: req.run.stress,
+        eas_ping: req.run.eas_ping,
         ..DayPlan::default()
     };
     let eas = eas_target(req.run.eas.as_deref(), &c.trust, imap.timeouts.command)?;

@@ -110,6 +110,8 @@ pub struct DayFlags {
     pub stress: bool,
     /// `--eas URL`: the ActiveSync endpoint of the `eas` users.
     pub eas: Option<String>,
+    /// `--eas-ping DURATION`: the heartbeat of the `eas` devices' parked Ping between tasks.
+    pub eas_ping: Option<Duration>,
 }
 
 /// Where the users come from, resolved: a users file or the template's parameters (the users
@@ -239,6 +241,10 @@ pub struct DayRun {
     /// `/Microsoft-Server-ActiveSync` when none is given). None: no `eas` users.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eas: Option<String>,
+    /// The heartbeat of the `eas` devices' parked Ping between tasks (None: no Ping, new mail
+    /// seen at the checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eas_ping: Option<Duration>,
 }
 
 /// The client shares by their names in results (`desktop_imap`, `webmail`, `pop3`).
@@ -798,6 +804,12 @@ pub fn resolve_day(a: &DayFlags) -> Result<Resolved<DaySpec>, AppError> {
         a.sample_interval >= Duration::from_secs(1),
         "--sample-interval must be at least 1s",
     )?;
+    check(
+        a.eas_ping.is_none_or(|h| {
+            h >= Duration::from_secs(1) && h <= Duration::from_secs(3540) && eas.is_some()
+        }),
+        "--eas-ping must be 1s..=59m (MS-ASCMD's longest heartbeat), with --eas",
+    )?;
     if let Some(d) = a.duration {
         let most = if a.stress {
             Duration::from_secs(366 * 86_400)
@@ -822,6 +834,7 @@ pub fn resolve_day(a: &DayFlags) -> Result<Resolved<DaySpec>, AppError> {
                 duration: a.duration,
                 stress: a.stress,
                 eas,
+                eas_ping: a.eas_ping,
                 thresholds: LoadgenThresholds {
                     tasks_achieved_pct: a.tasks_achieved_pct,
                     task_p95_ms: a.task_p95_ms,

@@ -58,6 +58,7 @@ pub(crate) fn day_flags(a: &LoadgenRunArgs) -> DayFlags {
         duration: a.duration,
         stress: a.stress,
         eas: a.eas.clone(),
+        eas_ping: a.eas_ping,
     }
 }
 

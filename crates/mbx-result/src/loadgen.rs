@@ -67,9 +67,10 @@ pub struct LoadgenInfo {
 /// One server the clients spoke to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ServerUrl {
-    /// `smtp`, `imap` or `pop3`.
+    /// `smtp`, `imap`, `pop3` or `eas` (a day with `eas` users).
     pub protocol: String,
-    /// `smtp+starttls://mail.example.com:587`, `imaps://...:993`, ...
+    /// `smtp+starttls://mail.example.com:587`, `imaps://...:993`, ...; `eas`: the ActiveSync
+    /// endpoint, `https://mail.example.com/Microsoft-Server-ActiveSync`.
     pub url: String,
 }
 

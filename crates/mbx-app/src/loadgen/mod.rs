@@ -762,6 +762,12 @@ fn day_config(req: &DayRequest, kinds: &[ClientType]) -> LoadgenConfig {
         })
         .collect();
     let mut config = config_block(c, shares);
+    if let Some(url) = &req.run.eas {
+        config.servers.push(ServerUrl {
+            protocol: "eas".into(),
+            url: url.clone(),
+        });
+    }
     config.day_s = req.run.day.as_secs_f64();
     config.days = req.run.days;
     config.overload_per_user = req.run.overload_per_user;

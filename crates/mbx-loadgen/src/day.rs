@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 use crate::clock::{self, DayClock, Instant};
 use crate::conn::Endpoint;
 use crate::deadline;
+use crate::eas::device::{self, Device, NewItem};
 use crate::error::{Error, Result};
 use crate::imap::{IdleEvent, ImapClient, Listed, Namespace};
 use crate::init::{uid_set, INIT_SEQ_BASE};
@@ -43,6 +44,8 @@ pub struct Servers {
     pub helo: String,
     /// The SASL mechanism of submission.
     pub auth: AuthMechanism,
+    /// The ActiveSync endpoint of the `eas` users (None: a run without them).
+    pub eas: Option<device::Target>,
 }
 
 /// What to run.
@@ -90,6 +93,12 @@ pub struct DayPlan {
     pub watch: WatchPlan,
     /// Counters the caller may read at any moment (progress between samples). None: none kept.
     pub live: Option<Arc<Live>>,
+    /// `eas` devices between tasks: a parked Ping on the Inbox with this heartbeat (push, as a
+    /// phone waits), renewed when it passes; a Ping that reports new mail is followed by a
+    /// check, its copies seen at the Ping's answer (by push). None (the default): no Ping, new
+    /// mail is seen at the checks. Not in stress mode. A task that comes cancels the parked
+    /// Ping (its connection closed; a server may hold a worker for it until the heartbeat).
+    pub eas_ping: Option<Duration>,
     /// The day's wall time (the start in the report, the gate's): the system's, or a simulated
     /// one on a paused runtime (see [`crate::clock`]; every wait and timeout is on that runtime's
     /// clock).
@@ -173,6 +182,7 @@ impl Default for DayPlan {
             gate: None,
             watch: WatchPlan::default(),
             live: None,
+            eas_ping: None,
             clock: DayClock::real(),
         }
     }
@@ -320,6 +330,10 @@ pub struct DayReport {
     /// Recipients whose mailbox could not be read at the grace sweep's last look (user index
     /// -> the error): their missing copies were not looked for.
     pub unreadable: BTreeMap<u32, String>,
+    /// Copies sent by `eas` users that arrived as their server composed them anew (headers or
+    /// body rewritten, the identity and the sender's text kept: [`Generator::composed_from`]),
+    /// counted delivered; part of `delivery.delivered`.
+    pub composed: u64,
     /// Missing copies of those recipients (part of `delivery.missing`).
     pub missing_not_looked: u64,
 }
@@ -570,8 +584,14 @@ struct Shared {
     servers: Servers,
     rec: Recorder,
     addresses: Vec<String>,
+    /// The addresses of the `eas` users: copies they sent may arrive composed by the server.
+    eas_senders: HashSet<String>,
+    /// Copies accepted as server-composed ([`DayReport::composed`]).
+    composed: AtomicU64,
     /// Desktop IMAP sessions idle between tasks (not in stress mode).
     idle: bool,
+    /// The heartbeat of `eas` devices' parked Ping between tasks (None: none).
+    eas_ping: Option<Duration>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -590,6 +610,19 @@ fn latency_ms(h: &Histogram<u64>) -> Option<LatencyMs> {
 }
 
 impl Shared {
+    /// What a fetched message is: [`Generator::verify`]'s verdict, except that a copy an `eas`
+    /// user sent and its server composed anew ([`Generator::composed_from`]) is intact.
+    fn verify(&self, body: &[u8]) -> Verdict {
+        let v = self.gen.verify(body);
+        if let Verdict::Corrupted { id, .. } = &v {
+            if self.eas_senders.contains(&id.sender) && self.gen.composed_from(id, body) {
+                self.composed.fetch_add(1, Ordering::Relaxed);
+                return Verdict::Intact(id.clone());
+            }
+        }
+        v
+    }
+
     /// One task dispatched is no longer unfinished (done, dropped or never handed over).
     fn unfinished_done(&self) {
         let before = self.unfinished.fetch_sub(1, Ordering::Relaxed);
@@ -693,6 +726,8 @@ struct Actor {
     user: User,
     client: ClientType,
     session: Option<ImapClient>,
+    /// An `eas` user's device (made at its first task).
+    device: Option<Device>,
     inbox: Inbox,
     pick: u64,
     shared: Arc<Shared>,
@@ -741,6 +776,10 @@ impl Actor {
     /// retrieved).
     async fn baseline(&mut self) -> Result<()> {
         let shared = self.shared.clone();
+        if self.client == ClientType::Eas {
+            self.eas()?.baseline().await?;
+            return Ok(());
+        }
         if self.client == ClientType::Pop3 {
             let mut p = Pop3Client::connect(&shared.servers.pop3, self.rec.clone()).await?;
             p.login(&self.user.login, &self.user.password).await?;
@@ -824,7 +863,7 @@ impl Actor {
                     .fetched_bytes
                     .fetch_add(body.len() as u64, Ordering::Relaxed);
                 self.inbox.last_uid = self.inbox.last_uid.max(uid);
-                let verdict = self.shared.gen.verify(body);
+                let verdict = self.shared.verify(body);
                 match &verdict {
                     Verdict::Intact(id) if id.seq < INIT_SEQ_BASE => self.inbox.known.push(uid),
                     // This run's initialization messages and others' mail: read only.
@@ -932,7 +971,7 @@ impl Actor {
             // Remembered at once: if the session fails before QUIT (which commits the DELEs),
             // the message is not counted twice.
             self.inbox.uidls.insert(uidl.clone());
-            let verdict = self.shared.gen.verify(&m);
+            let verdict = self.shared.verify(&m);
             let ours = match &verdict {
                 Verdict::Intact(id) => id.seq < INIT_SEQ_BASE,
                 Verdict::Corrupted { .. } => true,
@@ -1008,6 +1047,9 @@ impl Actor {
     /// a command to the server, never a no-op on what the user knew.
     async fn act(&mut self, task: &Task, recipients: &[u32]) -> Result<Acted> {
         use TaskKind::*;
+        if self.client == ClientType::Eas {
+            return self.act_eas(task, recipients).await;
+        }
         match (self.client, task.kind) {
             (_, SendNew) | (ClientType::Pop3, Reply | Forward) => {
                 self.send(task, recipients).await?;
@@ -1097,6 +1139,247 @@ impl Actor {
         Ok(Acted::Done)
     }
 
+    /// The user's device (made at first use). Errors: a run without an ActiveSync endpoint,
+    /// a URL the client refuses.
+    fn eas(&mut self) -> Result<&mut Device> {
+        if self.device.is_none() {
+            let target = self.shared.servers.eas.as_ref().ok_or_else(|| {
+                Error::new(
+                    crate::error::ErrorClass::Connect,
+                    Some(&self.user.login),
+                    "eas",
+                    "ActiveSync",
+                    "an eas user but no ActiveSync endpoint (--eas URL) given",
+                )
+            })?;
+            let id = device::device_id(self.shared.gen.run(), self.me);
+            let d = Device::new(
+                target,
+                &self.user.login,
+                &self.user.password,
+                &id,
+                self.rec.clone(),
+            )?;
+            self.device = Some(d);
+        }
+        self.device.as_mut().ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorClass::Connect,
+                Some(&self.user.login),
+                "eas",
+                "ActiveSync",
+                "no device",
+            )
+        })
+    }
+
+    /// An `eas` check: the Inbox's new items, each verified and counted by the ledger.
+    async fn check_eas(&mut self) -> Result<()> {
+        self.check_eas_pushed(None).await
+    }
+
+    /// [`Actor::check_eas`], after a Ping that reported the Inbox (`Some(at)`: when it
+    /// answered; its copies are seen then, by push) or as a poll (`None`).
+    async fn check_eas_pushed(&mut self, pushed: Option<Instant>) -> Result<()> {
+        let items = self.eas()?.check().await?;
+        self.eas_seen_via(items, pushed);
+        Ok(())
+    }
+
+    /// An `eas` device between tasks: a parked Ping on its Inbox ([`DayPlan::eas_ping`]),
+    /// renewed at each heartbeat; new mail reported is checked at once. Returns the next job
+    /// (the Ping dropped), or None when no more will come. A Ping or check that fails is kept
+    /// as an error and the device waits for its next task without one.
+    async fn ping_until_job(
+        &mut self,
+        rx: &mut mpsc::UnboundedReceiver<Job>,
+        heartbeat: Duration,
+    ) -> Option<Job> {
+        match rx.try_recv() {
+            Ok(job) => return Some(job),
+            Err(mpsc::error::TryRecvError::Disconnected) => return None,
+            Err(mpsc::error::TryRecvError::Empty) => {}
+        }
+        loop {
+            if self.shared.stopping.load(Ordering::Relaxed) {
+                return rx.recv().await;
+            }
+            let Some(dev) = self.device.as_mut().filter(|d| d.logged_on()) else {
+                return rx.recv().await;
+            };
+            let Ok(inbox) = dev.inbox().await else {
+                return rx.recv().await;
+            };
+            let folders = [(inbox.as_str(), "Email")];
+            let woke = tokio::select! {
+                biased;
+                job = rx.recv() => Err(job),
+                r = dev.client().ping(heartbeat, &folders) => Ok(r),
+            };
+            match woke {
+                Err(job) => return job,
+                Ok(Ok(p)) if p.status == 2 => {
+                    if let Err(e) = self.check_eas_pushed(Some(clock::now())).await {
+                        self.lose_device(e);
+                        return rx.recv().await;
+                    }
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    self.lose_device(e);
+                    return rx.recv().await;
+                }
+            }
+        }
+    }
+
+    /// A device's failure outside a task (kept for messages): its sync state starts again.
+    fn lose_device(&mut self, mut e: Error) {
+        if let Some(d) = self.device.as_mut() {
+            d.reset();
+        }
+        e.user.get_or_insert_with(|| self.user.login.clone());
+        self.shared.keep_error(e);
+    }
+
+    /// Items a Sync brought: this run's day's copies counted (and remembered as the device's
+    /// to act on), the rest readable only. An item without its MIME cannot be checked: a copy
+    /// it was stays missing.
+    fn eas_seen(&mut self, items: Vec<NewItem>) {
+        self.eas_seen_via(items, None);
+    }
+
+    /// [`Actor::eas_seen`], the copies seen at `pushed` by push when a Ping reported them.
+    fn eas_seen_via(&mut self, items: Vec<NewItem>, pushed: Option<Instant>) {
+        let (now, via) = match pushed {
+            Some(at) => (at, Via::Idle),
+            None => (clock::now(), Via::Poll),
+        };
+        let shared = self.shared.clone();
+        let Some(dev) = self.device.as_mut() else {
+            return;
+        };
+        for item in items {
+            let Some(mime) = item.mime else {
+                dev.keep_old(item.server_id);
+                continue;
+            };
+            let body = device::crlf(&mime);
+            shared.fetched.fetch_add(1, Ordering::Relaxed);
+            shared
+                .fetched_bytes
+                .fetch_add(body.len() as u64, Ordering::Relaxed);
+            let verdict = shared.verify(&body);
+            match &verdict {
+                Verdict::Intact(id) if id.seq < INIT_SEQ_BASE => dev.known.push(item.server_id),
+                Verdict::Intact(_) | Verdict::NotOurs(_) => {
+                    dev.keep_old(item.server_id);
+                    continue;
+                }
+                Verdict::Corrupted { .. } => {}
+            }
+            lock(&shared.ledger).seen_via(self.me, &verdict, now, via);
+        }
+    }
+
+    /// A message of the device's Inbox to act on (after a check when it knows none): `(index
+    /// in known, id)` for one of the run's, `(None, id)` for an older one (reading only).
+    async fn eas_pick(&mut self, pick: Pick) -> Result<Option<(Option<usize>, String)>> {
+        let count = |d: &Device| match pick {
+            Pick::Read => d.known.len() + d.old.len(),
+            Pick::Change => d.known.len(),
+        };
+        if count(self.eas()?) == 0 {
+            self.check_eas().await?;
+        }
+        let n = count(self.eas()?);
+        if n == 0 {
+            return Ok(None);
+        }
+        let i = self.next_pick(n);
+        let d = self.eas()?;
+        Ok(Some(match d.known.get(i) {
+            Some(id) => (Some(i), id.clone()),
+            None => (None, d.old[i - d.known.len()].clone()),
+        }))
+    }
+
+    /// An `eas` user's task (see [`ClientType::Eas`]). Sends go by SendMail, replies and
+    /// forwards by SmartReply/SmartForward of a message the device holds (SendMail when it
+    /// holds none); the copies are the ledger's as any other.
+    async fn act_eas(&mut self, task: &Task, recipients: &[u32]) -> Result<Acted> {
+        use TaskKind::*;
+        let dev = self.eas()?;
+        if task.kind == Logon {
+            dev.logon().await?;
+            return Ok(Acted::Done);
+        }
+        let inbox = dev.inbox().await?;
+        match task.kind {
+            CheckInbox => self.check_eas().await?,
+            SendNew | Reply | Forward => {
+                let source = match task.kind {
+                    SendNew => None,
+                    _ => self.eas_pick(Pick::Read).await?.map(|(_, id)| id),
+                };
+                let from = self.user.address.clone();
+                let to: Vec<&str> = recipients
+                    .iter()
+                    .filter_map(|&r| self.shared.addresses.get(r as usize).map(String::as_str))
+                    .collect();
+                let seq = (u64::from(task.day) << 32) | u64::from(task.index);
+                let message = self.shared.gen.message(&from, seq, &to);
+                let c = self.eas()?.client();
+                match (task.kind, source) {
+                    (Reply, Some(id)) => c.smart_reply(&inbox, &id, &message).await?,
+                    (Forward, Some(id)) => c.smart_forward(&inbox, &id, &message).await?,
+                    _ => c.send_mail(&message).await?,
+                };
+                let id = MessageId {
+                    run: self.shared.gen.run().to_owned(),
+                    sender: from,
+                    seq,
+                };
+                lock(&self.shared.ledger).sent(&id, recipients, clock::now());
+            }
+            Read => {
+                let Some((_, id)) = self.eas_pick(Pick::Read).await? else {
+                    return Ok(Acted::Nothing);
+                };
+                self.eas()?.client().fetch_mime(&inbox, &id).await?;
+            }
+            Move | Delete | Flag => {
+                let Some((Some(_), id)) = self.eas_pick(Pick::Change).await? else {
+                    return Ok(Acted::Nothing);
+                };
+                let dev = self.eas()?;
+                let mut news = Vec::new();
+                match task.kind {
+                    Move => {
+                        let to = dev.move_target().await?;
+                        dev.client().move_item(&id, &inbox, &to).await?;
+                        dev.known.retain(|k| *k != id);
+                    }
+                    Delete => {
+                        let b = dev
+                            .client()
+                            .sync_delete(&inbox, &id, device::WINDOW)
+                            .await?;
+                        dev.known.retain(|k| *k != id);
+                        dev.take(b, &mut news);
+                    }
+                    _ => {
+                        let b = dev.client().sync_flag(&inbox, &id, device::WINDOW).await?;
+                        dev.take(b, &mut news);
+                    }
+                }
+                self.eas_seen(news);
+            }
+            Logon | Logoff | Search => return Ok(Acted::Nothing),
+        }
+        Ok(Acted::Done)
+    }
+
     /// The folder this user's moves go to, looked up at its first move: the server's
     /// `\Archive` (RFC 6154) if it lists one, else `Archive` under the personal namespace
     /// (RFC 2342), created once. A refused CREATE is remembered (later moves fail with it at
@@ -1164,6 +1447,12 @@ impl Actor {
                     .is_some_and(|s| s.has_capability("IDLE"))
             {
                 self.idle_until_job(&mut rx).await
+            } else if let Some(hb) = self
+                .shared
+                .eas_ping
+                .filter(|_| self.client == ClientType::Eas)
+            {
+                self.ping_until_job(&mut rx, hb).await
             } else {
                 rx.recv().await
             };
@@ -1181,8 +1470,12 @@ impl Actor {
             let end = clock::now();
             let outcome = outcome(&r, self.rec.sent().saturating_sub(sent_before));
             if let Err(mut e) = r {
-                // The session may be unusable: the next task opens a new one.
+                // The session may be unusable: the next task opens a new one (a device starts
+                // its sync state again, keeping what it has seen).
                 self.session = None;
+                if let Some(d) = self.device.as_mut() {
+                    d.reset();
+                }
                 // A failure before the login (connect, TLS) still names whose task it was.
                 e.user.get_or_insert_with(|| self.user.login.clone());
                 self.shared.keep_error(e);
@@ -1207,6 +1500,7 @@ impl Actor {
     async fn sweep(&mut self) -> Result<()> {
         let r = match self.client {
             ClientType::Pop3 => self.check_pop3().await,
+            ClientType::Eas => self.check_eas().await,
             _ => self.check_imap().await,
         };
         if self.client == ClientType::Webmail || r.is_err() {
@@ -1384,7 +1678,7 @@ pub async fn run_days(
     } else {
         sched.planned()
     };
-    let shared = new_shared(servers, users, gen, plan, rec);
+    let shared = new_shared(servers, users, clients, gen, plan, rec);
     let (finished_tx, finished_rx) = match plan.stress {
         true => {
             let (tx, rx) = mpsc::unbounded_channel();
@@ -1491,6 +1785,7 @@ pub async fn run_days(
         watch,
         unreadable,
         missing_not_looked,
+        composed: shared.composed.load(Ordering::Relaxed),
     }
 }
 
@@ -1510,6 +1805,7 @@ fn make_actors(
             user: u.clone(),
             client: clients.get(i).copied().unwrap_or(ClientType::DesktopImap),
             session: None,
+            device: None,
             inbox: Inbox::default(),
             pick: seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             shared: shared.clone(),
@@ -1549,6 +1845,7 @@ fn spawn_sampler(
 fn new_shared(
     servers: &Servers,
     users: &[User],
+    clients: &[ClientType],
     gen: &Generator,
     plan: &DayPlan,
     rec: Recorder,
@@ -1578,7 +1875,15 @@ fn new_shared(
         servers: servers.clone(),
         rec,
         addresses: users.iter().map(|u| u.address.clone()).collect(),
+        eas_senders: users
+            .iter()
+            .zip(clients)
+            .filter(|(_, c)| **c == ClientType::Eas)
+            .map(|(u, _)| u.address.clone())
+            .collect(),
+        composed: AtomicU64::new(0),
         idle: !plan.stress,
+        eas_ping: plan.eas_ping.filter(|_| !plan.stress),
     })
 }
 

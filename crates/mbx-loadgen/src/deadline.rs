@@ -60,16 +60,20 @@ pub fn servers_of(
     kinds: impl IntoIterator<Item = ClientType>,
     phase: &str,
 ) -> String {
-    let (mut imap, mut pop3) = (false, false);
+    let (mut imap, mut pop3, mut eas) = (false, false, false);
     for k in kinds {
         match k {
             ClientType::Pop3 => pop3 = true,
+            ClientType::Eas => eas = true,
             _ => imap = true,
         }
     }
     let mut out = Vec::new();
-    if phase == "day" {
+    if phase == "day" && (imap || pop3) {
         out.push(url("smtp", smtp));
+    }
+    if eas {
+        out.push("the ActiveSync endpoint (--eas)".to_owned());
     }
     if imap {
         out.push(url("imap", imap_ep));

@@ -40,7 +40,7 @@ pub use clock::DayClock;
 pub use conn::{Connect, Connecting, Connector, Endpoint, Limits, Security, Stream, Timeouts};
 pub use error::{Error, ErrorClass, Rejection, Result};
 pub use imap::ImapClient;
-pub use metrics::{Protocol, Recorder, Stats};
+pub use metrics::{Protocol, Recorder, Stats, StatusKind};
 pub use pop3::Pop3Client;
 pub use smtp::{AuthMechanism, SmtpClient};
 pub use tls::Trust;

@@ -549,6 +549,56 @@ impl Generator {
     }
 }
 
+impl Generator {
+    /// Whether `fetched`, one of this run's messages `id` that [`Generator::verify`] found
+    /// changed, is the message its sender wrote as a server composed it anew: a server that
+    /// takes the MIME of an ActiveSync SendMail, SmartReply or SmartForward may rewrite the
+    /// headers (SOGo sets `From` to the account's name and address) and the body (SOGo makes a
+    /// smart reply multipart, its text quoted-printable HTML with the original after it). What
+    /// must survive: the `X-Mbx-Id` (verify found it), the `Message-ID` as generated, and the
+    /// first 48 characters of the text the sender wrote (quoted-printable soft breaks aside).
+    pub fn composed_from(&self, id: &MessageId, fetched: &[u8]) -> bool {
+        let expected = self.message(&id.sender, id.seq, &[]);
+        let (Some(eh), Some(fh)) = (header_end(&expected), header_end(fetched)) else {
+            return false;
+        };
+        let (Some((want_id, _)), Some((got_id, _))) = (
+            header(&expected[..eh], "Message-ID"),
+            header(&fetched[..fh], "Message-ID"),
+        ) else {
+            return false;
+        };
+        if want_id.trim_ascii() != got_id.trim_ascii() {
+            return false;
+        }
+        // The text: the body's first line, or the first text part's (after its 7bit header).
+        let body = &expected[eh + 2..];
+        let marker: &[u8] = b"Content-Transfer-Encoding: 7bit\r\n\r\n";
+        let text = match body.windows(marker.len()).position(|w| w == marker) {
+            Some(i) if body.starts_with(b"This is a multi") => &body[i + marker.len()..],
+            _ => body,
+        };
+        let line = text.split(|&b| b == b'\r').next().unwrap_or_default();
+        let probe = &line[..line.len().min(48)];
+        if probe.is_empty() {
+            return false;
+        }
+        let mut flat = Vec::with_capacity(fetched.len());
+        let mut i = fh;
+        while i < fetched.len() {
+            if fetched[i..].starts_with(b"=\r\n") {
+                i += 3;
+            } else if fetched[i..].starts_with(b"=\n") {
+                i += 2;
+            } else {
+                flat.push(fetched[i]);
+                i += 1;
+            }
+        }
+        flat.windows(probe.len()).any(|w| w == probe)
+    }
+}
+
 fn header_value_unfolded(head: &[u8], name: &str) -> Option<String> {
     let (_, range) = header(head, name)?;
     let mut end = range.end;
@@ -736,6 +786,42 @@ mod tests {
         assert!(b[600..].chunks_exact(64).all(|c| !blocks.contains(c)));
         // xxh3_128 is used for the header; keep the import honest.
         assert_ne!(xxh3_128(&a), xxh3_128(&b));
+    }
+
+    #[test]
+    fn a_copy_its_server_composed_anew_keeps_its_identity_and_text() {
+        let g = gen();
+        for seq in 1..40u64 {
+            let m = g.message("u@d", seq, &["v@d"]);
+            let text = String::from_utf8_lossy(&m).into_owned();
+            // SOGo's SendMail: From rewritten, so the hash fails but the copy is the sender's.
+            let from = text.replacen("From: <u@d>", "From: \"User U\" <u@d>", 1);
+            let Verdict::Corrupted { id, .. } = g.verify(from.as_bytes()) else {
+                panic!("a rewritten From is a change");
+            };
+            assert!(g.composed_from(&id, from.as_bytes()), "seq {seq}");
+            // A smart reply: the text re-encoded with soft breaks, in a part of its own.
+            let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
+            let first = body
+                .split("7bit\r\n\r\n")
+                .nth(if body.starts_with("This is a multi") {
+                    1
+                } else {
+                    0
+                })
+                .and_then(|t| t.split("\r\n").next())
+                .unwrap_or_default();
+            let broken = format!("{}=\r\n{}", &first[..30], &first[30..]);
+            let composed = format!(
+                "{head}\r\n\r\n--b\r\nContent-Type: text/html\r\n\r\n{broken}<br />\r\n--b--\r\n"
+            );
+            assert!(g.composed_from(&id, composed.as_bytes()), "seq {seq}");
+            // Another text, or another Message-ID: not the sender's.
+            let other = composed.replace(&first[..10], "zzzzzzzzzz");
+            assert!(!g.composed_from(&id, other.as_bytes()), "seq {seq}");
+            let moved = composed.replacen("Message-ID: <", "Message-ID: <x", 1);
+            assert!(!g.composed_from(&id, moved.as_bytes()), "seq {seq}");
+        }
     }
 
     #[test]

@@ -20,6 +20,8 @@ pub enum Protocol {
     Imap,
     /// POP3.
     Pop3,
+    /// Exchange ActiveSync (a command is one HTTP request: `Sync`, `SendMail`, ...).
+    Eas,
 }
 
 impl Protocol {
@@ -29,6 +31,7 @@ impl Protocol {
             Protocol::Smtp => "smtp",
             Protocol::Imap => "imap",
             Protocol::Pop3 => "pop3",
+            Protocol::Eas => "eas",
         }
     }
 }
@@ -66,11 +69,51 @@ impl CommandStats {
     }
 }
 
+/// Which status a [`Recorder::status`] count is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StatusKind {
+    /// An HTTP status (EAS: 200, 401, 449, 5xx, ...).
+    Http,
+    /// A protocol status code in the answer (EAS `Status`: 1 success, 2-99 the command's own,
+    /// 101-177 the common ones of MS-ASCMD 2.2.2).
+    Eas,
+}
+
+impl StatusKind {
+    /// The class of status `code`: `http_2xx`, `http_449`, `http_4xx`, `http_5xx`; `eas_ok` (1),
+    /// `eas_command` (2-99, the command's own), `eas_provision` (139-145: provisioning and
+    /// policy), `eas_request` (101-138, 146-177 apart from the server's), `eas_server` (110,
+    /// 111, 113-115, 127, 128, 131-134: server-side failures).
+    pub fn class(self, code: u32) -> &'static str {
+        match self {
+            StatusKind::Http => match code {
+                449 => "http_449",
+                200..=299 => "http_2xx",
+                300..=399 => "http_3xx",
+                400..=499 => "http_4xx",
+                500..=599 => "http_5xx",
+                _ => "http_other",
+            },
+            StatusKind::Eas => match code {
+                1 => "eas_ok",
+                2..=99 => "eas_command",
+                110 | 111 | 113..=115 | 127 | 128 | 131..=134 => "eas_server",
+                139..=145 => "eas_provision",
+                101..=177 => "eas_request",
+                _ => "eas_other",
+            },
+        }
+    }
+}
+
 /// Everything recorded: per (protocol, command).
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
     /// Figures per protocol and command name (`EHLO`, `UID FETCH`, `RETR`, `connect`, ...).
     pub commands: BTreeMap<(Protocol, &'static str), CommandStats>,
+    /// Statuses answered, per protocol, command, kind and code (EAS: HTTP statuses and
+    /// `Status` codes; a bounded set: codes are below 1000).
+    pub statuses: BTreeMap<(Protocol, &'static str, StatusKind, u32), u64>,
 }
 
 impl Stats {
@@ -92,6 +135,20 @@ impl Stats {
                 *mine.errors.entry(c).or_insert(0) += n;
             }
         }
+        for (k, n) in &other.statuses {
+            *self.statuses.entry(*k).or_insert(0) += n;
+        }
+    }
+
+    /// Statuses of `protocol` by class ([`StatusKind::class`]), every command together.
+    pub fn status_classes(&self, protocol: Protocol) -> BTreeMap<&'static str, u64> {
+        let mut out = BTreeMap::new();
+        for ((p, _, kind, code), n) in &self.statuses {
+            if *p == protocol {
+                *out.entry(kind.class(*code)).or_insert(0) += n;
+            }
+        }
+        out
     }
 }
 
@@ -157,6 +214,18 @@ impl Recorder {
             before + 1,
             "{command}: one command recorded is one count"
         );
+    }
+
+    /// Counts one status `command` answered (not a command: [`Recorder::sent`] stays).
+    pub fn status(&self, protocol: Protocol, command: &'static str, kind: StatusKind, code: u32) {
+        let mut stats = match self.inner.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *stats
+            .statuses
+            .entry((protocol, command, kind, code.min(999)))
+            .or_insert(0) += 1;
     }
 
     /// A copy of everything recorded so far.

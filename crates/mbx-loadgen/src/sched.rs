@@ -28,6 +28,11 @@ pub enum ClientType {
     /// A POP3 client: each check downloads new messages and deletes them from the server; sends
     /// over SMTP; no folders, flags or search.
     Pop3,
+    /// An Exchange ActiveSync device (a phone or tablet): logs on once a day (OPTIONS,
+    /// Provision, FolderSync), checks by an Inbox Sync, reads by ItemOperations Fetch, sends
+    /// by SendMail, replies and forwards by SmartReply/SmartForward, moves by MoveItems,
+    /// deletes and flags by Sync Delete/Change. No log off (a device stays on) and no search.
+    Eas,
 }
 
 /// A task of a user's day.
@@ -151,6 +156,18 @@ impl ActionTable {
                 (TaskKind::Delete, deletes),
                 (TaskKind::Flag, received * 0.1),
                 (TaskKind::Search, (m / 75.0).max(1.0)),
+            ],
+            // A phone: the desktop's day without log off and search.
+            ClientType::Eas => vec![
+                (TaskKind::Logon, 1.0),
+                (TaskKind::CheckInbox, checks),
+                (TaskKind::SendNew, sent * 0.4),
+                (TaskKind::Reply, sent * 0.4),
+                (TaskKind::Forward, sent * 0.2),
+                (TaskKind::Read, reads),
+                (TaskKind::Move, moves),
+                (TaskKind::Delete, deletes),
+                (TaskKind::Flag, received * 0.1),
             ],
             ClientType::Pop3 => vec![
                 (TaskKind::CheckInbox, checks),

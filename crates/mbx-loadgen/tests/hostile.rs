@@ -236,6 +236,7 @@ async fn a_server_that_never_answers_trips_loadgens_overload_guard() {
         pop3: e,
         helo: "c".into(),
         auth: mbx_loadgen::AuthMechanism::Plain,
+        eas: None,
     };
     let users = from_template("u%d", 1, 4, "pw", "d.test").expect("users");
     let plan = DayPlan {
@@ -320,6 +321,7 @@ async fn a_stop_request_ends_the_run_promptly_with_what_it_did() {
         pop3: e,
         helo: "c".into(),
         auth: mbx_loadgen::AuthMechanism::Plain,
+        eas: None,
     };
     let users = from_template("u%d", 1, 4, "pw", "d.test").expect("users");
     // Stopped during the day (no baseline), then during the baseline (every user waiting for a
@@ -663,6 +665,7 @@ fn frozen_servers(port: u16, command: Duration) -> mbx_loadgen::day::Servers {
         pop3: e,
         helo: "c".into(),
         auth: mbx_loadgen::AuthMechanism::Plain,
+        eas: None,
     }
 }
 

@@ -928,6 +928,7 @@ async fn a_compressed_15_s_day_of_eight_users_runs_every_task_and_delivers_every
         pop3: s.endpoint(s.pop3s, Security::Implicit),
         helo: "client.loadgen.test".into(),
         auth: AuthMechanism::Plain,
+        eas: None,
     };
     let plan = DayPlan {
         seed: 8,
@@ -1038,6 +1039,7 @@ fn day_servers(s: &MailServer) -> mbx_loadgen::day::Servers {
         pop3: s.endpoint(s.pop3s, Security::Implicit),
         helo: "client.loadgen.test".into(),
         auth: AuthMechanism::Plain,
+        eas: None,
     }
 }
 

@@ -62,6 +62,7 @@ fn day(seed: u64) -> (String, DayReport, model::Totals) {
             pop3: ep(model::POP3_PORT),
             helo: "sim.test".into(),
             auth: AuthMechanism::Plain,
+            eas: None,
         };
         let wall_start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let gen = Generator::new("simday", seed, 75 * 1024, 1_800_000_000);

@@ -1044,6 +1044,7 @@ mod tests {
                 ok: 998,
                 errors: failed,
                 latency_ms: lat(80.0),
+                statuses: Default::default(),
             }],
             delivery: Some(Delivery {
                 messages_sent: 998,

@@ -67,9 +67,10 @@ pub struct LoadgenInfo {
 /// One server the clients spoke to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ServerUrl {
-    /// `smtp`, `imap` or `pop3`.
+    /// `smtp`, `imap`, `pop3` or `eas` (a day with `eas` users).
     pub protocol: String,
-    /// `smtp+starttls://mail.example.com:587`, `imaps://...:993`, ...
+    /// `smtp+starttls://mail.example.com:587`, `imaps://...:993`, ...; `eas`: the ActiveSync
+    /// endpoint, `https://mail.example.com/Microsoft-Server-ActiveSync`.
     pub url: String,
 }
 
@@ -184,6 +185,10 @@ pub struct CommandRow {
     pub errors: BTreeMap<String, u64>,
     /// Latency of the commands that succeeded.
     pub latency_ms: LatencyMs,
+    /// Statuses answered (`eas` commands): HTTP statuses as `http_<code>` and EAS `Status`
+    /// codes as `eas_<code>`, each counted (absent for protocols without them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub statuses: BTreeMap<String, u64>,
 }
 
 /// A corrupted copy, named.

@@ -359,13 +359,24 @@ pub struct LoadgenRunArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_count32)]
     pub days: u32,
     /// Client types and their shares: desktop_imap (one session a day), webmail (a short
-    /// session per task), pop3 (downloads and deletes).
+    /// session per task), pop3 (downloads and deletes), eas (an ActiveSync phone; needs
+    /// --eas).
     #[arg(
         long,
         value_name = "TYPE=PCT,...",
         default_value = "desktop_imap=70,webmail=20,pop3=10"
     )]
     pub clients: String,
+    /// The eas users' Exchange ActiveSync endpoint, http(s)://HOST[:PORT][/PATH] (the path
+    /// /Microsoft-Server-ActiveSync when none: Exchange's; SOGo without a rewriting web server:
+    /// /SOGo/Microsoft-Server-ActiveSync). https uses --ca-file / --insecure-tls as the others.
+    #[arg(long, value_name = "URL")]
+    pub eas: Option<String>,
+    /// eas devices hold a parked Ping on their Inbox between tasks, renewed at this heartbeat
+    /// (push, as phones wait); new mail it reports is checked at once [default: no Ping, new
+    /// mail seen at the checks]. Each parked Ping is an open request the server holds.
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub eas_ping: Option<std::time::Duration>,
     /// LoadGen's guard: stop when unfinished tasks exceed this many per user.
     #[arg(long, value_name = "X", default_value = "1.5", value_parser = parse_number)]
     pub overload: f64,

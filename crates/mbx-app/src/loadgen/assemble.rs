@@ -44,6 +44,18 @@ pub fn commands(stats: &Stats) -> Vec<CommandRow> {
             ok: s.ok(),
             errors: classes(&s.errors),
             latency_ms: latency_ms(&s.latency_us),
+            statuses: stats
+                .statuses
+                .iter()
+                .filter(|((p, c, _, _), _)| p == proto && c == command)
+                .map(|((_, _, kind, code), n)| {
+                    let k = match kind {
+                        mbx_loadgen::StatusKind::Http => "http",
+                        mbx_loadgen::StatusKind::Eas => "eas",
+                    };
+                    (format!("{k}_{code}"), *n)
+                })
+                .collect(),
         })
         .collect()
 }

@@ -343,6 +343,7 @@ mod tests {
             watch: None,
             unreadable: BTreeMap::new(),
             missing_not_looked: 0,
+            composed: 0,
             baseline_failed: BTreeMap::new(),
             check_fetched: 0,
             check_fetched_bytes: 0,

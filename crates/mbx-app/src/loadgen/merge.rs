@@ -602,6 +602,7 @@ fn merged_commands(parts: &[Merged]) -> Vec<CommandRow> {
             Some(m) => {
                 m.ok = m.ok.saturating_add(c.ok);
                 add_classes(&mut m.errors, &c.errors);
+                add_classes(&mut m.statuses, &c.statuses);
             }
             None => commands.push(CommandRow {
                 latency_ms: Default::default(),
@@ -742,6 +743,7 @@ mod tests {
             ok: fetch_h.len(),
             errors: BTreeMap::new(),
             latency_ms: latency_ms(&fetch_h),
+            statuses: BTreeMap::new(),
         }];
         r.delivery = Some(Delivery {
             messages_sent: delivery_h.len(),

@@ -139,15 +139,18 @@ pub fn client_name(c: ClientType) -> &'static str {
         ClientType::DesktopImap => "desktop_imap",
         ClientType::Webmail => "webmail",
         ClientType::Pop3 => "pop3",
+        ClientType::Eas => "eas",
     }
 }
 
-/// Parses a client type's name (`desktop_imap`, `webmail`, `pop3`; `imap` and `desktop` too).
+/// Parses a client type's name (`desktop_imap`, `webmail`, `pop3`, `eas`; `imap`, `desktop`
+/// and `activesync` too).
 pub fn client_of(name: &str) -> Option<ClientType> {
     match name.trim().to_ascii_lowercase().replace('-', "_").as_str() {
         "desktop_imap" | "desktop" | "imap" => Some(ClientType::DesktopImap),
         "webmail" | "web" => Some(ClientType::Webmail),
         "pop3" | "pop" => Some(ClientType::Pop3),
+        "eas" | "activesync" => Some(ClientType::Eas),
         _ => None,
     }
 }
@@ -559,10 +562,37 @@ pub fn init(req: &InitRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError
     finish(files, result, sink)
 }
 
+/// The `eas` users' endpoint: `url` (resolved by [`request::resolve_eas`]) with the run's TLS
+/// trust for `https`, one request within `timeout` (the other clients' command timeout).
+fn eas_target(
+    url: Option<&str>,
+    trust: &Trust,
+    timeout: std::time::Duration,
+) -> Result<Option<mbx_loadgen::eas::device::Target>, AppError> {
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    let tls = if url.starts_with("https://") {
+        Some(mbx_loadgen::tls::client_config(trust).map_err(|e| {
+            AppError::usage(format!(
+                "--eas {url}: the TLS trust: {e}; give a PEM file with --ca-file, or --insecure-tls for a lab server"
+            ))
+        })?)
+    } else {
+        None
+    };
+    Ok(Some(mbx_loadgen::eas::device::Target {
+        url: url.to_owned(),
+        tls,
+        timeout,
+    }))
+}
+
 /// `loadgen run`: simulated days of the users' tasks, every copy sent accounted for.
 pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> {
     let c = &req.common;
     let (smtp, imap, pop3) = servers::endpoints(&c.servers, &c.trust)?;
+    let eas = eas_target(req.run.eas.as_deref(), &c.trust, imap.timeouts.command)?;
     let on = DayOn {
         servers: Servers {
             smtp,
@@ -570,6 +600,7 @@ pub fn day(req: &DayRequest, sink: &mut dyn EventSink) -> Result<Ran, AppError> 
             pop3,
             helo: c.helo.clone(),
             auth: c.smtp_auth,
+            eas,
         },
         runtime: runtime()?,
         simulated_from: None,
@@ -731,6 +762,7 @@ fn day_plan(
         sample_interval: req.run.sample_interval,
         duration: req.run.duration,
         stress: req.run.stress,
+        eas_ping: req.run.eas_ping,
         ..DayPlan::default()
     };
     match simulated_from {
@@ -798,6 +830,12 @@ fn day_config(req: &DayRequest, kinds: &[ClientType]) -> LoadgenConfig {
         })
         .collect();
     let mut config = config_block(c, shares);
+    if let Some(url) = &req.run.eas {
+        config.servers.push(ServerUrl {
+            protocol: "eas".into(),
+            url: url.clone(),
+        });
+    }
     config.day_s = req.run.day.as_secs_f64();
     config.days = req.run.days;
     config.overload_per_user = req.run.overload_per_user;

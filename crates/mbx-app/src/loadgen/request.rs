@@ -108,6 +108,10 @@ pub struct DayFlags {
     pub duration: Option<Duration>,
     /// `--stress`.
     pub stress: bool,
+    /// `--eas URL`: the ActiveSync endpoint of the `eas` users.
+    pub eas: Option<String>,
+    /// `--eas-ping DURATION`: the heartbeat of the `eas` devices' parked Ping between tasks.
+    pub eas_ping: Option<Duration>,
 }
 
 /// Where the users come from, resolved: a users file or the template's parameters (the users
@@ -233,6 +237,14 @@ pub struct DayRun {
     pub stress: bool,
     /// The verdict's limits.
     pub thresholds: LoadgenThresholds,
+    /// The `eas` users' ActiveSync endpoint (`http(s)://host[:port]/path`; the path
+    /// `/Microsoft-Server-ActiveSync` when none is given). None: no `eas` users.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eas: Option<String>,
+    /// The heartbeat of the `eas` devices' parked Ping between tasks (None: no Ping, new mail
+    /// seen at the checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eas_ping: Option<Duration>,
 }
 
 /// The client shares by their names in results (`desktop_imap`, `webmail`, `pop3`).
@@ -689,7 +701,7 @@ pub fn parse_clients(s: &str) -> Result<Vec<(ClientType, f64)>, AppError> {
         let (name, pct) = part.split_once('=').unwrap_or((part, "100"));
         let t = client_of(name).ok_or_else(|| {
             AppError::usage(format!(
-                "--clients {s}: {name:?} is not a client type (desktop_imap, webmail, pop3)"
+                "--clients {s}: {name:?} is not a client type (desktop_imap, webmail, pop3, eas)"
             ))
         })?;
         let pct: f64 = pct
@@ -755,6 +767,7 @@ pub fn resolve_day(a: &DayFlags) -> Result<Resolved<DaySpec>, AppError> {
         ));
     }
     let clients = parse_clients(&a.clients)?;
+    let eas = resolve_eas(a.eas.as_deref(), &clients)?;
     let check = |ok: bool, what: &str| {
         if ok {
             Ok(())
@@ -791,6 +804,12 @@ pub fn resolve_day(a: &DayFlags) -> Result<Resolved<DaySpec>, AppError> {
         a.sample_interval >= Duration::from_secs(1),
         "--sample-interval must be at least 1s",
     )?;
+    check(
+        a.eas_ping.is_none_or(|h| {
+            h >= Duration::from_secs(1) && h <= Duration::from_secs(3540) && eas.is_some()
+        }),
+        "--eas-ping must be 1s..=59m (MS-ASCMD's longest heartbeat), with --eas",
+    )?;
     if let Some(d) = a.duration {
         let most = if a.stress {
             Duration::from_secs(366 * 86_400)
@@ -814,6 +833,8 @@ pub fn resolve_day(a: &DayFlags) -> Result<Resolved<DaySpec>, AppError> {
                 sample_interval: a.sample_interval,
                 duration: a.duration,
                 stress: a.stress,
+                eas,
+                eas_ping: a.eas_ping,
                 thresholds: LoadgenThresholds {
                     tasks_achieved_pct: a.tasks_achieved_pct,
                     task_p95_ms: a.task_p95_ms,
@@ -824,6 +845,66 @@ pub fn resolve_day(a: &DayFlags) -> Result<Resolved<DaySpec>, AppError> {
         password,
         users,
     })
+}
+
+/// The default path of an ActiveSync endpoint (Exchange's; SOGo's is
+/// `/SOGo/Microsoft-Server-ActiveSync` unless a web server in front rewrites it).
+pub const EAS_PATH: &str = "/Microsoft-Server-ActiveSync";
+
+/// `--eas URL` checked against the client mix: `http(s)://host[:port][/path]`, the path
+/// [`EAS_PATH`] when none is given. Errors: a URL that is not one, `eas` users without it.
+pub fn resolve_eas(
+    url: Option<&str>,
+    clients: &[(ClientType, f64)],
+) -> Result<Option<String>, AppError> {
+    let wants = clients
+        .iter()
+        .any(|(c, n)| *c == ClientType::Eas && *n > 0.0);
+    let Some(url) = url.map(str::trim).filter(|u| !u.is_empty()) else {
+        return match wants {
+            true => Err(AppError::usage(format!(
+                "--clients gives eas users but no ActiveSync endpoint: add --eas URL (e.g. --eas https://mail.example.com{EAS_PATH})"
+            ))),
+            false => Ok(None),
+        };
+    };
+    let bad = |why: &str| {
+        AppError::usage(format!(
+            "--eas {url:?}: {why}; e.g. --eas https://mail.example.com{EAS_PATH}"
+        ))
+    };
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| bad("not a URL (http:// or https://)"))?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err(bad("the scheme must be http or https"));
+    }
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if authority.is_empty()
+        || authority.starts_with(':')
+        || authority.contains('@')
+        || path.contains('?')
+    {
+        return Err(bad("give host[:port] and a path, no user or query"));
+    }
+    if let Some((_, port)) = authority
+        .rsplit_once(':')
+        .filter(|_| !authority.ends_with(']'))
+    {
+        port.parse::<u16>()
+            .map_err(|_| bad("the port must be a number 1..=65535"))?;
+    }
+    let path = match path {
+        "" | "/" => EAS_PATH,
+        p => p,
+    };
+    Ok(Some(format!(
+        "{}://{authority}{path}",
+        scheme.to_ascii_lowercase()
+    )))
 }
 
 impl DaySpec {
@@ -860,6 +941,41 @@ impl Resolved<DaySpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_eas_endpoint_is_checked_and_given_its_default_path() {
+        let eas = [(ClientType::Eas, 50.0), (ClientType::DesktopImap, 50.0)];
+        assert_eq!(
+            resolve_eas(Some("https://mail.example.com"), &eas).expect("ok"),
+            Some("https://mail.example.com/Microsoft-Server-ActiveSync".into())
+        );
+        assert_eq!(
+            resolve_eas(
+                Some("HTTP://127.0.0.1:8080/SOGo/Microsoft-Server-ActiveSync"),
+                &eas
+            )
+            .expect("ok"),
+            Some("http://127.0.0.1:8080/SOGo/Microsoft-Server-ActiveSync".into())
+        );
+        let e = resolve_eas(None, &eas).expect_err("eas users need it");
+        assert!(e.to_string().contains("--eas URL"), "{e}");
+        assert_eq!(
+            resolve_eas(None, &[(ClientType::Pop3, 100.0)]).expect("ok"),
+            None
+        );
+        for bad in [
+            "mail.example.com",
+            "ftp://x/",
+            "https://:1/",
+            "https://h:99999/",
+        ] {
+            assert!(resolve_eas(Some(bad), &eas).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_clients("eas=100").expect("eas"),
+            vec![(ClientType::Eas, 100.0)]
+        );
+    }
 
     #[test]
     fn partitions_cover_every_user_once_and_bad_ones_are_refused() {

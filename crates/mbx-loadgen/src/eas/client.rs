@@ -16,9 +16,12 @@
 //! Bounds: one timeout per request (connect, send, answer and body: all of it), the answer's
 //! size ([`Config::max_response`]) and the WBXML limits ([`Config::wbxml`]).
 //!
-//! Time: latencies and timeouts use tokio's clock (`tokio::time::Instant`, which a paused test
-//! runtime advances). When the day drives EAS devices (after issue 37), the latency reads go
-//! through mbx-core's `Clock` like the other clients' ([`Exchange::elapsed`] is the one place).
+//! Time: latencies and timeouts are on the day's clock ([`crate::clock`], as the other
+//! clients'): [`Exchange::elapsed`] is the one place a latency is read.
+//!
+//! Measurement: with a [`Recorder`] ([`EasClient::with_recorder`]) every request is one command
+//! of [`Protocol::Eas`] (its latency, or its failure's class), and every HTTP status and EAS
+//! `Status` code answered is counted ([`crate::metrics::Stats::statuses`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,7 +38,6 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use tokio::net::TcpStream;
-use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
 use super::codepages::{
@@ -43,7 +45,9 @@ use super::codepages::{
     settings,
 };
 use super::wbxml::{self, Element, Limits};
+use crate::clock::{self, Instant};
 use crate::error::{Error, ErrorClass, Rejection, Result};
+use crate::metrics::{Protocol, Recorder, StatusKind};
 
 /// The content type of WBXML bodies.
 pub const WBXML_TYPE: &str = "application/vnd.ms-sync.wbxml";
@@ -196,6 +200,8 @@ pub struct EasClient {
     sync_keys: HashMap<String, String>,
     /// Messages sent (their ClientIds).
     sent: u64,
+    /// Where commands and statuses are recorded (None: not measured).
+    rec: Option<Recorder>,
 }
 
 impl std::fmt::Debug for EasClient {
@@ -267,6 +273,7 @@ impl EasClient {
             folders: Vec::new(),
             sync_keys: HashMap::new(),
             sent: 0,
+            rec: None,
         })
     }
 
@@ -336,8 +343,8 @@ impl EasClient {
         (content_type, body): (&str, Vec<u8>),
         timeout: Duration,
     ) -> Result<(StatusCode, hyper::http::HeaderMap, Vec<u8>, Duration)> {
-        let start = Instant::now();
-        match tokio::time::timeout(
+        let start = clock::now();
+        match clock::timeout(
             timeout,
             self.exchange_inner(command, method, path_and_query, content_type, body),
         )
@@ -474,7 +481,7 @@ impl EasClient {
     /// first of [`VERSIONS`] offered, up to [`Config::max_version`]).
     pub async fn options(&mut self) -> Result<Vec<String>> {
         let path = self.path.clone();
-        let (status, headers, _, _) = self
+        let r = self
             .exchange(
                 "OPTIONS",
                 Method::OPTIONS,
@@ -482,10 +489,13 @@ impl EasClient {
                 ("", Vec::new()),
                 self.cfg.timeout,
             )
-            .await?;
+            .await;
+        let (status, headers, _, elapsed) = self.measured("OPTIONS", r)?;
         if let Some(class) = Self::class_of(status) {
+            self.record("OPTIONS", elapsed, Err(class));
             return Err(self.err(class, "OPTIONS", format!("HTTP {status}")));
         }
+        self.record("OPTIONS", elapsed, Ok(()));
         let offered: Vec<String> = headers
             .get("MS-ASProtocolVersions")
             .and_then(|v| v.to_str().ok())
@@ -560,9 +570,11 @@ impl EasClient {
             query_escape(&self.cfg.device_id),
             query_escape(&self.cfg.device_type)
         );
-        let (status, _, data, elapsed) = self
+        let r = self
             .exchange(cmd, Method::POST, &query, payload, timeout)
-            .await?;
+            .await;
+        let (status, _, data, elapsed) = self.measured(cmd, r)?;
+        // 449 (Provision first) is no failure of the command: it is sent again after it.
         if status.as_u16() == 449 {
             return Ok(Answer {
                 status,
@@ -571,16 +583,24 @@ impl EasClient {
             });
         }
         if let Some(class) = Self::class_of(status) {
+            self.record(cmd, elapsed, Err(class));
             return Err(self.err(class, cmd, format!("HTTP {status}")));
         }
         let body = if data.is_empty() {
             None
         } else {
-            Some(
-                wbxml::decode(&data, &self.cfg.wbxml)
-                    .map_err(|e| self.err(ErrorClass::Protocol, cmd, e.to_string()))?,
-            )
+            match wbxml::decode(&data, &self.cfg.wbxml) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    self.record(cmd, elapsed, Err(ErrorClass::Protocol));
+                    return Err(self.err(ErrorClass::Protocol, cmd, e.to_string()));
+                }
+            }
         };
+        self.record(cmd, elapsed, Ok(()));
+        if let Some(code) = body.as_ref().and_then(top_status) {
+            self.note_status(cmd, code);
+        }
         Ok(Answer {
             status,
             body,
@@ -776,6 +796,7 @@ impl EasClient {
             .child_text(airsync::Status)
             .and_then(|s| s.trim().parse::<u32>().ok())
             .unwrap_or(1);
+        self.note_status("Sync", status);
         if status != 1 {
             return Err(self.err(
                 ErrorClass::Rejected(Rejection::Other),
@@ -940,6 +961,9 @@ impl EasClient {
         let status = fetch
             .and_then(|f| f.child_text(itemoperations::Status))
             .and_then(|s| s.trim().parse::<u32>().ok());
+        if let Some(code) = status {
+            self.note_status("ItemOperations", code);
+        }
         match (
             status,
             fetch.and_then(|f| f.child(itemoperations::Properties)),
@@ -974,6 +998,9 @@ impl EasClient {
         let status = resp
             .and_then(|r| r.child_text(moveitems::Status))
             .and_then(|s| s.trim().parse::<u32>().ok());
+        if let Some(code) = status {
+            self.note_status("MoveItems", code);
+        }
         // 3: success (MS-ASCMD MoveItems Status).
         match (status, resp.and_then(|r| r.child_text(moveitems::DstMsgId))) {
             (Some(3), Some(id)) => Ok(id.to_owned()),
@@ -995,6 +1022,265 @@ pub struct PingAnswer {
     pub changed: Vec<String>,
     /// How long the Ping was parked, answer included.
     pub elapsed: Duration,
+}
+
+// The user day's commands (issue 38 item 2): measurement, SmartReply/SmartForward, and Sync's
+// Delete and Change. Kept in one block of their own.
+impl EasClient {
+    /// Records every command and status of this device into `rec` ([`Protocol::Eas`]).
+    pub fn with_recorder(mut self, rec: Recorder) -> EasClient {
+        self.rec = Some(rec);
+        self
+    }
+
+    /// An exchange's result, its HTTP status counted; a failure recorded with its class.
+    fn measured<T>(
+        &self,
+        cmd: &str,
+        r: Result<(StatusCode, hyper::http::HeaderMap, T, Duration)>,
+    ) -> Result<(StatusCode, hyper::http::HeaderMap, T, Duration)> {
+        match r {
+            Ok(v) => {
+                if let Some(rec) = &self.rec {
+                    rec.status(
+                        Protocol::Eas,
+                        command_name(cmd),
+                        StatusKind::Http,
+                        u32::from(v.0.as_u16()),
+                    );
+                }
+                Ok(v)
+            }
+            Err(e) => {
+                self.record(cmd, Duration::ZERO, Err(e.class));
+                Err(e)
+            }
+        }
+    }
+
+    fn record(&self, cmd: &str, latency: Duration, outcome: std::result::Result<(), ErrorClass>) {
+        if let Some(rec) = &self.rec {
+            rec.record(Protocol::Eas, command_name(cmd), latency, outcome);
+        }
+    }
+
+    /// Counts an EAS `Status` code `cmd` answered.
+    fn note_status(&self, cmd: &str, code: u32) {
+        if let Some(rec) = &self.rec {
+            rec.status(Protocol::Eas, command_name(cmd), StatusKind::Eas, code);
+        }
+    }
+
+    /// SmartReply (MS-ASCMD 2.2.1.19): `mime` (the reply the user wrote) sent as a reply to
+    /// item `item_id` of folder `folder_id`, ReplaceMime absent (the server adds the original
+    /// as it chooses), a copy saved in Sent Items. At 12.1 the MIME goes by SendMail.
+    pub async fn smart_reply(
+        &mut self,
+        folder_id: &str,
+        item_id: &str,
+        mime: &[u8],
+    ) -> Result<Answer> {
+        self.smart(
+            "SmartReply",
+            composemail::SmartReply,
+            folder_id,
+            item_id,
+            mime,
+        )
+        .await
+    }
+
+    /// SmartForward (MS-ASCMD 2.2.1.18): as [`EasClient::smart_reply`], a forward of the item
+    /// (the server attaches the original).
+    pub async fn smart_forward(
+        &mut self,
+        folder_id: &str,
+        item_id: &str,
+        mime: &[u8],
+    ) -> Result<Answer> {
+        self.smart(
+            "SmartForward",
+            composemail::SmartForward,
+            folder_id,
+            item_id,
+            mime,
+        )
+        .await
+    }
+
+    async fn smart(
+        &mut self,
+        cmd: &'static str,
+        root: super::codepages::Tag,
+        folder_id: &str,
+        item_id: &str,
+        mime: &[u8],
+    ) -> Result<Answer> {
+        if self.version.is_none() {
+            self.options().await?;
+        }
+        if self.version.is_some_and(|v| v.starts_with("12.")) {
+            return self.send_mail(mime).await;
+        }
+        self.sent = self.sent.wrapping_add(1);
+        let req = Element::new(root)
+            .with(Element::text(
+                composemail::ClientId,
+                format!("{}-{}", self.cfg.device_id, self.sent),
+            ))
+            .with(Element::new(composemail::SaveInSentItems))
+            .with(
+                Element::new(composemail::Source)
+                    .with(Element::text(composemail::FolderId, folder_id))
+                    .with(Element::text(composemail::ItemId, item_id)),
+            )
+            .with(Element::opaque(composemail::MIME, mime.to_vec()));
+        let answer = self.command(cmd, &req).await?;
+        // Success is an empty answer; a body carries the failure's status.
+        if let Some(status) = answer.body.as_ref().and_then(top_status) {
+            if status != 1 {
+                return Err(self.err(
+                    ErrorClass::Rejected(Rejection::Other),
+                    cmd,
+                    format!("{cmd} status {status}"),
+                ));
+            }
+        }
+        Ok(answer)
+    }
+
+    /// Sync `Delete` of item `server_id` of `collection_id` (DeletesAsMoves off: gone, as an
+    /// IMAP expunge). The answer's changes come back too (the key moves on past them, so they
+    /// must not be dropped): see [`EasClient::sync_commands`].
+    pub async fn sync_delete(
+        &mut self,
+        collection_id: &str,
+        server_id: &str,
+        window: u32,
+    ) -> Result<SyncBatch> {
+        let cmd = Element::new(airsync::Delete).with(Element::text(airsync::ServerId, server_id));
+        self.sync_commands(collection_id, window, cmd).await
+    }
+
+    /// Sync `Change` flagging item `server_id` for follow-up (MS-ASEMAIL `Flag`, status 2).
+    pub async fn sync_flag(
+        &mut self,
+        collection_id: &str,
+        server_id: &str,
+        window: u32,
+    ) -> Result<SyncBatch> {
+        let cmd = Element::new(airsync::Change)
+            .with(Element::text(airsync::ServerId, server_id))
+            .with(
+                Element::new(airsync::ApplicationData).with(
+                    Element::new(super::codepages::email::Flag)
+                        .with(Element::text(super::codepages::email::FlagStatus, "2"))
+                        .with(Element::text(
+                            super::codepages::email::FlagType,
+                            "Follow up",
+                        )),
+                ),
+            );
+        self.sync_commands(collection_id, window, cmd).await
+    }
+
+    /// A Sync of `collection_id` carrying one client command (`Delete`, `Change`): the
+    /// server's changes in the same answer (full MIME, up to `window`), as [`EasClient::sync`]
+    /// returns them. Errors: no sync key yet for the collection (Sync it first), a collection
+    /// status other than 1, or a `Responses` status other than 1 for the command.
+    pub async fn sync_commands(
+        &mut self,
+        collection_id: &str,
+        window: u32,
+        command: Element,
+    ) -> Result<SyncBatch> {
+        let key = self.sync_keys.get(collection_id).cloned().ok_or_else(|| {
+            self.err(
+                ErrorClass::Protocol,
+                "Sync",
+                format!("no sync key for collection {collection_id}: Sync it first"),
+            )
+        })?;
+        // DeletesAsMoves off (a Delete removes the item); the changes in full MIME; the
+        // command after the Options (MS-ASCMD's order of a Collection's children).
+        let req = Element::new(airsync::Sync).with(
+            Element::new(airsync::Collections).with(
+                Element::new(airsync::Collection)
+                    .with(Element::text(airsync::SyncKey, key))
+                    .with(Element::text(airsync::CollectionId, collection_id))
+                    .with(Element::text(airsync::DeletesAsMoves, "0"))
+                    .with(Element::new(airsync::GetChanges))
+                    .with(Element::text(airsync::WindowSize, window.to_string()))
+                    .with(
+                        Element::new(airsync::Options)
+                            .with(
+                                Element::new(airsyncbase::BodyPreference)
+                                    .with(Element::text(airsyncbase::Type, "4")),
+                            )
+                            .with(Element::text(airsync::MIMESupport, "2")),
+                    )
+                    .with(Element::new(airsync::Commands).with(command)),
+            ),
+        );
+        let answer = self.command("Sync", &req).await?;
+        let (mut batch, new_key) = self.sync_answer(collection_id, answer.body.as_ref())?;
+        batch.elapsed = answer.elapsed;
+        if let Some(k) = new_key {
+            self.sync_keys.insert(collection_id.to_owned(), k);
+        }
+        let responses = answer
+            .body
+            .as_ref()
+            .and_then(|b| b.path(&[airsync::Collections]))
+            .and_then(|c| {
+                c.all(airsync::Collection)
+                    .find(|c| c.child_text(airsync::CollectionId) == Some(collection_id))
+            })
+            .and_then(|c| c.child(airsync::Responses));
+        if let Some(r) = responses {
+            for e in r.elements() {
+                let code = e
+                    .child_text(airsync::Status)
+                    .and_then(|s| s.trim().parse::<u32>().ok())
+                    .unwrap_or(1);
+                if code != 1 {
+                    return Err(self.err(
+                        ErrorClass::Rejected(Rejection::Other),
+                        "Sync",
+                        format!("Sync command status {code} in collection {collection_id}"),
+                    ));
+                }
+            }
+        }
+        Ok(batch)
+    }
+}
+
+/// A command's name as the recorder keeps it (a fixed set: memory follows the commands used).
+fn command_name(cmd: &str) -> &'static str {
+    const KNOWN: [&str; 16] = [
+        "OPTIONS",
+        "Provision",
+        "FolderSync",
+        "FolderCreate",
+        "Sync",
+        "SendMail",
+        "SmartReply",
+        "SmartForward",
+        "MoveItems",
+        "Ping",
+        "ItemOperations",
+        "Settings",
+        "GetItemEstimate",
+        "MeetingResponse",
+        "Search",
+        "ResolveRecipients",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == cmd)
+        .copied()
+        .unwrap_or("other")
 }
 
 /// The one place a latency is read off the clock (mbx-core's `Clock` goes here).

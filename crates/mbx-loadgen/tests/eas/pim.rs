@@ -35,7 +35,7 @@ const USERS: u32 = 6;
 fn server() -> Option<&'static EasServer> {
     static SERVER: OnceLock<Option<EasServer>> = OnceLock::new();
     SERVER
-        .get_or_init(|| EasServer::start("pim", USERS))
+        .get_or_init(|| EasServer::start(USERS, "pim"))
         .as_ref()
 }
 

@@ -57,6 +57,8 @@ pub(crate) fn day_flags(a: &LoadgenRunArgs) -> DayFlags {
         sample_interval: a.sample_interval,
         duration: a.duration,
         stress: a.stress,
+        eas: a.eas.clone(),
+        eas_ping: a.eas_ping,
     }
 }
 

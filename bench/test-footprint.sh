@@ -80,6 +80,9 @@ if [ "$(id -u)" = 0 ] && [ "$can_isolate" = yes ] && command -v unshare >/dev/nu
   # A private /tmp on the same disk: a fresh folder bind-mounted over /tmp in a private mount
   # namespace, so what is in it afterwards is exactly what the tests left in /tmp.
   private=$(mktemp -d /tmp/test-footprint-tmp.XXXXXX)
+  # mktemp makes it 0700; as /tmp it must be what /tmp is (1777): the servers the tests start
+  # drop root (SOGo composing a SmartReply writes its temporary files there).
+  chmod 1777 "$private"
   isolated=yes
   set +e
   unshare -m --propagation private sh -c \
